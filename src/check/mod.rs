@@ -1,0 +1,3 @@
+//! The check artifact: what one check run printed and wrote, and the tests it names.
+pub mod model;
+pub mod parse;

@@ -1,0 +1,165 @@
+//! The data model of one check run as loopexec sees it: which tests ran, how each
+//! ended, and whether the runner reached its own end.
+//!
+//! Everything here is plain data (serde), produced by the parsers in
+//! [`crate::check::parse`] and consumed by the detectors. Invariants:
+//!
+//! * a [`TestResult::id`] is stable: the same test gets the same id across runs (no
+//!   durations, counters, worker numbers or ANSI escapes in it);
+//! * [`ParsedRun::tests`] holds at most one entry per id (the final attempt decides);
+//! * when the check is red and no named test failed, the parser adds one synthetic
+//!   failing member `<runner>::<unattributed>` and sets `unattributed_failure`, so the
+//!   failing set is never empty while the check is red.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// How one test ended in one check run.
+///
+/// `Skipped` covers xfail, todo, pending, ignored and disabled tests. `FlakyPassed`
+/// is a test the runner itself retried that failed, then passed on a later attempt
+/// (nextest retries, Surefire `flakyFailure`, pytest-rerunfailures, gotestsum
+/// `--rerun-fails`): the final attempt decides, so it is not failing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Passed,
+    Failed,
+    Errored,
+    Skipped,
+    FlakyPassed,
+}
+
+impl Outcome {
+    /// True for `Failed` and `Errored`: members of the failing set.
+    #[must_use]
+    pub fn is_failing(self) -> bool {
+        matches!(self, Outcome::Failed | Outcome::Errored)
+    }
+    /// True for `Passed` and `FlakyPassed`: members of the passing set.
+    #[must_use]
+    pub fn is_passing(self) -> bool {
+        matches!(self, Outcome::Passed | Outcome::FlakyPassed)
+    }
+    /// The stable wire name (`passed`, `failed`, `errored`, `skipped`, `flaky_passed`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed => "failed",
+            Outcome::Errored => "errored",
+            Outcome::Skipped => "skipped",
+            Outcome::FlakyPassed => "flaky_passed",
+        }
+    }
+}
+
+/// One test's result in one check run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestResult {
+    /// Stable id, e.g. `tests::fails_assert`, `tests/test_demo.py::test_fail`,
+    /// `example.com/godemo/calc::TestTable/wrong_answer`, `demo.test.js > outer > inner fail`.
+    pub id: String,
+    pub outcome: Outcome,
+    /// Normalized failure message (first meaningful lines, ANSI stripped, addresses,
+    /// durations and thread ids removed), at most 2 KiB. `None` for passing tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The test-output formats loopexec understands. Wire names are kebab-case
+/// (`libtest`, `libtest-json`, `nextest`, `pytest`, `gotest`, `gotest-json`, `jest`,
+/// `jest-json`, `vitest`, `vitest-json`, `mocha`, `mocha-json`, `tap`, `junit`,
+/// `ctest`, `rspec`, `rspec-json`, `phpunit`, `teamcity`, `lines`, `exit-code`).
+///
+/// `ExitCode` is what remains when nothing else is recognised: the verdict is the
+/// exit code alone and a red run is one unattributed failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    Libtest,
+    LibtestJson,
+    Nextest,
+    Pytest,
+    Gotest,
+    GotestJson,
+    Jest,
+    JestJson,
+    Vitest,
+    VitestJson,
+    Mocha,
+    MochaJson,
+    Tap,
+    Junit,
+    Ctest,
+    Rspec,
+    RspecJson,
+    Phpunit,
+    Teamcity,
+    Lines,
+    ExitCode,
+}
+
+/// Everything loopexec read from one check run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParsedRun {
+    /// The format that supplied the results (for a report file, the report's format).
+    pub format: Format,
+    /// True when the run visibly reached the runner's own end (summary line, TAP plan,
+    /// closing root element) with the counts it announced. A run cut short (a test
+    /// calling `exit(0)`, an abort, truncated XML, a bail out, cargo's fail-fast stop
+    /// across targets) is `false`, whatever its exit code.
+    pub complete: bool,
+    /// True when some failure cannot be pinned on a named test (build error,
+    /// collection error, suite failed to load, red exit with no failing test).
+    pub unattributed_failure: bool,
+    /// One entry per test id, in the order first seen.
+    pub tests: Vec<TestResult>,
+    /// Problems met while reading (a report file missing or not well-formed, output
+    /// past the capture limit). Recorded in the receipt; never read as "0 failures".
+    #[serde(default)]
+    pub diagnostics: Vec<String>,
+}
+
+impl ParsedRun {
+    /// The failing set F: ids whose outcome is failed or errored.
+    #[must_use]
+    pub fn failing(&self) -> BTreeSet<String> {
+        self.ids_where(Outcome::is_failing)
+    }
+    /// The passing set: ids that passed (flaky-passed included).
+    #[must_use]
+    pub fn passing(&self) -> BTreeSet<String> {
+        self.ids_where(Outcome::is_passing)
+    }
+    /// The collected set C: every id the runner reported, skipped included, excluding
+    /// synthetic `::<unattributed>` members.
+    #[must_use]
+    pub fn collected(&self) -> BTreeSet<String> {
+        self.tests
+            .iter()
+            .filter(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX))
+            .map(|t| t.id.clone())
+            .collect()
+    }
+    /// The executed set: collected minus skipped.
+    #[must_use]
+    pub fn executed(&self) -> BTreeSet<String> {
+        self.tests
+            .iter()
+            .filter(|t| t.outcome != Outcome::Skipped && !t.id.ends_with(UNATTRIBUTED_SUFFIX))
+            .map(|t| t.id.clone())
+            .collect()
+    }
+    fn ids_where(&self, f: impl Fn(Outcome) -> bool) -> BTreeSet<String> {
+        self.tests
+            .iter()
+            .filter(|t| f(t.outcome))
+            .map(|t| t.id.clone())
+            .collect()
+    }
+}
+
+/// Suffix of the synthetic failing member added for a red run with no attributable
+/// failing test: `<runner>::<unattributed>`.
+pub const UNATTRIBUTED_SUFFIX: &str = "::<unattributed>";

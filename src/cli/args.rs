@@ -1,0 +1,161 @@
+//! clap argument types. Nothing here runs anything.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Runs a coding agent in a bounded, auditable loop and stops it for a reason it
+/// computed: tests green, the iteration cap, no progress, oscillation, a weakened
+/// test suite, a flaky check, a blown budget, a swapped model, a wedged process, or a
+/// person's stop — never because the agent said it was done.
+///
+/// Every halt has a stable `halt_reason`, an exit code CI can branch on (see
+/// exit-codes.md), and a receipt under .loopexec/runs/ from which `explain-halt`
+/// re-derives the verdict offline.
+#[derive(Debug, Parser)]
+#[command(
+    name = "loopexec",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+#[command(
+    after_help = "Quick start:\n  loopexec init\n  loopexec run --exec 'claude -p \"fix the failing tests\"' --check 'cargo test'\n  loopexec explain-halt\n\nExit codes: 0 ok, 10 converged, 11 human stop, 12 iteration cap, 13 integrity,\n14 untrusted check, 15 inadequate check, 17 no convergence, 18 budget,\n19 liveness/drift, 20 invalid config, 30 workspace, 40 execution, 50 internal, 2 usage."
+)]
+pub struct Cli {
+    /// Print exactly one JSON object on stdout (tool, version, status, errors[], …).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The project directory to work in (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a commented loop.toml and create .loopexec/.
+    Init(InitArgs),
+    /// Run the loop: baseline check, then exec + check until a computed halt.
+    Run(Box<RunArgs>),
+    /// Show a run's phase, iteration, last verdicts and whether its process is alive.
+    Status(RunSel),
+    /// Explain why a run stopped and what to do, re-deriving the verdict from its receipt.
+    ExplainHalt(RunSel),
+    /// Show a run as a timeline: per iteration, exec and check exits, durations, sizes, verdict.
+    Report(RunSel),
+    /// Show what loopexec reads from a captured check run (for debugging a verdict).
+    Parse(ParseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Overwrite an existing loop.toml.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Selects a run; the newest one when omitted.
+#[derive(Debug, Args)]
+pub struct RunSel {
+    /// The run to show (default: the latest run in the workdir).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The work step (usually an agent), run with `sh -c` in the workdir each iteration.
+    #[arg(long, value_name = "CMD")]
+    pub exec: Option<String>,
+    /// The check (the test suite). Required, here or in loop.toml.
+    #[arg(long, value_name = "CMD")]
+    pub check: Option<String>,
+    /// Attempts after the baseline (default 10).
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u32>,
+    /// Run a single attempt (same as --max-iterations 1).
+    #[arg(long, conflicts_with = "max_iterations")]
+    pub once: bool,
+    /// Name the run (A-Z a-z 0-9 . _ -, no leading dot; default: unique and time-sortable).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// Continue a halted run from its last accepted state (e.g. after `ack`).
+    #[arg(long, value_name = "ID", conflicts_with = "run_id")]
+    pub resume: Option<String>,
+    /// Time limit for each exec, e.g. 30m.
+    #[arg(long, value_name = "DUR")]
+    pub exec_timeout: Option<String>,
+    /// Time limit for each check run, e.g. 90s.
+    #[arg(long, value_name = "DUR")]
+    pub check_timeout: Option<String>,
+    /// The check's exit code that means success (default 0).
+    #[arg(long, value_name = "N")]
+    pub success_exit_code: Option<i32>,
+    /// loop.toml to read (default: ./loop.toml when present). Flags override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// How to read the check's output: auto (default) or a format name (see `parse --help`).
+    #[arg(long, value_name = "FORMAT")]
+    pub test_format: Option<String>,
+    /// A report file (glob) the check writes, e.g. target/junit.xml. Repeatable.
+    #[arg(long = "report", value_name = "PATH")]
+    pub reports: Vec<String>,
+    /// Extra check runs on the same tree before a green verdict is believed (default 1).
+    #[arg(long, value_name = "N")]
+    pub confirm_runs: Option<u32>,
+    /// no_progress_detected after K attempts without a new best failing-set size.
+    #[arg(long, value_name = "K")]
+    pub no_progress_k: Option<u32>,
+    /// What a regression does: revert (restore the last accepted tree) or halt.
+    #[arg(long, value_name = "MODE", value_parser = ["revert", "halt"])]
+    pub on_regression: Option<String>,
+    /// A glob the agent must not change (added to the defaults). Repeatable.
+    #[arg(long = "blocked-path", value_name = "GLOB")]
+    pub blocked_paths: Vec<String>,
+    /// Run-total spend cap in USD.
+    #[arg(long, value_name = "USD")]
+    pub budget_usd: Option<f64>,
+    /// Run-total token cap.
+    #[arg(long, value_name = "N")]
+    pub budget_tokens: Option<u64>,
+    /// Wall-clock cap for the whole run, e.g. 2h.
+    #[arg(long, value_name = "DUR")]
+    pub max_duration: Option<String>,
+    /// cost_anomaly threshold in standard deviations (default 3).
+    #[arg(long, value_name = "SIGMA")]
+    pub cost_sigma: Option<f64>,
+    /// Pin the agent's primary model id (default: the first one observed).
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// Stop an exec that prints nothing for this long (heartbeat_stale).
+    #[arg(long, value_name = "DUR")]
+    pub stall_timeout: Option<String>,
+    /// Halt after N accepted iterations no person has acknowledged.
+    #[arg(long, value_name = "N")]
+    pub comprehension_every: Option<u32>,
+    /// Time between SIGTERM and SIGKILL when ending a step's process group (default 3s).
+    #[arg(long, value_name = "DUR")]
+    pub kill_grace: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ParseArgs {
+    /// The format: auto (default), libtest, libtest-json, nextest, pytest, gotest,
+    /// gotest-json, jest, jest-json, vitest, vitest-json, mocha, mocha-json, tap, junit,
+    /// ctest, rspec, rspec-json, phpunit, teamcity, lines, exit-code.
+    #[arg(long, value_name = "FORMAT", default_value = "auto")]
+    pub format: String,
+    /// The captured standard output of the check.
+    #[arg(long, value_name = "FILE")]
+    pub stdout: Option<PathBuf>,
+    /// The captured standard error of the check.
+    #[arg(long, value_name = "FILE")]
+    pub stderr: Option<PathBuf>,
+    /// The check's exit code.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub exit_code: Option<i32>,
+    /// A report file the check wrote (JUnit XML, or a JSON report). Repeatable.
+    #[arg(long = "report", value_name = "FILE")]
+    pub reports: Vec<PathBuf>,
+}

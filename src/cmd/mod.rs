@@ -1,0 +1,108 @@
+//! One file per subcommand: validated input in, [`Outcome`] out. The dispatch match
+//! lives here; domain modules never see clap.
+
+mod explain_halt;
+mod init;
+mod parse;
+mod report;
+mod run;
+mod status;
+
+use crate::cli::{Cli, Command, Outcome};
+use crate::halt::HaltReason;
+use crate::receipt::{self, Line};
+use crate::workspace::{Workspace, WorkspaceError};
+use std::path::PathBuf;
+
+/// Runs the parsed command line.
+#[must_use]
+pub fn dispatch(cli: Cli) -> Outcome {
+    let workdir = cli.workdir.clone().unwrap_or_else(|| PathBuf::from("."));
+    match cli.command {
+        Command::Init(a) => init::run(&workdir, &a),
+        Command::Run(a) => run::run(&workdir, &a, cli.json),
+        Command::Status(s) => status::run(&workdir, s.run_id.as_deref()),
+        Command::ExplainHalt(s) => explain_halt::run(&workdir, s.run_id.as_deref()),
+        Command::Report(s) => report::run(&workdir, s.run_id.as_deref()),
+        Command::Parse(a) => parse::run(&a),
+    }
+}
+
+/// Exit code of command errors that are not halts (bad input to a read command).
+pub(crate) const EXIT_ERROR: u8 = 1;
+
+/// A loaded run: its id, receipt path and lines.
+pub(crate) struct LoadedRun {
+    pub ws: Workspace,
+    pub run_id: String,
+    pub receipt: PathBuf,
+    pub lines: Vec<Line>,
+}
+
+/// Resolves the workdir and `--run-id` (latest by default) and reads the receipt.
+pub(crate) fn load_run(
+    workdir: &std::path::Path,
+    run_id: Option<&str>,
+) -> Result<LoadedRun, Outcome> {
+    let ws = Workspace::at(workdir).map_err(|e| ws_error(&e))?;
+    let run_id = ws.resolve_run(run_id).map_err(|e| ws_error(&e))?;
+    let path = ws.receipt_path(&run_id);
+    let lines = match receipt::read(&path) {
+        Ok(l) => l,
+        Err(receipt::ReadError::TornTail { .. }) => read_complete_lines(&path),
+        Err(e) => {
+            return Err(Outcome::error(
+                HaltReason::InvariantFailed.exit_code(),
+                e.to_string(),
+                Some(
+                    "the receipt is damaged; `loopexec check` names the first broken record".into(),
+                ),
+            ))
+        }
+    };
+    Ok(LoadedRun {
+        ws,
+        run_id,
+        receipt: path,
+        lines,
+    })
+}
+
+/// Reads a receipt whose last line is torn (killed mid-write): every complete line.
+fn read_complete_lines(path: &std::path::Path) -> Vec<Line> {
+    let Ok(data) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let cut = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let tmp = tempfile::NamedTempFile::new().ok();
+    tmp.and_then(|t| {
+        std::fs::write(t.path(), &data[..cut]).ok()?;
+        receipt::read(t.path()).ok()
+    })
+    .unwrap_or_default()
+}
+
+pub(crate) fn ws_error(e: &WorkspaceError) -> Outcome {
+    let hint = match e {
+        WorkspaceError::NoRuns(_) => Some("start one with `loopexec run --check CMD`".to_string()),
+        WorkspaceError::UnknownRun(_) => Some("list runs with `ls .loopexec/runs/`".to_string()),
+        WorkspaceError::BadRunId(_) => {
+            Some("run ids never contain `/` or start with a dot".to_string())
+        }
+        WorkspaceError::Missing(_) | WorkspaceError::NotDir(_) => {
+            Some("pass an existing directory to --workdir".to_string())
+        }
+        _ => None,
+    };
+    Outcome::error(EXIT_ERROR, e.to_string(), hint)
+}
+
+/// True when a process with this pid exists.
+pub(crate) fn pid_alive(pid: u32) -> bool {
+    let Ok(p) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(p, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}

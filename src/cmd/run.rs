@@ -1,0 +1,209 @@
+//! `loopexec run`: resolve the policy, run preflight checks, drive the loop, render
+//! the halt.
+//!
+//! Preflight halts (no receipt can be written, or there is nothing to run) are
+//! computed here from the configuration and the workdir: `workspace_invalid` (no
+//! check, the workdir missing or not a directory, the workdir locked by a live run)
+//! and `invariant_failed` (a field that fails validation, a malformed loop.toml, a
+//! run id that is already taken). They are recorded in the ledger when one can be
+//! opened.
+
+use crate::cli::{Outcome, RunArgs};
+use crate::config::{self, Overrides};
+use crate::engine::{self, EngineError, RunOutcome, RunRequest, SignalFlag};
+use crate::halt::{Halt, HaltReason};
+use crate::workspace::{self, Workspace, WorkspaceError};
+use serde_json::{json, Map};
+use std::io::IsTerminal;
+use std::path::Path;
+
+fn overrides(a: &RunArgs) -> Overrides {
+    Overrides {
+        exec: a.exec.clone(),
+        check: a.check.clone(),
+        max_iterations: if a.once { Some(1) } else { a.max_iterations },
+        exec_timeout: a.exec_timeout.clone(),
+        check_timeout: a.check_timeout.clone(),
+        success_exit_code: a.success_exit_code,
+        test_format: a.test_format.clone(),
+        reports: a.reports.clone(),
+        confirm_runs: a.confirm_runs,
+        kill_grace: a.kill_grace.clone(),
+        no_progress_k: a.no_progress_k,
+        on_regression: a.on_regression.clone(),
+        blocked_paths: a.blocked_paths.clone(),
+        budget_usd: a.budget_usd,
+        budget_tokens: a.budget_tokens,
+        max_duration: a.max_duration.clone(),
+        cost_sigma: a.cost_sigma,
+        model_pin: a.model.clone(),
+        stall_timeout: a.stall_timeout.clone(),
+        comprehension_every: a.comprehension_every,
+    }
+}
+
+/// Renders a halt as the command's outcome.
+pub(crate) fn halt_outcome(
+    run_id: Option<&str>,
+    iteration: Option<u32>,
+    halt: &Halt,
+    explanation: &str,
+    receipt: Option<&Path>,
+) -> Outcome {
+    let mut f = Map::new();
+    f.insert("run_id".into(), json!(run_id));
+    f.insert("iteration".into(), json!(iteration));
+    f.insert("halt_reason".into(), json!(halt.reason.as_str()));
+    f.insert("halt_class".into(), json!(halt.reason.class().as_str()));
+    f.insert("advice".into(), json!(halt.reason.advice().as_str()));
+    f.insert(
+        "receipt".into(),
+        json!(receipt.map(|p| p.display().to_string())),
+    );
+    f.insert("contributors".into(), json!(halt.contributors));
+    f.insert("explanation".into(), json!(explanation));
+    f.insert("detail".into(), halt.detail.clone());
+    let mut human = format!(
+        "halted: {} (exit {}) at iteration {}\n",
+        halt.reason,
+        halt.reason.exit_code(),
+        iteration.map_or_else(|| "-".to_string(), |i| i.to_string())
+    );
+    for c in &halt.contributors {
+        human.push_str(&format!("  - {c}\n"));
+    }
+    if !explanation.is_empty() {
+        human.push_str(&format!("{explanation}\n"));
+    }
+    if let (Some(id), Some(_)) = (run_id, receipt) {
+        human.push_str(&format!(
+            "receipt: .loopexec/runs/{id}.jsonl (explain: loopexec explain-halt --run-id {id})\n"
+        ));
+    }
+    let errors = if halt.reason == HaltReason::SuccessConditionMet {
+        Vec::new()
+    } else {
+        halt.contributors.clone()
+    };
+    Outcome {
+        status: "halted".into(),
+        exit_code: halt.reason.exit_code(),
+        fields: f,
+        human,
+        errors,
+        hint: None,
+    }
+}
+
+fn preflight(ws: Option<&Workspace>, run_id: &str, reason: HaltReason, message: String) -> Outcome {
+    let halt = Halt::new(reason, vec![message]);
+    engine::record_preflight(ws, run_id, &halt);
+    let explanation = format!(
+        "{}: {}",
+        reason,
+        crate::explain::advice_sentence(reason.advice())
+    );
+    halt_outcome(Some(run_id), None, &halt, &explanation, None)
+}
+
+pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
+    let resume = a.resume.is_some();
+    let run_id = a
+        .resume
+        .clone()
+        .or_else(|| a.run_id.clone())
+        .unwrap_or_else(workspace::new_run_id);
+    if let Err(e) = workspace::validate_run_id(&run_id) {
+        let mut o = preflight(None, &run_id, HaltReason::InvariantFailed, e.to_string());
+        o.fields.insert("run_id".into(), json!(null));
+        return o;
+    }
+    let ws = match Workspace::at(workdir) {
+        Ok(w) => w,
+        Err(e) => return preflight(None, &run_id, HaltReason::WorkspaceInvalid, e.to_string()),
+    };
+    let cfg = if resume {
+        match resumed_config(&ws, &run_id) {
+            Ok(c) => c,
+            Err(m) => return preflight(Some(&ws), &run_id, HaltReason::InvariantFailed, m),
+        }
+    } else {
+        match config::resolve(&ws.workdir, a.config.as_deref(), &overrides(a)) {
+            Ok(c) => c,
+            Err(e) => {
+                return preflight(
+                    Some(&ws),
+                    &run_id,
+                    HaltReason::InvariantFailed,
+                    format!("{e} (hint: {})", e.hint()),
+                )
+            }
+        }
+    };
+    if cfg.check.is_none() {
+        return preflight(
+            Some(&ws),
+            &run_id,
+            HaltReason::WorkspaceInvalid,
+            "no check command: give --check CMD (or `check = \"...\"` in loop.toml); without an external check there is no loop".into(),
+        );
+    }
+    let signals = match SignalFlag::install() {
+        Ok(s) => s,
+        Err(e) => {
+            return preflight(
+                Some(&ws),
+                &run_id,
+                HaltReason::InternalError,
+                format!("cannot install signal handlers: {e}"),
+            )
+        }
+    };
+    let req = RunRequest {
+        workspace: ws.clone(),
+        config: cfg,
+        run_id: run_id.clone(),
+        resume,
+        progress: !json && std::io::stderr().is_terminal(),
+    };
+    match engine::run(req, &signals) {
+        Ok(RunOutcome {
+            run_id,
+            iteration,
+            halt,
+            explanation,
+            receipt,
+            ..
+        }) => halt_outcome(
+            Some(&run_id),
+            Some(iteration),
+            &halt,
+            &explanation,
+            receipt.as_deref(),
+        ),
+        Err(EngineError::Workspace(e @ WorkspaceError::Locked { .. })) => {
+            // Refused: the live run's receipt and ledger rows are not touched.
+            let halt = Halt::new(HaltReason::WorkspaceInvalid, vec![e.to_string()]);
+            let explanation = format!(
+                "{}: {}",
+                halt.reason,
+                crate::explain::advice_sentence(halt.reason.advice())
+            );
+            halt_outcome(Some(&run_id), None, &halt, &explanation, None)
+        }
+        Err(e) => preflight(Some(&ws), &run_id, e.reason(), e.to_string()),
+    }
+}
+
+/// The policy of a run being resumed: the one recorded in its `run_started`.
+fn resumed_config(ws: &Workspace, run_id: &str) -> Result<crate::config::RunConfig, String> {
+    let path = ws.receipt_path(run_id);
+    let lines = crate::receipt::read(&path).map_err(|e| e.to_string())?;
+    lines
+        .iter()
+        .find_map(|l| match &l.event {
+            crate::receipt::Event::RunStarted(s) => Some(s.config.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| format!("receipt {} has no run_started event", path.display()))
+}

@@ -1,0 +1,108 @@
+//! `loopexec status`: a run's phase, iteration, last verdicts, and whether its
+//! process is alive.
+
+use crate::cli::Outcome;
+use crate::receipt::Event;
+use serde_json::{json, Map};
+use std::path::Path;
+
+pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
+    let run = match super::load_run(workdir, run_id) {
+        Ok(r) => r,
+        Err(o) => return o,
+    };
+    let mut pid = None;
+    let mut halted = None;
+    let mut phase = "starting".to_string();
+    let mut iteration = 0u32;
+    let mut verdicts: Vec<serde_json::Value> = Vec::new();
+    let mut code = 0;
+    for l in &run.lines {
+        match &l.event {
+            Event::RunStarted(s) => {
+                pid = Some(s.pid);
+                code = s.config.success_exit_code;
+            }
+            Event::Resumed(r) => {
+                pid = Some(r.pid);
+                halted = None;
+            }
+            Event::IterationStarted(i) => {
+                iteration = i.iteration;
+                phase = if i.iteration == 0 {
+                    "baseline".into()
+                } else {
+                    "exec".into()
+                };
+            }
+            Event::ExecFinished(_) => phase = "check".into(),
+            Event::CheckFinished(c) => {
+                phase = "deciding".into();
+                if c.attempt == 0 {
+                    let green = crate::trajectory::is_green(c, code);
+                    verdicts.push(json!({"iteration": c.iteration, "green": green, "failing": c.parsed.failing().len(), "check_exit": c.step.exit_code}));
+                }
+            }
+            Event::Halted(h) => {
+                halted = Some(h.clone());
+                phase = "halted".into();
+            }
+            Event::Reverted(_) | Event::Interrupted(_) => {}
+        }
+    }
+    let alive = halted.is_none() && pid.is_some_and(super::pid_alive);
+    if halted.is_none() && !alive {
+        phase = "dead (no halt recorded: the process ended without finishing)".into();
+    }
+    let hb: Option<serde_json::Value> = std::fs::read(run.ws.heartbeat_path(&run.run_id))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let last = verdicts
+        .iter()
+        .rev()
+        .take(5)
+        .rev()
+        .cloned()
+        .collect::<Vec<_>>();
+    let mut f = Map::new();
+    f.insert("run_id".into(), json!(run.run_id));
+    f.insert("phase".into(), json!(phase));
+    f.insert("iteration".into(), json!(iteration));
+    f.insert("alive".into(), json!(alive));
+    f.insert("pid".into(), json!(pid));
+    f.insert("last_verdicts".into(), json!(last));
+    f.insert("heartbeat".into(), hb.unwrap_or(serde_json::Value::Null));
+    f.insert("receipt".into(), json!(run.receipt.display().to_string()));
+    if let Some(h) = &halted {
+        f.insert("halt_reason".into(), json!(h.halt_reason.as_str()));
+        f.insert("halt_exit_code".into(), json!(h.exit_code));
+    }
+    let mut human = format!(
+        "run {}\n  phase: {phase}\n  iteration: {iteration}\n  process: {}\n",
+        run.run_id,
+        match (pid, alive) {
+            (Some(p), true) => format!("alive (pid {p})"),
+            (Some(p), false) => format!("not running (was pid {p})"),
+            _ => "unknown".into(),
+        }
+    );
+    if let Some(h) = &halted {
+        human.push_str(&format!(
+            "  halted: {} (exit {})\n",
+            h.halt_reason, h.exit_code
+        ));
+    }
+    for v in &last {
+        human.push_str(&format!(
+            "  iteration {}: {} ({} failing)\n",
+            v["iteration"],
+            if v["green"].as_bool() == Some(true) {
+                "green"
+            } else {
+                "red"
+            },
+            v["failing"]
+        ));
+    }
+    Outcome::ok(f, human)
+}

@@ -1,0 +1,567 @@
+//! Run configuration: `loop.toml` merged with command-line flags, then validated.
+//!
+//! Parse, then resolve: the CLI layer turns flags into a [`Overrides`], this module
+//! reads the file (if any) into [`FileConfig`], applies the overrides (flags win) and
+//! validates the result into a [`RunConfig`] — the one policy value every detector
+//! reads. The resolved `RunConfig` is written into the receipt's `run_started`
+//! event, so `explain-halt` re-derives verdicts under exactly the policy the run had.
+//!
+//! Errors are [`ConfigError`]s naming the field (or file and line) and the fix; the
+//! run maps them to `invariant_failed` (exit 20).
+
+use crate::detect::progress::ProgressPolicy;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A configuration problem. Each names the field it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid value for `{field}`: {message}")]
+    Invalid { field: String, message: String },
+}
+
+impl ConfigError {
+    fn invalid(field: &str, message: impl Into<String>) -> Self {
+        ConfigError::Invalid {
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+    /// The field or file the error concerns (for `errors[]`).
+    #[must_use]
+    pub fn hint(&self) -> String {
+        match self {
+            ConfigError::Read { .. } => "check the path given to --config".into(),
+            ConfigError::Parse { path, .. } => {
+                format!(
+                    "fix {} (see `loopexec init` for a commented example)",
+                    path.display()
+                )
+            }
+            ConfigError::Invalid { field, .. } => {
+                format!("set `{field}` to a valid value in loop.toml or on the command line")
+            }
+        }
+    }
+}
+
+/// A duration in the config: `"90s"`, `"10m"`, `"1h 30m"`, `"500ms"` (humantime syntax).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Dur(pub Duration);
+
+impl TryFrom<String> for Dur {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        parse_duration(&s).map(Dur)
+    }
+}
+impl From<Dur> for String {
+    fn from(d: Dur) -> String {
+        humantime::format_duration(d.0).to_string()
+    }
+}
+
+/// Parses `90s`, `10m`, `1h30m`, `250ms`; a bare number is seconds.
+///
+/// # Errors
+/// A message naming the text and the accepted forms.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    humantime::parse_duration(t)
+        .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 90s, 10m, 1h30m, 500ms"))
+}
+
+/// `[guards]` of loop.toml.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GuardsConfig {
+    /// Extra globs the agent must not change (added to the defaults).
+    pub blocked_paths: Vec<String>,
+    /// Extra globs of test files (for assertion counting).
+    pub test_paths: Vec<String>,
+    /// Extra globs of the protected manifest (test runner config, lockfiles, CI).
+    pub protected: Vec<String>,
+    /// Globs the check may write without breaking hermeticity (caches).
+    pub check_may_write: Vec<String>,
+    /// Environment variables to pass to the check although they look like secrets.
+    pub keep_env: Vec<String>,
+}
+
+/// `[budget]` of loop.toml.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// Run-total spend cap, USD.
+    pub usd: Option<f64>,
+    /// Run-total token cap (input + output).
+    pub tokens: Option<u64>,
+    /// Wall-clock cap for the whole run.
+    pub max_duration: Option<Dur>,
+    /// `cost_anomaly` fires when an iteration costs more than mean + sigma·sd of the
+    /// earlier ones.
+    pub cost_sigma: f64,
+    /// Earlier iterations needed before `cost_anomaly` can fire.
+    pub cost_min_history: usize,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        BudgetConfig {
+            usd: None,
+            tokens: None,
+            max_duration: None,
+            cost_sigma: 3.0,
+            cost_min_history: 3,
+        }
+    }
+}
+
+/// `[model]` of loop.toml.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The model id the agent must keep using; unset pins the first one observed.
+    pub pin: Option<String>,
+}
+
+/// `[liveness]` of loop.toml.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LivenessConfig {
+    /// Stop the work step when it prints nothing for this long.
+    pub stall_timeout: Option<Dur>,
+    /// Halt after this many accepted iterations no person has acknowledged.
+    pub comprehension_every: Option<u32>,
+}
+
+/// The file form of loop.toml: every field optional.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FileConfig {
+    pub exec: Option<String>,
+    pub check: Option<String>,
+    pub max_iterations: Option<u32>,
+    pub exec_timeout: Option<Dur>,
+    pub check_timeout: Option<Dur>,
+    pub success_exit_code: Option<i32>,
+    pub test_format: Option<String>,
+    pub reports: Option<Vec<String>>,
+    pub confirm_runs: Option<u32>,
+    pub kill_grace: Option<Dur>,
+    pub halt: Option<ProgressPolicy>,
+    pub guards: Option<GuardsConfig>,
+    pub budget: Option<BudgetConfig>,
+    pub model: Option<ModelConfig>,
+    pub pricing: Option<crate::observe::usage::Pricing>,
+    pub liveness: Option<LivenessConfig>,
+}
+
+/// Flag values; `None` leaves the file's value (or the default) in place.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub exec: Option<String>,
+    pub check: Option<String>,
+    pub max_iterations: Option<u32>,
+    pub exec_timeout: Option<String>,
+    pub check_timeout: Option<String>,
+    pub success_exit_code: Option<i32>,
+    pub test_format: Option<String>,
+    pub reports: Vec<String>,
+    pub confirm_runs: Option<u32>,
+    pub kill_grace: Option<String>,
+    pub no_progress_k: Option<u32>,
+    pub on_regression: Option<String>,
+    pub blocked_paths: Vec<String>,
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
+    pub max_duration: Option<String>,
+    pub cost_sigma: Option<f64>,
+    pub model_pin: Option<String>,
+    pub stall_timeout: Option<String>,
+    pub comprehension_every: Option<u32>,
+}
+
+/// The validated policy of one run. Serialized into `run_started`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub exec: Option<String>,
+    pub check: Option<String>,
+    pub max_iterations: u32,
+    pub exec_timeout: Option<Dur>,
+    pub check_timeout: Option<Dur>,
+    pub success_exit_code: i32,
+    /// `auto` or a format wire name.
+    pub test_format: String,
+    pub reports: Vec<String>,
+    /// Extra check runs on the same tree before a green verdict is believed.
+    pub confirm_runs: u32,
+    pub kill_grace: Dur,
+    pub halt: ProgressPolicy,
+    pub guards: GuardsConfig,
+    pub budget: BudgetConfig,
+    pub model: ModelConfig,
+    pub pricing: crate::observe::usage::Pricing,
+    pub liveness: LivenessConfig,
+    /// The config file read, if any.
+    pub config_file: Option<PathBuf>,
+}
+
+impl RunConfig {
+    /// The resolved default policy (no file, no flags) — what `init` documents.
+    #[must_use]
+    pub fn defaults() -> RunConfig {
+        RunConfig {
+            exec: None,
+            check: None,
+            max_iterations: 10,
+            exec_timeout: None,
+            check_timeout: None,
+            success_exit_code: 0,
+            test_format: "auto".into(),
+            reports: Vec::new(),
+            confirm_runs: 1,
+            kill_grace: Dur(Duration::from_secs(3)),
+            halt: ProgressPolicy::default(),
+            guards: GuardsConfig::default(),
+            budget: BudgetConfig::default(),
+            model: ModelConfig::default(),
+            pricing: crate::observe::usage::Pricing::default(),
+            liveness: LivenessConfig::default(),
+            config_file: None,
+        }
+    }
+}
+
+/// Reads `path` as loop.toml.
+///
+/// # Errors
+/// [`ConfigError::Read`] or [`ConfigError::Parse`] (with toml's line and column).
+pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string().trim().replace('\n', " "),
+    })
+}
+
+fn dur_flag(field: &str, v: Option<&String>) -> Result<Option<Dur>, ConfigError> {
+    v.map(|s| {
+        parse_duration(s)
+            .map(Dur)
+            .map_err(|m| ConfigError::invalid(field, m))
+    })
+    .transpose()
+}
+
+/// Merges the file (if any) and the flags, and validates.
+///
+/// `config_path`: `Some` when `--config` was given (must exist); otherwise
+/// `<workdir>/loop.toml` is read when present.
+///
+/// # Errors
+/// The first [`ConfigError`] found.
+pub fn resolve(
+    workdir: &Path,
+    config_path: Option<&Path>,
+    o: &Overrides,
+) -> Result<RunConfig, ConfigError> {
+    let mut c = RunConfig::defaults();
+    let file_path = match config_path {
+        Some(p) => Some(if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            workdir.join(p)
+        }),
+        None => Some(workdir.join("loop.toml")).filter(|p| p.is_file()),
+    };
+    if let Some(p) = &file_path {
+        let f = read_file(p)?;
+        c.config_file = Some(p.clone());
+        apply_file(&mut c, f);
+    }
+    apply_flags(&mut c, o)?;
+    validate(&c)?;
+    Ok(c)
+}
+
+fn apply_file(c: &mut RunConfig, f: FileConfig) {
+    macro_rules! take {
+        ($($field:ident),*) => { $( if let Some(v) = f.$field { c.$field = v; } )* };
+    }
+    if f.exec.is_some() {
+        c.exec = f.exec;
+    }
+    if f.check.is_some() {
+        c.check = f.check;
+    }
+    if f.exec_timeout.is_some() {
+        c.exec_timeout = f.exec_timeout;
+    }
+    if f.check_timeout.is_some() {
+        c.check_timeout = f.check_timeout;
+    }
+    take!(
+        max_iterations,
+        success_exit_code,
+        test_format,
+        reports,
+        confirm_runs,
+        kill_grace
+    );
+    take!(halt, guards, budget, model, pricing, liveness);
+}
+
+fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
+    if o.exec.is_some() {
+        c.exec.clone_from(&o.exec);
+    }
+    if o.check.is_some() {
+        c.check.clone_from(&o.check);
+    }
+    if let Some(v) = o.max_iterations {
+        c.max_iterations = v;
+    }
+    if let Some(d) = dur_flag("exec_timeout", o.exec_timeout.as_ref())? {
+        c.exec_timeout = Some(d);
+    }
+    if let Some(d) = dur_flag("check_timeout", o.check_timeout.as_ref())? {
+        c.check_timeout = Some(d);
+    }
+    if let Some(d) = dur_flag("kill_grace", o.kill_grace.as_ref())? {
+        c.kill_grace = d;
+    }
+    if let Some(v) = o.success_exit_code {
+        c.success_exit_code = v;
+    }
+    if let Some(v) = &o.test_format {
+        c.test_format.clone_from(v);
+    }
+    if !o.reports.is_empty() {
+        c.reports.clone_from(&o.reports);
+    }
+    if let Some(v) = o.confirm_runs {
+        c.confirm_runs = v;
+    }
+    override_halt(&mut c.halt, o.no_progress_k, o.on_regression.as_deref())?;
+    c.guards
+        .blocked_paths
+        .extend(o.blocked_paths.iter().cloned());
+    if o.budget_usd.is_some() {
+        c.budget.usd = o.budget_usd;
+    }
+    if o.budget_tokens.is_some() {
+        c.budget.tokens = o.budget_tokens;
+    }
+    if let Some(d) = dur_flag("budget.max_duration", o.max_duration.as_ref())? {
+        c.budget.max_duration = Some(d);
+    }
+    if let Some(v) = o.cost_sigma {
+        c.budget.cost_sigma = v;
+    }
+    if o.model_pin.is_some() {
+        c.model.pin.clone_from(&o.model_pin);
+    }
+    if let Some(d) = dur_flag("liveness.stall_timeout", o.stall_timeout.as_ref())? {
+        c.liveness.stall_timeout = Some(d);
+    }
+    if o.comprehension_every.is_some() {
+        c.liveness.comprehension_every = o.comprehension_every;
+    }
+    Ok(())
+}
+
+/// Applies `--no-progress-k` and `--on-regression` to the `[halt]` policy through its
+/// TOML shape (`no_progress_detected.k`, `on_regression`), so the flags and the file
+/// share one spelling and one validation.
+fn override_halt(
+    halt: &mut ProgressPolicy,
+    k: Option<u32>,
+    on_regression: Option<&str>,
+) -> Result<(), ConfigError> {
+    if k.is_none() && on_regression.is_none() {
+        return Ok(());
+    }
+    let mut v =
+        serde_json::to_value(&*halt).map_err(|e| ConfigError::invalid("halt", e.to_string()))?;
+    if let Some(k) = k {
+        v["no_progress_detected"]["k"] = serde_json::json!(k);
+    }
+    if let Some(r) = on_regression {
+        if r != "revert" && r != "halt" {
+            return Err(ConfigError::invalid(
+                "on_regression",
+                format!("`{r}` is not one of: revert, halt"),
+            ));
+        }
+        v["on_regression"] = serde_json::json!(r);
+    }
+    *halt = serde_json::from_value(v).map_err(|e| ConfigError::invalid("halt", e.to_string()))?;
+    Ok(())
+}
+
+/// Checks the ranges and names of every field.
+///
+/// # Errors
+/// The first invalid field, named.
+pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
+    if c.max_iterations == 0 {
+        return Err(ConfigError::invalid(
+            "max_iterations",
+            "must be at least 1 (iteration 0 is the baseline check; 1..N are agent attempts)",
+        ));
+    }
+    if c.max_iterations > 100_000 {
+        return Err(ConfigError::invalid(
+            "max_iterations",
+            "must be at most 100000",
+        ));
+    }
+    for (field, v) in [("exec", &c.exec), ("check", &c.check)] {
+        if v.as_deref().is_some_and(|s| s.trim().is_empty()) {
+            return Err(ConfigError::invalid(field, "is empty"));
+        }
+    }
+    for (field, d) in [
+        ("exec_timeout", c.exec_timeout),
+        ("check_timeout", c.check_timeout),
+    ] {
+        if d.is_some_and(|d| d.0.is_zero()) {
+            return Err(ConfigError::invalid(field, "must be greater than zero"));
+        }
+    }
+    if !(0..=255).contains(&c.success_exit_code) {
+        return Err(ConfigError::invalid(
+            "success_exit_code",
+            "must be between 0 and 255",
+        ));
+    }
+    if c.test_format != "auto" && crate::check::parse::format_from_name(&c.test_format).is_none() {
+        return Err(ConfigError::invalid(
+            "test_format",
+            format!(
+                "unknown format `{}`; known: auto, {}",
+                c.test_format,
+                known_formats()
+            ),
+        ));
+    }
+    if c.confirm_runs > 100 {
+        return Err(ConfigError::invalid("confirm_runs", "must be at most 100"));
+    }
+    c.halt
+        .validate()
+        .map_err(|e| ConfigError::invalid("halt", e.to_string()))?;
+    if let Some(u) = c.budget.usd {
+        if !(u.is_finite() && u > 0.0) {
+            return Err(ConfigError::invalid(
+                "budget.usd",
+                "must be a positive number of USD",
+            ));
+        }
+    }
+    if c.budget.tokens == Some(0) {
+        return Err(ConfigError::invalid("budget.tokens", "must be at least 1"));
+    }
+    if !(c.budget.cost_sigma.is_finite() && c.budget.cost_sigma > 0.0) {
+        return Err(ConfigError::invalid(
+            "budget.cost_sigma",
+            "must be a positive number",
+        ));
+    }
+    if c.liveness.comprehension_every == Some(0) {
+        return Err(ConfigError::invalid(
+            "liveness.comprehension_every",
+            "must be at least 1",
+        ));
+    }
+    c.pricing
+        .validate()
+        .map_err(|e| ConfigError::invalid("pricing", e.to_string()))?;
+    for (field, globs) in [
+        ("guards.blocked_paths", &c.guards.blocked_paths),
+        ("guards.test_paths", &c.guards.test_paths),
+        ("guards.protected", &c.guards.protected),
+        ("guards.check_may_write", &c.guards.check_may_write),
+    ] {
+        for g in globs {
+            globset::Glob::new(g)
+                .map_err(|e| ConfigError::invalid(field, format!("bad glob `{g}`: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+fn known_formats() -> String {
+    crate::check::parse::ALL_FORMAT_NAMES.join(", ")
+}
+
+/// The commented `loop.toml` that `loopexec init` writes.
+pub const INIT_TEMPLATE: &str = include_str!("init_loop.toml");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_template_parses_and_validates() {
+        let f: FileConfig = toml::from_str(INIT_TEMPLATE).expect("template parses");
+        let mut c = RunConfig::defaults();
+        apply_file(&mut c, f);
+        c.check = Some("true".into());
+        validate(&c).expect("template validates");
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("loop.toml"), "max_iteratons = 3\n").unwrap();
+        let e = resolve(dir.path(), None, &Overrides::default()).unwrap_err();
+        assert!(e.to_string().contains("max_iteratons"), "{e}");
+    }
+
+    #[test]
+    fn flags_override_file_and_zero_iterations_is_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("loop.toml"),
+            "max_iterations = 3\ncheck = \"x\"\n",
+        )
+        .unwrap();
+        let c = resolve(dir.path(), None, &Overrides::default()).unwrap();
+        assert_eq!(c.max_iterations, 3);
+        let o = Overrides {
+            max_iterations: Some(7),
+            ..Overrides::default()
+        };
+        assert_eq!(resolve(dir.path(), None, &o).unwrap().max_iterations, 7);
+        let o = Overrides {
+            max_iterations: Some(0),
+            ..Overrides::default()
+        };
+        let e = resolve(dir.path(), None, &o).unwrap_err();
+        assert!(e.to_string().contains("max_iterations"));
+    }
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_duration("5").unwrap(), Duration::from_secs(5));
+        assert!(parse_duration("ten").unwrap_err().contains("ten"));
+    }
+}

@@ -1,0 +1,175 @@
+//! The join: `decide(&Trajectory, &RunConfig) -> Verdict`.
+//!
+//! `decide` is called by the loop after every observation (an exec, a check run) and
+//! by `explain-halt` / `replay` over a receipt. It is a pure function of its inputs,
+//! so the two always agree. The detectors run in a fixed order, and the first that
+//! fires decides (its contributors are kept; later detectors are not consulted):
+//!
+//! | order | family | reasons | when |
+//! |---|---|---|---|
+//! | 1 | interruption, execution, step liveness | human_required, heartbeat_stale, execution_failure | any step |
+//! | 2 | blocked paths | blocked_path_modified | after the exec |
+//! | 3 | spend and identity | budget_exceeded, cost_anomaly, model_drift_detected | after the exec |
+//! | 4 | oracle trust | hermeticity_violation, check_flaky | after a check |
+//! | 5 | metric integrity (if green or accepted) | metric_integrity_violation | after a check |
+//! | 6 | success | success_condition_met | the main check and its confirmations are green |
+//! | 7 | no convergence | same_test_regressed … no_progress_detected | after a check |
+//! | 8 | comprehension | comprehension_debt_exceeded | after a check |
+//! | 9 | the cap | max_iterations_reached | at iteration N |
+//!
+//! Guards dominate success (rows 2–5 before row 6): a check that went green because a
+//! test was deleted halts `metric_integrity_violation`, never `success_condition_met`.
+//! An iteration still waiting for its confirmation runs (green main check, fewer than
+//! `confirm_runs` confirmations) is `Continue` at row 6: the loop runs them and asks
+//! again.
+
+use crate::config::RunConfig;
+use crate::detect::integrity::TreeMeasures;
+use crate::detect::{execution, integrity, oracle, progress};
+use crate::halt::{Halt, HaltReason, Verdict};
+use crate::trajectory::{is_green, Trajectory};
+
+/// What the loop must do next when `decide` says continue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// Run the work step of the current iteration.
+    Exec,
+    /// Run the check (the exec of this iteration is done).
+    Check,
+    /// Run another confirmation of a green check on the same tree.
+    Confirm,
+    /// The iteration is complete; start the next one.
+    NextIteration {
+        /// The ratchet rejected this iteration: restore this accepted iteration's tree.
+        revert_to: Option<u32>,
+    },
+}
+
+/// The verdict plus, when continuing, what comes next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub verdict: Verdict,
+    pub next: Option<Next>,
+}
+
+fn halt(h: Halt) -> Decision {
+    Decision {
+        verdict: Verdict::Halt(h),
+        next: None,
+    }
+}
+fn go(next: Next) -> Decision {
+    Decision {
+        verdict: Verdict::Continue,
+        next: Some(next),
+    }
+}
+
+/// Reads the guard measurements stored in an exec event or the run's baseline.
+fn measures(v: &serde_json::Value) -> Option<TreeMeasures> {
+    if v.is_null() {
+        return None;
+    }
+    serde_json::from_value(v.clone()).ok()
+}
+
+/// The pure join. See the module table.
+#[must_use]
+pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
+    let Some(last) = t.last() else {
+        return go(Next::Check);
+    };
+    if let Some(h) = execution::detect(t) {
+        return halt(h);
+    }
+    if last.iteration > 0 && last.exec.is_none() {
+        return go(Next::Exec);
+    }
+    let now = last.exec.as_ref().and_then(|e| measures(&e.guards));
+    if last.iteration > 0 && last.exec.is_some() {
+        if let Some(h) = now.as_ref().and_then(|m| integrity::blocked_paths(cfg, m)) {
+            return halt(h);
+        }
+        if let Some(h) = crate::detect::spend_hook(t, cfg) {
+            return halt(h);
+        }
+    }
+    let Some(main) = last.main_check() else {
+        return go(Next::Check);
+    };
+    for c in &last.checks {
+        if let Some(h) = oracle::hermeticity(cfg, c) {
+            return halt(h);
+        }
+    }
+    if let Some(h) = oracle::flaky(t, cfg.success_exit_code) {
+        return halt(h);
+    }
+    let code = cfg.success_exit_code;
+    let green = is_green(main, code);
+    let views = t.attempt_views(code);
+    let accepted = progress::accepted(&views);
+    let this_accepted = accepted.last().copied().unwrap_or(true);
+    if last.iteration > 0 && (green || this_accepted) {
+        let t0 = t.started.as_ref().and_then(|s| measures(&s.baseline));
+        if let Some(base) = t.baseline_check() {
+            if let Some(h) =
+                integrity::metric_integrity(base, main, code, t0.as_ref(), now.as_ref())
+            {
+                return halt(h);
+            }
+        }
+    }
+    if green {
+        if (last.checks.len() as u32) < 1 + cfg.confirm_runs {
+            return go(Next::Confirm);
+        }
+        let mut contributors = vec![if last.iteration == 0 {
+            "the check is already green on the untouched tree (iteration 0): nothing to do"
+                .to_string()
+        } else {
+            format!("the check is green at iteration {}", last.iteration)
+        }];
+        if cfg.confirm_runs > 0 {
+            contributors.push(format!(
+                "{} confirmation run(s) on the same tree agreed",
+                cfg.confirm_runs
+            ));
+        }
+        return halt(Halt {
+            reason: HaltReason::SuccessConditionMet,
+            contributors,
+            detail: serde_json::json!({"iteration": last.iteration, "collected": main.parsed.collected().len()}),
+        });
+    }
+    if last.iteration > 0 {
+        if let Some(h) = progress::detect_progress(&views, &cfg.halt) {
+            return halt(h);
+        }
+        if let Some(h) = crate::detect::comprehension_hook(t, cfg, &accepted) {
+            return halt(h);
+        }
+    }
+    if last.iteration >= cfg.max_iterations {
+        let sizes: Vec<usize> = views.iter().map(|v| v.failing.len()).collect();
+        return halt(Halt {
+            reason: HaltReason::MaxIterationsReached,
+            contributors: vec![format!(
+                "reached the iteration cap ({}) with the check still red; failing-set sizes by iteration: {:?}",
+                cfg.max_iterations, sizes
+            )],
+            detail: serde_json::json!({"max_iterations": cfg.max_iterations, "failing_sizes": sizes}),
+        });
+    }
+    let revert_to = if this_accepted || last.iteration == 0 {
+        None
+    } else {
+        views
+            .iter()
+            .zip(&accepted)
+            .rev()
+            .find(|(_, a)| **a)
+            .map(|(v, _)| v.iteration)
+    };
+    go(Next::NextIteration { revert_to })
+}

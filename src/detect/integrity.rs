@@ -1,0 +1,203 @@
+//! Integrity guards (exit class 13): the measurement must not have been weakened.
+//!
+//! Everything is compared against the immutable baseline t0 recorded in
+//! `run_started` (never against the previous iteration, so a slow erosion is caught
+//! as surely as a sudden one).
+//!
+//! | layer | observation | reason |
+//! |---|---|---|
+//! | blocked paths | a path matching a blocked glob changed since t0 (after the exec) | blocked_path_modified |
+//! | collected set | a test executed at t0 is missing or newly skipped | metric_integrity_violation |
+//! | completeness | the check exited green but the runner did not reach its own end | metric_integrity_violation |
+//! | assertions | the assertion count of the test files dropped below t0 | metric_integrity_violation |
+//! | manifest | a protected file (runner config, lockfile, CI) changed since t0 | metric_integrity_violation |
+//!
+//! The last four judge only an iteration that would otherwise be green or accepted by
+//! the ratchet: a red iteration whose collected set shrank because the build broke
+//! is ordinary failure, not a violation.
+
+use crate::config::RunConfig;
+use crate::halt::{Halt, HaltReason};
+use crate::receipt::events::CheckFinished;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Guard measurements of one tree (t0 in `run_started.baseline`, later trees in
+/// `exec_finished.guards`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TreeMeasures {
+    /// Paths changed since t0, committed or not (empty for t0 itself).
+    #[serde(default)]
+    pub changed_since_t0: Vec<String>,
+    /// Assertion calls per test file.
+    #[serde(default)]
+    pub assertions: BTreeMap<String, u64>,
+    /// blake3 per protected file.
+    #[serde(default)]
+    pub manifest: BTreeMap<String, String>,
+    /// False when the measurements could not be taken (no git): the guards say so
+    /// instead of passing silently.
+    #[serde(default)]
+    pub available: bool,
+}
+
+/// The built-in blocked globs (added to `[guards] blocked_paths`).
+pub const DEFAULT_BLOCKED: &[&str] = &[
+    ".git/**",
+    ".loopexec/**",
+    "loop.toml",
+    ".env",
+    ".env.*",
+    "**/.env",
+    "**/.env.*",
+    ".github/workflows/**",
+    ".gitlab-ci.yml",
+    ".gitlab-ci/**",
+    ".circleci/**",
+    "azure-pipelines.yml",
+    "Jenkinsfile",
+    ".buildkite/**",
+    ".travis.yml",
+    "bitbucket-pipelines.yml",
+    ".woodpecker.yml",
+    ".woodpecker/**",
+];
+
+/// Compiles globs into a set; invalid globs are rejected at config validation, so
+/// here they are skipped.
+#[must_use]
+pub fn globset(globs: impl IntoIterator<Item = impl AsRef<str>>) -> globset::GlobSet {
+    let mut b = globset::GlobSetBuilder::new();
+    for g in globs {
+        if let Ok(g) = globset::GlobBuilder::new(g.as_ref())
+            .literal_separator(false)
+            .build()
+        {
+            b.add(g);
+        }
+    }
+    b.build().unwrap_or_else(|_| globset::GlobSet::empty())
+}
+
+/// `blocked_path_modified` from the tree after the exec.
+#[must_use]
+pub fn blocked_paths(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {
+    let set = globset(
+        DEFAULT_BLOCKED
+            .iter()
+            .copied()
+            .chain(cfg.guards.blocked_paths.iter().map(String::as_str)),
+    );
+    let hits: Vec<&String> = m
+        .changed_since_t0
+        .iter()
+        .filter(|p| set.is_match(p.as_str()))
+        .collect();
+    if hits.is_empty() {
+        return None;
+    }
+    Some(Halt {
+        reason: HaltReason::BlockedPathModified,
+        contributors: hits
+            .iter()
+            .map(|p| format!("blocked path changed since t0: {p}"))
+            .collect(),
+        detail: serde_json::json!({"paths": hits}),
+    })
+}
+
+/// `metric_integrity_violation` layers for a check judged green or accepted.
+/// `baseline` is the t0 check; `t0` and `now` the tree measures.
+#[must_use]
+pub fn metric_integrity(
+    baseline: &CheckFinished,
+    check: &CheckFinished,
+    success_exit_code: i32,
+    t0: Option<&TreeMeasures>,
+    now: Option<&TreeMeasures>,
+) -> Option<Halt> {
+    let mut contributors = Vec::new();
+    let mut layers = Vec::new();
+    let before = baseline.parsed.executed();
+    let after_collected = check.parsed.collected();
+    let after_executed = check.parsed.executed();
+    let lost: Vec<&String> = before
+        .iter()
+        .filter(|id| !after_collected.contains(*id))
+        .collect();
+    let skipped: Vec<&String> = before
+        .iter()
+        .filter(|id| after_collected.contains(*id) && !after_executed.contains(*id))
+        .collect();
+    if !lost.is_empty() {
+        layers.push("collected_set");
+        contributors.extend(
+            lost.iter()
+                .map(|id| format!("collected set lost a test present at t0: {id}")),
+        );
+    }
+    if !skipped.is_empty() {
+        layers.push("newly_skipped");
+        contributors.extend(
+            skipped
+                .iter()
+                .map(|id| format!("test executed at t0 is now skipped: {id}")),
+        );
+    }
+    if check.step.exited_with(success_exit_code) && !check.parsed.complete {
+        layers.push("completeness");
+        contributors.push(format!(
+            "the check exited {success_exit_code} but the {} run did not reach its own end (a test cut the runner short)",
+            crate::check::parse::format_name(check.parsed.format)
+        ));
+    }
+    if let (Some(t0), Some(now)) = (t0, now) {
+        if t0.available && now.available {
+            let total0: u64 = t0.assertions.values().sum();
+            let total1: u64 = now.assertions.values().sum();
+            if total1 < total0 {
+                layers.push("assertions");
+                let mut dropped: Vec<String> = t0
+                    .assertions
+                    .iter()
+                    .filter_map(|(f, &n0)| {
+                        let n1 = now.assertions.get(f).copied().unwrap_or(0);
+                        (n1 < n0).then(|| format!("{f}: {n0} -> {n1}"))
+                    })
+                    .collect();
+                dropped.sort();
+                contributors.push(format!(
+                    "assertion count of the test files dropped from {total0} to {total1} ({})",
+                    dropped.join(", ")
+                ));
+            }
+            let changed: Vec<&String> = t0
+                .manifest
+                .iter()
+                .filter(|(f, h)| now.manifest.get(*f) != Some(*h))
+                .map(|(f, _)| f)
+                .chain(
+                    now.manifest
+                        .keys()
+                        .filter(|f| !t0.manifest.contains_key(*f)),
+                )
+                .collect();
+            if !changed.is_empty() {
+                layers.push("manifest");
+                contributors.extend(
+                    changed
+                        .iter()
+                        .map(|f| format!("protected file changed since t0: {f}")),
+                );
+            }
+        }
+    }
+    if layers.is_empty() {
+        return None;
+    }
+    Some(Halt {
+        reason: HaltReason::MetricIntegrityViolation,
+        contributors,
+        detail: serde_json::json!({"layers": layers, "lost": lost, "newly_skipped": skipped}),
+    })
+}

@@ -1,0 +1,182 @@
+//! Explanations: what a halt means and what to do next, in words, computed from the
+//! halt and the trajectory (never stored guesses).
+
+use crate::decide::decide;
+use crate::detect::progress::AttemptView;
+use crate::detect::summary::{summarize_with_window, TrajectorySummary};
+use crate::halt::{Advice, Halt, HaltReason, Verdict};
+use crate::receipt::events::Halted;
+use crate::trajectory::Trajectory;
+use serde::Serialize;
+
+/// The trajectory digest with the run's own no-progress window.
+#[must_use]
+pub fn summary_of(t: &Trajectory, views: &[AttemptView]) -> TrajectorySummary {
+    let k = t.config().map_or(3, |c| c.halt.no_progress_detected.k);
+    summarize_with_window(views, k)
+}
+
+/// A compact text rendering of the trajectory: |F_i| per iteration, a sparkline, and
+/// which tests entered and left the failing set.
+#[must_use]
+pub fn render_summary(s: &TrajectorySummary) -> String {
+    if s.iterations.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "
+failing-set size by iteration: {}  {:?}
+",
+        s.sparkline, s.failing_counts
+    );
+    if let (Some(b), Some(i)) = (s.best_failing_count, s.best_iteration) {
+        out.push_str(&format!(
+            "best: {b} failing at iteration {i}; {}
+",
+            if s.improving_at_end {
+                "still improving at the end"
+            } else {
+                "not improving at the end"
+            }
+        ));
+    }
+    for d in s.iterations.iter().skip(1) {
+        let mut parts = Vec::new();
+        if d.entered_count > 0 {
+            parts.push(format!("+{} ({})", d.entered_count, d.entered.join(", ")));
+        }
+        if d.left_count > 0 {
+            parts.push(format!("-{} ({})", d.left_count, d.left.join(", ")));
+        }
+        out.push_str(&format!(
+            "  {:>3}: {:>4} failing{}{} {}
+",
+            d.iteration,
+            d.failing_count,
+            if d.green { " green" } else { "" },
+            if d.accepted { "" } else { " rejected" },
+            parts.join(" ")
+        ));
+    }
+    if !s.never_passed.is_empty() {
+        out.push_str(&format!(
+            "never passed: {}
+",
+            s.never_passed.join(", ")
+        ));
+    }
+    out
+}
+
+/// The sentence of advice for an [`Advice`] class.
+#[must_use]
+pub fn advice_sentence(a: Advice) -> &'static str {
+    match a {
+        Advice::Done => "done: the check is green and every guard held.",
+        Advice::RaiseTheLimit => "raise the limit: the loop was still improving when it stopped; more iterations are a rational retry.",
+        Advice::DoNotRetry => "do not retry with more budget: the loop is not converging; change the task, the approach or the agent first.",
+        Advice::FixTheCheck => "fix the check: the instrument cannot be trusted, so no verdict it gave should be believed yet.",
+        Advice::FixTheEnvironment => "fix the environment: the command, workdir or configuration must be corrected before a rerun.",
+        Advice::HumanMustDecide => "a human must decide: look at the work and the receipt before anything runs again.",
+    }
+}
+
+/// Reason-specific guidance (one or two sentences).
+#[must_use]
+pub fn guidance(h: &Halt, t: &Trajectory) -> String {
+    let views = t.attempt_views(t.config().map_or(0, |c| c.success_exit_code));
+    let summary = summary_of(t, &views);
+    match h.reason {
+        HaltReason::SuccessConditionMet if t.last().is_some_and(|i| i.iteration == 0) => {
+            "The check was already green on the untouched tree, so no iteration ran. If work was intended, the check does not yet measure it: add a failing test for the change first.".into()
+        }
+        HaltReason::SuccessConditionMet => "Review the diff against t0 and merge it.".into(),
+        HaltReason::MaxIterationsReached
+        | HaltReason::NoProgressDetected
+        | HaltReason::SameFailureRepeated
+        | HaltReason::OscillationDetected
+        | HaltReason::SameTestRegressed
+        | HaltReason::UnsatisfiableConstraints
+        | HaltReason::InfeasibleSuspected => crate::detect::summary::advice_text(h.reason, &summary),
+        HaltReason::ExecutionFailure => "Run the named command by hand in the workdir to see why it fails; loopexec never retries a step that cannot run.".into(),
+        HaltReason::WorkspaceInvalid => "Give a check with --check (or `check` in loop.toml), point --workdir at an existing directory, or wait for the run holding the workdir.".into(),
+        HaltReason::InvariantFailed => "Correct the named configuration field; `loopexec init` writes a commented loop.toml.".into(),
+        HaltReason::HumanRequired => "The run was stopped by a signal. Inspect the tree, then start a new run (or `run --resume` this one).".into(),
+        HaltReason::MetricIntegrityViolation | HaltReason::BlockedPathModified => "Do not trust the green: revert to t0 (or the last accepted snapshot) and read the diff of the named files.".into(),
+        HaltReason::HermeticityViolation => "The check wrote into the working tree: make it write only to ignored or temporary paths (or list its caches in [guards] check_may_write).".into(),
+        HaltReason::CheckFlaky => "Quarantine or fix the flaky test(s), then measure the check with `loopexec probe-check`.".into(),
+        HaltReason::BudgetExceeded | HaltReason::CostAnomaly => "Read the per-iteration spend with `loopexec inspect-cost`; raise the cap only if the spend was expected.".into(),
+        HaltReason::ModelDriftDetected => "The agent's primary model changed mid-run: pin the model in the agent's own configuration, or accept the new one with --model.".into(),
+        HaltReason::HeartbeatStale => "The work step went silent: look at its last output excerpt, then rerun with a longer --stall-timeout if the silence was expected.".into(),
+        HaltReason::ComprehensionDebtExceeded => "Review the accepted diffs, record it with `loopexec ack --reviewer NAME`, then `loopexec run --resume RUN_ID`.".into(),
+        _ => String::new(),
+    }
+}
+
+/// The one-line explanation stored in the `halted` event.
+#[must_use]
+pub fn one_line(h: &Halt, t: &Trajectory) -> String {
+    let mut s = format!("{}: {}", h.reason, advice_sentence(h.reason.advice()));
+    let g = guidance(h, t);
+    if !g.is_empty() {
+        s.push(' ');
+        s.push_str(&g);
+    }
+    s
+}
+
+/// What `explain-halt` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    pub halt_reason: HaltReason,
+    pub exit_code: u8,
+    pub class: &'static str,
+    pub owner: crate::halt::Owner,
+    pub advice: &'static str,
+    pub what_to_do: String,
+    pub contributors: Vec<String>,
+    /// The reason `decide` derives from the receipt's observations.
+    pub derived_reason: Option<HaltReason>,
+    /// True when the derived reason equals the recorded one.
+    pub rederived: bool,
+    pub trajectory: TrajectorySummary,
+    pub iteration: u32,
+}
+
+/// Re-derives the verdict from the receipt's observations and explains it.
+#[must_use]
+pub fn explain(t: &Trajectory, recorded: &Halted) -> Explanation {
+    let derived = t
+        .config()
+        .map(|cfg| decide(t, cfg))
+        .and_then(|d| match d.verdict {
+            Verdict::Halt(h) => Some(h.reason),
+            Verdict::Continue => None,
+        });
+    let rederived = recorded.preflight || derived == Some(recorded.halt_reason);
+    let h = Halt {
+        reason: recorded.halt_reason,
+        contributors: recorded.contributors.clone(),
+        detail: recorded.detail.clone(),
+    };
+    let views = t.attempt_views(t.config().map_or(0, |c| c.success_exit_code));
+    Explanation {
+        halt_reason: recorded.halt_reason,
+        exit_code: recorded.exit_code,
+        class: recorded.halt_reason.class().as_str(),
+        owner: recorded.halt_reason.owner(),
+        advice: recorded.halt_reason.advice().as_str(),
+        what_to_do: format!(
+            "{} {}",
+            advice_sentence(recorded.halt_reason.advice()),
+            guidance(&h, t)
+        )
+        .trim()
+        .to_string(),
+        contributors: recorded.contributors.clone(),
+        derived_reason: derived,
+        rederived,
+        trajectory: summary_of(t, &views),
+        iteration: recorded.iteration,
+    }
+}

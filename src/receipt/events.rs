@@ -1,0 +1,156 @@
+//! The typed events of a receipt (schema 1). Fields are only ever added; a reader of
+//! schema 1 ignores fields it does not know.
+
+use crate::check::model::ParsedRun;
+use crate::config::RunConfig;
+use crate::halt::HaltReason;
+use crate::proc::StepResult;
+use serde::{Deserialize, Serialize};
+
+/// One receipt event; the wire tag is `event` (`run_started`, `iteration_started`, …).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    RunStarted(Box<RunStarted>),
+    IterationStarted(IterationStarted),
+    ExecFinished(Box<ExecFinished>),
+    CheckFinished(Box<CheckFinished>),
+    Reverted(Reverted),
+    Resumed(Resumed),
+    Interrupted(Interrupted),
+    Halted(Box<Halted>),
+}
+
+/// loopexec received SIGINT or SIGTERM (during a step, the step's `stopped` says so too).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Interrupted {
+    pub iteration: u32,
+    pub signal: i32,
+    /// `exec`, `check` or `between` steps.
+    pub phase: String,
+}
+
+/// Git facts at run start (absent when the workdir is not a git repository).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GitState {
+    /// False when the workdir is not inside a git work tree: the git-based guards
+    /// cannot run and say so.
+    pub available: bool,
+    pub head: Option<String>,
+    pub dirty: Option<bool>,
+    /// The t0 snapshot (commit object under `refs/loopexec/<run>/0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_snapshot: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_tree: Option<String>,
+    /// Why git facts are missing, when they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// First event of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunStarted {
+    pub run_id: String,
+    pub loopexec_version: String,
+    pub workdir: String,
+    pub pid: u32,
+    pub config: RunConfig,
+    pub git: GitState,
+    /// Names (never values) of environment variables removed from the check's env.
+    #[serde(default)]
+    pub env_stripped: Vec<String>,
+    /// Guards that cannot run here and why (e.g. no git).
+    #[serde(default)]
+    pub guards_unavailable: Vec<String>,
+    /// Baseline measurements the integrity guards compare against (t0).
+    #[serde(default)]
+    pub baseline: serde_json::Value,
+}
+
+/// Start of iteration N (0 is the baseline check).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IterationStarted {
+    pub iteration: u32,
+}
+
+/// The work step of an iteration ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExecFinished {
+    pub iteration: u32,
+    pub step: StepResult,
+    /// The tree after the exec (a git tree id), when git is available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<String>,
+    /// The snapshot commit under `refs/loopexec/<run>/<iteration>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+    /// Agent usage observed in this step (tokens, cost, model identity).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub usage: serde_json::Value,
+    /// Guard measurements of the tree after the exec (paths changed since t0, …).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub guards: serde_json::Value,
+    /// Set when an external watchdog ended this step (`loopexec watch --kill`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watchdog: Option<serde_json::Value>,
+}
+
+/// One check run of an iteration. `attempt` 0 is the main run; 1.. are confirmation
+/// runs on the same tree.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckFinished {
+    pub iteration: u32,
+    #[serde(default)]
+    pub attempt: u32,
+    pub step: StepResult,
+    pub parsed: ParsedRun,
+    /// Tree before and after the check (git tree ids), when git is available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_before: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_after: Option<String>,
+    /// Paths the check changed (hermeticity), relative to the workdir.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub check_wrote: Vec<String>,
+    /// Report files removed before the run and found after it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reports: Vec<String>,
+}
+
+/// The ratchet restored an accepted tree after a rejected iteration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Reverted {
+    pub iteration: u32,
+    /// The accepted iteration whose snapshot was restored.
+    pub to_iteration: u32,
+    pub snapshot: String,
+    pub lost_tests: Vec<String>,
+}
+
+/// A halted run was continued (`run --resume`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Resumed {
+    pub pid: u32,
+    /// Acknowledgements recorded in the ledger since the halt.
+    #[serde(default)]
+    pub acknowledged_by: Vec<String>,
+    /// The iteration whose accepted state the run continues from.
+    pub from_iteration: u32,
+}
+
+/// The last event of a run (or of a resumed segment).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Halted {
+    pub iteration: u32,
+    pub halt_reason: HaltReason,
+    pub exit_code: u8,
+    pub class: String,
+    pub contributors: Vec<String>,
+    pub explanation: String,
+    #[serde(default)]
+    pub detail: serde_json::Value,
+    /// True when the halt came from configuration or workspace checks before any step.
+    #[serde(default)]
+    pub preflight: bool,
+}

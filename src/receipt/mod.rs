@@ -1,0 +1,310 @@
+//! The receipt: `.loopexec/runs/<run-id>.jsonl`, one typed, versioned, hash-chained
+//! event per line.
+//!
+//! Each line is a JSON object whose first fields are the envelope — `schema`
+//! ([`SCHEMA`]), `seq` (0, 1, 2, …), `ts` (RFC 3339 UTC, millisecond precision) and
+//! `prev` (hex blake3 of the previous line's bytes, without its newline; `null` on the
+//! first line) — followed by `event` (the type tag) and the event's fields.
+//!
+//! Invariants:
+//! * a line is written with one `write` and flushed before loopexec acts on what it
+//!   records, so a run killed with SIGKILL leaves a receipt whose every complete line
+//!   parses (a torn last line, if the kernel ever produced one, is reported by
+//!   [`read`] as [`ReadError::TornTail`] and ignored by readers that only need the
+//!   observations);
+//! * the chain makes any edit, insertion or deletion detectable ([`verify_chain`]);
+//! * secrets never reach a line: step excerpts are files and the receipt carries only
+//!   variable *names* that were stripped, never values.
+
+pub mod events;
+
+pub use events::{Event, RunStarted};
+
+use serde_json::{Map, Value};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+/// Receipt schema version written by this loopexec.
+pub const SCHEMA: u32 = 1;
+
+/// Problems writing or reading a receipt.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read receipt {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("receipt {path} line {line}: {message}")]
+    Bad {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
+    #[error("receipt {path} line {line} is torn (incomplete write)")]
+    TornTail { path: PathBuf, line: u64 },
+    #[error("receipt {path} was written with schema {found}; this loopexec reads up to {SCHEMA}")]
+    NewerSchema { path: PathBuf, found: u64 },
+}
+
+/// One parsed receipt line.
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub seq: u64,
+    pub ts: String,
+    pub prev: Option<String>,
+    pub event: Event,
+    /// blake3 of the raw line (what the next line's `prev` must be).
+    pub hash: String,
+}
+
+/// Appends events to a receipt file, keeping the chain.
+pub struct Writer {
+    file: File,
+    path: PathBuf,
+    next_seq: u64,
+    prev: Option<String>,
+}
+
+/// RFC 3339 UTC timestamp with milliseconds, e.g. `2026-11-29T18:02:12.345Z`.
+#[must_use]
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    now.format(&fmt)
+        .unwrap_or_else(|_| now.unix_timestamp().to_string())
+}
+
+impl Writer {
+    /// Creates a new receipt; fails if the file already exists (run ids are unique).
+    ///
+    /// # Errors
+    /// I/O errors, including `AlreadyExists`.
+    pub fn create(path: &Path) -> std::io::Result<Writer> {
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(path)?;
+        Ok(Writer {
+            file,
+            path: path.to_path_buf(),
+            next_seq: 0,
+            prev: None,
+        })
+    }
+
+    /// Opens an existing receipt to continue it (`run --resume`), after reading it to
+    /// find the chain's end.
+    ///
+    /// # Errors
+    /// The receipt cannot be read or its last line is broken.
+    pub fn resume(path: &Path) -> Result<(Writer, Vec<Line>), ReadError> {
+        let lines = read(path)?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|source| ReadError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let (next_seq, prev) = match lines.last() {
+            Some(l) => (l.seq + 1, Some(l.hash.clone())),
+            None => (0, None),
+        };
+        Ok((
+            Writer {
+                file,
+                path: path.to_path_buf(),
+                next_seq,
+                prev,
+            },
+            lines,
+        ))
+    }
+
+    /// The receipt's path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends `event` as one line and flushes it.
+    ///
+    /// # Errors
+    /// Serialization or I/O errors; the event is then not recorded.
+    pub fn append(&mut self, event: &Event) -> std::io::Result<()> {
+        let body = serde_json::to_value(event).map_err(std::io::Error::other)?;
+        let mut obj = Map::new();
+        obj.insert("schema".into(), Value::from(SCHEMA));
+        obj.insert("seq".into(), Value::from(self.next_seq));
+        obj.insert("ts".into(), Value::from(now_rfc3339()));
+        obj.insert(
+            "prev".into(),
+            self.prev.clone().map_or(Value::Null, Value::from),
+        );
+        if let Value::Object(fields) = body {
+            for (k, v) in fields {
+                obj.insert(k, v);
+            }
+        }
+        let mut line = serde_json::to_vec(&Value::Object(obj)).map_err(std::io::Error::other)?;
+        let hash = blake3::hash(&line).to_hex().to_string();
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        self.file.flush()?;
+        if matches!(event, Event::Halted(_)) {
+            self.file.sync_data()?;
+        }
+        self.prev = Some(hash);
+        self.next_seq += 1;
+        Ok(())
+    }
+}
+
+/// Reads every line of a receipt.
+///
+/// # Errors
+/// [`ReadError`] naming the file and line.
+pub fn read(path: &Path) -> Result<Vec<Line>, ReadError> {
+    let f = File::open(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    let mut reader = BufReader::new(f);
+    let mut buf = Vec::new();
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        let read = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|source| ReadError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if read == 0 {
+            break;
+        }
+        n += 1;
+        let complete = buf.ends_with(b"\n");
+        let raw = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        if raw.is_empty() {
+            continue;
+        }
+        let value: Value = match serde_json::from_slice(raw) {
+            Ok(v) => v,
+            Err(_) if !complete => {
+                return Err(ReadError::TornTail {
+                    path: path.to_path_buf(),
+                    line: n,
+                })
+            }
+            Err(e) => {
+                return Err(ReadError::Bad {
+                    path: path.to_path_buf(),
+                    line: n,
+                    message: e.to_string(),
+                })
+            }
+        };
+        let bad = |m: &str| ReadError::Bad {
+            path: path.to_path_buf(),
+            line: n,
+            message: m.into(),
+        };
+        let schema = value
+            .get("schema")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| bad("no schema"))?;
+        if schema > u64::from(SCHEMA) {
+            return Err(ReadError::NewerSchema {
+                path: path.to_path_buf(),
+                found: schema,
+            });
+        }
+        let seq = value
+            .get("seq")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| bad("no seq"))?;
+        let ts = value
+            .get("ts")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let prev = value
+            .get("prev")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let event: Event = serde_json::from_value(value).map_err(|e| bad(&e.to_string()))?;
+        out.push(Line {
+            seq,
+            ts,
+            prev,
+            event,
+            hash: blake3::hash(raw).to_hex().to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Checks the hash chain and the sequence numbers; returns the first broken line
+/// (1-based) with what is wrong.
+#[must_use]
+pub fn verify_chain(lines: &[Line]) -> Option<(u64, String)> {
+    let mut prev: Option<&str> = None;
+    for (i, l) in lines.iter().enumerate() {
+        let expect_seq = i as u64;
+        if l.seq != expect_seq {
+            return Some((
+                expect_seq + 1,
+                format!("seq {} where {expect_seq} was expected", l.seq),
+            ));
+        }
+        if l.prev.as_deref() != prev {
+            return Some((
+                expect_seq + 1,
+                "prev does not match the previous line's blake3".into(),
+            ));
+        }
+        prev = Some(&l.hash);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use events::IterationStarted;
+
+    #[test]
+    fn chain_round_trips_and_detects_edits() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.jsonl");
+        let mut w = Writer::create(&p).unwrap();
+        for i in 0..3 {
+            w.append(&Event::IterationStarted(IterationStarted { iteration: i }))
+                .unwrap();
+        }
+        assert!(
+            Writer::create(&p).is_err(),
+            "a receipt is never overwritten"
+        );
+        let lines = read(&p).unwrap();
+        assert_eq!(lines.len(), 3);
+        assert!(verify_chain(&lines).is_none());
+        let text =
+            std::fs::read_to_string(&p)
+                .unwrap()
+                .replacen("\"iteration\":1", "\"iteration\":7", 1);
+        std::fs::write(&p, text).unwrap();
+        let (line, _) = verify_chain(&read(&p).unwrap()).expect("edit detected");
+        assert_eq!(line, 3);
+        let (mut w, old) = Writer::resume(&p).unwrap();
+        w.append(&Event::IterationStarted(IterationStarted { iteration: 9 }))
+            .unwrap();
+        assert_eq!(read(&p).unwrap().last().unwrap().seq, old.len() as u64);
+    }
+}

@@ -1,0 +1,499 @@
+//! The ledger: `.loopexec/ledger.sqlite` (SQLite through rusqlite, bundled).
+//!
+//! The receipt is the record of a run; the ledger is the index across runs that
+//! `status`, `latest`, acknowledgements and dashboards query. Tables:
+//! * `runs` — one row per run id (status, halt, pid, receipt path);
+//! * `iterations` — one row per (run, iteration): exits, verdict, failing count, cost;
+//! * `halt_events` — one row per halt, with the columns of the halt-conditions
+//!   design (id, session id, task id, iteration, halt class and type, severity,
+//!   description, context JSON, triggered_at, acknowledgement and resolution fields,
+//!   attempt count, previous error, created/updated times);
+//! * `acks` — acknowledgements of a run's diffs by a person (they outlast the run).
+//!
+//! The database runs in WAL mode with a busy timeout, so `status` can read while a
+//! run writes. Schema changes are `PRAGMA user_version` migrations applied in order;
+//! a database with a newer version than this loopexec knows is refused, never
+//! rewritten.
+
+use crate::halt::HaltReason;
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::Path;
+use std::time::Duration;
+
+/// Ledger schema version this loopexec writes.
+pub const USER_VERSION: i64 = 1;
+
+/// Ledger errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("ledger {path}: {source}")]
+    Sql {
+        path: String,
+        source: rusqlite::Error,
+    },
+    #[error("ledger {path} has schema version {found}; this loopexec knows up to {USER_VERSION} (upgrade loopexec)")]
+    Newer { path: String, found: i64 },
+}
+
+const MIGRATIONS: &[&str] = &[
+    // 1: initial schema
+    "CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        workdir TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        iteration INTEGER,
+        halt_reason TEXT,
+        exit_code INTEGER,
+        receipt TEXT NOT NULL
+    );
+    CREATE TABLE iterations (
+        run_id TEXT NOT NULL,
+        iteration INTEGER NOT NULL,
+        exec_exit INTEGER,
+        check_exit INTEGER,
+        verdict TEXT,
+        failing INTEGER,
+        cost_usd REAL,
+        recorded_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, iteration)
+    );
+    CREATE TABLE halt_events (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        task_id TEXT,
+        iteration INTEGER,
+        halt_class TEXT NOT NULL,
+        halt_type TEXT NOT NULL,
+        exit_code INTEGER NOT NULL,
+        severity TEXT NOT NULL,
+        description TEXT NOT NULL,
+        context TEXT,
+        triggered_at TEXT NOT NULL,
+        acknowledged INTEGER NOT NULL DEFAULT 0,
+        acknowledged_at TEXT,
+        acknowledged_by TEXT,
+        resolution TEXT,
+        resolution_notes TEXT,
+        attempt_count INTEGER,
+        previous_error TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX idx_halt_events_session ON halt_events(session_id);
+    CREATE INDEX idx_halt_events_type ON halt_events(halt_type);
+    CREATE INDEX idx_halt_events_unack ON halt_events(session_id, acknowledged) WHERE acknowledged = 0;
+    CREATE TABLE acks (
+        run_id TEXT NOT NULL,
+        reviewer TEXT NOT NULL,
+        iteration INTEGER NOT NULL,
+        acknowledged_at TEXT NOT NULL,
+        notes TEXT
+    );
+    CREATE INDEX idx_acks_run ON acks(run_id);",
+];
+
+/// An open ledger.
+pub struct Store {
+    conn: Connection,
+    path: String,
+}
+
+/// A row of `runs`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunRow {
+    pub run_id: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub workdir: String,
+    pub pid: i64,
+    pub status: String,
+    pub iteration: Option<i64>,
+    pub halt_reason: Option<String>,
+    pub exit_code: Option<i64>,
+    pub receipt: String,
+}
+
+/// An acknowledgement of a run's work by a person.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AckRow {
+    pub reviewer: String,
+    pub iteration: i64,
+    pub acknowledged_at: String,
+}
+
+/// What one halt row records.
+pub struct HaltRecord<'a> {
+    pub run_id: &'a str,
+    pub iteration: u32,
+    pub reason: HaltReason,
+    pub description: &'a str,
+    pub context: &'a serde_json::Value,
+    pub attempt_count: Option<u32>,
+    pub previous_error: Option<&'a str>,
+}
+
+fn severity(reason: HaltReason) -> &'static str {
+    use crate::halt::ExitClass as C;
+    match reason.class() {
+        C::Nominal | C::Converged => "low",
+        C::IterationCap
+        | C::Budget
+        | C::NoConvergence
+        | C::TerminalBlocked
+        | C::ResumableJudgment => "medium",
+        C::OracleUntrusted
+        | C::CheckInadequate
+        | C::LivenessDrift
+        | C::Execution
+        | C::Workspace => "high",
+        C::Integrity | C::Invariant | C::Internal => "critical",
+    }
+}
+
+impl Store {
+    /// Opens (creating and migrating if needed) the ledger at `path`.
+    ///
+    /// # Errors
+    /// SQLite errors, or a database newer than this loopexec.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let p = path.display().to_string();
+        let sql = |source| StoreError::Sql {
+            path: p.clone(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(sql)?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(sql)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sql)?;
+        let mut store = Store {
+            conn,
+            path: p.clone(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |source| StoreError::Sql {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let sql = |source| StoreError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(sql)?;
+        if version > USER_VERSION {
+            return Err(StoreError::Newer {
+                path: self.path.clone(),
+                found: version,
+            });
+        }
+        for (i, m) in MIGRATIONS
+            .iter()
+            .enumerate()
+            .skip(usize::try_from(version).unwrap_or(0))
+        {
+            let tx = self.conn.transaction().map_err(sql)?;
+            tx.execute_batch(m).map_err(sql)?;
+            tx.pragma_update(
+                None,
+                "user_version",
+                i64::try_from(i + 1).unwrap_or(i64::MAX),
+            )
+            .map_err(sql)?;
+            tx.commit().map_err(sql)?;
+        }
+        Ok(())
+    }
+
+    /// The schema version of the open database.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn user_version(&self) -> Result<i64, StoreError> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(self.sql())
+    }
+
+    /// Records a run's start (or its resumption: the row is updated).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn run_started(
+        &self,
+        run_id: &str,
+        workdir: &str,
+        pid: u32,
+        receipt: &str,
+    ) -> Result<(), StoreError> {
+        let now = crate::receipt::now_rfc3339();
+        self.conn
+            .execute(
+                "INSERT INTO runs (run_id, started_at, workdir, pid, status, receipt)
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5)
+                 ON CONFLICT(run_id) DO UPDATE SET pid = ?4, status = 'running', finished_at = NULL",
+                params![run_id, now, workdir, pid, receipt],
+            )
+            .map(|_| ())
+            .map_err(self.sql())
+    }
+
+    /// Records one iteration's outcome.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    #[allow(clippy::too_many_arguments)]
+    pub fn iteration(
+        &self,
+        run_id: &str,
+        iteration: u32,
+        exec_exit: Option<i32>,
+        check_exit: Option<i32>,
+        verdict: &str,
+        failing: Option<usize>,
+        cost_usd: Option<f64>,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO iterations
+                 (run_id, iteration, exec_exit, check_exit, verdict, failing, cost_usd, recorded_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    run_id,
+                    iteration,
+                    exec_exit,
+                    check_exit,
+                    verdict,
+                    failing.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+                    cost_usd,
+                    crate::receipt::now_rfc3339()
+                ],
+            )
+            .map(|_| ())
+            .map_err(self.sql())
+    }
+
+    /// Records a halt: updates `runs` and inserts a `halt_events` row. Returns the row id.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn halted(&self, h: &HaltRecord<'_>) -> Result<String, StoreError> {
+        let now = crate::receipt::now_rfc3339();
+        let id =
+            blake3::hash(format!("{}:{}:{}:{now}", h.run_id, h.iteration, h.reason).as_bytes())
+                .to_hex()[..32]
+                .to_string();
+        self.conn
+            .execute(
+                "UPDATE runs SET status = 'halted', finished_at = ?2, iteration = ?3,
+                 halt_reason = ?4, exit_code = ?5 WHERE run_id = ?1",
+                params![
+                    h.run_id,
+                    now,
+                    h.iteration,
+                    h.reason.as_str(),
+                    h.reason.exit_code()
+                ],
+            )
+            .map_err(self.sql())?;
+        self.conn
+            .execute(
+                "INSERT INTO halt_events (id, session_id, task_id, iteration, halt_class, halt_type,
+                 exit_code, severity, description, context, triggered_at, attempt_count,
+                 previous_error, created_at, updated_at)
+                 VALUES (?1, ?2, NULL, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?10, ?10)",
+                params![
+                    id,
+                    h.run_id,
+                    h.iteration,
+                    h.reason.class().as_str(),
+                    h.reason.as_str(),
+                    h.reason.exit_code(),
+                    severity(h.reason),
+                    h.description,
+                    h.context.to_string(),
+                    now,
+                    h.attempt_count,
+                    h.previous_error,
+                ],
+            )
+            .map_err(self.sql())?;
+        Ok(id)
+    }
+
+    /// The newest run (by start time), if any.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn latest_run(&self) -> Result<Option<RunRow>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT run_id, started_at, finished_at, workdir, pid, status, iteration,
+                 halt_reason, exit_code, receipt FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1",
+                [],
+                row_to_run,
+            )
+            .optional()
+            .map_err(self.sql())
+    }
+
+    /// One run by id.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT run_id, started_at, finished_at, workdir, pid, status, iteration,
+                 halt_reason, exit_code, receipt FROM runs WHERE run_id = ?1",
+                [run_id],
+                row_to_run,
+            )
+            .optional()
+            .map_err(self.sql())
+    }
+
+    /// Records that `reviewer` acknowledged the run's work up to `iteration`, and marks
+    /// the run's unacknowledged halt events acknowledged.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn ack(
+        &self,
+        run_id: &str,
+        reviewer: &str,
+        iteration: u32,
+        notes: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let now = crate::receipt::now_rfc3339();
+        self.conn
+            .execute(
+                "INSERT INTO acks (run_id, reviewer, iteration, acknowledged_at, notes) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![run_id, reviewer, iteration, now, notes],
+            )
+            .map_err(self.sql())?;
+        self.conn
+            .execute(
+                "UPDATE halt_events SET acknowledged = 1, acknowledged_at = ?2, acknowledged_by = ?3,
+                 resolution = 'resolved', resolution_notes = ?4, updated_at = ?2
+                 WHERE session_id = ?1 AND acknowledged = 0",
+                params![run_id, now, reviewer, notes],
+            )
+            .map(|_| ())
+            .map_err(self.sql())
+    }
+
+    /// Acknowledgements of a run, oldest first.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn acks(&self, run_id: &str) -> Result<Vec<AckRow>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT reviewer, iteration, acknowledged_at FROM acks WHERE run_id = ?1 ORDER BY rowid")
+            .map_err(self.sql())?;
+        let rows = st
+            .query_map([run_id], |r| {
+                Ok(AckRow {
+                    reviewer: r.get(0)?,
+                    iteration: r.get(1)?,
+                    acknowledged_at: r.get(2)?,
+                })
+            })
+            .map_err(self.sql())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())
+    }
+
+    /// Number of `halt_events` rows of a run.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn halt_count(&self, run_id: &str) -> Result<i64, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*) FROM halt_events WHERE session_id = ?1",
+                [run_id],
+                |r| r.get(0),
+            )
+            .map_err(self.sql())
+    }
+
+    /// Every run id, oldest first.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn run_ids(&self) -> Result<Vec<String>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT run_id FROM runs ORDER BY started_at, rowid")
+            .map_err(self.sql())?;
+        let rows = st.query_map([], |r| r.get(0)).map_err(self.sql())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())
+    }
+}
+
+fn row_to_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
+        run_id: r.get(0)?,
+        started_at: r.get(1)?,
+        finished_at: r.get(2)?,
+        workdir: r.get(3)?,
+        pid: r.get(4)?,
+        status: r.get(5)?,
+        iteration: r.get(6)?,
+        halt_reason: r.get(7)?,
+        exit_code: r.get(8)?,
+        receipt: r.get(9)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrates_records_and_refuses_newer() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.sqlite");
+        let s = Store::open(&p).unwrap();
+        assert_eq!(s.user_version().unwrap(), USER_VERSION);
+        s.run_started("r1", "/w", 1, "r1.jsonl").unwrap();
+        let ctx = serde_json::json!({"k": 1});
+        s.halted(&HaltRecord {
+            run_id: "r1",
+            iteration: 2,
+            reason: HaltReason::MaxIterationsReached,
+            description: "cap",
+            context: &ctx,
+            attempt_count: Some(2),
+            previous_error: None,
+        })
+        .unwrap();
+        assert_eq!(s.halt_count("r1").unwrap(), 1);
+        let r = s.latest_run().unwrap().unwrap();
+        assert_eq!(r.halt_reason.as_deref(), Some("max_iterations_reached"));
+        assert_eq!(r.exit_code, Some(12));
+        s.ack("r1", "alice", 2, None).unwrap();
+        assert_eq!(s.acks("r1").unwrap()[0].reviewer, "alice");
+        drop(s);
+        let c = Connection::open(&p).unwrap();
+        c.pragma_update(None, "user_version", USER_VERSION + 1)
+            .unwrap();
+        drop(c);
+        assert!(matches!(Store::open(&p), Err(StoreError::Newer { .. })));
+    }
+}

@@ -1,0 +1,204 @@
+//! The trajectory: a run's observations, rebuilt from receipt events, in the shape
+//! the detectors read.
+//!
+//! The loop appends an event to the receipt, folds it into its [`Trajectory`] with
+//! [`Trajectory::apply`], and calls [`crate::decide::decide`]. `explain-halt` and
+//! `replay` rebuild the same value from the receipt with the same `apply`, so the
+//! verdict they derive uses exactly what the loop saw.
+
+use crate::check::model::ParsedRun;
+use crate::config::RunConfig;
+use crate::detect::progress::AttemptView;
+use crate::receipt::events::{CheckFinished, Event, ExecFinished, Reverted, RunStarted};
+use std::collections::BTreeMap;
+
+/// One iteration's observations.
+#[derive(Debug, Clone, Default)]
+pub struct IterationObs {
+    pub iteration: u32,
+    pub exec: Option<ExecFinished>,
+    /// Receipt timestamp of the exec_finished event (RFC 3339).
+    pub exec_ts: Option<String>,
+    /// The main check run (attempt 0) then confirmation runs.
+    pub checks: Vec<CheckFinished>,
+    pub reverted: Option<Reverted>,
+}
+
+impl IterationObs {
+    /// The main check run, if it ran.
+    #[must_use]
+    pub fn main_check(&self) -> Option<&CheckFinished> {
+        self.checks.first()
+    }
+}
+
+/// A signal loopexec received between or during steps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interrupt {
+    pub iteration: u32,
+    pub signal: i32,
+}
+
+/// Everything observed in a run (or the current segment of a resumed run).
+#[derive(Debug, Clone, Default)]
+pub struct Trajectory {
+    pub started: Option<RunStarted>,
+    pub started_ts: Option<String>,
+    pub iterations: Vec<IterationObs>,
+    pub interrupts: Vec<Interrupt>,
+    /// Iteration up to which a person acknowledged the work (from `resumed` events).
+    pub acknowledged_through: Option<u32>,
+    /// First iteration of the current segment (0, or where a resume continued).
+    pub segment_start: u32,
+}
+
+impl Trajectory {
+    /// Folds one receipt event in. `ts` is the event's receipt timestamp.
+    pub fn apply(&mut self, event: &Event, ts: &str) {
+        match event {
+            Event::RunStarted(s) => {
+                self.started = Some((**s).clone());
+                self.started_ts = Some(ts.to_string());
+            }
+            Event::IterationStarted(s) => {
+                self.iterations.push(IterationObs {
+                    iteration: s.iteration,
+                    ..IterationObs::default()
+                });
+            }
+            Event::ExecFinished(e) => {
+                if let Some(it) = self.iteration_mut(e.iteration) {
+                    it.exec = Some((**e).clone());
+                    it.exec_ts = Some(ts.to_string());
+                }
+            }
+            Event::CheckFinished(c) => {
+                if let Some(it) = self.iteration_mut(c.iteration) {
+                    it.checks.push((**c).clone());
+                }
+            }
+            Event::Reverted(r) => {
+                if let Some(it) = self.iteration_mut(r.iteration) {
+                    it.reverted = Some(r.clone());
+                }
+            }
+            Event::Resumed(r) => {
+                if !r.acknowledged_by.is_empty() {
+                    self.acknowledged_through = Some(r.from_iteration);
+                }
+                self.segment_start = r.from_iteration + 1;
+                self.interrupts.clear();
+            }
+            Event::Interrupted(i) => {
+                self.interrupts.push(Interrupt {
+                    iteration: i.iteration,
+                    signal: i.signal,
+                });
+            }
+            Event::Halted(_) => {}
+        }
+    }
+
+    /// Rebuilds a trajectory from receipt lines, up to and excluding the last
+    /// `halted` event (the state `decide` saw when it halted).
+    #[must_use]
+    pub fn from_lines(lines: &[crate::receipt::Line]) -> Trajectory {
+        let mut t = Trajectory::default();
+        for l in lines {
+            t.apply(&l.event, &l.ts);
+        }
+        t
+    }
+
+    fn iteration_mut(&mut self, n: u32) -> Option<&mut IterationObs> {
+        self.iterations.iter_mut().rev().find(|i| i.iteration == n)
+    }
+
+    /// The policy the run had.
+    #[must_use]
+    pub fn config(&self) -> Option<&RunConfig> {
+        self.started.as_ref().map(|s| &s.config)
+    }
+
+    /// The last iteration observed.
+    #[must_use]
+    pub fn last(&self) -> Option<&IterationObs> {
+        self.iterations.last()
+    }
+
+    /// The baseline (iteration 0) main check.
+    #[must_use]
+    pub fn baseline_check(&self) -> Option<&CheckFinished> {
+        self.iterations
+            .iter()
+            .find(|i| i.iteration == 0)
+            .and_then(IterationObs::main_check)
+    }
+
+    /// Iterations that completed a main check, in order (baseline first), as the
+    /// progress detectors see them. `tree_changed` compares the tree after the exec
+    /// with the tree the iteration started from (false when git is unavailable).
+    #[must_use]
+    pub fn attempt_views(&self, success_exit_code: i32) -> Vec<AttemptView> {
+        let mut out = Vec::new();
+        let mut start_tree: Option<String> = self
+            .started
+            .as_ref()
+            .and_then(|s| s.git.baseline_tree.clone());
+        for it in &self.iterations {
+            let Some(check) = it.main_check() else {
+                continue;
+            };
+            let exec_tree = it.exec.as_ref().and_then(|e| e.tree.clone());
+            let tree_changed = match (&exec_tree, &start_tree) {
+                (Some(a), Some(b)) => a != b,
+                _ => false,
+            };
+            out.push(AttemptView {
+                iteration: it.iteration,
+                green: is_green(check, success_exit_code),
+                failing: failing_messages(&check.parsed),
+                passing: check.parsed.passing(),
+                tree_changed: it.iteration > 0 && tree_changed,
+            });
+            // The tree the next iteration starts from.
+            start_tree = if let Some(r) = &it.reverted {
+                self.tree_of_iteration(r.to_iteration).or(start_tree)
+            } else {
+                check.tree_after.clone().or(exec_tree).or(start_tree)
+            };
+        }
+        out
+    }
+
+    fn tree_of_iteration(&self, n: u32) -> Option<String> {
+        if n == 0 {
+            return self
+                .started
+                .as_ref()
+                .and_then(|s| s.git.baseline_tree.clone());
+        }
+        let it = self.iterations.iter().rev().find(|i| i.iteration == n)?;
+        it.main_check()
+            .and_then(|c| c.tree_after.clone())
+            .or_else(|| it.exec.as_ref()?.tree.clone())
+    }
+}
+
+/// Failing ids with their normalized messages ("" when none).
+#[must_use]
+pub fn failing_messages(p: &ParsedRun) -> BTreeMap<String, String> {
+    p.tests
+        .iter()
+        .filter(|t| t.outcome.is_failing())
+        .map(|t| (t.id.clone(), t.message.clone().unwrap_or_default()))
+        .collect()
+}
+
+/// Green: the check exited with the success code on its own (no timeout, no stop) and
+/// no test is in the failing set. Completeness is judged by the integrity guards,
+/// which run before the green branch.
+#[must_use]
+pub fn is_green(c: &CheckFinished, success_exit_code: i32) -> bool {
+    c.step.exited_with(success_exit_code) && c.parsed.failing().is_empty()
+}
