@@ -25,7 +25,7 @@
 
 use crate::config::RunConfig;
 use crate::detect::integrity::TreeMeasures;
-use crate::detect::{execution, integrity, oracle, progress};
+use crate::detect::{execution, integrity, liveness, oracle, progress, spend};
 use crate::halt::{Halt, HaltReason, Verdict};
 use crate::trajectory::{is_green, Trajectory};
 
@@ -90,7 +90,7 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         if let Some(h) = now.as_ref().and_then(|m| integrity::blocked_paths(cfg, m)) {
             return halt(h);
         }
-        if let Some(h) = crate::detect::spend_hook(t, cfg) {
+        if let Some(h) = spend::detect(t, cfg) {
             return halt(h);
         }
     }
@@ -146,7 +146,7 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         if let Some(h) = progress::detect_progress(&views, &cfg.halt) {
             return halt(h);
         }
-        if let Some(h) = crate::detect::comprehension_hook(t, cfg, &accepted) {
+        if let Some(h) = liveness::comprehension(t, cfg, &accepted) {
             return halt(h);
         }
     }

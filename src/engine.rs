@@ -294,11 +294,13 @@ impl Loop<'_> {
             .rev()
             .find(|(_, a)| **a)
             .map_or(0, |(v, _)| v.iteration);
+        self.tree.adopt_baseline(&self.traj);
         if from != last_halt {
             if let Some(snap) = self.tree.snapshot_of(from, &self.traj) {
                 let _ = self.tree.restore(&snap);
             }
         }
+        self.tree.refresh(&format!("{last_halt}-resumed"));
         self.record(Event::Resumed(Resumed {
             pid: std::process::id(),
             acknowledged_by: acks.iter().map(|a| a.reviewer.clone()).collect(),
@@ -422,6 +424,7 @@ impl Loop<'_> {
             lost_tests: lost,
         }))?;
         let _ = self.tree.restore(&snap);
+        self.tree.refresh(&format!("{it}-reverted"));
         Ok(())
     }
 
@@ -489,7 +492,7 @@ impl Loop<'_> {
                 return Some(StopCause::Signal { signal: sig });
             }
             if let Some(m) = budget {
-                if let Some(detail) = crate::detect::budget_crossed_live(traj, cfg, m) {
+                if let Some(detail) = crate::detect::spend::crossed_live_now(traj, cfg, m) {
                     return Some(StopCause::Budget { detail });
                 }
             }
@@ -511,13 +514,14 @@ impl Loop<'_> {
         let it = self.current_iteration();
         let Some(cmd) = self.cfg.exec.clone() else {
             // No work step: the iteration is a re-check of the same tree.
+            let obs = self.tree.observe(it);
             let ev = ExecFinished {
                 iteration: it,
                 step: noop_step(),
-                tree: self.tree.current_tree(),
-                snapshot: None,
+                tree: obs.tree,
+                snapshot: obs.snapshot,
                 usage: serde_json::Value::Null,
-                guards: serde_json::Value::Null,
+                guards: obs.measures,
                 watchdog: None,
             };
             return self.record(Event::ExecFinished(Box::new(ev)));
@@ -586,7 +590,7 @@ impl Loop<'_> {
             .as_str(),
         );
         let reports = self.clear_reports();
-        let tree_before = self.tree.current_tree();
+        let tree_before = self.tree.tree_before_check();
         let suffix = if attempt == 0 {
             String::new()
         } else {
@@ -633,10 +637,10 @@ impl Loop<'_> {
         }
         proc::capture::remove_spool(&spools.stdout);
         proc::capture::remove_spool(&spools.stderr);
-        let tree_after = self.tree.current_tree();
-        let check_wrote = match (&tree_before, &tree_after) {
-            (Some(a), Some(b)) if a != b => self.tree.changed(a, b),
-            _ => Vec::new(),
+        let tree_after = self.tree.after_check(it, attempt);
+        let writes = match (&tree_before, &tree_after) {
+            (Some(a), Some(b)) if a != b => self.tree.check_writes(a, b),
+            _ => crate::observe::tree::CheckWrites::default(),
         };
         let ev = CheckFinished {
             iteration: it,
@@ -645,7 +649,8 @@ impl Loop<'_> {
             parsed,
             tree_before,
             tree_after,
-            check_wrote,
+            check_wrote: writes.changed,
+            check_created: writes.created,
             reports: found.iter().map(|p| p.display().to_string()).collect(),
         };
         self.record(Event::CheckFinished(Box::new(ev)))

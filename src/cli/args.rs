@@ -46,6 +46,56 @@ pub enum Command {
     Report(RunSel),
     /// Show what loopexec reads from a captured check run (for debugging a verdict).
     Parse(ParseArgs),
+    /// Record that a person reviewed a run's work (clears comprehension debt).
+    Ack(AckArgs),
+    /// External watchdog: report a run alive, finished or heartbeat_stale; --kill ends a wedged one.
+    Watch(WatchArgs),
+    /// Per-iteration spend, totals, percentiles, caps and anomalies of a run or a ledger file.
+    InspectCost(InspectCostArgs),
+    /// Validate .loopexec/: ledger schema, every receipt's hash chain, snapshot refs.
+    Check,
+}
+
+#[derive(Debug, Args)]
+pub struct AckArgs {
+    /// Who reviewed the work.
+    #[arg(long, value_name = "NAME")]
+    pub reviewer: String,
+    /// The run (default: the latest).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// Free-text notes stored with the acknowledgement.
+    #[arg(long, value_name = "TEXT")]
+    pub notes: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The run to watch (default: the latest).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// Stale when the heartbeat, or the running step's output, is older than this (default 10m).
+    #[arg(long, value_name = "DUR", default_value = "10m")]
+    pub stall_timeout: String,
+    /// End the wedged run's process groups; the run then halts heartbeat_stale.
+    #[arg(long)]
+    pub kill: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectCostArgs {
+    /// The run to inspect (default: the latest).
+    #[arg(long, value_name = "ID", conflicts_with = "ledger")]
+    pub run_id: Option<String>,
+    /// A cost ledger instead of a run: one USD figure per line, or JSON lines with cost_usd.
+    #[arg(long, value_name = "FILE")]
+    pub ledger: Option<PathBuf>,
+    /// A run-total cap to judge the ledger against (run mode uses the run's own caps).
+    #[arg(long, value_name = "USD")]
+    pub budget_usd: Option<f64>,
+    /// Anomaly threshold in standard deviations (default: the run's, or 3).
+    #[arg(long, value_name = "SIGMA")]
+    pub cost_sigma: Option<f64>,
 }
 
 #[derive(Debug, Args)]

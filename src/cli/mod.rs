@@ -8,7 +8,9 @@
 
 mod args;
 
-pub use args::{Cli, Command, InitArgs, ParseArgs, RunArgs, RunSel};
+pub use args::{
+    AckArgs, Cli, Command, InitArgs, InspectCostArgs, ParseArgs, RunArgs, RunSel, WatchArgs,
+};
 
 use crate::cmd;
 use clap::Parser;

@@ -1,12 +1,16 @@
 //! One file per subcommand: validated input in, [`Outcome`] out. The dispatch match
 //! lives here; domain modules never see clap.
 
+mod ack;
+mod check_state;
 mod explain_halt;
 mod init;
+mod inspect_cost;
 mod parse;
 mod report;
 mod run;
 mod status;
+mod watch;
 
 use crate::cli::{Cli, Command, Outcome};
 use crate::halt::HaltReason;
@@ -25,6 +29,10 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Command::ExplainHalt(s) => explain_halt::run(&workdir, s.run_id.as_deref()),
         Command::Report(s) => report::run(&workdir, s.run_id.as_deref()),
         Command::Parse(a) => parse::run(&a),
+        Command::Ack(a) => ack::run(&workdir, &a),
+        Command::Watch(a) => watch::run(&workdir, &a),
+        Command::InspectCost(a) => inspect_cost::run(&workdir, &a),
+        Command::Check => check_state::run(&workdir),
     }
 }
 

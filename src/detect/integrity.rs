@@ -6,7 +6,7 @@
 //!
 //! | layer | observation | reason |
 //! |---|---|---|
-//! | blocked paths | a path matching a blocked glob changed since t0 (after the exec) | blocked_path_modified |
+//! | blocked paths | a path matching a blocked glob (`observe::guards::DEFAULT_BLOCKED` plus `[guards] blocked_paths`) changed since t0 (after the exec) | blocked_path_modified |
 //! | collected set | a test executed at t0 is missing or newly skipped | metric_integrity_violation |
 //! | completeness | the check exited green but the runner did not reach its own end | metric_integrity_violation |
 //! | assertions | the assertion count of the test files dropped below t0 | metric_integrity_violation |
@@ -41,28 +41,6 @@ pub struct TreeMeasures {
     pub available: bool,
 }
 
-/// The built-in blocked globs (added to `[guards] blocked_paths`).
-pub const DEFAULT_BLOCKED: &[&str] = &[
-    ".git/**",
-    ".loopexec/**",
-    "loop.toml",
-    ".env",
-    ".env.*",
-    "**/.env",
-    "**/.env.*",
-    ".github/workflows/**",
-    ".gitlab-ci.yml",
-    ".gitlab-ci/**",
-    ".circleci/**",
-    "azure-pipelines.yml",
-    "Jenkinsfile",
-    ".buildkite/**",
-    ".travis.yml",
-    "bitbucket-pipelines.yml",
-    ".woodpecker.yml",
-    ".woodpecker/**",
-];
-
 /// Compiles globs into a set; invalid globs are rejected at config validation, so
 /// here they are skipped.
 #[must_use]
@@ -82,16 +60,12 @@ pub fn globset(globs: impl IntoIterator<Item = impl AsRef<str>>) -> globset::Glo
 /// `blocked_path_modified` from the tree after the exec.
 #[must_use]
 pub fn blocked_paths(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {
-    let set = globset(
-        DEFAULT_BLOCKED
-            .iter()
-            .copied()
-            .chain(cfg.guards.blocked_paths.iter().map(String::as_str)),
-    );
+    let set =
+        crate::observe::guards::BlockedPaths::with_defaults(&cfg.guards.blocked_paths).ok()?;
     let hits: Vec<&String> = m
         .changed_since_t0
         .iter()
-        .filter(|p| set.is_match(p.as_str()))
+        .filter(|p| set.is_blocked(p.as_str()))
         .collect();
     if hits.is_empty() {
         return None;

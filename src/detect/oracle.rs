@@ -65,25 +65,29 @@ fn verdict(c: &CheckFinished, code: i32) -> Verdict {
 /// `check_flaky`: disagreement between check runs on an identical tree.
 #[must_use]
 pub fn flaky(t: &Trajectory, code: i32) -> Option<Halt> {
-    // Group runs by the tree they ran on; runs without a tree id only group with the
-    // other runs of their own iteration.
+    // Runs are compared within two kinds of group: all runs on the same tree (git
+    // tree id before the check), and the runs of one iteration (the main run and its
+    // confirmations, which nothing but the check itself ran between).
     let mut groups: BTreeMap<String, Vec<(u32, u32, Verdict)>> = BTreeMap::new();
     for it in &t.iterations {
         for c in &it.checks {
             if c.step.timed_out || c.step.stopped.is_some() || c.step.cannot_start() {
                 continue;
             }
-            if c.tree_before.is_some() && c.tree_before != c.tree_after {
+            if !c.check_wrote.is_empty() {
                 continue; // judged by hermeticity
             }
-            let key = c
-                .tree_before
-                .clone()
-                .unwrap_or_else(|| format!("iteration-{}", it.iteration));
+            let v = (it.iteration, c.attempt, verdict(c, code));
+            if let Some(tree) = &c.tree_before {
+                groups
+                    .entry(format!("tree {tree}"))
+                    .or_default()
+                    .push(v.clone());
+            }
             groups
-                .entry(key)
+                .entry(format!("iteration {}", it.iteration))
                 .or_default()
-                .push((it.iteration, c.attempt, verdict(c, code)));
+                .push(v);
         }
     }
     let last_iteration = t.last()?.iteration;

@@ -1,4 +1,10 @@
 //! Observers: the parts of loopexec that touch the world and turn it into plain data.
+pub mod assertions;
+pub mod git;
+pub mod guards;
+pub mod lex;
+pub mod manifest;
+pub mod mutate;
 pub mod secrets;
 pub mod tree;
 pub mod usage;

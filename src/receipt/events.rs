@@ -110,9 +110,13 @@ pub struct CheckFinished {
     pub tree_before: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tree_after: Option<String>,
-    /// Paths the check changed (hermeticity), relative to the workdir.
+    /// Files that existed before the check and that it modified or deleted
+    /// (hermeticity), relative to the repository root.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub check_wrote: Vec<String>,
+    /// Files the check created (build outputs, lockfiles, reports): tolerated, recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub check_created: Vec<String>,
     /// Report files removed before the run and found after it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reports: Vec<String>,

@@ -131,16 +131,17 @@ impl Writer {
         &self.path
     }
 
-    /// Appends `event` as one line and flushes it.
+    /// Appends `event` as one line and flushes it; returns the line's `ts`.
     ///
     /// # Errors
     /// Serialization or I/O errors; the event is then not recorded.
-    pub fn append(&mut self, event: &Event) -> std::io::Result<()> {
+    pub fn append(&mut self, event: &Event) -> std::io::Result<String> {
         let body = serde_json::to_value(event).map_err(std::io::Error::other)?;
         let mut obj = Map::new();
         obj.insert("schema".into(), Value::from(SCHEMA));
         obj.insert("seq".into(), Value::from(self.next_seq));
-        obj.insert("ts".into(), Value::from(now_rfc3339()));
+        let ts = now_rfc3339();
+        obj.insert("ts".into(), Value::from(ts.clone()));
         obj.insert(
             "prev".into(),
             self.prev.clone().map_or(Value::Null, Value::from),
@@ -160,7 +161,7 @@ impl Writer {
         }
         self.prev = Some(hash);
         self.next_seq += 1;
-        Ok(())
+        Ok(ts)
     }
 }
 

@@ -1,0 +1,215 @@
+//! Spend and model identity, judged after every exec (and, for the caps, while it
+//! streams): `budget_exceeded` and `cost_anomaly` (class 18), `model_drift_detected`
+//! (class 19).
+//!
+//! | order | observation | reason |
+//! |---|---|---|
+//! | 1 | the exec was stopped mid-stream because a cap was crossed | budget_exceeded |
+//! | 2 | run totals after this exec exceed `--budget-usd`, `--budget-tokens` or `--max-duration` | budget_exceeded |
+//! | 3 | this iteration's primary model differs from the pin (`--model`, or the first observed) | model_drift_detected |
+//! | 4 | this iteration's cost > mean + σ·sd of the earlier iterations (at least `cost_min_history`) | cost_anomaly |
+//!
+//! Drift is judged before the anomaly: a silent switch to another model usually costs
+//! differently, and the switch is the cause worth naming. Auxiliary models (background
+//! work listed beside the primary) are spend, never drift. Costs are the agent's own
+//! reported figures, or estimates from `[pricing]`; an iteration with no known cost
+//! counts 0 toward the USD cap and is left out of the anomaly history.
+
+use crate::config::RunConfig;
+use crate::halt::{Halt, HaltReason};
+use crate::observe::usage::{IterationUsage, LiveMeter};
+use crate::proc::StopCause;
+use crate::trajectory::Trajectory;
+
+/// Usage of each iteration that ran an exec, in order (iteration, usage).
+#[must_use]
+pub fn usages(t: &Trajectory) -> Vec<(u32, IterationUsage)> {
+    t.iterations
+        .iter()
+        .filter_map(|i| {
+            let e = i.exec.as_ref()?;
+            let u = serde_json::from_value::<IterationUsage>(e.usage.clone()).ok()?;
+            Some((i.iteration, u))
+        })
+        .collect()
+}
+
+/// Run totals: (USD, tokens) over all iterations.
+#[must_use]
+pub fn totals(us: &[(u32, IterationUsage)]) -> (f64, u64) {
+    us.iter().fold((0.0, 0), |(c, t), (_, u)| {
+        (c + u.cost_usd.unwrap_or(0.0), t + u.total_tokens())
+    })
+}
+
+fn elapsed_ms(from: Option<&str>, to: Option<&str>) -> Option<u64> {
+    let f = time::format_description::well_known::Rfc3339;
+    let a = time::OffsetDateTime::parse(from?, &f).ok()?;
+    let b = time::OffsetDateTime::parse(to?, &f).ok()?;
+    u64::try_from((b - a).whole_milliseconds()).ok()
+}
+
+/// Which cap (if any) the totals cross. `elapsed` is the run's wall clock so far.
+#[must_use]
+pub fn cap_crossed(
+    cfg: &RunConfig,
+    usd: f64,
+    tokens: u64,
+    elapsed_ms: Option<u64>,
+) -> Option<(String, serde_json::Value)> {
+    if let Some(cap) = cfg.budget.usd {
+        if usd > cap {
+            return Some((
+                format!("run spend ${usd:.4} exceeds the cap ${cap:.2}"),
+                serde_json::json!({"cap": "usd", "limit": cap, "value": usd}),
+            ));
+        }
+    }
+    if let Some(cap) = cfg.budget.tokens {
+        if tokens > cap {
+            return Some((
+                format!("run tokens {tokens} exceed the cap {cap}"),
+                serde_json::json!({"cap": "tokens", "limit": cap, "value": tokens}),
+            ));
+        }
+    }
+    if let (Some(cap), Some(ms)) = (cfg.budget.max_duration, elapsed_ms) {
+        if u128::from(ms) > cap.0.as_millis() {
+            return Some((
+                format!(
+                    "run wall clock {} exceeds the cap {}",
+                    humantime::format_duration(std::time::Duration::from_millis(ms)),
+                    humantime::format_duration(cap.0)
+                ),
+                serde_json::json!({"cap": "max_duration", "limit_ms": cap.0.as_millis() as u64, "value_ms": ms}),
+            ));
+        }
+    }
+    None
+}
+
+/// The spend and identity detectors after an exec. See the module table.
+#[must_use]
+pub fn detect(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
+    let last = t.last()?;
+    let exec = last.exec.as_ref()?;
+    let us = usages(t);
+    let (usd, tokens) = totals(&us);
+    if let Some(StopCause::Budget { detail }) = &exec.step.stopped {
+        return Some(Halt {
+            reason: HaltReason::BudgetExceeded,
+            contributors: vec![format!(
+                "{detail} during iteration {}; the work step was stopped mid-stream",
+                last.iteration
+            )],
+            detail: serde_json::json!({"iteration": last.iteration, "mid_iteration": true, "total_usd": usd, "total_tokens": tokens}),
+        });
+    }
+    let elapsed = elapsed_ms(t.started_ts.as_deref(), last.exec_ts.as_deref());
+    if let Some((msg, mut detail)) = cap_crossed(cfg, usd, tokens, elapsed) {
+        detail["iteration"] = serde_json::json!(last.iteration);
+        detail["mid_iteration"] = serde_json::json!(false);
+        return Some(Halt {
+            reason: HaltReason::BudgetExceeded,
+            contributors: vec![format!("{msg} after iteration {}", last.iteration)],
+            detail,
+        });
+    }
+    let this = us
+        .iter()
+        .find(|(i, _)| *i == last.iteration)
+        .map(|(_, u)| u);
+    if let Some(h) = this.and_then(|u| drift(cfg, &us, last.iteration, u)) {
+        return Some(h);
+    }
+    let cost = this.and_then(|u| u.cost_usd)?;
+    let history: Vec<f64> = us
+        .iter()
+        .filter(|(i, _)| *i < last.iteration)
+        .filter_map(|(_, u)| u.cost_usd)
+        .collect();
+    let a = crate::stats::is_anomalous(
+        &history,
+        cost,
+        cfg.budget.cost_sigma,
+        cfg.budget.cost_min_history,
+    )?;
+    Some(Halt {
+        reason: HaltReason::CostAnomaly,
+        contributors: vec![format!(
+            "iteration {} cost ${cost:.4}, above mean ${:.4} + {}·sd (threshold ${:.4}) of the {} earlier iterations",
+            last.iteration, a.mean, a.sigma, a.threshold, a.history_len
+        )],
+        detail: serde_json::to_value(&a).unwrap_or_default(),
+    })
+}
+
+fn drift(
+    cfg: &RunConfig,
+    us: &[(u32, IterationUsage)],
+    it: u32,
+    u: &IterationUsage,
+) -> Option<Halt> {
+    let current = u.primary_model.as_ref()?;
+    let (pin, source) = match &cfg.model.pin {
+        Some(p) => (p.clone(), "pinned with --model / [model] pin".to_string()),
+        None => {
+            let (first_it, first) = us
+                .iter()
+                .find_map(|(i, x)| x.primary_model.as_ref().map(|m| (*i, m)))?;
+            (
+                first.model.clone(),
+                format!("pinned by iteration {first_it}, the first to report one"),
+            )
+        }
+    };
+    if current.matches_pin(&pin) {
+        return None;
+    }
+    Some(Halt {
+        reason: HaltReason::ModelDriftDetected,
+        contributors: vec![format!(
+            "iteration {it}'s primary model is {} but the run is pinned to {pin} ({source})",
+            current.model
+        )],
+        detail: serde_json::json!({"iteration": it, "pin": pin, "observed": current, "auxiliary_models": u.auxiliary_models}),
+    })
+}
+
+/// The live cap check while an exec streams: earlier iterations' totals plus what the
+/// running step has reported so far, and the run's wall clock. Returns the message
+/// recorded as the stop cause.
+#[must_use]
+pub fn crossed_live(
+    t: &Trajectory,
+    cfg: &RunConfig,
+    meter: &LiveMeter,
+    elapsed_ms: u64,
+) -> Option<String> {
+    if cfg.budget.usd.is_none() && cfg.budget.tokens.is_none() && cfg.budget.max_duration.is_none()
+    {
+        return None;
+    }
+    let (usd, tokens) = totals(&usages(t));
+    let now = meter.snapshot();
+    cap_crossed(
+        cfg,
+        usd + now.cost_usd.unwrap_or(0.0),
+        tokens + now.total_tokens(),
+        Some(elapsed_ms),
+    )
+    .map(|(m, _)| m)
+}
+
+/// [`crossed_live`] with the run's wall clock read now (the live check is the one
+/// place a clock is read; what it finds is recorded as the step's stop cause, which
+/// the pure detector then reads).
+#[must_use]
+pub fn crossed_live_now(t: &Trajectory, cfg: &RunConfig, m: &LiveMeter) -> Option<String> {
+    let elapsed = t.started_ts.as_deref().and_then(|s| {
+        let a =
+            time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()?;
+        u64::try_from((time::OffsetDateTime::now_utc() - a).whole_milliseconds()).ok()
+    });
+    crossed_live(t, cfg, m, elapsed.unwrap_or(0))
+}

@@ -1,0 +1,505 @@
+//! Small per-language lexers that blank out comments and string literals.
+//!
+//! Owns [`Lang`] (the languages the guards understand) and [`mask`], which returns a
+//! copy of a source text of the *same byte length* where every byte inside a comment
+//! or a string/char literal is replaced by an ASCII space (newlines kept; a literal's
+//! first and last byte become `"`). Byte offsets and line numbers therefore carry over unchanged, and
+//! pattern matching on the masked text only sees code.
+//!
+//! The lexers are deliberately small: they know each language's comment forms and
+//! literal forms (listed on [`mask`]) and nothing else. An unterminated literal or
+//! comment runs to the end of the text (Rust, Go block comments and raw strings) or to
+//! the end of its line (single-line string forms), which errs on the side of hiding
+//! text rather than counting it.
+
+use serde::{Deserialize, Serialize};
+
+/// A source language recognised by the guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lang {
+    /// `.rs`
+    Rust,
+    /// `.py`, `.pyi`
+    Python,
+    /// JavaScript and TypeScript: `.js .jsx .mjs .cjs .ts .tsx .mts .cts`
+    JsTs,
+    /// `.go`
+    Go,
+    /// Anything else (a user-declared test file in another language).
+    Other,
+}
+
+impl Lang {
+    /// The language of a path by its extension ([`Lang::Other`] when unknown).
+    #[must_use]
+    pub fn from_path(path: &str) -> Lang {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let ext = match name.rfind('.') {
+            Some(i) if i > 0 => &name[i + 1..],
+            _ => return Lang::Other,
+        };
+        match ext {
+            "rs" => Lang::Rust,
+            "py" | "pyi" => Lang::Python,
+            "js" | "jsx" | "mjs" | "cjs" | "ts" | "tsx" | "mts" | "cts" => Lang::JsTs,
+            "go" => Lang::Go,
+            _ => Lang::Other,
+        }
+    }
+
+    /// Stable lower-case name (`rust`, `python`, `js_ts`, `go`, `other`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::Python => "python",
+            Lang::JsTs => "js_ts",
+            Lang::Go => "go",
+            Lang::Other => "other",
+        }
+    }
+}
+
+/// Returns `src` with comments and string literals blanked (see the module doc).
+///
+/// Comments become spaces; a literal becomes spaces between two `"` marks (its first
+/// and last byte), so it still reads as an operand.
+///
+/// Forms recognised:
+/// * Rust: `//`, nested `/* */`; `"…"` with escapes, `b"…"`, raw `r#"…"#` / `br"…"`;
+///   char literals `'x'`, `'\n'`, `'\u{..}'` (a `'` not closing within a char is a
+///   lifetime and stays code).
+/// * Python: `#`; `'…'`, `"…"`, and triple-quoted `'''…'''`, `"""…"""` (any prefix).
+/// * JS/TS: `//`, `/* */`; `'…'`, `"…"`; template literals `` `…` `` whose `${…}`
+///   parts stay code; regular-expression literals where a `/` cannot be division.
+/// * Go: `//`, `/* */`; `"…"`, raw `` `…` ``, runes `'x'`.
+/// * Other: nothing is blanked.
+#[must_use]
+pub fn mask(lang: Lang, src: &str) -> String {
+    let bytes = src.as_bytes();
+    let mut out = bytes.to_vec();
+    match lang {
+        Lang::Rust => mask_rust(bytes, &mut out),
+        Lang::Python => mask_python(bytes, &mut out),
+        Lang::JsTs => mask_js(bytes, &mut out),
+        Lang::Go => mask_go(bytes, &mut out),
+        Lang::Other => {}
+    }
+    // Only whole multi-byte characters are ever blanked (regions start and end at
+    // ASCII delimiters), so this conversion is lossless; lossy as a safety net.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Blanks a comment: every byte but newlines becomes a space.
+fn blank(out: &mut [u8], from: usize, to: usize) {
+    let to = to.min(out.len());
+    for b in out.iter_mut().take(to).skip(from) {
+        if *b != b'\n' {
+            *b = b' ';
+        }
+    }
+}
+
+/// Blanks a literal like a comment, then marks its first and last byte with `"` (when
+/// they are not newlines), so the literal still reads as an operand: `x = "…" + y`
+/// masks to `x = "   " + y`, never to an empty expression.
+fn blank_literal(out: &mut [u8], from: usize, to: usize) {
+    blank(out, from, to);
+    let to = to.min(out.len());
+    if from < to {
+        for k in [from, to - 1] {
+            if out[k] == b' ' {
+                out[k] = b'"';
+            }
+        }
+    }
+}
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
+}
+
+/// End (exclusive) of a line comment starting at `i`.
+fn line_end(s: &[u8], i: usize) -> usize {
+    s[i..]
+        .iter()
+        .position(|b| *b == b'\n')
+        .map_or(s.len(), |p| i + p)
+}
+
+/// End (exclusive) of a quoted literal opened at `i` by `q`, honouring backslash
+/// escapes; stops at a newline when `single_line`.
+fn quoted_end(s: &[u8], i: usize, q: u8, single_line: bool) -> usize {
+    let mut j = i + 1;
+    while j < s.len() {
+        match s[j] {
+            b'\\' => j += 2,
+            b'\n' if single_line => return j,
+            c if c == q => return j + 1,
+            _ => j += 1,
+        }
+    }
+    s.len()
+}
+
+/// End (exclusive) of a block comment opened at `i` (`/*`), nested when `nested`.
+fn block_comment_end(s: &[u8], i: usize, nested: bool) -> usize {
+    let mut depth = 1usize;
+    let mut j = i + 2;
+    while j < s.len() {
+        if s[j] == b'*' && s.get(j + 1) == Some(&b'/') {
+            depth -= 1;
+            j += 2;
+            if depth == 0 {
+                return j;
+            }
+        } else if nested && s[j] == b'/' && s.get(j + 1) == Some(&b'*') {
+            depth += 1;
+            j += 2;
+        } else {
+            j += 1;
+        }
+    }
+    s.len()
+}
+
+fn utf8_len(b: u8) -> usize {
+    match b {
+        0xF0..=0xFF => 4,
+        0xE0..=0xEF => 3,
+        0xC0..=0xDF => 2,
+        _ => 1,
+    }
+}
+
+fn mask_rust(s: &[u8], out: &mut [u8]) {
+    let mut i = 0;
+    while i < s.len() {
+        let c = s[i];
+        let prev_ident = i > 0 && is_ident(s[i - 1]);
+        let next = s.get(i + 1).copied();
+        if c == b'/' && next == Some(b'/') {
+            let e = line_end(s, i);
+            blank(out, i, e);
+            i = e;
+        } else if c == b'/' && next == Some(b'*') {
+            let e = block_comment_end(s, i, true);
+            blank(out, i, e);
+            i = e;
+        } else if c == b'"' {
+            let e = quoted_end(s, i, b'"', false);
+            blank_literal(out, i, e);
+            i = e;
+        } else if !prev_ident && (c == b'r' || (c == b'b' && next == Some(b'r'))) {
+            // Possible raw string: r"…", r#"…"#, br"…".
+            let start = if c == b'b' { i + 1 } else { i };
+            let mut j = start + 1;
+            let mut hashes = 0;
+            while s.get(j) == Some(&b'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if s.get(j) == Some(&b'"') {
+                let mut k = j + 1;
+                let mut end = s.len();
+                while k < s.len() {
+                    if s[k] == b'"'
+                        && s[k + 1..]
+                            .iter()
+                            .take(hashes)
+                            .filter(|b| **b == b'#')
+                            .count()
+                            == hashes
+                    {
+                        end = k + 1 + hashes;
+                        break;
+                    }
+                    k += 1;
+                }
+                blank_literal(out, i, end);
+                i = end;
+            } else {
+                i += 1;
+            }
+        } else if c == b'\'' {
+            // Char literal or lifetime.
+            match next {
+                Some(b'\\') => {
+                    let from = (i + 3).min(s.len());
+                    let close = s[from..].iter().take(12).position(|b| *b == b'\'');
+                    match close {
+                        Some(p) => {
+                            let e = from + p + 1;
+                            blank_literal(out, i, e);
+                            i = e;
+                        }
+                        None => i += 1,
+                    }
+                }
+                Some(n) => {
+                    let l = utf8_len(n);
+                    if s.get(i + 1 + l) == Some(&b'\'') {
+                        blank_literal(out, i, i + 2 + l);
+                        i += 2 + l;
+                    } else {
+                        i += 1;
+                    }
+                }
+                None => i += 1,
+            }
+        } else {
+            i += 1;
+        }
+    }
+}
+
+fn mask_python(s: &[u8], out: &mut [u8]) {
+    let mut i = 0;
+    while i < s.len() {
+        let c = s[i];
+        if c == b'#' {
+            let e = line_end(s, i);
+            blank(out, i, e);
+            i = e;
+        } else if c == b'"' || c == b'\'' {
+            let triple = s.get(i + 1) == Some(&c) && s.get(i + 2) == Some(&c);
+            let e = if triple {
+                let mut j = i + 3;
+                let mut end = s.len();
+                while j < s.len() {
+                    if s[j] == b'\\' {
+                        j += 2;
+                    } else if s[j] == c && s.get(j + 1) == Some(&c) && s.get(j + 2) == Some(&c) {
+                        end = j + 3;
+                        break;
+                    } else {
+                        j += 1;
+                    }
+                }
+                end
+            } else {
+                quoted_end(s, i, c, true)
+            };
+            blank_literal(out, i, e);
+            i = e;
+        } else {
+            i += 1;
+        }
+    }
+}
+
+fn mask_go(s: &[u8], out: &mut [u8]) {
+    let mut i = 0;
+    while i < s.len() {
+        let c = s[i];
+        let next = s.get(i + 1).copied();
+        let (e, literal) = if c == b'/' && next == Some(b'/') {
+            (line_end(s, i), false)
+        } else if c == b'/' && next == Some(b'*') {
+            (block_comment_end(s, i, false), false)
+        } else if c == b'"' || c == b'\'' {
+            (quoted_end(s, i, c, true), true)
+        } else if c == b'`' {
+            (
+                s[i + 1..]
+                    .iter()
+                    .position(|b| *b == b'`')
+                    .map_or(s.len(), |p| i + 1 + p + 1),
+                true,
+            )
+        } else {
+            i += 1;
+            continue;
+        };
+        if literal {
+            blank_literal(out, i, e);
+        } else {
+            blank(out, i, e);
+        }
+        i = e;
+    }
+}
+
+/// True when a `/` at `i` starts a regular expression (not a division), judged by the
+/// previous significant code byte or keyword.
+fn js_regex_allowed(s: &[u8], out: &[u8], i: usize) -> bool {
+    let mut j = i;
+    while j > 0 && out[j - 1].is_ascii_whitespace() {
+        j -= 1;
+    }
+    if j == 0 {
+        return true;
+    }
+    let p = out[j - 1];
+    if is_ident(p) {
+        let mut k = j;
+        while k > 0 && is_ident(out[k - 1]) {
+            k -= 1;
+        }
+        let word = &s[k..j];
+        return matches!(
+            word,
+            b"return"
+                | b"typeof"
+                | b"case"
+                | b"in"
+                | b"of"
+                | b"new"
+                | b"delete"
+                | b"void"
+                | b"throw"
+                | b"yield"
+                | b"await"
+                | b"instanceof"
+        );
+    }
+    !matches!(p, b')' | b']' | b'}' | b'"' | b'\'' | b'`' | b' ')
+}
+
+fn js_regex_end(s: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    let mut in_class = false;
+    while j < s.len() {
+        match s[j] {
+            b'\n' => return None,
+            b'\\' => j += 2,
+            b'[' => {
+                in_class = true;
+                j += 1;
+            }
+            b']' => {
+                in_class = false;
+                j += 1;
+            }
+            b'/' if !in_class => {
+                j += 1;
+                while j < s.len() && s[j].is_ascii_alphabetic() {
+                    j += 1;
+                }
+                return Some(j);
+            }
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+fn mask_js(s: &[u8], out: &mut [u8]) {
+    // Stack of brace depths of open `${` template substitutions.
+    let mut templates: Vec<usize> = Vec::new();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < s.len() {
+        let c = s[i];
+        let next = s.get(i + 1).copied();
+        if c == b'/' && next == Some(b'/') {
+            let e = line_end(s, i);
+            blank(out, i, e);
+            i = e;
+        } else if c == b'/' && next == Some(b'*') {
+            let e = block_comment_end(s, i, false);
+            blank(out, i, e);
+            i = e;
+        } else if c == b'"' || c == b'\'' {
+            let e = quoted_end(s, i, c, true);
+            blank_literal(out, i, e);
+            i = e;
+        } else if c == b'`' || (c == b'}' && templates.last() == Some(&depth)) {
+            // Start of a template, or the end of a `${…}` resuming one.
+            if c == b'}' {
+                templates.pop();
+            }
+            let mut j = i + 1;
+            let mut end = s.len();
+            let mut resumes_code = false;
+            while j < s.len() {
+                match s[j] {
+                    b'\\' => j += 2,
+                    b'`' => {
+                        end = j + 1;
+                        break;
+                    }
+                    b'$' if s.get(j + 1) == Some(&b'{') => {
+                        end = j + 2;
+                        resumes_code = true;
+                        break;
+                    }
+                    _ => j += 1,
+                }
+            }
+            blank_literal(out, i, end);
+            if resumes_code {
+                depth += 1;
+                templates.push(depth);
+            }
+            i = end;
+        } else if c == b'/' && js_regex_allowed(s, out, i) {
+            match js_regex_end(s, i) {
+                Some(e) => {
+                    blank_literal(out, i, e);
+                    i = e;
+                }
+                None => i += 1,
+            }
+        } else {
+            if c == b'{' {
+                depth += 1;
+            } else if c == b'}' {
+                depth = depth.saturating_sub(1);
+            }
+            i += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lang_by_extension() {
+        assert_eq!(Lang::from_path("src/a.rs"), Lang::Rust);
+        assert_eq!(Lang::from_path("x/test_a.py"), Lang::Python);
+        assert_eq!(Lang::from_path("a.test.tsx"), Lang::JsTs);
+        assert_eq!(Lang::from_path("a_test.go"), Lang::Go);
+        assert_eq!(Lang::from_path(".rs"), Lang::Other);
+        assert_eq!(Lang::from_path("Makefile"), Lang::Other);
+    }
+
+    #[test]
+    fn rust_mask_keeps_length_and_hides_comments_strings_chars() {
+        let src = "let s = \"assert!(x)\"; // assert!(y)\n/* a /* nested */ assert! */ let c = '\"'; let q = '\\''; fn f<'a>(x: &'a str) {}\nlet r = r#\"assert!\"#; let é = 1;";
+        let m = mask(Lang::Rust, src);
+        assert_eq!(m.len(), src.len());
+        assert!(!m.contains("assert"), "{m}");
+        assert!(m.contains("fn f<'a>(x: &'a str)"), "{m}");
+        assert!(m.contains("let é = 1;"));
+        assert_eq!(m.lines().count(), src.lines().count());
+    }
+
+    #[test]
+    fn python_mask_handles_triple_quotes_and_hash_in_string() {
+        let src = "x = '# not a comment'  # assert x\ns = \"\"\"\nassert y\n\"\"\"\nassert z\n";
+        let m = mask(Lang::Python, src);
+        assert_eq!(m.matches("assert").count(), 1);
+        assert!(m.contains("assert z"));
+        assert_eq!(m.lines().count(), src.lines().count());
+    }
+
+    #[test]
+    fn js_mask_templates_and_regexes() {
+        let src = "const a = `expect(${expect(1)})`; const r = /expect\\(/g; const d = a / 2 / 1; // expect(x)\n";
+        let m = mask(Lang::JsTs, src);
+        assert_eq!(m.matches("expect").count(), 1, "{m}");
+        assert!(m.contains("a / 2 / 1"), "{m}");
+    }
+
+    #[test]
+    fn go_mask_raw_strings_and_runes() {
+        let src = "s := `t.Errorf(\"x\")`\nr := '\"'\nt.Errorf(\"y\") /* t.Fatal() */\n";
+        let m = mask(Lang::Go, src);
+        assert_eq!(m.matches("t.Errorf").count(), 1);
+        assert!(!m.contains("Fatal"));
+    }
+}

@@ -1,0 +1,352 @@
+//! The protected manifest: a digest of the files that define how the tests run.
+//!
+//! An agent can make a check pass without touching a test by changing what the check
+//! runs or how it judges: the test runner's configuration (`pytest.ini`, `jest.config.js`,
+//! `conftest.py`, …), coverage thresholds, or CI. [`manifest`] hashes those files in a
+//! snapshot tree; comparing t0's manifest with iteration i's names every change.
+//!
+//! Decisions on what [`DEFAULT_PROTECTED`] holds:
+//! * Runner and coverage configuration files are protected whole.
+//! * Files that mix test configuration with everyday project data are protected only
+//!   in their test sections, so adding a dependency is not an integrity violation:
+//!   `pyproject.toml` (`[tool.pytest…]`, `[tool.coverage…]`, `[tool.tox…]`),
+//!   `setup.cfg` (`[tool:pytest]`, `[pytest]`, `[coverage:…]`) and `package.json`
+//!   (`scripts`, `jest`, `mocha`, `ava`, `nyc`, `c8`, `vitest`; `scripts` as a whole
+//!   because the check usually runs one of them). When such a file does not parse,
+//!   its whole content is protected instead (a broken file is a change too).
+//! * Lock files (`Cargo.lock`, `go.sum`, `package-lock.json`, …) are **not** protected:
+//!   they change whenever a dependency is legitimately added and do not alter how
+//!   tests are judged. Users who want them add globs (`[guards] protected_paths`).
+//! * CI configuration is both blocked ([`crate::observe::guards::DEFAULT_BLOCKED`])
+//!   and protected, so the manifest stays meaningful when blocking is configured off.
+//!
+//! Invariant: the manifest of a tree depends only on the protected paths and their
+//! protected content; the digest is blake3 over the sorted `(path, file digest)` pairs,
+//! each length-prefixed, so no two different manifests share a digest by concatenation.
+
+use super::git::{self, GitError};
+use globset::GlobSet;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Test-runner, coverage and CI configuration protected by default (globs as in
+/// [`crate::observe::guards::build_globset`]). See the module doc for the choices.
+pub const DEFAULT_PROTECTED: &[&str] = &[
+    // Python
+    "**/pytest.ini",
+    "**/tox.ini",
+    "**/noxfile.py",
+    "**/conftest.py",
+    "**/.coveragerc",
+    "**/setup.cfg",
+    "**/pyproject.toml",
+    // JavaScript / TypeScript
+    "**/package.json",
+    "**/jest.config.*",
+    "**/vitest.config.*",
+    "**/vitest.workspace.*",
+    "**/karma.conf.*",
+    "**/playwright.config.*",
+    "**/cypress.config.*",
+    "**/ava.config.*",
+    "**/.mocharc*",
+    "**/.nycrc*",
+    "**/.c8rc*",
+    // Rust
+    "**/.config/nextest.toml",
+    "**/tarpaulin.toml",
+    "**/.tarpaulin.toml",
+    // Coverage services
+    "**/codecov.yml",
+    "**/.codecov.yml",
+    "**/codecov.yaml",
+    "**/.codecov.yaml",
+    // loopexec policy and CI
+    "**/loop.toml",
+    ".github/workflows/**",
+    ".gitlab-ci.yml",
+    ".circleci/**",
+    "azure-pipelines.yml",
+    "Jenkinsfile",
+    ".buildkite/**",
+    ".travis.yml",
+];
+
+/// Digests of the protected files of one tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// blake3 (hex) over all `(path, file digest)` pairs; equal digests, equal manifests.
+    pub digest: String,
+    /// Repository-root relative path -> blake3 (hex) of its protected content.
+    pub files: BTreeMap<String, String>,
+}
+
+/// How a protected file differs between two manifests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ManifestChangeKind {
+    /// Only in the later manifest.
+    Added,
+    /// Only in the earlier manifest.
+    Removed,
+    /// In both, with different protected content.
+    Changed,
+}
+
+/// One protected file that changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestChange {
+    /// Repository-root relative path.
+    pub path: String,
+    /// What happened.
+    pub kind: ManifestChangeKind,
+}
+
+impl Manifest {
+    /// Builds a manifest from per-file digests (computes [`Manifest::digest`]).
+    #[must_use]
+    pub fn from_files(files: BTreeMap<String, String>) -> Self {
+        let mut h = blake3::Hasher::new();
+        for (path, d) in &files {
+            h.update(&(path.len() as u64).to_le_bytes());
+            h.update(path.as_bytes());
+            h.update(&(d.len() as u64).to_le_bytes());
+            h.update(d.as_bytes());
+        }
+        Manifest {
+            digest: h.finalize().to_hex().to_string(),
+            files,
+        }
+    }
+
+    /// The protected files that differ in `later`, sorted by path.
+    #[must_use]
+    pub fn changes(&self, later: &Manifest) -> Vec<ManifestChange> {
+        let mut out = Vec::new();
+        for (path, d) in &self.files {
+            match later.files.get(path) {
+                None => out.push(ManifestChange {
+                    path: path.clone(),
+                    kind: ManifestChangeKind::Removed,
+                }),
+                Some(e) if e != d => {
+                    out.push(ManifestChange {
+                        path: path.clone(),
+                        kind: ManifestChangeKind::Changed,
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+        for path in later.files.keys() {
+            if !self.files.contains_key(path) {
+                out.push(ManifestChange {
+                    path: path.clone(),
+                    kind: ManifestChangeKind::Added,
+                });
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        out
+    }
+}
+
+/// The manifest of `tree` (a tree or commit id): every file (regular or symlink)
+/// matching `protected_globs`, read in one `git cat-file --batch` process.
+pub fn manifest(dir: &Path, tree: &str, protected_globs: &GlobSet) -> Result<Manifest, GitError> {
+    manifest_in(dir, &git::ls_tree(dir, tree)?, protected_globs)
+}
+
+/// [`manifest`] over a listing already made with [`git::ls_tree`].
+pub fn manifest_in(
+    dir: &Path,
+    entries: &[git::TreeEntry],
+    protected_globs: &GlobSet,
+) -> Result<Manifest, GitError> {
+    let entries: Vec<&git::TreeEntry> = entries
+        .iter()
+        .filter(|e| e.kind == "blob" && protected_globs.is_match(&e.path))
+        .collect();
+    let oids: Vec<String> = entries.iter().map(|e| e.oid.clone()).collect();
+    let blobs = git::cat_blobs(dir, &oids)?;
+    let mut files = BTreeMap::new();
+    for (e, b) in entries.iter().zip(blobs) {
+        let content = b.unwrap_or_default();
+        let protected = protected_content(&e.path, &content);
+        files.insert(
+            e.path.clone(),
+            blake3::hash(&protected).to_hex().to_string(),
+        );
+    }
+    Ok(Manifest::from_files(files))
+}
+
+/// The part of a file that is protected: the test sections of `pyproject.toml`,
+/// `setup.cfg` and `package.json` (by file name, at any depth), the whole content of
+/// anything else or of one of those that does not parse.
+#[must_use]
+pub fn protected_content(path: &str, content: &[u8]) -> Vec<u8> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let scoped = match name {
+        "pyproject.toml" => pyproject_sections(content),
+        "setup.cfg" => setup_cfg_sections(content),
+        "package.json" => package_json_sections(content),
+        _ => None,
+    };
+    scoped.map_or_else(|| content.to_vec(), String::into_bytes)
+}
+
+fn pyproject_sections(content: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(content).ok()?;
+    let table: toml::Table = toml::from_str(text).ok()?;
+    let mut out = String::from("pyproject.toml test sections\n");
+    if let Some(tool) = table.get("tool").and_then(toml::Value::as_table) {
+        for key in ["pytest", "coverage", "tox"] {
+            if let Some(v) = tool.get(key) {
+                out.push_str(key);
+                out.push('=');
+                out.push_str(&serde_json::to_string(v).ok()?);
+                out.push('\n');
+            }
+        }
+    }
+    Some(out)
+}
+
+fn setup_cfg_sections(content: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(content).ok()?;
+    let mut out = String::from("setup.cfg test sections\n");
+    let mut keep = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('[') && t.ends_with(']') {
+            let name = t[1..t.len() - 1].trim();
+            keep = name == "tool:pytest" || name == "pytest" || name.starts_with("coverage:");
+        }
+        if keep && !t.is_empty() && !t.starts_with('#') && !t.starts_with(';') {
+            out.push_str(t);
+            out.push('\n');
+        }
+    }
+    Some(out)
+}
+
+fn package_json_sections(content: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(content).ok()?;
+    let obj = v.as_object()?;
+    let mut out = String::from("package.json test sections\n");
+    for key in ["scripts", "jest", "mocha", "ava", "nyc", "c8", "vitest"] {
+        if let Some(x) = obj.get(key) {
+            out.push_str(key);
+            out.push('=');
+            out.push_str(&serde_json::to_string(x).ok()?);
+            out.push('\n');
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::git::snapshot;
+    use crate::observe::git::testutil::{commit_all, repo, write};
+    use crate::observe::guards::build_globset;
+
+    #[test]
+    fn digest_changes_only_when_protected_content_changes() {
+        let d = repo();
+        let p = d.path();
+        let globs = build_globset(DEFAULT_PROTECTED).unwrap();
+        write(p, "pytest.ini", "[pytest]\naddopts = -q\n");
+        write(p, "tests/conftest.py", "import pytest\n");
+        write(p, "pyproject.toml", "[project]\nname = \"x\"\ndependencies = []\n[tool.pytest.ini_options]\naddopts = \"-q\"\n");
+        write(p, "src/app.py", "x = 1\n");
+        commit_all(p, "base");
+        let m0 = manifest(p, &snapshot(p, "r", "t0").unwrap().tree, &globs).unwrap();
+        assert_eq!(
+            m0.files.keys().collect::<Vec<_>>(),
+            vec!["pyproject.toml", "pytest.ini", "tests/conftest.py"]
+        );
+
+        // Unprotected edits, and a dependency added to pyproject.toml: same digest.
+        write(p, "src/app.py", "x = 2\n");
+        write(p, "pyproject.toml", "[project]\nname = \"x\"\ndependencies = [\"requests\"]\n[tool.pytest.ini_options]\naddopts = \"-q\"\n");
+        let m1 = manifest(p, &snapshot(p, "r", "i1").unwrap().tree, &globs).unwrap();
+        assert_eq!(m1.digest, m0.digest);
+        assert!(m0.changes(&m1).is_empty());
+
+        // Weakening the runner configuration: named.
+        write(p, "pytest.ini", "[pytest]\naddopts = -q -k 'not slow'\n");
+        write(p, "pyproject.toml", "[project]\nname = \"x\"\n[tool.pytest.ini_options]\naddopts = \"-q --deselect tests/test_a.py\"\n");
+        std::fs::remove_file(p.join("tests/conftest.py")).unwrap();
+        write(p, "jest.config.js", "module.exports = {};\n");
+        let m2 = manifest(p, &snapshot(p, "r", "i2").unwrap().tree, &globs).unwrap();
+        assert_ne!(m2.digest, m0.digest);
+        let ch = m0.changes(&m2);
+        assert_eq!(
+            ch,
+            vec![
+                ManifestChange {
+                    path: "jest.config.js".into(),
+                    kind: ManifestChangeKind::Added
+                },
+                ManifestChange {
+                    path: "pyproject.toml".into(),
+                    kind: ManifestChangeKind::Changed
+                },
+                ManifestChange {
+                    path: "pytest.ini".into(),
+                    kind: ManifestChangeKind::Changed
+                },
+                ManifestChange {
+                    path: "tests/conftest.py".into(),
+                    kind: ManifestChangeKind::Removed
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn scoped_files_protect_test_sections_and_fall_back_to_whole_content() {
+        let a = br#"{"name":"x","dependencies":{},"scripts":{"test":"jest"}}"#;
+        let b = br#"{"name":"x","dependencies":{"lodash":"4"},"scripts":{"test":"jest"}}"#;
+        let c = br#"{"name":"x","dependencies":{},"scripts":{"test":"exit 0"}}"#;
+        assert_eq!(
+            protected_content("package.json", a),
+            protected_content("web/package.json", b)
+        );
+        assert_ne!(
+            protected_content("package.json", a),
+            protected_content("package.json", c)
+        );
+        assert_eq!(
+            protected_content("package.json", b"{ broken"),
+            b"{ broken".to_vec()
+        );
+        let s1 = b"[metadata]\nname = x\n[tool:pytest]\naddopts = -q\n";
+        let s2 = b"[metadata]\nname = y\n[tool:pytest]\naddopts = -q\n";
+        let s3 = b"[metadata]\nname = x\n[tool:pytest]\naddopts = -q -x\n";
+        assert_eq!(
+            protected_content("setup.cfg", s1),
+            protected_content("setup.cfg", s2)
+        );
+        assert_ne!(
+            protected_content("setup.cfg", s1),
+            protected_content("setup.cfg", s3)
+        );
+        assert_eq!(protected_content("pytest.ini", s1), s1.to_vec());
+    }
+
+    #[test]
+    fn digest_is_order_and_boundary_safe() {
+        let m1 = Manifest::from_files(BTreeMap::from([("ab".to_string(), "c".to_string())]));
+        let m2 = Manifest::from_files(BTreeMap::from([("a".to_string(), "bc".to_string())]));
+        assert_ne!(m1.digest, m2.digest);
+        assert_eq!(
+            Manifest::from_files(BTreeMap::new()).digest,
+            Manifest::from_files(BTreeMap::new()).digest
+        );
+    }
+}
