@@ -507,7 +507,7 @@ pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
 }
 
 fn known_formats() -> String {
-    crate::check::parse::ALL_FORMAT_NAMES.join(", ")
+    crate::check::parse::format_names().join(", ")
 }
 
 /// The commented `loop.toml` that `loopexec init` writes.

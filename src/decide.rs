@@ -11,7 +11,7 @@
 //! | 2 | blocked paths | blocked_path_modified | after the exec |
 //! | 3 | spend and identity | budget_exceeded, cost_anomaly, model_drift_detected | after the exec |
 //! | 4 | oracle trust | hermeticity_violation, check_flaky | after a check |
-//! | 5 | metric integrity (if green or accepted) | metric_integrity_violation | after a check |
+//! | 5 | metric integrity (if green, accepted, or green by exit code) | metric_integrity_violation | after a check |
 //! | 6 | success | success_condition_met | the main check and its confirmations are green |
 //! | 7 | no convergence | same_test_regressed … no_progress_detected | after a check |
 //! | 8 | comprehension | comprehension_debt_exceeded | after a check |
@@ -110,7 +110,11 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
     let views = t.attempt_views(code);
     let accepted = progress::accepted(&views);
     let this_accepted = accepted.last().copied().unwrap_or(true);
-    if last.iteration > 0 && (green || this_accepted) {
+    // Metric integrity judges an iteration that would otherwise count: green, accepted
+    // by the ratchet, or whose exit code alone says green (a test that cut the runner
+    // short with exit 0 leaves failing tests unreported, never "red").
+    let exit_green = main.step.exited_with(code);
+    if last.iteration > 0 && (green || this_accepted || exit_green) {
         let t0 = t.started.as_ref().and_then(|s| measures(&s.baseline));
         if let Some(base) = t.baseline_check() {
             if let Some(h) =

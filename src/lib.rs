@@ -18,6 +18,7 @@ pub mod engine;
 pub mod explain;
 pub mod halt;
 pub mod observe;
+pub mod oracle;
 pub mod proc;
 pub mod receipt;
 pub mod stats;

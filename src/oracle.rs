@@ -76,7 +76,9 @@ impl Sandbox {
     /// # Errors
     /// I/O errors while copying.
     pub fn new(workdir: &Path) -> std::io::Result<Sandbox> {
-        let template = tempfile::Builder::new().prefix("loopexec-probe-").tempdir()?;
+        let template = tempfile::Builder::new()
+            .prefix("loopexec-probe-")
+            .tempdir()?;
         copy_tree(workdir, &template.path().join("w"), true)?;
         Ok(Sandbox { template })
     }
@@ -92,7 +94,9 @@ impl Sandbox {
     /// # Errors
     /// I/O errors while copying.
     pub fn fresh(&self) -> std::io::Result<FreshCopy> {
-        let dir = tempfile::Builder::new().prefix("loopexec-copy-").tempdir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("loopexec-copy-")
+            .tempdir()?;
         copy_tree(&self.template(), &dir.path().join("w"), false)?;
         Ok(FreshCopy { dir })
     }
@@ -116,7 +120,12 @@ impl FreshCopy {
 ///
 /// # Errors
 /// Capture files cannot be created.
-pub fn run_check(spec: &CheckSpec, dir: &Path, env: &[(String, String)], load: bool) -> std::io::Result<ProbeRun> {
+pub fn run_check(
+    spec: &CheckSpec,
+    dir: &Path,
+    env: &[(String, String)],
+    load: bool,
+) -> std::io::Result<ProbeRun> {
     let caps = tempfile::tempdir()?;
     let burners = if load { Some(Load::start()) } else { None };
     let step_spec = StepSpec {
@@ -136,7 +145,12 @@ pub fn run_check(spec: &CheckSpec, dir: &Path, env: &[(String, String)], load: b
     drop(burners);
     let exit = step.exit_code.or(step.signal.map(|s| 128 + s));
     let parsed = parse::parse(
-        &CheckInput { stdout: Some(&spools.stdout), stderr: Some(&spools.stderr), exit_code: exit, reports: &[] },
+        &CheckInput {
+            stdout: Some(&spools.stdout),
+            stderr: Some(&spools.stderr),
+            exit_code: exit,
+            reports: &[],
+        },
         spec.format,
     );
     let failing = parsed.failing();
@@ -165,7 +179,9 @@ impl Load {
                 std::thread::spawn(move || {
                     let mut x = 0u64;
                     while !s.load(std::sync::atomic::Ordering::Relaxed) {
-                        x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1),
+                        );
                     }
                 })
             })
@@ -229,12 +245,22 @@ impl Dimension {
     /// case and number rules, seeds that differ run to run, one thread vs many).
     #[must_use]
     pub fn variants(self) -> Vec<Vec<(String, String)>> {
-        let kv = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect::<Vec<_>>();
+        let kv = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                .collect::<Vec<_>>()
+        };
         match self {
             Dimension::Tz => {
                 let cur = std::env::var("TZ").unwrap_or_default();
                 let zones = ["Asia/Kathmandu", "Pacific/Chatham", "America/St_Johns"];
-                zones.iter().filter(|z| **z != cur).take(2).map(|z| kv(&[("TZ", z)])).collect()
+                zones
+                    .iter()
+                    .filter(|z| **z != cur)
+                    .take(2)
+                    .map(|z| kv(&[("TZ", z)]))
+                    .collect()
             }
             Dimension::Locale => vec![
                 kv(&[("LC_ALL", "tr_TR.UTF-8"), ("LANG", "tr_TR.UTF-8")]),
@@ -242,13 +268,34 @@ impl Dimension {
             ],
             Dimension::Seed => ["1", "4242"]
                 .iter()
-                .map(|s| kv(&[("PYTHONHASHSEED", s), ("SEED", s), ("RANDOM_SEED", s), ("TEST_SEED", s), ("HYPOTHESIS_SEED", s)]))
+                .map(|s| {
+                    kv(&[
+                        ("PYTHONHASHSEED", s),
+                        ("SEED", s),
+                        ("RANDOM_SEED", s),
+                        ("TEST_SEED", s),
+                        ("HYPOTHESIS_SEED", s),
+                    ])
+                })
                 .collect(),
             Dimension::Concurrency => vec![
-                kv(&[("RUST_TEST_THREADS", "1"), ("GOMAXPROCS", "1"), ("OMP_NUM_THREADS", "1"), ("JEST_WORKERS", "1")]),
-                kv(&[("RUST_TEST_THREADS", "16"), ("GOMAXPROCS", "16"), ("OMP_NUM_THREADS", "16")]),
+                kv(&[
+                    ("RUST_TEST_THREADS", "1"),
+                    ("GOMAXPROCS", "1"),
+                    ("OMP_NUM_THREADS", "1"),
+                    ("JEST_WORKERS", "1"),
+                ]),
+                kv(&[
+                    ("RUST_TEST_THREADS", "16"),
+                    ("GOMAXPROCS", "16"),
+                    ("OMP_NUM_THREADS", "16"),
+                ]),
             ],
-            Dimension::Order => vec![kv(&[("GOFLAGS", "-shuffle=on"), ("RUST_TEST_SHUFFLE", "1"), ("PYTEST_ADDOPTS", "-p no:cacheprovider")])],
+            Dimension::Order => vec![kv(&[
+                ("GOFLAGS", "-shuffle=on"),
+                ("RUST_TEST_SHUFFLE", "1"),
+                ("PYTEST_ADDOPTS", "-p no:cacheprovider"),
+            ])],
             Dimension::Load => vec![Vec::new()],
         }
     }

@@ -54,6 +54,75 @@ pub enum Command {
     InspectCost(InspectCostArgs),
     /// Validate .loopexec/: ledger schema, every receipt's hash chain, snapshot refs.
     Check,
+    /// Measure the check: flake rate (runs derived from the target), side effects, hermeticity per dimension.
+    ProbeCheck(ProbeArgs),
+    /// Preconditions gate: determinism, hermeticity, adequacy (mutation canaries), credentials, isolation.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The check to measure.
+    #[arg(long, value_name = "CMD")]
+    pub check: String,
+    /// The flake rate to certify against (default 0.05).
+    #[arg(long, value_name = "R", default_value_t = 0.05)]
+    pub max_flake_rate: f64,
+    /// Confidence of the bound (default 0.95).
+    #[arg(long, value_name = "C", default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Fresh-copy runs (default: derived from --max-flake-rate and --confidence).
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u64>,
+    /// Reruns in one reused copy, to find side effects (default 3).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub reruns: u32,
+    /// Dimensions to perturb: order,seed,tz,locale,concurrency,load.
+    #[arg(long, value_name = "LIST")]
+    pub dimensions: Vec<String>,
+    /// How to read the check's output (default auto).
+    #[arg(long, value_name = "FORMAT", default_value = "auto")]
+    pub test_format: String,
+    /// The check's success exit code.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub success_exit_code: i32,
+    /// Time limit per check run.
+    #[arg(long, value_name = "DUR")]
+    pub check_timeout: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The check the loop will trust.
+    #[arg(long, value_name = "CMD")]
+    pub check: String,
+    /// The work step, to verify it can start.
+    #[arg(long, value_name = "CMD")]
+    pub exec: Option<String>,
+    /// Plant mutation canaries in the lines changed since this revision (adequacy).
+    #[arg(long, value_name = "REV")]
+    pub diff_base: Option<String>,
+    /// An extra mutant: a command that mutates a fresh copy; the check must turn red. Repeatable.
+    #[arg(long = "mutate-cmd", value_name = "CMD")]
+    pub mutate_cmds: Vec<String>,
+    /// Most mutants to run (default 40).
+    #[arg(long, value_name = "N", default_value_t = 40)]
+    pub max_mutants: usize,
+    /// Fresh-copy runs for the determinism line (default 5).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub probe_runs: u64,
+    /// Network the check must run with: host, or none (needs a network namespace).
+    #[arg(long, value_name = "MODE", value_parser = ["host", "none"], default_value = "host")]
+    pub check_network: String,
+    /// How to read the check's output (default auto).
+    #[arg(long, value_name = "FORMAT", default_value = "auto")]
+    pub test_format: String,
+    /// The check's success exit code.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub success_exit_code: i32,
+    /// Time limit per check run.
+    #[arg(long, value_name = "DUR")]
+    pub check_timeout: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -9,7 +9,8 @@
 mod args;
 
 pub use args::{
-    AckArgs, Cli, Command, InitArgs, InspectCostArgs, ParseArgs, RunArgs, RunSel, WatchArgs,
+    AckArgs, Cli, Command, DoctorArgs, InitArgs, InspectCostArgs, ParseArgs, ProbeArgs, RunArgs,
+    RunSel, WatchArgs,
 };
 
 use crate::cmd;

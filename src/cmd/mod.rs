@@ -3,10 +3,12 @@
 
 mod ack;
 mod check_state;
+mod doctor;
 mod explain_halt;
 mod init;
 mod inspect_cost;
 mod parse;
+mod probe_check;
 mod report;
 mod run;
 mod status;
@@ -33,6 +35,8 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Command::Watch(a) => watch::run(&workdir, &a),
         Command::InspectCost(a) => inspect_cost::run(&workdir, &a),
         Command::Check => check_state::run(&workdir),
+        Command::ProbeCheck(a) => probe_check::run(&workdir, &a),
+        Command::Doctor(a) => doctor::run(&workdir, &a),
     }
 }
 

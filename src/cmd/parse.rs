@@ -16,7 +16,7 @@ pub(crate) fn run(a: &ParseArgs) -> Outcome {
             format!("unknown --format `{}`", a.format),
             Some(format!(
                 "use auto or one of: {}",
-                parse::ALL_FORMAT_NAMES.join(", ")
+                parse::format_names().join(", ")
             )),
         );
     };
@@ -54,9 +54,17 @@ pub(crate) fn run(a: &ParseArgs) -> Outcome {
         "unattributed_failure".into(),
         json!(parsed.unattributed_failure),
     );
+    // The synthetic `<runner>::<unattributed>` member stands for a failure no named
+    // test owns: it is in `failing` (so F is never empty while red) but not in `tests`,
+    // which lists only what the runner named.
+    let named: Vec<&crate::check::model::TestResult> = parsed
+        .tests
+        .iter()
+        .filter(|t| !t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX))
+        .collect();
     f.insert(
         "tests".into(),
-        serde_json::to_value(&parsed.tests).unwrap_or_default(),
+        serde_json::to_value(&named).unwrap_or_default(),
     );
     f.insert("failing".into(), json!(failing));
     f.insert("collected".into(), json!(collected));

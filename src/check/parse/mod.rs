@@ -1,43 +1,687 @@
-//! STUB until the parsers land.
-use crate::check::model::{Format, Outcome, ParsedRun, TestResult};
+//! Test-output parsing: turns one check run (exit code, stdout, stderr, report files)
+//! into a [`ParsedRun`].
+//!
+//! Owns the dispatcher [`parse`], the wire names of [`Format`], and one module per
+//! format. Every file is streamed line by line (see [`util::for_each_line`]); only
+//! per-test state is kept.
+//!
+//! # Merge policy
+//!
+//! 1. Report files (`CheckInput::reports`) are the primary source. Each is recognised
+//!    by its first bytes ([`detect::detect_stream`]) and read by the structured
+//!    parser (a report that is a recognised console log, e.g. a saved TAP file, is
+//!    read by its text parser; an unrecognised one is tried as JUnit); several
+//!    readable reports are concatenated (complete only if all are).
+//!    A report that is missing, unreadable or not well-formed adds the diagnostic
+//!    `report not well-formed: <path>: <error>` (or `report unreadable: ...`) and is
+//!    otherwise ignored.
+//! 2. Structured content found on stdout or stderr (libtest JSON, `go test -json`,
+//!    jest/mocha/rspec JSON, JUnit printed to stdout, TeamCity) counts as a report.
+//! 3. The text output is parsed with the detected (or fixed) text parser. When there
+//!    is a primary source and the text run is complete and names at least as many
+//!    tests as the primary, the text leads (its ids are the runner's own, e.g. pytest
+//!    node ids where JUnit has dotted class names): `complete` is and-ed and
+//!    `unattributed_failure` or-ed with the primary's, and a primary `flaky_passed`
+//!    test upgrades its matching text test. Otherwise the primary leads, and the
+//!    text, when its parser named at least one test, corrects it: a primary test
+//!    that matches exactly one text test (the primary id ends with the whole text
+//!    id, else with its part after the last `::`, at a separator) takes the text's
+//!    outcome, because the runner's own console verdicts are what its reports
+//!    sometimes lose (rerun attempts written as passes, CTest's not-run/disabled
+//!    states, PHPUnit's risky tests written as errors). A primary `flaky_passed`
+//!    stays flaky when the text says passed. Text tests that match nothing are not
+//!    added (their ids belong to another naming scheme). `unattributed_failure` is
+//!    or-ed in (a jest suite that failed to load is absent from jest-junit XML);
+//!    `complete` is and-ed in.
+//! 4. With no primary source, the text result stands. When nothing is recognised the
+//!    format is `exit-code`: no tests, `complete = true` (a plain `test -f x` check
+//!    has nothing more to show) and a red exit adds the synthetic member. If the exit
+//!    code is unknown, or a report was given but could not be read, the run is
+//!    `complete = false` and, unless the exit code is 0, unattributed-failing.
+//! 5. Last, a red exit (non-zero) with no failing test adds the synthetic member
+//!    `<runner>::<unattributed>` and sets `unattributed_failure` (invariant of the
+//!    model: the failing set is never empty while the check is red). Runner-specific
+//!    exceptions (pytest exit 5 = nothing selected) are decided by the text parser.
+
+pub mod detect;
+pub mod json;
+pub mod junit;
+pub mod structured;
+pub mod teamcity;
+pub mod util;
+
+pub mod ctest;
+pub mod gotest;
+pub mod jest;
+pub mod libtest;
+pub mod lines;
+pub mod mocha;
+pub mod nextest;
+pub mod node_test;
+pub mod phpunit;
+pub mod pytest;
+pub mod rspec;
+pub mod tap;
+pub mod vitest;
+
+#[cfg(test)]
+mod sample_tests;
+#[cfg(test)]
+mod samples_test;
+
+use crate::check::model::{Format, Outcome, ParsedRun, UNATTRIBUTED_SUFFIX};
+use detect::Kind;
+use std::fs::File;
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
-pub const ALL_FORMAT_NAMES: &[&str] = &["tap", "lines", "exit-code"];
+use structured::StructuredError;
+
+/// Everything observed from one check run.
+#[derive(Debug, Clone, Copy)]
 pub struct CheckInput<'a> {
+    /// File holding the check's captured stdout, if any.
     pub stdout: Option<&'a Path>,
+    /// File holding the check's captured stderr, if any.
     pub stderr: Option<&'a Path>,
+    /// The check's exit code (`None` when unknown, e.g. killed by a signal).
     pub exit_code: Option<i32>,
+    /// Report files the check wrote (JUnit XML, JSON reports).
     pub reports: &'a [PathBuf],
 }
+
+/// Which format to read the output as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FormatChoice {
+    /// Detect from the content.
     Auto,
+    /// Use this format for stdout/stderr (reports are still recognised by content).
     Fixed(Format),
 }
-pub fn format_from_name(n: &str) -> Option<Format> {
-    match n {
-        "tap" => Some(Format::Tap),
-        "lines" => Some(Format::Lines),
-        "exit-code" => Some(Format::ExitCode),
-        _ => None,
+
+/// The streams handed to a text parser.
+#[derive(Debug, Clone, Copy)]
+pub struct TextInput<'a> {
+    /// Captured stdout file.
+    pub stdout: Option<&'a Path>,
+    /// Captured stderr file.
+    pub stderr: Option<&'a Path>,
+    /// Exit code of the check.
+    pub exit_code: Option<i32>,
+}
+
+/// Every format with its kebab-case wire name (as in `model.rs`).
+const NAMES: &[(Format, &str)] = &[
+    (Format::Libtest, "libtest"),
+    (Format::LibtestJson, "libtest-json"),
+    (Format::Nextest, "nextest"),
+    (Format::Pytest, "pytest"),
+    (Format::Gotest, "gotest"),
+    (Format::GotestJson, "gotest-json"),
+    (Format::Jest, "jest"),
+    (Format::JestJson, "jest-json"),
+    (Format::Vitest, "vitest"),
+    (Format::VitestJson, "vitest-json"),
+    (Format::Mocha, "mocha"),
+    (Format::MochaJson, "mocha-json"),
+    (Format::Tap, "tap"),
+    (Format::Junit, "junit"),
+    (Format::Ctest, "ctest"),
+    (Format::Rspec, "rspec"),
+    (Format::RspecJson, "rspec-json"),
+    (Format::Phpunit, "phpunit"),
+    (Format::Teamcity, "teamcity"),
+    (Format::Lines, "lines"),
+    (Format::ExitCode, "exit-code"),
+];
+
+/// The format with kebab-case wire name `name` (`"auto"` is the caller's business and
+/// gives `None`, as does any unknown name).
+#[must_use]
+pub fn format_from_name(name: &str) -> Option<Format> {
+    NAMES.iter().find(|(_, n)| *n == name).map(|(f, _)| *f)
+}
+
+/// Every format's wire name, in a fixed order (for help texts and errors).
+#[must_use]
+pub fn format_names() -> Vec<&'static str> {
+    NAMES.iter().map(|(_, n)| *n).collect()
+}
+
+/// The kebab-case wire name of `f`.
+#[must_use]
+pub fn format_name(f: Format) -> &'static str {
+    NAMES
+        .iter()
+        .find(|(g, _)| *g == f)
+        .map_or("exit-code", |(_, n)| n)
+}
+
+/// Runs the structured parser for `kind` over a file.
+fn parse_structured(kind: Kind, path: &Path) -> Result<ParsedRun, StructuredError> {
+    let file = File::open(path)?;
+    let r = BufReader::with_capacity(64 * 1024, file);
+    match kind {
+        Kind::Junit => junit::parse_junit(r),
+        Kind::LibtestJson => json::parse_libtest_json(r),
+        Kind::GotestJson => json::parse_gotest_json(r),
+        Kind::JestJson => json::parse_jest_json(r),
+        Kind::MochaJson => json::parse_mocha_json(r),
+        Kind::RspecJson => json::parse_rspec_json(r),
+        Kind::Teamcity => teamcity::parse_teamcity(r),
+        _ => Err(StructuredError::NotRecognised),
     }
 }
-pub fn format_name(_f: Format) -> &'static str {
-    "exit-code"
+
+/// Text parsers that read only stdout (the others also read stderr).
+fn reads_stdout_only(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Pytest
+            | Kind::Gotest
+            | Kind::Mocha
+            | Kind::NodeTest
+            | Kind::Tap
+            | Kind::Ctest
+            | Kind::Rspec
+            | Kind::Phpunit
+    )
 }
-pub fn parse(input: &CheckInput, _c: FormatChoice) -> ParsedRun {
-    let red = input.exit_code != Some(0);
-    let mut tests = Vec::new();
-    if red {
-        tests.push(TestResult {
-            id: "check::<unattributed>".into(),
-            outcome: Outcome::Failed,
-            message: None,
-        });
+
+/// Runs the text parser for `kind`.
+fn parse_text(kind: Kind, t: &TextInput) -> ParsedRun {
+    match kind {
+        Kind::Libtest => libtest::parse(t),
+        Kind::Nextest => nextest::parse(t),
+        Kind::Pytest => pytest::parse(t),
+        Kind::Gotest => gotest::parse(t),
+        Kind::Jest => jest::parse(t),
+        Kind::Vitest => vitest::parse(t),
+        Kind::Mocha => mocha::parse(t),
+        Kind::NodeTest => node_test::parse(t),
+        Kind::Tap => tap::parse(t),
+        Kind::Ctest => ctest::parse(t),
+        Kind::Rspec => rspec::parse(t),
+        Kind::Phpunit => phpunit::parse(t),
+        _ => lines::parse(t),
     }
-    ParsedRun {
-        format: Format::ExitCode,
-        complete: true,
-        unattributed_failure: red,
-        tests,
-        diagnostics: vec![],
+}
+
+/// Merges several primary results (reports) into one.
+fn concat(runs: Vec<ParsedRun>) -> Option<ParsedRun> {
+    let mut it = runs.into_iter();
+    let mut acc = it.next()?;
+    for r in it {
+        acc.complete &= r.complete;
+        acc.unattributed_failure |= r.unattributed_failure;
+        for t in r.tests {
+            if !acc.tests.iter().any(|x| x.id == t.id) {
+                acc.tests.push(t);
+            }
+        }
+        acc.diagnostics.extend(r.diagnostics);
+    }
+    Some(acc)
+}
+
+/// Reads one check run. Infallible: unreadable files and unknown formats become
+/// `diagnostics`, an incomplete run, or an unattributed failure (see the module doc
+/// for the merge policy).
+#[must_use]
+pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
+    let mut diagnostics = Vec::new();
+    let mut primaries = Vec::new();
+    let mut report_failed = false;
+    for rep in input.reports {
+        if let Err(e) = File::open(rep) {
+            diagnostics.push(format!("report unreadable: {}: {e}", rep.display()));
+            report_failed = true;
+            continue;
+        }
+        let detected = detect::detect_stream(rep).map(|d| d.kind);
+        if let Some(k) = detected.filter(|k| !k.is_structured()) {
+            // a console log handed over as a report (e.g. a saved TAP file)
+            let r = parse_text(
+                k,
+                &TextInput {
+                    stdout: Some(rep),
+                    stderr: None,
+                    exit_code: input.exit_code,
+                },
+            );
+            primaries.push(r);
+            continue;
+        }
+        let kind = detected.unwrap_or(Kind::Junit);
+        match parse_structured(kind, rep) {
+            Ok(r) => primaries.push(r),
+            Err(e) => {
+                diagnostics.push(format!("report not well-formed: {}: {e}", rep.display()));
+                report_failed = true;
+            }
+        }
+    }
+
+    // Which stream holds what.
+    let mut text_kind: Option<Kind> = None;
+    let mut swap = false;
+    let streams = [input.stdout, input.stderr];
+    let detected: Vec<Option<detect::Detected>> = streams
+        .iter()
+        .map(|s| s.and_then(detect::detect_stream))
+        .collect();
+    let fixed = match choice {
+        FormatChoice::Fixed(f) => Some(detect::Kind::from_format(f)),
+        FormatChoice::Auto => None,
+    };
+    match fixed {
+        Some(Some(k)) if k.is_structured() => {
+            // a fixed structured format: read stdout (else stderr) with it
+            if let Some(p) = input.stdout.or(input.stderr) {
+                match parse_structured(k, p) {
+                    Ok(r) => primaries.push(r),
+                    Err(e) => {
+                        report_failed = true;
+                        diagnostics.push(format!(
+                            "output not well-formed as {}: {}: {e}",
+                            format_name(k.format()),
+                            p.display()
+                        ));
+                    }
+                }
+            }
+        }
+        Some(Some(k)) => {
+            // node's spec/dot and TAP share the `tap` name: keep the finer detected kind
+            let finer = detected
+                .iter()
+                .flatten()
+                .find(|d| d.kind.format() == k.format())
+                .map(|d| d.kind);
+            text_kind = Some(finer.unwrap_or(k));
+        }
+        Some(None) => {}
+        None => {
+            for (d, s) in detected.iter().zip(streams) {
+                if let (Some(d), Some(p)) = (d, s) {
+                    if d.kind.is_structured() {
+                        match parse_structured(d.kind, p) {
+                            Ok(r) => primaries.push(r),
+                            Err(e) => {
+                                report_failed = true;
+                                diagnostics.push(format!(
+                                    "output not well-formed as {}: {}: {e}",
+                                    format_name(d.kind.format()),
+                                    p.display()
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            let best = detected
+                .iter()
+                .enumerate()
+                .filter_map(|(i, d)| d.map(|d| (i, d)))
+                .filter(|(_, d)| !d.kind.is_structured())
+                // ties go to stdout
+                .max_by(|(i, a), (j, b)| a.score.cmp(&b.score).then(j.cmp(i)));
+            text_kind = best.map(|(_, d)| d.kind);
+            // a runner that writes to stdout was captured on stderr (wrapper script)
+            swap = best.is_some_and(|(i, d)| {
+                i == 1 && reads_stdout_only(d.kind) && detected[0].map(|o| o.kind) != Some(d.kind)
+            });
+        }
+    }
+
+    let t = if swap {
+        TextInput {
+            stdout: input.stderr,
+            stderr: input.stdout,
+            exit_code: input.exit_code,
+        }
+    } else {
+        TextInput {
+            stdout: input.stdout,
+            stderr: input.stderr,
+            exit_code: input.exit_code,
+        }
+    };
+    let text = text_kind.map(|k| parse_text(k, &t));
+    let from_text = text.is_some() && primaries.is_empty();
+    let mut run = match (concat(primaries), text) {
+        (Some(p), Some(text)) => merge(p, text),
+        (Some(p), None) => p,
+        (None, Some(text)) => text,
+        (None, None) => {
+            let unknown = input.exit_code.is_none() || report_failed;
+            ParsedRun {
+                format: Format::ExitCode,
+                complete: !unknown,
+                unattributed_failure: input.exit_code != Some(0),
+                tests: Vec::new(),
+                diagnostics: Vec::new(),
+            }
+        }
+    };
+    diagnostics.append(&mut run.diagnostics);
+    run.diagnostics = diagnostics;
+    // killed or unknown exit with nothing to show for it
+    if input.exit_code.is_none() && named_count(&run) == 0 {
+        run.complete = false;
+        run.unattributed_failure = true;
+    }
+    // a text parser already judged its runner's exit code (e.g. pytest's 5)
+    if !from_text
+        && util::is_red(input.exit_code)
+        && !run.tests.iter().any(|t| t.outcome.is_failing())
+    {
+        run.unattributed_failure = true;
+    }
+    if run.unattributed_failure
+        && !run
+            .tests
+            .iter()
+            .any(|t| t.id.ends_with(UNATTRIBUTED_SUFFIX))
+    {
+        let runner = runner_name(run.format);
+        let msg = stderr_tail(input.stderr);
+        run.tests.push(util::unattributed(runner, msg));
+    }
+    run
+}
+
+/// Number of named (non-synthetic) tests in a run.
+fn named_count(r: &ParsedRun) -> usize {
+    r.tests
+        .iter()
+        .filter(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX))
+        .count()
+}
+
+/// Combines a structured result with the text parse of the same run (module doc,
+/// step 3).
+fn merge(mut p: ParsedRun, mut text: ParsedRun) -> ParsedRun {
+    let named = named_count(&text);
+    if named > 0 && text.complete && named >= named_count(&p) {
+        // the console named every test: it leads, the report adds its flags and the
+        // retries it knows of
+        text.complete &= p.complete;
+        text.unattributed_failure |= p.unattributed_failure;
+        for r in p.tests.iter().filter(|r| r.outcome == Outcome::FlakyPassed) {
+            if let Some(i) = find_match(&text.tests, &r.id) {
+                if text.tests[i].outcome == Outcome::Passed {
+                    text.tests[i].outcome = Outcome::FlakyPassed;
+                }
+            }
+        }
+        text.diagnostics.append(&mut p.diagnostics);
+        return text;
+    }
+    merge_text(&mut p, text);
+    p
+}
+
+/// Adds what the text output knows to a structured primary result.
+fn merge_text(p: &mut ParsedRun, text: ParsedRun) {
+    let named: Vec<_> = text
+        .tests
+        .iter()
+        .filter(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX))
+        .collect();
+    if named.is_empty() {
+        p.diagnostics.extend(text.diagnostics);
+        return;
+    }
+    p.complete &= text.complete;
+    if text.unattributed_failure && !p.unattributed_failure {
+        p.unattributed_failure = true;
+        if let Some(s) = text
+            .tests
+            .iter()
+            .find(|t| t.id.ends_with(UNATTRIBUTED_SUFFIX))
+        {
+            p.tests.push(s.clone());
+        }
+    }
+    for t in &named {
+        let Some(i) = find_match(&p.tests, &t.id) else {
+            continue;
+        };
+        let r = &mut p.tests[i];
+        if r.outcome == t.outcome
+            || (r.outcome == Outcome::FlakyPassed && t.outcome == Outcome::Passed)
+        {
+            continue;
+        }
+        r.outcome = t.outcome;
+        if t.outcome.is_failing() {
+            if r.message.is_none() {
+                r.message.clone_from(&t.message);
+            }
+        } else {
+            r.message = None;
+        }
+    }
+}
+
+/// True when `id` ends with `key` and the character before `key` is a separator
+/// (or `key` is the whole id).
+fn ends_with_key(id: &str, key: &str) -> bool {
+    if key.is_empty() || !id.ends_with(key) {
+        return false;
+    }
+    let before = &id[..id.len() - key.len()];
+    before.is_empty()
+        || [":", ".", " ", "/", "#", ">", "›", "\\"]
+            .iter()
+            .any(|s| before.ends_with(s))
+}
+
+/// The one primary test a text-parsed id refers to: first by the whole text id,
+/// then by its part after the last `::`, `/`-free; `None` when none or several match.
+fn find_match(tests: &[crate::check::model::TestResult], text_id: &str) -> Option<usize> {
+    let tail = text_id.rsplit("::").next().unwrap_or(text_id);
+    for key in [text_id, tail] {
+        let hits: Vec<usize> = tests
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.id.ends_with(UNATTRIBUTED_SUFFIX) && ends_with_key(&r.id, key))
+            .map(|(i, _)| i)
+            .collect();
+        match hits.as_slice() {
+            [i] => return Some(*i),
+            [] => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The runner name used in the synthetic id for a format.
+#[must_use]
+pub fn runner_name(f: Format) -> &'static str {
+    match f {
+        Format::Libtest | Format::LibtestJson => "cargo",
+        Format::Nextest => "nextest",
+        Format::Pytest => "pytest",
+        Format::Gotest | Format::GotestJson => "go",
+        Format::Jest | Format::JestJson => "jest",
+        Format::Vitest | Format::VitestJson => "vitest",
+        Format::Mocha | Format::MochaJson => "mocha",
+        Format::Tap => "tap",
+        Format::Junit => "junit",
+        Format::Ctest => "ctest",
+        Format::Rspec | Format::RspecJson => "rspec",
+        Format::Phpunit => "phpunit",
+        Format::Teamcity => "teamcity",
+        Format::Lines => "lines",
+        Format::ExitCode => "check",
+    }
+}
+
+/// The last few non-empty lines of stderr (bounded), as a message for the synthetic
+/// member.
+fn stderr_tail(stderr: Option<&Path>) -> Option<String> {
+    let mut last: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    let mut ignore = Vec::new();
+    util::feed_lines(stderr, &mut ignore, |l| {
+        let l = util::strip_ansi(l);
+        if !l.trim().is_empty() {
+            if last.len() == 6 {
+                last.pop_front();
+            }
+            let mut s = l.into_owned();
+            util::truncate_bytes(&mut s, 300);
+            last.push_back(s);
+        }
+    });
+    if last.is_empty() {
+        None
+    } else {
+        Some(last.into_iter().collect::<Vec<_>>().join("\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for (f, n) in NAMES {
+            assert_eq!(format_from_name(n), Some(*f));
+            assert_eq!(format_name(*f), *n);
+        }
+        assert_eq!(format_from_name("auto"), None);
+    }
+
+    #[test]
+    fn missing_report_is_a_diagnostic_not_green() {
+        let reports = vec![PathBuf::from("/nonexistent/ptext/report.xml")];
+        let run = parse(
+            &CheckInput {
+                stdout: None,
+                stderr: None,
+                exit_code: Some(1),
+                reports: &reports,
+            },
+            FormatChoice::Auto,
+        );
+        assert!(!run.complete);
+        assert!(run.unattributed_failure);
+        assert!(run.diagnostics[0].contains("/nonexistent/ptext/report.xml"));
+        assert_eq!(run.failing().len(), 1);
+    }
+
+    fn run_of(format: Format, complete: bool, tests: &[(&str, Outcome)]) -> ParsedRun {
+        ParsedRun {
+            format,
+            complete,
+            unattributed_failure: false,
+            tests: tests
+                .iter()
+                .map(|(id, o)| crate::check::model::TestResult {
+                    id: (*id).to_string(),
+                    outcome: *o,
+                    message: None,
+                })
+                .collect(),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn complete_console_leads_and_takes_report_flakiness() {
+        let report = run_of(
+            Format::Junit,
+            true,
+            &[
+                ("tests.t::a", Outcome::FlakyPassed),
+                ("tests.t::b", Outcome::Failed),
+            ],
+        );
+        let text = run_of(
+            Format::Pytest,
+            true,
+            &[
+                ("tests/t.py::a", Outcome::Passed),
+                ("tests/t.py::b", Outcome::Failed),
+            ],
+        );
+        let m = merge(report, text);
+        assert_eq!(m.format, Format::Pytest);
+        assert_eq!(m.tests[0].outcome, Outcome::FlakyPassed);
+        assert_eq!(m.tests[0].id, "tests/t.py::a");
+    }
+
+    #[test]
+    fn partial_console_corrects_report_verdicts_by_unique_name() {
+        let report = run_of(
+            Format::Junit,
+            true,
+            &[
+                ("T::testRisky", Outcome::Errored),
+                ("T::testPass", Outcome::Passed),
+                ("A::same", Outcome::Passed),
+                ("B::same", Outcome::Passed),
+            ],
+        );
+        let text = run_of(
+            Format::Phpunit,
+            true,
+            &[("T::testRisky", Outcome::Passed), ("same", Outcome::Failed)],
+        );
+        let m = merge(report, text);
+        assert_eq!(m.format, Format::Junit);
+        let get = |id: &str| m.tests.iter().find(|t| t.id == id).map(|t| t.outcome);
+        assert_eq!(get("T::testRisky"), Some(Outcome::Passed));
+        // ambiguous: two report tests end with `same`
+        assert_eq!(get("A::same"), Some(Outcome::Passed));
+        assert_eq!(get("B::same"), Some(Outcome::Passed));
+        assert_eq!(m.tests.len(), 4);
+    }
+
+    #[test]
+    fn incomplete_console_makes_merged_run_incomplete_and_unattributed() {
+        let report = run_of(
+            Format::Junit,
+            true,
+            &[
+                ("s::x", Outcome::Failed),
+                ("s::y", Outcome::Passed),
+                ("s::z", Outcome::Passed),
+            ],
+        );
+        let mut text = run_of(Format::Jest, false, &[("f › x", Outcome::Failed)]);
+        text.unattributed_failure = true;
+        text.tests.push(util::unattributed(
+            "jest",
+            Some("suite failed to run".into()),
+        ));
+        let m = merge(report, text);
+        assert!(!m.complete && m.unattributed_failure);
+        assert!(m.failing().contains("jest::<unattributed>"));
+    }
+
+    #[test]
+    fn match_requires_a_separator() {
+        let tests = run_of(Format::Junit, true, &[("x::test_pass", Outcome::Passed)]).tests;
+        assert_eq!(find_match(&tests, "pass"), None);
+        assert_eq!(find_match(&tests, "a.py::test_pass"), Some(0));
+    }
+
+    #[test]
+    fn nothing_recognised_exit_zero_is_green_and_complete() {
+        let run = parse(
+            &CheckInput {
+                stdout: None,
+                stderr: None,
+                exit_code: Some(0),
+                reports: &[],
+            },
+            FormatChoice::Auto,
+        );
+        assert_eq!(run.format, Format::ExitCode);
+        assert!(run.complete && !run.unattributed_failure && run.tests.is_empty());
     }
 }

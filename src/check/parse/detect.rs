@@ -1,0 +1,395 @@
+//! Format auto-detection from the first bytes of each stream and report file.
+//!
+//! Owns: [`Kind`], the parser a stream should go to, and [`detect_stream`] (used
+//! for stdout, stderr and report files alike). Detection reads at most
+//! [`SCAN_BYTES`] of a file (line by line, lossy UTF-8) and scores line signatures
+//! of every known runner (each signature counts at most three times); the highest
+//! score wins, ties go to the runner listed first in the signature table. Structured content (XML,
+//! JSON events, TeamCity service messages) is recognised by its opening bytes/keys.
+//! Invariant: never reads past the scan limit, never fails (unreadable = no kind).
+
+use super::util::{for_each_line, strip_ansi};
+use crate::check::model::Format;
+use regex::Regex;
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// Bytes of a stream looked at by auto-detection.
+pub const SCAN_BYTES: usize = 512 * 1024;
+
+/// The parser that handles a stream. Text kinds read both streams; structured kinds
+/// read the one stream or report they were detected in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// JUnit XML (any producer).
+    Junit,
+    /// libtest / nextest libtest-json events.
+    LibtestJson,
+    /// `go test -json` events.
+    GotestJson,
+    /// jest or vitest `--json` report.
+    JestJson,
+    /// mocha JSON reporter.
+    MochaJson,
+    /// rspec JSON formatter.
+    RspecJson,
+    /// TeamCity service messages.
+    Teamcity,
+    /// Rust libtest human output (cargo test).
+    Libtest,
+    /// cargo-nextest human output.
+    Nextest,
+    /// pytest terminal output.
+    Pytest,
+    /// go test plain / -v and gotestsum human formats.
+    Gotest,
+    /// jest default / verbose reporters.
+    Jest,
+    /// vitest default / verbose reporters.
+    Vitest,
+    /// mocha spec / dot reporters.
+    Mocha,
+    /// node --test spec / dot reporters.
+    NodeTest,
+    /// TAP 12/13 and prove.
+    Tap,
+    /// ctest.
+    Ctest,
+    /// rspec progress / documentation.
+    Rspec,
+    /// PHPUnit default / testdox.
+    Phpunit,
+    /// One failing id per line.
+    Lines,
+}
+
+impl Kind {
+    /// The wire format this kind reports as. node's spec/dot reporters have no own
+    /// format name and report as `tap` (node's runner is TAP based).
+    #[must_use]
+    pub fn format(self) -> Format {
+        match self {
+            Kind::Junit => Format::Junit,
+            Kind::LibtestJson => Format::LibtestJson,
+            Kind::GotestJson => Format::GotestJson,
+            Kind::JestJson => Format::JestJson,
+            Kind::MochaJson => Format::MochaJson,
+            Kind::RspecJson => Format::RspecJson,
+            Kind::Teamcity => Format::Teamcity,
+            Kind::Libtest => Format::Libtest,
+            Kind::Nextest => Format::Nextest,
+            Kind::Pytest => Format::Pytest,
+            Kind::Gotest => Format::Gotest,
+            Kind::Jest => Format::Jest,
+            Kind::Vitest => Format::Vitest,
+            Kind::Mocha => Format::Mocha,
+            Kind::NodeTest | Kind::Tap => Format::Tap,
+            Kind::Ctest => Format::Ctest,
+            Kind::Rspec => Format::Rspec,
+            Kind::Phpunit => Format::Phpunit,
+            Kind::Lines => Format::Lines,
+        }
+    }
+
+    /// True for kinds read by a structured parser.
+    #[must_use]
+    pub fn is_structured(self) -> bool {
+        matches!(
+            self,
+            Kind::Junit
+                | Kind::LibtestJson
+                | Kind::GotestJson
+                | Kind::JestJson
+                | Kind::MochaJson
+                | Kind::RspecJson
+                | Kind::Teamcity
+        )
+    }
+
+    /// The kind used for a user-fixed format (`None` for `exit-code`).
+    #[must_use]
+    pub fn from_format(f: Format) -> Option<Kind> {
+        Some(match f {
+            Format::Libtest => Kind::Libtest,
+            Format::LibtestJson => Kind::LibtestJson,
+            Format::Nextest => Kind::Nextest,
+            Format::Pytest => Kind::Pytest,
+            Format::Gotest => Kind::Gotest,
+            Format::GotestJson => Kind::GotestJson,
+            Format::Jest => Kind::Jest,
+            Format::JestJson | Format::VitestJson => Kind::JestJson,
+            Format::Vitest => Kind::Vitest,
+            Format::Mocha => Kind::Mocha,
+            Format::MochaJson => Kind::MochaJson,
+            Format::Tap => Kind::Tap,
+            Format::Junit => Kind::Junit,
+            Format::Ctest => Kind::Ctest,
+            Format::Rspec => Kind::Rspec,
+            Format::RspecJson => Kind::RspecJson,
+            Format::Phpunit => Kind::Phpunit,
+            Format::Teamcity => Kind::Teamcity,
+            Format::Lines => Kind::Lines,
+            Format::ExitCode => return None,
+        })
+    }
+}
+
+/// Text signatures: (kind, weight, pattern) tested against each ANSI-stripped line.
+const SIGNATURES: &[(Kind, u32, &str)] = &[
+    (Kind::Libtest, 5, r"^running \d+ tests?$"),
+    (Kind::Libtest, 3, r"^test .+ \.\.\. "),
+    (Kind::Libtest, 8, r"^test result: (ok|FAILED)\. \d+ passed"),
+    (Kind::Libtest, 4, r"^\s+Running (unittests )?\S+ \(.*\)$"),
+    (Kind::Libtest, 4, r"^\s+Doc-tests \S+$"),
+    (Kind::Libtest, 3, r"^\d+ tests?, \d+ benchmarks?$"),
+    (Kind::Libtest, 1, r"^\S+: test$"),
+    (
+        Kind::Nextest,
+        10,
+        r"^\s*Starting \d+ tests? across \d+ binar",
+    ),
+    (
+        Kind::Nextest,
+        4,
+        r"^\s+(PASS|FAIL|SIGABRT|SIGSEGV|TIMEOUT|SKIP|FLAKY|TRY \d+ \w+) \[\s*[\d.]+s\] ",
+    ),
+    (
+        Kind::Nextest,
+        8,
+        r"^\s+Summary \[\s*[\d.]+s\] \d+ tests? run",
+    ),
+    (Kind::Pytest, 10, r"^=+ test session starts =+$"),
+    (Kind::Pytest, 4, r"^collected \d+ items?"),
+    (
+        Kind::Pytest,
+        6,
+        r"^(=+ )?(\d+ (failed|passed|skipped|errors?|deselected|xfailed|xpassed|warnings?|rerun)(, )?)+.* in [\d.]+s",
+    ),
+    (Kind::Pytest, 4, r"^(FAILED|ERROR|PASSED) \S+\.py::"),
+    (
+        Kind::Pytest,
+        3,
+        r"^\S+\.py::\S.* (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN)",
+    ),
+    (Kind::Pytest, 3, r"^\d+ tests? collected"),
+    (Kind::Gotest, 3, r"^=== RUN\s+\S"),
+    (Kind::Gotest, 4, r"^\s*--- (FAIL|PASS|SKIP): \S+ \("),
+    (
+        Kind::Gotest,
+        5,
+        r"^(ok|FAIL|\?)\s+\S+\s+(\(cached\)|[\d.]+s|\[no test files\]|\[build failed\])",
+    ),
+    (
+        Kind::Gotest,
+        5,
+        r"^(PASS|FAIL|SKIP|EMPTY) \S+\.(Test|Example|Benchmark|Fuzz)\S*",
+    ),
+    (Kind::Gotest, 6, r"^DONE \d+ tests"),
+    (Kind::Jest, 8, r"^Test Suites: "),
+    (
+        Kind::Jest,
+        4,
+        r"^\s*(PASS|FAIL) \S+\.(test|spec)\.[cm]?[jt]sx?",
+    ),
+    (Kind::Jest, 2, r"^\s*● .+ › "),
+    (Kind::Vitest, 8, r"^\s*Test Files\s+\d+ "),
+    (Kind::Vitest, 6, r"^\s*RUN\s+v\d+\.\d+"),
+    (Kind::Mocha, 6, r"^\s+\d+ passing \(\d+\w*\)$"),
+    (Kind::Mocha, 3, r"^\s+\d+ (failing|pending)$"),
+    (Kind::NodeTest, 6, r"^ℹ (tests|suites|pass|fail) \d+$"),
+    (Kind::NodeTest, 4, r"^Failed tests:$"),
+    (Kind::NodeTest, 2, r"^\s*(✔|✖|﹣) .+ \([\d.]+ms\)"),
+    (Kind::NodeTest, 3, r"^\s*▶ \S"),
+    (Kind::Tap, 8, r"^TAP version \d+"),
+    (Kind::Tap, 4, r"^\s*1\.\.\d+"),
+    (Kind::Tap, 2, r"^\s*(not )?ok \d+"),
+    (Kind::Tap, 6, r"^Files=\d+, Tests=\d+"),
+    (Kind::Tap, 5, r"^Result: (PASS|FAIL|NOTESTS)"),
+    (Kind::Ctest, 10, r"^Test project "),
+    (Kind::Ctest, 4, r"^\s*\d+/\d+ Test\s+#\d+: "),
+    (
+        Kind::Ctest,
+        6,
+        r"^\d+% tests passed, \d+ tests? failed out of \d+",
+    ),
+    (Kind::Rspec, 8, r"^\d+ examples?, \d+ failures?"),
+    (Kind::Rspec, 4, r"^rspec \./\S+:\d+"),
+    (Kind::Phpunit, 10, r"^PHPUnit \d+\.\d+"),
+    (
+        Kind::Phpunit,
+        6,
+        r"^(Tests: \d+, Assertions: \d+|OK \(\d+ tests?, \d+ assertions?\))",
+    ),
+];
+
+fn compiled() -> &'static [(Kind, u32, Regex)] {
+    static C: OnceLock<Vec<(Kind, u32, Regex)>> = OnceLock::new();
+    C.get_or_init(|| {
+        SIGNATURES
+            .iter()
+            .filter_map(|(k, w, p)| Regex::new(p).ok().map(|r| (*k, *w, r)))
+            .collect()
+    })
+}
+
+/// What detection found in one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Detected {
+    /// The best kind.
+    pub kind: Kind,
+    /// Its score (sum of signature weights, capped per signature).
+    pub score: u32,
+}
+
+/// Scans the first [`SCAN_BYTES`] of `path` and returns the best kind, if any
+/// signature matched. Structured content wins outright when recognised.
+#[must_use]
+pub fn detect_stream(path: &Path) -> Option<Detected> {
+    let sigs = compiled();
+    let mut hits = vec![0u32; sigs.len()];
+    let mut head = String::new();
+    let mut read = 0usize;
+    let mut first_nonempty: Option<String> = None;
+    let mut teamcity = 0u32;
+    let _ = for_each_line(path, |raw| {
+        read += raw.len() + 1;
+        let line = strip_ansi(raw);
+        if first_nonempty.is_none() && !line.trim().is_empty() {
+            first_nonempty = Some(line.trim().to_string());
+        }
+        if head.len() < 64 * 1024 {
+            head.push_str(&line);
+            head.push('\n');
+        }
+        if line.starts_with("##teamcity[") {
+            teamcity += 1;
+        }
+        for (i, (_, _, r)) in sigs.iter().enumerate() {
+            if hits[i] < 50 && r.is_match(&line) {
+                hits[i] += 1;
+            }
+        }
+        if read >= SCAN_BYTES {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    if let Some(k) = structured_kind(first_nonempty.as_deref().unwrap_or(""), &head) {
+        return Some(Detected {
+            kind: k,
+            score: 1000,
+        });
+    }
+    if teamcity > 0 {
+        return Some(Detected {
+            kind: Kind::Teamcity,
+            score: 500,
+        });
+    }
+    let mut best: Option<Detected> = None;
+    let mut totals: Vec<(Kind, u32)> = Vec::new();
+    for (i, (k, w, _)) in sigs.iter().enumerate() {
+        if hits[i] == 0 {
+            continue;
+        }
+        // a signature counts up to 3 times so one repeated line shape cannot dominate
+        let s = w * hits[i].min(3);
+        match totals.iter_mut().find(|(kk, _)| kk == k) {
+            Some((_, t)) => *t += s,
+            None => totals.push((*k, s)),
+        }
+    }
+    for (k, s) in totals {
+        if best.map_or(true, |b| s > b.score) {
+            best = Some(Detected { kind: k, score: s });
+        }
+    }
+    best
+}
+
+/// Recognises structured content from the first non-empty line and the head text.
+fn structured_kind(first: &str, head: &str) -> Option<Kind> {
+    let first = first.trim_start_matches('\u{feff}');
+    if first.starts_with("<?xml")
+        || first.starts_with("<testsuites")
+        || first.starts_with("<testsuite")
+    {
+        return Some(Kind::Junit);
+    }
+    // JSON event streams may start with a plain-text line (go's build failures).
+    let json_line = head.lines().find(|l| l.trim_start().starts_with('{'));
+    let j = json_line?.trim_start();
+    if j.contains("\"type\"") && j.contains("\"event\"") {
+        return Some(Kind::LibtestJson);
+    }
+    if j.contains("\"Action\"") && (j.contains("\"Package\"") || j.contains("\"Time\"")) {
+        return Some(Kind::GotestJson);
+    }
+    if !first.starts_with('{') {
+        return None;
+    }
+    if head.contains("\"numTotalTests\"") || head.contains("\"testResults\"") {
+        return Some(Kind::JestJson);
+    }
+    if head.contains("\"examples\"")
+        && (head.contains("\"summary_line\"") || head.contains("\"full_description\""))
+    {
+        return Some(Kind::RspecJson);
+    }
+    if head.contains("\"stats\"") && head.contains("\"passes\"") {
+        return Some(Kind::MochaJson);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn detect_text(s: &str) -> Option<Kind> {
+        let mut f = tempfile_in_target();
+        f.1.write_all(s.as_bytes()).ok()?;
+        drop(f.1);
+        let k = detect_stream(&f.0).map(|d| d.kind);
+        let _ = std::fs::remove_file(&f.0);
+        k
+    }
+
+    fn tempfile_in_target() -> (std::path::PathBuf, std::fs::File) {
+        let p = crate::check::parse::util::test_path();
+        let f = std::fs::File::create(&p).expect("temp file");
+        (p, f)
+    }
+
+    #[test]
+    fn detects_common_runners() {
+        assert_eq!(
+            detect_text("\nrunning 1 test\ntest a ... ok\n\ntest result: ok. 1 passed; 0 failed\n"),
+            Some(Kind::Libtest)
+        );
+        assert_eq!(
+            detect_text("============ test session starts ============\ncollected 2 items\n"),
+            Some(Kind::Pytest)
+        );
+        assert_eq!(
+            detect_text("TAP version 13\nok 1 - a\n1..1\n"),
+            Some(Kind::Tap)
+        );
+        assert_eq!(
+            detect_text("=== RUN   TestA\n--- PASS: TestA (0.00s)\n"),
+            Some(Kind::Gotest)
+        );
+        assert_eq!(
+            detect_text("<?xml version=\"1.0\"?>\n<testsuites/>"),
+            Some(Kind::Junit)
+        );
+        assert_eq!(
+            detect_text("not json\n{\"Time\":\"x\",\"Action\":\"run\",\"Package\":\"p\"}\n"),
+            Some(Kind::GotestJson)
+        );
+        assert_eq!(detect_text("hello\nworld\n"), None);
+    }
+}

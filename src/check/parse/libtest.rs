@@ -1,0 +1,477 @@
+//! Rust libtest human output as printed by `cargo test` (pretty, terse/quiet,
+//! `--list`, `--nocapture`, colour), including doctests.
+//!
+//! Layout (libtest's console formatter): each test binary prints `running N tests`,
+//! one `test NAME ... RESULT` line per test (`ok`, `FAILED`, `ignored[, reason]`), a
+//! `failures:` section with `---- NAME stdout ----` blocks and a name list, and
+//! `test result: ok|FAILED. P passed; F failed; I ignored; ...`. Terse mode prints
+//! only `NAME --- FAILED` plus progress marks. cargo writes `Running <target> (<path>)`
+//! and `Doc-tests <crate>` to stderr, in the order the binaries' blocks appear on
+//! stdout; the binary name (hash removed) or crate name prefixes the id
+//! (`rustdemo::tests::fails_assert`, `integration::it_passes`), so equal names in two
+//! binaries stay distinct. Without stderr the bare name is the id.
+//!
+//! Rules: libtest's mode suffixes (` - should panic`, ` - compile fail`,
+//! ` - compile`) are not part of the name; lines inside a failures section are
+//! captured output, never results; under `--nocapture` a result word may land on a
+//! later line (`test x ... <printed text>` then `FAILED`). A block without its
+//! `test result:` line (abort, `process::exit`) makes the run incomplete and
+//! unattributed; so does a signal reported by cargo or a compile error.
+//! cargo's fail-fast stop (`error: test failed, to rerun pass ...` with no final
+//! `error: N targets failed`) cannot be told from a run that selected a single
+//! target (`cargo test --lib`): the output is identical. It therefore does not by
+//! itself make the run incomplete; it adds a diagnostic saying later targets may not
+//! have run.
+
+use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::TextInput;
+use crate::check::model::{Format, Outcome, ParsedRun};
+use regex::Regex;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+struct Res {
+    running: Regex,
+    test_line: Regex,
+    terse: Regex,
+    result: Regex,
+    section: Regex,
+    target: Regex,
+    doc: Regex,
+    cargo_error: Regex,
+}
+
+fn res() -> Option<&'static Res> {
+    static R: OnceLock<Option<Res>> = OnceLock::new();
+    R.get_or_init(|| {
+        Some(Res {
+            running: Regex::new(r"^running (\d+) tests?$").ok()?,
+            test_line: Regex::new(r"^test (.+?) \.\.\. ?(.*)$").ok()?,
+            terse: Regex::new(r"^(\S.*) --- (FAILED|ok|ignored)$").ok()?,
+            result: Regex::new(
+                r"^test result: (ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored; (\d+) measured",
+            )
+            .ok()?,
+            section: Regex::new(r"^---- (.+) stdout ----$").ok()?,
+            target: Regex::new(r"^\s*Running (?:unittests )?\S+ \((.+)\)\s*$").ok()?,
+            doc: Regex::new(r"^\s*Doc-tests (\S+)\s*$").ok()?,
+            cargo_error: Regex::new(r"^error(\[E\d+\])?: (.*)$").ok()?,
+        })
+    })
+    .as_ref()
+}
+
+/// Removes libtest's mode suffixes from a test name.
+fn clean_name(name: &str) -> &str {
+    let mut n = name.trim();
+    loop {
+        let before = n;
+        for suf in [
+            " - should panic",
+            " - compile fail",
+            " - compile",
+            " - no_run",
+        ] {
+            if let Some(s) = n.strip_suffix(suf) {
+                n = s;
+            }
+        }
+        if n == before {
+            return n;
+        }
+    }
+}
+
+/// The outcome of a libtest result word, if `word` is one.
+fn result_word(word: &str) -> Option<Outcome> {
+    let w = word.trim();
+    if w == "ok" {
+        Some(Outcome::Passed)
+    } else if w == "FAILED" {
+        Some(Outcome::Failed)
+    } else if w == "ignored" || w.starts_with("ignored, ") {
+        Some(Outcome::Skipped)
+    } else if w.starts_with("bench:") {
+        Some(Outcome::Passed)
+    } else {
+        None
+    }
+}
+
+/// Binary name from a cargo `Running` path: `target/debug/deps/integration-2f25…` ->
+/// `integration`.
+fn binary_label(path: &str) -> String {
+    let file = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    let file = file.strip_suffix(".exe").unwrap_or(file);
+    match file.rsplit_once('-') {
+        Some((stem, hash)) if !hash.is_empty() && hash.chars().all(|c| c.is_ascii_hexdigit()) => {
+            stem.to_string()
+        }
+        _ => file.to_string(),
+    }
+}
+
+#[derive(Default)]
+struct Block {
+    label: Option<String>,
+    announced: usize,
+    named: usize,
+    ended: bool,
+    /// Inside the captured-output area: `Some(true)` for `failures:`,
+    /// `Some(false)` for `successes:` (`--show-output`).
+    captured: Option<bool>,
+    terse: bool,
+}
+
+struct State<'a> {
+    r: &'a Res,
+    targets: Vec<String>,
+    blocks: usize,
+    block: Option<Block>,
+    unended: usize,
+    inconsistent: bool,
+    pending: Option<String>,
+    section: Option<(String, String)>,
+    c: Collector,
+    list_seen: bool,
+    first_block: HashMap<String, usize>,
+}
+
+impl State<'_> {
+    fn id(&self, name: &str) -> String {
+        let name = clean_name(name);
+        match self.block.as_ref().and_then(|b| b.label.as_deref()) {
+            Some(l) => format!("{l}::{name}"),
+            // no binary names (stderr not captured): a name an earlier binary already
+            // used gets the binary's position
+            None => match self.first_block.get(name) {
+                Some(&b) if b != self.blocks => format!("{name} #{}", self.blocks),
+                _ => name.to_string(),
+            },
+        }
+    }
+
+    fn close_block(&mut self) {
+        self.flush_section();
+        if let Some(b) = self.block.take() {
+            if !b.ended {
+                self.unended += 1;
+            }
+        }
+        self.pending = None;
+    }
+
+    fn flush_section(&mut self) {
+        if let Some((name, msg)) = self.section.take() {
+            let id = self.id(&name);
+            self.c.set_message(&id, &msg);
+        }
+    }
+
+    fn record(&mut self, name: &str, o: Outcome) {
+        let id = self.id(name);
+        self.first_block
+            .entry(clean_name(name).to_string())
+            .or_insert(self.blocks);
+        if let Some(b) = self.block.as_mut() {
+            b.named += 1;
+        }
+        self.c.record(&id, o, None);
+    }
+
+    fn line(&mut self, raw: &str) {
+        let line = strip_ansi(raw);
+        let line = line.as_ref();
+        let r = self.r;
+        if let Some(m) = r.running.captures(line) {
+            self.close_block();
+            self.blocks += 1;
+            let label = if self.targets.is_empty() {
+                None
+            } else {
+                let i = (self.blocks - 1).min(self.targets.len() - 1);
+                self.targets.get(i).cloned()
+            };
+            self.block = Some(Block {
+                label,
+                announced: m[1].parse().unwrap_or(0),
+                ..Block::default()
+            });
+            return;
+        }
+        if line.ends_with(" benchmarks")
+            || line.ends_with(": test")
+            || line.ends_with(": benchmark")
+        {
+            if self.block.is_none() {
+                self.list_seen = true;
+            }
+            return;
+        }
+        let Some(b) = self.block.as_ref() else { return };
+        if b.ended {
+            return;
+        }
+        if let Some(m) = r.result.captures(line) {
+            self.flush_section();
+            let n = |i: usize| m[i].parse::<usize>().unwrap_or(0);
+            let total = n(2) + n(3) + n(4) + n(5);
+            if let Some(b) = self.block.as_mut() {
+                b.ended = true;
+                if (!b.terse && b.named != total) || total > b.announced {
+                    self.inconsistent = true;
+                }
+            }
+            return;
+        }
+        let area = match line {
+            "failures:" => Some(true),
+            "successes:" => Some(false),
+            _ => None,
+        };
+        if let Some(failing) = b.captured {
+            if let Some(m) = r.section.captures(line) {
+                self.flush_section();
+                self.section = Some((m[1].to_string(), String::new()));
+            } else if let Some(a) = area {
+                self.flush_section();
+                if let Some(b) = self.block.as_mut() {
+                    b.captured = Some(a);
+                }
+            } else if let Some((_, msg)) = self.section.as_mut() {
+                if msg.len() < 4096 {
+                    msg.push_str(line);
+                    msg.push('\n');
+                }
+            } else if let (true, Some(name)) = (failing, line.strip_prefix("    ")) {
+                // the closing name list: every name here failed
+                let id = self.id(name);
+                if self.c.outcome(&id).map_or(true, |o| !o.is_failing()) {
+                    self.record(name, Outcome::Failed);
+                }
+            }
+            return;
+        }
+        if let Some(a) = area {
+            if let Some(b) = self.block.as_mut() {
+                b.captured = Some(a);
+            }
+            self.pending = None;
+            return;
+        }
+        if let Some(m) = r.test_line.captures(line) {
+            let name = m[1].to_string();
+            match result_word(&m[2]) {
+                Some(o) => self.record(&name, o),
+                None => self.pending = Some(name),
+            }
+            return;
+        }
+        if let Some(o) = result_word(line) {
+            if let Some(name) = self.pending.take() {
+                self.record(&name, o);
+            }
+            return;
+        }
+        if let Some(m) = r.terse.captures(line) {
+            if let Some(b) = self.block.as_mut() {
+                b.terse = true;
+            }
+            if let Some(o) = result_word(&m[2]) {
+                let name = m[1].to_string();
+                self.record(&name, o);
+            }
+            return;
+        }
+        if line.starts_with(['.', 'i', 'F']) && line.chars().all(|c| ".iF0123456789/ ".contains(c))
+        {
+            if let Some(b) = self.block.as_mut() {
+                b.terse = true;
+            }
+        }
+    }
+}
+
+/// Parses libtest output: stdout holds the results, stderr cargo's target lines.
+#[must_use]
+pub fn parse(t: &TextInput) -> ParsedRun {
+    let mut diagnostics = Vec::new();
+    let Some(r) = res() else {
+        return Collector::new().finish(RunEnd {
+            format: Format::Libtest,
+            runner: "cargo",
+            complete: false,
+            unattributed: true,
+            red: true,
+            message: Some("internal: libtest patterns failed to compile".into()),
+            diagnostics,
+        });
+    };
+    let mut targets = Vec::new();
+    let mut fail_fast_stops = 0usize;
+    let mut summary_of_failures = false;
+    let mut crashed: Option<String> = None;
+    let mut build_error: Option<String> = None;
+    feed_lines(t.stderr, &mut diagnostics, |raw| {
+        let line = strip_ansi(raw);
+        if let Some(m) = r.target.captures(&line) {
+            targets.push(binary_label(&m[1]));
+        } else if let Some(m) = r.doc.captures(&line) {
+            targets.push(m[1].to_string());
+        } else if line.contains("process didn't exit successfully") && line.contains("signal: ") {
+            crashed.get_or_insert_with(|| line.trim().to_string());
+        } else if let Some(m) = r.cargo_error.captures(&line) {
+            let msg = &m[2];
+            if msg.starts_with("test failed, to rerun pass")
+                || msg.starts_with("doctest failed, to rerun pass")
+            {
+                fail_fast_stops += 1;
+            }
+            if msg.ends_with("targets failed:") || msg.ends_with("target failed:") {
+                summary_of_failures = true;
+            }
+            let benign = msg.starts_with("test failed, to rerun pass")
+                || msg.starts_with("doctest failed, to rerun pass")
+                || (msg.ends_with("targets failed:") || msg.ends_with("target failed:"));
+            if !benign {
+                build_error.get_or_insert_with(|| line.trim().to_string());
+            }
+        }
+    });
+    // cargo's fail-fast stop: one "to rerun pass" line and no "N targets failed"
+    // summary. The output of `cargo test` stopping after a failing lib target is byte
+    // for byte that of `cargo test --lib`, so it cannot be judged cut short from the
+    // output; the run counts as complete and the diagnostic says later targets may not
+    // have run. (Completeness only matters for a green exit, which such a stop never
+    // has.)
+    if fail_fast_stops == 1 && !summary_of_failures {
+        diagnostics.push(
+            "cargo stopped at the first failing test target; later targets, if any, did not run (use --no-fail-fast to run all)"
+                .to_string(),
+        );
+    }
+    let mut st = State {
+        r,
+        targets,
+        blocks: 0,
+        block: None,
+        unended: 0,
+        inconsistent: false,
+        pending: None,
+        section: None,
+        c: Collector::new(),
+        list_seen: false,
+        first_block: HashMap::new(),
+    };
+    feed_lines(t.stdout, &mut diagnostics, |l| st.line(l));
+    st.close_block();
+    let stopped = st.unended > 0;
+    let complete = !stopped
+        && crashed.is_none()
+        && build_error.is_none()
+        && !st.inconsistent
+        && (st.blocks > 0 || st.list_seen);
+    let message = crashed.or(build_error.clone()).or_else(|| {
+        stopped.then(|| "a test binary stopped before reporting all its tests".to_string())
+    });
+    let unattributed = stopped || message.is_some();
+    st.c.finish(RunEnd {
+        format: Format::Libtest,
+        runner: "cargo",
+        complete,
+        unattributed,
+        red: is_red(t.exit_code),
+        message,
+        diagnostics,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn run(stdout: &str, stderr: &str, exit: i32) -> ParsedRun {
+        let dir = crate::check::parse::util::test_path();
+        let _ = std::fs::create_dir_all(&dir);
+        let o = dir.join("out");
+        let e = dir.join("err");
+        std::fs::File::create(&o)
+            .and_then(|mut f| f.write_all(stdout.as_bytes()))
+            .expect("write");
+        std::fs::File::create(&e)
+            .and_then(|mut f| f.write_all(stderr.as_bytes()))
+            .expect("write");
+        let r = parse(&TextInput {
+            stdout: Some(&o),
+            stderr: Some(&e),
+            exit_code: Some(exit),
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+        r
+    }
+
+    fn outcome(r: &ParsedRun, id: &str) -> Option<Outcome> {
+        r.tests.iter().find(|t| t.id == id).map(|t| t.outcome)
+    }
+
+    #[test]
+    fn split_result_word_and_fake_lines() {
+        let out = "\nrunning 2 tests\ntest a::x ... printed: test fake ... ok\nFAILED\ntest b - should panic ... \u{1b}[32mok\u{1b}(B\u{1b}[m\n\nfailures:\n\n---- a::x stdout ----\ntest inner ... ok\nthread 'a::x' (77) panicked at src/lib.rs:1:1:\nboom\n\nfailures:\n    a::x\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n";
+        let r = run(out, "", 101);
+        assert_eq!(outcome(&r, "a::x"), Some(Outcome::Failed));
+        assert_eq!(outcome(&r, "b"), Some(Outcome::Passed));
+        assert_eq!(r.tests.len(), 2);
+        assert!(r.complete && !r.unattributed_failure);
+        let msg = r.tests[0].message.clone().unwrap_or_default();
+        assert!(msg.contains("boom") && !msg.contains("(77)"), "{msg}");
+    }
+
+    #[test]
+    fn binaries_prefix_ids_and_missing_result_is_incomplete() {
+        let out = "\nrunning 1 test\ntest it_passes ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n\nrunning 2 tests\ntest it_passes ... ok\n";
+        let err = "     Running tests/a.rs (target/debug/deps/a-0123abcd)\n     Running tests/b.rs (target/debug/deps/b-4567ef01)\n";
+        let r = run(out, err, 0);
+        assert_eq!(outcome(&r, "a::it_passes"), Some(Outcome::Passed));
+        assert_eq!(outcome(&r, "b::it_passes"), Some(Outcome::Passed));
+        assert!(!r.complete && r.unattributed_failure);
+    }
+
+    #[test]
+    fn without_stderr_only_repeated_names_get_a_position() {
+        let out = "\nrunning 1 test\ntest a ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n\nrunning 2 tests\ntest a ... ok\ntest b ... ok\n\ntest result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n";
+        let r = run(out, "", 0);
+        let ids: Vec<_> = r.tests.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, vec!["a", "a #2", "b"]);
+        assert!(r.complete);
+    }
+
+    #[test]
+    fn show_output_successes_are_captured_output() {
+        let out = "\nrunning 2 tests\ntest a ... ok\ntest b ... FAILED\n\nsuccesses:\n\n---- a stdout ----\ntest fake ... ok\n\nsuccesses:\n    a\n\nfailures:\n\n---- b stdout ----\nboom\n\nfailures:\n    b\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n";
+        let r = run(out, "", 101);
+        let o: Vec<_> = r.tests.iter().map(|t| (t.id.as_str(), t.outcome)).collect();
+        assert_eq!(o, vec![("a", Outcome::Passed), ("b", Outcome::Failed)]);
+        assert_eq!(r.tests[1].message.as_deref(), Some("boom"));
+        assert!(r.complete);
+    }
+
+    #[test]
+    fn terse_names_failures_from_list() {
+        let out = "\nrunning 3 tests\ni.\nt::bad --- FAILED\n\nfailures:\n\nfailures:\n    t::bad\n\ntest result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out\n";
+        let r = run(out, "", 101);
+        assert_eq!(r.failing().len(), 1);
+        assert!(r.complete);
+    }
+
+    #[test]
+    fn compile_error_is_unattributed() {
+        let r = run(
+            "",
+            "error[E0425]: cannot find value `x`\nerror: could not compile `demo`\n",
+            101,
+        );
+        assert!(r.unattributed_failure && !r.complete);
+        assert_eq!(r.failing().len(), 1);
+    }
+}

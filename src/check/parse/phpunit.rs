@@ -1,0 +1,203 @@
+//! PHPUnit's default (progress) and `--testdox` console output.
+//!
+//! Default layout: a progress line of `.FESIR` marks, then sections `There was 1
+//! error:` / `There were 2 failures:` / `... risky test(s):` / `... skipped
+//! test(s):` / `... incomplete test(s):` / `... warning(s):` with numbered entries
+//! `n) Class::method[ with data set "name" (args)]`, and a final `OK (N tests, ...)`
+//! or `Tests: N, Assertions: A, Errors: ...` line.
+//! Testdox layout: a class heading, then ` ✔ name` (pass), ` ✘ name` (failure or
+//! error), ` ↩ name` (skipped), ` ∅ name` (incomplete), ` ☢ name` (risky), failure
+//! details prefixed with `│`; `Summary of non-successful tests:` repeats them
+//! (ignored).
+//!
+//! Outcomes follow PHPUnit's own counting: errors are errored, failures failed,
+//! skipped and incomplete skipped, risky and warnings passed (PHPUnit counts them
+//! apart from errors and failures). Ids: `Class::method with data set "name"` (the
+//! data set's argument list is dropped); testdox `Class::Name`. Complete = the final
+//! count line was printed.
+
+use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::TextInput;
+use crate::check::model::{Format, Outcome, ParsedRun};
+
+fn section_outcome(line: &str) -> Option<Outcome> {
+    let l = line.strip_prefix("There w")?;
+    Some(if l.contains(" error") {
+        Outcome::Errored
+    } else if l.contains(" failure") {
+        Outcome::Failed
+    } else if l.contains(" skipped") || l.contains(" incomplete") {
+        Outcome::Skipped
+    } else {
+        Outcome::Passed
+    })
+}
+
+/// Drops the argument list after a data set name: `m with data set "x" (1, 2)`.
+fn clean_id(s: &str) -> &str {
+    let s = s.trim();
+    if s.contains(" with data set ") && s.ends_with(')') {
+        if let Some(i) = s.rfind(" (") {
+            return &s[..i];
+        }
+    }
+    s
+}
+
+/// Parses PHPUnit output from stdout.
+#[must_use]
+pub fn parse(t: &TextInput) -> ParsedRun {
+    let mut diagnostics = Vec::new();
+    let mut c = Collector::new();
+    let mut section: Option<Outcome> = None;
+    let mut class: Option<String> = None;
+    let mut entry: Option<(String, String)> = None;
+    let mut done = false;
+    let mut summary_part = false;
+    feed_lines(t.stdout, &mut diagnostics, |raw| {
+        let line = strip_ansi(raw);
+        let line = line.trim_end();
+        let body = line.trim_start();
+        if body.is_empty() || done {
+            return;
+        }
+        if body.starts_with("Tests: ") && body.contains("Assertions:") || body.starts_with("OK (") {
+            done = true;
+            return;
+        }
+        if body.starts_with("Summary of non-successful tests") {
+            summary_part = true;
+            return;
+        }
+        if summary_part {
+            return;
+        }
+        if let Some(o) = section_outcome(body) {
+            if let Some((id, msg)) = entry.take() {
+                c.set_message(&id, &msg);
+            }
+            section = Some(o);
+            return;
+        }
+        if let Some(o) = section {
+            if let Some((n, name)) = body.split_once(") ") {
+                if !n.is_empty()
+                    && n.chars().all(|ch| ch.is_ascii_digit())
+                    && line.len() == body.len()
+                {
+                    if let Some((id, msg)) = entry.take() {
+                        c.set_message(&id, &msg);
+                    }
+                    let id = clean_id(name).to_string();
+                    c.record(&id, o, None);
+                    entry = Some((id, String::new()));
+                    return;
+                }
+            }
+            if body == "--" {
+                return;
+            }
+            if let Some((_, msg)) = entry.as_mut() {
+                if msg.len() < 1024 && !body.starts_with('/') {
+                    msg.push_str(body);
+                    msg.push('\n');
+                }
+            }
+            return;
+        }
+        // testdox
+        let marks = [
+            ("✔ ", Outcome::Passed),
+            ("✘ ", Outcome::Failed),
+            ("↩ ", Outcome::Skipped),
+            ("∅ ", Outcome::Skipped),
+            ("☢ ", Outcome::Passed),
+        ];
+        if line.starts_with(' ') {
+            if let Some((o, name)) = marks
+                .iter()
+                .find_map(|(m, o)| body.strip_prefix(m).map(|n| (*o, n)))
+            {
+                if let Some((id, msg)) = entry.take() {
+                    c.set_message(&id, &msg);
+                }
+                let id = match &class {
+                    Some(k) => format!("{k}::{}", clean_id(name)),
+                    None => clean_id(name).to_string(),
+                };
+                c.record(&id, o, None);
+                entry = o.is_failing().then(|| (id, String::new()));
+            } else if let Some(rest) = body.strip_prefix('│') {
+                if let Some((_, msg)) = entry.as_mut() {
+                    let r = rest.trim();
+                    if !r.is_empty() && !r.starts_with('/') && msg.len() < 1024 {
+                        msg.push_str(r);
+                        msg.push('\n');
+                    }
+                }
+            }
+        } else if !body.starts_with("PHPUnit ") && !body.starts_with("Time:") && !body.contains('/')
+        {
+            class = Some(body.to_string());
+        }
+    });
+    if let Some((id, msg)) = entry.take() {
+        c.set_message(&id, &msg);
+    }
+    c.finish(RunEnd {
+        format: Format::Phpunit,
+        runner: "phpunit",
+        complete: done,
+        unattributed: false,
+        red: is_red(t.exit_code),
+        message: None,
+        diagnostics,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn run(out: &str) -> ParsedRun {
+        let p = crate::check::parse::util::test_path();
+        std::fs::File::create(&p)
+            .and_then(|mut f| f.write_all(out.as_bytes()))
+            .expect("write");
+        let r = parse(&TextInput {
+            stdout: Some(&p),
+            stderr: None,
+            exit_code: Some(2),
+        });
+        let _ = std::fs::remove_file(&p);
+        r
+    }
+
+    #[test]
+    fn default_sections() {
+        let r = run("PHPUnit 9.6.7\n\n.FER\n\nThere was 1 error:\n\n1) T::testE\nRuntimeException: k\n\n/x/T.php:8\n\n--\n\nThere were 1 failures:\n\n1) T::testA with data set \"x [y]\" (1, 2)\nFailed asserting\n\nThere was 1 risky test:\n\n1) T::testR\nno assertions\n\nERRORS!\nTests: 4, Assertions: 3, Errors: 1, Failures: 1, Risky: 1.\n");
+        let o: Vec<_> = r.tests.iter().map(|t| (t.id.as_str(), t.outcome)).collect();
+        assert_eq!(
+            o,
+            vec![
+                ("T::testE", Outcome::Errored),
+                ("T::testA with data set \"x [y]\"", Outcome::Failed),
+                ("T::testR", Outcome::Passed)
+            ]
+        );
+        assert_eq!(r.tests[0].message.as_deref(), Some("RuntimeException: k"));
+        assert!(r.complete);
+    }
+
+    #[test]
+    fn testdox_marks() {
+        let r = run("PHPUnit 9.6.7\n\nDemo\n ✔ Passes\n ✘ Fails\n   │\n   │ broken\n   │\n ☢ Risky\n\nSummary of non-successful tests:\n\nDemo\n ✘ Fails\n\nTests: 3, Assertions: 2, Failures: 1.\n");
+        assert_eq!(r.tests.len(), 3);
+        assert_eq!(
+            r.failing().into_iter().collect::<Vec<_>>(),
+            vec!["Demo::Fails"]
+        );
+        assert_eq!(r.tests[1].message.as_deref(), Some("broken"));
+    }
+}

@@ -1,0 +1,219 @@
+//! RSpec's progress and documentation formatters.
+//!
+//! Layout: the documentation formatter prints example groups and examples as an
+//! indented tree (two spaces per level) with `(FAILED - n)` / `(PENDING: reason)`
+//! suffixes; the progress formatter prints `.`, `F`, `*` marks. Both then print a
+//! `Pending:` section and a `Failures:` section of numbered entries `  n) <full
+//! description>`, `Finished in ...`, `N examples, F failures[, P pending]` and
+//! `Failed examples:` with `rspec ./spec/x_spec.rb:5 # <full description>` lines.
+//!
+//! Ids are full descriptions (group and example texts joined with spaces, as RSpec
+//! builds them). In the tree a line is a group when the next non-empty line is
+//! indented deeper, otherwise an example (passed unless suffixed). Pending examples
+//! are skipped, even when their body failed as expected. `errors occurred outside
+//! of examples` is an unattributed failure. Complete = the `N examples` line was
+//! printed.
+
+use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::TextInput;
+use crate::check::model::{Format, Outcome, ParsedRun};
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Section {
+    Tree,
+    Pending,
+    Failures,
+    FailedList,
+    Done,
+}
+
+struct State {
+    c: Collector,
+    section: Section,
+    stack: Vec<(usize, String)>,
+    pending_line: Option<(usize, String)>,
+    entry: Option<(String, String)>,
+    summary: bool,
+    outside: Option<String>,
+}
+
+impl State {
+    fn path(&self, indent: usize, text: &str) -> String {
+        let mut parts: Vec<&str> = self
+            .stack
+            .iter()
+            .filter(|(i, _)| *i < indent)
+            .map(|(_, s)| s.as_str())
+            .collect();
+        parts.push(text);
+        parts.join(" ")
+    }
+
+    /// Resolves the held tree line now that the next line's indent is known.
+    fn resolve(&mut self, next_indent: Option<usize>) {
+        if let Some((indent, text)) = self.pending_line.take() {
+            if next_indent.is_some_and(|n| n > indent) {
+                self.stack.retain(|(i, _)| *i < indent);
+                self.stack.push((indent, text));
+            } else {
+                let id = self.path(indent, &text);
+                self.c.record(&id, Outcome::Passed, None);
+            }
+        }
+    }
+
+    fn flush_entry(&mut self) {
+        if let Some((id, msg)) = self.entry.take() {
+            self.c.set_message(&id, &msg);
+        }
+    }
+
+    fn line(&mut self, raw: &str) {
+        let line = strip_ansi(raw);
+        let line = line.trim_end();
+        let body = line.trim_start();
+        let indent = line.len() - body.len();
+        if body.is_empty() {
+            return;
+        }
+        if indent == 0 {
+            let next = match body {
+                "Failures:" => Some(Section::Failures),
+                "Failed examples:" => Some(Section::FailedList),
+                b if b.starts_with("Pending:") => Some(Section::Pending),
+                b if b.starts_with("Finished in ") => Some(Section::Done),
+                _ => None,
+            };
+            if let Some(s) = next {
+                self.resolve(None);
+                self.flush_entry();
+                self.section = s;
+                return;
+            }
+            if body.contains(" example") && body.contains(" failure") {
+                self.summary = true;
+                if body.contains("outside of examples") {
+                    self.outside = Some(body.to_string());
+                }
+                return;
+            }
+        }
+        match self.section {
+            Section::Tree => {
+                if indent == 0 && body.chars().all(|c| ".F*E".contains(c)) {
+                    return;
+                }
+                self.resolve(Some(indent));
+                self.stack.retain(|(i, _)| *i < indent);
+                if let Some(rest) = body.strip_suffix(')') {
+                    if let Some(i) = rest.rfind(" (FAILED - ") {
+                        let id = self.path(indent, &rest[..i]);
+                        self.c.record(&id, Outcome::Failed, None);
+                        return;
+                    }
+                    if let Some(i) = rest.rfind(" (PENDING: ") {
+                        let id = self.path(indent, &rest[..i]);
+                        self.c.record(&id, Outcome::Skipped, None);
+                        return;
+                    }
+                }
+                self.pending_line = Some((indent, body.to_string()));
+            }
+            Section::Pending | Section::Failures => {
+                if indent == 2 {
+                    if let Some((n, desc)) = body.split_once(") ") {
+                        if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) {
+                            self.flush_entry();
+                            let o = if self.section == Section::Failures {
+                                Outcome::Failed
+                            } else {
+                                Outcome::Skipped
+                            };
+                            if self.c.outcome(desc) != Some(o) {
+                                self.c.record(desc, o, None);
+                            }
+                            self.entry = Some((desc.to_string(), String::new()));
+                            return;
+                        }
+                    }
+                }
+                if let Some((_, msg)) = self.entry.as_mut() {
+                    if msg.len() < 1024 && !body.starts_with("# ./") {
+                        msg.push_str(body);
+                        msg.push('\n');
+                    }
+                }
+            }
+            Section::FailedList => {
+                if let Some(rest) = body.strip_prefix("rspec ") {
+                    if let Some((_, desc)) = rest.split_once(" # ") {
+                        if self.c.outcome(desc).map_or(true, |o| !o.is_failing()) {
+                            self.c.record(desc, Outcome::Failed, None);
+                        }
+                    }
+                }
+            }
+            Section::Done => {}
+        }
+    }
+}
+
+/// Parses rspec progress/documentation output from stdout.
+#[must_use]
+pub fn parse(t: &TextInput) -> ParsedRun {
+    let mut diagnostics = Vec::new();
+    let mut st = State {
+        c: Collector::new(),
+        section: Section::Tree,
+        stack: Vec::new(),
+        pending_line: None,
+        entry: None,
+        summary: false,
+        outside: None,
+    };
+    feed_lines(t.stdout, &mut diagnostics, |l| st.line(l));
+    st.resolve(None);
+    st.flush_entry();
+    st.c.finish(RunEnd {
+        format: Format::Rspec,
+        runner: "rspec",
+        complete: st.summary && st.outside.is_none(),
+        unattributed: st.outside.is_some(),
+        red: is_red(t.exit_code),
+        message: st.outside,
+        diagnostics,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn documentation_tree_and_sections() {
+        let out = "\nCalc\n  passes\n  fails (FAILED - 1)\n  ctx [x]\n    deep\n  later (PENDING: no)\n\nFailures:\n\n  1) Calc fails\n     Failure/Error: boom\n\nFinished in 0.1 seconds\n4 examples, 1 failure, 1 pending\n\nFailed examples:\n\nrspec ./spec/a_spec.rb:3 # Calc fails\n";
+        let p = crate::check::parse::util::test_path();
+        std::fs::File::create(&p)
+            .and_then(|mut f| f.write_all(out.as_bytes()))
+            .expect("write");
+        let r = parse(&TextInput {
+            stdout: Some(&p),
+            stderr: None,
+            exit_code: Some(1),
+        });
+        let _ = std::fs::remove_file(&p);
+        let o: Vec<_> = r.tests.iter().map(|t| (t.id.as_str(), t.outcome)).collect();
+        assert_eq!(
+            o,
+            vec![
+                ("Calc passes", Outcome::Passed),
+                ("Calc fails", Outcome::Failed),
+                ("Calc ctx [x] deep", Outcome::Passed),
+                ("Calc later", Outcome::Skipped)
+            ]
+        );
+        assert_eq!(r.tests[1].message.as_deref(), Some("Failure/Error: boom"));
+        assert!(r.complete);
+    }
+}

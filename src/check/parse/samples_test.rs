@@ -1,0 +1,196 @@
+//! Sample-driven test: every `NAME.expected.json` under the shared samples folder is
+//! parsed and compared the way `samples/check-parse` compares (`complete`,
+//! `unattributed_failure`, and for each non-null group every expected name contained
+//! in one reported id with that outcome, with equal counts). The folder comes from
+//! `LOOPEXEC_SAMPLES`, else `fixtures/test-output` in the crate (a copy of the real
+//! runner captures with their expected answers).
+//! `PTEXT_SAMPLES_FILTER=substr` limits the run to matching sample paths.
+//!
+//! Samples whose expected answer cannot be reached from the output alone are listed
+//! in [`KNOWN_DIVERGENT`] with the reason; their mismatches are printed, not failed.
+
+use super::{parse, CheckInput, FormatChoice};
+use crate::check::model::{Outcome, UNATTRIBUTED_SUFFIX};
+use std::path::{Path, PathBuf};
+
+/// Samples whose expectation rests on facts the captured output does not contain.
+const KNOWN_DIVERGENT: &[(&str, &str)] = &[
+    (
+        "rust-libtest/cargo_test.expected.json",
+        "fail-fast stop after the lib target: stdout and stderr are byte for byte those of `cargo test --lib`, whose samples expect complete",
+    ),
+    (
+        "rust-libtest/cargo_test_color_always.expected.json",
+        "same as cargo_test, coloured",
+    ),
+    (
+        "rust-libtest/cargo_test_2_integration_same_name.expected.json",
+        "fail-fast stop; output identical to `cargo test --test integration`",
+    ),
+    (
+        "node-test/node_test_dot.expected.json",
+        "dot reporter lists a failing describe suite exactly like a failing parent test",
+    ),
+    (
+        "jest/jest_junit_templated.expected.json",
+        "no console output; the suite that failed to load is absent from the XML",
+    ),
+    (
+        "jest/jest_junit.expected.json",
+        "jest-junit writes todo tests as bare passing testcases; the console names none",
+    ),
+];
+
+/// The sample folder: `$LOOPEXEC_SAMPLES`, else `fixtures/test-output` in the crate
+/// (committed, so the comparison always runs).
+pub(super) fn fixtures_dir() -> PathBuf {
+    std::env::var_os("LOOPEXEC_SAMPLES").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/test-output"),
+        PathBuf::from,
+    )
+}
+
+fn samples_dir() -> Option<PathBuf> {
+    let d = fixtures_dir();
+    assert!(d.is_dir(), "sample folder {} is missing", d.display());
+    Some(d)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk(&p, out);
+        } else if p.to_string_lossy().ends_with(".expected.json") {
+            out.push(p);
+        }
+    }
+}
+
+fn group_of(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Failed | Outcome::Errored => "failing",
+        Outcome::FlakyPassed => "flaky",
+        Outcome::Passed => "passed",
+        Outcome::Skipped => "skipped",
+    }
+}
+
+/// Compares one sample; returns the problems found.
+fn check_sample(exp_path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(exp_path).unwrap_or_default();
+    let Ok(exp) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return vec!["expected.json unreadable".into()];
+    };
+    let s = exp_path.to_string_lossy();
+    let base = s.trim_end_matches(".expected.json").to_string();
+    let dir = exp_path.parent().unwrap_or(Path::new("."));
+    let stdout = PathBuf::from(format!("{base}.stdout"));
+    let stderr = PathBuf::from(format!("{base}.stderr"));
+    let mut reports = Vec::new();
+    if let Some(r) = exp.get("report_file").and_then(|v| v.as_str()) {
+        reports.push(dir.join(r));
+    }
+    let has_out = stdout.exists();
+    let has_err = stderr.exists();
+    if !has_out && !has_err && reports.is_empty() {
+        reports.push(PathBuf::from(&base));
+    }
+    let exit = exp
+        .get("exit_code")
+        .and_then(serde_json::Value::as_i64)
+        .and_then(|c| i32::try_from(c).ok());
+    let run = parse(
+        &CheckInput {
+            stdout: has_out.then_some(stdout.as_path()),
+            stderr: has_err.then_some(stderr.as_path()),
+            exit_code: exit,
+            reports: &reports,
+        },
+        FormatChoice::Auto,
+    );
+    let mut problems = Vec::new();
+    for (key, got) in [
+        ("complete", run.complete),
+        ("unattributed_failure", run.unattributed_failure),
+    ] {
+        if let Some(want) = exp.get(key).and_then(serde_json::Value::as_bool) {
+            if want != got {
+                problems.push(format!("{key}={got} expected {want}"));
+            }
+        }
+    }
+    for g in ["failing", "flaky", "passed", "skipped"] {
+        let Some(want) = exp.get(g).and_then(|v| v.as_array()) else {
+            continue;
+        };
+        let ids: Vec<&str> = run
+            .tests
+            .iter()
+            .filter(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX) && group_of(t.outcome) == g)
+            .map(|t| t.id.as_str())
+            .collect();
+        let missing: Vec<&str> = want
+            .iter()
+            .filter_map(|n| n.as_str())
+            .filter(|n| !ids.iter().any(|i| i.contains(n)))
+            .collect();
+        if !missing.is_empty() {
+            problems.push(format!("{g}: missing {missing:?}"));
+        }
+        if ids.len() != want.len() {
+            problems.push(format!(
+                "{g}: {} reported, {} expected {ids:?}",
+                ids.len(),
+                want.len()
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn samples_match_expected() {
+    let Some(dir) = samples_dir() else {
+        eprintln!("samples folder not found: skipped");
+        return;
+    };
+    let filter = std::env::var("PTEXT_SAMPLES_FILTER").unwrap_or_default();
+    let mut files = Vec::new();
+    walk(&dir, &mut files);
+    let mut bad = Vec::new();
+    let (mut ok, mut divergent) = (0, 0);
+    for f in files
+        .iter()
+        .filter(|f| f.to_string_lossy().contains(&filter))
+    {
+        let name = f.strip_prefix(&dir).unwrap_or(f).display().to_string();
+        let probs = check_sample(f);
+        if probs.is_empty() {
+            ok += 1;
+        } else if let Some((_, why)) = KNOWN_DIVERGENT.iter().find(|(n, _)| *n == name) {
+            divergent += 1;
+            eprintln!("known divergent {name} ({why}): {}", probs.join("; "));
+        } else {
+            bad.push(format!("MISMATCH {name}: {}", probs.join("; ")));
+        }
+    }
+    for b in &bad {
+        eprintln!("{b}");
+    }
+    eprintln!(
+        "{ok} passed, {} failed, {divergent} known divergent",
+        bad.len()
+    );
+    assert!(
+        ok + divergent >= 80,
+        "only {} samples found under {}",
+        ok + divergent,
+        dir.display()
+    );
+    assert!(bad.is_empty(), "{} samples mismatch", bad.len());
+}

@@ -1,0 +1,232 @@
+//! What the structured-report parsers (JUnit XML, JSON event streams and documents,
+//! TeamCity service messages) share: their error type and [`RunBuilder`], which turns a
+//! stream of per-test observations into a [`ParsedRun`] that keeps the model's
+//! invariants (one entry per id, final attempt decides, a red run never has an empty
+//! failing set).
+//!
+//! Policy for the synthetic `<runner>::<unattributed>` member: a parser *flags* every
+//! failure it cannot pin on a test ([`RunBuilder::unattributed`]); when the run is
+//! finished the flag sets [`ParsedRun::unattributed_failure`], and the synthetic member
+//! is added only when no named test is failing (so the failing set is never empty while
+//! something is red, and is not padded when named failures already make it red).
+
+use crate::check::model::{Format, Outcome, ParsedRun, TestResult};
+use crate::check::parse::util;
+use std::collections::HashMap;
+
+/// Why a structured report could not be read at all.
+///
+/// A report that was readable up to some point is *not* an error: the parsers return
+/// what they read with `complete: false` and a diagnostic. These variants are for input
+/// that yields nothing usable.
+#[derive(Debug, thiserror::Error)]
+pub enum StructuredError {
+    /// The XML is not well-formed before any usable content (e.g. a zero-byte file).
+    /// `position` is the byte offset in the input where the problem was found.
+    #[error("XML report unreadable at byte {position}: {message}")]
+    Xml { position: u64, message: String },
+    /// A JSON document or event could not be decoded. `line` is 1-based.
+    #[error("JSON report unreadable at line {line}: {message}")]
+    Json { line: u64, message: String },
+    /// Reading the input failed.
+    #[error("could not read the report: {0}")]
+    Io(#[from] std::io::Error),
+    /// The input holds nothing in the expected format (no root element, no event,
+    /// no service message).
+    #[error("input is not in the expected report format")]
+    NotRecognised,
+}
+
+/// Accumulates per-test results in first-seen order, one entry per id.
+///
+/// Memory is one [`TestResult`] plus one map entry per distinct id.
+#[derive(Debug)]
+pub struct RunBuilder {
+    format: Format,
+    runner: String,
+    tests: Vec<TestResult>,
+    index: HashMap<String, usize>,
+    unattributed: bool,
+    unattributed_message: Option<String>,
+    diagnostics: Vec<String>,
+}
+
+impl RunBuilder {
+    /// A builder for a run in `format`; `runner` names the synthetic unattributed member
+    /// (`<runner>::<unattributed>`).
+    #[must_use]
+    pub fn new(format: Format, runner: &str) -> Self {
+        RunBuilder {
+            format,
+            runner: runner.to_string(),
+            tests: Vec::new(),
+            index: HashMap::new(),
+            unattributed: false,
+            unattributed_message: None,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// Changes the reported format (when it is only known after reading).
+    pub fn set_format(&mut self, format: Format) {
+        self.format = format;
+    }
+
+    /// Records one attempt of test `id` (ANSI escapes are removed from ids and
+    /// messages). A later attempt of the same id replaces the
+    /// earlier one; a passing attempt after a failing one (or after a flaky pass) gives
+    /// [`Outcome::FlakyPassed`]. `message` is normalized and kept for failing outcomes only.
+    pub fn attempt(&mut self, id: &str, outcome: Outcome, message: Option<&str>) {
+        let id = &*util::strip_ansi(id);
+        let message = message_for(outcome, message);
+        match self.index.get(id) {
+            Some(&i) => {
+                let prev = self.tests[i].outcome;
+                let retried_to_pass =
+                    outcome.is_passing() && (prev.is_failing() || prev == Outcome::FlakyPassed);
+                let entry = &mut self.tests[i];
+                entry.outcome = if retried_to_pass {
+                    Outcome::FlakyPassed
+                } else {
+                    outcome
+                };
+                entry.message = message;
+            }
+            None => self.push(id.to_string(), outcome, message),
+        }
+    }
+
+    /// Records a test that is distinct from any test already recorded even if its id is
+    /// taken: the id then gets the first free suffix `#2`, `#3`, ... (position-based, so
+    /// stable as long as the runner reports in a stable order). Returns the id used.
+    pub fn distinct(&mut self, id: &str, outcome: Outcome, message: Option<&str>) -> String {
+        let id = &*util::strip_ansi(id);
+        let mut final_id = id.to_string();
+        let mut n = 2u64;
+        while self.index.contains_key(&final_id) {
+            final_id = format!("{id}#{n}");
+            n += 1;
+        }
+        self.push(final_id.clone(), outcome, message_for(outcome, message));
+        final_id
+    }
+
+    /// Flags a failure that cannot be pinned on a named test. The first message given
+    /// is kept for the synthetic member.
+    pub fn unattributed(&mut self, message: Option<&str>) {
+        self.unattributed = true;
+        if self.unattributed_message.is_none() {
+            if let Some(m) = message {
+                let m = util::normalize_message(m);
+                if !m.is_empty() {
+                    self.unattributed_message = Some(m);
+                }
+            }
+        }
+    }
+
+    /// Adds a diagnostic (a problem met while reading).
+    pub fn diagnostic(&mut self, text: impl Into<String>) {
+        self.diagnostics.push(text.into());
+    }
+
+    /// Finishes the run. See the module doc for when the synthetic member is added.
+    #[must_use]
+    pub fn finish(mut self, complete: bool) -> ParsedRun {
+        if self.unattributed && !self.tests.iter().any(|t| t.outcome.is_failing()) {
+            self.tests.push(util::unattributed(
+                &self.runner,
+                self.unattributed_message.take(),
+            ));
+        }
+        ParsedRun {
+            format: self.format,
+            complete,
+            unattributed_failure: self.unattributed,
+            tests: self.tests,
+            diagnostics: self.diagnostics,
+        }
+    }
+
+    fn push(&mut self, id: String, outcome: Outcome, message: Option<String>) {
+        self.index.insert(id.clone(), self.tests.len());
+        self.tests.push(TestResult {
+            id,
+            outcome,
+            message,
+        });
+    }
+}
+
+fn message_for(outcome: Outcome, message: Option<&str>) -> Option<String> {
+    if !outcome.is_failing() {
+        return None;
+    }
+    message
+        .map(|m| util::normalize_message(&util::strip_ansi(m)))
+        .filter(|m| !m.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_that_passes_is_flaky_and_final_attempt_decides() {
+        let mut b = RunBuilder::new(Format::Junit, "junit");
+        b.attempt("a", Outcome::Failed, Some("boom"));
+        b.attempt("a", Outcome::Passed, None);
+        b.attempt("b", Outcome::Passed, None);
+        b.attempt("b", Outcome::Failed, Some("late"));
+        let run = b.finish(true);
+        assert_eq!(run.tests.len(), 2);
+        assert_eq!(run.tests[0].outcome, Outcome::FlakyPassed);
+        assert_eq!(run.tests[0].message, None);
+        assert_eq!(run.tests[1].outcome, Outcome::Failed);
+        assert_eq!(run.tests[1].message.as_deref(), Some("late"));
+    }
+
+    #[test]
+    fn distinct_ids_get_position_suffixes() {
+        let mut b = RunBuilder::new(Format::Junit, "junit");
+        assert_eq!(b.distinct("x", Outcome::Passed, None), "x");
+        assert_eq!(b.distinct("x", Outcome::Failed, None), "x#2");
+        assert_eq!(b.distinct("x", Outcome::Passed, None), "x#3");
+    }
+
+    #[test]
+    fn synthetic_member_only_when_nothing_named_fails() {
+        let mut b = RunBuilder::new(Format::GotestJson, "gotest");
+        b.attempt("p::T", Outcome::Passed, None);
+        b.unattributed(Some("build failed"));
+        let run = b.finish(false);
+        assert!(run.unattributed_failure);
+        assert_eq!(run.failing().len(), 1);
+        assert_eq!(run.tests[1].id, "gotest::<unattributed>");
+        assert_eq!(run.tests[1].message.as_deref(), Some("build failed"));
+
+        let mut b = RunBuilder::new(Format::GotestJson, "gotest");
+        b.attempt("p::T", Outcome::Failed, None);
+        b.unattributed(None);
+        let run = b.finish(false);
+        assert!(run.unattributed_failure);
+        assert_eq!(run.tests.len(), 1);
+    }
+
+    #[test]
+    fn errors_say_what_and_where() {
+        let e = StructuredError::Xml {
+            position: 12,
+            message: "unexpected end".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "XML report unreadable at byte 12: unexpected end"
+        );
+        let e = StructuredError::Json {
+            line: 3,
+            message: "EOF".into(),
+        };
+        assert!(e.to_string().contains("line 3"));
+    }
+}

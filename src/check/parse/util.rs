@@ -1,0 +1,501 @@
+//! Shared helpers for every parser: streaming line reading, ANSI stripping, failure
+//! message normalization, and [`Collector`], the per-run accumulator that keeps one
+//! entry per test id (final attempt decides) and adds the synthetic
+//! `<runner>::<unattributed>` member.
+//!
+//! Invariants: nothing here panics on any input (invalid UTF-8 is replaced per line);
+//! a file is read line by line and never held whole in memory.
+
+use crate::check::model::{Format, Outcome, ParsedRun, TestResult, UNATTRIBUTED_SUFFIX};
+use regex::Regex;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// Longest failure message kept, in bytes (the model's 2 KiB limit).
+pub const MESSAGE_LIMIT: usize = 2048;
+
+/// Most message lines kept by [`normalize_message`].
+const MESSAGE_LINES: usize = 12;
+
+/// Removes terminal escape sequences: CSI (`ESC [ ... final`), OSC (`ESC ] ... BEL` or
+/// `ESC \`), charset selection (`ESC ( B`) and any other two-byte `ESC x` sequence.
+/// Returns the input unchanged (borrowed) when it holds no `ESC`.
+#[must_use]
+pub fn strip_ansi(s: &str) -> Cow<'_, str> {
+    if !s.contains('\u{1b}') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('[') => {
+                // parameters and intermediates, then one final byte in @..~
+                for n in chars.by_ref() {
+                    if ('@'..='~').contains(&n) {
+                        break;
+                    }
+                }
+            }
+            Some(']') => {
+                while let Some(n) = chars.next() {
+                    if n == '\u{7}' {
+                        break;
+                    }
+                    if n == '\u{1b}' {
+                        if chars.peek() == Some(&'\\') {
+                            chars.next();
+                        }
+                        break;
+                    }
+                }
+            }
+            Some('(' | ')' | '*' | '+') => {
+                chars.next();
+            }
+            _ => {}
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pat).unwrap_or_else(|_| Regex::new("$^").expect("trivial")))
+}
+
+/// Normalizes a failure message so it is comparable across runs: ANSI stripped, hex
+/// addresses (`0x7ffd…`), durations (`(0.01s)`, `12 ms`, `in 0.00s`) and thread ids
+/// (`thread 'x' (5789)`) removed, blank lines and backtrace hints dropped, at most
+/// 12 lines and [`MESSAGE_LIMIT`] bytes (cut on a character boundary).
+#[must_use]
+pub fn normalize_message(msg: &str) -> String {
+    static HEX: OnceLock<Regex> = OnceLock::new();
+    static DUR: OnceLock<Regex> = OnceLock::new();
+    static TID: OnceLock<Regex> = OnceLock::new();
+    let stripped = strip_ansi(msg);
+    let mut out = String::new();
+    let mut kept = 0;
+    for line in stripped.lines() {
+        let line = line.trim_end();
+        if line.trim().is_empty() || line.contains("RUST_BACKTRACE") {
+            continue;
+        }
+        let l = re(&TID, r"(thread '[^']*') \(\d+\)").replace_all(line, "$1");
+        let l = re(&HEX, r"0x[0-9a-fA-F]{4,}").replace_all(&l, "0x?");
+        let l = re(
+            &DUR,
+            r"\s*\(?\b(in )?\d+(\.\d+)?\s?(ms|s|sec|seconds|µs|us|ns)\b\)?",
+        )
+        .replace_all(&l, "");
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(l.trim_end());
+        kept += 1;
+        if kept >= MESSAGE_LINES || out.len() >= MESSAGE_LIMIT {
+            break;
+        }
+    }
+    truncate_bytes(&mut out, MESSAGE_LIMIT);
+    out
+}
+
+/// Cuts `s` to at most `limit` bytes on a character boundary.
+pub fn truncate_bytes(s: &mut String, limit: usize) {
+    if s.len() <= limit {
+        return;
+    }
+    let mut cut = limit;
+    while cut > 0 && !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.truncate(cut);
+}
+
+/// The synthetic failing member `<runner>::<unattributed>` (outcome `Failed`), added
+/// when a red run has a failure no named test can carry.
+#[must_use]
+pub fn unattributed(runner: &str, message: Option<String>) -> TestResult {
+    TestResult {
+        id: format!("{runner}{UNATTRIBUTED_SUFFIX}"),
+        outcome: Outcome::Failed,
+        message: message
+            .map(|m| normalize_message(&m))
+            .filter(|m| !m.is_empty()),
+    }
+}
+
+/// Longest line handed to a parser, in bytes; the rest of a longer line is skipped
+/// (a runner's result lines are short; this bounds memory on binary or minified
+/// output).
+pub const LINE_LIMIT: usize = 64 * 1024;
+
+/// Reads `path` line by line (any line ending, lossy UTF-8 per line, trailing `\r`
+/// removed, each line cut to [`LINE_LIMIT`] bytes) and calls `f` for each until it
+/// returns `Break`.
+///
+/// # Errors
+/// The I/O error opening or reading the file.
+pub fn for_each_line(
+    path: &Path,
+    mut f: impl FnMut(&str) -> ControlFlow<()>,
+) -> std::io::Result<()> {
+    let file = File::open(path)?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let mut buf: Vec<u8> = Vec::with_capacity(256);
+    loop {
+        let (done, used, eof) = {
+            let chunk = reader.fill_buf()?;
+            if chunk.is_empty() {
+                (true, 0, true)
+            } else {
+                match chunk.iter().position(|&b| b == b'\n') {
+                    Some(i) => {
+                        let room = LINE_LIMIT.saturating_sub(buf.len());
+                        buf.extend_from_slice(&chunk[..i.min(room)]);
+                        (true, i + 1, false)
+                    }
+                    None => {
+                        let room = LINE_LIMIT.saturating_sub(buf.len());
+                        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                        (false, chunk.len(), false)
+                    }
+                }
+            }
+        };
+        reader.consume(used);
+        if !done {
+            continue;
+        }
+        if eof && buf.is_empty() {
+            return Ok(());
+        }
+        while matches!(buf.last(), Some(b'\r')) {
+            buf.pop();
+        }
+        let line = String::from_utf8_lossy(&buf);
+        if f(&line).is_break() {
+            return Ok(());
+        }
+        buf.clear();
+        if eof {
+            return Ok(());
+        }
+    }
+}
+
+/// Feeds every line of an optional file to `f`; a missing path is no lines, an I/O
+/// error is pushed to `diagnostics`.
+pub fn feed_lines(path: Option<&Path>, diagnostics: &mut Vec<String>, mut f: impl FnMut(&str)) {
+    if let Some(p) = path {
+        if let Err(e) = for_each_line(p, |l| {
+            f(l);
+            ControlFlow::Continue(())
+        }) {
+            diagnostics.push(format!("cannot read {}: {e}", p.display()));
+        }
+    }
+}
+
+/// Accumulates test results for one run: one entry per id in first-seen order.
+///
+/// [`Collector::record`] merges attempts of the same test: a failing attempt followed by
+/// a passing one becomes `FlakyPassed`; otherwise the later attempt decides.
+/// [`Collector::record_distinct`] is for runners that print the same name for
+/// different tests: a repeated id gets a ` #2`, ` #3`, ... suffix.
+#[derive(Debug, Default)]
+pub struct Collector {
+    tests: Vec<TestResult>,
+    index: HashMap<String, usize>,
+    seen: HashMap<String, usize>,
+}
+
+impl Collector {
+    /// An empty collector.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records one attempt of test `id` (see the type doc for the merge rule).
+    pub fn record(&mut self, id: &str, outcome: Outcome, message: Option<String>) {
+        let message = message
+            .map(|m| normalize_message(&m))
+            .filter(|m| !m.is_empty());
+        if let Some(&i) = self.index.get(id) {
+            let t = &mut self.tests[i];
+            let new = if t.outcome.is_failing() && outcome == Outcome::Passed {
+                Outcome::FlakyPassed
+            } else {
+                outcome
+            };
+            t.outcome = new;
+            if new.is_failing() {
+                if message.is_some() {
+                    t.message = message;
+                }
+            } else {
+                t.message = None;
+            }
+            return;
+        }
+        self.index.insert(id.to_string(), self.tests.len());
+        self.tests.push(TestResult {
+            id: id.to_string(),
+            outcome,
+            message: if outcome.is_failing() { message } else { None },
+        });
+    }
+
+    /// Records a test whose name may repeat for distinct tests; returns the id used.
+    pub fn record_distinct(
+        &mut self,
+        id: &str,
+        outcome: Outcome,
+        message: Option<String>,
+    ) -> String {
+        let n = self.seen.entry(id.to_string()).or_insert(0);
+        *n += 1;
+        let real = if *n == 1 {
+            id.to_string()
+        } else {
+            format!("{id} #{n}")
+        };
+        self.record(&real, outcome, message);
+        real
+    }
+
+    /// Forgets test `id` (a group line that turned out not to be a test).
+    pub fn remove(&mut self, id: &str) {
+        if let Some(i) = self.index.remove(id) {
+            self.tests.remove(i);
+            for v in self.index.values_mut() {
+                if *v > i {
+                    *v -= 1;
+                }
+            }
+        }
+    }
+
+    /// Sets the failure message of `id` when it has none yet.
+    pub fn set_message(&mut self, id: &str, message: &str) {
+        if let Some(&i) = self.index.get(id) {
+            let t = &mut self.tests[i];
+            if t.outcome.is_failing() && t.message.is_none() {
+                let m = normalize_message(message);
+                if !m.is_empty() {
+                    t.message = Some(m);
+                }
+            }
+        }
+    }
+
+    /// The outcome currently recorded for `id`.
+    #[must_use]
+    pub fn outcome(&self, id: &str) -> Option<Outcome> {
+        self.index.get(id).map(|&i| self.tests[i].outcome)
+    }
+
+    /// True when no test was recorded.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.tests.is_empty()
+    }
+
+    /// Number of tests recorded.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.tests.len()
+    }
+
+    /// True when some recorded test is failing.
+    #[must_use]
+    pub fn any_failing(&self) -> bool {
+        self.tests.iter().any(|t| t.outcome.is_failing())
+    }
+
+    /// Number of recorded tests with the given outcome.
+    #[must_use]
+    pub fn count(&self, o: Outcome) -> usize {
+        self.tests.iter().filter(|t| t.outcome == o).count()
+    }
+
+    /// Builds the run. When `unattributed` is set, or the run is `red` and no named
+    /// test fails, the synthetic member `<runner>::<unattributed>` is appended with
+    /// `message` and `unattributed_failure` is set.
+    #[must_use]
+    pub fn finish(self, end: RunEnd<'_>) -> ParsedRun {
+        let mut tests = self.tests;
+        let mut unattr = end.unattributed;
+        if end.red && !tests.iter().any(|t| t.outcome.is_failing()) {
+            unattr = true;
+        }
+        if unattr {
+            tests.push(unattributed(end.runner, end.message));
+        }
+        ParsedRun {
+            format: end.format,
+            complete: end.complete,
+            unattributed_failure: unattr,
+            tests,
+            diagnostics: end.diagnostics,
+        }
+    }
+}
+
+/// How a run ended, as a parser judged it; input to [`Collector::finish`].
+#[derive(Debug)]
+pub struct RunEnd<'a> {
+    /// Format that produced the results.
+    pub format: Format,
+    /// Runner name used in the synthetic id (`cargo`, `pytest`, `go`, ...).
+    pub runner: &'a str,
+    /// The runner visibly reached its own end with consistent counts.
+    pub complete: bool,
+    /// Some failure cannot be pinned on a named test.
+    pub unattributed: bool,
+    /// The run counts as failed (usually: non-zero exit code).
+    pub red: bool,
+    /// Message for the synthetic member.
+    pub message: Option<String>,
+    /// Problems met while reading.
+    pub diagnostics: Vec<String>,
+}
+
+/// True when `exit` is known and non-zero.
+#[must_use]
+pub fn is_red(exit: Option<i32>) -> bool {
+    matches!(exit, Some(c) if c != 0)
+}
+
+/// Trims a trailing duration such as ` (0.01s)`, ` (12 ms)`, ` 5ms`, ` [0.3s]`.
+#[must_use]
+pub fn trim_duration(s: &str) -> &str {
+    static D: OnceLock<Regex> = OnceLock::new();
+    let r = re(
+        &D,
+        r"\s*[\(\[]?\s*\d+(\.\d+)?\s?(ms|s|sec|seconds|µs|us|ns)\s*[\)\]]?\s*$",
+    );
+    match r.find(s) {
+        Some(m) => &s[..m.start()],
+        None => s,
+    }
+}
+
+/// A fresh, unique path in the temp folder for a test's input file.
+#[cfg(test)]
+pub(crate) fn test_path() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    std::env::temp_dir().join(format!(
+        "ptext-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_ansi_handles_csi_charset_and_osc() {
+        assert_eq!(strip_ansi("\u{1b}[31mFAILED\u{1b}(B\u{1b}[m"), "FAILED");
+        assert_eq!(strip_ansi("a\u{1b}]8;;http://x\u{7}b"), "ab");
+        assert!(matches!(strip_ansi("plain"), Cow::Borrowed(_)));
+        assert_eq!(
+            strip_ansi("\u{1b}[36mtests \u{1b}[36m::\u{1b}[34;1mx"),
+            "tests ::x"
+        );
+    }
+
+    #[test]
+    fn normalize_removes_volatile_parts() {
+        let m = normalize_message(
+            "\nthread 'a::b' (5789) panicked at src/lib.rs:2:3:\nptr 0x7ffd1234abcd\nnote: run with `RUST_BACKTRACE=1`\ntook (0.01s)",
+        );
+        assert_eq!(
+            m,
+            "thread 'a::b' panicked at src/lib.rs:2:3:\nptr 0x?\ntook"
+        );
+    }
+
+    #[test]
+    fn normalize_caps_length_on_char_boundary() {
+        let long = "ü".repeat(3000);
+        let m = normalize_message(&long);
+        assert!(m.len() <= MESSAGE_LIMIT);
+        assert!(m.chars().all(|c| c == 'ü'));
+    }
+
+    #[test]
+    fn collector_marks_fail_then_pass_flaky_and_pass_then_error_failing() {
+        let mut c = Collector::new();
+        c.record("a", Outcome::Failed, Some("x".into()));
+        c.record("a", Outcome::Passed, None);
+        c.record("b", Outcome::Passed, None);
+        c.record("b", Outcome::Errored, Some("teardown".into()));
+        assert_eq!(c.outcome("a"), Some(Outcome::FlakyPassed));
+        assert_eq!(c.outcome("b"), Some(Outcome::Errored));
+        let id = c.record_distinct("p", Outcome::Passed, None);
+        let id2 = c.record_distinct("p", Outcome::Failed, None);
+        assert_eq!((id.as_str(), id2.as_str()), ("p", "p #2"));
+    }
+
+    #[test]
+    fn finish_adds_synthetic_member_when_red_without_failures() {
+        let mut c = Collector::new();
+        c.record("a", Outcome::Passed, None);
+        let run = c.finish(RunEnd {
+            format: Format::ExitCode,
+            runner: "check",
+            complete: true,
+            unattributed: false,
+            red: true,
+            message: Some("boom".into()),
+            diagnostics: vec![],
+        });
+        assert!(run.unattributed_failure);
+        assert_eq!(
+            run.failing().into_iter().collect::<Vec<_>>(),
+            vec!["check::<unattributed>"]
+        );
+    }
+
+    #[test]
+    fn for_each_line_handles_endings_long_lines_and_bad_utf8() {
+        let p = test_path();
+        let mut data = b"a\r\n\xffb\n".to_vec();
+        data.extend(std::iter::repeat(b'x').take(LINE_LIMIT + 10));
+        data.extend_from_slice(b"\nlast");
+        std::fs::write(&p, &data).expect("write");
+        let mut got = Vec::new();
+        for_each_line(&p, |l| {
+            got.push(l.to_string());
+            ControlFlow::Continue(())
+        })
+        .expect("read");
+        let _ = std::fs::remove_file(&p);
+        assert_eq!(got.len(), 4);
+        assert_eq!(got[0], "a");
+        assert_eq!(got[1], "\u{fffd}b");
+        assert_eq!(got[2].len(), LINE_LIMIT);
+        assert_eq!(got[3], "last");
+    }
+
+    #[test]
+    fn trim_duration_variants() {
+        assert_eq!(trim_duration("TestX (0.01s)"), "TestX");
+        assert_eq!(trim_duration("works 5ms"), "works");
+        assert_eq!(trim_duration("name [1]"), "name [1]");
+    }
+}

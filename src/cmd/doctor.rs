@@ -1,0 +1,406 @@
+//! `loopexec doctor`: the preconditions gate — one report, one line per check, before
+//! a loop is trusted to run unattended.
+//!
+//! | line | how it is measured | reason when it fails |
+//! |---|---|---|
+//! | isolation | a requested `--check-network none` needs a network namespace (`unshare --net`) | isolation_unsatisfiable (30) |
+//! | credentials | provider secrets the check would see (`[guards] keep_env` names them) | credential_scope_invalid (13) |
+//! | exec | the work step's program resolves on PATH | execution_failure (40) |
+//! | determinism | `--probe-runs` fresh-copy runs agree | check_flaky (14) |
+//! | hermeticity | a run in a fresh copy leaves existing files as they were | hermeticity_violation (14) |
+//! | adequacy | every mutation canary planted in the lines changed since `--diff-base` (and every `--mutate-cmd`) turns the check red | check_inadequate (15) |
+//!
+//! The report's verdict is the first failing line in that order. Adequacy needs a
+//! green check on the current tree (a red check kills every mutant and proves
+//! nothing), so a red baseline is reported as "not measured".
+
+use super::probe_check::{cannot_start, check_spec, describe, fresh_run, halted};
+use crate::cli::{DoctorArgs, Outcome};
+use crate::halt::HaltReason;
+use crate::observe::{git, guards, mutate, secrets};
+use crate::oracle::{self, Sandbox};
+use crate::workspace::Workspace;
+use serde_json::{json, Map, Value};
+use std::path::Path;
+
+struct Line {
+    name: &'static str,
+    ok: bool,
+    reason: Option<HaltReason>,
+    text: String,
+    detail: Value,
+}
+
+fn line(
+    name: &'static str,
+    ok: bool,
+    reason: Option<HaltReason>,
+    text: String,
+    detail: Value,
+) -> Line {
+    Line {
+        name,
+        ok,
+        reason: if ok { None } else { reason },
+        text,
+        detail,
+    }
+}
+
+pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
+    let ws = match Workspace::at(workdir) {
+        Ok(w) => w,
+        Err(e) => return super::ws_error(&e),
+    };
+    let spec = match check_spec(
+        &a.check,
+        &a.test_format,
+        a.success_exit_code,
+        a.check_timeout.as_deref(),
+    ) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let cfg = crate::config::resolve(
+        &ws.workdir,
+        None,
+        &crate::config::Overrides {
+            check: Some(a.check.clone()),
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|_| crate::config::RunConfig::defaults());
+    let mut lines = Vec::new();
+
+    // isolation
+    if a.check_network == "none" {
+        let ok = std::process::Command::new("unshare")
+            .args(["--net", "true"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        lines.push(line(
+            "isolation",
+            ok,
+            Some(HaltReason::IsolationUnsatisfiable),
+            if ok { "a network namespace can be created for the check".into() } else { "--check-network none was requested but this machine cannot create a network namespace (unshare --net failed)".into() },
+            json!({"check_network": "none"}),
+        ));
+    } else {
+        lines.push(line(
+            "isolation",
+            true,
+            None,
+            "no isolation requested (the check shares the host network)".into(),
+            json!({"check_network": "host"}),
+        ));
+    }
+
+    // credentials
+    let visible: Vec<String> = cfg
+        .guards
+        .keep_env
+        .iter()
+        .filter(|k| secrets::is_secret_name(k) && std::env::var_os(k).is_some())
+        .cloned()
+        .collect();
+    let stripped = secrets::secret_env_names(&cfg.guards.keep_env);
+    lines.push(line(
+        "credentials",
+        visible.is_empty(),
+        Some(HaltReason::CredentialScopeInvalid),
+        if visible.is_empty() {
+            format!(
+                "{} provider secret(s) in this environment are stripped from the check by `run`",
+                stripped.len()
+            )
+        } else {
+            format!(
+                "provider secrets visible to the check through [guards] keep_env: {}",
+                visible.join(", ")
+            )
+        },
+        json!({"stripped": stripped, "visible": visible}),
+    ));
+
+    // exec
+    if let Some(exec) = &a.exec {
+        let prog = exec.split_whitespace().next().unwrap_or("");
+        let ok = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("command -v \"$1\" >/dev/null 2>&1")
+            .arg("sh")
+            .arg(prog)
+            .current_dir(&ws.workdir)
+            .status()
+            .is_ok_and(|s| s.success());
+        lines.push(line(
+            "exec",
+            ok,
+            Some(HaltReason::ExecutionFailure),
+            if ok {
+                format!("the work step's program `{prog}` resolves")
+            } else {
+                format!("the work step's program `{prog}` is not found")
+            },
+            json!({"program": prog}),
+        ));
+    }
+
+    let sb = match Sandbox::new(&ws.workdir) {
+        Ok(s) => s,
+        Err(e) => {
+            return Outcome::error(
+                HaltReason::InternalError.exit_code(),
+                format!("cannot copy the workdir: {e}"),
+                None,
+            )
+        }
+    };
+
+    // determinism
+    let mut runs = Vec::new();
+    for _ in 0..a.probe_runs.max(2) {
+        match fresh_run(&sb, &spec, &[], false) {
+            Ok(r) => runs.push(r),
+            Err(o) => return o,
+        }
+        if let Some(o) = cannot_start(&spec, &runs[0], Map::new()) {
+            return o;
+        }
+    }
+    let reference = runs[0].clone();
+    let agree = runs.iter().all(|r| r.verdict() == reference.verdict());
+    lines.push(line(
+        "determinism",
+        agree,
+        Some(HaltReason::CheckFlaky),
+        if agree {
+            format!("{} fresh runs agree: {}", runs.len(), describe(&reference))
+        } else {
+            format!(
+                "fresh runs disagree: {}",
+                runs.iter().map(describe).collect::<Vec<_>>().join(", ")
+            )
+        },
+        json!({"runs": runs.iter().map(describe).collect::<Vec<_>>()}),
+    ));
+
+    // hermeticity
+    lines.push(hermeticity(&sb, &spec));
+
+    // adequacy
+    lines.push(adequacy(&ws, &sb, &spec, &reference, a));
+
+    let mut f = Map::new();
+    f.insert(
+        "checks".into(),
+        json!(lines
+            .iter()
+            .map(|l| json!({"name": l.name, "ok": l.ok, "reason": l.reason.map(|r| r.as_str()), "text": l.text, "detail": l.detail}))
+            .collect::<Vec<_>>()),
+    );
+    let mut human = String::new();
+    for l in &lines {
+        human.push_str(&format!(
+            "{:<5} {:<12} {}\n",
+            if l.ok { "ok" } else { "FAIL" },
+            l.name,
+            l.text
+        ));
+    }
+    match lines.iter().find(|l| !l.ok) {
+        None => Outcome::ok(f, human),
+        Some(l) => {
+            let reason = l.reason.unwrap_or(HaltReason::InternalError);
+            let contributors: Vec<String> = lines
+                .iter()
+                .filter(|x| !x.ok)
+                .map(|x| format!("{}: {}", x.name, x.text))
+                .collect();
+            halted(reason, f, human, contributors)
+        }
+    }
+}
+
+fn hermeticity(sb: &Sandbox, spec: &oracle::CheckSpec) -> Line {
+    let copy = match sb.fresh() {
+        Ok(c) => c,
+        Err(e) => {
+            return line(
+                "hermeticity",
+                false,
+                Some(HaltReason::InternalError),
+                format!("cannot copy the workdir: {e}"),
+                Value::Null,
+            )
+        }
+    };
+    let dir = copy.path();
+    if git::repo_root(&dir).is_none() {
+        return line(
+            "hermeticity",
+            true,
+            None,
+            "not measured: the workdir is not a git work tree".into(),
+            json!({"measured": false}),
+        );
+    }
+    let before = git::snapshot(&dir, "doctor", "before");
+    let run = oracle::run_check(spec, &dir, &[], false);
+    let after = git::snapshot(&dir, "doctor", "after");
+    match (before, run, after) {
+        (Ok(b), Ok(_), Ok(af)) => {
+            let changed: Vec<String> = git::changed_paths(&dir, &b.tree, &af.tree)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|c| c.status != git::ChangeKind::Added)
+                .map(|c| c.path)
+                .collect();
+            line(
+                "hermeticity",
+                changed.is_empty(),
+                Some(HaltReason::HermeticityViolation),
+                if changed.is_empty() {
+                    "the check leaves existing files as they were".into()
+                } else {
+                    format!("the check changed existing files: {}", changed.join(", "))
+                },
+                json!({"changed": changed}),
+            )
+        }
+        _ => line(
+            "hermeticity",
+            true,
+            None,
+            "not measured: could not snapshot the copy".into(),
+            json!({"measured": false}),
+        ),
+    }
+}
+
+fn adequacy(
+    ws: &Workspace,
+    sb: &Sandbox,
+    spec: &oracle::CheckSpec,
+    reference: &oracle::ProbeRun,
+    a: &DoctorArgs,
+) -> Line {
+    if a.diff_base.is_none() && a.mutate_cmds.is_empty() {
+        return line(
+            "adequacy",
+            true,
+            None,
+            "not measured: give --diff-base REV (or --mutate-cmd CMD)".into(),
+            json!({"measured": false}),
+        );
+    }
+    if !reference.green {
+        return line(
+            "adequacy",
+            true,
+            None,
+            format!(
+                "not measured: the check is {} on the current tree; a red check kills every mutant",
+                describe(reference)
+            ),
+            json!({"measured": false}),
+        );
+    }
+    let mut mutants = Vec::new();
+    if let Some(base) = &a.diff_base {
+        let changed = match mutate::changed_lines(&ws.workdir, base) {
+            Ok(c) => c,
+            Err(e) => {
+                return line(
+                    "adequacy",
+                    false,
+                    Some(HaltReason::InvariantFailed),
+                    format!("cannot diff against {base}: {e}"),
+                    Value::Null,
+                )
+            }
+        };
+        let none = globset::GlobSet::empty();
+        for (file, lines) in &changed {
+            if guards::is_test_file(file, &none).is_some() {
+                continue;
+            }
+            let Ok(src) = std::fs::read_to_string(ws.workdir.join(file)) else {
+                continue;
+            };
+            mutants.extend(mutate::mutants_for(file, &src, lines));
+        }
+    }
+    let planted = mutants.len();
+    mutants.truncate(a.max_mutants);
+    let mut survivors = Vec::new();
+    let mut killed = 0usize;
+    for m in &mutants {
+        let Ok(copy) = sb.fresh() else { continue };
+        if mutate::apply(&copy.path(), m).is_err() {
+            continue;
+        }
+        match oracle::run_check(spec, &copy.path(), &[], false) {
+            Ok(r) if r.green => survivors.push(json!({"file": m.file, "line": m.line, "operator": m.operator.as_str(), "replacement": m.replacement})),
+            Ok(_) => killed += 1,
+            Err(_) => {}
+        }
+    }
+    for cmd in &a.mutate_cmds {
+        let Ok(copy) = sb.fresh() else { continue };
+        let ok = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .current_dir(copy.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            survivors.push(json!({"mutate_cmd": cmd, "error": "the mutate command failed"}));
+            continue;
+        }
+        match oracle::run_check(spec, &copy.path(), &[], false) {
+            Ok(r) if r.green => survivors.push(json!({"mutate_cmd": cmd})),
+            Ok(_) => killed += 1,
+            Err(_) => {}
+        }
+    }
+    let total = mutants.len() + a.mutate_cmds.len();
+    if total == 0 {
+        return line(
+            "adequacy",
+            true,
+            None,
+            "not measured: no mutable line changed since the diff base".into(),
+            json!({"measured": false, "planted": planted}),
+        );
+    }
+    let names: Vec<String> = survivors
+        .iter()
+        .map(|s| match (s.get("file"), s.get("line")) {
+            (Some(f), Some(l)) => format!(
+                "{}:{} ({})",
+                f.as_str().unwrap_or(""),
+                l,
+                s["operator"].as_str().unwrap_or("")
+            ),
+            _ => format!("--mutate-cmd {}", s["mutate_cmd"].as_str().unwrap_or("")),
+        })
+        .collect();
+    line(
+        "adequacy",
+        survivors.is_empty(),
+        Some(HaltReason::CheckInadequate),
+        if survivors.is_empty() {
+            format!("the check turned red for all {total} mutation canaries")
+        } else {
+            format!(
+                "{} of {total} mutation canaries survived (the check stayed green): {}",
+                survivors.len(),
+                names.join(", ")
+            )
+        },
+        json!({"planted": planted, "run": total, "killed": killed, "survivors": survivors}),
+    )
+}
