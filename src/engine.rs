@@ -16,7 +16,7 @@ use crate::config::RunConfig;
 use crate::decide::{decide, Next};
 use crate::halt::{Halt, HaltReason, Verdict};
 use crate::observe::tree::TreeObserver;
-use crate::proc::{self, LineSink, StepResult, StepSpec, StopCause};
+use crate::proc::{self, StepResult, StepSpec, StopCause};
 use crate::receipt::events::{
     CheckFinished, ExecFinished, Halted, Interrupted, IterationStarted, Resumed, Reverted,
     RunStarted,
@@ -428,28 +428,21 @@ impl Loop<'_> {
         Ok(())
     }
 
-    fn step_spec<'s>(
-        &'s self,
-        command: &'s str,
-        prefix: PathBuf,
-        env_remove: &'s [String],
-        env_set: &'s [(String, String)],
-        timeout: Option<Duration>,
-        stall: Option<Duration>,
-        sink: Option<Box<dyn LineSink>>,
-    ) -> StepSpec<'s> {
+    /// A step in the workdir with the run's grace and capture limits; callers set the
+    /// environment, timeouts and sink.
+    fn step_spec<'s>(&'s self, command: &'s str, prefix: PathBuf) -> StepSpec<'s> {
         StepSpec {
             command,
             cwd: &self.ws.workdir,
-            env_remove,
-            env_set,
-            timeout,
-            stall_timeout: stall,
+            env_remove: &[],
+            env_set: &[],
+            timeout: None,
+            stall_timeout: None,
             grace: self.cfg.kill_grace.0,
             limits: proc::CaptureLimits::default(),
             capture_prefix: prefix,
             workdir: &self.ws.workdir,
-            stdout_sink: sink,
+            stdout_sink: None,
         }
     }
 
@@ -548,9 +541,11 @@ impl Loop<'_> {
         );
         let sink = meter.sink();
         let stall = self.cfg.liveness.stall_timeout.map(|d| d.0);
-        let timeout = self.cfg.exec_timeout.map(|d| d.0);
-        let empty: Vec<String> = Vec::new();
-        let spec = self.step_spec(&cmd, prefix, &empty, &env_set, timeout, stall, Some(sink));
+        let mut spec = self.step_spec(&cmd, prefix);
+        spec.env_set = &env_set;
+        spec.timeout = self.cfg.exec_timeout.map(|d| d.0);
+        spec.stall_timeout = stall;
+        spec.stdout_sink = Some(sink);
         let (step, spools) = self.run_supervised(spec, "exec", Some(&meter))?;
         proc::capture::remove_spool(&spools.stdout);
         proc::capture::remove_spool(&spools.stderr);
@@ -601,9 +596,9 @@ impl Loop<'_> {
             .run_dir(&self.run_id)
             .join(format!("{it}.check{suffix}"));
         let timeout = self.cfg.check_timeout.map(|d| d.0);
-        let env_remove = self.env_stripped.clone();
-        let env_set = Vec::new();
-        let spec = self.step_spec(&cmd, prefix, &env_remove, &env_set, timeout, None, None);
+        let mut spec = self.step_spec(&cmd, prefix);
+        spec.env_remove = &self.env_stripped;
+        spec.timeout = timeout;
         let (step, spools) = self.run_supervised(spec, "check", None)?;
         let found: Vec<PathBuf> = self.find_reports();
         let choice = if self.cfg.test_format == "auto" {

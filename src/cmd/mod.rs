@@ -52,6 +52,7 @@ pub(crate) struct LoadedRun {
 }
 
 /// Resolves the workdir and `--run-id` (latest by default) and reads the receipt.
+#[allow(clippy::result_large_err)] // the error is the command's rendered outcome
 pub(crate) fn load_run(
     workdir: &std::path::Path,
     run_id: Option<&str>,

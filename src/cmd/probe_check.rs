@@ -26,6 +26,8 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 /// Builds the check spec shared by `probe-check` and `doctor`.
+// Outcome is the command's rendered result, built once per command: boxing it buys nothing.
+#[allow(clippy::result_large_err)]
 pub(crate) fn check_spec(
     command: &str,
     format: &str,
@@ -72,6 +74,7 @@ pub(crate) fn describe(r: &ProbeRun) -> String {
 }
 
 /// Runs the check once in a fresh copy; maps I/O problems to an outcome.
+#[allow(clippy::result_large_err)]
 pub(crate) fn fresh_run(
     sb: &Sandbox,
     spec: &CheckSpec,
@@ -132,6 +135,9 @@ pub(crate) fn cannot_start(
         )
     })
 }
+
+/// A dimension whose perturbation changed the verdict: which, the setting, the run.
+type Broken = (Dimension, Vec<(String, String)>, ProbeRun);
 
 pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
     if !(a.max_flake_rate > 0.0 && a.max_flake_rate < 1.0) {
@@ -320,7 +326,7 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
 
     // Phase 3: dimensions.
     let mut dim_reports = Vec::new();
-    let mut broken: Option<(Dimension, Vec<(String, String)>, ProbeRun)> = None;
+    let mut broken: Option<Broken> = None;
     for d in &dims {
         let mut variants = Vec::new();
         for env in d.variants() {

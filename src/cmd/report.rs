@@ -52,10 +52,13 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
                         r.insert("check".into(), cj);
                         r.insert("verdict".into(), json!(if green { "green" } else { "red" }));
                     } else {
-                        r.entry("confirmations")
+                        if let Some(a) = r
+                            .entry("confirmations")
                             .or_insert_with(|| json!([]))
                             .as_array_mut()
-                            .map(|a| a.push(cj));
+                        {
+                            a.push(cj);
+                        }
                     }
                 }
             }
