@@ -1,0 +1,1 @@
+//! Integration tests: the real binary in temp dirs against real child processes.
