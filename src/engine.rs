@@ -78,6 +78,8 @@ pub struct RunOutcome {
     pub iteration: u32,
     pub halt: Halt,
     pub explanation: String,
+    /// What to do next (refined by the trajectory: a stalled cap is "do not retry").
+    pub advice: crate::halt::Advice,
     pub receipt: Option<PathBuf>,
     pub preflight: bool,
 }
@@ -722,6 +724,7 @@ impl Loop<'_> {
         RunOutcome {
             run_id: self.run_id.clone(),
             iteration: it,
+            advice: crate::explain::advice_for(halt.reason, &self.traj),
             halt,
             explanation,
             receipt: Some(self.receipt.path().to_path_buf()),

@@ -113,10 +113,18 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
     }
 }
 
+/// The advice for a halt given the trajectory: the reason's own advice, except that a
+/// cap reached while stalled is "do not retry" rather than "raise the limit".
+#[must_use]
+pub fn advice_for(reason: HaltReason, t: &Trajectory) -> Advice {
+    let views = t.attempt_views(t.config().map_or(0, |c| c.success_exit_code));
+    crate::detect::summary::refined_advice(reason, &summary_of(t, &views))
+}
+
 /// The one-line explanation stored in the `halted` event.
 #[must_use]
 pub fn one_line(h: &Halt, t: &Trajectory) -> String {
-    let mut s = format!("{}: {}", h.reason, advice_sentence(h.reason.advice()));
+    let mut s = format!("{}: {}", h.reason, advice_sentence(advice_for(h.reason, t)));
     let g = guidance(h, t);
     if !g.is_empty() {
         s.push(' ');
@@ -165,10 +173,10 @@ pub fn explain(t: &Trajectory, recorded: &Halted) -> Explanation {
         exit_code: recorded.exit_code,
         class: recorded.halt_reason.class().as_str(),
         owner: recorded.halt_reason.owner(),
-        advice: recorded.halt_reason.advice().as_str(),
+        advice: advice_for(recorded.halt_reason, t).as_str(),
         what_to_do: format!(
             "{} {}",
-            advice_sentence(recorded.halt_reason.advice()),
+            advice_sentence(advice_for(recorded.halt_reason, t)),
             guidance(&h, t)
         )
         .trim()

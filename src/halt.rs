@@ -501,15 +501,27 @@ mod exit_codes_doc {
     fn exit_codes_md_agrees_with_the_enum() {
         let doc = include_str!("../exit-codes.md");
         let mut seen = std::collections::BTreeMap::new();
-        for line in doc.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| exit")) {
+        for line in doc
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| exit"))
+        {
             let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
-            let (Ok(code), class, reason) = (cells[0].parse::<u8>(), cells[1], cells[2]) else { continue };
+            let (Ok(code), class, reason) = (cells[0].parse::<u8>(), cells[1], cells[2]) else {
+                continue;
+            };
             if let Some(r) = HaltReason::from_str_opt(reason) {
                 assert_eq!(r.exit_code(), code, "{reason}: exit-codes.md says {code}");
-                assert_eq!(r.class().as_str(), class, "{reason}: exit-codes.md says class {class}");
+                assert_eq!(
+                    r.class().as_str(),
+                    class,
+                    "{reason}: exit-codes.md says class {class}"
+                );
                 assert!(seen.insert(r, code).is_none(), "{reason} listed twice");
             } else {
-                assert!(reason.starts_with('('), "exit-codes.md lists unknown reason `{reason}`");
+                assert!(
+                    reason.starts_with('('),
+                    "exit-codes.md lists unknown reason `{reason}`"
+                );
             }
         }
         for r in HaltReason::ALL {

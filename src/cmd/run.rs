@@ -172,15 +172,20 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
             iteration,
             halt,
             explanation,
+            advice,
             receipt,
             ..
-        }) => halt_outcome(
-            Some(&run_id),
-            Some(iteration),
-            &halt,
-            &explanation,
-            receipt.as_deref(),
-        ),
+        }) => {
+            let mut o = halt_outcome(
+                Some(&run_id),
+                Some(iteration),
+                &halt,
+                &explanation,
+                receipt.as_deref(),
+            );
+            o.fields.insert("advice".into(), json!(advice.as_str()));
+            o
+        }
         Err(EngineError::Workspace(e @ WorkspaceError::Locked { .. })) => {
             // Refused: the live run's receipt and ledger rows are not touched.
             let halt = Halt::new(HaltReason::WorkspaceInvalid, vec![e.to_string()]);

@@ -41,22 +41,6 @@ pub struct TreeMeasures {
     pub available: bool,
 }
 
-/// Compiles globs into a set; invalid globs are rejected at config validation, so
-/// here they are skipped.
-#[must_use]
-pub fn globset(globs: impl IntoIterator<Item = impl AsRef<str>>) -> globset::GlobSet {
-    let mut b = globset::GlobSetBuilder::new();
-    for g in globs {
-        if let Ok(g) = globset::GlobBuilder::new(g.as_ref())
-            .literal_separator(false)
-            .build()
-        {
-            b.add(g);
-        }
-    }
-    b.build().unwrap_or_else(|_| globset::GlobSet::empty())
-}
-
 /// `blocked_path_modified` from the tree after the exec.
 #[must_use]
 pub fn blocked_paths(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {

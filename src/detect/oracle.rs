@@ -32,12 +32,14 @@ pub const DEFAULT_CHECK_MAY_WRITE: &[&str] = &[
 /// `hermeticity_violation` for one check run.
 #[must_use]
 pub fn hermeticity(cfg: &RunConfig, c: &CheckFinished) -> Option<Halt> {
-    let allowed = super::integrity::globset(
-        DEFAULT_CHECK_MAY_WRITE
-            .iter()
-            .copied()
-            .chain(cfg.guards.check_may_write.iter().map(String::as_str)),
-    );
+    let globs: Vec<&str> = DEFAULT_CHECK_MAY_WRITE
+        .iter()
+        .copied()
+        .chain(cfg.guards.check_may_write.iter().map(String::as_str))
+        .collect();
+    // Invalid globs are rejected when the config is validated.
+    let allowed =
+        crate::observe::guards::build_globset(&globs).unwrap_or_else(|_| globset::GlobSet::empty());
     let wrote: Vec<&String> = c
         .check_wrote
         .iter()
