@@ -121,16 +121,25 @@ pub fn advice_for(reason: HaltReason, t: &Trajectory) -> Advice {
     crate::detect::summary::refined_advice(reason, &summary_of(t, &views))
 }
 
+/// What to do, in sentences: the advice class, then the reason's guidance. For the
+/// cap and the no-convergence reasons the guidance already states the advice (it
+/// depends on whether the loop was still improving), so it stands alone.
+#[must_use]
+pub fn what_to_do(h: &Halt, t: &Trajectory) -> String {
+    let g = guidance(h, t);
+    let own = h.reason == HaltReason::MaxIterationsReached
+        || h.reason.class() == crate::halt::ExitClass::NoConvergence;
+    match (g.is_empty(), own) {
+        (true, _) => advice_sentence(advice_for(h.reason, t)).to_string(),
+        (false, true) => g,
+        (false, false) => format!("{} {g}", advice_sentence(advice_for(h.reason, t))),
+    }
+}
+
 /// The one-line explanation stored in the `halted` event.
 #[must_use]
 pub fn one_line(h: &Halt, t: &Trajectory) -> String {
-    let mut s = format!("{}: {}", h.reason, advice_sentence(advice_for(h.reason, t)));
-    let g = guidance(h, t);
-    if !g.is_empty() {
-        s.push(' ');
-        s.push_str(&g);
-    }
-    s
+    format!("{}: {}", h.reason, what_to_do(h, t))
 }
 
 /// What `explain-halt` reports.
@@ -174,13 +183,7 @@ pub fn explain(t: &Trajectory, recorded: &Halted) -> Explanation {
         class: recorded.halt_reason.class().as_str(),
         owner: recorded.halt_reason.owner(),
         advice: advice_for(recorded.halt_reason, t).as_str(),
-        what_to_do: format!(
-            "{} {}",
-            advice_sentence(advice_for(recorded.halt_reason, t)),
-            guidance(&h, t)
-        )
-        .trim()
-        .to_string(),
+        what_to_do: what_to_do(&h, t),
         contributors: recorded.contributors.clone(),
         derived_reason: derived,
         rederived,

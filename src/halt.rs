@@ -184,6 +184,19 @@ pub enum Owner {
     Human,
 }
 
+impl Owner {
+    /// Stable wire name (`loopexec`, `loopexec_deterministic`, `reviewer`, `human`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Owner::Loopexec => "loopexec",
+            Owner::LoopexecDeterministic => "loopexec_deterministic",
+            Owner::Reviewer => "reviewer",
+            Owner::Human => "human",
+        }
+    }
+}
+
 /// What the operator should do next, as `explain-halt` says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

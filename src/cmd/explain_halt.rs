@@ -52,13 +52,13 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
         serde_json::to_value(&ex.trajectory).unwrap_or_default(),
     );
     let mut human = format!(
-        "run {} halted at iteration {}: {} (exit {}, class {}, owner {:?})\n\nwhy:\n",
+        "run {} halted at iteration {}: {} (exit {}, class {}, owner {})\n\nwhy:\n",
         run.run_id,
         recorded.iteration,
         recorded.halt_reason,
         recorded.exit_code,
         ex.class,
-        ex.owner
+        ex.owner.as_str()
     );
     for c in &ex.contributors {
         human.push_str(&format!("  - {c}\n"));
