@@ -38,7 +38,7 @@ pub enum Command {
     Init(InitArgs),
     /// Run the loop: baseline check, then exec + check until a computed halt.
     #[command(
-        after_help = "Examples:\n  loopexec run --exec 'claude -p \"fix the failing tests\" --output-format stream-json --verbose' --check 'cargo test'\n  loopexec run --exec ./agent.sh --check 'pytest -q' --max-iterations 5 --budget-usd 3 --stall-timeout 10m\n  loopexec run --check 'npx jest --json --outputFile=report.json' --report report.json --exec ./agent.sh\n  loopexec run --resume RUN_ID            # continue a halted run (after `loopexec ack`)\n\nThe run prints its halt on stdout and exits with the halt's class code (see exit-codes.md).\nIteration 0 runs only the check, on the untouched tree; a green baseline halts at once."
+        after_help = "Examples:\n  loopexec run --exec ./agent.sh --check 'cargo test'\n  loopexec run --exec 'claude -p \"fix the tests\"' --check 'pytest -q' --budget-usd 3\n  loopexec run --exec ./agent.sh --check 'npx jest --json --outputFile=r.json' --report r.json\n  loopexec run --resume RUN_ID     # continue a halted run (after `loopexec ack`)\n\nThe halt is printed on stdout; the exit code is its class (see exit-codes.md).\nIteration 0 runs only the check, on the untouched tree; a green baseline halts at once."
     )]
     Run(Box<RunArgs>),
     /// Show a run's phase, iteration, last verdicts and whether its process is alive.
