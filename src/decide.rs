@@ -114,7 +114,7 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
     // by the ratchet, or whose exit code alone says green (a test that cut the runner
     // short with exit 0 leaves failing tests unreported, never "red").
     let exit_green = main.step.exited_with(code);
-    if last.iteration > 0 && (green || this_accepted || exit_green) {
+    if green || this_accepted || exit_green {
         let t0 = t.started.as_ref().and_then(|s| measures(&s.baseline));
         if let Some(base) = t.baseline_check() {
             if let Some(h) =

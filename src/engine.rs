@@ -625,12 +625,26 @@ impl Loop<'_> {
                 "check output exceeded the capture limit; the parse saw only its beginning".into(),
             );
         }
-        for r in &reports {
-            if !found.iter().any(|f| f.ends_with(r)) && !r.contains(['*', '?', '[']) {
-                parsed
-                    .diagnostics
-                    .push(format!("report file {r} was not written by this check run"));
-            }
+        // A configured report the check did not write is a hole in the evidence, never
+        // "0 failures": the run is incomplete, so a green exit code alone cannot pass
+        // the integrity gate.
+        let missing: Vec<&String> = reports
+            .iter()
+            .filter(|r| {
+                if r.contains(['*', '?', '[']) {
+                    found.is_empty()
+                } else {
+                    !found.iter().any(|f| f.ends_with(r.as_str()))
+                }
+            })
+            .collect();
+        for r in &missing {
+            parsed
+                .diagnostics
+                .push(format!("report file {r} was not written by this check run"));
+        }
+        if !missing.is_empty() {
+            parsed.complete = false;
         }
         proc::capture::remove_spool(&spools.stdout);
         proc::capture::remove_spool(&spools.stderr);

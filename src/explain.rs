@@ -24,46 +24,36 @@ pub fn render_summary(s: &TrajectorySummary) -> String {
         return String::new();
     }
     let mut out = format!(
-        "
-failing-set size by iteration: {}  {:?}
-",
+        "\nfailing-set size by iteration: {}  {:?}\n",
         s.sparkline, s.failing_counts
     );
     if let (Some(b), Some(i)) = (s.best_failing_count, s.best_iteration) {
-        out.push_str(&format!(
-            "best: {b} failing at iteration {i}; {}
-",
-            if s.improving_at_end {
-                "still improving at the end"
-            } else {
-                "not improving at the end"
-            }
-        ));
+        let trend = if s.improving_at_end {
+            "still improving at the end"
+        } else {
+            "not improving at the end"
+        };
+        out.push_str(&format!("best: {b} failing at iteration {i}; {trend}\n"));
     }
     for d in s.iterations.iter().skip(1) {
-        let mut parts = Vec::new();
+        let mut line = format!("  {:>3}: {:>4} failing", d.iteration, d.failing_count);
+        if d.green {
+            line.push_str(" green");
+        }
+        if !d.accepted {
+            line.push_str(" rejected");
+        }
         if d.entered_count > 0 {
-            parts.push(format!("+{} ({})", d.entered_count, d.entered.join(", ")));
+            line.push_str(&format!(" +{} ({})", d.entered_count, d.entered.join(", ")));
         }
         if d.left_count > 0 {
-            parts.push(format!("-{} ({})", d.left_count, d.left.join(", ")));
+            line.push_str(&format!(" -{} ({})", d.left_count, d.left.join(", ")));
         }
-        out.push_str(&format!(
-            "  {:>3}: {:>4} failing{}{} {}
-",
-            d.iteration,
-            d.failing_count,
-            if d.green { " green" } else { "" },
-            if d.accepted { "" } else { " rejected" },
-            parts.join(" ")
-        ));
+        out.push_str(&line);
+        out.push('\n');
     }
     if !s.never_passed.is_empty() {
-        out.push_str(&format!(
-            "never passed: {}
-",
-            s.never_passed.join(", ")
-        ));
+        out.push_str(&format!("never passed: {}\n", s.never_passed.join(", ")));
     }
     out
 }
