@@ -337,7 +337,17 @@ fn adequacy(
     mutants.truncate(a.max_mutants);
     let mut survivors = Vec::new();
     let mut killed = 0usize;
-    for m in &mutants {
+    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    for (i, m) in mutants.iter().enumerate() {
+        if progress {
+            eprint!(
+                "\rloopexec: mutation canary {}/{} ({}:{})",
+                i + 1,
+                mutants.len(),
+                m.file,
+                m.line
+            );
+        }
         let Ok(copy) = sb.fresh() else { continue };
         if mutate::apply(&copy.path(), m).is_err() {
             continue;
@@ -347,6 +357,9 @@ fn adequacy(
             Ok(_) => killed += 1,
             Err(_) => {}
         }
+    }
+    if progress && !mutants.is_empty() {
+        eprintln!();
     }
     for cmd in &a.mutate_cmds {
         let Ok(copy) = sb.fresh() else { continue };
