@@ -160,6 +160,7 @@ pub struct FileConfig {
     pub reports: Option<Vec<String>>,
     pub confirm_runs: Option<u32>,
     pub kill_grace: Option<Dur>,
+    pub check_network: Option<String>,
     pub halt: Option<ProgressPolicy>,
     pub guards: Option<GuardsConfig>,
     pub budget: Option<BudgetConfig>,
@@ -181,6 +182,7 @@ pub struct Overrides {
     pub reports: Vec<String>,
     pub confirm_runs: Option<u32>,
     pub kill_grace: Option<String>,
+    pub check_network: Option<String>,
     pub no_progress_k: Option<u32>,
     pub on_regression: Option<String>,
     pub blocked_paths: Vec<String>,
@@ -208,6 +210,10 @@ pub struct RunConfig {
     /// Extra check runs on the same tree before a green verdict is believed.
     pub confirm_runs: u32,
     pub kill_grace: Dur,
+    /// The check's network: `host` (default) or `none` (a fresh network namespace with
+    /// only loopback; needs `unshare --net`, else the run halts `isolation_unsatisfiable`).
+    #[serde(default = "default_network")]
+    pub check_network: String,
     pub halt: ProgressPolicy,
     pub guards: GuardsConfig,
     pub budget: BudgetConfig,
@@ -232,6 +238,7 @@ impl RunConfig {
             test_format: "auto".into(),
             reports: Vec::new(),
             confirm_runs: 1,
+            check_network: default_network(),
             kill_grace: Dur(Duration::from_secs(3)),
             halt: ProgressPolicy::default(),
             guards: GuardsConfig::default(),
@@ -242,6 +249,10 @@ impl RunConfig {
             config_file: None,
         }
     }
+}
+
+fn default_network() -> String {
+    "host".into()
 }
 
 /// Reads `path` as loop.toml.
@@ -321,7 +332,8 @@ fn apply_file(c: &mut RunConfig, f: FileConfig) {
         test_format,
         reports,
         confirm_runs,
-        kill_grace
+        kill_grace,
+        check_network
     );
     take!(halt, guards, budget, model, pricing, liveness);
 }
@@ -356,6 +368,9 @@ fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     }
     if let Some(v) = o.confirm_runs {
         c.confirm_runs = v;
+    }
+    if let Some(v) = &o.check_network {
+        c.check_network.clone_from(v);
     }
     override_halt(&mut c.halt, o.no_progress_k, o.on_regression.as_deref())?;
     c.guards
@@ -458,6 +473,12 @@ pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
                 c.test_format,
                 known_formats()
             ),
+        ));
+    }
+    if c.check_network != "host" && c.check_network != "none" {
+        return Err(ConfigError::invalid(
+            "check_network",
+            format!("`{}` is not one of: host, none", c.check_network),
         ));
     }
     if c.confirm_runs > 100 {

@@ -598,7 +598,8 @@ impl Loop<'_> {
             .run_dir(&self.run_id)
             .join(format!("{it}.check{suffix}"));
         let timeout = self.cfg.check_timeout.map(|d| d.0);
-        let mut spec = self.step_spec(&cmd, prefix);
+        let wrapped = crate::observe::isolation::wrap_check(&cmd, &self.cfg.check_network);
+        let mut spec = self.step_spec(&wrapped, prefix);
         spec.env_remove = &self.env_stripped;
         spec.timeout = timeout;
         let (step, spools) = self.run_supervised(spec, "check", None)?;

@@ -259,6 +259,9 @@ pub struct RunArgs {
     /// Time between SIGTERM and SIGKILL when ending a step's process group (default 3s).
     #[arg(long, value_name = "DUR")]
     pub kill_grace: Option<String>,
+    /// The check's network: host (default) or none (a private network namespace).
+    #[arg(long, value_name = "MODE", value_parser = ["host", "none"])]
+    pub check_network: Option<String>,
 }
 
 #[derive(Debug, Args)]

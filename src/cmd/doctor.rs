@@ -74,12 +74,7 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
 
     // isolation
     if a.check_network == "none" {
-        let ok = std::process::Command::new("unshare")
-            .args(["--net", "true"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
+        let ok = crate::observe::isolation::network_namespace_available();
         lines.push(line(
             "isolation",
             ok,

@@ -29,6 +29,7 @@ fn overrides(a: &RunArgs) -> Overrides {
         reports: a.reports.clone(),
         confirm_runs: a.confirm_runs,
         kill_grace: a.kill_grace.clone(),
+        check_network: a.check_network.clone(),
         no_progress_k: a.no_progress_k,
         on_regression: a.on_regression.clone(),
         blocked_paths: a.blocked_paths.clone(),
@@ -146,6 +147,14 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
             &run_id,
             HaltReason::WorkspaceInvalid,
             "no check command: give --check CMD (or `check = \"...\"` in loop.toml); without an external check there is no loop".into(),
+        );
+    }
+    if cfg.check_network == "none" && !crate::observe::isolation::network_namespace_available() {
+        return preflight(
+            Some(&ws),
+            &run_id,
+            HaltReason::IsolationUnsatisfiable,
+            "check_network = none was requested but this machine cannot create a network namespace (`unshare --net` failed)".into(),
         );
     }
     let signals = match SignalFlag::install() {

@@ -2,6 +2,7 @@
 pub mod assertions;
 pub mod git;
 pub mod guards;
+pub mod isolation;
 pub mod lex;
 pub mod manifest;
 pub mod mutate;
