@@ -552,11 +552,7 @@ impl Loop<'_> {
         proc::capture::remove_spool(&spools.stdout);
         proc::capture::remove_spool(&spools.stderr);
         let usage = meter.finish(&mut self.meter_state);
-        let watchdog = std::fs::read(self.ws.watchdog_path(&self.run_id))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .filter(|_| step.signal.is_some() || step.exit_code != Some(0));
-        let _ = std::fs::remove_file(self.ws.watchdog_path(&self.run_id));
+        let watchdog = self.take_watchdog(&step);
         let obs = self.tree.observe(it);
         let ev = ExecFinished {
             iteration: it,
@@ -649,6 +645,7 @@ impl Loop<'_> {
         }
         proc::capture::remove_spool(&spools.stdout);
         proc::capture::remove_spool(&spools.stderr);
+        let watchdog = self.take_watchdog(&step);
         let tree_after = self.tree.after_check(it, attempt);
         let writes = match (&tree_before, &tree_after) {
             (Some(a), Some(b)) if a != b => self.tree.check_writes(a, b),
@@ -664,8 +661,19 @@ impl Loop<'_> {
             check_wrote: writes.changed,
             check_created: writes.created,
             reports: found.iter().map(|p| p.display().to_string()).collect(),
+            watchdog,
         };
         self.record(Event::CheckFinished(Box::new(ev)))
+    }
+
+    /// The record a watchdog left before ending this step's group, if it did (consumed).
+    fn take_watchdog(&self, step: &StepResult) -> Option<serde_json::Value> {
+        let path = self.ws.watchdog_path(&self.run_id);
+        let record = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+        let _ = std::fs::remove_file(&path);
+        record.filter(|_| step.signal.is_some() || step.exit_code != Some(0))
     }
 
     /// Removes the configured report files before a check run (a stale report from an

@@ -8,7 +8,7 @@
 //! | observation (last iteration)                         | reason              |
 //! |------------------------------------------------------|---------------------|
 //! | an `interrupted` event, or a step stopped by a signal | human_required      |
-//! | a watchdog ended the exec                            | heartbeat_stale     |
+//! | a watchdog ended the exec or a check run             | heartbeat_stale     |
 //! | the exec printed nothing for the stall timeout       | heartbeat_stale     |
 //! | a step could not start (spawn error, exit 126/127)   | execution_failure   |
 //! | a step hit its timeout                               | execution_failure   |
@@ -64,19 +64,28 @@ pub fn detect(t: &Trajectory) -> Option<Halt> {
             return Some(interrupted(signal));
         }
     }
+    let mut watchdogs = last
+        .exec
+        .iter()
+        .filter_map(|e| e.watchdog.as_ref().map(|w| ("work step", w)))
+        .chain(
+            last.checks
+                .iter()
+                .filter_map(|c| c.watchdog.as_ref().map(|w| ("check", w))),
+        );
+    if let Some((kind, w)) = watchdogs.next() {
+        return Some(Halt {
+            reason: HaltReason::HeartbeatStale,
+            contributors: vec![format!(
+                "a watchdog found the run wedged and ended the {kind}: {}",
+                w.get("reason")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("heartbeat stale")
+            )],
+            detail: w.clone(),
+        });
+    }
     if let Some(e) = &last.exec {
-        if let Some(w) = &e.watchdog {
-            return Some(Halt {
-                reason: HaltReason::HeartbeatStale,
-                contributors: vec![format!(
-                    "a watchdog found the run wedged and ended the work step: {}",
-                    w.get("reason")
-                        .and_then(|v| v.as_str())
-                        .unwrap_or("heartbeat stale")
-                )],
-                detail: w.clone(),
-            });
-        }
         if e.step.stalled {
             let limit = t
                 .config()

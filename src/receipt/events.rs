@@ -120,6 +120,9 @@ pub struct CheckFinished {
     /// Report files removed before the run and found after it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reports: Vec<String>,
+    /// Set when an external watchdog ended this check run (`loopexec watch --kill`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watchdog: Option<serde_json::Value>,
 }
 
 /// The ratchet restored an accepted tree after a rejected iteration.
