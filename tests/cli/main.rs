@@ -1,1 +1,17 @@
 //! Integration tests: the real binary in temp dirs against real child processes.
+//!
+//! Every test builds its own git repository in a temp dir, runs
+//! `target/…/loopexec --json` as a child process, and asserts on the exit code, the one
+//! JSON object on stdout and the hash-chained receipt. Child commands use unique
+//! markers (`sleep 41xx`) so tests can prove nothing was left running, and a drop guard
+//! kills any leftover so a failing test never leaks processes.
+
+mod bugs;
+mod commands;
+mod guards;
+mod oracle;
+mod progress;
+mod run_basic;
+mod run_process;
+mod spend_liveness;
+mod support;

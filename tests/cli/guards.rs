@@ -1,0 +1,236 @@
+//! Guards dominate success: integrity, oracle trust and secret handling, each reached
+//! by a real scenario in a real git repo.
+
+use crate::support::*;
+
+#[test]
+fn deleting_the_failing_test_is_metric_integrity_violation() {
+    let r = Repo::new();
+    r.write("tests/a.sh", "exit 0\n")
+        .write("tests/b.sh", "exit 1\n")
+        .write("tests/c.sh", "exit 0\n")
+        .write(
+            "check.sh",
+            r#"set -- tests/*.sh; echo "TAP version 13"; echo "1..$#"; i=0; bad=0
+for t in "$@"; do i=$((i+1)); if sh "$t"; then echo "ok $i - $(basename $t .sh)"; else echo "not ok $i - $(basename $t .sh)"; bad=1; fi; done
+exit $bad
+"#,
+        )
+        .commit("fixture");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "rm -f tests/b.sh",
+        "--check",
+        "sh check.sh",
+        "--test-format",
+        "tap",
+        "--max-iterations",
+        "5",
+    ]);
+    let v = out.expect(13, Some("metric_integrity_violation"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    // The check itself went green: the guard, not the check, stopped the run.
+    let lines = receipt_of(&v);
+    let last_check = events(&lines, "check_finished").pop().unwrap().clone();
+    assert_eq!(last_check["iteration"], 1);
+    assert_eq!(last_check["step"]["exit_code"], 0);
+}
+
+#[test]
+fn editing_ci_config_is_blocked_path_modified_at_iteration_1() {
+    let r = tap_repo(3);
+    r.write(".github/workflows/ci.yml", "on: push\njobs: {}\n")
+        .commit("ci");
+    let exec = format!("echo '# relaxed' >> .github/workflows/ci.yml; {PROGRESS_AGENT}");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        &exec,
+        "--check",
+        "sh check.sh",
+        "--test-format",
+        "tap",
+        "--max-iterations",
+        "5",
+    ]);
+    let v = out.expect(13, Some("blocked_path_modified"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    assert!(mentions(&v, ".github/workflows/ci.yml"), "{v}");
+}
+
+#[test]
+fn a_check_writing_a_tracked_file_is_hermeticity_violation() {
+    let r = Repo::new();
+    r.write("log.txt", "start\n").commit("fixture");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "touch done",
+        "--check",
+        "echo ran >> log.txt; test -f done",
+        "--max-iterations",
+        "3",
+    ]);
+    let v = out.expect(14, Some("hermeticity_violation"));
+    assert!(out.errors_text().contains("log.txt"), "{v}");
+}
+
+#[test]
+fn a_check_alternating_on_an_unchanged_tree_is_check_flaky() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let c = Counter::new();
+    let s = c.shell();
+    let check = format!("n=$(cat {s}); echo $((n+1)) > {s}; [ $((n % 2)) = 1 ]");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "true",
+        "--check",
+        &check,
+        "--max-iterations",
+        "6",
+    ]);
+    out.expect(14, Some("check_flaky"));
+    assert!(c.get() >= 2, "the check ran {} times", c.get());
+}
+
+#[test]
+fn provider_keys_are_stripped_from_the_check_and_never_recorded() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let secret = "sk-ant-api03-itestSECRETvalue0000000000000000000000";
+    // The agent may use (and print) the keys; the check must not see them.
+    let out = r.lx_env(
+        &[
+            "run",
+            "--exec",
+            r#"echo "using key $ANTHROPIC_API_KEY $OPENAI_API_KEY $GITHUB_TOKEN"; echo "stderr $ANTHROPIC_API_KEY" >&2; touch done"#,
+            "--check",
+            r#"test -z "$ANTHROPIC_API_KEY$OPENAI_API_KEY$GITHUB_TOKEN" && test -f done"#,
+            "--max-iterations",
+            "3",
+        ],
+        &[
+            ("ANTHROPIC_API_KEY", secret),
+            (
+                "OPENAI_API_KEY",
+                "sk-proj-itestSECRETvalue1111111111111111111111",
+            ),
+            ("GITHUB_TOKEN", "ghp_itestSECRETvalue22222222222222222222"),
+        ],
+    );
+    let v = out.expect(10, Some("success_condition_met"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("itestSECRETvalue"));
+    let files = files_under(&r.path().join(".loopexec"));
+    assert!(!files.is_empty());
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(
+            !bytes
+                .windows(b"itestSECRETvalue".len())
+                .any(|w| w == b"itestSECRETvalue"),
+            "the secret value reached {}",
+            f.display()
+        );
+    }
+}
+
+#[test]
+#[ignore = "BUG: a provider key written literally in --exec is recorded verbatim in the receipt (run_started.config.exec and exec_finished.step.command); only output excerpts are redacted"]
+fn a_key_inline_in_the_command_never_reaches_the_receipt() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "ANTHROPIC_API_KEY=sk-ant-api03-itestINLINEvalue000000000000000000000 true; touch done",
+        "--check",
+        "test -f done",
+    ]);
+    out.expect(10, Some("success_condition_met"));
+    for f in files_under(&r.path().join(".loopexec")) {
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(
+            !bytes
+                .windows(b"itestINLINEvalue".len())
+                .any(|w| w == b"itestINLINEvalue"),
+            "the inline secret reached {}",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn marking_the_failing_test_skipped_is_metric_integrity_violation() {
+    let r = tap_repo(3);
+    r.write("failing", "t2\n").write(
+        "check.sh",
+        r#"n=$(cat tests); f=" $(cat failing) "; echo "TAP version 13"; echo "1..$n"; bad=0
+for i in $(seq 1 "$n"); do case "$f" in *" t$i "*) if [ -f skip ]; then echo "ok $i - t$i # SKIP flaky"; continue; fi; echo "not ok $i - t$i"; bad=1;; *) echo "ok $i - t$i";; esac; done
+[ -f skip ] && exit 0; exit $bad
+"#,
+    )
+    .commit("skip-aware check");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "touch skip",
+        "--check",
+        "sh check.sh",
+        "--test-format",
+        "tap",
+        "--max-iterations",
+        "5",
+    ]);
+    out.expect(13, Some("metric_integrity_violation"));
+}
+
+/// The agent makes one failing test call `process::exit(0)`: `cargo test` exits 0
+/// but the run was cut short. The only test that builds a real crate.
+#[test]
+fn a_rust_test_exiting_early_with_status_0_is_metric_integrity_violation() {
+    if std::process::Command::new("cargo")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIP: no cargo on PATH");
+        return;
+    }
+    let r = Repo::new();
+    r.write(
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[dependencies]\n",
+    )
+    .write(
+        "src/lib.rs",
+        r#"pub fn add(a: i64, b: i64) -> i64 { a - b }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test] fn a_adds() { assert_eq!(add(2, 3), 5); }
+    #[test] fn b_zero() { assert_eq!(add(0, 0), 0); }
+}
+"#,
+    )
+    .write(".gitignore", "target/\n")
+    .commit("crate");
+    let target = r.path().join("target");
+    let out = r.lx_env(
+        &[
+            "run",
+            "--exec",
+            "sed -i 's/fn a_adds() { assert_eq/fn a_adds() { std::process::exit(0); assert_eq/' src/lib.rs",
+            "--check",
+            "cargo test --offline",
+            "--max-iterations",
+            "3",
+        ],
+        &[("CARGO_TARGET_DIR", target.to_str().unwrap())],
+    );
+    let v = out.expect(13, Some("metric_integrity_violation"));
+    assert_eq!(v["iteration"], 1, "{v}");
+}

@@ -1,0 +1,315 @@
+//! Child processes: timeouts end whole groups, leaked grandchildren are ended, huge
+//! and invalid output is bounded and safe, and signals to loopexec end in a receipt.
+
+use crate::support::*;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+#[test]
+fn check_timeout_ends_the_whole_process_group() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let _g = ProcGuard::new(&["sleep 4171"]);
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "true",
+        "--check",
+        r#"sh -c "sleep 4171"; true"#,
+        "--check-timeout",
+        "1s",
+        "--max-iterations",
+        "3",
+    ]);
+    let v = out.expect(40, Some("execution_failure"));
+    assert!(v["iteration"].as_u64().unwrap() <= 1, "{v}");
+    assert!(
+        out.elapsed < Duration::from_secs(20),
+        "took {:?}",
+        out.elapsed
+    );
+    let left = leftovers_after("sleep 4171", Duration::from_secs(3));
+    assert!(left.is_empty(), "the timed-out check left {left:?} running");
+    let lines = receipt_of(&v);
+    let checks = events(&lines, "check_finished");
+    assert!(
+        checks.iter().any(|c| c["step"]["timed_out"] == true),
+        "no check_finished records the timeout"
+    );
+}
+
+#[test]
+fn a_check_ignoring_sigterm_is_killed_after_the_grace() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let _g = ProcGuard::new(&["sleep 4178"]);
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "true",
+        "--check",
+        r#"trap "" TERM; sh -c 'trap "" TERM; sleep 4178'; true"#,
+        "--check-timeout",
+        "1s",
+        "--kill-grace",
+        "1s",
+        "--max-iterations",
+        "2",
+    ]);
+    out.expect(40, Some("execution_failure"));
+    assert!(
+        out.elapsed < Duration::from_secs(20),
+        "took {:?}",
+        out.elapsed
+    );
+    let left = leftovers_after("sleep 4178", Duration::from_secs(3));
+    assert!(
+        left.is_empty(),
+        "a TERM-ignoring check left {left:?} running"
+    );
+}
+
+#[test]
+fn a_background_child_holding_the_pipe_does_not_block_and_is_ended() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let _g = ProcGuard::new(&["sleep 4172"]);
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "true",
+        "--check",
+        "sleep 4172 & exit 0",
+        "--max-iterations",
+        "2",
+    ]);
+    let v = out.expect(10, Some("success_condition_met"));
+    assert!(
+        out.elapsed < Duration::from_secs(20),
+        "blocked {:?}",
+        out.elapsed
+    );
+    let left = leftovers_after("sleep 4172", Duration::from_secs(3));
+    assert!(
+        left.is_empty(),
+        "the leaked child {left:?} is still running"
+    );
+    let lines = receipt_of(&v);
+    let checks = events(&lines, "check_finished");
+    assert!(!checks.is_empty());
+    assert!(
+        checks.iter().all(|c| c["step"]["leaked_processes"] == true),
+        "check_finished does not record leaked_processes: {:?}",
+        checks.iter().map(|c| &c["step"]).collect::<Vec<_>>()
+    );
+}
+
+/// Peak RSS (KiB) of a loopexec run: `/usr/bin/time -f %M` when present, else VmHWM
+/// polled from /proc (the last reading before exit).
+fn run_measuring_rss(r: &Repo, args: &[&str]) -> (Out, u64) {
+    let time = std::path::Path::new("/usr/bin/time");
+    if time.exists() {
+        let rss_file = r.outside().join("rss");
+        let mut cmd = Command::new(time);
+        cmd.arg("-f")
+            .arg("%M")
+            .arg("-o")
+            .arg(&rss_file)
+            .arg(bin())
+            .arg("--json")
+            .arg("--workdir")
+            .arg(r.path())
+            .args(args)
+            .current_dir(r.path());
+        let out = run_cmd(cmd);
+        let text = std::fs::read_to_string(&rss_file).expect("time output");
+        let kib = text
+            .lines()
+            .rev()
+            .find_map(|l| l.trim().parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no RSS in {text:?}"));
+        return (out, kib);
+    }
+    let start = Instant::now();
+    let mut child = r.spawn(args);
+    let pid = child.id();
+    let mut so = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut so, &mut b);
+        b
+    });
+    let mut peak = 0u64;
+    let status = loop {
+        if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            for l in s.lines() {
+                if let Some(rest) = l.strip_prefix("VmHWM:") {
+                    let kb: u64 = rest
+                        .trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse()
+                        .unwrap_or(0);
+                    peak = peak.max(kb);
+                }
+            }
+        }
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(start.elapsed() < HANG_LIMIT, "loopexec hung");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = reader.join().unwrap();
+    let out = Out {
+        code: code_of(status),
+        stdout,
+        stderr: String::new(),
+        elapsed: start.elapsed(),
+    };
+    (out, peak)
+}
+
+#[test]
+fn a_check_printing_one_gib_keeps_memory_bounded() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let (out, rss_kib) = run_measuring_rss(
+        &r,
+        &[
+            "run",
+            "--exec",
+            "true",
+            "--check",
+            "head -c 1073741824 /dev/zero; exit 1",
+            "--max-iterations",
+            "1",
+        ],
+    );
+    let v = out.expect(12, Some("max_iterations_reached"));
+    assert!(rss_kib > 0, "no RSS measured");
+    assert!(
+        rss_kib < 128 * 1024,
+        "peak RSS {rss_kib} KiB for 1 GiB of check output"
+    );
+    let lines = receipt_of(&v);
+    let checks = events(&lines, "check_finished");
+    assert!(
+        checks
+            .iter()
+            .any(|c| c["step"]["stdout"]["bytes"].as_u64() == Some(1_073_741_824)),
+        "the full stream size is not recorded"
+    );
+    // The captured files stay bounded too.
+    let total: u64 = files_under(&r.path().join(".loopexec"))
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    assert!(total < 64 << 20, ".loopexec holds {total} bytes");
+}
+
+#[test]
+fn invalid_utf8_output_keeps_the_json_and_receipt_valid() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        r#"printf "\377\376agent\200\n"; printf "\377err\n" >&2"#,
+        "--check",
+        r#"printf "bad \303\050 bytes\n"; exit 1"#,
+        "--max-iterations",
+        "1",
+    ]);
+    // `json()` parses stdout as UTF-8 and checks the shape.
+    let v = out.expect(12, Some("max_iterations_reached"));
+    let lines = receipt_of(&v);
+    assert_eq!(events(&lines, "exec_finished").len(), 1);
+    // The read commands still work on that receipt.
+    r.lx(&["report"]).expect(0, None);
+    r.lx(&["explain-halt"]).expect(0, None);
+}
+
+/// Starts a run whose exec hangs on `marker`, and waits until that exec is running.
+fn start_hanging_run(r: &Repo, marker: &str) -> ChildGuard {
+    let exec = format!("{marker}; touch done");
+    let child = ChildGuard(Some(r.spawn(&[
+        "run",
+        "--exec",
+        &exec,
+        "--check",
+        "test -f done",
+    ])));
+    assert!(
+        wait_until(Duration::from_secs(30), || child_running(marker)),
+        "the exec never started"
+    );
+    child
+}
+
+#[test]
+fn sigint_mid_run_halts_human_required_and_ends_children() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let _g = ProcGuard::new(&["sleep 4173"]);
+    let mut run = start_hanging_run(&r, "sleep 4173");
+    let pid = i32::try_from(run.child().id()).unwrap();
+    let start = Instant::now();
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let (status, stdout, stderr) = wait_with_output(run.child(), HANG_LIMIT);
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "took {:?} to stop after SIGINT",
+        start.elapsed()
+    );
+    let out = Out {
+        code: code_of(status),
+        stdout,
+        stderr,
+        elapsed: start.elapsed(),
+    };
+    let v = out.expect(11, Some("human_required"));
+    let left = leftovers_after("sleep 4173", Duration::from_secs(3));
+    assert!(left.is_empty(), "children left after SIGINT: {left:?}");
+    let lines = receipt_of(&v);
+    let last = lines.last().unwrap();
+    assert_eq!(last["event"], "halted", "last receipt line: {last}");
+    assert_eq!(last["halt_reason"], "human_required");
+    assert!(
+        !r.path().join("done").exists(),
+        "the exec ran to completion"
+    );
+}
+
+#[test]
+fn sigkill_mid_run_leaves_a_parseable_receipt_and_the_next_run_works() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let _g = ProcGuard::new(&["sleep 4174"]);
+    let mut run = start_hanging_run(&r, "sleep 4174");
+    run.child().kill().unwrap();
+    run.child().wait().unwrap();
+    // loopexec cannot clean up after SIGKILL; end its orphaned exec ourselves.
+    drop(ProcGuard::new(&["sleep 4174"]));
+    let receipts: Vec<_> = files_under(&r.path().join(".loopexec/runs"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert_eq!(receipts.len(), 1, "{receipts:?}");
+    let lines = verify_receipt(&receipts[0]);
+    assert!(
+        !events(&lines, "iteration_started").is_empty(),
+        "the receipt was not written ahead of the exec"
+    );
+    assert!(events(&lines, "halted").is_empty());
+    r.lx(&["check"]).expect(0, None);
+    // The watchdog sees a run whose process is gone without a halt.
+    let w = r.lx(&["watch"]);
+    w.expect(19, Some("heartbeat_stale"));
+    let st = r.lx(&["status"]).expect(0, None);
+    assert_eq!(st["alive"], false, "{st}");
+    let out = r.lx(&["run", "--exec", "true", "--check", "true"]);
+    let v = out.expect(10, Some("success_condition_met"));
+    receipt_of(&v);
+}

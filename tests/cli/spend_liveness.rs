@@ -1,0 +1,376 @@
+//! Spend caps from agent usage reports, stall detection, comprehension debt with
+//! ack/resume, and the external watchdog.
+
+use crate::support::*;
+use std::time::Duration;
+
+#[test]
+fn claude_json_spend_crosses_the_budget_at_iteration_3() {
+    let r = tap_repo(10);
+    r.write(
+        "agent.sh",
+        &format!(
+            "{PROGRESS_AGENT}\n{CLAUDE_RESULT_FN}claude_result 0.40 claude-sonnet-4-5-20250929\n"
+        ),
+    )
+    .commit("agent");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "bash agent.sh",
+        "--check",
+        "sh check.sh",
+        "--test-format",
+        "tap",
+        "--budget-usd",
+        "1.00",
+        "--max-iterations",
+        "10",
+    ]);
+    let v = out.expect(18, Some("budget_exceeded"));
+    assert_eq!(v["iteration"], 3, "{v}");
+    // inspect-cost judges the run against its own cap: over budget, so 18 as well.
+    let cost = r.lx(&["inspect-cost"]).expect(18, Some("budget_exceeded"));
+    let total = cost["total_usd"].as_f64().unwrap();
+    assert!((total - 1.20).abs() < 1e-6, "total spend {total}: {cost}");
+}
+
+#[test]
+fn a_silent_exec_is_stopped_by_the_stall_timeout() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let _g = ProcGuard::new(&["sleep 4175"]);
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "sleep 4175",
+        "--check",
+        "test -f done",
+        "--stall-timeout",
+        "2s",
+        "--max-iterations",
+        "3",
+    ]);
+    let v = out.expect(19, Some("heartbeat_stale"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    assert!(
+        out.elapsed < Duration::from_secs(20),
+        "took {:?}",
+        out.elapsed
+    );
+    let left = leftovers_after("sleep 4175", Duration::from_secs(3));
+    assert!(left.is_empty(), "the stalled exec left {left:?} running");
+}
+
+#[test]
+fn comprehension_debt_halts_then_ack_and_resume_converge_the_same_run() {
+    let r = tap_repo(3);
+    let out = r.lx(&[
+        "run",
+        "--run-id",
+        "cmp",
+        "--exec",
+        PROGRESS_AGENT,
+        "--check",
+        "sh check.sh",
+        "--test-format",
+        "tap",
+        "--comprehension-every",
+        "2",
+        "--max-iterations",
+        "10",
+    ]);
+    let v = out.expect(19, Some("comprehension_debt_exceeded"));
+    assert_eq!(v["iteration"], 2, "{v}");
+    let v = r
+        .lx(&["ack", "--run-id", "cmp", "--reviewer", "alice"])
+        .expect(0, None);
+    assert_eq!(v["run_id"], "cmp");
+    let out = r.lx(&["run", "--resume", "cmp"]);
+    let v = out.expect(10, Some("success_condition_met"));
+    assert_eq!(v["run_id"], "cmp", "resume started a different run: {v}");
+    assert_eq!(v["iteration"], 3, "{v}");
+    let lines = verify_receipt(&r.receipt("cmp"));
+    let resumed = events(&lines, "resumed");
+    assert_eq!(resumed.len(), 1);
+    assert!(mentions(resumed[0], "alice"), "{}", resumed[0]);
+    assert_eq!(events(&lines, "run_started").len(), 1);
+    assert_eq!(r.read("failing").trim(), "");
+}
+
+#[test]
+fn watch_kill_ends_a_wedged_run_which_halts_heartbeat_stale() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let _g = ProcGuard::new(&["sleep 4176"]);
+    let mut run = ChildGuard(Some(r.spawn(&[
+        "run",
+        "--run-id",
+        "wedged",
+        "--exec",
+        "sleep 4176",
+        "--check",
+        "test -f done",
+    ])));
+    assert!(
+        wait_until(Duration::from_secs(30), || child_running("sleep 4176")),
+        "the exec never started"
+    );
+    // The exec has printed nothing; wait until its silence exceeds the 1s stall limit
+    // and a heartbeat has been written.
+    std::thread::sleep(Duration::from_millis(2500));
+    let v = r.lx(&[
+        "watch",
+        "--run-id",
+        "wedged",
+        "--stall-timeout",
+        "1s",
+        "--kill",
+    ]);
+    let w = v.expect(19, Some("heartbeat_stale"));
+    assert!(
+        w["killed_process_groups"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "{w}"
+    );
+    let (status, stdout, stderr) = wait_with_output(run.child(), HANG_LIMIT);
+    let out = Out {
+        code: code_of(status),
+        stdout,
+        stderr,
+        elapsed: Duration::ZERO,
+    };
+    let rv = out.expect(19, Some("heartbeat_stale"));
+    assert_eq!(rv["run_id"], "wedged");
+    let left = leftovers_after("sleep 4176", Duration::from_secs(3));
+    assert!(left.is_empty(), "the wedged exec left {left:?} running");
+    let lines = receipt_of(&rv);
+    assert_eq!(lines.last().unwrap()["halt_reason"], "heartbeat_stale");
+}
+
+#[test]
+fn a_live_run_is_alive_to_watch_and_status_and_sigterm_halts_it() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let _g = ProcGuard::new(&["tick-4179"]);
+    let mut run = ChildGuard(Some(r.spawn(&[
+        "run",
+        "--run-id",
+        "busy",
+        "--exec",
+        "while :; do echo tick-4179; sleep 0.2; done",
+        "--check",
+        "test -f done",
+    ])));
+    let me = i32::try_from(run.child().id()).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(30), || child_running("tick-4179")),
+        "the exec never started"
+    );
+    // Let a heartbeat be written.
+    assert!(
+        wait_until(Duration::from_secs(10), || r
+            .path()
+            .join(".loopexec/runs/busy/heartbeat")
+            .is_file()),
+        "no heartbeat file"
+    );
+    let w = r
+        .lx(&["watch", "--run-id", "busy", "--stall-timeout", "5s"])
+        .expect(0, None);
+    assert_eq!(w["status"], "alive", "{w}");
+    let st = r.lx(&["status", "--run-id", "busy"]).expect(0, None);
+    assert_eq!(st["alive"], true, "{st}");
+    assert!(st["halt_reason"].is_null(), "{st}");
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(me, libc::SIGTERM) }, 0);
+    let (status, stdout, stderr) = wait_with_output(run.child(), Duration::from_secs(20));
+    let out = Out {
+        code: code_of(status),
+        stdout,
+        stderr,
+        elapsed: Duration::ZERO,
+    };
+    let v = out.expect(11, Some("human_required"));
+    let left = leftovers_after("tick-4179", Duration::from_secs(3));
+    assert!(left.is_empty(), "children left after SIGTERM: {left:?}");
+    let lines = receipt_of(&v);
+    assert_eq!(lines.last().unwrap()["event"], "halted");
+    assert!(
+        !events(&lines, "interrupted").is_empty(),
+        "no interrupted event"
+    );
+    let w = r.lx(&["watch", "--run-id", "busy"]).expect(0, None);
+    assert_eq!(w["status"], "finished", "{w}");
+}
+
+/// A run halted for comprehension debt, resumed without anyone acknowledging it.
+fn resume_without_ack() -> (Repo, serde_json::Value) {
+    let r = tap_repo(6);
+    r.lx(&[
+        "run",
+        "--run-id",
+        "debt",
+        "--exec",
+        PROGRESS_AGENT,
+        "--check",
+        "sh check.sh",
+        "--test-format",
+        "tap",
+        "--comprehension-every",
+        "2",
+    ])
+    .expect(19, Some("comprehension_debt_exceeded"));
+    let v = r
+        .lx(&["run", "--resume", "debt"])
+        .expect(19, Some("comprehension_debt_exceeded"));
+    (r, v)
+}
+
+#[test]
+fn resuming_without_an_ack_halts_on_the_same_debt() {
+    let (_r, v) = resume_without_ack();
+    assert_eq!(v["run_id"], "debt");
+    assert!(mentions(&v, "acknowledged"), "{v}");
+}
+
+#[test]
+#[ignore = "BUG: `run --resume` without an `ack` runs one more agent iteration before halting comprehension_debt_exceeded again"]
+fn resuming_without_an_ack_runs_no_further_agent_iteration() {
+    let (r, v) = resume_without_ack();
+    // The debt (2 unacknowledged accepted iterations) already met the limit when the
+    // run halted at iteration 2; resuming must not put the agent back to work.
+    assert_eq!(v["iteration"], 2, "{v}");
+    let lines = verify_receipt(&r.receipt("debt"));
+    assert_eq!(events(&lines, "exec_finished").len(), 2);
+    assert_eq!(r.read("failing").split_whitespace().count(), 4);
+}
+
+#[test]
+fn spend_reported_through_the_usage_file_counts_against_the_cap() {
+    let r = tap_repo(10);
+    r.write(
+        "agent.sh",
+        &format!(
+            "{PROGRESS_AGENT}\necho '{{\"provider\":\"acme\",\"model\":\"acme-coder-2\",\"input_tokens\":1000,\"output_tokens\":200,\"cost_usd\":0.60}}' >> \"$LOOPEXEC_USAGE_FILE\"\n"
+        ),
+    )
+    .commit("agent");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "bash agent.sh",
+        "--check",
+        "sh check.sh",
+        "--test-format",
+        "tap",
+        "--budget-usd",
+        "1.00",
+        "--max-iterations",
+        "10",
+    ]);
+    let v = out.expect(18, Some("budget_exceeded"));
+    assert_eq!(v["iteration"], 2, "{v}");
+}
+
+#[test]
+fn one_iteration_costing_far_more_than_the_others_is_cost_anomaly() {
+    let r = tap_repo(10);
+    let c = Counter::new();
+    let s = c.shell();
+    r.write(
+        "agent.sh",
+        &format!(
+            "{PROGRESS_AGENT}\n{CLAUDE_RESULT_FN}n=$(cat {s}); echo $((n+1)) > {s}\n\
+             case $n in 0) c=0.10;; 1) c=0.11;; 2) c=0.09;; 3) c=0.10;; *) c=2.50;; esac\n\
+             claude_result $c claude-sonnet-4-5-20250929\n"
+        ),
+    )
+    .commit("agent");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "bash agent.sh",
+        "--check",
+        "sh check.sh",
+        "--test-format",
+        "tap",
+        "--max-iterations",
+        "9",
+    ]);
+    let v = out.expect(18, Some("cost_anomaly"));
+    assert_eq!(v["iteration"], 5, "{v}");
+}
+
+#[test]
+fn a_streaming_agent_is_stopped_mid_iteration_by_the_token_cap() {
+    let r = tap_repo(3);
+    r.write(
+        "agent.sh",
+        r#"echo '{"type":"system","subtype":"init","session_id":"s1","model":"claude-sonnet-4-5-20250929","tools":[]}'
+for i in $(seq 1 100); do
+  echo '{"type":"assistant","message":{"id":"msg_'$i'","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"thinking"}],"usage":{"input_tokens":10,"output_tokens":1000}},"session_id":"s1"}'
+  sleep 0.4177
+done
+"#,
+    )
+    .commit("agent");
+    let _g = ProcGuard::new(&["sleep 0.4177"]);
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "bash agent.sh",
+        "--check",
+        "sh check.sh",
+        "--test-format",
+        "tap",
+        "--budget-tokens",
+        "5000",
+        "--max-iterations",
+        "3",
+    ]);
+    let v = out.expect(18, Some("budget_exceeded"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    // 100 messages at 0.42 s would take 42 s; the cap is crossed after ~5.
+    assert!(
+        out.elapsed < Duration::from_secs(25),
+        "took {:?}",
+        out.elapsed
+    );
+    let left = leftovers_after("sleep 0.4177", Duration::from_secs(3));
+    assert!(left.is_empty(), "the agent left {left:?} running");
+}
+
+#[test]
+fn a_change_of_primary_model_is_model_drift_detected() {
+    let r = tap_repo(10);
+    let c = Counter::new();
+    let s = c.shell();
+    r.write(
+        "agent.sh",
+        &format!(
+            "{PROGRESS_AGENT}\nn=$(cat {s}); echo $((n+1)) > {s}\n\
+             m=claude-opus-4-1-20250805; [ $n -ge 2 ] && m=claude-sonnet-4-5-20250929\n{}",
+            r#"echo '{"type":"system","subtype":"init","session_id":"s1","model":"'$m'","claude_code_version":"2.1.14","tools":[]}'
+echo '{"type":"assistant","message":{"id":"msg_'$n'","type":"message","role":"assistant","model":"'$m'","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":10,"output_tokens":5}},"session_id":"s1"}'
+echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"session_id":"s1","total_cost_usd":0.01,"usage":{"input_tokens":10,"output_tokens":5},"modelUsage":{"'$m'":{"inputTokens":10,"outputTokens":5,"costUSD":0.009},"claude-haiku-4-5-20251001":{"inputTokens":300,"outputTokens":9,"costUSD":0.001}}}'
+"#
+        ),
+    )
+    .commit("agent");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "bash agent.sh",
+        "--check",
+        "sh check.sh",
+        "--test-format",
+        "tap",
+        "--max-iterations",
+        "9",
+    ]);
+    let v = out.expect(19, Some("model_drift_detected"));
+    assert_eq!(v["iteration"], 3, "{v}");
+    assert!(mentions(&v, "claude-sonnet-4-5"), "{v}");
+}
