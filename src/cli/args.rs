@@ -63,11 +63,27 @@ pub enum Command {
     Doctor(DoctorArgs),
 }
 
+/// The check being measured (shared by `probe-check` and `doctor`).
+#[derive(Debug, Args)]
+pub struct CheckOpts {
+    /// The check command (run with `sh -c` in fresh copies of the workdir).
+    #[arg(long = "check", value_name = "CMD")]
+    pub command: String,
+    /// How to read the check's output (default auto).
+    #[arg(long, value_name = "FORMAT", default_value = "auto")]
+    pub test_format: String,
+    /// The check's success exit code.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub success_exit_code: i32,
+    /// Time limit per check run.
+    #[arg(long, value_name = "DUR")]
+    pub check_timeout: Option<String>,
+}
+
 #[derive(Debug, Args)]
 pub struct ProbeArgs {
-    /// The check to measure.
-    #[arg(long, value_name = "CMD")]
-    pub check: String,
+    #[command(flatten)]
+    pub check: CheckOpts,
     /// The flake rate to certify against (default 0.05).
     #[arg(long, value_name = "R", default_value_t = 0.05)]
     pub max_flake_rate: f64,
@@ -83,12 +99,6 @@ pub struct ProbeArgs {
     /// Dimensions to perturb: order,seed,tz,locale,concurrency,load.
     #[arg(long, value_name = "LIST")]
     pub dimensions: Vec<String>,
-    /// How to read the check's output (default auto).
-    #[arg(long, value_name = "FORMAT", default_value = "auto")]
-    pub test_format: String,
-    /// The check's success exit code.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub success_exit_code: i32,
     /// Time limit per check run.
     #[arg(long, value_name = "DUR")]
     pub check_timeout: Option<String>,
@@ -96,9 +106,8 @@ pub struct ProbeArgs {
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// The check the loop will trust.
-    #[arg(long, value_name = "CMD")]
-    pub check: String,
+    #[command(flatten)]
+    pub check: CheckOpts,
     /// The work step, to verify it can start.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
@@ -117,12 +126,6 @@ pub struct DoctorArgs {
     /// Network the check must run with: host, or none (needs a network namespace).
     #[arg(long, value_name = "MODE", value_parser = ["host", "none"], default_value = "host")]
     pub check_network: String,
-    /// How to read the check's output (default auto).
-    #[arg(long, value_name = "FORMAT", default_value = "auto")]
-    pub test_format: String,
-    /// The check's success exit code.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub success_exit_code: i32,
     /// Time limit per check run.
     #[arg(long, value_name = "DUR")]
     pub check_timeout: Option<String>,

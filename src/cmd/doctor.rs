@@ -14,7 +14,7 @@
 //! green check on the current tree (a red check kills every mutant and proves
 //! nothing), so a red baseline is reported as "not measured".
 
-use super::probe_check::{cannot_start, check_spec, describe, fresh_run, halted};
+use super::probe_check::{cannot_start, check_spec, describe, fresh_run, halted, sandbox};
 use crate::cli::{DoctorArgs, Outcome};
 use crate::halt::HaltReason;
 use crate::observe::{git, guards, mutate, secrets};
@@ -52,12 +52,7 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
         Ok(w) => w,
         Err(e) => return super::ws_error(&e),
     };
-    let spec = match check_spec(
-        &a.check,
-        &a.test_format,
-        a.success_exit_code,
-        a.check_timeout.as_deref(),
-    ) {
+    let spec = match check_spec(&a.check) {
         Ok(s) => s,
         Err(o) => return o,
     };
@@ -65,7 +60,7 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
         &ws.workdir,
         None,
         &crate::config::Overrides {
-            check: Some(a.check.clone()),
+            check: Some(a.check.command.clone()),
             ..Default::default()
         },
     )
@@ -143,15 +138,9 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
         ));
     }
 
-    let sb = match Sandbox::new(&ws.workdir) {
+    let sb = match sandbox(&ws.workdir) {
         Ok(s) => s,
-        Err(e) => {
-            return Outcome::error(
-                HaltReason::InternalError.exit_code(),
-                format!("cannot copy the workdir: {e}"),
-                None,
-            )
-        }
+        Err(o) => return o,
     };
 
     // determinism

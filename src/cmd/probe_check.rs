@@ -17,7 +17,7 @@
 //! flips, `1 - (1 - c)^(1/n)`, is reported as the achieved bound on the flake rate.
 
 use crate::check::parse::{self, FormatChoice};
-use crate::cli::{Outcome, ProbeArgs};
+use crate::cli::{CheckOpts, Outcome, ProbeArgs};
 use crate::halt::HaltReason;
 use crate::oracle::{self, CheckSpec, Dimension, ProbeRun, Sandbox};
 use crate::workspace::Workspace;
@@ -28,12 +28,13 @@ use std::path::Path;
 /// Builds the check spec shared by `probe-check` and `doctor`.
 // Outcome is the command's rendered result, built once per command: boxing it buys nothing.
 #[allow(clippy::result_large_err)]
-pub(crate) fn check_spec(
-    command: &str,
-    format: &str,
-    success_exit_code: i32,
-    timeout: Option<&str>,
-) -> Result<CheckSpec, Outcome> {
+pub(crate) fn check_spec(opts: &CheckOpts) -> Result<CheckSpec, Outcome> {
+    let (command, format, success_exit_code, timeout) = (
+        opts.command.as_str(),
+        opts.test_format.as_str(),
+        opts.success_exit_code,
+        opts.check_timeout.as_deref(),
+    );
     let fmt = if format == "auto" {
         FormatChoice::Auto
     } else {
@@ -71,6 +72,18 @@ pub(crate) fn describe(r: &ProbeRun) -> String {
     } else {
         format!("red ({} failing)", r.failing.len())
     }
+}
+
+/// A pristine copy of the workdir; maps I/O problems to an outcome.
+#[allow(clippy::result_large_err)]
+pub(crate) fn sandbox(workdir: &Path) -> Result<Sandbox, Outcome> {
+    Sandbox::new(workdir).map_err(|e| {
+        Outcome::error(
+            HaltReason::InternalError.exit_code(),
+            format!("cannot copy the workdir: {e}"),
+            None,
+        )
+    })
 }
 
 /// Runs the check once in a fresh copy; maps I/O problems to an outcome.
@@ -182,12 +195,7 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
         Ok(w) => w,
         Err(e) => return super::ws_error(&e),
     };
-    let spec = match check_spec(
-        &a.check,
-        &a.test_format,
-        a.success_exit_code,
-        a.check_timeout.as_deref(),
-    ) {
+    let spec = match check_spec(&a.check) {
         Ok(s) => s,
         Err(o) => return o,
     };
@@ -196,18 +204,12 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
         .unwrap_or_else(|| crate::stats::runs_needed(a.max_flake_rate, a.confidence))
         .max(2);
     let progress = std::io::stderr().is_terminal();
-    let sb = match Sandbox::new(&ws.workdir) {
+    let sb = match sandbox(&ws.workdir) {
         Ok(s) => s,
-        Err(e) => {
-            return Outcome::error(
-                HaltReason::InternalError.exit_code(),
-                format!("cannot copy the workdir: {e}"),
-                None,
-            )
-        }
+        Err(o) => return o,
     };
     let mut f = Map::new();
-    f.insert("check".into(), json!(a.check));
+    f.insert("check".into(), json!(a.check.command));
     f.insert("planned_runs".into(), json!(planned));
     f.insert("max_flake_rate".into(), json!(a.max_flake_rate));
     f.insert("confidence".into(), json!(a.confidence));
