@@ -69,7 +69,7 @@ pub struct CheckOpts {
     /// The check command (run with `sh -c` in fresh copies of the workdir).
     #[arg(long = "check", value_name = "CMD")]
     pub command: String,
-    /// How to read the check's output (default auto).
+    /// How to read the check's output: auto or a format name.
     #[arg(long, value_name = "FORMAT", default_value = "auto")]
     pub test_format: String,
     /// The check's success exit code.
@@ -84,16 +84,16 @@ pub struct CheckOpts {
 pub struct ProbeArgs {
     #[command(flatten)]
     pub check: CheckOpts,
-    /// The flake rate to certify against (default 0.05).
+    /// The flake rate to certify against.
     #[arg(long, value_name = "R", default_value_t = 0.05)]
     pub max_flake_rate: f64,
-    /// Confidence of the bound (default 0.95).
+    /// Confidence of the bound.
     #[arg(long, value_name = "C", default_value_t = 0.95)]
     pub confidence: f64,
     /// Fresh-copy runs (default: derived from --max-flake-rate and --confidence).
     #[arg(long, value_name = "N")]
     pub runs: Option<u64>,
-    /// Reruns in one reused copy, to find side effects (default 3).
+    /// Reruns in one reused copy, to find side effects.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub reruns: u32,
     /// Dimensions to perturb: order,seed,tz,locale,concurrency,load.
@@ -117,10 +117,10 @@ pub struct DoctorArgs {
     /// An extra mutant: a command that mutates a fresh copy; the check must turn red. Repeatable.
     #[arg(long = "mutate-cmd", value_name = "CMD")]
     pub mutate_cmds: Vec<String>,
-    /// Most mutants to run (default 40).
+    /// Most mutation canaries to run.
     #[arg(long, value_name = "N", default_value_t = 40)]
     pub max_mutants: usize,
-    /// Fresh-copy runs for the determinism line (default 5).
+    /// Fresh-copy runs for the determinism line.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub probe_runs: u64,
     /// Network the check must run with: host, or none (needs a network namespace).
@@ -149,7 +149,7 @@ pub struct WatchArgs {
     /// The run to watch (default: the latest).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
-    /// Stale when the heartbeat, or the running step's output, is older than this (default 10m).
+    /// Stale when the heartbeat, or the running step's output, is older than this.
     #[arg(long, value_name = "DUR", default_value = "10m")]
     pub stall_timeout: String,
     /// End the wedged run's process groups; the run then halts heartbeat_stale.
@@ -269,7 +269,7 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct ParseArgs {
-    /// The format: auto (default), libtest, libtest-json, nextest, pytest, gotest,
+    /// The format: auto, libtest, libtest-json, nextest, pytest, gotest,
     /// gotest-json, jest, jest-json, vitest, vitest-json, mocha, mocha-json, tap, junit,
     /// ctest, rspec, rspec-json, phpunit, teamcity, lines, exit-code.
     #[arg(long, value_name = "FORMAT", default_value = "auto")]
