@@ -313,3 +313,37 @@ fn sigkill_mid_run_leaves_a_parseable_receipt_and_the_next_run_works() {
     let v = out.expect(10, Some("success_condition_met"));
     receipt_of(&v);
 }
+
+#[test]
+fn sigint_during_the_check_ends_the_check_and_halts_human_required() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let _g = ProcGuard::new(&["sleep 4183"]);
+    let mut run = ChildGuard(Some(r.spawn(&[
+        "run",
+        "--exec",
+        "touch marker",
+        "--check",
+        "if [ -f marker ]; then sleep 4183; fi; false",
+    ])));
+    assert!(
+        wait_until(Duration::from_secs(30), || child_running("sleep 4183")),
+        "the check never started"
+    );
+    let pid = i32::try_from(run.child().id()).unwrap();
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let (status, stdout, stderr) = wait_with_output(run.child(), Duration::from_secs(20));
+    let out = Out {
+        code: code_of(status),
+        stdout,
+        stderr,
+        elapsed: Duration::ZERO,
+    };
+    let v = out.expect(11, Some("human_required"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    let left = leftovers_after("sleep 4183", Duration::from_secs(3));
+    assert!(left.is_empty(), "the check left {left:?} running");
+    let lines = receipt_of(&v);
+    assert_eq!(lines.last().unwrap()["event"], "halted");
+}

@@ -374,3 +374,52 @@ echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"sessi
     assert_eq!(v["iteration"], 3, "{v}");
     assert!(mentions(&v, "claude-sonnet-4-5"), "{v}");
 }
+
+#[test]
+fn watch_kill_during_a_wedged_check_also_halts_heartbeat_stale() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let _g = ProcGuard::new(&["sleep 4180"]);
+    // The baseline check passes straight away unless the agent's marker exists; the
+    // agent creates it, so iteration 1's check is the one that wedges.
+    let mut run = ChildGuard(Some(r.spawn(&[
+        "run",
+        "--run-id",
+        "wedgedcheck",
+        "--exec",
+        "touch marker",
+        "--check",
+        "if [ -f marker ]; then sleep 4180; fi; false",
+    ])));
+    assert!(
+        wait_until(Duration::from_secs(30), || child_running("sleep 4180")),
+        "the check never wedged"
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    r.lx(&[
+        "watch",
+        "--run-id",
+        "wedgedcheck",
+        "--stall-timeout",
+        "1s",
+        "--kill",
+    ])
+    .expect(19, Some("heartbeat_stale"));
+    let (status, stdout, stderr) = wait_with_output(run.child(), Duration::from_secs(30));
+    let out = Out {
+        code: code_of(status),
+        stdout,
+        stderr,
+        elapsed: Duration::ZERO,
+    };
+    let v = out.expect(19, Some("heartbeat_stale"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    let left = leftovers_after("sleep 4180", Duration::from_secs(3));
+    assert!(left.is_empty(), "the wedged check left {left:?} running");
+    let lines = receipt_of(&v);
+    let checks = events(&lines, "check_finished");
+    assert!(
+        checks.iter().any(|c| c["watchdog"].is_object()),
+        "no check_finished records the watchdog's kill"
+    );
+}
