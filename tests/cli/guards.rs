@@ -234,3 +234,33 @@ mod tests {
     let v = out.expect(13, Some("metric_integrity_violation"));
     assert_eq!(v["iteration"], 1, "{v}");
 }
+
+#[test]
+fn a_green_that_confirmation_runs_contradict_is_check_flaky() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let c = Counter::new();
+    let s = c.shell();
+    // Red at the baseline; after the agent's change green twice, then red.
+    let check = format!("n=$(cat {s}); echo $((n+1)) > {s}; test -f done && [ $n -lt 3 ]");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "touch done",
+        "--check",
+        &check,
+        "--confirm-runs",
+        "3",
+        "--max-iterations",
+        "4",
+    ]);
+    let v = out.expect(14, Some("check_flaky"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    let lines = receipt_of(&v);
+    let attempts: Vec<_> = events(&lines, "check_finished")
+        .iter()
+        .filter(|c| c["iteration"] == 1)
+        .map(|c| c["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(attempts, vec![0, 1, 2], "confirmation runs on iteration 1");
+}
