@@ -371,6 +371,20 @@ fn build_worktree_index(
         Err(e) => return Err(GitError::Io(e)),
     };
     if seeded {
+        // git trusts an entry's stat data only when the file is older than the index
+        // file itself ("racy git"): a copy with a fresh mtime would make entries written
+        // in the same second as the user's index look clean, and a same-size edit made
+        // in that second would be missed. The copy keeps the original's mtime.
+        let mtime = std::fs::metadata(user_index)
+            .and_then(|m| m.modified())
+            .map_err(GitError::Io)?;
+        std::fs::File::options()
+            .write(true)
+            .open(&idx.path)
+            .and_then(|f| f.set_modified(mtime))
+            .map_err(GitError::Io)?;
+    }
+    if seeded {
         // A user index may hold `.loopexec/` entries (added before it was ignored).
         run(idx.cmd(root).args([
             "rm",

@@ -267,6 +267,9 @@ pub fn run_step(
     let mut timed_out = false;
     let mut stalled = false;
     let mut stopped = None;
+    // Poll fast at first (most steps of a tight loop end within milliseconds), then
+    // back off to 25 ms: the poll interval is loopexec's floor per step.
+    let mut nap = Duration::from_millis(1);
     let status = loop {
         match child.try_wait() {
             Ok(Some(st)) => break Some(st),
@@ -294,7 +297,8 @@ pub fn run_step(
             end_group(pgid, spec.grace);
             break child.wait().ok();
         }
-        std::thread::sleep(Duration::from_millis(25));
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(Duration::from_millis(25));
     };
     // The leader is gone; anything left in its group is a leak (or the rest of a
     // group we were already ending).

@@ -266,3 +266,38 @@ fn restore_handles_file_directory_swaps() {
     assert_eq!(std::fs::read_to_string(p.join("d/x.txt")).unwrap(), "x\n");
     assert_eq!(snapshot(p, "r", "after").unwrap().tree, t0.tree);
 }
+
+/// A same-size edit whose stat data matches what the user's index recorded must still
+/// be seen when the index is "racy" (the entry is as new as the index file): git then
+/// compares content, but only if the temporary index copy keeps the user index's
+/// mtime. `core.checkStat=minimal` and a fixed mtime make the race deterministic (as
+/// on filesystems with coarse timestamps).
+#[test]
+fn racy_same_size_edits_are_seen() {
+    let d = repo();
+    let p = d.path();
+    g(p, &["config", "core.checkStat", "minimal"]);
+    g(p, &["config", "core.trustctime", "false"]);
+    let stamp = "@1700000000";
+    let touch = |rel: &str| {
+        let ok = std::process::Command::new("touch")
+            .args(["-d", stamp])
+            .arg(p.join(rel))
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    write(p, "c", "0\n");
+    touch("c");
+    commit_all(p, "base");
+    touch(".git/index");
+    let s0 = snapshot(p, "r", "a").unwrap();
+    write(p, "c", "1\n");
+    touch("c");
+    let s1 = snapshot(p, "r", "b").unwrap();
+    assert_ne!(s0.tree, s1.tree, "the same-size edit of c was missed");
+    assert_eq!(
+        read_blob(p, &s1.commit, "c").unwrap().as_deref(),
+        Some(&b"1\n"[..])
+    );
+}
