@@ -165,20 +165,10 @@ pub fn parse(t: &TextInput) -> ParsedRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::run_text;
 
     fn run(stderr: &str, exit: i32) -> ParsedRun {
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(stderr.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: None,
-            stderr: Some(&p),
-            exit_code: Some(exit),
-        });
-        let _ = std::fs::remove_file(&p);
-        r
+        run_text(parse, None, Some(stderr.as_bytes()), Some(exit))
     }
 
     #[test]

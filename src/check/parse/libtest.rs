@@ -389,26 +389,15 @@ pub fn parse(t: &TextInput) -> ParsedRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::run_text;
 
     fn run(stdout: &str, stderr: &str, exit: i32) -> ParsedRun {
-        let dir = crate::check::parse::util::test_path();
-        let _ = std::fs::create_dir_all(&dir);
-        let o = dir.join("out");
-        let e = dir.join("err");
-        std::fs::File::create(&o)
-            .and_then(|mut f| f.write_all(stdout.as_bytes()))
-            .expect("write");
-        std::fs::File::create(&e)
-            .and_then(|mut f| f.write_all(stderr.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: Some(&o),
-            stderr: Some(&e),
-            exit_code: Some(exit),
-        });
-        let _ = std::fs::remove_dir_all(&dir);
-        r
+        run_text(
+            parse,
+            Some(stdout.as_bytes()),
+            Some(stderr.as_bytes()),
+            Some(exit),
+        )
     }
 
     fn outcome(r: &ParsedRun, id: &str) -> Option<Outcome> {

@@ -158,20 +158,10 @@ pub fn parse(t: &TextInput) -> ParsedRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::run_text;
 
     fn run(out: &str) -> ParsedRun {
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(out.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: Some(&p),
-            stderr: None,
-            exit_code: Some(2),
-        });
-        let _ = std::fs::remove_file(&p);
-        r
+        run_text(parse, Some(out.as_bytes()), None, Some(2))
     }
 
     #[test]

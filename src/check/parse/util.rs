@@ -391,16 +391,31 @@ pub fn trim_duration(s: &str) -> &str {
     }
 }
 
-/// A fresh, unique path in the temp folder for a test's input file.
+/// Runs the text parser `parse` on `stdout` and `stderr` (each, when given, written
+/// to its own file in a fresh temp folder) with exit code `exit`. The folder is removed
+/// when the parser returns. Bytes rather than `&str` so tests can feed invalid UTF-8.
 #[cfg(test)]
-pub(crate) fn test_path() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    std::env::temp_dir().join(format!(
-        "ptext-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ))
+pub(crate) fn run_text(
+    parse: fn(&crate::check::parse::TextInput<'_>) -> ParsedRun,
+    stdout: Option<&[u8]>,
+    stderr: Option<&[u8]>,
+    exit: Option<i32>,
+) -> ParsedRun {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, data: Option<&[u8]>| {
+        data.map(|d| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, d).expect("write");
+            p
+        })
+    };
+    let out = write("stdout", stdout);
+    let err = write("stderr", stderr);
+    parse(&crate::check::parse::TextInput {
+        stdout: out.as_deref(),
+        stderr: err.as_deref(),
+        exit_code: exit,
+    })
 }
 
 #[cfg(test)]
@@ -473,18 +488,18 @@ mod tests {
 
     #[test]
     fn for_each_line_handles_endings_long_lines_and_bad_utf8() {
-        let p = test_path();
+        let f = tempfile::NamedTempFile::new().expect("temp file");
+        let p = f.path();
         let mut data = b"a\r\n\xffb\n".to_vec();
         data.extend(std::iter::repeat(b'x').take(LINE_LIMIT + 10));
         data.extend_from_slice(b"\nlast");
-        std::fs::write(&p, &data).expect("write");
+        std::fs::write(p, &data).expect("write");
         let mut got = Vec::new();
-        for_each_line(&p, |l| {
+        for_each_line(p, |l| {
             got.push(l.to_string());
             ControlFlow::Continue(())
         })
         .expect("read");
-        let _ = std::fs::remove_file(&p);
         assert_eq!(got.len(), 4);
         assert_eq!(got[0], "a");
         assert_eq!(got[1], "\u{fffd}b");
