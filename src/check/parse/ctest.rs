@@ -87,13 +87,13 @@ pub fn parse(t: &TextInput) -> ParsedRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::parse::util::run_text;
+    use crate::check::parse::util::{outcomes, run_text};
 
     #[test]
     fn ctest_verdicts() {
         let out = "Test project /x\n1/4 Test #1: a b [c] ........   Passed    0.00 sec\n2/4 Test #2: d ...***Not Run   0.00 sec\n3/4 Test #3: e ...***Not Run (Disabled)   0.00 sec\n4/4 Test #4: f ...***Exception: SegFault  0.00 sec\n\n33% tests passed, 2 tests failed out of 3\n";
         let r = run_text(parse, Some(out.as_bytes()), None, Some(8));
-        let o: Vec<_> = r.tests.iter().map(|t| (t.id.as_str(), t.outcome)).collect();
+        let o = outcomes(&r);
         assert_eq!(
             o,
             vec![

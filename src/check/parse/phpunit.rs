@@ -158,7 +158,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::parse::util::run_text;
+    use crate::check::parse::util::{outcomes, run_text};
 
     fn run(out: &str) -> ParsedRun {
         run_text(parse, Some(out.as_bytes()), None, Some(2))
@@ -167,7 +167,7 @@ mod tests {
     #[test]
     fn default_sections() {
         let r = run("PHPUnit 9.6.7\n\n.FER\n\nThere was 1 error:\n\n1) T::testE\nRuntimeException: k\n\n/x/T.php:8\n\n--\n\nThere were 1 failures:\n\n1) T::testA with data set \"x [y]\" (1, 2)\nFailed asserting\n\nThere was 1 risky test:\n\n1) T::testR\nno assertions\n\nERRORS!\nTests: 4, Assertions: 3, Errors: 1, Failures: 1, Risky: 1.\n");
-        let o: Vec<_> = r.tests.iter().map(|t| (t.id.as_str(), t.outcome)).collect();
+        let o = outcomes(&r);
         assert_eq!(
             o,
             vec![

@@ -188,13 +188,13 @@ pub fn parse(t: &TextInput) -> ParsedRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::parse::util::run_text;
+    use crate::check::parse::util::{outcomes, run_text};
 
     #[test]
     fn documentation_tree_and_sections() {
         let out = "\nCalc\n  passes\n  fails (FAILED - 1)\n  ctx [x]\n    deep\n  later (PENDING: no)\n\nFailures:\n\n  1) Calc fails\n     Failure/Error: boom\n\nFinished in 0.1 seconds\n4 examples, 1 failure, 1 pending\n\nFailed examples:\n\nrspec ./spec/a_spec.rb:3 # Calc fails\n";
         let r = run_text(parse, Some(out.as_bytes()), None, Some(1));
-        let o: Vec<_> = r.tests.iter().map(|t| (t.id.as_str(), t.outcome)).collect();
+        let o = outcomes(&r);
         assert_eq!(
             o,
             vec![

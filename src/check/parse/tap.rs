@@ -345,24 +345,20 @@ pub fn parse(t: &TextInput) -> ParsedRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::parse::util::run_text;
+    use crate::check::parse::util::{outcome_of, run_text};
 
     fn run(stdout: &str, exit: i32) -> ParsedRun {
         run_text(parse, Some(stdout.as_bytes()), None, Some(exit))
-    }
-
-    fn outcome(r: &ParsedRun, id: &str) -> Option<Outcome> {
-        r.tests.iter().find(|t| t.id == id).map(|t| t.outcome)
     }
 
     #[test]
     fn raw_tap_directives_escapes_and_yaml() {
         let out = "TAP version 13\n1..5\nok 1 - a\nnot ok 2 - b\n  ---\n  message: 'want 3'\n  found: ok 9 - fake\n  ...\nnot ok 3 - c # TODO later\nok 4 x \\# y\nok 5\n";
         let r = run(out, 0);
-        assert_eq!(outcome(&r, "b"), Some(Outcome::Failed));
-        assert_eq!(outcome(&r, "c"), Some(Outcome::Skipped));
-        assert_eq!(outcome(&r, "x # y"), Some(Outcome::Passed));
-        assert_eq!(outcome(&r, "#5"), Some(Outcome::Passed));
+        assert_eq!(outcome_of(&r, "b"), Some(Outcome::Failed));
+        assert_eq!(outcome_of(&r, "c"), Some(Outcome::Skipped));
+        assert_eq!(outcome_of(&r, "x # y"), Some(Outcome::Passed));
+        assert_eq!(outcome_of(&r, "#5"), Some(Outcome::Passed));
         assert_eq!(r.tests.len(), 5);
         assert_eq!(r.tests[1].message.as_deref(), Some("want 3"));
         assert!(r.complete);

@@ -270,16 +270,10 @@ fn escaped_value(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::parse::util::outcomes;
 
     fn parse(s: &str) -> ParsedRun {
         parse_teamcity(s.as_bytes()).expect("parses")
-    }
-
-    fn outcomes(run: &ParsedRun) -> Vec<(&str, Outcome)> {
-        run.tests
-            .iter()
-            .map(|t| (t.id.as_str(), t.outcome))
-            .collect()
     }
 
     #[test]

@@ -418,6 +418,21 @@ pub(crate) fn run_text(
     })
 }
 
+/// `(id, outcome)` of every test in `run`, in order (for assertions in tests).
+#[cfg(test)]
+pub(crate) fn outcomes(run: &ParsedRun) -> Vec<(&str, Outcome)> {
+    run.tests
+        .iter()
+        .map(|t| (t.id.as_str(), t.outcome))
+        .collect()
+}
+
+/// The outcome of test `id` in `run`, if it is there (for assertions in tests).
+#[cfg(test)]
+pub(crate) fn outcome_of(run: &ParsedRun, id: &str) -> Option<Outcome> {
+    run.tests.iter().find(|t| t.id == id).map(|t| t.outcome)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -200,6 +200,7 @@ fn is_message_line(out: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::parse::util::outcomes;
 
     fn ev(action: &str, pkg: &str, test: Option<&str>, output: Option<&str>) -> String {
         let mut v =
@@ -241,11 +242,7 @@ mod tests {
         let run = parse_gotest_json(s.as_bytes()).expect("parses");
         assert!(run.complete);
         assert!(!run.unattributed_failure);
-        let got: Vec<_> = run
-            .tests
-            .iter()
-            .map(|t| (t.id.as_str(), t.outcome))
-            .collect();
+        let got = outcomes(&run);
         assert_eq!(
             got,
             [

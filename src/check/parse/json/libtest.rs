@@ -164,6 +164,7 @@ pub fn parse_libtest_json<R: BufRead>(r: R) -> Result<ParsedRun, StructuredError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::parse::util::outcomes;
 
     fn parse(s: &str) -> ParsedRun {
         parse_libtest_json(s.as_bytes()).expect("parses")
@@ -182,11 +183,7 @@ mod tests {
         ));
         assert!(run.complete);
         assert!(!run.unattributed_failure);
-        let got: Vec<_> = run
-            .tests
-            .iter()
-            .map(|t| (t.id.as_str(), t.outcome))
-            .collect();
+        let got = outcomes(&run);
         assert_eq!(
             got,
             [
@@ -208,11 +205,7 @@ mod tests {
             "{\"type\":\"test\",\"name\":\"it\",\"event\":\"ok\"}\n",
             "{\"type\":\"suite\",\"event\":\"ok\"}\n",
         ));
-        let got: Vec<_> = run
-            .tests
-            .iter()
-            .map(|t| (t.id.as_str(), t.outcome))
-            .collect();
+        let got = outcomes(&run);
         assert_eq!(got, [("it", Outcome::Failed), ("it#2", Outcome::Passed)]);
     }
 
@@ -242,11 +235,7 @@ mod tests {
             "{\"type\":\"test\",\"event\":\"ok\",\"name\":\"c::bin$t::two\"}\n",
         ));
         assert!(run.complete);
-        let got: Vec<_> = run
-            .tests
-            .iter()
-            .map(|t| (t.id.as_str(), t.outcome))
-            .collect();
+        let got = outcomes(&run);
         assert_eq!(
             got,
             [
