@@ -13,7 +13,7 @@
 //! Complete = the `tests passed, ... out of T` line was printed and T equals the
 //! non-disabled tests seen.
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 use regex::Regex;
@@ -73,15 +73,14 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         });
     }
     let complete = total.is_some_and(|n| n == counted);
-    c.finish(RunEnd {
-        format: Format::Ctest,
-        runner: "ctest",
+    c.finish_text(
+        Format::Ctest,
+        "ctest",
         complete,
-        unattributed: false,
-        red: is_red(t.exit_code),
-        message: None,
+        None,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 //! without a package line at the end (cut short) are kept without a package prefix
 //! and make the run incomplete.
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 use regex::Regex;
@@ -182,15 +182,14 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     if unattributed.is_none() && build_error.is_some() {
         unattributed = build_error;
     }
-    c.finish(RunEnd {
-        format: Format::Gotest,
-        runner: "go",
-        complete: saw_any && saw_end && !incomplete,
-        unattributed: unattributed.is_some(),
-        red: is_red(t.exit_code),
-        message: unattributed,
+    c.finish_text(
+        Format::Gotest,
+        "go",
+        saw_any && saw_end && !incomplete,
+        unattributed,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]

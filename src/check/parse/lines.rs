@@ -4,7 +4,7 @@
 //! The run is complete (the check printed what it had); a red exit with no line
 //! adds the synthetic unattributed member.
 
-use super::util::{feed_lines, is_red, strip_ansi, truncate_bytes, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, truncate_bytes, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -25,15 +25,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         truncate_bytes(&mut id, ID_LIMIT);
         c.record(&id, Outcome::Failed, None);
     });
-    c.finish(RunEnd {
-        format: Format::Lines,
-        runner: "lines",
-        complete: true,
-        unattributed: false,
-        red: is_red(t.exit_code),
-        message: None,
-        diagnostics,
-    })
+    c.finish_text(Format::Lines, "lines", true, None, t.exit_code, diagnostics)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! title (`"before all" hook for "x"`) and counts as a failing test, as mocha counts
 //! it. Complete = the `N passing` line was printed.
 
-use super::util::{feed_lines, is_red, strip_ansi, trim_duration, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, trim_duration, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -134,15 +134,14 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     let mut st = State::default();
     feed_lines(t.stdout, &mut diagnostics, |l| st.line(l));
     st.flush();
-    st.c.finish(RunEnd {
-        format: Format::Mocha,
-        runner: "mocha",
-        complete: st.summary,
-        unattributed: false,
-        red: is_red(t.exit_code),
-        message: None,
+    st.c.finish_text(
+        Format::Mocha,
+        "mocha",
+        st.summary,
+        None,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 //! Complete = the `Summary` line was printed, says nothing was cancelled or left not
 //! run, and its run count equals the tests seen.
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 use regex::Regex;
@@ -121,15 +121,14 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         }
         None => false,
     };
-    c.finish(RunEnd {
-        format: Format::Nextest,
-        runner: "nextest",
+    c.finish_text(
+        Format::Nextest,
+        "nextest",
         complete,
-        unattributed: false,
-        red: is_red(t.exit_code),
-        message: None,
+        None,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]

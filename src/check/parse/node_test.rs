@@ -155,15 +155,14 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         }
     }
     let complete = summary || (dot_marks && (dot_list || !is_red(t.exit_code)));
-    c.finish(RunEnd {
-        format: Format::Tap,
-        runner: "node",
+    c.finish_text(
+        Format::Tap,
+        "node",
         complete,
-        unattributed: false,
-        red: is_red(t.exit_code),
-        message: None,
+        None,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]

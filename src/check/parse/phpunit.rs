@@ -16,7 +16,7 @@
 //! data set's argument list is dropped); testdox `Class::Name`. Complete = the final
 //! count line was printed.
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -144,15 +144,14 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     if let Some((id, msg)) = entry.take() {
         c.set_message(&id, &msg);
     }
-    c.finish(RunEnd {
-        format: Format::Phpunit,
-        runner: "phpunit",
-        complete: done,
-        unattributed: false,
-        red: is_red(t.exit_code),
-        message: None,
+    c.finish_text(
+        Format::Phpunit,
+        "phpunit",
+        done,
+        None,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //! of examples` is an unattributed failure. Complete = the `N examples` line was
 //! printed.
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -174,15 +174,14 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     feed_lines(t.stdout, &mut diagnostics, |l| st.line(l));
     st.resolve(None);
     st.flush_entry();
-    st.c.finish(RunEnd {
-        format: Format::Rspec,
-        runner: "rspec",
-        complete: st.summary && st.outside.is_none(),
-        unattributed: st.outside.is_some(),
-        red: is_red(t.exit_code),
-        message: st.outside,
+    st.c.finish_text(
+        Format::Rspec,
+        "rspec",
+        st.summary && st.outside.is_none(),
+        st.outside,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]

@@ -329,6 +329,30 @@ impl Collector {
         self.tests.iter().filter(|t| t.outcome == o).count()
     }
 
+    /// [`Collector::finish`] as most text parsers end a run: red when `exit_code` is
+    /// known and non-zero; `unattributed`, a failure no named test carries, flags the
+    /// run and is the synthetic member's message.
+    #[must_use]
+    pub fn finish_text(
+        self,
+        format: Format,
+        runner: &str,
+        complete: bool,
+        unattributed: Option<String>,
+        exit_code: Option<i32>,
+        diagnostics: Vec<String>,
+    ) -> ParsedRun {
+        self.finish(RunEnd {
+            format,
+            runner,
+            complete,
+            unattributed: unattributed.is_some(),
+            red: is_red(exit_code),
+            message: unattributed,
+            diagnostics,
+        })
+    }
+
     /// Builds the run. When `unattributed` is set, or the run is `red` and no named
     /// test fails, the synthetic member `<runner>::<unattributed>` is appended with
     /// `message` and `unattributed_failure` is set.

@@ -15,7 +15,7 @@
 //! `Unhandled Errors`, `Failed Suites`) is an unattributed failure. Complete = the
 //! `Tests` summary line was printed.
 
-use super::util::{feed_lines, is_red, strip_ansi, trim_duration, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, trim_duration, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -134,15 +134,14 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         }
     });
     flush(&mut current, &mut c);
-    c.finish(RunEnd {
-        format: Format::Vitest,
-        runner: "vitest",
-        complete: summary,
-        unattributed: suite_error.is_some(),
-        red: is_red(t.exit_code),
-        message: suite_error,
+    c.finish_text(
+        Format::Vitest,
+        "vitest",
+        summary,
+        suite_error,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]
