@@ -155,8 +155,7 @@ pub fn parse_teamcity<R: BufRead>(mut r: R) -> Result<ParsedRun, StructuredError
         complete = false;
         left.sort_unstable();
         let text = format!("test(s) started but never finished: {}", left.join(", "));
-        b.unattributed(Some(&text));
-        b.diagnostic(text);
+        b.unattributed_with_diagnostic(text);
     }
     if flows.values().any(|f| !f.suites.is_empty()) {
         complete = false;

@@ -179,8 +179,7 @@ pub fn parse_gotest_json<R: BufRead>(r: R) -> Result<ParsedRun, StructuredError>
         let mut ids: Vec<&str> = running.keys().map(String::as_str).collect();
         ids.sort_unstable();
         let text = format!("test(s) started without a result: {}", ids.join(", "));
-        b.unattributed(Some(&text));
-        b.diagnostic(text);
+        b.unattributed_with_diagnostic(text);
     }
     Ok(b.finish(complete))
 }

@@ -146,8 +146,7 @@ pub fn parse_libtest_json<R: BufRead>(r: R) -> Result<ParsedRun, StructuredError
             names.len(),
             names.join(", ")
         );
-        b.unattributed(Some(&text));
-        b.diagnostic(text);
+        b.unattributed_with_diagnostic(text);
     }
     if !nextest && suites_ended < suites_started {
         complete = false;
@@ -155,8 +154,7 @@ pub fn parse_libtest_json<R: BufRead>(r: R) -> Result<ParsedRun, StructuredError
             "{} test suite(s) started but never finished",
             suites_started - suites_ended
         );
-        b.unattributed(Some(&text));
-        b.diagnostic(text);
+        b.unattributed_with_diagnostic(text);
     }
     Ok(b.finish(complete))
 }
