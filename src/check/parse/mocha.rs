@@ -12,7 +12,7 @@
 //! title (`"before all" hook for "x"`) and counts as a failing test, as mocha counts
 //! it. Complete = the `N passing` line was printed.
 
-use super::util::{feed_lines, strip_ansi, trim_duration, Collector};
+use super::util::{feed_lines, indent_and_body, strip_ansi, trim_duration, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -40,9 +40,7 @@ impl State {
 
     fn line(&mut self, raw: &str) {
         let line = strip_ansi(raw);
-        let line = line.trim_end();
-        let body = line.trim_start();
-        let indent = line.len() - body.len();
+        let (indent, body) = indent_and_body(&line);
         if body.is_empty() {
             return;
         }

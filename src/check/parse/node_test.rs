@@ -17,7 +17,7 @@
 //! Complete = the `ℹ tests` counter was printed (spec) or the marks line and the
 //! failure list were (dot).
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, indent_and_body, is_red, strip_ansi, Collector, RunEnd};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 use regex::Regex;
@@ -63,9 +63,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     };
     feed_lines(t.stdout, &mut diagnostics, |raw| {
         let line = strip_ansi(raw);
-        let line = line.trim_end();
-        let body = line.trim_start();
-        let indent = line.len() - body.len();
+        let (indent, body) = indent_and_body(&line);
         if let Some(rest) = body.strip_prefix("ℹ ") {
             summary = true;
             if let Some(n) = rest.strip_prefix("suites ") {

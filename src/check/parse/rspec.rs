@@ -14,7 +14,7 @@
 //! of examples` is an unattributed failure. Complete = the `N examples` line was
 //! printed.
 
-use super::util::{feed_lines, strip_ansi, Collector};
+use super::util::{feed_lines, indent_and_body, strip_ansi, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -70,9 +70,7 @@ impl State {
 
     fn line(&mut self, raw: &str) {
         let line = strip_ansi(raw);
-        let line = line.trim_end();
-        let body = line.trim_start();
-        let indent = line.len() - body.len();
+        let (indent, body) = indent_and_body(&line);
         if body.is_empty() {
             return;
         }

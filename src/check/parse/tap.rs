@@ -20,7 +20,7 @@
 //! bailed out; `Bail out!`, prove's `Bailout called` and `Parse errors` (bad plan)
 //! make the run incomplete and unattributed (planned tests never reported).
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, indent_and_body, is_red, strip_ansi, Collector, RunEnd};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 use regex::Regex;
@@ -139,8 +139,7 @@ impl State {
     fn line(&mut self, r: &Res, raw: &str) {
         let line = strip_ansi(raw);
         let line = line.trim_end();
-        let body = line.trim_start();
-        let indent = line.len() - body.len();
+        let (indent, body) = indent_and_body(line);
         if let Some(yi) = self.in_yaml {
             if body == "..." && indent <= yi + 2 {
                 self.close_yaml();

@@ -395,6 +395,15 @@ pub struct RunEnd<'a> {
     pub diagnostics: Vec<String>,
 }
 
+/// Splits `line`, trailing white space removed, into its indentation (bytes of leading
+/// white space) and its body (what follows).
+#[must_use]
+pub fn indent_and_body(line: &str) -> (usize, &str) {
+    let line = line.trim_end();
+    let body = line.trim_start();
+    (line.len() - body.len(), body)
+}
+
 /// True when `exit` is known and non-zero.
 #[must_use]
 pub fn is_red(exit: Option<i32>) -> bool {
@@ -544,6 +553,13 @@ mod tests {
         assert_eq!(got[1], "\u{fffd}b");
         assert_eq!(got[2].len(), LINE_LIMIT);
         assert_eq!(got[3], "last");
+    }
+
+    #[test]
+    fn indent_and_body_ignores_trailing_space() {
+        assert_eq!(indent_and_body("    ✔ a b  \r"), (4, "✔ a b"));
+        assert_eq!(indent_and_body("x"), (0, "x"));
+        assert_eq!(indent_and_body("   "), (0, ""));
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! `Unhandled Errors`, `Failed Suites`) is an unattributed failure. Complete = the
 //! `Tests` summary line was printed.
 
-use super::util::{feed_lines, strip_ansi, trim_duration, Collector};
+use super::util::{feed_lines, indent_and_body, strip_ansi, trim_duration, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -59,9 +59,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     let mut suite_error: Option<String> = None;
     feed_lines(t.stdout, &mut diagnostics, |raw| {
         let line = strip_ansi(raw);
-        let line = line.trim_end();
-        let body = line.trim_start();
-        let indent = line.len() - body.len();
+        let (indent, body) = indent_and_body(&line);
         if body.starts_with("Tests ") && body.ends_with(')') {
             summary = true;
             file = None;
