@@ -13,7 +13,7 @@
 //! Complete = the `tests passed, ... out of T` line was printed and T equals the
 //! non-disabled tests seen.
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 use regex::Regex;
@@ -73,36 +73,26 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         });
     }
     let complete = total.is_some_and(|n| n == counted);
-    c.finish(RunEnd {
-        format: Format::Ctest,
-        runner: "ctest",
+    c.finish_text(
+        Format::Ctest,
+        "ctest",
         complete,
-        unattributed: false,
-        red: is_red(t.exit_code),
-        message: None,
+        None,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::{outcomes, run_text};
 
     #[test]
     fn ctest_verdicts() {
         let out = "Test project /x\n1/4 Test #1: a b [c] ........   Passed    0.00 sec\n2/4 Test #2: d ...***Not Run   0.00 sec\n3/4 Test #3: e ...***Not Run (Disabled)   0.00 sec\n4/4 Test #4: f ...***Exception: SegFault  0.00 sec\n\n33% tests passed, 2 tests failed out of 3\n";
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(out.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: Some(&p),
-            stderr: None,
-            exit_code: Some(8),
-        });
-        let _ = std::fs::remove_file(&p);
-        let o: Vec<_> = r.tests.iter().map(|t| (t.id.as_str(), t.outcome)).collect();
+        let r = run_text(parse, Some(out.as_bytes()), None, Some(8));
+        let o = outcomes(&r);
         assert_eq!(
             o,
             vec![

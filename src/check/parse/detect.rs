@@ -350,18 +350,9 @@ mod tests {
     use std::io::Write;
 
     fn detect_text(s: &str) -> Option<Kind> {
-        let mut f = tempfile_in_target();
-        f.1.write_all(s.as_bytes()).ok()?;
-        drop(f.1);
-        let k = detect_stream(&f.0).map(|d| d.kind);
-        let _ = std::fs::remove_file(&f.0);
-        k
-    }
-
-    fn tempfile_in_target() -> (std::path::PathBuf, std::fs::File) {
-        let p = crate::check::parse::util::test_path();
-        let f = std::fs::File::create(&p).expect("temp file");
-        (p, f)
+        let mut f = tempfile::NamedTempFile::new().expect("temp file");
+        f.write_all(s.as_bytes()).ok()?;
+        detect_stream(f.path()).map(|d| d.kind)
     }
 
     #[test]

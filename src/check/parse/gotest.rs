@@ -19,7 +19,7 @@
 //! without a package line at the end (cut short) are kept without a package prefix
 //! and make the run incomplete.
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 use regex::Regex;
@@ -182,34 +182,23 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     if unattributed.is_none() && build_error.is_some() {
         unattributed = build_error;
     }
-    c.finish(RunEnd {
-        format: Format::Gotest,
-        runner: "go",
-        complete: saw_any && saw_end && !incomplete,
-        unattributed: unattributed.is_some(),
-        red: is_red(t.exit_code),
-        message: unattributed,
+    c.finish_text(
+        Format::Gotest,
+        "go",
+        saw_any && saw_end && !incomplete,
+        unattributed,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::run_text;
 
     fn run(stdout: &str, exit: i32) -> ParsedRun {
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(stdout.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: Some(&p),
-            stderr: None,
-            exit_code: Some(exit),
-        });
-        let _ = std::fs::remove_file(&p);
-        r
+        run_text(parse, Some(stdout.as_bytes()), None, Some(exit))
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! load: an unattributed failure that also makes the run incomplete (its tests never
 //! ran). Complete = the `Tests:` summary line was printed and every file loaded.
 
-use super::util::{feed_lines, is_red, strip_ansi, trim_duration, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, trim_duration, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -151,34 +151,23 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         st.file = None;
     }
     let complete = st.summary && st.suite_failed.is_none();
-    st.c.finish(RunEnd {
-        format: Format::Jest,
-        runner: "jest",
+    st.c.finish_text(
+        Format::Jest,
+        "jest",
         complete,
-        unattributed: st.suite_failed.is_some(),
-        red: is_red(t.exit_code),
-        message: st.suite_failed,
+        st.suite_failed,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::run_text;
 
     fn run(stderr: &str, exit: i32) -> ParsedRun {
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(stderr.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: None,
-            stderr: Some(&p),
-            exit_code: Some(exit),
-        });
-        let _ = std::fs::remove_file(&p);
-        r
+        run_text(parse, None, Some(stderr.as_bytes()), Some(exit))
     }
 
     #[test]

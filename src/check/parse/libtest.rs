@@ -389,38 +389,23 @@ pub fn parse(t: &TextInput) -> ParsedRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::{outcome_of, outcomes, run_text};
 
     fn run(stdout: &str, stderr: &str, exit: i32) -> ParsedRun {
-        let dir = crate::check::parse::util::test_path();
-        let _ = std::fs::create_dir_all(&dir);
-        let o = dir.join("out");
-        let e = dir.join("err");
-        std::fs::File::create(&o)
-            .and_then(|mut f| f.write_all(stdout.as_bytes()))
-            .expect("write");
-        std::fs::File::create(&e)
-            .and_then(|mut f| f.write_all(stderr.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: Some(&o),
-            stderr: Some(&e),
-            exit_code: Some(exit),
-        });
-        let _ = std::fs::remove_dir_all(&dir);
-        r
-    }
-
-    fn outcome(r: &ParsedRun, id: &str) -> Option<Outcome> {
-        r.tests.iter().find(|t| t.id == id).map(|t| t.outcome)
+        run_text(
+            parse,
+            Some(stdout.as_bytes()),
+            Some(stderr.as_bytes()),
+            Some(exit),
+        )
     }
 
     #[test]
     fn split_result_word_and_fake_lines() {
         let out = "\nrunning 2 tests\ntest a::x ... printed: test fake ... ok\nFAILED\ntest b - should panic ... \u{1b}[32mok\u{1b}(B\u{1b}[m\n\nfailures:\n\n---- a::x stdout ----\ntest inner ... ok\nthread 'a::x' (77) panicked at src/lib.rs:1:1:\nboom\n\nfailures:\n    a::x\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n";
         let r = run(out, "", 101);
-        assert_eq!(outcome(&r, "a::x"), Some(Outcome::Failed));
-        assert_eq!(outcome(&r, "b"), Some(Outcome::Passed));
+        assert_eq!(outcome_of(&r, "a::x"), Some(Outcome::Failed));
+        assert_eq!(outcome_of(&r, "b"), Some(Outcome::Passed));
         assert_eq!(r.tests.len(), 2);
         assert!(r.complete && !r.unattributed_failure);
         let msg = r.tests[0].message.clone().unwrap_or_default();
@@ -432,8 +417,8 @@ mod tests {
         let out = "\nrunning 1 test\ntest it_passes ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n\nrunning 2 tests\ntest it_passes ... ok\n";
         let err = "     Running tests/a.rs (target/debug/deps/a-0123abcd)\n     Running tests/b.rs (target/debug/deps/b-4567ef01)\n";
         let r = run(out, err, 0);
-        assert_eq!(outcome(&r, "a::it_passes"), Some(Outcome::Passed));
-        assert_eq!(outcome(&r, "b::it_passes"), Some(Outcome::Passed));
+        assert_eq!(outcome_of(&r, "a::it_passes"), Some(Outcome::Passed));
+        assert_eq!(outcome_of(&r, "b::it_passes"), Some(Outcome::Passed));
         assert!(!r.complete && r.unattributed_failure);
     }
 
@@ -450,7 +435,7 @@ mod tests {
     fn show_output_successes_are_captured_output() {
         let out = "\nrunning 2 tests\ntest a ... ok\ntest b ... FAILED\n\nsuccesses:\n\n---- a stdout ----\ntest fake ... ok\n\nsuccesses:\n    a\n\nfailures:\n\n---- b stdout ----\nboom\n\nfailures:\n    b\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n";
         let r = run(out, "", 101);
-        let o: Vec<_> = r.tests.iter().map(|t| (t.id.as_str(), t.outcome)).collect();
+        let o = outcomes(&r);
         assert_eq!(o, vec![("a", Outcome::Passed), ("b", Outcome::Failed)]);
         assert_eq!(r.tests[1].message.as_deref(), Some("boom"));
         assert!(r.complete);

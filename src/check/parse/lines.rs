@@ -4,7 +4,7 @@
 //! The run is complete (the check printed what it had); a red exit with no line
 //! adds the synthetic unattributed member.
 
-use super::util::{feed_lines, is_red, strip_ansi, truncate_bytes, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, truncate_bytes, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -25,34 +25,22 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         truncate_bytes(&mut id, ID_LIMIT);
         c.record(&id, Outcome::Failed, None);
     });
-    c.finish(RunEnd {
-        format: Format::Lines,
-        runner: "lines",
-        complete: true,
-        unattributed: false,
-        red: is_red(t.exit_code),
-        message: None,
-        diagnostics,
-    })
+    c.finish_text(Format::Lines, "lines", true, None, t.exit_code, diagnostics)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::run_text;
 
     #[test]
     fn each_line_is_a_failing_id() {
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(b"a::b\r\n\n  \x1b[31mc d\x1b[0m \n\xff bad utf8\n"))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: Some(&p),
-            stderr: None,
-            exit_code: Some(1),
-        });
-        let _ = std::fs::remove_file(&p);
+        let r = run_text(
+            parse,
+            Some(b"a::b\r\n\n  \x1b[31mc d\x1b[0m \n\xff bad utf8\n".as_slice()),
+            None,
+            Some(1),
+        );
         let ids: Vec<_> = r.tests.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, vec!["a::b", "c d", "\u{fffd} bad utf8"]);
         assert!(r.complete && !r.unattributed_failure);

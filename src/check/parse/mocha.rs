@@ -12,7 +12,7 @@
 //! title (`"before all" hook for "x"`) and counts as a failing test, as mocha counts
 //! it. Complete = the `N passing` line was printed.
 
-use super::util::{feed_lines, is_red, strip_ansi, trim_duration, Collector, RunEnd};
+use super::util::{feed_lines, indent_and_body, strip_ansi, trim_duration, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -40,9 +40,7 @@ impl State {
 
     fn line(&mut self, raw: &str) {
         let line = strip_ansi(raw);
-        let line = line.trim_end();
-        let body = line.trim_start();
-        let indent = line.len() - body.len();
+        let (indent, body) = indent_and_body(&line);
         if body.is_empty() {
             return;
         }
@@ -134,34 +132,23 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     let mut st = State::default();
     feed_lines(t.stdout, &mut diagnostics, |l| st.line(l));
     st.flush();
-    st.c.finish(RunEnd {
-        format: Format::Mocha,
-        runner: "mocha",
-        complete: st.summary,
-        unattributed: false,
-        red: is_red(t.exit_code),
-        message: None,
+    st.c.finish_text(
+        Format::Mocha,
+        "mocha",
+        st.summary,
+        None,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::run_text;
 
     fn run(stdout: &str) -> ParsedRun {
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(stdout.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: Some(&p),
-            stderr: None,
-            exit_code: Some(1),
-        });
-        let _ = std::fs::remove_file(&p);
-        r
+        run_text(parse, Some(stdout.as_bytes()), None, Some(1))
     }
 
     #[test]

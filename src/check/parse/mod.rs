@@ -67,6 +67,8 @@ pub mod vitest;
 #[cfg(test)]
 mod sample_tests;
 #[cfg(test)]
+mod samples;
+#[cfg(test)]
 mod samples_test;
 
 use crate::check::model::{Format, Outcome, ParsedRun, UNATTRIBUTED_SUFFIX};

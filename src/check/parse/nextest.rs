@@ -13,7 +13,7 @@
 //! Complete = the `Summary` line was printed, says nothing was cancelled or left not
 //! run, and its run count equals the tests seen.
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 use regex::Regex;
@@ -121,34 +121,23 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         }
         None => false,
     };
-    c.finish(RunEnd {
-        format: Format::Nextest,
-        runner: "nextest",
+    c.finish_text(
+        Format::Nextest,
+        "nextest",
         complete,
-        unattributed: false,
-        red: is_red(t.exit_code),
-        message: None,
+        None,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::run_text;
 
     fn run(stderr: &str) -> ParsedRun {
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(stderr.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: None,
-            stderr: Some(&p),
-            exit_code: Some(100),
-        });
-        let _ = std::fs::remove_file(&p);
-        r
+        run_text(parse, None, Some(stderr.as_bytes()), Some(100))
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! Complete = the `ℹ tests` counter was printed (spec) or the marks line and the
 //! failure list were (dot).
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, indent_and_body, is_red, strip_ansi, Collector, RunEnd};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 use regex::Regex;
@@ -63,9 +63,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     };
     feed_lines(t.stdout, &mut diagnostics, |raw| {
         let line = strip_ansi(raw);
-        let line = line.trim_end();
-        let body = line.trim_start();
-        let indent = line.len() - body.len();
+        let (indent, body) = indent_and_body(&line);
         if let Some(rest) = body.strip_prefix("ℹ ") {
             summary = true;
             if let Some(n) = rest.strip_prefix("suites ") {
@@ -155,34 +153,23 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         }
     }
     let complete = summary || (dot_marks && (dot_list || !is_red(t.exit_code)));
-    c.finish(RunEnd {
-        format: Format::Tap,
-        runner: "node",
+    c.finish_text(
+        Format::Tap,
+        "node",
         complete,
-        unattributed: false,
-        red: is_red(t.exit_code),
-        message: None,
+        None,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::run_text;
 
     fn run(stdout: &str) -> ParsedRun {
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(stdout.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: Some(&p),
-            stderr: None,
-            exit_code: Some(1),
-        });
-        let _ = std::fs::remove_file(&p);
-        r
+        run_text(parse, Some(stdout.as_bytes()), None, Some(1))
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! data set's argument list is dropped); testdox `Class::Name`. Complete = the final
 //! count line was printed.
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, strip_ansi, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -144,40 +144,29 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     if let Some((id, msg)) = entry.take() {
         c.set_message(&id, &msg);
     }
-    c.finish(RunEnd {
-        format: Format::Phpunit,
-        runner: "phpunit",
-        complete: done,
-        unattributed: false,
-        red: is_red(t.exit_code),
-        message: None,
+    c.finish_text(
+        Format::Phpunit,
+        "phpunit",
+        done,
+        None,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::{outcomes, run_text};
 
     fn run(out: &str) -> ParsedRun {
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(out.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: Some(&p),
-            stderr: None,
-            exit_code: Some(2),
-        });
-        let _ = std::fs::remove_file(&p);
-        r
+        run_text(parse, Some(out.as_bytes()), None, Some(2))
     }
 
     #[test]
     fn default_sections() {
         let r = run("PHPUnit 9.6.7\n\n.FER\n\nThere was 1 error:\n\n1) T::testE\nRuntimeException: k\n\n/x/T.php:8\n\n--\n\nThere were 1 failures:\n\n1) T::testA with data set \"x [y]\" (1, 2)\nFailed asserting\n\nThere was 1 risky test:\n\n1) T::testR\nno assertions\n\nERRORS!\nTests: 4, Assertions: 3, Errors: 1, Failures: 1, Risky: 1.\n");
-        let o: Vec<_> = r.tests.iter().map(|t| (t.id.as_str(), t.outcome)).collect();
+        let o = outcomes(&r);
         assert_eq!(
             o,
             vec![

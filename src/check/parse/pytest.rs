@@ -305,20 +305,10 @@ pub fn parse(t: &TextInput) -> ParsedRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::run_text;
 
     fn run(stdout: &str, exit: i32) -> ParsedRun {
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(stdout.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: Some(&p),
-            stderr: None,
-            exit_code: Some(exit),
-        });
-        let _ = std::fs::remove_file(&p);
-        r
+        run_text(parse, Some(stdout.as_bytes()), None, Some(exit))
     }
 
     #[test]

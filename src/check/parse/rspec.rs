@@ -14,7 +14,7 @@
 //! of examples` is an unattributed failure. Complete = the `N examples` line was
 //! printed.
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, indent_and_body, strip_ansi, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -70,9 +70,7 @@ impl State {
 
     fn line(&mut self, raw: &str) {
         let line = strip_ansi(raw);
-        let line = line.trim_end();
-        let body = line.trim_start();
-        let indent = line.len() - body.len();
+        let (indent, body) = indent_and_body(&line);
         if body.is_empty() {
             return;
         }
@@ -174,36 +172,26 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     feed_lines(t.stdout, &mut diagnostics, |l| st.line(l));
     st.resolve(None);
     st.flush_entry();
-    st.c.finish(RunEnd {
-        format: Format::Rspec,
-        runner: "rspec",
-        complete: st.summary && st.outside.is_none(),
-        unattributed: st.outside.is_some(),
-        red: is_red(t.exit_code),
-        message: st.outside,
+    st.c.finish_text(
+        Format::Rspec,
+        "rspec",
+        st.summary && st.outside.is_none(),
+        st.outside,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::{outcomes, run_text};
 
     #[test]
     fn documentation_tree_and_sections() {
         let out = "\nCalc\n  passes\n  fails (FAILED - 1)\n  ctx [x]\n    deep\n  later (PENDING: no)\n\nFailures:\n\n  1) Calc fails\n     Failure/Error: boom\n\nFinished in 0.1 seconds\n4 examples, 1 failure, 1 pending\n\nFailed examples:\n\nrspec ./spec/a_spec.rb:3 # Calc fails\n";
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(out.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: Some(&p),
-            stderr: None,
-            exit_code: Some(1),
-        });
-        let _ = std::fs::remove_file(&p);
-        let o: Vec<_> = r.tests.iter().map(|t| (t.id.as_str(), t.outcome)).collect();
+        let r = run_text(parse, Some(out.as_bytes()), None, Some(1));
+        let o = outcomes(&r);
         assert_eq!(
             o,
             vec![

@@ -17,23 +17,12 @@ use super::json::{
     parse_gotest_json, parse_jest_json, parse_libtest_json, parse_mocha_json, parse_rspec_json,
 };
 use super::junit::parse_junit;
+use super::samples::{compare, fixtures_dir, load_expected, Check, LoadError};
 use super::structured::StructuredError;
-use crate::check::model::{Outcome, ParsedRun};
-use serde_json::Value;
+use crate::check::model::ParsedRun;
 use std::io::BufReader;
-use std::path::PathBuf;
 
 type Parser = fn(BufReader<std::fs::File>) -> Result<ParsedRun, StructuredError>;
-
-/// How much of the expectation the structured source can know.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Check {
-    All,
-    /// Compare only failing and flaky (plus names, not counts, of passed/skipped).
-    NoCompletenessNoSkippedCounts,
-    /// Compare failing, complete and unattributed only.
-    FailingOnly,
-}
 
 /// (expected file without `.expected.json`, structured source, parser, what to check)
 const SAMPLES: &[(&str, &str, Parser, Check)] = &[
@@ -201,101 +190,19 @@ const SAMPLES: &[(&str, &str, Parser, Check)] = &[
     ),
 ];
 
-fn samples_dir() -> Option<PathBuf> {
-    Some(super::samples_test::fixtures_dir())
-}
-
-fn group_of(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Failed | Outcome::Errored => "failing",
-        Outcome::FlakyPassed => "flaky",
-        Outcome::Passed => "passed",
-        Outcome::Skipped => "skipped",
-    }
-}
-
-/// The mismatches between a parsed run and an expectation, as check-parse words them.
-fn compare(exp: &Value, run: &ParsedRun, check: Check) -> Vec<String> {
-    let mut problems = Vec::new();
-    if check != Check::NoCompletenessNoSkippedCounts {
-        for (key, got) in [
-            ("complete", run.complete),
-            ("unattributed_failure", run.unattributed_failure),
-        ] {
-            if let Some(want) = exp.get(key).and_then(Value::as_bool) {
-                if want != got {
-                    problems.push(format!("{key}={got} expected {want}"));
-                }
-            }
-        }
-    }
-    for group in ["failing", "flaky", "passed", "skipped"] {
-        let Some(want) = exp.get(group).and_then(Value::as_array) else {
-            continue;
-        };
-        let names_only = match check {
-            Check::All => false,
-            Check::NoCompletenessNoSkippedCounts => matches!(group, "passed" | "skipped"),
-            Check::FailingOnly => {
-                if group != "failing" {
-                    continue;
-                }
-                false
-            }
-        };
-        let ids: Vec<&str> = run
-            .tests
-            .iter()
-            .filter(|t| group_of(t.outcome) == group)
-            .map(|t| t.id.as_str())
-            .collect();
-        // Relaxed samples name tests by another format's ids (pytest node ids): the
-        // part after the last `::` is what a report can match.
-        let relaxed = check == Check::FailingOnly;
-        let missing: Vec<&str> = want
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|n| !ids.iter().any(|i| i.contains(bare(n, relaxed))))
-            .collect();
-        // A names-only group may miss names the source cannot know (jest-junit todo).
-        if !missing.is_empty() && (!names_only || group != "skipped") {
-            problems.push(format!("{group}: missing {missing:?}"));
-        }
-        if !names_only && ids.len() != want.len() {
-            problems.push(format!(
-                "{group}: {} reported, {} expected ({ids:?})",
-                ids.len(),
-                want.len()
-            ));
-        }
-    }
-    problems
-}
-
-fn bare(name: &str, relaxed: bool) -> &str {
-    if relaxed {
-        name.rsplit("::").next().unwrap_or(name)
-    } else {
-        name
-    }
-}
-
 #[test]
 fn structured_samples_match_their_expected_answers() {
-    let Some(dir) = samples_dir() else {
-        eprintln!("samples not found (set LOOPEXEC_SAMPLES); skipping the sample comparison");
-        return;
-    };
+    let dir = fixtures_dir();
     let mut failures = Vec::new();
     for &(name, source, parser, check) in SAMPLES {
         let exp_path = dir.join(format!("{name}.expected.json"));
-        let Ok(text) = std::fs::read_to_string(&exp_path) else {
-            eprintln!("note: {} missing, skipped", exp_path.display());
-            continue;
-        };
-        let exp: Value = match serde_json::from_str(&text) {
+        let exp = match load_expected(&exp_path) {
             Ok(v) => v,
-            Err(e) => {
+            Err(LoadError::Missing) => {
+                eprintln!("note: {} missing, skipped", exp_path.display());
+                continue;
+            }
+            Err(LoadError::Unreadable(e)) => {
                 failures.push(format!("{name}: expected.json unreadable: {e}"));
                 continue;
             }
@@ -336,11 +243,7 @@ fn structured_samples_match_their_expected_answers() {
 
 #[test]
 fn unreadable_junit_sample_is_an_error_not_zero_failures() {
-    let Some(dir) = samples_dir() else {
-        eprintln!("samples not found; skipping");
-        return;
-    };
-    let path = dir.join("junit-edge-synthetic/empty.xml");
+    let path = fixtures_dir().join("junit-edge-synthetic/empty.xml");
     let Ok(file) = std::fs::File::open(&path) else {
         eprintln!("note: {} missing, skipped", path.display());
         return;

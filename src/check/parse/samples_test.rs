@@ -9,8 +9,9 @@
 //! Samples whose expected answer cannot be reached from the output alone are listed
 //! in [`KNOWN_DIVERGENT`] with the reason; their mismatches are printed, not failed.
 
+use super::samples::{compare, expected_files, fixtures_dir, load_expected, Check};
 use super::{parse, CheckInput, FormatChoice};
-use crate::check::model::{Outcome, UNATTRIBUTED_SUFFIX};
+use crate::check::model::UNATTRIBUTED_SUFFIX;
 use std::path::{Path, PathBuf};
 
 /// Samples whose expectation rests on facts the captured output does not contain.
@@ -41,49 +42,15 @@ const KNOWN_DIVERGENT: &[(&str, &str)] = &[
     ),
 ];
 
-/// The sample folder: `$LOOPEXEC_SAMPLES`, else `fixtures/test-output` in the crate
-/// (committed, so the comparison always runs).
-pub(super) fn fixtures_dir() -> PathBuf {
-    std::env::var_os("LOOPEXEC_SAMPLES").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/test-output"),
-        PathBuf::from,
-    )
-}
-
 fn samples_dir() -> Option<PathBuf> {
     let d = fixtures_dir();
     assert!(d.is_dir(), "sample folder {} is missing", d.display());
     Some(d)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            walk(&p, out);
-        } else if p.to_string_lossy().ends_with(".expected.json") {
-            out.push(p);
-        }
-    }
-}
-
-fn group_of(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Failed | Outcome::Errored => "failing",
-        Outcome::FlakyPassed => "flaky",
-        Outcome::Passed => "passed",
-        Outcome::Skipped => "skipped",
-    }
-}
-
 /// Compares one sample; returns the problems found.
 fn check_sample(exp_path: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(exp_path).unwrap_or_default();
-    let Ok(exp) = serde_json::from_str::<serde_json::Value>(&text) else {
+    let Ok(exp) = load_expected(exp_path) else {
         return vec!["expected.json unreadable".into()];
     };
     let s = exp_path.to_string_lossy();
@@ -104,7 +71,7 @@ fn check_sample(exp_path: &Path) -> Vec<String> {
         .get("exit_code")
         .and_then(serde_json::Value::as_i64)
         .and_then(|c| i32::try_from(c).ok());
-    let run = parse(
+    let mut run = parse(
         &CheckInput {
             stdout: has_out.then_some(stdout.as_path()),
             stderr: has_err.then_some(stderr.as_path()),
@@ -113,44 +80,9 @@ fn check_sample(exp_path: &Path) -> Vec<String> {
         },
         FormatChoice::Auto,
     );
-    let mut problems = Vec::new();
-    for (key, got) in [
-        ("complete", run.complete),
-        ("unattributed_failure", run.unattributed_failure),
-    ] {
-        if let Some(want) = exp.get(key).and_then(serde_json::Value::as_bool) {
-            if want != got {
-                problems.push(format!("{key}={got} expected {want}"));
-            }
-        }
-    }
-    for g in ["failing", "flaky", "passed", "skipped"] {
-        let Some(want) = exp.get(g).and_then(|v| v.as_array()) else {
-            continue;
-        };
-        let ids: Vec<&str> = run
-            .tests
-            .iter()
-            .filter(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX) && group_of(t.outcome) == g)
-            .map(|t| t.id.as_str())
-            .collect();
-        let missing: Vec<&str> = want
-            .iter()
-            .filter_map(|n| n.as_str())
-            .filter(|n| !ids.iter().any(|i| i.contains(n)))
-            .collect();
-        if !missing.is_empty() {
-            problems.push(format!("{g}: missing {missing:?}"));
-        }
-        if ids.len() != want.len() {
-            problems.push(format!(
-                "{g}: {} reported, {} expected {ids:?}",
-                ids.len(),
-                want.len()
-            ));
-        }
-    }
-    problems
+    // The synthetic `<runner>::<unattributed>` member is in no expected group.
+    run.tests.retain(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX));
+    compare(&exp, &run, Check::All)
 }
 
 #[test]
@@ -160,8 +92,7 @@ fn samples_match_expected() {
         return;
     };
     let filter = std::env::var("PTEXT_SAMPLES_FILTER").unwrap_or_default();
-    let mut files = Vec::new();
-    walk(&dir, &mut files);
+    let files = expected_files(&dir);
     let mut bad = Vec::new();
     let (mut ok, mut divergent) = (0, 0);
     for f in files

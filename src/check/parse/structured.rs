@@ -125,6 +125,13 @@ impl RunBuilder {
         }
     }
 
+    /// Flags an unattributed failure whose message is also worth a diagnostic (tests
+    /// that started and never ended, counts the report cannot account for).
+    pub fn unattributed_with_diagnostic(&mut self, text: String) {
+        self.unattributed(Some(&text));
+        self.diagnostic(text);
+    }
+
     /// Adds a diagnostic (a problem met while reading).
     pub fn diagnostic(&mut self, text: impl Into<String>) {
         self.diagnostics.push(text.into());

@@ -20,7 +20,7 @@
 //! bailed out; `Bail out!`, prove's `Bailout called` and `Parse errors` (bad plan)
 //! make the run incomplete and unattributed (planned tests never reported).
 
-use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
+use super::util::{feed_lines, indent_and_body, is_red, strip_ansi, Collector, RunEnd};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 use regex::Regex;
@@ -139,8 +139,7 @@ impl State {
     fn line(&mut self, r: &Res, raw: &str) {
         let line = strip_ansi(raw);
         let line = line.trim_end();
-        let body = line.trim_start();
-        let indent = line.len() - body.len();
+        let (indent, body) = indent_and_body(line);
         if let Some(yi) = self.in_yaml {
             if body == "..." && indent <= yi + 2 {
                 self.close_yaml();
@@ -345,34 +344,20 @@ pub fn parse(t: &TextInput) -> ParsedRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::{outcome_of, run_text};
 
     fn run(stdout: &str, exit: i32) -> ParsedRun {
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(stdout.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: Some(&p),
-            stderr: None,
-            exit_code: Some(exit),
-        });
-        let _ = std::fs::remove_file(&p);
-        r
-    }
-
-    fn outcome(r: &ParsedRun, id: &str) -> Option<Outcome> {
-        r.tests.iter().find(|t| t.id == id).map(|t| t.outcome)
+        run_text(parse, Some(stdout.as_bytes()), None, Some(exit))
     }
 
     #[test]
     fn raw_tap_directives_escapes_and_yaml() {
         let out = "TAP version 13\n1..5\nok 1 - a\nnot ok 2 - b\n  ---\n  message: 'want 3'\n  found: ok 9 - fake\n  ...\nnot ok 3 - c # TODO later\nok 4 x \\# y\nok 5\n";
         let r = run(out, 0);
-        assert_eq!(outcome(&r, "b"), Some(Outcome::Failed));
-        assert_eq!(outcome(&r, "c"), Some(Outcome::Skipped));
-        assert_eq!(outcome(&r, "x # y"), Some(Outcome::Passed));
-        assert_eq!(outcome(&r, "#5"), Some(Outcome::Passed));
+        assert_eq!(outcome_of(&r, "b"), Some(Outcome::Failed));
+        assert_eq!(outcome_of(&r, "c"), Some(Outcome::Skipped));
+        assert_eq!(outcome_of(&r, "x # y"), Some(Outcome::Passed));
+        assert_eq!(outcome_of(&r, "#5"), Some(Outcome::Passed));
         assert_eq!(r.tests.len(), 5);
         assert_eq!(r.tests[1].message.as_deref(), Some("want 3"));
         assert!(r.complete);

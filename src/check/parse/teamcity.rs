@@ -155,8 +155,7 @@ pub fn parse_teamcity<R: BufRead>(mut r: R) -> Result<ParsedRun, StructuredError
         complete = false;
         left.sort_unstable();
         let text = format!("test(s) started but never finished: {}", left.join(", "));
-        b.unattributed(Some(&text));
-        b.diagnostic(text);
+        b.unattributed_with_diagnostic(text);
     }
     if flows.values().any(|f| !f.suites.is_empty()) {
         complete = false;
@@ -270,16 +269,10 @@ fn escaped_value(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::parse::util::outcomes;
 
     fn parse(s: &str) -> ParsedRun {
         parse_teamcity(s.as_bytes()).expect("parses")
-    }
-
-    fn outcomes(run: &ParsedRun) -> Vec<(&str, Outcome)> {
-        run.tests
-            .iter()
-            .map(|t| (t.id.as_str(), t.outcome))
-            .collect()
     }
 
     #[test]

@@ -329,6 +329,30 @@ impl Collector {
         self.tests.iter().filter(|t| t.outcome == o).count()
     }
 
+    /// [`Collector::finish`] as most text parsers end a run: red when `exit_code` is
+    /// known and non-zero; `unattributed`, a failure no named test carries, flags the
+    /// run and is the synthetic member's message.
+    #[must_use]
+    pub fn finish_text(
+        self,
+        format: Format,
+        runner: &str,
+        complete: bool,
+        unattributed: Option<String>,
+        exit_code: Option<i32>,
+        diagnostics: Vec<String>,
+    ) -> ParsedRun {
+        self.finish(RunEnd {
+            format,
+            runner,
+            complete,
+            unattributed: unattributed.is_some(),
+            red: is_red(exit_code),
+            message: unattributed,
+            diagnostics,
+        })
+    }
+
     /// Builds the run. When `unattributed` is set, or the run is `red` and no named
     /// test fails, the synthetic member `<runner>::<unattributed>` is appended with
     /// `message` and `unattributed_failure` is set.
@@ -371,6 +395,15 @@ pub struct RunEnd<'a> {
     pub diagnostics: Vec<String>,
 }
 
+/// Splits `line`, trailing white space removed, into its indentation (bytes of leading
+/// white space) and its body (what follows).
+#[must_use]
+pub fn indent_and_body(line: &str) -> (usize, &str) {
+    let line = line.trim_end();
+    let body = line.trim_start();
+    (line.len() - body.len(), body)
+}
+
 /// True when `exit` is known and non-zero.
 #[must_use]
 pub fn is_red(exit: Option<i32>) -> bool {
@@ -391,16 +424,46 @@ pub fn trim_duration(s: &str) -> &str {
     }
 }
 
-/// A fresh, unique path in the temp folder for a test's input file.
+/// Runs the text parser `parse` on `stdout` and `stderr` (each, when given, written
+/// to its own file in a fresh temp folder) with exit code `exit`. The folder is removed
+/// when the parser returns. Bytes rather than `&str` so tests can feed invalid UTF-8.
 #[cfg(test)]
-pub(crate) fn test_path() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    std::env::temp_dir().join(format!(
-        "ptext-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ))
+pub(crate) fn run_text(
+    parse: fn(&crate::check::parse::TextInput<'_>) -> ParsedRun,
+    stdout: Option<&[u8]>,
+    stderr: Option<&[u8]>,
+    exit: Option<i32>,
+) -> ParsedRun {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, data: Option<&[u8]>| {
+        data.map(|d| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, d).expect("write");
+            p
+        })
+    };
+    let out = write("stdout", stdout);
+    let err = write("stderr", stderr);
+    parse(&crate::check::parse::TextInput {
+        stdout: out.as_deref(),
+        stderr: err.as_deref(),
+        exit_code: exit,
+    })
+}
+
+/// `(id, outcome)` of every test in `run`, in order (for assertions in tests).
+#[cfg(test)]
+pub(crate) fn outcomes(run: &ParsedRun) -> Vec<(&str, Outcome)> {
+    run.tests
+        .iter()
+        .map(|t| (t.id.as_str(), t.outcome))
+        .collect()
+}
+
+/// The outcome of test `id` in `run`, if it is there (for assertions in tests).
+#[cfg(test)]
+pub(crate) fn outcome_of(run: &ParsedRun, id: &str) -> Option<Outcome> {
+    run.tests.iter().find(|t| t.id == id).map(|t| t.outcome)
 }
 
 #[cfg(test)]
@@ -473,23 +536,30 @@ mod tests {
 
     #[test]
     fn for_each_line_handles_endings_long_lines_and_bad_utf8() {
-        let p = test_path();
+        let f = tempfile::NamedTempFile::new().expect("temp file");
+        let p = f.path();
         let mut data = b"a\r\n\xffb\n".to_vec();
         data.extend(std::iter::repeat(b'x').take(LINE_LIMIT + 10));
         data.extend_from_slice(b"\nlast");
-        std::fs::write(&p, &data).expect("write");
+        std::fs::write(p, &data).expect("write");
         let mut got = Vec::new();
-        for_each_line(&p, |l| {
+        for_each_line(p, |l| {
             got.push(l.to_string());
             ControlFlow::Continue(())
         })
         .expect("read");
-        let _ = std::fs::remove_file(&p);
         assert_eq!(got.len(), 4);
         assert_eq!(got[0], "a");
         assert_eq!(got[1], "\u{fffd}b");
         assert_eq!(got[2].len(), LINE_LIMIT);
         assert_eq!(got[3], "last");
+    }
+
+    #[test]
+    fn indent_and_body_ignores_trailing_space() {
+        assert_eq!(indent_and_body("    ✔ a b  \r"), (4, "✔ a b"));
+        assert_eq!(indent_and_body("x"), (0, "x"));
+        assert_eq!(indent_and_body("   "), (0, ""));
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! `Unhandled Errors`, `Failed Suites`) is an unattributed failure. Complete = the
 //! `Tests` summary line was printed.
 
-use super::util::{feed_lines, is_red, strip_ansi, trim_duration, Collector, RunEnd};
+use super::util::{feed_lines, indent_and_body, strip_ansi, trim_duration, Collector};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -59,9 +59,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     let mut suite_error: Option<String> = None;
     feed_lines(t.stdout, &mut diagnostics, |raw| {
         let line = strip_ansi(raw);
-        let line = line.trim_end();
-        let body = line.trim_start();
-        let indent = line.len() - body.len();
+        let (indent, body) = indent_and_body(&line);
         if body.starts_with("Tests ") && body.ends_with(')') {
             summary = true;
             file = None;
@@ -134,34 +132,23 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         }
     });
     flush(&mut current, &mut c);
-    c.finish(RunEnd {
-        format: Format::Vitest,
-        runner: "vitest",
-        complete: summary,
-        unattributed: suite_error.is_some(),
-        red: is_red(t.exit_code),
-        message: suite_error,
+    c.finish_text(
+        Format::Vitest,
+        "vitest",
+        summary,
+        suite_error,
+        t.exit_code,
         diagnostics,
-    })
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::check::parse::util::run_text;
 
     fn run(stdout: &str) -> ParsedRun {
-        let p = crate::check::parse::util::test_path();
-        std::fs::File::create(&p)
-            .and_then(|mut f| f.write_all(stdout.as_bytes()))
-            .expect("write");
-        let r = parse(&TextInput {
-            stdout: Some(&p),
-            stderr: None,
-            exit_code: Some(1),
-        });
-        let _ = std::fs::remove_file(&p);
-        r
+        run_text(parse, Some(stdout.as_bytes()), None, Some(1))
     }
 
     #[test]

@@ -179,8 +179,7 @@ pub fn parse_gotest_json<R: BufRead>(r: R) -> Result<ParsedRun, StructuredError>
         let mut ids: Vec<&str> = running.keys().map(String::as_str).collect();
         ids.sort_unstable();
         let text = format!("test(s) started without a result: {}", ids.join(", "));
-        b.unattributed(Some(&text));
-        b.diagnostic(text);
+        b.unattributed_with_diagnostic(text);
     }
     Ok(b.finish(complete))
 }
@@ -200,6 +199,7 @@ fn is_message_line(out: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::parse::util::outcomes;
 
     fn ev(action: &str, pkg: &str, test: Option<&str>, output: Option<&str>) -> String {
         let mut v =
@@ -241,11 +241,7 @@ mod tests {
         let run = parse_gotest_json(s.as_bytes()).expect("parses");
         assert!(run.complete);
         assert!(!run.unattributed_failure);
-        let got: Vec<_> = run
-            .tests
-            .iter()
-            .map(|t| (t.id.as_str(), t.outcome))
-            .collect();
+        let got = outcomes(&run);
         assert_eq!(
             got,
             [

@@ -147,6 +147,7 @@ pub fn parse_jest_json<R: BufRead>(r: R) -> Result<ParsedRun, StructuredError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::parse::util::outcomes;
 
     const JEST: &str = r#"{"numFailedTestSuites":2,"numRuntimeErrorTestSuites":1,"numTotalTests":4,"success":false,"wasInterrupted":false,
       "testResults":[
@@ -164,11 +165,7 @@ mod tests {
         assert_eq!(run.format, Format::JestJson);
         assert!(!run.complete);
         assert!(run.unattributed_failure);
-        let got: Vec<_> = run
-            .tests
-            .iter()
-            .map(|t| (t.id.as_str(), t.outcome))
-            .collect();
+        let got = outcomes(&run);
         assert_eq!(
             got,
             [

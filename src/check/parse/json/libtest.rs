@@ -146,8 +146,7 @@ pub fn parse_libtest_json<R: BufRead>(r: R) -> Result<ParsedRun, StructuredError
             names.len(),
             names.join(", ")
         );
-        b.unattributed(Some(&text));
-        b.diagnostic(text);
+        b.unattributed_with_diagnostic(text);
     }
     if !nextest && suites_ended < suites_started {
         complete = false;
@@ -155,8 +154,7 @@ pub fn parse_libtest_json<R: BufRead>(r: R) -> Result<ParsedRun, StructuredError
             "{} test suite(s) started but never finished",
             suites_started - suites_ended
         );
-        b.unattributed(Some(&text));
-        b.diagnostic(text);
+        b.unattributed_with_diagnostic(text);
     }
     Ok(b.finish(complete))
 }
@@ -164,6 +162,7 @@ pub fn parse_libtest_json<R: BufRead>(r: R) -> Result<ParsedRun, StructuredError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::parse::util::outcomes;
 
     fn parse(s: &str) -> ParsedRun {
         parse_libtest_json(s.as_bytes()).expect("parses")
@@ -182,11 +181,7 @@ mod tests {
         ));
         assert!(run.complete);
         assert!(!run.unattributed_failure);
-        let got: Vec<_> = run
-            .tests
-            .iter()
-            .map(|t| (t.id.as_str(), t.outcome))
-            .collect();
+        let got = outcomes(&run);
         assert_eq!(
             got,
             [
@@ -208,11 +203,7 @@ mod tests {
             "{\"type\":\"test\",\"name\":\"it\",\"event\":\"ok\"}\n",
             "{\"type\":\"suite\",\"event\":\"ok\"}\n",
         ));
-        let got: Vec<_> = run
-            .tests
-            .iter()
-            .map(|t| (t.id.as_str(), t.outcome))
-            .collect();
+        let got = outcomes(&run);
         assert_eq!(got, [("it", Outcome::Failed), ("it#2", Outcome::Passed)]);
     }
 
@@ -242,11 +233,7 @@ mod tests {
             "{\"type\":\"test\",\"event\":\"ok\",\"name\":\"c::bin$t::two\"}\n",
         ));
         assert!(run.complete);
-        let got: Vec<_> = run
-            .tests
-            .iter()
-            .map(|t| (t.id.as_str(), t.outcome))
-            .collect();
+        let got = outcomes(&run);
         assert_eq!(
             got,
             [

@@ -140,6 +140,7 @@ pub fn parse_mocha_json<R: BufRead>(r: R) -> Result<ParsedRun, StructuredError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::parse::util::outcomes;
 
     #[test]
     fn hook_failure_stands_for_its_tests() {
@@ -154,11 +155,7 @@ mod tests {
         let run = parse_mocha_json(doc.as_bytes()).expect("parses");
         assert!(run.complete);
         assert!(!run.unattributed_failure);
-        let got: Vec<_> = run
-            .tests
-            .iter()
-            .map(|t| (t.id.as_str(), t.outcome))
-            .collect();
+        let got = outcomes(&run);
         assert_eq!(
             got,
             [

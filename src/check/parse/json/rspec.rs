@@ -112,6 +112,7 @@ pub fn parse_rspec_json<R: BufRead>(r: R) -> Result<ParsedRun, StructuredError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::parse::util::outcomes;
 
     #[test]
     fn examples_outcomes_and_ids() {
@@ -123,11 +124,7 @@ mod tests {
         let run = parse_rspec_json(doc.as_bytes()).expect("parses");
         assert!(run.complete);
         assert!(!run.unattributed_failure);
-        let got: Vec<_> = run
-            .tests
-            .iter()
-            .map(|t| (t.id.as_str(), t.outcome))
-            .collect();
+        let got = outcomes(&run);
         assert_eq!(
             got,
             [

@@ -424,8 +424,7 @@ impl JunitParser {
                 "junit report declares {declared} failures/errors but only {} test cases carry one",
                 self.found_failures
             );
-            self.builder.unattributed(Some(&text));
-            self.builder.diagnostic(text);
+            self.builder.unattributed_with_diagnostic(text);
         }
         self.builder.finish(complete)
     }
