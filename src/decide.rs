@@ -14,7 +14,7 @@
 //! | 5 | metric integrity (if green, accepted, or green by exit code) | metric_integrity_violation | after a check |
 //! | 6 | success | success_condition_met | the main check and its confirmations are green |
 //! | 7 | no convergence | same_test_regressed … no_progress_detected | after a check |
-//! | 8 | comprehension | comprehension_debt_exceeded | after a check |
+//! | 8 | comprehension | comprehension_debt_exceeded | after a check, and before an exec |
 //! | 9 | the cap | max_iterations_reached | at iteration N |
 //!
 //! Guards dominate success (rows 2–5 before row 6): a check that went green because a
@@ -83,6 +83,12 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         return halt(h);
     }
     if last.iteration > 0 && last.exec.is_none() {
+        // Before more work: a comprehension debt still unpaid (a resumed run nobody
+        // acknowledged) stops the run before the agent runs again.
+        let views = t.attempt_views(cfg.success_exit_code);
+        if let Some(h) = liveness::comprehension(t, cfg, &progress::accepted(&views)) {
+            return halt(h);
+        }
         return go(Next::Exec);
     }
     let now = last.exec.as_ref().and_then(|e| measures(&e.guards));

@@ -115,13 +115,15 @@ impl EngineError {
     pub fn reason(&self) -> HaltReason {
         match self {
             EngineError::Workspace(_) => HaltReason::WorkspaceInvalid,
-            EngineError::RunExists(_) | EngineError::NotResumable(..) => {
-                HaltReason::InvariantFailed
+            // Stored state that fails validation (a ledger newer than this loopexec, a
+            // damaged receipt) is an invariant failure, like damaged configuration.
+            EngineError::RunExists(_)
+            | EngineError::NotResumable(..)
+            | EngineError::Store(crate::store::StoreError::Newer { .. })
+            | EngineError::ReadReceipt(_) => HaltReason::InvariantFailed,
+            EngineError::Store(_) | EngineError::Receipt { .. } | EngineError::Capture { .. } => {
+                HaltReason::InternalError
             }
-            EngineError::Store(_)
-            | EngineError::Receipt { .. }
-            | EngineError::ReadReceipt(_)
-            | EngineError::Capture { .. } => HaltReason::InternalError,
         }
     }
 }
@@ -606,7 +608,7 @@ impl Loop<'_> {
             parse::format_from_name(&self.cfg.test_format)
                 .map_or(FormatChoice::Auto, FormatChoice::Fixed)
         };
-        let exit = step.exit_code.or(step.signal.map(|s| 128 + s));
+        let exit = parse::exit_for_parser(step.exit_code, step.signal, self.cfg.success_exit_code);
         let mut parsed = parse::parse(
             &CheckInput {
                 stdout: Some(&spools.stdout),

@@ -143,7 +143,7 @@ pub fn run_check(
     };
     let (step, spools) = proc::run_step(step_spec, &mut |_| None)?;
     drop(burners);
-    let exit = step.exit_code.or(step.signal.map(|s| 128 + s));
+    let exit = parse::exit_for_parser(step.exit_code, step.signal, spec.success_exit_code);
     let parsed = parse::parse(
         &CheckInput {
             stdout: Some(&spools.stdout),

@@ -25,7 +25,7 @@ pub enum WorkspaceError {
     NotDir(PathBuf),
     #[error("workdir is in use by run `{run_id}` (pid {pid}); wait for it, or stop it")]
     Locked { run_id: String, pid: String },
-    #[error("invalid run id `{0}`: use 1-128 characters from A-Z a-z 0-9 . _ - , not starting with a dot")]
+    #[error("invalid run id `{0}`: use 1-128 characters from A-Z a-z 0-9 . _ - , not starting with a dot (`latest` is reserved for the newest run)")]
     BadRunId(String),
     #[error("no run found in {0}")]
     NoRuns(PathBuf),
@@ -203,12 +203,14 @@ pub struct RunLock {
     _file: File,
 }
 
-/// Checks a run id: 1-128 of `[A-Za-z0-9._-]`, not starting with `.`.
+/// Checks a run id: 1-128 of `[A-Za-z0-9._-]`, not starting with `.`, and not
+/// `latest` (which every read command resolves to the newest run).
 ///
 /// # Errors
 /// [`WorkspaceError::BadRunId`].
 pub fn validate_run_id(id: &str) -> Result<(), WorkspaceError> {
     let ok = !id.is_empty()
+        && id != "latest"
         && id.len() <= 128
         && !id.starts_with('.')
         && id
@@ -245,7 +247,7 @@ mod tests {
 
     #[test]
     fn run_ids_are_validated() {
-        for bad in ["", "../x", "a/b", ".hidden", "a b", "x\0"] {
+        for bad in ["", "../x", "a/b", ".hidden", "a b", "x\0", "latest"] {
             assert!(validate_run_id(bad).is_err(), "{bad:?} accepted");
         }
         for good in ["nightly-2026.11.29_a", "r1", &new_run_id()] {

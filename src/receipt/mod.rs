@@ -151,7 +151,10 @@ impl Writer {
                 obj.insert(k, v);
             }
         }
-        let mut line = serde_json::to_vec(&Value::Object(obj)).map_err(std::io::Error::other)?;
+        let line = serde_json::to_vec(&Value::Object(obj)).map_err(std::io::Error::other)?;
+        // Secrets never reach a receipt: a provider key written into a command line
+        // or echoed into a message is replaced before the line is hashed and written.
+        let mut line = crate::observe::secrets::redact(&line);
         let hash = blake3::hash(&line).to_hex().to_string();
         line.push(b'\n');
         self.file.write_all(&line)?;

@@ -293,6 +293,12 @@ impl Store {
     /// SQLite errors.
     pub fn halted(&self, h: &HaltRecord<'_>) -> Result<String, StoreError> {
         let now = crate::receipt::now_rfc3339();
+        // The ledger, like the receipt, never stores a secret.
+        let redact = |s: &str| {
+            String::from_utf8_lossy(&crate::observe::secrets::redact(s.as_bytes())).into_owned()
+        };
+        let description = redact(h.description);
+        let context = redact(&h.context.to_string());
         let id =
             blake3::hash(format!("{}:{}:{}:{now}", h.run_id, h.iteration, h.reason).as_bytes())
                 .to_hex()[..32]
@@ -324,8 +330,8 @@ impl Store {
                     h.reason.as_str(),
                     h.reason.exit_code(),
                     severity(h.reason),
-                    h.description,
-                    h.context.to_string(),
+                    description,
+                    context,
                     now,
                     h.attempt_count,
                     h.previous_error,

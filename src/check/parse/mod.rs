@@ -143,6 +143,22 @@ pub fn format_from_name(name: &str) -> Option<Format> {
     NAMES.iter().find(|(_, n)| *n == name).map(|(f, _)| *f)
 }
 
+/// The exit code to hand the parsers for a step that ended with `exit_code` or by
+/// `signal`, when the check's success code is `success` (`--success-exit-code`).
+///
+/// Parsers read exit 0 as green. A check whose success code is N (not 0) is green on N,
+/// so N is handed over as 0, and a 0 from such a check (not its success) as 1; a
+/// signal is `128 + signal`, as a shell reports it.
+#[must_use]
+pub fn exit_for_parser(exit_code: Option<i32>, signal: Option<i32>, success: i32) -> Option<i32> {
+    let code = exit_code.or(signal.map(|s| 128 + s))?;
+    Some(match code {
+        c if c == success => 0,
+        0 => 1,
+        c => c,
+    })
+}
+
 /// Every format's wire name, in a fixed order (for help texts and errors).
 #[must_use]
 pub fn format_names() -> Vec<&'static str> {
