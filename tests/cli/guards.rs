@@ -2,6 +2,7 @@
 //! by a real scenario in a real git repo.
 
 use crate::support::*;
+use std::process::Command;
 
 #[test]
 fn deleting_the_failing_test_is_metric_integrity_violation() {
@@ -263,4 +264,41 @@ fn a_green_that_confirmation_runs_contradict_is_check_flaky() {
         .map(|c| c["attempt"].as_u64().unwrap())
         .collect();
     assert_eq!(attempts, vec![0, 1, 2], "confirmation runs on iteration 1");
+}
+
+/// Regression (fixed in 85ec342): snapshots seed a temporary index from the user's
+/// index; git trusts cached stat data only for entries older than the index file
+/// (whole seconds), so a copy with a fresh mtime hid a same-size edit made in the same
+/// second as the user's index was written. Here the agent stages one version, writes
+/// another of the same size and idles; the iteration's snapshot must hold the working
+/// tree the check ran on. (The same bug made a counter going 0 -> 1 -> 2 right after
+/// the fixture commit halt `hermeticity_violation` about a third of the time.)
+#[test]
+fn snapshot_sees_same_size_edit_in_same_second_as_index_write() {
+    let r = Repo::new();
+    r.write("count", "0\n").commit("fixture");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "echo 1 > count && git add count && echo 2 > count && sleep 1.2",
+        "--check",
+        r#"test "$(cat count)" = 9"#,
+        "--max-iterations",
+        "1",
+    ]);
+    let v = out.expect(12, Some("max_iterations_reached"));
+    assert_eq!(r.read("count"), "2\n");
+    let lines = receipt_of(&v);
+    let ex = events(&lines, "exec_finished");
+    let tree = ex[0]["tree"].as_str().expect("exec_finished tree");
+    let recorded = Command::new("git")
+        .current_dir(r.path())
+        .args(["show", &format!("{tree}:count")])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&recorded.stdout),
+        "2\n",
+        "the iteration's snapshot does not hold the working tree the check saw"
+    );
 }

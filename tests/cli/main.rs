@@ -6,7 +6,6 @@
 //! markers (`sleep 41xx`) so tests can prove nothing was left running, and a drop guard
 //! kills any leftover so a failing test never leaks processes.
 
-mod bugs;
 mod commands;
 mod guards;
 mod oracle;

@@ -376,7 +376,6 @@ fn a_blocked_path_from_the_flag_or_loop_toml_halts_13() {
     assert!(mentions(&v, "vendor/lib.txt"), "{v}");
     // Without blocked edits the same agent converges.
     r.git(&["checkout", "--", "."]);
-    r.settle();
     r.lx(&[
         "run",
         "--exec",

@@ -83,35 +83,11 @@ impl Repo {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// `git add -A && git commit`, then settles the index (see [`Repo::settle`]).
+    /// `git add -A && git commit`.
     pub fn commit(&self, msg: &str) -> &Repo {
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "--no-verify", "-m", msg]);
-        self.settle();
         self
-    }
-
-    /// Backdates every tracked file and refreshes the index, so the index's cached stat
-    /// data can never share a second with an edit the test's agent makes.
-    ///
-    /// Why: loopexec's snapshots copy the user's index and lose git's racy-clean
-    /// protection (see `bugs::snapshot_sees_same_size_edit_in_same_second_as_index_write`);
-    /// without this, a same-size edit within a second of the fixture commit is
-    /// intermittently invisible and unrelated tests flake. Only the fixture's mtimes
-    /// change; contents and the commit do not.
-    pub fn settle(&self) {
-        let files = self.git(&["ls-files", "-z"]);
-        let old = std::time::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
-        for f in files.split('\0').filter(|f| !f.is_empty()) {
-            let p = self.path.join(f);
-            if let Ok(file) = std::fs::File::options().write(true).open(&p) {
-                let _ = file.set_modified(old);
-            }
-        }
-        let _ = Command::new("git")
-            .current_dir(&self.path)
-            .args(["update-index", "-q", "--really-refresh"])
-            .output();
     }
 
     /// The receipt of a run in this repo.
