@@ -248,7 +248,6 @@ fn a_ledger_from_a_newer_loopexec_is_refused() {
 }
 
 #[test]
-#[ignore = "BUG: `run` on a ledger with a newer schema version halts internal_error (50); the same condition is invariant_failed (20) in `check`, and halt.rs defines stored state failing validation as invariant_failed"]
 fn a_newer_ledger_makes_run_halt_invariant_failed_like_check() {
     let r = newer_ledger();
     r.lx(&["run", "--run-id", "r2", "--check", "true"])

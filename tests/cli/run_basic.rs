@@ -258,7 +258,6 @@ fn a_concurrent_second_run_is_refused_naming_the_first() {
 }
 
 #[test]
-#[ignore = "BUG: `run --run-id latest` is accepted, but `latest` is reserved by every read command for the newest run, so that run can no longer be addressed once another run exists"]
 fn the_reserved_run_id_latest_is_refused() {
     let r = Repo::new();
     r.write("f", "x\n").commit("fixture");
@@ -389,7 +388,6 @@ fn a_blocked_path_from_the_flag_or_loop_toml_halts_13() {
 }
 
 #[test]
-#[ignore = "BUG: with --success-exit-code N (N != 0) the exit-code parser records check::<unattributed> as failing for exit N, so the check is never green; the loop runs on and halts same_failure_repeated"]
 fn a_custom_success_exit_code_counts_as_green() {
     let r = Repo::new();
     r.write("f", "x\n").commit("fixture");
