@@ -99,9 +99,6 @@ pub struct ProbeArgs {
     /// Dimensions to perturb: order,seed,tz,locale,concurrency,load.
     #[arg(long, value_name = "LIST")]
     pub dimensions: Vec<String>,
-    /// Time limit per check run.
-    #[arg(long, value_name = "DUR")]
-    pub check_timeout: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -126,9 +123,6 @@ pub struct DoctorArgs {
     /// Network the check must run with: host, or none (needs a network namespace).
     #[arg(long, value_name = "MODE", value_parser = ["host", "none"], default_value = "host")]
     pub check_network: String,
-    /// Time limit per check run.
-    #[arg(long, value_name = "DUR")]
-    pub check_timeout: Option<String>,
 }
 
 #[derive(Debug, Args)]

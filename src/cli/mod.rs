@@ -111,3 +111,14 @@ pub fn main() -> ExitCode {
     render(&outcome, json);
     ExitCode::from(outcome.exit_code)
 }
+
+#[cfg(test)]
+mod tests {
+    /// clap's own consistency checks (unique argument names, valid defaults) over every
+    /// subcommand; a violation would otherwise only show as a panic in debug builds.
+    #[test]
+    fn command_line_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

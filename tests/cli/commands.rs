@@ -100,7 +100,6 @@ fn every_command_prints_exactly_one_json_object() {
 }
 
 #[test]
-#[ignore = "BUG (since 452b715): probe-check and doctor panic in debug builds (exit 101): clap `Argument names must be unique, but 'check_timeout' is in use by more than one argument` (ProbeArgs and DoctorArgs still declare check_timeout beside the flattened CheckOpts)"]
 fn probe_check_and_doctor_print_exactly_one_json_object() {
     let r = Repo::new();
     r.write("f", "x\n").commit("fixture");
@@ -121,7 +120,6 @@ fn probe_check_and_doctor_print_exactly_one_json_object() {
 }
 
 #[test]
-#[ignore = "BUG (since 452b715): probe-check and doctor panic in debug builds (exit 101): clap `Argument names must be unique, but 'check_timeout' is in use by more than one argument` (ProbeArgs and DoctorArgs still declare check_timeout beside the flattened CheckOpts)"]
 fn every_subcommand_has_working_help() {
     for sub in [
         "init",

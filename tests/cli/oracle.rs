@@ -3,7 +3,6 @@
 use crate::support::*;
 
 #[test]
-#[ignore = "BUG (since 452b715): probe-check and doctor panic in debug builds (exit 101): clap `Argument names must be unique, but 'check_timeout' is in use by more than one argument` (ProbeArgs and DoctorArgs still declare check_timeout beside the flattened CheckOpts)"]
 fn a_deterministic_check_is_certified_after_enough_runs() {
     let r = Repo::new();
     r.write("f", "x\n").commit("fixture");
@@ -23,7 +22,6 @@ fn a_deterministic_check_is_certified_after_enough_runs() {
 }
 
 #[test]
-#[ignore = "BUG (since 452b715): probe-check and doctor panic in debug builds (exit 101): clap `Argument names must be unique, but 'check_timeout' is in use by more than one argument` (ProbeArgs and DoctorArgs still declare check_timeout beside the flattened CheckOpts)"]
 fn a_check_failing_one_run_in_three_is_flaky() {
     let r = Repo::new();
     r.write("f", "x\n").commit("fixture");
@@ -36,7 +34,6 @@ fn a_check_failing_one_run_in_three_is_flaky() {
 }
 
 #[test]
-#[ignore = "BUG (since 452b715): probe-check and doctor panic in debug builds (exit 101): clap `Argument names must be unique, but 'check_timeout' is in use by more than one argument` (ProbeArgs and DoctorArgs still declare check_timeout beside the flattened CheckOpts)"]
 fn doctor_finds_a_check_that_cannot_fail_inadequate_for_changed_python() {
     let r = Repo::new();
     r.write("src/calc.py", "def add(a, b):\n    return a + b\n")
@@ -57,7 +54,6 @@ fn doctor_finds_a_check_that_cannot_fail_inadequate_for_changed_python() {
 }
 
 #[test]
-#[ignore = "BUG (since 452b715): probe-check and doctor panic in debug builds (exit 101): clap `Argument names must be unique, but 'check_timeout' is in use by more than one argument` (ProbeArgs and DoctorArgs still declare check_timeout beside the flattened CheckOpts)"]
 fn a_check_that_only_passes_in_utc_is_not_hermetic_in_tz() {
     let r = Repo::new();
     r.write("f", "x\n").commit("fixture");
