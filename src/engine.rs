@@ -200,10 +200,18 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
     let (receipt, traj) = if req.resume {
         let (w, lines) = Writer::resume(&receipt_path)?;
         let traj = Trajectory::from_lines(&lines);
-        if !matches!(lines.last().map(|l| &l.event), Some(Event::Halted(_))) {
+        // The workdir lock is ours, so no process is still writing this receipt: a run
+        // without a `halted` event died (SIGKILL, power loss) and may be continued. A
+        // run that converged has nothing left to do.
+        let converged = lines.iter().rev().find_map(|l| match &l.event {
+            Event::Halted(h) => Some(h.halt_reason == HaltReason::SuccessConditionMet),
+            Event::Resumed(_) => Some(false),
+            _ => None,
+        });
+        if converged == Some(true) {
             return Err(EngineError::NotResumable(
                 req.run_id.clone(),
-                "it has not halted (is it still running?)".into(),
+                "it already converged (success_condition_met); start a new run".into(),
             ));
         }
         (w, traj)
