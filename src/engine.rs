@@ -704,7 +704,7 @@ impl Loop<'_> {
                 self.ws.workdir.join(pat)
             };
             if pat.contains(['*', '?', '[']) {
-                out.extend(crate::observe::glob_files(&self.ws.workdir, pat));
+                out.extend(crate::observe::reports::glob_files(&self.ws.workdir, pat));
             } else if full.is_file() {
                 out.push(full);
             }
