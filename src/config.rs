@@ -170,7 +170,7 @@ pub struct FileConfig {
 }
 
 /// Flag values; `None` leaves the file's value (or the default) in place.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overrides {
     pub exec: Option<String>,
     pub check: Option<String>,
@@ -451,9 +451,13 @@ pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
             return Err(ConfigError::invalid(field, "is empty"));
         }
     }
+    // A zero limit would make a reason fire by configuration rather than by anything
+    // observed, so every duration limit must be positive.
     for (field, d) in [
         ("exec_timeout", c.exec_timeout),
         ("check_timeout", c.check_timeout),
+        ("liveness.stall_timeout", c.liveness.stall_timeout),
+        ("budget.max_duration", c.budget.max_duration),
     ] {
         if d.is_some_and(|d| d.0.is_zero()) {
             return Err(ConfigError::invalid(field, "must be greater than zero"));
@@ -474,6 +478,20 @@ pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
                 known_formats()
             ),
         ));
+    }
+    // loopexec deletes report files before every check run, so a report path must stay
+    // inside the workdir: relative, without `..`.
+    for r in &c.reports {
+        let p = std::path::Path::new(r);
+        if p.is_absolute()
+            || p.components()
+                .any(|x| matches!(x, std::path::Component::ParentDir))
+        {
+            return Err(ConfigError::invalid(
+                "reports",
+                format!("`{r}` is outside the workdir; give a path (or glob) relative to it, without `..`"),
+            ));
+        }
     }
     if c.check_network != "host" && c.check_network != "none" {
         return Err(ConfigError::invalid(

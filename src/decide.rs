@@ -93,7 +93,11 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
     }
     let now = last.exec.as_ref().and_then(|e| measures(&e.guards));
     if last.iteration > 0 && last.exec.is_some() {
-        if let Some(h) = now.as_ref().and_then(|m| integrity::blocked_paths(cfg, m)) {
+        let t0 = t.started.as_ref().and_then(|s| measures(&s.baseline));
+        if let Some(h) = now
+            .as_ref()
+            .and_then(|m| integrity::blocked_paths(cfg, t0.as_ref(), m))
+        {
             return halt(h);
         }
         if let Some(h) = spend::detect(t, cfg) {

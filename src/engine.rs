@@ -115,15 +115,14 @@ impl EngineError {
     pub fn reason(&self) -> HaltReason {
         match self {
             EngineError::Workspace(_) => HaltReason::WorkspaceInvalid,
-            // Stored state that fails validation (a ledger newer than this loopexec, a
-            // damaged receipt) is an invariant failure, like damaged configuration.
+            // Stored state that fails validation (a ledger that is newer than this
+            // loopexec, or not a database; a damaged receipt) is an invariant failure,
+            // like damaged configuration.
             EngineError::RunExists(_)
             | EngineError::NotResumable(..)
-            | EngineError::Store(crate::store::StoreError::Newer { .. })
+            | EngineError::Store(_)
             | EngineError::ReadReceipt(_) => HaltReason::InvariantFailed,
-            EngineError::Store(_) | EngineError::Receipt { .. } | EngineError::Capture { .. } => {
-                HaltReason::InternalError
-            }
+            EngineError::Receipt { .. } | EngineError::Capture { .. } => HaltReason::InternalError,
         }
     }
 }
@@ -141,6 +140,7 @@ struct Loop<'a> {
     progress: bool,
     started: Instant,
     meter_state: crate::observe::usage::CarryOver,
+    orphans_ended: Vec<String>,
 }
 
 /// Heartbeat written while a step runs (`.loopexec/runs/<id>/heartbeat`).
@@ -194,6 +194,7 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         source,
     })?;
     remove_stale_spools(&run_dir);
+    let orphans_ended = end_orphans(ws);
     let env_stripped = crate::observe::secrets::secret_env_names(&req.config.guards.keep_env);
     let tree = TreeObserver::new(&ws.workdir, &req.run_id, &req.config);
 
@@ -244,6 +245,7 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         progress: req.progress,
         started: Instant::now(),
         meter_state: crate::observe::usage::CarryOver::default(),
+        orphans_ended,
     };
     if req.resume {
         lp.resume()?;
@@ -251,6 +253,41 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         lp.start()?;
     }
     Ok(lp.drive())
+}
+
+/// Ends the process groups that earlier runs left behind when their loopexec died
+/// (SIGKILL, OOM): the heartbeat names them, the dead pid proves nobody supervises
+/// them, and they must still be working in this workdir. We hold the workdir lock, so
+/// no live run owns them. Returns what was ended, for `run_started`.
+fn end_orphans(ws: &Workspace) -> Vec<String> {
+    let mut ended = Vec::new();
+    let Ok(rd) = std::fs::read_dir(ws.runs_dir()) else {
+        return ended;
+    };
+    for e in rd.flatten() {
+        let hb_path = e.path().join("heartbeat");
+        let Some(hb) = std::fs::read(&hb_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Heartbeat>(&b).ok())
+        else {
+            continue;
+        };
+        if proc::supervise::pid_alive(hb.pid) {
+            continue;
+        }
+        for pg in hb.pgids {
+            if proc::supervise::group_works_in(pg, &ws.workdir)
+                && proc::end_group(pg, Duration::from_secs(3))
+            {
+                ended.push(format!(
+                    "process group {pg} of run {} (loopexec pid {} is gone)",
+                    hb.run_id, hb.pid
+                ));
+            }
+        }
+        let _ = std::fs::remove_file(&hb_path);
+    }
+    ended
 }
 
 fn remove_stale_spools(dir: &Path) {
@@ -288,6 +325,7 @@ impl Loop<'_> {
             env_stripped: self.env_stripped.clone(),
             guards_unavailable: unavailable,
             baseline,
+            orphans_ended: std::mem::take(&mut self.orphans_ended),
         };
         self.record(Event::RunStarted(Box::new(started)))?;
         self.record(Event::IterationStarted(IterationStarted { iteration: 0 }))
@@ -563,7 +601,19 @@ impl Loop<'_> {
         proc::capture::remove_spool(&spools.stderr);
         let usage = meter.finish(&mut self.meter_state);
         let watchdog = self.take_watchdog(&step);
-        let obs = self.tree.observe(it);
+        let mut obs = self.tree.observe(it);
+        if let Err(what) = self.receipt.untouched() {
+            // The step wrote into loopexec's own record: a blocked path, observed.
+            let mut m: crate::detect::integrity::TreeMeasures =
+                serde_json::from_value(obs.measures.clone()).unwrap_or_default();
+            let rel = self
+                .receipt
+                .path()
+                .strip_prefix(&self.ws.workdir)
+                .unwrap_or(self.receipt.path());
+            m.state_tampered.push(format!("{} ({what})", rel.display()));
+            obs.measures = serde_json::to_value(m).unwrap_or_default();
+        }
         let ev = ExecFinished {
             iteration: it,
             step,
@@ -626,6 +676,22 @@ impl Loop<'_> {
             },
             choice,
         );
+        // The failing set is never empty while the check is red: a red run whose
+        // output names no failing test (e.g. pytest's "no tests collected", exit 5)
+        // contributes the synthetic member.
+        if !step.exited_with(self.cfg.success_exit_code) && parsed.failing().is_empty() {
+            let what = match (step.exit_code, step.signal) {
+                (Some(c), _) => format!("the check exited {c} and named no failing test"),
+                (None, Some(s)) => {
+                    format!("the check ended by signal {s} and named no failing test")
+                }
+                _ => "the check ended without an exit status".to_string(),
+            };
+            parsed
+                .tests
+                .push(parse::util::unattributed("check", Some(what)));
+            parsed.unattributed_failure = true;
+        }
         if step.stdout.spool_truncated || step.stderr.spool_truncated {
             parsed.complete = false;
             parsed.diagnostics.push(

@@ -64,6 +64,10 @@ impl Outcome {
 
 /// Renders an outcome: one JSON object, or human text (errors to stderr).
 pub fn render(o: &Outcome, json: bool) {
+    use std::io::Write;
+    // A closed stdout (`loopexec run | head`) must not turn a halt into a crash: write
+    // errors are ignored, and the exit code still says how the command ended.
+    let mut out = std::io::stdout().lock();
     if json {
         let mut m = Map::new();
         m.insert("tool".into(), Value::from("loopexec"));
@@ -74,21 +78,24 @@ pub fn render(o: &Outcome, json: bool) {
         for (k, v) in &o.fields {
             m.insert(k.clone(), v.clone());
         }
-        println!("{}", Value::Object(m));
+        let _ = writeln!(out, "{}", Value::Object(m));
+        let _ = out.flush();
         return;
     }
     if !o.human.is_empty() {
-        print!("{}", o.human);
+        let _ = write!(out, "{}", o.human);
         if !o.human.ends_with('\n') {
-            println!();
+            let _ = writeln!(out);
         }
     }
+    let _ = out.flush();
     if o.status == "error" {
+        let mut err = std::io::stderr().lock();
         for e in &o.errors {
-            eprintln!("loopexec: error: {e}");
+            let _ = writeln!(err, "loopexec: error: {e}");
         }
         if let Some(h) = &o.hint {
-            eprintln!("hint: {h}");
+            let _ = writeln!(err, "hint: {h}");
         }
     }
 }
@@ -101,9 +108,30 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = e.exit_code();
+            let code = u8::try_from(e.exit_code()).unwrap_or(2);
+            let informational = matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp
+                    | clap::error::ErrorKind::DisplayVersion
+                    | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            );
+            // `--json` promises one JSON object on stdout, usage errors included.
+            if !informational && std::env::args().any(|a| a == "--json") {
+                let msg = e.render().to_string();
+                let first = msg
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches("error: ")
+                    .to_string();
+                let hint =
+                    Some("see `loopexec --help` (or `loopexec <command> --help`)".to_string());
+                let mut o = Outcome::error(code, first, hint);
+                o.status = "usage_error".into();
+                render(&o, true);
+            }
             let _ = e.print();
-            return ExitCode::from(u8::try_from(code).unwrap_or(2));
+            return ExitCode::from(code);
         }
     };
     let json = cli.json;

@@ -110,21 +110,7 @@ pub(crate) fn ws_error(e: &WorkspaceError) -> Outcome {
     Outcome::error(EXIT_ERROR, e.to_string(), hint)
 }
 
-/// True when a process with this pid exists.
+/// True when a process with this pid exists and is not a zombie.
 pub(crate) fn pid_alive(pid: u32) -> bool {
-    let Ok(p) = i32::try_from(pid) else {
-        return false;
-    };
-    // A zombie (exited, not yet reaped) is not alive: its state in /proc is `Z`.
-    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
-        if let Some(state) = stat
-            .rsplit_once(") ")
-            .and_then(|(_, rest)| rest.chars().next())
-        {
-            return state != 'Z' && state != 'X';
-        }
-    }
-    // SAFETY: kill with signal 0 only checks for existence.
-    let rc = unsafe { libc::kill(p, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    crate::proc::supervise::pid_alive(pid)
 }

@@ -109,6 +109,13 @@ fn preflight(ws: Option<&Workspace>, run_id: &str, reason: HaltReason, message: 
 
 pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
     let resume = a.resume.is_some();
+    if resume && (overrides(a) != Overrides::default() || a.config.is_some()) {
+        return Outcome::error(
+            2,
+            "--resume continues a run under the policy recorded in its receipt; other run flags would be ignored".into(),
+            Some("drop them, or start a new run with the new settings".into()),
+        );
+    }
     let run_id = a
         .resume
         .clone()
@@ -205,6 +212,8 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
             );
             halt_outcome(Some(&run_id), None, &halt, &explanation, None)
         }
+        // A refused reuse of an existing id must not add rows under that run.
+        Err(e @ EngineError::RunExists(_)) => preflight(None, &run_id, e.reason(), e.to_string()),
         Err(e) => preflight(Some(&ws), &run_id, e.reason(), e.to_string()),
     }
 }

@@ -33,6 +33,13 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
         Ok(d) => d,
         Err(m) => return Outcome::error(2, format!("--stall-timeout: {m}"), None),
     };
+    if stall.is_zero() {
+        return Outcome::error(
+            2,
+            "--stall-timeout must be greater than zero".into(),
+            Some("e.g. --stall-timeout 10m".into()),
+        );
+    }
     let run = match super::load_run(workdir, a.run_id.as_deref()) {
         Ok(r) => r,
         Err(o) => return o,
@@ -106,8 +113,8 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
         return o;
     };
     let mut killed = Vec::new();
-    if a.kill && alive {
-        if let Some(h) = &hb {
+    if a.kill {
+        if let Some(h) = hb.as_ref().filter(|_| alive) {
             let record = json!({
                 "reason": reason,
                 "observed_heartbeat": h,
@@ -123,10 +130,14 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
                     None,
                 );
             }
-            for &pg in &h.pgids {
-                if crate::proc::end_group(pg, Duration::from_secs(3)) {
-                    killed.push(pg);
-                }
+        }
+        // The step's process group outlives a loopexec that was SIGKILLed: end it
+        // whether or not loopexec is still there to record the kill.
+        for &pg in hb.iter().flat_map(|h| &h.pgids) {
+            if crate::proc::supervise::group_works_in(pg, &run.ws.workdir)
+                && crate::proc::end_group(pg, Duration::from_secs(3))
+            {
+                killed.push(pg);
             }
         }
     }
@@ -142,7 +153,7 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
             "ended process groups {killed:?}; the run records heartbeat_stale\n"
         ));
     } else if a.kill && !alive {
-        human.push_str("nothing to kill: the loopexec process is already gone\n");
+        human.push_str("nothing to kill: the loopexec process and its steps are already gone\n");
     }
     Outcome {
         status: "halted".into(),

@@ -39,21 +39,50 @@ pub struct TreeMeasures {
     /// instead of passing silently.
     #[serde(default)]
     pub available: bool,
+    /// blake3 per file of the repository's own configuration — `config`, `hooks/*`,
+    /// `info/*` under the git dir, keyed `.git/<path>` — which snapshots of the tree
+    /// cannot see. Commits, refs and objects are not in it: an agent may commit.
+    #[serde(default)]
+    pub git_internals: BTreeMap<String, String>,
+    /// loopexec's own state files that changed under the step (the receipt being
+    /// written), relative to the workdir.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub state_tampered: Vec<String>,
 }
 
-/// `blocked_path_modified` from the tree after the exec.
+/// `blocked_path_modified` from the tree after the exec: tree paths matching the
+/// blocked globs changed since t0, the repository's own configuration (`.git/config`,
+/// hooks, `info/`) changed since t0, or loopexec's state (the receipt) was written
+/// by someone else. `t0` holds the baseline measures.
 #[must_use]
-pub fn blocked_paths(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {
+pub fn blocked_paths(cfg: &RunConfig, t0: Option<&TreeMeasures>, m: &TreeMeasures) -> Option<Halt> {
     let set =
         crate::observe::guards::BlockedPaths::with_defaults(&cfg.guards.blocked_paths).ok()?;
-    let hits: Vec<&String> = m
+    let mut hits: Vec<String> = m
         .changed_since_t0
         .iter()
         .filter(|p| set.is_blocked(p.as_str()))
+        .cloned()
         .collect();
+    if let Some(t0) = t0 {
+        let internals = t0
+            .git_internals
+            .iter()
+            .filter(|(p, h)| m.git_internals.get(*p) != Some(*h))
+            .map(|(p, _)| p)
+            .chain(
+                m.git_internals
+                    .keys()
+                    .filter(|p| !t0.git_internals.contains_key(*p)),
+            );
+        hits.extend(internals.cloned());
+    }
+    hits.extend(m.state_tampered.iter().cloned());
     if hits.is_empty() {
         return None;
     }
+    hits.sort();
+    hits.dedup();
     Some(Halt {
         reason: HaltReason::BlockedPathModified,
         contributors: hits
@@ -76,7 +105,18 @@ pub fn metric_integrity(
 ) -> Option<Halt> {
     let mut contributors = Vec::new();
     let mut layers = Vec::new();
-    let before = baseline.parsed.executed();
+    // A run that names no passing or skipped test (quiet modes: pytest without -v,
+    // plain `go test`, `lines`) lists only its failures: its collected set is unknown,
+    // not empty, so the collected-set layer cannot judge it (the assertion-count and
+    // manifest layers still do).
+    let enumerates = check.parsed.tests.iter().any(|t| {
+        !t.outcome.is_failing() && !t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX)
+    });
+    let before = if enumerates {
+        baseline.parsed.executed()
+    } else {
+        Default::default()
+    };
     let after_collected = check.parsed.collected();
     let after_executed = check.parsed.executed();
     let lost: Vec<&String> = before
@@ -104,8 +144,13 @@ pub fn metric_integrity(
     }
     if check.step.exited_with(success_exit_code) && !check.parsed.complete {
         layers.push("completeness");
+        let why = if check.parsed.diagnostics.is_empty() {
+            "a test cut the runner short".to_string()
+        } else {
+            check.parsed.diagnostics.join("; ")
+        };
         contributors.push(format!(
-            "the check exited {success_exit_code} but the {} run did not reach its own end (a test cut the runner short)",
+            "the check exited {success_exit_code} but the {} run did not reach its own end ({why})",
             crate::check::parse::format_name(check.parsed.format)
         ));
     }

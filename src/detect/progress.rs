@@ -52,7 +52,7 @@
 //! |---|--------|------------|
 //! | 1 | `same_test_regressed` | `on_regression = "halt"` and F_n contains an id of P_a, `a` the last accepted position before `n` |
 //! | 2 | `unsatisfiable_constraints` | some pair (x failing at `n`, y passing at `n`) trades places with at least `cycles` cycles |
-//! | 3 | `oscillation_detected` | `n >= 2`, ids(F_{n-1}) ≠ ids(F_n), and ids(F_j) = ids(F_n) for some `j < n-1` (a return A → B → A; A → A is stagnation) |
+//! | 3 | `oscillation_detected` | `n >= 2`, ids(F_{n-1}) ≠ ids(F_n), and ids(F_j) = ids(F_n) for some `j < n-1` (a return A → B → A; A → A is stagnation); with `on_regression = revert`, some iteration between j and n with a different set must have been accepted (a rejected, reverted B followed by A is the ratchet's restore, not oscillation) |
 //! | 4 | `same_failure_repeated` | `n >= repeats` and the last `repeats` attempts are all red and pairwise the same failure (the baseline is never one of them) |
 //! | 5 | `infeasible_suspected` | stalled over `k`, each of the last `k` attempts changed the tree, and the core is non-empty |
 //! | 6 | `no_progress_detected` | stalled over `k`, and in the last `k` attempts at least one is not the same failure as its predecessor (the failures do change) |
@@ -255,6 +255,15 @@ pub fn oscillation_detected(trajectory: &[AttemptView], policy: &ProgressPolicy)
         return None;
     }
     let j = (0..n - 1).rev().find(|&j| same_ids(&trajectory[j], cur))?;
+    // With the ratchet reverting rejected attempts, a return to A after a rejected B is
+    // loopexec's own restore, not the agent flip-flopping: the loop must have actually
+    // moved to a different set (an accepted iteration in between).
+    if policy.on_regression == OnRegression::Revert {
+        let acc = accepted(trajectory);
+        if !(j + 1..n).any(|m| acc[m] && !same_ids(&trajectory[m], cur)) {
+            return None;
+        }
+    }
     let between: Vec<Value> = (j + 1..n)
         .take(MAX_LISTED)
         .map(|m| {

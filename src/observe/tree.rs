@@ -47,6 +47,7 @@ pub struct TreeObserver {
     t0_tree: Option<String>,
     t0_commit: Option<String>,
     last_tree: Option<String>,
+    git_dir: Option<PathBuf>,
 }
 
 impl TreeObserver {
@@ -70,6 +71,7 @@ impl TreeObserver {
             t0_tree: None,
             t0_commit: None,
             last_tree: None,
+            git_dir: None,
         }
     }
 
@@ -139,7 +141,46 @@ impl TreeObserver {
             assertions,
             manifest,
             available: true,
+            git_internals: self.git_internals(),
+            state_tampered: Vec::new(),
         }
+    }
+
+    /// blake3 of the repository's own configuration files (`config`, `hooks/*`,
+    /// `info/*` of the git dir), keyed `.git/<path>`: what changes git's behaviour
+    /// without appearing in any tree.
+    fn git_internals(&mut self) -> std::collections::BTreeMap<String, String> {
+        let mut out = std::collections::BTreeMap::new();
+        if self.git_dir.is_none() {
+            let out = git::git_cmd(&self.dir)
+                .args(["rev-parse", "--absolute-git-dir"])
+                .output();
+            self.git_dir = out
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+        }
+        let Some(gd) = &self.git_dir else { return out };
+        let mut files = vec![gd.join("config")];
+        for sub in ["hooks", "info"] {
+            if let Ok(rd) = std::fs::read_dir(gd.join(sub)) {
+                files.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_file()));
+            }
+        }
+        for f in files {
+            if let Ok(bytes) = std::fs::read(&f) {
+                let rel = f
+                    .strip_prefix(gd)
+                    .unwrap_or(&f)
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(
+                    format!(".git/{rel}"),
+                    blake3::hash(&bytes).to_hex().to_string(),
+                );
+            }
+        }
+        out
     }
 
     fn snap(&mut self, label: &str) -> Option<git::Snapshot> {

@@ -352,3 +352,54 @@ pub fn run_step(
         spools,
     ))
 }
+
+/// True when some live process of group `pgid` has its working directory inside
+/// `dir` — the check made before ending a group recorded by a run that is gone, so a
+/// process-group id reused by an unrelated program is never signalled.
+#[must_use]
+pub fn group_works_in(pgid: i32, dir: &Path) -> bool {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return false;
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            return false;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        // Fields after the command name (which may hold spaces) start at ") ".
+        let Some((_, rest)) = stat.rsplit_once(") ") else {
+            return false;
+        };
+        let mut f = rest.split_whitespace();
+        let state = f.next();
+        let pgrp = f.nth(1).and_then(|x| x.parse::<i32>().ok());
+        pgrp == Some(pgid)
+            && state != Some("Z")
+            && std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(&dir))
+    })
+}
+
+/// True when a process with this pid exists and is not a zombie.
+#[must_use]
+pub fn pid_alive(pid: u32) -> bool {
+    let Ok(p) = i32::try_from(pid) else {
+        return false;
+    };
+    // A zombie (exited, not yet reaped) is not alive: its state in /proc is `Z`.
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+        if let Some(state) = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next())
+        {
+            return state != 'Z' && state != 'X';
+        }
+    }
+    // SAFETY: kill with signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(p, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}

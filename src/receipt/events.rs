@@ -66,6 +66,10 @@ pub struct RunStarted {
     /// Baseline measurements the integrity guards compare against (t0).
     #[serde(default)]
     pub baseline: serde_json::Value,
+    /// Process groups of earlier runs whose loopexec died (SIGKILL) and that were still
+    /// working in this workdir; they were ended before this run started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub orphans_ended: Vec<String>,
 }
 
 /// Start of iteration N (0 is the baseline check).

@@ -65,6 +65,10 @@ pub struct Writer {
     path: PathBuf,
     next_seq: u64,
     prev: Option<String>,
+    /// blake3 and length of every byte this writer (and the receipt it resumed) holds,
+    /// to notice a receipt modified behind its back ([`Writer::untouched`]).
+    digest: blake3::Hasher,
+    len: u64,
 }
 
 /// RFC 3339 UTC timestamp with milliseconds, e.g. `2026-11-29T18:02:12.345Z`.
@@ -93,6 +97,8 @@ impl Writer {
             path: path.to_path_buf(),
             next_seq: 0,
             prev: None,
+            digest: blake3::Hasher::new(),
+            len: 0,
         })
     }
 
@@ -114,15 +120,43 @@ impl Writer {
             Some(l) => (l.seq + 1, Some(l.hash.clone())),
             None => (0, None),
         };
+        let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut digest = blake3::Hasher::new();
+        digest.update(&bytes);
         Ok((
             Writer {
                 file,
                 path: path.to_path_buf(),
                 next_seq,
                 prev,
+                digest,
+                len: bytes.len() as u64,
             },
             lines,
         ))
+    }
+
+    /// Checks that the receipt on disk is exactly what this writer wrote (a step must
+    /// not edit loopexec's record of it). Returns what differs.
+    ///
+    /// # Errors
+    /// A description of the difference (length, content, or the file is gone).
+    pub fn untouched(&self) -> Result<(), String> {
+        let bytes = std::fs::read(&self.path).map_err(|e| format!("cannot be read ({e})"))?;
+        if bytes.len() as u64 != self.len {
+            return Err(format!(
+                "{} bytes where loopexec wrote {}",
+                bytes.len(),
+                self.len
+            ));
+        }
+        if blake3::hash(&bytes) != self.digest.finalize() {
+            return Err("its content differs from what loopexec wrote".into());
+        }
+        Ok(())
     }
 
     /// The receipt's path.
@@ -162,6 +196,8 @@ impl Writer {
         if matches!(event, Event::Halted(_)) {
             self.file.sync_data()?;
         }
+        self.digest.update(&line);
+        self.len += line.len() as u64;
         self.prev = Some(hash);
         self.next_seq += 1;
         Ok(ts)

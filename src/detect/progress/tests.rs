@@ -78,10 +78,47 @@ fn scenario_oscillation_halts_in_class_17_by_iteration_7() {
     let (pos, halt) = first_halt(&t, &ProgressPolicy::default()).expect("must fire");
     assert!(pos <= 7);
     assert_eq!(halt.reason.class(), ExitClass::NoConvergence);
+    // Every B regresses right_case, so the ratchet rejects and reverts it: the return to
+    // A at iteration 2 is the restore, not oscillation. At iteration 3 the agent makes
+    // the rejected B again after an accepted A: that is the flip-flop.
+    assert_eq!(pos, 3);
+    assert_eq!(halt.reason, HaltReason::OscillationDetected);
+    assert_eq!(halt.detail["returned_to_iteration"], 1);
+}
+
+#[test]
+fn scenario_oscillation_without_revert_is_oscillation() {
+    let t = oscillation(12);
+    let mut p = ProgressPolicy {
+        on_regression: OnRegression::Halt,
+        ..ProgressPolicy::default()
+    };
+    p.same_test_regressed.enabled = false;
+    let (pos, halt) = first_halt(&t, &p).expect("must fire");
     assert_eq!(halt.reason, HaltReason::OscillationDetected);
     assert_eq!(pos, 2);
     assert_eq!(halt.detail["returned_to_iteration"], 0);
     assert!(halt.contributors[0].contains("left_case"));
+}
+
+#[test]
+fn return_after_an_accepted_detour_is_oscillation_under_revert() {
+    // B is accepted (it passes everything A passed, and more), then the agent returns
+    // to A's failing set: the loop really moved, so this is oscillation.
+    let t = vec![
+        ids(0, &["x"], &["y"]),
+        ids(1, &["z"], &["x", "y"]),
+        ids(2, &["x"], &["y", "z"]),
+    ];
+    let halt = oscillation_detected(&t, &ProgressPolicy::default()).expect("fires");
+    assert_eq!(halt.detail["returned_to_iteration"], 0);
+    // The same shape with a rejected detour does not fire.
+    let t2 = vec![
+        ids(0, &["x"], &["y"]),
+        ids(1, &["z"], &["x"]),
+        ids(2, &["x"], &["y"]),
+    ];
+    assert!(oscillation_detected(&t2, &ProgressPolicy::default()).is_none());
 }
 
 #[test]
@@ -236,6 +273,8 @@ fn row2_beats_row3_when_both_hold() {
     let t = oscillation(2);
     let mut p = ProgressPolicy::default();
     p.unsatisfiable_constraints.cycles = 1;
+    p.on_regression = OnRegression::Halt;
+    p.same_test_regressed.enabled = false;
     let all = detect_all(&t, &p);
     let reasons: Vec<HaltReason> = all.iter().map(|h| h.reason).collect();
     assert_eq!(
