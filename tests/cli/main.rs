@@ -10,6 +10,7 @@ mod commands;
 mod guards;
 mod oracle;
 mod progress;
+mod review_fixes;
 mod run_basic;
 mod run_process;
 mod spend_liveness;

@@ -1,0 +1,156 @@
+//! Behaviours a new user's review asked for: loopexec's own record and the
+//! repository's configuration are guarded, quiet runner modes do not fake a lost
+//! test, usage errors keep the `--json` promise, a closed stdout is not a crash, and
+//! report paths never reach outside the workdir.
+
+use crate::support::{bin, Repo};
+use std::process::{Command, Stdio};
+
+/// A check in the shape of `pytest -q`: only failures are named; a green run names
+/// no test at all.
+const QUIET_CHECK: &str = r#"if grep -q fixed state; then echo "1 passed in 0.01s"; exit 0; fi
+echo "F"; echo "=================================== FAILURES ==================================="
+echo "___________________________________ test_add ___________________________________"
+echo "E       assert 1 == 5"
+echo "=========================== short test summary info ============================"
+echo "FAILED test_calc.py::test_add - assert 1 == 5"
+echo "============================== 1 failed in 0.01s ==============================="
+exit 1"#;
+
+#[test]
+fn a_fix_seen_through_a_quiet_runner_converges() {
+    let r = Repo::new();
+    r.write("state", "broken\n")
+        .write("check.sh", QUIET_CHECK)
+        .commit("fixture");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "echo fixed > state",
+        "--check",
+        "sh check.sh",
+        "--max-iterations",
+        "3",
+    ]);
+    let v = out.expect(10, Some("success_condition_met"));
+    assert_eq!(v["iteration"], 1, "{v}");
+}
+
+#[test]
+fn the_agent_editing_the_receipt_is_a_blocked_path() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "echo '{\"forged\":1}' >> .loopexec/runs/$LOOPEXEC_RUN_ID.jsonl",
+        "--check",
+        "test -f nope",
+        "--max-iterations",
+        "3",
+    ]);
+    out.expect(13, Some("blocked_path_modified"));
+    assert!(
+        out.errors_text().contains(".loopexec/runs/"),
+        "{}",
+        out.errors_text()
+    );
+}
+
+#[test]
+fn a_git_hook_installed_by_the_agent_is_a_blocked_path_but_a_commit_is_not() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "printf '#!/bin/sh\\n' > .git/hooks/pre-push",
+        "--check",
+        "test -f nope",
+        "--max-iterations",
+        "3",
+    ]);
+    out.expect(13, Some("blocked_path_modified"));
+    assert!(
+        out.errors_text().contains(".git/hooks/pre-push"),
+        "{}",
+        out.errors_text()
+    );
+
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "echo y >> f && git commit -qam step",
+        "--check",
+        "grep -q y f",
+        "--max-iterations",
+        "2",
+    ]);
+    out.expect(10, Some("success_condition_met"));
+}
+
+#[test]
+fn usage_errors_print_one_json_object_under_json() {
+    let r = Repo::new();
+    let out = r.lx(&["run", "--no-such-flag"]);
+    let v = out.json();
+    assert_eq!(out.code, 2);
+    assert_eq!(v["status"], "usage_error");
+    assert!(out.errors_text().contains("--no-such-flag"), "{v}");
+}
+
+#[test]
+fn a_closed_stdout_keeps_the_halt_exit_code() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let mut child = Command::new(bin())
+        .args(["--workdir"])
+        .arg(r.path())
+        .args(["run", "--exec", "true", "--check", "true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take()); // the reader goes away before anything is printed
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(10),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
+
+#[test]
+fn report_paths_outside_the_workdir_are_refused_and_left_alone() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    let precious = r.outside().join("k.xml");
+    std::fs::write(&precious, "precious").expect("write");
+    let p = precious.display().to_string();
+    let out = r.lx(&["run", "--exec", "true", "--check", "true", "--report", &p]);
+    out.expect(20, Some("invariant_failed"));
+    assert!(
+        out.errors_text().contains("outside the workdir"),
+        "{}",
+        out.errors_text()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&precious).expect("still there"),
+        "precious"
+    );
+}
+
+#[test]
+fn zero_limits_are_configuration_errors_not_halts() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    for flag in ["--stall-timeout", "--max-duration"] {
+        let out = r.lx(&["run", "--exec", "true", "--check", "false", flag, "0s"]);
+        out.expect(20, Some("invariant_failed"));
+    }
+}
