@@ -15,6 +15,11 @@ pub(crate) fn run(workdir: &Path) -> Outcome {
         Err(e) => return super::ws_error(&e),
     };
     let mut problems: Vec<String> = Vec::new();
+    let ledger = ws
+        .ledger_path()
+        .is_file()
+        .then(|| crate::store::Store::open(&ws.ledger_path()).ok())
+        .flatten();
     let mut receipts = 0usize;
     let mut snapshots = 0usize;
     if ws.ledger_path().is_file() {
@@ -72,6 +77,7 @@ pub(crate) fn run(workdir: &Path) -> Outcome {
                         }
                     }
                 }
+                problems.extend(verify_halts(path, &lines, ledger.as_ref()));
             }
         }
     }
@@ -101,4 +107,59 @@ pub(crate) fn run(workdir: &Path) -> Outcome {
         errors: problems,
         hint: Some("the first broken record is listed first; receipts are append-only and must not be edited".into()),
     }
+}
+
+/// Every `halted` event must be what `decide` derives from the observations before it
+/// (preflight halts and `internal_error` excepted), and the newest one must agree with
+/// the ledger's row for the run: a forged verdict is a broken record.
+fn verify_halts(
+    path: &Path,
+    lines: &[receipt::Line],
+    ledger: Option<&crate::store::Store>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut last = None;
+    for (k, l) in lines.iter().enumerate() {
+        let Event::Halted(h) = &l.event else { continue };
+        last = Some(h.halt_reason);
+        if h.preflight || h.halt_reason == HaltReason::InternalError {
+            continue;
+        }
+        let t = crate::trajectory::Trajectory::from_lines(&lines[..k]);
+        let derived = t
+            .config()
+            .and_then(|cfg| match crate::decide::decide(&t, cfg).verdict {
+                crate::halt::Verdict::Halt(x) => Some(x.reason),
+                crate::halt::Verdict::Continue => None,
+            });
+        if derived != Some(h.halt_reason) {
+            problems.push(format!(
+                "{} line {}: records {} but its observations derive {}",
+                path.display(),
+                l.seq + 1,
+                h.halt_reason,
+                derived.map_or("no halt".to_string(), |r| r.to_string())
+            ));
+        }
+    }
+    let run_id = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let (Some(store), Some(last)) = (ledger, last) {
+        if let Ok(Some(row)) = store.run(&run_id) {
+            if row
+                .halt_reason
+                .as_deref()
+                .is_some_and(|r| r != last.as_str())
+            {
+                problems.push(format!(
+                    "{}: the last halt is {last} but the ledger records {}",
+                    path.display(),
+                    row.halt_reason.unwrap_or_default()
+                ));
+            }
+        }
+    }
+    problems
 }

@@ -154,3 +154,36 @@ fn zero_limits_are_configuration_errors_not_halts() {
         out.expect(20, Some("invariant_failed"));
     }
 }
+
+#[test]
+fn check_catches_a_forged_final_verdict() {
+    let r = Repo::new();
+    r.write("f", "x\n").commit("fixture");
+    r.lx(&[
+        "run",
+        "--run-id",
+        "r",
+        "--exec",
+        "true",
+        "--check",
+        "false",
+        "--max-iterations",
+        "1",
+    ])
+    .expect(12, Some("max_iterations_reached"));
+    let path = r.receipt("r");
+    let text = std::fs::read_to_string(&path).expect("receipt");
+    let forged = text.replace(
+        "\"halt_reason\":\"max_iterations_reached\",\"exit_code\":12",
+        "\"halt_reason\":\"success_condition_met\",\"exit_code\":10",
+    );
+    assert_ne!(forged, text, "the halted line was not found");
+    std::fs::write(&path, forged).expect("write");
+    let out = r.lx(&["check"]);
+    out.expect(20, Some("invariant_failed"));
+    assert!(
+        out.errors_text().contains("derive max_iterations_reached"),
+        "{}",
+        out.errors_text()
+    );
+}
