@@ -5,8 +5,11 @@
 #   examples/run.sh python-stuck   # never converges: exit code 17
 #
 # Environment:
-#   LOOPEXEC      path to a loopexec binary (default: <repo>/target/release/loopexec,
-#                 built with `cargo build --release` if missing)
+#   LOOPEXEC      path to a loopexec binary (default: $CARGO_TARGET_DIR/release/loopexec,
+#                 or <repo>/target/release/loopexec when CARGO_TARGET_DIR is unset;
+#                 built there with `cargo build --release` if missing)
+#   CARGO_TARGET_DIR  where loopexec itself is found and built (the example's own
+#                 crate always builds inside its temporary repository)
 #   KEEP_TMP=1    keep the temporary repository and print its path
 set -euo pipefail
 
@@ -26,10 +29,16 @@ example_dir="$examples_dir/$name"
 if [ -n "${LOOPEXEC:-}" ]; then
     loopexec=$LOOPEXEC
 else
-    loopexec="$repo_root/target/release/loopexec"
+    target_dir=${CARGO_TARGET_DIR:-$repo_root/target}
+    # Cargo reads a relative CARGO_TARGET_DIR from where it runs; take it from here.
+    case "$target_dir" in
+        /*) ;;
+        *) target_dir="$PWD/$target_dir" ;;
+    esac
+    loopexec="$target_dir/release/loopexec"
     if [ ! -x "$loopexec" ]; then
-        echo "== building loopexec (cargo build --release) ..." >&2
-        (cd "$repo_root" && env -u CARGO_TARGET_DIR cargo build --release --quiet)
+        echo "== building loopexec (cargo build --release, target dir $target_dir) ..." >&2
+        (cd "$repo_root" && CARGO_TARGET_DIR="$target_dir" cargo build --release --quiet)
     fi
 fi
 [ -x "$loopexec" ] || { echo "loopexec binary not found or not executable: $loopexec" >&2; exit 2; }

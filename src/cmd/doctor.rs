@@ -12,9 +12,15 @@
 //!
 //! The report's verdict is the first failing line in that order. Adequacy needs a
 //! green check on the current tree (a red check kills every mutant and proves
-//! nothing), so a red baseline is reported as "not measured".
+//! nothing), so a red baseline is reported as "not measured". A line that was not
+//! measured (hermeticity outside git, adequacy without `--diff-base` or on a red check)
+//! does not fail the report, but says so: `skip` in the human report, `"measured":
+//! false` in its JSON line. `--probe-runs` below 2 and a `--diff-base` that is not a
+//! revision are usage errors (exit 2), found before anything runs.
 
-use super::probe_check::{cannot_start, check_spec, describe, fresh_run, halted, sandbox};
+use super::probe_check::{
+    cannot_start, check_spec, describe, fresh_run, halted, sandbox, timed_out,
+};
 use crate::cli::{DoctorArgs, Outcome};
 use crate::halt::HaltReason;
 use crate::observe::{git, guards, mutate, secrets};
@@ -26,6 +32,8 @@ use std::path::Path;
 struct Line {
     name: &'static str,
     ok: bool,
+    /// False when the line could not be measured (it passes, but proves nothing).
+    measured: bool,
     reason: Option<HaltReason>,
     text: String,
     detail: Value,
@@ -41,13 +49,59 @@ fn line(
     Line {
         name,
         ok,
+        measured: true,
         reason: if ok { None } else { reason },
         text,
         detail,
     }
 }
 
+/// A line that passes because it could not be measured; `text` says why.
+fn skipped(name: &'static str, text: String, detail: Value) -> Line {
+    Line {
+        measured: false,
+        ..line(name, true, None, text, detail)
+    }
+}
+
+/// The `--diff-base` revision must name a commit in the workdir's repository.
+#[allow(clippy::result_large_err)]
+fn check_diff_base(workdir: &Path, base: &str) -> Result<(), Outcome> {
+    let usage = |why: &str| {
+        Outcome::error(
+            2,
+            format!("cannot diff against `{base}`: {why}"),
+            Some("give --diff-base a branch, tag or commit, e.g. --diff-base main".into()),
+        )
+    };
+    if git::repo_root(workdir).is_none() {
+        return Err(usage("the workdir is not a git work tree"));
+    }
+    let resolves = git::git_cmd(workdir)
+        .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
+        .arg(format!("{base}^{{commit}}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if resolves {
+        Ok(())
+    } else {
+        Err(usage("not a revision in this repository"))
+    }
+}
+
 pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
+    if a.probe_runs < 2 {
+        return Outcome::error(
+            2,
+            format!(
+                "--probe-runs {}: at least 2 runs are needed (one run cannot disagree with itself)",
+                a.probe_runs
+            ),
+            None,
+        );
+    }
     let ws = match Workspace::at(workdir) {
         Ok(w) => w,
         Err(e) => return super::ws_error(&e),
@@ -56,6 +110,11 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
         Ok(s) => s,
         Err(o) => return o,
     };
+    if let Some(base) = &a.diff_base {
+        if let Err(o) = check_diff_base(&ws.workdir, base) {
+            return o;
+        }
+    }
     let cfg = crate::config::resolve(
         &ws.workdir,
         None,
@@ -145,14 +204,18 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
 
     // determinism
     let mut runs = Vec::new();
-    for _ in 0..a.probe_runs.max(2) {
-        match fresh_run(&sb, &spec, &[], false) {
-            Ok(r) => runs.push(r),
+    for _ in 0..a.probe_runs {
+        let r = match fresh_run(&sb, &spec, &[], false) {
+            Ok(r) => r,
             Err(o) => return o,
-        }
-        if let Some(o) = cannot_start(&spec, &runs[0], Map::new()) {
+        };
+        if let Some(o) = cannot_start(&spec, &r, Map::new()) {
             return o;
         }
+        if let Some(o) = timed_out(&spec, &r, Map::new()) {
+            return o;
+        }
+        runs.push(r);
     }
     let reference = runs[0].clone();
     let agree = runs.iter().all(|r| r.verdict() == reference.verdict());
@@ -182,14 +245,18 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
         "checks".into(),
         json!(lines
             .iter()
-            .map(|l| json!({"name": l.name, "ok": l.ok, "reason": l.reason.map(|r| r.as_str()), "text": l.text, "detail": l.detail}))
+            .map(|l| json!({"name": l.name, "ok": l.ok, "measured": l.measured, "reason": l.reason.map(|r| r.as_str()), "text": l.text, "detail": l.detail}))
             .collect::<Vec<_>>()),
     );
     let mut human = String::new();
     for l in &lines {
         human.push_str(&format!(
             "{:<5} {:<12} {}\n",
-            if l.ok { "ok" } else { "FAIL" },
+            match (l.ok, l.measured) {
+                (false, _) => "FAIL",
+                (true, false) => "skip",
+                (true, true) => "ok",
+            },
             l.name,
             l.text
         ));
@@ -223,10 +290,8 @@ fn hermeticity(sb: &Sandbox, spec: &oracle::CheckSpec) -> Line {
     };
     let dir = copy.path();
     if git::repo_root(&dir).is_none() {
-        return line(
+        return skipped(
             "hermeticity",
-            true,
-            None,
             "not measured: the workdir is not a git work tree".into(),
             json!({"measured": false}),
         );
@@ -254,10 +319,8 @@ fn hermeticity(sb: &Sandbox, spec: &oracle::CheckSpec) -> Line {
                 json!({"changed": changed}),
             )
         }
-        _ => line(
+        _ => skipped(
             "hermeticity",
-            true,
-            None,
             "not measured: could not snapshot the copy".into(),
             json!({"measured": false}),
         ),
@@ -272,19 +335,15 @@ fn adequacy(
     a: &DoctorArgs,
 ) -> Line {
     if a.diff_base.is_none() && a.mutate_cmds.is_empty() {
-        return line(
+        return skipped(
             "adequacy",
-            true,
-            None,
             "not measured: give --diff-base REV (or --mutate-cmd CMD)".into(),
             json!({"measured": false}),
         );
     }
     if !reference.green {
-        return line(
+        return skipped(
             "adequacy",
-            true,
-            None,
             format!(
                 "not measured: the check is {} on the current tree; a red check kills every mutant",
                 describe(reference)
@@ -301,7 +360,7 @@ fn adequacy(
                     "adequacy",
                     false,
                     Some(HaltReason::InvariantFailed),
-                    format!("cannot diff against {base}: {e}"),
+                    format!("cannot diff against `{base}`: {e}"),
                     Value::Null,
                 )
             }
@@ -365,10 +424,8 @@ fn adequacy(
     }
     let total = mutants.len() + a.mutate_cmds.len();
     if total == 0 {
-        return line(
+        return skipped(
             "adequacy",
-            true,
-            None,
             "not measured: no mutable line changed since the diff base".into(),
             json!({"measured": false, "planted": planted}),
         );
@@ -400,4 +457,106 @@ fn adequacy(
         },
         json!({"planted": planted, "run": total, "killed": killed, "survivors": survivors}),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::CheckOpts;
+    use crate::observe::git::testutil;
+
+    fn args(command: &str) -> DoctorArgs {
+        DoctorArgs {
+            check: CheckOpts {
+                command: command.into(),
+                test_format: "auto".into(),
+                success_exit_code: 0,
+                check_timeout: None,
+            },
+            exec: None,
+            diff_base: None,
+            mutate_cmds: Vec::new(),
+            max_mutants: 40,
+            probe_runs: 2,
+            check_network: "host".into(),
+        }
+    }
+
+    fn check<'a>(o: &'a Outcome, name: &str) -> &'a Value {
+        o.fields["checks"]
+            .as_array()
+            .and_then(|c| c.iter().find(|l| l["name"] == name))
+            .expect("line present")
+    }
+
+    #[test]
+    fn lines_that_were_not_measured_say_skip() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for command in ["true", "false"] {
+            let o = run(dir.path(), &args(command));
+            assert_eq!(o.exit_code, 0, "{}", o.human);
+            for name in ["hermeticity", "adequacy"] {
+                assert_eq!(check(&o, name)["ok"], json!(true));
+                assert_eq!(check(&o, name)["measured"], json!(false));
+                assert!(
+                    o.human.contains(&format!("skip  {name:<12} not measured")),
+                    "{}",
+                    o.human
+                );
+            }
+            assert_eq!(check(&o, "determinism")["measured"], json!(true));
+            assert!(o.human.contains("ok    determinism"), "{}", o.human);
+        }
+        // Red check with a diff base: adequacy is skipped for the red baseline.
+        let repo = testutil::repo();
+        testutil::write(repo.path(), "f", "x\n");
+        testutil::commit_all(repo.path(), "base");
+        let mut a = args("false");
+        a.diff_base = Some("HEAD".into());
+        let o = run(repo.path(), &a);
+        assert_eq!(check(&o, "adequacy")["measured"], json!(false));
+        assert!(o.human.contains("skip  adequacy"), "{}", o.human);
+        assert_eq!(check(&o, "hermeticity")["measured"], json!(true));
+    }
+
+    #[test]
+    fn an_unknown_diff_base_is_a_usage_error() {
+        let repo = testutil::repo();
+        testutil::write(repo.path(), "f", "x\n");
+        testutil::commit_all(repo.path(), "base");
+        let mut a = args("true");
+        a.diff_base = Some("nosuchrev".into());
+        let o = run(repo.path(), &a);
+        assert_eq!(o.exit_code, 2);
+        assert_eq!(
+            o.errors,
+            vec!["cannot diff against `nosuchrev`: not a revision in this repository".to_string()]
+        );
+        a.diff_base = Some("HEAD".into());
+        assert_eq!(run(repo.path(), &a).exit_code, 0);
+    }
+
+    #[test]
+    fn fewer_than_two_probe_runs_is_a_usage_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut a = args("true");
+        a.probe_runs = 1;
+        let o = run(dir.path(), &a);
+        assert_eq!(o.exit_code, 2);
+        assert!(o.errors[0].starts_with("--probe-runs 1:"), "{:?}", o.errors);
+    }
+
+    #[test]
+    fn a_timed_out_probe_run_is_an_execution_failure() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut a = args("sleep 5");
+        a.check.check_timeout = Some("200ms".into());
+        let o = run(dir.path(), &a);
+        assert_eq!(o.exit_code, HaltReason::ExecutionFailure.exit_code());
+        assert!(
+            o.errors[0].contains("timed out after 200ms"),
+            "{:?}",
+            o.errors
+        );
+    }
 }

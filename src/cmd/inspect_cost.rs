@@ -2,6 +2,10 @@
 //! caps and anomalies — for one run (from its receipt) or for a supplied cost ledger
 //! (one USD figure per line, or JSON lines with `cost_usd`).
 //!
+//! Figures are rounded for display: to 4 decimals in the human text, to 6 in `--json`
+//! (sums and interpolated percentiles otherwise print float noise such as
+//! `3.040000000000001`), and a zero never prints as `-0`.
+//!
 //! Exit 0 when nothing is wrong; exit 18 (`budget_exceeded` or `cost_anomaly`) when
 //! the figures cross the cap or hold an anomaly, so a dashboard job can alert on it.
 
@@ -11,6 +15,29 @@ use crate::stats;
 use crate::trajectory::Trajectory;
 use serde_json::{json, Map, Value};
 use std::path::Path;
+
+/// `x` rounded to `decimals` places, with a negative zero (an empty `f64` sum, or a
+/// figure that rounds to zero from below) made `0.0`.
+fn round_to(x: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    let r = (x * scale).round() / scale;
+    // Adding +0.0 turns -0.0 into +0.0 and leaves every other value as it is.
+    if r.is_finite() {
+        r + 0.0
+    } else {
+        x
+    }
+}
+
+/// A USD figure for `--json`: 6 decimals, never `-0.0`.
+fn json_usd(x: f64) -> Value {
+    json!(round_to(x, 6))
+}
+
+/// A USD figure for the human text: 4 decimals, never `-0.0000`.
+fn human_usd(x: f64) -> String {
+    format!("{:.4}", round_to(x, 4))
+}
 
 pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
     let (source, rows, cap, sigma, min_history, tokens) = if let Some(ledger) = &a.ledger {
@@ -93,21 +120,19 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
     let total: f64 = known.iter().sum();
     let mut sorted = known.clone();
     sorted.sort_by(f64::total_cmp);
-    let pct = |p| {
-        if sorted.is_empty() {
-            Value::Null
-        } else {
-            json!(stats::percentile(&sorted, p))
-        }
-    };
+    let pct = |p| (!sorted.is_empty()).then(|| stats::percentile(&sorted, p));
+    let (p50, p90, p99) = (pct(50.0), pct(90.0), pct(99.0));
     let mut anomalies = Vec::new();
     let mut history = Vec::new();
     for (i, c, _) in &rows {
         if let Some(c) = c {
             if let Some(an) = stats::is_anomalous(&history, *c, sigma, min_history) {
-                anomalies.push(
-                    json!({"iteration": i, "cost_usd": c, "threshold": an.threshold, "z": an.z}),
-                );
+                anomalies.push(json!({
+                    "iteration": i,
+                    "cost_usd": json_usd(*c),
+                    "threshold": json_usd(an.threshold),
+                    "z": json_usd(an.z),
+                }));
             }
             history.push(*c);
         }
@@ -119,18 +144,18 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
         "iterations".into(),
         json!(rows
             .iter()
-            .map(|(i, c, d)| json!({"iteration": i, "cost_usd": c, "usage": d}))
+            .map(|(i, c, d)| json!({"iteration": i, "cost_usd": c.map(json_usd), "usage": d}))
             .collect::<Vec<_>>()),
     );
-    f.insert("total_usd".into(), json!(total));
+    f.insert("total_usd".into(), json_usd(total));
     f.insert("total_tokens".into(), json!(tokens));
     f.insert(
         "unknown_cost_iterations".into(),
         json!(rows.iter().filter(|r| r.1.is_none()).count()),
     );
-    f.insert("p50".into(), pct(50.0));
-    f.insert("p90".into(), pct(90.0));
-    f.insert("p99".into(), pct(99.0));
+    f.insert("p50".into(), json!(p50.map(json_usd)));
+    f.insert("p90".into(), json!(p90.map(json_usd)));
+    f.insert("p99".into(), json!(p99.map(json_usd)));
     f.insert("cap_usd".into(), json!(cap));
     f.insert("cost_sigma".into(), json!(sigma));
     f.insert("anomalies".into(), json!(anomalies));
@@ -138,12 +163,16 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
     for (i, c, _) in &rows {
         human.push_str(&format!(
             "{i:>5}  {:>12}\n",
-            c.map_or("unknown".into(), |c| format!("{c:.4}"))
+            c.map_or_else(|| "unknown".into(), human_usd)
         ));
     }
+    let human_pct = |p: Option<f64>| p.map_or_else(|| "n/a".into(), human_usd);
     human.push_str(&format!(
-        "total ${total:.4}  p50 {}  p90 {}  p99 {}\n",
-        f["p50"], f["p90"], f["p99"]
+        "total ${}  p50 {}  p90 {}  p99 {}\n",
+        human_usd(total),
+        human_pct(p50),
+        human_pct(p90),
+        human_pct(p99)
     ));
     if let Some(c) = cap {
         human.push_str(&format!(
@@ -153,10 +182,10 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
     }
     for an in &anomalies {
         human.push_str(&format!(
-            "anomaly: iteration {} cost ${} (threshold ${:.4})\n",
+            "anomaly: iteration {} cost ${} (threshold ${})\n",
             an["iteration"],
-            an["cost_usd"],
-            an["threshold"].as_f64().unwrap_or(0.0)
+            human_usd(an["cost_usd"].as_f64().unwrap_or(0.0)),
+            human_usd(an["threshold"].as_f64().unwrap_or(0.0))
         ));
     }
     let reason = if over_cap {
@@ -172,7 +201,8 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
             f.insert("halt_reason".into(), json!(r.as_str()));
             let msg = if over_cap {
                 format!(
-                    "total ${total:.4} exceeds the cap ${:.2}",
+                    "total ${} exceeds the cap ${:.2}",
+                    human_usd(total),
                     cap.unwrap_or(0.0)
                 )
             } else {
@@ -190,5 +220,57 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
                 hint: None,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inspect(ledger_text: &str) -> Outcome {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ledger = dir.path().join("costs.txt");
+        std::fs::write(&ledger, ledger_text).expect("write ledger");
+        run(
+            dir.path(),
+            &InspectCostArgs {
+                run_id: None,
+                ledger: Some(ledger),
+                budget_usd: None,
+                cost_sigma: None,
+            },
+        )
+    }
+
+    #[test]
+    fn a_zero_total_is_never_negative() {
+        for text in ["# no iterations yet\n", "-0.0\n"] {
+            let o = inspect(text);
+            assert_eq!(o.exit_code, 0, "{}", o.human);
+            let t = o.fields["total_usd"].as_f64().expect("number");
+            assert!(t == 0.0 && t.is_sign_positive(), "{text:?}: {t:?}");
+            assert!(!o.human.contains("-0"), "{}", o.human);
+            assert!(o.human.contains("total $0.0000"), "{}", o.human);
+        }
+        assert_eq!(human_usd(-0.00001), "0.0000");
+        assert_eq!(json_usd(-0.0000001), json!(0.0));
+    }
+
+    #[test]
+    fn figures_are_rounded_without_float_noise() {
+        // p90 of [1.0, 3.2] interpolates to 1.0 + 0.9 * 2.2 = 2.9800000000000004.
+        let o = inspect("1.0\n3.2\n0.1\n0.2\n");
+        let text = serde_json::to_string(&o.fields).expect("json");
+        assert!(!text.contains("00000000"), "{text}");
+        assert_eq!(o.fields["total_usd"], json!(4.5));
+        let o = inspect("1.0\n3.2\n");
+        assert_eq!(o.fields["p90"], json!(2.98));
+        assert_eq!(o.fields["p99"], json!(3.178));
+        assert!(
+            o.human.contains("p50 2.1000  p90 2.9800  p99 3.1780"),
+            "{}",
+            o.human
+        );
+        assert_eq!(json_usd(0.123_456_789), json!(0.123_457));
     }
 }

@@ -15,6 +15,10 @@
 //!
 //! With no disagreement the exact one-sided Clopper–Pearson upper bound for zero
 //! flips, `1 - (1 - c)^(1/n)`, is reported as the achieved bound on the flake rate.
+//! The check is `certified` only when that bound meets `--max-flake-rate`; fewer
+//! `--runs` than that end `inconclusive` (exit 0, `certified: false`). `--runs` below 2
+//! is a usage error, and a run ended by `--check-timeout` ends the probe with
+//! `execution_failure`: a timed-out run has no verdict to compare.
 
 use crate::check::parse::{self, FormatChoice};
 use crate::cli::{CheckOpts, Outcome, ProbeArgs};
@@ -149,6 +153,34 @@ pub(crate) fn cannot_start(
     })
 }
 
+/// A run ended by `--check-timeout` has no verdict to compare: the probe ends with an
+/// execution failure naming the limit, never a red run counted as agreement.
+pub(crate) fn timed_out(spec: &CheckSpec, r: &ProbeRun, f: Map<String, Value>) -> Option<Outcome> {
+    r.timed_out.then(|| {
+        let limit = spec
+            .timeout
+            .map_or_else(|| "its time limit".to_string(), |d| format!("{d:?}"));
+        let msg = format!(
+            "the check timed out after {limit} (--check-timeout): `{}`",
+            spec.command
+        );
+        halted(
+            HaltReason::ExecutionFailure,
+            f,
+            format!(
+                "execution_failure (exit {})\n  - {msg}\n",
+                HaltReason::ExecutionFailure.exit_code()
+            ),
+            vec![msg],
+        )
+    })
+}
+
+/// Either run ends the probe without a verdict: it cannot start, or it timed out.
+fn unusable(spec: &CheckSpec, r: &ProbeRun, f: &Map<String, Value>) -> Option<Outcome> {
+    cannot_start(spec, r, f.clone()).or_else(|| timed_out(spec, r, f.clone()))
+}
+
 /// A dimension whose perturbation changed the verdict: which, the setting, the run.
 type Broken = (Dimension, Vec<(String, String)>, ProbeRun);
 
@@ -191,6 +223,17 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
             }
         }
     }
+    let needed = crate::stats::runs_needed(a.max_flake_rate, a.confidence).max(2);
+    if let Some(r) = a.runs.filter(|r| *r < 2) {
+        return Outcome::error(
+            2,
+            format!("--runs {r}: at least 2 runs are needed (one run cannot disagree with itself)"),
+            Some(format!(
+                "omit --runs to use the {needed} runs that certify --max-flake-rate {} at --confidence {}",
+                a.max_flake_rate, a.confidence
+            )),
+        );
+    }
     let ws = match Workspace::at(workdir) {
         Ok(w) => w,
         Err(e) => return super::ws_error(&e),
@@ -199,10 +242,7 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
         Ok(s) => s,
         Err(o) => return o,
     };
-    let planned = a
-        .runs
-        .unwrap_or_else(|| crate::stats::runs_needed(a.max_flake_rate, a.confidence))
-        .max(2);
+    let planned = a.runs.unwrap_or(needed);
     let progress = std::io::stderr().is_terminal();
     let sb = match sandbox(&ws.workdir) {
         Ok(s) => s,
@@ -211,8 +251,11 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
     let mut f = Map::new();
     f.insert("check".into(), json!(a.check.command));
     f.insert("planned_runs".into(), json!(planned));
+    f.insert("runs_needed".into(), json!(needed));
     f.insert("max_flake_rate".into(), json!(a.max_flake_rate));
     f.insert("confidence".into(), json!(a.confidence));
+    // Only a probe that got to the end with the bound at the target certifies.
+    f.insert("certified".into(), json!(false));
 
     // Phase 1: fresh copies.
     let mut runs: Vec<ProbeRun> = Vec::new();
@@ -224,7 +267,10 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
             Ok(r) => r,
             Err(o) => return o,
         };
-        if let Some(o) = cannot_start(&spec, &r, f.clone()) {
+        if let Some(o) = unusable(&spec, &r, &f) {
+            if progress {
+                eprintln!();
+            }
             return o;
         }
         let differs = runs
@@ -278,10 +324,12 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
         return halted(HaltReason::CheckFlaky, f, human, c);
     }
     let bound = 1.0 - (1.0_f64 - a.confidence).powf(1.0 / n as f64);
+    // The criterion `runs_needed` solves, so the default run count always meets it.
+    let meets_target = (1.0 - a.max_flake_rate).powf(n as f64) <= 1.0 - a.confidence;
     f.insert("flips".into(), json!(0));
     f.insert(
         "flake_rate_bound".into(),
-        json!({"method": "clopper-pearson one-sided, zero flips", "confidence": a.confidence, "upper": bound, "meets_target": bound <= a.max_flake_rate}),
+        json!({"method": "clopper-pearson one-sided, zero flips", "confidence": a.confidence, "upper": bound, "meets_target": meets_target}),
     );
 
     // Phase 2: reruns in one copy.
@@ -298,7 +346,12 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
     let mut reruns = Vec::new();
     for _ in 0..=a.reruns {
         match oracle::run_check(&spec, &copy.path(), &[], false) {
-            Ok(r) => reruns.push(r),
+            Ok(r) => {
+                if let Some(o) = unusable(&spec, &r, &f) {
+                    return o;
+                }
+                reruns.push(r);
+            }
             Err(e) => {
                 return Outcome::error(
                     HaltReason::InternalError.exit_code(),
@@ -336,6 +389,9 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
                 Ok(r) => r,
                 Err(o) => return o,
             };
+            if let Some(o) = unusable(&spec, &r, &f) {
+                return o;
+            }
             let agrees = r.verdict() == reference.verdict();
             variants.push(json!({"env": env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(), "verdict": describe(&r), "agrees": agrees}));
             if !agrees && broken.is_none() {
@@ -364,13 +420,116 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
         let human = format!("check_not_hermetic (exit 14)\n  - {}\n", c[0]);
         return halted(HaltReason::CheckNotHermetic, f, human, c);
     }
-    let human = format!(
-        "the check is stable: {n} fresh runs agreed ({}), {} reruns in one copy agreed{}\nflake rate < {bound:.4} at {:.0}% confidence (target {})\n",
+    let agreed = format!(
+        "{n} fresh runs agreed ({}), {} reruns in one copy agreed{}",
         describe(&reference),
         a.reruns + 1,
-        if dims.is_empty() { String::new() } else { format!(", {} dimension(s) held", dims.len()) },
+        if dims.is_empty() {
+            String::new()
+        } else {
+            format!(", {} dimension(s) held", dims.len())
+        },
+    );
+    if !meets_target {
+        let text = format!(
+            "not certified: {n} runs bound the flake rate below {bound:.4}, above the target {}; run without --runs or with --runs >= {needed}",
+            a.max_flake_rate
+        );
+        return Outcome {
+            status: "inconclusive".into(),
+            ..Outcome::ok(
+                f,
+                format!(
+                    "{text}\n{agreed}\nflake rate < {bound:.4} at {:.0}% confidence (target {})\n",
+                    a.confidence * 100.0,
+                    a.max_flake_rate
+                ),
+            )
+        };
+    }
+    f.insert("certified".into(), json!(true));
+    let human = format!(
+        "the check is stable: {agreed}\nflake rate < {bound:.4} at {:.0}% confidence (target {})\n",
         a.confidence * 100.0,
         a.max_flake_rate
     );
     Outcome::ok(f, human)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::CheckOpts;
+
+    fn args(command: &str, runs: Option<u64>) -> ProbeArgs {
+        ProbeArgs {
+            check: CheckOpts {
+                command: command.into(),
+                test_format: "auto".into(),
+                success_exit_code: 0,
+                check_timeout: None,
+            },
+            max_flake_rate: 0.05,
+            confidence: 0.95,
+            runs,
+            reruns: 0,
+            dimensions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn too_few_runs_for_the_target_are_not_certified() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let o = run(dir.path(), &args("true", Some(2)));
+        assert_eq!((o.status.as_str(), o.exit_code), ("inconclusive", 0));
+        assert_eq!(o.fields["certified"], json!(false));
+        assert!(o.errors.is_empty());
+        assert!(
+            o.human.starts_with("not certified: 2 runs bound the flake rate below 0.7764, above the target 0.05; run without --runs or with --runs >= 59\n"),
+            "{}",
+            o.human
+        );
+        assert!(!o.human.contains("stable"), "{}", o.human);
+    }
+
+    #[test]
+    fn enough_runs_certify() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut a = args("true", None);
+        (a.max_flake_rate, a.confidence) = (0.5, 0.5);
+        let o = run(dir.path(), &a);
+        assert_eq!((o.status.as_str(), o.exit_code), ("ok", 0));
+        assert_eq!(o.fields["certified"], json!(true));
+        assert!(o.human.starts_with("the check is stable"), "{}", o.human);
+    }
+
+    #[test]
+    fn fewer_than_two_runs_is_a_usage_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for n in [0, 1] {
+            let o = run(dir.path(), &args("true", Some(n)));
+            assert_eq!(o.exit_code, 2);
+            assert!(
+                o.errors[0].starts_with(&format!("--runs {n}:")),
+                "{:?}",
+                o.errors
+            );
+        }
+    }
+
+    #[test]
+    fn a_timed_out_run_is_an_execution_failure() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut a = args("sleep 5", Some(2));
+        a.check.check_timeout = Some("200ms".into());
+        let o = run(dir.path(), &a);
+        assert_eq!(o.exit_code, HaltReason::ExecutionFailure.exit_code());
+        assert_eq!(o.fields["halt_reason"], json!("execution_failure"));
+        assert!(
+            o.errors[0].contains("timed out after 200ms"),
+            "{:?}",
+            o.errors
+        );
+        assert_eq!(o.fields["certified"], json!(false));
+    }
 }

@@ -458,3 +458,33 @@ fn iteration_usage_round_trips_through_json() {
     let back: IterationUsage = serde_json::from_str(&json).expect("deserialize");
     assert_eq!(back, u);
 }
+
+#[test]
+fn usage_file_record_with_only_a_cost_is_metered() {
+    let mut m = UsageMeter::new(Pricing::default(), BTreeMap::new());
+    m.feed_usage_file_line(br#"{"cost_usd": 2.0, "model": "m1"}"#);
+    m.feed_usage_file_line(br#"{"cost_usd": 0.5}"#); // no model either
+    m.feed_usage_file_line(br#"{"output_tokens": 7}"#); // tokens only, no price: unknown
+    let u = m.snapshot();
+    assert_eq!(u.skipped_lines, 0);
+    assert_eq!(u.sources, vec![UsageSource::UsageFile]);
+    assert_eq!((u.input_tokens, u.output_tokens), (0, 7));
+    assert_eq!(
+        u.cost_usd, None,
+        "7 tokens with no price make the cost unknown"
+    );
+
+    let mut m = UsageMeter::new(Pricing::default(), BTreeMap::new());
+    m.feed_usage_file_line(br#"{"cost_usd": 2.0, "model": "m1"}"#);
+    m.feed_usage_file_line(br#"{"cost_usd": 0.5}"#);
+    let u = m.snapshot();
+    assert_eq!(u.skipped_lines, 0);
+    assert!(close(u.cost_usd, 2.5), "{:?}", u.cost_usd);
+    assert_eq!(u.cost_kind, Some(FigureKind::Reported));
+    assert_eq!(u.primary_model.map(|p| p.model).as_deref(), Some("m1"));
+    assert!(u.auxiliary_models.is_empty());
+
+    let mut m = UsageMeter::new(Pricing::default(), BTreeMap::new());
+    m.feed_usage_file_line(br#"{"cost_usd": 2.0, "model": "m1"}"#);
+    assert_eq!(m.snapshot().cost_usd, Some(2.0));
+}

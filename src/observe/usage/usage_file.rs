@@ -7,9 +7,10 @@
 //!  "output_tokens":455,"cached_input_tokens":17000,"cost_usd":0.05}
 //! ```
 //!
-//! `model`, `input_tokens` and `output_tokens` are required; `provider`,
-//! `cached_input_tokens`, `cache_creation_tokens` and `cost_usd` are optional; other
-//! fields are ignored. `cached_input_tokens` is the part of `input_tokens` served from
+//! Every field is optional, but a record must carry at least one of `cost_usd`,
+//! `input_tokens` and `output_tokens` (an absent token count is 0, so a wrapper that
+//! only knows a cost writes `{"cost_usd":2.0}`); other fields are ignored. A blank
+//! `model` is taken as absent. `cached_input_tokens` is the part of `input_tokens` served from
 //! a cache (so fresh input is the difference); if it exceeds `input_tokens` the two are
 //! taken as separate counts. Records add up. A record's `cost_usd` is `Reported`;
 //! without one its tokens are priced from `[pricing]` (`Estimated`). A line that is not
@@ -26,9 +27,12 @@ use std::collections::BTreeMap;
 struct Record {
     #[serde(default)]
     provider: Option<String>,
-    model: String,
-    input_tokens: u64,
-    output_tokens: u64,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
     #[serde(default)]
     cached_input_tokens: Option<u64>,
     #[serde(default)]
@@ -48,7 +52,8 @@ struct ModelTotals {
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct UsageFileState {
-    models: BTreeMap<String, ModelTotals>,
+    /// Keyed by model id; `None` collects records that named no model.
+    models: BTreeMap<Option<String>, ModelTotals>,
     any: bool,
 }
 
@@ -58,25 +63,27 @@ impl UsageFileState {
         let Ok(r) = Record::deserialize(v) else {
             return false;
         };
-        if r.model.trim().is_empty() {
+        if r.cost_usd.is_none() && r.input_tokens.is_none() && r.output_tokens.is_none() {
             return false;
         }
+        let model = r.model.filter(|m| !m.trim().is_empty());
         if r.cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
             return false;
         }
         let cached = r.cached_input_tokens.unwrap_or(0);
-        let input = if cached <= r.input_tokens {
-            r.input_tokens - cached
+        let input_tokens = r.input_tokens.unwrap_or(0);
+        let input = if cached <= input_tokens {
+            input_tokens - cached
         } else {
-            r.input_tokens
+            input_tokens
         };
         let tokens = Tokens {
             input,
             cached,
             cache_creation: r.cache_creation_tokens.unwrap_or(0),
-            output: r.output_tokens,
+            output: r.output_tokens.unwrap_or(0),
         };
-        let m = self.models.entry(r.model).or_default();
+        let m = self.models.entry(model).or_default();
         if r.provider.is_some() {
             m.provider = r.provider;
         }
@@ -104,7 +111,7 @@ impl UsageFileState {
             prices,
             self.models
                 .iter()
-                .map(|(id, m)| (Some(id.as_str()), &m.unpriced)),
+                .map(|(id, m)| (id.as_deref(), &m.unpriced)),
         );
         let any_unpriced = self.models.values().any(|m| !m.unpriced.is_zero());
         let cost = match estimate {
@@ -113,10 +120,11 @@ impl UsageFileState {
             PartCost::Unknown => PartCost::Unknown,
         };
         let mut p = Part::new(tokens, cost);
-        p.models = self.models.keys().cloned().collect();
+        p.models = self.models.keys().flatten().cloned().collect();
         p.primary = self
             .models
             .iter()
+            .filter_map(|(id, m)| id.as_ref().map(|id| (id, m)))
             .max_by(|a, b| {
                 a.1.tokens
                     .sum()
