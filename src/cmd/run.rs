@@ -222,7 +222,10 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
 fn resumed_config(ws: &Workspace, run_id: &str) -> Result<crate::config::RunConfig, String> {
     let path = ws.receipt_path(run_id);
     if !path.is_file() {
-        return Err(format!("run `{run_id}` not found in {} (nothing to resume)", ws.runs_dir().display()));
+        return Err(format!(
+            "run `{run_id}` not found in {} (nothing to resume)",
+            ws.runs_dir().display()
+        ));
     }
     let lines = crate::receipt::read(&path).map_err(|e| e.to_string())?;
     lines

@@ -5,7 +5,7 @@
 //! The reader is streaming (quick-xml over a `BufRead`, one reused buffer, no DOM):
 //! memory is the per-test results plus the cases of the suites still open, never the
 //! document. Text runs longer than 64 KiB (huge captured output) are cut before the XML
-//! reader sees them ([`limit`]), so one giant `<system-out>` does not need to fit in
+//! reader sees them (the `limit` module), so one giant `<system-out>` does not need to fit in
 //! memory either. The `time` attributes are never read.
 //!
 //! # Test ids
