@@ -6,8 +6,7 @@ use serde_json::Value;
 
 /// A repo with one finished run `r1` (converged at iteration 2).
 fn repo_with_run() -> (Repo, Value) {
-    let r = Repo::new();
-    r.write("count", "0\n").commit("fixture");
+    let r = Repo::with_file("count", "0\n");
     let v = r
         .lx(&[
             "run",
@@ -101,8 +100,7 @@ fn every_command_prints_exactly_one_json_object() {
 
 #[test]
 fn probe_check_and_doctor_print_exactly_one_json_object() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let out = r.lx(&[
         "probe-check",
         "--check",
@@ -148,8 +146,7 @@ fn every_subcommand_has_working_help() {
 
 #[test]
 fn explain_halt_rederives_the_runs_reason() {
-    let r = Repo::new();
-    r.write("count", "0\n").commit("fixture");
+    let r = Repo::with_file("count", "0\n");
     let run = r
         .lx(&[
             "run",

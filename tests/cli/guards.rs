@@ -10,25 +10,14 @@ fn deleting_the_failing_test_is_metric_integrity_violation() {
     r.write("tests/a.sh", "exit 0\n")
         .write("tests/b.sh", "exit 1\n")
         .write("tests/c.sh", "exit 0\n")
-        .write(
-            "check.sh",
+        .tap_check(
             r#"set -- tests/*.sh; echo "TAP version 13"; echo "1..$#"; i=0; bad=0
 for t in "$@"; do i=$((i+1)); if sh "$t"; then echo "ok $i - $(basename $t .sh)"; else echo "not ok $i - $(basename $t .sh)"; bad=1; fi; done
 exit $bad
 "#,
         )
         .commit("fixture");
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        "rm -f tests/b.sh",
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-        "--max-iterations",
-        "5",
-    ]);
+    let out = r.lx_tap("rm -f tests/b.sh", &["--max-iterations", "5"]);
     let v = out.expect(13, Some("metric_integrity_violation"));
     assert_eq!(v["iteration"], 1, "{v}");
     // The check itself went green: the guard, not the check, stopped the run.
@@ -44,17 +33,7 @@ fn editing_ci_config_is_blocked_path_modified_at_iteration_1() {
     r.write(".github/workflows/ci.yml", "on: push\njobs: {}\n")
         .commit("ci");
     let exec = format!("echo '# relaxed' >> .github/workflows/ci.yml; {PROGRESS_AGENT}");
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        &exec,
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-        "--max-iterations",
-        "5",
-    ]);
+    let out = r.lx_tap(&exec, &["--max-iterations", "5"]);
     let v = out.expect(13, Some("blocked_path_modified"));
     assert_eq!(v["iteration"], 1, "{v}");
     assert!(mentions(&v, ".github/workflows/ci.yml"), "{v}");
@@ -79,8 +58,7 @@ fn a_check_writing_a_tracked_file_is_hermeticity_violation() {
 
 #[test]
 fn a_check_alternating_on_an_unchanged_tree_is_check_flaky() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let c = Counter::new();
     let s = c.shell();
     let check = format!("n=$(cat {s}); echo $((n+1)) > {s}; [ $((n % 2)) = 1 ]");
@@ -99,8 +77,7 @@ fn a_check_alternating_on_an_unchanged_tree_is_check_flaky() {
 
 #[test]
 fn provider_keys_are_stripped_from_the_check_and_never_recorded() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let secret = "sk-ant-api03-itestSECRETvalue0000000000000000000000";
     // The agent may use (and print) the keys; the check must not see them.
     let out = r.lx_env(
@@ -125,24 +102,17 @@ fn provider_keys_are_stripped_from_the_check_and_never_recorded() {
     let v = out.expect(10, Some("success_condition_met"));
     assert_eq!(v["iteration"], 1, "{v}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("itestSECRETvalue"));
-    let files = files_under(&r.path().join(".loopexec"));
-    assert!(!files.is_empty());
-    for f in files {
-        let bytes = std::fs::read(&f).unwrap();
-        assert!(
-            !bytes
-                .windows(b"itestSECRETvalue".len())
-                .any(|w| w == b"itestSECRETvalue"),
-            "the secret value reached {}",
-            f.display()
-        );
-    }
+    assert!(!files_under(&r.path().join(".loopexec")).is_empty());
+    assert_in_no_file(
+        &r.path().join(".loopexec"),
+        "itestSECRETvalue",
+        "the secret value",
+    );
 }
 
 #[test]
 fn a_key_inline_in_the_command_never_reaches_the_receipt() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let out = r.lx(&[
         "run",
         "--exec",
@@ -151,40 +121,24 @@ fn a_key_inline_in_the_command_never_reaches_the_receipt() {
         "test -f done",
     ]);
     out.expect(10, Some("success_condition_met"));
-    for f in files_under(&r.path().join(".loopexec")) {
-        let bytes = std::fs::read(&f).unwrap();
-        assert!(
-            !bytes
-                .windows(b"itestINLINEvalue".len())
-                .any(|w| w == b"itestINLINEvalue"),
-            "the inline secret reached {}",
-            f.display()
-        );
-    }
+    assert_in_no_file(
+        &r.path().join(".loopexec"),
+        "itestINLINEvalue",
+        "the inline secret",
+    );
 }
 
 #[test]
 fn marking_the_failing_test_skipped_is_metric_integrity_violation() {
     let r = tap_repo(3);
-    r.write("failing", "t2\n").write(
-        "check.sh",
+    r.write("failing", "t2\n").tap_check(
         r#"n=$(cat tests); f=" $(cat failing) "; echo "TAP version 13"; echo "1..$n"; bad=0
 for i in $(seq 1 "$n"); do case "$f" in *" t$i "*) if [ -f skip ]; then echo "ok $i - t$i # SKIP flaky"; continue; fi; echo "not ok $i - t$i"; bad=1;; *) echo "ok $i - t$i";; esac; done
 [ -f skip ] && exit 0; exit $bad
 "#,
     )
     .commit("skip-aware check");
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        "touch skip",
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-        "--max-iterations",
-        "5",
-    ]);
+    let out = r.lx_tap("touch skip", &["--max-iterations", "5"]);
     out.expect(13, Some("metric_integrity_violation"));
 }
 
@@ -237,8 +191,7 @@ mod tests {
 
 #[test]
 fn a_green_that_confirmation_runs_contradict_is_check_flaky() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let c = Counter::new();
     let s = c.shell();
     // Red at the baseline; after the agent's change green twice, then red.
@@ -274,8 +227,7 @@ fn a_green_that_confirmation_runs_contradict_is_check_flaky() {
 /// the fixture commit halt `hermeticity_violation` about a third of the time.)
 #[test]
 fn snapshot_sees_same_size_edit_in_same_second_as_index_write() {
-    let r = Repo::new();
-    r.write("count", "0\n").commit("fixture");
+    let r = Repo::with_file("count", "0\n");
     let out = r.lx(&[
         "run",
         "--exec",

@@ -4,8 +4,7 @@ use crate::support::*;
 
 #[test]
 fn a_deterministic_check_is_certified_after_enough_runs() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let c = Counter::new();
     let s = c.shell();
     let check = format!("n=$(cat {s}); echo $((n+1)) > {s}; true");
@@ -23,8 +22,7 @@ fn a_deterministic_check_is_certified_after_enough_runs() {
 
 #[test]
 fn a_check_failing_one_run_in_three_is_flaky() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let c = Counter::new();
     let s = c.shell();
     let check = format!("n=$(cat {s}); echo $((n+1)) > {s}; [ $((n % 3)) != 2 ]");
@@ -55,8 +53,7 @@ fn doctor_finds_a_check_that_cannot_fail_inadequate_for_changed_python() {
 
 #[test]
 fn a_check_that_only_passes_in_utc_is_not_hermetic_in_tz() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let out = r.lx_env(
         &[
             "probe-check",

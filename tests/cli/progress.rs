@@ -6,25 +6,14 @@ use crate::support::*;
 #[test]
 fn stagnation_halts_same_failure_repeated_and_advises_not_retrying() {
     let r = Repo::new();
-    r.write(
-        "check.sh",
+    r.tap_check(
         r#"echo "TAP version 13"; echo "1..2"; echo "ok 1 - parses_header"
 echo "not ok 2 - parses_body"; echo "  ---"; echo "  message: expected 3, got 2"; echo "  ..."
 exit 1
 "#,
     )
     .commit("fixture");
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        "true",
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-        "--max-iterations",
-        "20",
-    ]);
+    let out = r.lx_tap("true", &["--max-iterations", "20"]);
     let v = out.expect(17, Some("same_failure_repeated"));
     let it = v["iteration"].as_u64().unwrap();
     assert!((1..=4).contains(&it), "halted at iteration {it}: {v}");
@@ -42,25 +31,17 @@ exit 1
 fn steady_improvement_hitting_the_cap_is_12_and_advises_raising_it() {
     let r = Repo::new();
     r.write("fixed", "0\n")
-        .write(
-            "check.sh",
+        .tap_check(
             r#"n=$(cat fixed); echo "TAP version 13"; echo "1..6"
 for k in 1 2 3 4 5 6; do if [ "$k" -le "$n" ]; then echo "ok $k - case_$k"; else echo "not ok $k - case_$k"; echo "  ---"; echo "  message: case_$k is wrong"; echo "  ..."; fi; done
 [ "$n" -ge 6 ]
 "#,
         )
         .commit("fixture");
-    let out = r.lx(&[
-        "run",
-        "--exec",
+    let out = r.lx_tap(
         "n=$(cat fixed); echo $((n+1)) > fixed",
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-        "--max-iterations",
-        "3",
-    ]);
+        &["--max-iterations", "3"],
+    );
     let v = out.expect(12, Some("max_iterations_reached"));
     assert_eq!(v["iteration"], 3, "{v}");
     let ex = r.lx(&["explain-halt"]).expect(0, None);
@@ -86,8 +67,7 @@ fn regressing_agent(c: &Counter) -> String {
 fn regression_repo() -> Repo {
     let r = Repo::new();
     r.write("failing", "t1 t2\n")
-        .write(
-            "check.sh",
+        .tap_check(
             r#"f=$(cat failing); echo "TAP version 13"; echo "1..3"; i=0
 for t in t1 t2 t3; do i=$((i+1)); case " $f " in *" $t "*) echo "not ok $i - $t";; *) echo "ok $i - $t";; esac; done
 [ -z "$f" ]
@@ -101,19 +81,10 @@ for t in t1 t2 t3; do i=$((i+1)); case " $f " in *" $t "*) echo "not ok $i - $t"
 fn a_regression_with_on_regression_halt_is_same_test_regressed() {
     let r = regression_repo();
     let c = Counter::new();
-    let out = r.lx(&[
-        "run",
-        "--exec",
+    let out = r.lx_tap(
         &regressing_agent(&c),
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-        "--on-regression",
-        "halt",
-        "--max-iterations",
-        "10",
-    ]);
+        &["--on-regression", "halt", "--max-iterations", "10"],
+    );
     let v = out.expect(17, Some("same_test_regressed"));
     assert_eq!(v["iteration"], 2, "{v}");
     assert!(mentions(&v, "t1"), "the regressed test is not named: {v}");
@@ -123,17 +94,7 @@ fn a_regression_with_on_regression_halt_is_same_test_regressed() {
 fn a_regressing_iteration_is_reverted_by_default() {
     let r = regression_repo();
     let c = Counter::new();
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        &regressing_agent(&c),
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-        "--max-iterations",
-        "10",
-    ]);
+    let out = r.lx_tap(&regressing_agent(&c), &["--max-iterations", "10"]);
     let v = out.expect(10, Some("success_condition_met"));
     assert_eq!(v["iteration"], 3, "{v}");
     let lines = receipt_of(&v);
@@ -157,8 +118,7 @@ fn a_regressing_iteration_is_reverted_by_default() {
 fn an_agent_flipping_between_two_broken_states_is_a_no_convergence_halt() {
     let r = Repo::new();
     r.write("mode", "A\n")
-        .write(
-            "check.sh",
+        .tap_check(
             r#"m=$(cat mode); echo "TAP version 13"; echo "1..3"; echo "ok 1 - stable_case"
 if [ "$m" = A ]; then echo "not ok 2 - left_case"; echo "ok 3 - right_case"; else echo "ok 2 - left_case"; echo "not ok 3 - right_case"; fi
 exit 1
@@ -170,17 +130,7 @@ exit 1
     let exec = format!(
         "n=$(cat {s}); echo $((n+1)) > {s}; if [ $((n % 2)) = 0 ]; then echo B > mode; else echo A > mode; fi"
     );
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        &exec,
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-        "--max-iterations",
-        "12",
-    ]);
+    let out = r.lx_tap(&exec, &["--max-iterations", "12"]);
     let v = out.expect(17, None);
     let reason = v["halt_reason"].as_str().unwrap();
     assert!(

@@ -36,49 +36,39 @@ fn a_fix_seen_through_a_quiet_runner_converges() {
     assert_eq!(v["iteration"], 1, "{v}");
 }
 
-#[test]
-fn the_agent_editing_the_receipt_is_a_blocked_path() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+/// In a fresh repo, an agent running `exec` halts 13 `blocked_path_modified` with an
+/// error naming `path`.
+fn assert_blocked(exec: &str, path: &str) {
+    let r = Repo::with_f();
     let out = r.lx(&[
         "run",
         "--exec",
-        "echo '{\"forged\":1}' >> .loopexec/runs/$LOOPEXEC_RUN_ID.jsonl",
+        exec,
         "--check",
         "test -f nope",
         "--max-iterations",
         "3",
     ]);
     out.expect(13, Some("blocked_path_modified"));
-    assert!(
-        out.errors_text().contains(".loopexec/runs/"),
-        "{}",
-        out.errors_text()
+    assert!(out.errors_text().contains(path), "{}", out.errors_text());
+}
+
+#[test]
+fn the_agent_editing_the_receipt_is_a_blocked_path() {
+    assert_blocked(
+        "echo '{\"forged\":1}' >> .loopexec/runs/$LOOPEXEC_RUN_ID.jsonl",
+        ".loopexec/runs/",
     );
 }
 
 #[test]
 fn a_git_hook_installed_by_the_agent_is_a_blocked_path_but_a_commit_is_not() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
-    let out = r.lx(&[
-        "run",
-        "--exec",
+    assert_blocked(
         "printf '#!/bin/sh\\n' > .git/hooks/pre-push",
-        "--check",
-        "test -f nope",
-        "--max-iterations",
-        "3",
-    ]);
-    out.expect(13, Some("blocked_path_modified"));
-    assert!(
-        out.errors_text().contains(".git/hooks/pre-push"),
-        "{}",
-        out.errors_text()
+        ".git/hooks/pre-push",
     );
 
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let out = r.lx(&[
         "run",
         "--exec",
@@ -103,8 +93,7 @@ fn usage_errors_print_one_json_object_under_json() {
 
 #[test]
 fn a_closed_stdout_keeps_the_halt_exit_code() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let mut child = Command::new(bin())
         .args(["--workdir"])
         .arg(r.path())
@@ -127,8 +116,7 @@ fn a_closed_stdout_keeps_the_halt_exit_code() {
 
 #[test]
 fn report_paths_outside_the_workdir_are_refused_and_left_alone() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let precious = r.outside().join("k.xml");
     std::fs::write(&precious, "precious").expect("write");
     let p = precious.display().to_string();
@@ -147,8 +135,7 @@ fn report_paths_outside_the_workdir_are_refused_and_left_alone() {
 
 #[test]
 fn zero_limits_are_configuration_errors_not_halts() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     for flag in ["--stall-timeout", "--max-duration"] {
         let out = r.lx(&["run", "--exec", "true", "--check", "false", flag, "0s"]);
         out.expect(20, Some("invariant_failed"));
@@ -157,8 +144,7 @@ fn zero_limits_are_configuration_errors_not_halts() {
 
 #[test]
 fn check_catches_a_forged_final_verdict() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     r.lx(&[
         "run",
         "--run-id",

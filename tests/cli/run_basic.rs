@@ -6,19 +6,26 @@ use std::time::Duration;
 
 const COUNT_AGENT: &str = "n=$(cat count); echo $((n+1)) > count";
 
-#[test]
-fn converges_at_the_iteration_the_check_turns_green() {
-    let r = Repo::new();
-    r.write("count", "0\n").commit("fixture");
+/// A repo with `count` at 0, run with [`COUNT_AGENT`] until `count` reaches `goal` or
+/// `max_iterations` pass.
+fn count_run(goal: &str, max_iterations: &str) -> (Repo, Out) {
+    let r = Repo::with_file("count", "0\n");
+    let check = format!(r#"test "$(cat count)" -ge {goal}"#);
     let out = r.lx(&[
         "run",
         "--exec",
         COUNT_AGENT,
         "--check",
-        r#"test "$(cat count)" -ge 3"#,
+        &check,
         "--max-iterations",
-        "10",
+        max_iterations,
     ]);
+    (r, out)
+}
+
+#[test]
+fn converges_at_the_iteration_the_check_turns_green() {
+    let (r, out) = count_run("3", "10");
     let v = out.expect(10, Some("success_condition_met"));
     assert_eq!(v["iteration"], 3, "{v}");
     assert_eq!(v["status"], "halted");
@@ -38,17 +45,7 @@ fn converges_at_the_iteration_the_check_turns_green() {
 
 #[test]
 fn the_iteration_cap_halts_with_12() {
-    let r = Repo::new();
-    r.write("count", "0\n").commit("fixture");
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        COUNT_AGENT,
-        "--check",
-        r#"test "$(cat count)" -ge 50"#,
-        "--max-iterations",
-        "2",
-    ]);
+    let (r, out) = count_run("50", "2");
     let v = out.expect(12, Some("max_iterations_reached"));
     assert_eq!(v["iteration"], 2, "{v}");
     assert_eq!(r.read("count").trim(), "2");
@@ -57,8 +54,7 @@ fn the_iteration_cap_halts_with_12() {
 
 #[test]
 fn a_green_baseline_halts_success_at_iteration_zero_without_running_the_agent() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let out = r.lx(&["run", "--exec", "touch agent-ran", "--check", "true"]);
     let v = out.expect(10, Some("success_condition_met"));
     assert_eq!(v["iteration"], 0, "{v}");
@@ -69,8 +65,7 @@ fn a_green_baseline_halts_success_at_iteration_zero_without_running_the_agent() 
 
 #[test]
 fn a_failing_work_step_is_execution_failure_at_iteration_1() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let out = r.lx(&[
         "run",
         "--exec",
@@ -90,8 +85,7 @@ fn a_failing_work_step_is_execution_failure_at_iteration_1() {
 
 #[test]
 fn a_missing_check_command_fails_early_and_is_named() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let out = r.lx(&[
         "run",
         "--exec",
@@ -111,8 +105,7 @@ fn a_missing_check_command_fails_early_and_is_named() {
 
 #[test]
 fn no_check_at_all_is_workspace_invalid() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let out = r.lx(&["run", "--exec", "touch agent-ran"]);
     let v = out.expect(30, Some("workspace_invalid"));
     assert!(out.errors_text().contains("check"), "{v}");
@@ -121,8 +114,7 @@ fn no_check_at_all_is_workspace_invalid() {
 
 #[test]
 fn max_iterations_zero_is_invariant_failed() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let out = r.lx(&["run", "--check", "true", "--max-iterations", "0"]);
     let v = out.expect(20, Some("invariant_failed"));
     assert!(out.errors_text().contains("max_iterations"), "{v}");
@@ -130,8 +122,7 @@ fn max_iterations_zero_is_invariant_failed() {
 
 #[test]
 fn a_malformed_loop_toml_is_invariant_failed_naming_the_file_and_field() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     // A syntax error: the file is named.
     r.write("loop.toml", "check = [\n");
     let out = r.lx(&["run", "--exec", "touch agent-ran"]);
@@ -164,8 +155,7 @@ fn an_unknown_flag_is_a_clap_usage_error() {
 
 #[test]
 fn run_ids_are_validated_and_echoed() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     for bad in ["../x", "../../escaped", "a/b", ".hidden"] {
         let out = r.lx(&["run", "--run-id", bad, "--exec", "true", "--check", "true"]);
         let v = out.json();
@@ -204,8 +194,7 @@ fn run_ids_are_validated_and_echoed() {
 
 #[test]
 fn reusing_an_existing_run_id_is_refused_and_the_old_receipt_kept() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     r.lx(&["run", "--run-id", "once", "--check", "true"])
         .expect(10, None);
     let before = std::fs::read(r.receipt("once")).unwrap();
@@ -221,22 +210,15 @@ fn reusing_an_existing_run_id_is_refused_and_the_old_receipt_kept() {
 
 #[test]
 fn a_concurrent_second_run_is_refused_naming_the_first() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let _g = ProcGuard::new(&["sleep 2.4171"]);
-    let mut first = ChildGuard(Some(r.spawn(&[
-        "run",
-        "--run-id",
-        "first",
-        "--exec",
-        "sleep 2.4171; touch done",
-        "--check",
-        "test -f done",
-    ])));
     // Wait until the first run is inside its exec step.
-    assert!(
-        wait_until(Duration::from_secs(30), || child_running("sleep 2.4171")),
-        "the first run never started its exec"
+    let mut first = spawn_wedged(
+        &r,
+        Some("first"),
+        "sleep 2.4171",
+        "sleep 2.4171; touch done",
+        "test -f done",
     );
     let out = r.lx(&[
         "run", "--run-id", "second", "--exec", "true", "--check", "true",
@@ -259,8 +241,7 @@ fn a_concurrent_second_run_is_refused_naming_the_first() {
 
 #[test]
 fn the_reserved_run_id_latest_is_refused() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let out = r.lx(&["run", "--run-id", "latest", "--check", "true"]);
     if out.code == 10 {
         // Accepted: then it must stay addressable by its id.
@@ -282,8 +263,7 @@ fn the_reserved_run_id_latest_is_refused() {
 
 #[test]
 fn without_json_a_halt_is_rendered_on_stdout_and_stderr_stays_quiet() {
-    let r = Repo::new();
-    r.write("count", "0\n").commit("fixture");
+    let r = Repo::with_file("count", "0\n");
     let mut cmd = std::process::Command::new(bin());
     cmd.arg("--workdir").arg(r.path()).args([
         "run",
@@ -345,52 +325,25 @@ fn a_blocked_path_from_the_flag_or_loop_toml_halts_13() {
         .commit("more");
     let exec = format!("echo edit >> docs/spec.md; {PROGRESS_AGENT}");
     let v = r
-        .lx(&[
-            "run",
-            "--exec",
-            &exec,
-            "--check",
-            "sh check.sh",
-            "--test-format",
-            "tap",
-            "--blocked-path",
-            "docs/**",
-        ])
+        .lx_tap(&exec, &["--blocked-path", "docs/**"])
         .expect(13, Some("blocked_path_modified"));
     assert_eq!(v["iteration"], 1, "{v}");
     assert!(mentions(&v, "docs/spec.md"), "{v}");
     r.git(&["checkout", "--", "."]);
     let exec = format!("echo edit >> vendor/lib.txt; {PROGRESS_AGENT}");
     let v = r
-        .lx(&[
-            "run",
-            "--exec",
-            &exec,
-            "--check",
-            "sh check.sh",
-            "--test-format",
-            "tap",
-        ])
+        .lx_tap(&exec, &[])
         .expect(13, Some("blocked_path_modified"));
     assert!(mentions(&v, "vendor/lib.txt"), "{v}");
     // Without blocked edits the same agent converges.
     r.git(&["checkout", "--", "."]);
-    r.lx(&[
-        "run",
-        "--exec",
-        PROGRESS_AGENT,
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-    ])
-    .expect(10, Some("success_condition_met"));
+    r.lx_tap(PROGRESS_AGENT, &[])
+        .expect(10, Some("success_condition_met"));
 }
 
 #[test]
 fn a_custom_success_exit_code_counts_as_green() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let out = r.lx(&[
         "run",
         "--exec",

@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn check_timeout_ends_the_whole_process_group() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let _g = ProcGuard::new(&["sleep 4171"]);
     let out = r.lx(&[
         "run",
@@ -23,13 +22,8 @@ fn check_timeout_ends_the_whole_process_group() {
     ]);
     let v = out.expect(40, Some("execution_failure"));
     assert!(v["iteration"].as_u64().unwrap() <= 1, "{v}");
-    assert!(
-        out.elapsed < Duration::from_secs(20),
-        "took {:?}",
-        out.elapsed
-    );
-    let left = leftovers_after("sleep 4171", Duration::from_secs(3));
-    assert!(left.is_empty(), "the timed-out check left {left:?} running");
+    assert_took_under(&out, 20);
+    assert_none_left("sleep 4171", "the timed-out check");
     let lines = receipt_of(&v);
     let checks = events(&lines, "check_finished");
     assert!(
@@ -40,8 +34,7 @@ fn check_timeout_ends_the_whole_process_group() {
 
 #[test]
 fn a_check_ignoring_sigterm_is_killed_after_the_grace() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let _g = ProcGuard::new(&["sleep 4178"]);
     let out = r.lx(&[
         "run",
@@ -57,22 +50,13 @@ fn a_check_ignoring_sigterm_is_killed_after_the_grace() {
         "2",
     ]);
     out.expect(40, Some("execution_failure"));
-    assert!(
-        out.elapsed < Duration::from_secs(20),
-        "took {:?}",
-        out.elapsed
-    );
-    let left = leftovers_after("sleep 4178", Duration::from_secs(3));
-    assert!(
-        left.is_empty(),
-        "a TERM-ignoring check left {left:?} running"
-    );
+    assert_took_under(&out, 20);
+    assert_none_left("sleep 4178", "a TERM-ignoring check");
 }
 
 #[test]
 fn a_background_child_holding_the_pipe_does_not_block_and_is_ended() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let _g = ProcGuard::new(&["sleep 4172"]);
     let out = r.lx(&[
         "run",
@@ -172,8 +156,7 @@ fn run_measuring_rss(r: &Repo, args: &[&str]) -> (Out, u64) {
 
 #[test]
 fn a_check_printing_one_gib_keeps_memory_bounded() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let (out, rss_kib) = run_measuring_rss(
         &r,
         &[
@@ -210,8 +193,7 @@ fn a_check_printing_one_gib_keeps_memory_bounded() {
 
 #[test]
 fn invalid_utf8_output_keeps_the_json_and_receipt_valid() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let out = r.lx(&[
         "run",
         "--exec",
@@ -233,24 +215,12 @@ fn invalid_utf8_output_keeps_the_json_and_receipt_valid() {
 /// Starts a run whose exec hangs on `marker`, and waits until that exec is running.
 fn start_hanging_run(r: &Repo, marker: &str) -> ChildGuard {
     let exec = format!("{marker}; touch done");
-    let child = ChildGuard(Some(r.spawn(&[
-        "run",
-        "--exec",
-        &exec,
-        "--check",
-        "test -f done",
-    ])));
-    assert!(
-        wait_until(Duration::from_secs(30), || child_running(marker)),
-        "the exec never started"
-    );
-    child
+    spawn_wedged(r, None, marker, &exec, "test -f done")
 }
 
 #[test]
 fn sigint_mid_run_halts_human_required_and_ends_children() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let _g = ProcGuard::new(&["sleep 4173"]);
     let mut run = start_hanging_run(&r, "sleep 4173");
     let pid = i32::try_from(run.child().id()).unwrap();
@@ -284,8 +254,7 @@ fn sigint_mid_run_halts_human_required_and_ends_children() {
 
 #[test]
 fn sigkill_mid_run_leaves_a_parseable_receipt_and_the_next_run_works() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let _g = ProcGuard::new(&["sleep 4174"]);
     let mut run = start_hanging_run(&r, "sleep 4174");
     run.child().kill().unwrap();
@@ -316,34 +285,22 @@ fn sigkill_mid_run_leaves_a_parseable_receipt_and_the_next_run_works() {
 
 #[test]
 fn sigint_during_the_check_ends_the_check_and_halts_human_required() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let _g = ProcGuard::new(&["sleep 4183"]);
-    let mut run = ChildGuard(Some(r.spawn(&[
-        "run",
-        "--exec",
+    let mut run = spawn_wedged(
+        &r,
+        None,
+        "sleep 4183",
         "touch marker",
-        "--check",
         "if [ -f marker ]; then sleep 4183; fi; false",
-    ])));
-    assert!(
-        wait_until(Duration::from_secs(30), || child_running("sleep 4183")),
-        "the check never started"
     );
     let pid = i32::try_from(run.child().id()).unwrap();
     // SAFETY: signalling our own child process.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-    let (status, stdout, stderr) = wait_with_output(run.child(), Duration::from_secs(20));
-    let out = Out {
-        code: code_of(status),
-        stdout,
-        stderr,
-        elapsed: Duration::ZERO,
-    };
+    let out = finish(&mut run, Duration::from_secs(20));
     let v = out.expect(11, Some("human_required"));
     assert_eq!(v["iteration"], 1, "{v}");
-    let left = leftovers_after("sleep 4183", Duration::from_secs(3));
-    assert!(left.is_empty(), "the check left {left:?} running");
+    assert_none_left("sleep 4183", "the check");
     let lines = receipt_of(&v);
     assert_eq!(lines.last().unwrap()["event"], "halted");
 }

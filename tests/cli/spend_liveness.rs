@@ -4,29 +4,22 @@
 use crate::support::*;
 use std::time::Duration;
 
+/// A 10-test TAP repo whose committed `agent.sh` is `agent`, run under a $1.00 budget.
+fn budget_run(agent: &str) -> (Repo, Out) {
+    let r = tap_repo(10);
+    r.write("agent.sh", agent).commit("agent");
+    let out = r.lx_tap(
+        "bash agent.sh",
+        &["--budget-usd", "1.00", "--max-iterations", "10"],
+    );
+    (r, out)
+}
+
 #[test]
 fn claude_json_spend_crosses_the_budget_at_iteration_3() {
-    let r = tap_repo(10);
-    r.write(
-        "agent.sh",
-        &format!(
-            "{PROGRESS_AGENT}\n{CLAUDE_RESULT_FN}claude_result 0.40 claude-sonnet-4-5-20250929\n"
-        ),
-    )
-    .commit("agent");
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        "bash agent.sh",
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-        "--budget-usd",
-        "1.00",
-        "--max-iterations",
-        "10",
-    ]);
+    let (r, out) = budget_run(&format!(
+        "{PROGRESS_AGENT}\n{CLAUDE_RESULT_FN}claude_result 0.40 claude-sonnet-4-5-20250929\n"
+    ));
     let v = out.expect(18, Some("budget_exceeded"));
     assert_eq!(v["iteration"], 3, "{v}");
     // inspect-cost judges the run against its own cap: over budget, so 18 as well.
@@ -37,8 +30,7 @@ fn claude_json_spend_crosses_the_budget_at_iteration_3() {
 
 #[test]
 fn a_silent_exec_is_stopped_by_the_stall_timeout() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let _g = ProcGuard::new(&["sleep 4175"]);
     let out = r.lx(&[
         "run",
@@ -53,13 +45,8 @@ fn a_silent_exec_is_stopped_by_the_stall_timeout() {
     ]);
     let v = out.expect(19, Some("heartbeat_stale"));
     assert_eq!(v["iteration"], 1, "{v}");
-    assert!(
-        out.elapsed < Duration::from_secs(20),
-        "took {:?}",
-        out.elapsed
-    );
-    let left = leftovers_after("sleep 4175", Duration::from_secs(3));
-    assert!(left.is_empty(), "the stalled exec left {left:?} running");
+    assert_took_under(&out, 20);
+    assert_none_left("sleep 4175", "the stalled exec");
 }
 
 #[test]
@@ -100,33 +87,18 @@ fn comprehension_debt_halts_then_ack_and_resume_converge_the_same_run() {
 
 #[test]
 fn watch_kill_ends_a_wedged_run_which_halts_heartbeat_stale() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let _g = ProcGuard::new(&["sleep 4176"]);
-    let mut run = ChildGuard(Some(r.spawn(&[
-        "run",
-        "--run-id",
-        "wedged",
-        "--exec",
+    let mut run = spawn_wedged(
+        &r,
+        Some("wedged"),
         "sleep 4176",
-        "--check",
+        "sleep 4176",
         "test -f done",
-    ])));
-    assert!(
-        wait_until(Duration::from_secs(30), || child_running("sleep 4176")),
-        "the exec never started"
     );
     // The exec has printed nothing; wait until its silence exceeds the 1s stall limit
     // and a heartbeat has been written.
-    std::thread::sleep(Duration::from_millis(2500));
-    let v = r.lx(&[
-        "watch",
-        "--run-id",
-        "wedged",
-        "--stall-timeout",
-        "1s",
-        "--kill",
-    ]);
+    let v = watch_kill_after_stall(&r, "wedged");
     let w = v.expect(19, Some("heartbeat_stale"));
     assert!(
         w["killed_process_groups"]
@@ -134,40 +106,26 @@ fn watch_kill_ends_a_wedged_run_which_halts_heartbeat_stale() {
             .is_some_and(|a| !a.is_empty()),
         "{w}"
     );
-    let (status, stdout, stderr) = wait_with_output(run.child(), HANG_LIMIT);
-    let out = Out {
-        code: code_of(status),
-        stdout,
-        stderr,
-        elapsed: Duration::ZERO,
-    };
+    let out = finish(&mut run, HANG_LIMIT);
     let rv = out.expect(19, Some("heartbeat_stale"));
     assert_eq!(rv["run_id"], "wedged");
-    let left = leftovers_after("sleep 4176", Duration::from_secs(3));
-    assert!(left.is_empty(), "the wedged exec left {left:?} running");
+    assert_none_left("sleep 4176", "the wedged exec");
     let lines = receipt_of(&rv);
     assert_eq!(lines.last().unwrap()["halt_reason"], "heartbeat_stale");
 }
 
 #[test]
 fn a_live_run_is_alive_to_watch_and_status_and_sigterm_halts_it() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let _g = ProcGuard::new(&["tick-4179"]);
-    let mut run = ChildGuard(Some(r.spawn(&[
-        "run",
-        "--run-id",
-        "busy",
-        "--exec",
+    let mut run = spawn_wedged(
+        &r,
+        Some("busy"),
+        "tick-4179",
         "while :; do echo tick-4179; sleep 0.2; done",
-        "--check",
         "test -f done",
-    ])));
-    let me = i32::try_from(run.child().id()).unwrap();
-    assert!(
-        wait_until(Duration::from_secs(30), || child_running("tick-4179")),
-        "the exec never started"
     );
+    let me = i32::try_from(run.child().id()).unwrap();
     // Let a heartbeat be written.
     assert!(
         wait_until(Duration::from_secs(10), || r
@@ -185,13 +143,7 @@ fn a_live_run_is_alive_to_watch_and_status_and_sigterm_halts_it() {
     assert!(st["halt_reason"].is_null(), "{st}");
     // SAFETY: signalling our own child process.
     assert_eq!(unsafe { libc::kill(me, libc::SIGTERM) }, 0);
-    let (status, stdout, stderr) = wait_with_output(run.child(), Duration::from_secs(20));
-    let out = Out {
-        code: code_of(status),
-        stdout,
-        stderr,
-        elapsed: Duration::ZERO,
-    };
+    let out = finish(&mut run, Duration::from_secs(20));
     let v = out.expect(11, Some("human_required"));
     let left = leftovers_after("tick-4179", Duration::from_secs(3));
     assert!(left.is_empty(), "children left after SIGTERM: {left:?}");
@@ -251,27 +203,9 @@ fn resuming_without_an_ack_runs_no_further_agent_iteration() {
 
 #[test]
 fn spend_reported_through_the_usage_file_counts_against_the_cap() {
-    let r = tap_repo(10);
-    r.write(
-        "agent.sh",
-        &format!(
-            "{PROGRESS_AGENT}\necho '{{\"provider\":\"acme\",\"model\":\"acme-coder-2\",\"input_tokens\":1000,\"output_tokens\":200,\"cost_usd\":0.60}}' >> \"$LOOPEXEC_USAGE_FILE\"\n"
-        ),
-    )
-    .commit("agent");
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        "bash agent.sh",
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-        "--budget-usd",
-        "1.00",
-        "--max-iterations",
-        "10",
-    ]);
+    let (_r, out) = budget_run(&format!(
+        "{PROGRESS_AGENT}\necho '{{\"provider\":\"acme\",\"model\":\"acme-coder-2\",\"input_tokens\":1000,\"output_tokens\":200,\"cost_usd\":0.60}}' >> \"$LOOPEXEC_USAGE_FILE\"\n"
+    ));
     let v = out.expect(18, Some("budget_exceeded"));
     assert_eq!(v["iteration"], 2, "{v}");
 }
@@ -290,17 +224,7 @@ fn one_iteration_costing_far_more_than_the_others_is_cost_anomaly() {
         ),
     )
     .commit("agent");
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        "bash agent.sh",
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-        "--max-iterations",
-        "9",
-    ]);
+    let out = r.lx_tap("bash agent.sh", &["--max-iterations", "9"]);
     let v = out.expect(18, Some("cost_anomaly"));
     assert_eq!(v["iteration"], 5, "{v}");
 }
@@ -319,29 +243,15 @@ done
     )
     .commit("agent");
     let _g = ProcGuard::new(&["sleep 0.4177"]);
-    let out = r.lx(&[
-        "run",
-        "--exec",
+    let out = r.lx_tap(
         "bash agent.sh",
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-        "--budget-tokens",
-        "5000",
-        "--max-iterations",
-        "3",
-    ]);
+        &["--budget-tokens", "5000", "--max-iterations", "3"],
+    );
     let v = out.expect(18, Some("budget_exceeded"));
     assert_eq!(v["iteration"], 1, "{v}");
     // 100 messages at 0.42 s would take 42 s; the cap is crossed after ~5.
-    assert!(
-        out.elapsed < Duration::from_secs(25),
-        "took {:?}",
-        out.elapsed
-    );
-    let left = leftovers_after("sleep 0.4177", Duration::from_secs(3));
-    assert!(left.is_empty(), "the agent left {left:?} running");
+    assert_took_under(&out, 25);
+    assert_none_left("sleep 0.4177", "the agent");
 }
 
 #[test]
@@ -361,17 +271,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"sessi
         ),
     )
     .commit("agent");
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        "bash agent.sh",
-        "--check",
-        "sh check.sh",
-        "--test-format",
-        "tap",
-        "--max-iterations",
-        "9",
-    ]);
+    let out = r.lx_tap("bash agent.sh", &["--max-iterations", "9"]);
     let v = out.expect(19, Some("model_drift_detected"));
     assert_eq!(v["iteration"], 3, "{v}");
     assert!(mentions(&v, "claude-sonnet-4-5"), "{v}");
@@ -379,45 +279,22 @@ echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"sessi
 
 #[test]
 fn watch_kill_during_a_wedged_check_also_halts_heartbeat_stale() {
-    let r = Repo::new();
-    r.write("f", "x\n").commit("fixture");
+    let r = Repo::with_f();
     let _g = ProcGuard::new(&["sleep 4180"]);
     // The baseline check passes straight away unless the agent's marker exists; the
     // agent creates it, so iteration 1's check is the one that wedges.
-    let mut run = ChildGuard(Some(r.spawn(&[
-        "run",
-        "--run-id",
-        "wedgedcheck",
-        "--exec",
+    let mut run = spawn_wedged(
+        &r,
+        Some("wedgedcheck"),
+        "sleep 4180",
         "touch marker",
-        "--check",
         "if [ -f marker ]; then sleep 4180; fi; false",
-    ])));
-    assert!(
-        wait_until(Duration::from_secs(30), || child_running("sleep 4180")),
-        "the check never wedged"
     );
-    std::thread::sleep(Duration::from_millis(2500));
-    r.lx(&[
-        "watch",
-        "--run-id",
-        "wedgedcheck",
-        "--stall-timeout",
-        "1s",
-        "--kill",
-    ])
-    .expect(19, Some("heartbeat_stale"));
-    let (status, stdout, stderr) = wait_with_output(run.child(), Duration::from_secs(30));
-    let out = Out {
-        code: code_of(status),
-        stdout,
-        stderr,
-        elapsed: Duration::ZERO,
-    };
+    watch_kill_after_stall(&r, "wedgedcheck").expect(19, Some("heartbeat_stale"));
+    let out = finish(&mut run, Duration::from_secs(30));
     let v = out.expect(19, Some("heartbeat_stale"));
     assert_eq!(v["iteration"], 1, "{v}");
-    let left = leftovers_after("sleep 4180", Duration::from_secs(3));
-    assert!(left.is_empty(), "the wedged check left {left:?} running");
+    assert_none_left("sleep 4180", "the wedged check");
     let lines = receipt_of(&v);
     let checks = events(&lines, "check_finished");
     assert!(

@@ -42,6 +42,18 @@ impl Repo {
         r
     }
 
+    /// A repo holding one committed file `f` (`x`), for tests that need any commit.
+    pub fn with_f() -> Repo {
+        Repo::with_file("f", "x\n")
+    }
+
+    /// A repo holding one committed file `rel` with `content`.
+    pub fn with_file(rel: &str, content: &str) -> Repo {
+        let r = Repo::new();
+        r.write(rel, content).commit("fixture");
+        r
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -106,6 +118,26 @@ impl Repo {
     /// Like [`Repo::lx`] with extra environment variables.
     pub fn lx_env(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
         lx_in(&self.path, args, env)
+    }
+
+    /// `loopexec run --exec EXEC --check "sh check.sh" --test-format tap REST…`.
+    pub fn lx_tap(&self, exec: &str, rest: &[&str]) -> Out {
+        let mut args = vec![
+            "run",
+            "--exec",
+            exec,
+            "--check",
+            "sh check.sh",
+            "--test-format",
+            "tap",
+        ];
+        args.extend_from_slice(rest);
+        self.lx(&args)
+    }
+
+    /// Writes the TAP check script `check.sh`.
+    pub fn tap_check(&self, script: &str) -> &Repo {
+        self.write("check.sh", script)
     }
 
     /// Starts `loopexec --json --workdir <repo> ARGS…` in the background (stdout piped).
@@ -380,6 +412,80 @@ impl Drop for ChildGuard {
     }
 }
 
+/// Starts `loopexec run [--run-id RUN_ID] --exec EXEC --check CHECK` in the background
+/// and waits (up to 30 s) until a child command holding `marker` runs.
+pub fn spawn_wedged(
+    r: &Repo,
+    run_id: Option<&str>,
+    marker: &str,
+    exec: &str,
+    check: &str,
+) -> ChildGuard {
+    let mut args = vec!["run"];
+    if let Some(id) = run_id {
+        args.extend_from_slice(&["--run-id", id]);
+    }
+    args.extend_from_slice(&["--exec", exec, "--check", check]);
+    let run = ChildGuard(Some(r.spawn(&args)));
+    assert!(
+        wait_until(Duration::from_secs(30), || child_running(marker)),
+        "no child holding `{marker}` ever started"
+    );
+    run
+}
+
+/// Lets a silent step exceed a 1 s stall limit (and a heartbeat be written), then runs
+/// `loopexec watch --run-id RUN_ID --stall-timeout 1s --kill`.
+pub fn watch_kill_after_stall(r: &Repo, run_id: &str) -> Out {
+    std::thread::sleep(Duration::from_millis(2500));
+    r.lx(&[
+        "watch",
+        "--run-id",
+        run_id,
+        "--stall-timeout",
+        "1s",
+        "--kill",
+    ])
+}
+
+/// Waits (up to `limit`) for a background loopexec to finish and returns its output.
+pub fn finish(run: &mut ChildGuard, limit: Duration) -> Out {
+    let (status, stdout, stderr) = wait_with_output(run.child(), limit);
+    Out {
+        code: code_of(status),
+        stdout,
+        stderr,
+        elapsed: Duration::ZERO,
+    }
+}
+
+/// Asserts that no process holding `marker` is left after 3 s (`what` names it).
+pub fn assert_none_left(marker: &str, what: &str) {
+    let left = leftovers_after(marker, Duration::from_secs(3));
+    assert!(left.is_empty(), "{what} left {left:?} running");
+}
+
+/// Asserts that an invocation took less than `secs` seconds.
+pub fn assert_took_under(out: &Out, secs: u64) {
+    assert!(
+        out.elapsed < Duration::from_secs(secs),
+        "took {:?}",
+        out.elapsed
+    );
+}
+
+/// Asserts that no file under `dir` contains `needle` (`what` names it).
+pub fn assert_in_no_file(dir: &Path, needle: &str, what: &str) {
+    for f in files_under(dir) {
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(
+            !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+            "{what} reached {}",
+            f.display()
+        );
+    }
+}
+
 /// Reads a receipt and verifies its framing: every line is a JSON object with
 /// `schema`, `seq` (0, 1, 2, …), `ts` (string) and `prev` (null first, then the blake3
 /// hex of the previous line's bytes). Returns the parsed lines.
@@ -471,7 +577,7 @@ pub fn tap_repo(n: usize) -> Repo {
     let names: Vec<String> = (1..=n).map(|i| format!("t{i}")).collect();
     r.write("tests", &format!("{n}\n"))
         .write("failing", &format!("{}\n", names.join(" ")))
-        .write("check.sh", TAP_CHECK)
+        .tap_check(TAP_CHECK)
         .commit("fixture");
     r
 }
