@@ -4,15 +4,22 @@
 use crate::support::*;
 use std::time::Duration;
 
-/// A 10-test TAP repo whose committed `agent.sh` is `agent`, run under a $1.00 budget.
-fn budget_run(agent: &str) -> (Repo, Out) {
-    let r = tap_repo(10);
+/// A TAP repo with `n` tests whose committed `agent.sh` is `agent`, run with
+/// `--exec "bash agent.sh"` and the TAP check plus `rest`.
+fn agent_run(n: usize, agent: &str, rest: &[&str]) -> (Repo, Out) {
+    let r = tap_repo(n);
     r.write("agent.sh", agent).commit("agent");
-    let out = r.lx_tap(
-        "bash agent.sh",
-        &["--budget-usd", "1.00", "--max-iterations", "10"],
-    );
+    let out = r.lx_tap("bash agent.sh", rest);
     (r, out)
+}
+
+/// [`agent_run`] over 10 tests under a $1.00 budget.
+fn budget_run(agent: &str) -> (Repo, Out) {
+    agent_run(
+        10,
+        agent,
+        &["--budget-usd", "1.00", "--max-iterations", "10"],
+    )
 }
 
 #[test]
@@ -212,39 +219,29 @@ fn spend_reported_through_the_usage_file_counts_against_the_cap() {
 
 #[test]
 fn one_iteration_costing_far_more_than_the_others_is_cost_anomaly() {
-    let r = tap_repo(10);
     let c = Counter::new();
     let s = c.shell();
-    r.write(
-        "agent.sh",
-        &format!(
-            "{PROGRESS_AGENT}\n{CLAUDE_RESULT_FN}n=$(cat {s}); echo $((n+1)) > {s}\n\
-             case $n in 0) c=0.10;; 1) c=0.11;; 2) c=0.09;; 3) c=0.10;; *) c=2.50;; esac\n\
-             claude_result $c claude-sonnet-4-5-20250929\n"
-        ),
-    )
-    .commit("agent");
-    let out = r.lx_tap("bash agent.sh", &["--max-iterations", "9"]);
+    let agent = format!(
+        "{PROGRESS_AGENT}\n{CLAUDE_RESULT_FN}n=$(cat {s}); echo $((n+1)) > {s}\n\
+         case $n in 0) c=0.10;; 1) c=0.11;; 2) c=0.09;; 3) c=0.10;; *) c=2.50;; esac\n\
+         claude_result $c claude-sonnet-4-5-20250929\n"
+    );
+    let (_r, out) = agent_run(10, &agent, &["--max-iterations", "9"]);
     let v = out.expect(18, Some("cost_anomaly"));
     assert_eq!(v["iteration"], 5, "{v}");
 }
 
 #[test]
 fn a_streaming_agent_is_stopped_mid_iteration_by_the_token_cap() {
-    let r = tap_repo(3);
-    r.write(
-        "agent.sh",
+    let _g = ProcGuard::new(&["sleep 0.4177"]);
+    let (_r, out) = agent_run(
+        3,
         r#"echo '{"type":"system","subtype":"init","session_id":"s1","model":"claude-sonnet-4-5-20250929","tools":[]}'
 for i in $(seq 1 100); do
   echo '{"type":"assistant","message":{"id":"msg_'$i'","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"thinking"}],"usage":{"input_tokens":10,"output_tokens":1000}},"session_id":"s1"}'
   sleep 0.4177
 done
 "#,
-    )
-    .commit("agent");
-    let _g = ProcGuard::new(&["sleep 0.4177"]);
-    let out = r.lx_tap(
-        "bash agent.sh",
         &["--budget-tokens", "5000", "--max-iterations", "3"],
     );
     let v = out.expect(18, Some("budget_exceeded"));
@@ -256,22 +253,17 @@ done
 
 #[test]
 fn a_change_of_primary_model_is_model_drift_detected() {
-    let r = tap_repo(10);
     let c = Counter::new();
     let s = c.shell();
-    r.write(
-        "agent.sh",
-        &format!(
-            "{PROGRESS_AGENT}\nn=$(cat {s}); echo $((n+1)) > {s}\n\
-             m=claude-opus-4-1-20250805; [ $n -ge 2 ] && m=claude-sonnet-4-5-20250929\n{}",
-            r#"echo '{"type":"system","subtype":"init","session_id":"s1","model":"'$m'","claude_code_version":"2.1.14","tools":[]}'
+    let agent = format!(
+        "{PROGRESS_AGENT}\nn=$(cat {s}); echo $((n+1)) > {s}\n\
+         m=claude-opus-4-1-20250805; [ $n -ge 2 ] && m=claude-sonnet-4-5-20250929\n{}",
+        r#"echo '{"type":"system","subtype":"init","session_id":"s1","model":"'$m'","claude_code_version":"2.1.14","tools":[]}'
 echo '{"type":"assistant","message":{"id":"msg_'$n'","type":"message","role":"assistant","model":"'$m'","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":10,"output_tokens":5}},"session_id":"s1"}'
 echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"session_id":"s1","total_cost_usd":0.01,"usage":{"input_tokens":10,"output_tokens":5},"modelUsage":{"'$m'":{"inputTokens":10,"outputTokens":5,"costUSD":0.009},"claude-haiku-4-5-20251001":{"inputTokens":300,"outputTokens":9,"costUSD":0.001}}}'
 "#
-        ),
-    )
-    .commit("agent");
-    let out = r.lx_tap("bash agent.sh", &["--max-iterations", "9"]);
+    );
+    let (_r, out) = agent_run(10, &agent, &["--max-iterations", "9"]);
     let v = out.expect(19, Some("model_drift_detected"));
     assert_eq!(v["iteration"], 3, "{v}");
     assert!(mentions(&v, "claude-sonnet-4-5"), "{v}");
