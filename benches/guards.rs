@@ -18,13 +18,15 @@
 //! split between the three calls and the one-off t0 baseline.
 //! Under `cargo test --benches` (criterion's test mode) the repository has 500 files.
 
+mod common;
+use common::git;
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
 use loopexec::config::RunConfig;
 use loopexec::observe::tree::TreeObserver;
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const TEST_FILES: usize = 500;
@@ -54,25 +56,6 @@ const PROTECTED: &[&str] = &[
 /// True under `cargo bench` (criterion's benchmark mode), false under `cargo test`.
 fn bench_mode() -> bool {
     std::env::args().any(|a| a == "--bench")
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let st = Command::new("git")
-        .args([
-            "-c",
-            "user.name=bench",
-            "-c",
-            "user.email=bench@example.invalid",
-            "-c",
-            "commit.gpgSign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("git runs");
-    assert!(st.success(), "git {args:?} failed");
 }
 
 fn write(root: &Path, rel: &str, body: &str) {

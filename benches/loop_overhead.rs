@@ -26,9 +26,11 @@
 //! Run: `cargo bench --bench loop_overhead`. Prints
 //! `loop_overhead: loopexec X ms/iteration, shell Y ms/iteration, ratio Z`.
 
+mod common;
+use common::{git, loopexec_bin};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -43,45 +45,6 @@ const LOOP_TOML: &str = "confirm_runs = 0\n\
 [halt.oscillation_detected]\nenabled = false\n\
 [halt.infeasible_suspected]\nenabled = false\n\
 [halt.unsatisfiable_constraints]\nenabled = false\n";
-
-/// The release `loopexec` binary (see the module doc for the search order).
-fn loopexec_bin() -> PathBuf {
-    if let Some(p) = option_env!("CARGO_BIN_EXE_loopexec") {
-        return PathBuf::from(p);
-    }
-    if let Some(p) = std::env::var_os("LOOPEXEC_BIN") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-    let p = target.join("release").join("loopexec");
-    assert!(
-        p.exists(),
-        "no loopexec binary at {}: run `cargo build --release` or set LOOPEXEC_BIN",
-        p.display()
-    );
-    p
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let st = Command::new("git")
-        .args([
-            "-c",
-            "user.name=bench",
-            "-c",
-            "user.email=bench@example.invalid",
-            "-c",
-            "commit.gpgSign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("git runs");
-    assert!(st.success(), "git {args:?} failed");
-}
 
 /// A fresh work directory holding `c` = 0 (committed when `with_git`).
 fn workdir(with_git: bool) -> tempfile::TempDir {

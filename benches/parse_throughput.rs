@@ -22,6 +22,8 @@
 //! `parse_memory: junit-100k <N> KiB, libtest-1M <N> KiB, files <size> MB`.
 //! Under `cargo test --benches` (criterion's test mode) the inputs are 100x smaller.
 
+mod common;
+use common::loopexec_bin;
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 use loopexec::check::model::{Format, Outcome, ParsedRun};
 use loopexec::check::parse::{parse, CheckInput, FormatChoice};
@@ -35,28 +37,6 @@ use std::time::{Duration, Instant};
 /// True under `cargo bench` (criterion's benchmark mode), false under `cargo test`.
 fn bench_mode() -> bool {
     std::env::args().any(|a| a == "--bench")
-}
-
-/// The release `loopexec` binary: `CARGO_BIN_EXE_loopexec` (set by cargo for
-/// benches), else `$LOOPEXEC_BIN`, else `$CARGO_TARGET_DIR/release/loopexec`, else
-/// `<manifest>/target/release/loopexec`.
-fn loopexec_bin() -> PathBuf {
-    if let Some(p) = option_env!("CARGO_BIN_EXE_loopexec") {
-        return PathBuf::from(p);
-    }
-    if let Some(p) = std::env::var_os("LOOPEXEC_BIN") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-    let p = target.join("release").join("loopexec");
-    assert!(
-        p.exists(),
-        "no loopexec binary at {}: run `cargo build --release` or set LOOPEXEC_BIN",
-        p.display()
-    );
-    p
 }
 
 /// Expected per-outcome counts of a generated input.
