@@ -1,0 +1,419 @@
+//! The loop: observe, record, decide, act — until `decide` halts.
+//!
+//! Lifecycle (SPEC §1): preflight (workdir, configuration, lock) → `run_started`
+//! (resolved policy, git state, t0 measurements) → iteration 0, the baseline check on
+//! the untouched tree → iterations 1..N: exec, tree snapshot and guard measurements,
+//! check (plus confirmation runs when green) → `halted`.
+//!
+//! Every observation is appended to the receipt *before* it is acted on, then folded
+//! into the in-memory [`Trajectory`] with the same code `explain-halt` uses to rebuild
+//! it, and only then is [`decide`] asked what comes next. The loop itself decides
+//! nothing: it only does what the decision says (run the exec, run the check, run a
+//! confirmation, revert a rejected iteration, start the next one, or stop).
+//!
+//! Layout: this file holds the lifecycle (`run`, `drive`, `act`); [`steps`] runs the
+//! exec and the check; `ratchet` restores the last accepted snapshot; `recorder`
+//! owns the receipt and ledger writes.
+
+mod ratchet;
+mod recorder;
+mod steps;
+
+pub use recorder::record_preflight;
+
+use crate::config::RunConfig;
+use crate::decide::{decide, Next};
+use crate::halt::{Halt, HaltReason, Verdict};
+use crate::observe::tree::TreeObserver;
+use crate::proc;
+use crate::receipt::events::{Interrupted, IterationStarted, Resumed, RunStarted};
+use crate::receipt::{Event, Writer};
+use crate::store::Store;
+use crate::trajectory::Trajectory;
+use crate::workspace::{Workspace, WorkspaceError};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The signal (if any) loopexec has received; set by the signal handlers.
+#[derive(Clone, Default)]
+pub struct SignalFlag(pub Arc<AtomicI32>);
+
+impl SignalFlag {
+    /// Installs SIGINT/SIGTERM/SIGHUP handlers that record the signal number.
+    ///
+    /// # Errors
+    /// When a handler cannot be installed.
+    pub fn install() -> std::io::Result<SignalFlag> {
+        let flag = SignalFlag::default();
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            let f = flag.0.clone();
+            // SAFETY: the handler only stores into an atomic (async-signal-safe).
+            unsafe {
+                signal_hook::low_level::register(sig, move || f.store(sig, Ordering::SeqCst))?;
+            }
+        }
+        Ok(flag)
+    }
+    /// The signal received, if any.
+    #[must_use]
+    pub fn get(&self) -> Option<i32> {
+        match self.0.load(Ordering::SeqCst) {
+            0 => None,
+            s => Some(s),
+        }
+    }
+}
+
+/// What to run.
+pub struct RunRequest {
+    pub workspace: Workspace,
+    pub config: RunConfig,
+    pub run_id: String,
+    /// Continue this halted run instead of starting a new one.
+    pub resume: bool,
+    /// Show progress lines on stderr.
+    pub progress: bool,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub run_id: String,
+    pub iteration: u32,
+    pub halt: Halt,
+    pub explanation: String,
+    /// What to do next (refined by the trajectory: a stalled cap is "do not retry").
+    pub advice: crate::halt::Advice,
+    pub receipt: Option<PathBuf>,
+    pub preflight: bool,
+}
+
+/// Errors that stop a run before a halt can be computed from observations.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("receipt {path}: {source}")]
+    Receipt {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    ReadReceipt(#[from] crate::receipt::ReadError),
+    #[error("run `{0}` already exists; choose another --run-id, or continue it with --resume {0}")]
+    RunExists(String),
+    #[error("run `{0}` cannot be resumed: {1}")]
+    NotResumable(String, String),
+    #[error("capture files under {path}: {source}")]
+    Capture {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl EngineError {
+    /// The halt reason this preflight error maps to.
+    #[must_use]
+    pub fn reason(&self) -> HaltReason {
+        match self {
+            EngineError::Workspace(_) => HaltReason::WorkspaceInvalid,
+            // Stored state that fails validation (a ledger that is newer than this
+            // loopexec, or not a database; a damaged receipt) is an invariant failure,
+            // like damaged configuration.
+            EngineError::RunExists(_)
+            | EngineError::NotResumable(..)
+            | EngineError::Store(_)
+            | EngineError::ReadReceipt(_) => HaltReason::InvariantFailed,
+            EngineError::Receipt { .. } | EngineError::Capture { .. } => HaltReason::InternalError,
+        }
+    }
+}
+
+struct Loop<'a> {
+    ws: &'a Workspace,
+    cfg: &'a RunConfig,
+    run_id: String,
+    receipt: Writer,
+    store: Store,
+    traj: Trajectory,
+    signals: &'a SignalFlag,
+    env_stripped: Vec<String>,
+    tree: TreeObserver,
+    progress: bool,
+    started: Instant,
+    meter_state: crate::observe::usage::CarryOver,
+    orphans_ended: Vec<String>,
+}
+
+/// Heartbeat written while a step runs (`.loopexec/runs/<id>/heartbeat`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Heartbeat {
+    pub run_id: String,
+    /// RFC 3339 time of this write.
+    pub time: String,
+    /// Unix time of this write, milliseconds.
+    pub time_ms: u64,
+    pub pid: u32,
+    /// Process groups of the running children.
+    pub pgids: Vec<i32>,
+    pub iteration: u32,
+    /// `exec` or `check`.
+    pub phase: String,
+    /// Bytes of output the running step has printed.
+    pub output_bytes: u64,
+    /// Unix time (ms) of the step's last output, or of its start.
+    pub last_output_ms: u64,
+}
+
+/// Runs (or resumes) a loop to its halt.
+///
+/// # Errors
+/// Preflight problems that happen before a receipt exists ([`EngineError`]); every
+/// later problem ends in a recorded halt instead.
+pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineError> {
+    let ws = &req.workspace;
+    ws.ensure()?;
+    let _lock = ws.lock(&req.run_id)?;
+    let store = Store::open(&ws.ledger_path())?;
+    let receipt_path = ws.receipt_path(&req.run_id);
+    let run_dir = ws.run_dir(&req.run_id);
+    std::fs::create_dir_all(&run_dir).map_err(|source| EngineError::Capture {
+        path: run_dir.clone(),
+        source,
+    })?;
+    remove_stale_spools(&run_dir);
+    let orphans_ended = end_orphans(ws);
+    let env_stripped = crate::observe::secrets::secret_env_names(&req.config.guards.keep_env);
+    let tree = TreeObserver::new(&ws.workdir, &req.run_id, &req.config);
+
+    let (receipt, traj) = if req.resume {
+        let (w, lines) = Writer::resume(&receipt_path)?;
+        let traj = Trajectory::from_lines(&lines);
+        // The workdir lock is ours, so no process is still writing this receipt: a run
+        // without a `halted` event died (SIGKILL, power loss) and may be continued. A
+        // run that converged has nothing left to do.
+        let converged = lines.iter().rev().find_map(|l| match &l.event {
+            Event::Halted(h) => Some(h.halt_reason == HaltReason::SuccessConditionMet),
+            Event::Resumed(_) => Some(false),
+            _ => None,
+        });
+        if converged == Some(true) {
+            return Err(EngineError::NotResumable(
+                req.run_id.clone(),
+                "it already converged (success_condition_met); start a new run".into(),
+            ));
+        }
+        (w, traj)
+    } else {
+        if receipt_path.exists() {
+            return Err(EngineError::RunExists(req.run_id.clone()));
+        }
+        let w = Writer::create(&receipt_path).map_err(|source| EngineError::Receipt {
+            path: receipt_path.clone(),
+            source,
+        })?;
+        (w, Trajectory::default())
+    };
+    store.run_started(
+        &req.run_id,
+        &ws.workdir.display().to_string(),
+        std::process::id(),
+        &receipt_path.display().to_string(),
+    )?;
+    let mut lp = Loop {
+        ws,
+        cfg: &req.config,
+        run_id: req.run_id.clone(),
+        receipt,
+        store,
+        traj,
+        signals,
+        env_stripped,
+        tree,
+        progress: req.progress,
+        started: Instant::now(),
+        meter_state: crate::observe::usage::CarryOver::default(),
+        orphans_ended,
+    };
+    if req.resume {
+        lp.resume()?;
+    } else {
+        lp.start()?;
+    }
+    Ok(lp.drive())
+}
+
+/// Ends the process groups that earlier runs left behind when their loopexec died
+/// (SIGKILL, OOM): the heartbeat names them, the dead pid proves nobody supervises
+/// them, and they must still be working in this workdir. We hold the workdir lock, so
+/// no live run owns them. Returns what was ended, for `run_started`.
+fn end_orphans(ws: &Workspace) -> Vec<String> {
+    let mut ended = Vec::new();
+    let Ok(rd) = std::fs::read_dir(ws.runs_dir()) else {
+        return ended;
+    };
+    for e in rd.flatten() {
+        let hb_path = e.path().join("heartbeat");
+        let Some(hb) = std::fs::read(&hb_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Heartbeat>(&b).ok())
+        else {
+            continue;
+        };
+        if proc::supervise::pid_alive(hb.pid) {
+            continue;
+        }
+        for pg in hb.pgids {
+            if proc::supervise::group_works_in(pg, &ws.workdir)
+                && proc::end_group(pg, Duration::from_secs(3))
+            {
+                ended.push(format!(
+                    "process group {pg} of run {} (loopexec pid {} is gone)",
+                    hb.run_id, hb.pid
+                ));
+            }
+        }
+        let _ = std::fs::remove_file(&hb_path);
+    }
+    ended
+}
+
+fn remove_stale_spools(dir: &Path) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().ends_with(".spool") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+impl Loop<'_> {
+    pub(super) fn start(&mut self) -> Result<(), EngineError> {
+        let (git, baseline, unavailable) = self.tree.baseline();
+        let started = RunStarted {
+            run_id: self.run_id.clone(),
+            loopexec_version: env!("CARGO_PKG_VERSION").to_string(),
+            workdir: self.ws.workdir.display().to_string(),
+            pid: std::process::id(),
+            config: self.cfg.clone(),
+            git,
+            env_stripped: self.env_stripped.clone(),
+            guards_unavailable: unavailable,
+            baseline,
+            orphans_ended: std::mem::take(&mut self.orphans_ended),
+        };
+        self.record(Event::RunStarted(Box::new(started)))?;
+        self.record(Event::IterationStarted(IterationStarted { iteration: 0 }))
+    }
+
+    pub(super) fn resume(&mut self) -> Result<(), EngineError> {
+        let last_halt = self.traj.last().map_or(0, |i| i.iteration);
+        let acks = self.store.acks(&self.run_id)?;
+        // Continue from the last accepted state: restore it when the last iteration
+        // was rejected.
+        let views = self.traj.attempt_views(self.cfg.success_exit_code);
+        let accepted = crate::detect::progress::accepted(&views);
+        let from = views
+            .iter()
+            .zip(&accepted)
+            .rev()
+            .find(|(_, a)| **a)
+            .map_or(0, |(v, _)| v.iteration);
+        self.tree.adopt_baseline(&self.traj);
+        if from != last_halt {
+            if let Some(snap) = self.tree.snapshot_of(from, &self.traj) {
+                let _ = self.tree.restore(&snap);
+            }
+        }
+        self.tree.refresh(&format!("{last_halt}-resumed"));
+        self.record(Event::Resumed(Resumed {
+            pid: std::process::id(),
+            acknowledged_by: acks.iter().map(|a| a.reviewer.clone()).collect(),
+            from_iteration: last_halt,
+        }))?;
+        self.record(Event::IterationStarted(IterationStarted {
+            iteration: last_halt + 1,
+        }))
+    }
+
+    pub(super) fn current_iteration(&self) -> u32 {
+        self.traj.last().map_or(0, |i| i.iteration)
+    }
+
+    pub(super) fn say(&self, what: &str) {
+        if self.progress {
+            let it = self.current_iteration();
+            eprintln!(
+                "loopexec: [{:>6.1}s] iteration {it}/{} · {what}",
+                self.started.elapsed().as_secs_f64(),
+                self.cfg.max_iterations
+            );
+        }
+    }
+
+    /// Asks `decide` and acts until it halts.
+    pub(super) fn drive(mut self) -> RunOutcome {
+        loop {
+            if let Some(sig) = self.signals.get() {
+                if !self
+                    .traj
+                    .interrupts
+                    .iter()
+                    .any(|i| i.iteration == self.current_iteration())
+                {
+                    let ev = Event::Interrupted(Interrupted {
+                        iteration: self.current_iteration(),
+                        signal: sig,
+                        phase: "between".into(),
+                    });
+                    if let Err(e) = self.record(ev) {
+                        return self.internal(&e.to_string());
+                    }
+                }
+            }
+            let decision = decide(&self.traj, self.cfg);
+            let step = match (decision.verdict, decision.next) {
+                (Verdict::Halt(h), _) => return self.finish(h),
+                (Verdict::Continue, Some(next)) => self.act(next),
+                (Verdict::Continue, None) => Ok(()),
+            };
+            if let Err(e) = step {
+                return self.internal(&e.to_string());
+            }
+        }
+    }
+
+    pub(super) fn act(&mut self, next: Next) -> Result<(), EngineError> {
+        match next {
+            Next::Exec => self.exec(),
+            Next::Check => self.check(0),
+            Next::Confirm => {
+                let n = self.traj.last().map_or(0, |i| i.checks.len());
+                self.check(u32::try_from(n).unwrap_or(u32::MAX))
+            }
+            Next::NextIteration { revert_to } => {
+                let it = self.current_iteration();
+                self.ledger_iteration(it);
+                if let Some(to) = revert_to {
+                    self.revert(it, to)?;
+                }
+                self.record(Event::IterationStarted(IterationStarted {
+                    iteration: it + 1,
+                }))
+            }
+        }
+    }
+
+    pub(super) fn internal(mut self, message: &str) -> RunOutcome {
+        let h = Halt::new(
+            HaltReason::InternalError,
+            vec![format!("loopexec failed: {message}")],
+        );
+        self.finish(h)
+    }
+}

@@ -1,0 +1,32 @@
+//! The ratchet's action: restoring the last accepted snapshot after a rejected iteration.
+
+use super::{EngineError, Loop};
+use crate::receipt::events::Reverted;
+use crate::receipt::Event;
+
+impl Loop<'_> {
+    pub(super) fn revert(&mut self, it: u32, to: u32) -> Result<(), EngineError> {
+        let Some(snap) = self.tree.snapshot_of(to, &self.traj) else {
+            return Ok(());
+        };
+        let views = self.traj.attempt_views(self.cfg.success_exit_code);
+        let lost: Vec<String> = match (views.iter().find(|v| v.iteration == to), views.last()) {
+            (Some(a), Some(b)) => a.passing.difference(&b.passing).cloned().collect(),
+            _ => Vec::new(),
+        };
+        self.say(&format!(
+            "rejected (regressed {}); restoring iteration {to}",
+            lost.len()
+        ));
+        // The receipt says what is about to happen before it happens.
+        self.record(Event::Reverted(Reverted {
+            iteration: it,
+            to_iteration: to,
+            snapshot: snap.clone(),
+            lost_tests: lost,
+        }))?;
+        let _ = self.tree.restore(&snap);
+        self.tree.refresh(&format!("{it}-reverted"));
+        Ok(())
+    }
+}

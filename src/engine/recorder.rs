@@ -1,0 +1,125 @@
+//! The recorder: receipt and ledger writes of the loop.
+
+use super::{EngineError, Loop, RunOutcome};
+use crate::halt::Halt;
+use crate::receipt::events::Halted;
+use crate::receipt::Event;
+use crate::store::{HaltRecord, Store};
+use crate::workspace::Workspace;
+use std::path::Path;
+
+pub(super) fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+pub(super) fn write_atomic(path: &Path, bytes: &[u8]) {
+    let tmp = path.with_extension("tmp");
+    if std::fs::write(&tmp, bytes).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
+}
+
+impl Loop<'_> {
+    pub(super) fn record(&mut self, event: Event) -> Result<(), EngineError> {
+        self.receipt
+            .append(&event)
+            .map_err(|source| EngineError::Receipt {
+                path: self.receipt.path().to_path_buf(),
+                source,
+            })?;
+        let ts = crate::receipt::now_rfc3339();
+        self.traj.apply(&event, &ts);
+        Ok(())
+    }
+
+    pub(super) fn ledger_iteration(&self, it: u32) {
+        let Some(obs) = self.traj.last() else { return };
+        let check = obs.main_check();
+        let verdict = match check {
+            Some(c) if crate::trajectory::is_green(c, self.cfg.success_exit_code) => "green",
+            Some(_) => "red",
+            None => "none",
+        };
+        let cost = obs
+            .exec
+            .as_ref()
+            .and_then(|e| e.usage.get("cost_usd"))
+            .and_then(serde_json::Value::as_f64);
+        let _ = self.store.iteration(
+            &self.run_id,
+            it,
+            obs.exec.as_ref().and_then(|e| e.step.exit_code),
+            check.and_then(|c| c.step.exit_code),
+            verdict,
+            check.map(|c| c.parsed.failing().len()),
+            cost,
+        );
+    }
+
+    pub(super) fn finish(&mut self, halt: Halt) -> RunOutcome {
+        let it = self.current_iteration();
+        if let Some(obs) = self.traj.last() {
+            if obs.exec.is_some() || !obs.checks.is_empty() {
+                self.ledger_iteration(it);
+            }
+        }
+        let explanation = crate::explain::one_line(&halt, &self.traj);
+        let ev = Halted {
+            iteration: it,
+            halt_reason: halt.reason,
+            exit_code: halt.reason.exit_code(),
+            class: halt.reason.class().as_str().to_string(),
+            contributors: halt.contributors.clone(),
+            explanation: explanation.clone(),
+            detail: halt.detail.clone(),
+            preflight: false,
+        };
+        let _ = self.receipt.append(&Event::Halted(Box::new(ev)));
+        let failing = self
+            .traj
+            .last()
+            .and_then(|o| o.main_check())
+            .map(|c| c.parsed.failing().len());
+        let _ = self.store.halted(&HaltRecord {
+            run_id: &self.run_id,
+            iteration: it,
+            reason: halt.reason,
+            description: &explanation,
+            context: &serde_json::json!({"contributors": halt.contributors, "detail": halt.detail, "failing": failing}),
+            attempt_count: Some(it),
+            previous_error: None,
+        });
+        let _ = std::fs::remove_file(self.ws.heartbeat_path(&self.run_id));
+        RunOutcome {
+            run_id: self.run_id.clone(),
+            iteration: it,
+            advice: crate::explain::advice_for(halt.reason, &self.traj),
+            halt,
+            explanation,
+            receipt: Some(self.receipt.path().to_path_buf()),
+            preflight: false,
+        }
+    }
+}
+
+/// Records a preflight halt (no receipt) in the ledger when one can be opened.
+pub fn record_preflight(ws: Option<&Workspace>, run_id: &str, halt: &Halt) {
+    let Some(ws) = ws else { return };
+    if ws.ensure().is_err() {
+        return;
+    }
+    if let Ok(store) = Store::open(&ws.ledger_path()) {
+        let _ = store.halted(&HaltRecord {
+            run_id,
+            iteration: 0,
+            reason: halt.reason,
+            description: &halt.contributors.join("; "),
+            context: &serde_json::json!({"preflight": true, "contributors": halt.contributors}),
+            attempt_count: None,
+            previous_error: None,
+        });
+    }
+}
