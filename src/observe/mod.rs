@@ -8,5 +8,6 @@ pub mod manifest;
 pub mod mutate;
 pub mod reports;
 pub mod secrets;
+pub mod store;
 pub mod tree;
 pub mod usage;
