@@ -99,6 +99,52 @@ pub struct GuardsConfig {
     pub keep_env: Vec<String>,
 }
 
+/// What happens when the agent edits the frozen oracle (`[oracle] on_edit`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnOracleEdit {
+    /// The edit is `metric_integrity_violation` (a cheating attempt stops the run).
+    #[default]
+    Halt,
+    /// The check runs against t0's version of the edited files; the edits are recorded
+    /// each iteration. Edits of test regions inside source files still halt (they
+    /// cannot be restored file-wise).
+    Restore,
+}
+
+/// `[oracle]` of loop.toml: the frozen oracle (SPEC §3.6).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OracleConfig {
+    /// Extra globs of files frozen at t0 (golden files, fixtures, test data).
+    pub frozen: Vec<String>,
+    pub on_edit: OnOracleEdit,
+}
+
+/// Who may change the dependency directories (`node_modules`, `.venv`) during a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DependencyPolicy {
+    /// They are what they were at t0: a change is tampering.
+    #[default]
+    Frozen,
+    /// The agent may change them (installing a package is part of the task).
+    Agent,
+}
+
+/// `[clean_room]` of loop.toml: where the check runs (SPEC §3.5).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CleanRoomConfig {
+    /// Run the check in the agent's working tree instead of a clean room (the old,
+    /// weaker mode; recorded in the receipt and stated in every verdict).
+    pub in_place: bool,
+    pub dependencies: DependencyPolicy,
+    /// Extra globs left out of snapshots (large generated data); caches and
+    /// dependency directories are left out already.
+    pub exclude: Vec<String>,
+}
+
 /// `[budget]` of loop.toml.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -167,6 +213,8 @@ pub struct FileConfig {
     pub model: Option<ModelConfig>,
     pub pricing: Option<crate::observe::usage::Pricing>,
     pub liveness: Option<LivenessConfig>,
+    pub oracle: Option<OracleConfig>,
+    pub clean_room: Option<CleanRoomConfig>,
 }
 
 /// Flag values; `None` leaves the file's value (or the default) in place.
@@ -193,6 +241,8 @@ pub struct Overrides {
     pub model_pin: Option<String>,
     pub stall_timeout: Option<String>,
     pub comprehension_every: Option<u32>,
+    /// `--check-in-place`.
+    pub check_in_place: bool,
 }
 
 /// The validated policy of one run. Serialized into `run_started`.
@@ -220,6 +270,10 @@ pub struct RunConfig {
     pub model: ModelConfig,
     pub pricing: crate::observe::usage::Pricing,
     pub liveness: LivenessConfig,
+    #[serde(default)]
+    pub oracle: OracleConfig,
+    #[serde(default)]
+    pub clean_room: CleanRoomConfig,
     /// The config file read, if any.
     pub config_file: Option<PathBuf>,
 }
@@ -246,6 +300,8 @@ impl RunConfig {
             model: ModelConfig::default(),
             pricing: crate::observe::usage::Pricing::default(),
             liveness: LivenessConfig::default(),
+            oracle: OracleConfig::default(),
+            clean_room: CleanRoomConfig::default(),
             config_file: None,
         }
     }
@@ -335,7 +391,7 @@ fn apply_file(c: &mut RunConfig, f: FileConfig) {
         kill_grace,
         check_network
     );
-    take!(halt, guards, budget, model, pricing, liveness);
+    take!(halt, guards, budget, model, pricing, liveness, oracle, clean_room);
 }
 
 fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
@@ -396,6 +452,9 @@ fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     }
     if o.comprehension_every.is_some() {
         c.liveness.comprehension_every = o.comprehension_every;
+    }
+    if o.check_in_place {
+        c.clean_room.in_place = true;
     }
     Ok(())
 }

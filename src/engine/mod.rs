@@ -15,6 +15,7 @@
 //! exec and the check; `ratchet` restores the last accepted snapshot; `recorder`
 //! owns the receipt and ledger writes.
 
+pub mod cleanroom;
 mod ratchet;
 mod recorder;
 mod steps;
@@ -113,6 +114,12 @@ pub enum EngineError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// A must-succeed change of the tree or the clean room failed (a revert's restore,
+    /// a snapshot, the clean room's sync): going on would judge the wrong tree.
+    #[error("{0}")]
+    Tree(String),
+    #[error(transparent)]
+    CleanRoom(#[from] cleanroom::CleanRoomError),
 }
 
 impl EngineError {
@@ -128,7 +135,10 @@ impl EngineError {
             | EngineError::NotResumable(..)
             | EngineError::Store(_)
             | EngineError::ReadReceipt(_) => HaltReason::InvariantFailed,
-            EngineError::Receipt { .. } | EngineError::Capture { .. } => HaltReason::InternalError,
+            EngineError::Receipt { .. }
+            | EngineError::Capture { .. }
+            | EngineError::Tree(_)
+            | EngineError::CleanRoom(_) => HaltReason::InternalError,
         }
     }
 }
@@ -147,6 +157,8 @@ struct Loop<'a> {
     started: Instant,
     meter_state: crate::observe::usage::CarryOver,
     orphans_ended: Vec<String>,
+    /// Where checks run; `None` with `--check-in-place`.
+    room: Option<cleanroom::CleanRoom>,
 }
 
 /// Heartbeat written while a step runs (`.loopexec/runs/<id>/heartbeat`).
@@ -238,6 +250,7 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         started: Instant::now(),
         meter_state: crate::observe::usage::CarryOver::default(),
         orphans_ended,
+        room: None,
     };
     if req.resume {
         lp.resume()?;
@@ -295,6 +308,8 @@ fn remove_stale_spools(dir: &Path) {
 impl Loop<'_> {
     pub(super) fn start(&mut self) -> Result<(), EngineError> {
         let (git, baseline, unavailable) = self.tree.baseline();
+        self.prepare_room(&baseline)?;
+        let oracle = self.oracle_list(&baseline);
         let started = RunStarted {
             run_id: self.run_id.clone(),
             loopexec_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -306,6 +321,12 @@ impl Loop<'_> {
             guards_unavailable: unavailable,
             baseline,
             orphans_ended: std::mem::take(&mut self.orphans_ended),
+            check_placement: if self.room.is_some() {
+                "clean_room".into()
+            } else {
+                "in_place".into()
+            },
+            oracle,
         };
         self.record(Event::RunStarted(Box::new(started)))?;
         self.record(Event::IterationStarted(IterationStarted { iteration: 0 }))
@@ -325,12 +346,25 @@ impl Loop<'_> {
             .find(|(_, a)| **a)
             .map_or(0, |(v, _)| v.iteration);
         self.tree.adopt_baseline(&self.traj);
+        let baseline = self
+            .traj
+            .started
+            .as_ref()
+            .map(|s| s.baseline.clone())
+            .unwrap_or_default();
+        self.prepare_room(&baseline)?;
         if from != last_halt {
             if let Some(snap) = self.tree.snapshot_of(from, &self.traj) {
-                let _ = self.tree.restore(&snap);
+                self.tree.restore(&snap).map_err(|e| {
+                    EngineError::Tree(format!(
+                        "restoring the last accepted iteration {from} before resuming failed: {e}"
+                    ))
+                })?;
             }
         }
-        self.tree.refresh(&format!("{last_halt}-resumed"));
+        self.tree
+            .refresh(&format!("{last_halt}-resumed"))
+            .map_err(|e| EngineError::Tree(format!("snapshot before resuming failed: {e}")))?;
         self.record(Event::Resumed(Resumed {
             pid: std::process::id(),
             acknowledged_by: acks.iter().map(|a| a.reviewer.clone()).collect(),
@@ -339,6 +373,45 @@ impl Loop<'_> {
         self.record(Event::IterationStarted(IterationStarted {
             iteration: last_halt + 1,
         }))
+    }
+
+    /// Sets up the clean room (unless the check runs in place), linking the dependency
+    /// directories that t0's snapshot left out.
+    fn prepare_room(&mut self, baseline: &serde_json::Value) -> Result<(), EngineError> {
+        if self.cfg.clean_room.in_place {
+            return Ok(());
+        }
+        let m: crate::detect::integrity::TreeMeasures =
+            serde_json::from_value(baseline.clone()).unwrap_or_default();
+        let deps: Vec<String> = m
+            .excluded
+            .iter()
+            .filter_map(|e| e.strip_suffix(" (dependencies)"))
+            .map(str::to_string)
+            .collect();
+        let excludes = crate::observe::store::Excludes::new(&self.cfg.clean_room.exclude)
+            .map_err(|e| EngineError::Tree(format!("[clean_room] exclude: {e}")))?;
+        let mut room = cleanroom::CleanRoom::prepare(
+            &cleanroom::state_dir(),
+            &self.ws.workdir,
+            excludes,
+            &deps,
+        )?;
+        if self.cfg.clean_room.dependencies == crate::config::DependencyPolicy::Agent {
+            room.rebase_dependencies();
+        }
+        self.room = Some(room);
+        Ok(())
+    }
+
+    /// The frozen oracle of t0, for `run_started`.
+    fn oracle_list(&self, baseline: &serde_json::Value) -> Vec<String> {
+        let m: crate::detect::integrity::TreeMeasures =
+            serde_json::from_value(baseline.clone()).unwrap_or_default();
+        let mut v: Vec<String> = m.frozen.keys().chain(m.manifest.keys()).cloned().collect();
+        v.sort();
+        v.dedup();
+        v
     }
 
     pub(super) fn current_iteration(&self) -> u32 {

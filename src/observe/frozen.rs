@@ -179,7 +179,13 @@ pub fn edits(
         let what = rules.frozen_as(path).unwrap_or("test file").to_string();
         match (entries0.get(path), entries1.get(path)) {
             (Some(a), None) => {
-                pairs.push((path.clone(), Some(a.oid.clone()), None, EditKind::Deleted, what));
+                pairs.push((
+                    path.clone(),
+                    Some(a.oid.clone()),
+                    None,
+                    EditKind::Deleted,
+                    what,
+                ));
             }
             (Some(a), Some(b)) if a != b => pairs.push((
                 path.clone(),
@@ -347,11 +353,7 @@ fn rust_regions(src: &str) -> Vec<(usize, usize, &'static str)> {
             let mut end = i;
             'scan: for (j, l) in masked_lines.iter().enumerate().skip(i) {
                 let from = if j == i { t.len().min(l.len()) } else { 0 };
-                let body = if j == i {
-                    &l[l.len() - from..]
-                } else {
-                    l
-                };
+                let body = if j == i { &l[l.len() - from..] } else { l };
                 for ch in body.chars() {
                     match ch {
                         '{' => {

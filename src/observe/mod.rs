@@ -1,7 +1,7 @@
 //! Observers: the parts of loopexec that touch the world and turn it into plain data.
 pub mod assertions;
-pub mod git;
 pub mod frozen;
+pub mod git;
 pub mod guards;
 pub mod isolation;
 pub mod lex;

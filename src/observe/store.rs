@@ -151,7 +151,9 @@ impl SnapshotStore {
             .env("GIT_COMMITTER_EMAIL", "loopexec@localhost")
             .env("GIT_AUTHOR_DATE", "1970-01-01T00:00:00Z")
             .env("GIT_COMMITTER_DATE", "1970-01-01T00:00:00Z");
-        let commit = String::from_utf8_lossy(&git::run(&mut ct)?).trim().to_string();
+        let commit = String::from_utf8_lossy(&git::run(&mut ct)?)
+            .trim()
+            .to_string();
         if commit.is_empty() {
             return Err(GitError::BadOutput("commit-tree printed no id".into()).into());
         }
@@ -171,8 +173,7 @@ impl SnapshotStore {
         let index = tmp.path().join("index");
         let mut input = Vec::with_capacity(entries.len() * 64);
         for (path, e) in entries {
-            write!(input, "{} {}\t{}\0", e.mode, e.oid, path)
-                .map_err(io_err(Path::new(path)))?;
+            write!(input, "{} {}\t{}\0", e.mode, e.oid, path).map_err(io_err(Path::new(path)))?;
         }
         let mut ui = git::git_cmd(&self.git_dir);
         ui.env("GIT_INDEX_FILE", &index)
@@ -180,7 +181,9 @@ impl SnapshotStore {
         git::run_with_input(&mut ui, input)?;
         let mut wt = git::git_cmd(&self.git_dir);
         wt.env("GIT_INDEX_FILE", &index).arg("write-tree");
-        let tree = String::from_utf8_lossy(&git::run(&mut wt)?).trim().to_string();
+        let tree = String::from_utf8_lossy(&git::run(&mut wt)?)
+            .trim()
+            .to_string();
         if tree.is_empty() {
             return Err(GitError::BadOutput("write-tree printed no id".into()).into());
         }
@@ -349,13 +352,7 @@ impl TreeScanner {
         });
         let mut found: Vec<(String, Stat, bool)> = Vec::new();
         let mut excluded = Vec::new();
-        walk(
-            &self.root,
-            "",
-            &self.excludes,
-            &mut found,
-            &mut excluded,
-        )?;
+        walk(&self.root, "", &self.excludes, &mut found, &mut excluded)?;
         let mut entries = BTreeMap::new();
         let mut to_hash: Vec<(String, Stat, bool)> = Vec::new();
         for (rel, st, is_link) in found {
@@ -376,8 +373,12 @@ impl TreeScanner {
                 input.push(b'\n');
             }
             let mut cmd = git::git_cmd(&store.git_dir);
-            cmd.current_dir(&self.root)
-                .args(["hash-object", "-w", "--no-filters", "--stdin-paths"]);
+            cmd.current_dir(&self.root).args([
+                "hash-object",
+                "-w",
+                "--no-filters",
+                "--stdin-paths",
+            ]);
             let out = git::run_with_input(&mut cmd, input)?;
             let oids: Vec<&str> = std::str::from_utf8(&out)
                 .map_err(|_| GitError::BadOutput("hash-object printed non-UTF-8".into()))?
@@ -392,7 +393,11 @@ impl TreeScanner {
                 .into());
             }
             for ((rel, st, _), oid) in files.into_iter().zip(oids) {
-                let mode = if st.mode & 0o111 != 0 { "100755" } else { "100644" };
+                let mode = if st.mode & 0o111 != 0 {
+                    "100755"
+                } else {
+                    "100644"
+                };
                 let e = FileEntry {
                     mode: mode.into(),
                     oid: oid.to_string(),
@@ -434,7 +439,11 @@ impl TreeScanner {
     ///
     /// # Errors
     /// A failing git step or file operation.
-    pub fn sync_to(&mut self, store: &SnapshotStore, target: &str) -> Result<SyncStats, StoreError> {
+    pub fn sync_to(
+        &mut self,
+        store: &SnapshotStore,
+        target: &str,
+    ) -> Result<SyncStats, StoreError> {
         let now = self.scan(store)?;
         let want = store.entries(target)?;
         let mut stats = SyncStats::default();
@@ -450,12 +459,18 @@ impl TreeScanner {
             .collect();
         let blobs = git::cat_blobs(
             &store.git_dir,
-            &to_write.iter().map(|(_, e)| e.oid.clone()).collect::<Vec<_>>(),
+            &to_write
+                .iter()
+                .map(|(_, e)| e.oid.clone())
+                .collect::<Vec<_>>(),
         )?;
         for ((path, e), blob) in to_write.into_iter().zip(blobs) {
             let full = self.root.join(path);
             let bytes = blob.ok_or_else(|| {
-                GitError::BadOutput(format!("blob {} of {path} is missing from the store", e.oid))
+                GitError::BadOutput(format!(
+                    "blob {} of {path} is missing from the store",
+                    e.oid
+                ))
             })?;
             write_entry(&full, e, &bytes)?;
             stats.written += 1;

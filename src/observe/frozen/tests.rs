@@ -15,8 +15,14 @@ fn frozen_as_follows_runner_conventions() {
         ("test_calc.py", Some("test file")),
         ("pkg/calc_test.py", Some("test file")),
         ("tests/calc.rs", Some("test file")),
-        ("tests/helpers/data.json", Some("file under a test directory")),
-        ("src/__snapshots__/a.js.snap", Some("file under a test directory")),
+        (
+            "tests/helpers/data.json",
+            Some("file under a test directory"),
+        ),
+        (
+            "src/__snapshots__/a.js.snap",
+            Some("file under a test directory"),
+        ),
         ("calc.test.js", Some("test file")),
         ("t/basic.t", Some("test file")),
         ("check.sh", Some("check script")),
@@ -95,9 +101,15 @@ fn python_doctests_are_regions() {
 fn changed_lines_lists_old_and_new_lines() {
     let old = "a\nb\nc\n";
     let new = "a\nB\nc\nd\n";
-    assert_eq!(changed_lines(old, new, None), vec!["-2: b", "+2: B", "+4: d"]);
+    assert_eq!(
+        changed_lines(old, new, None),
+        vec!["-2: b", "+2: B", "+4: d"]
+    );
     // Inside a region only: the edit of line 2 counts, the addition after line 3 does not.
-    assert_eq!(changed_lines(old, new, Some((1, 2))), vec!["-2: b", "+2: B"]);
+    assert_eq!(
+        changed_lines(old, new, Some((1, 2))),
+        vec!["-2: b", "+2: B"]
+    );
     // Additions inside a region (a new test) carry no deletion.
     let grown = "a\nb\nb2\nc\n";
     let l = changed_lines(old, grown, Some((1, 3)));

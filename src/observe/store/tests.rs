@@ -34,9 +34,17 @@ fn ignored_files_nested_repositories_and_attributes_are_seen_as_bytes() {
     let s = sc.scan(&store).unwrap();
     assert_eq!(
         paths(&s),
-        [".gitattributes", ".gitignore", "a.py", "conftest.py", "nested/inner.py"]
+        [
+            ".gitattributes",
+            ".gitignore",
+            "a.py",
+            "conftest.py",
+            "nested/inner.py"
+        ]
     );
-    let blob = git::read_blob(store.dir(), &s.tree, "a.py").unwrap().unwrap();
+    let blob = git::read_blob(store.dir(), &s.tree, "a.py")
+        .unwrap()
+        .unwrap();
     assert_eq!(blob, b"x = 1\n", "no eol conversion or filter applied");
 }
 
@@ -46,7 +54,11 @@ fn caches_and_dependency_directories_are_excluded_and_listed() {
     let root = sc.root().to_path_buf();
     put(&root, "Cargo.toml", "[package]\n");
     put(&root, "target/debug/x", "bin");
-    put(&root, "src/target/keep.rs", "// a source dir named target, no Cargo.toml beside it\n");
+    put(
+        &root,
+        "src/target/keep.rs",
+        "// a source dir named target, no Cargo.toml beside it\n",
+    );
     put(&root, "pkg/__pycache__/m.pyc", "pyc");
     put(&root, "node_modules/.bin/jest", "shim");
     put(&root, ".venv/pyvenv.cfg", "home = /usr\n");
@@ -116,19 +128,40 @@ fn sync_to_restores_an_earlier_tree_exactly_and_keeps_unchanged_files() {
     put(&root, "edit.txt", "before\n");
     put(&root, "gone.txt", "deleted later\n");
     let t0 = sc.scan(&store).unwrap().tree;
-    let keep_mtime = fs::metadata(root.join("keep.txt")).unwrap().modified().unwrap();
+    let keep_mtime = fs::metadata(root.join("keep.txt"))
+        .unwrap()
+        .modified()
+        .unwrap();
     put(&root, "edit.txt", "after, longer\n");
     fs::remove_file(root.join("gone.txt")).unwrap();
     put(&root, "new/dir/added.txt", "new\n");
     put(&root, "__pycache__/c.pyc", "cache stays");
     let stats = sc.sync_to(&store, &t0).unwrap();
-    assert_eq!(stats, SyncStats { written: 2, removed: 1 });
-    assert_eq!(fs::read_to_string(root.join("edit.txt")).unwrap(), "before\n");
-    assert_eq!(fs::read_to_string(root.join("gone.txt")).unwrap(), "deleted later\n");
-    assert!(!root.join("new").exists(), "emptied directories are pruned");
-    assert!(root.join("__pycache__/c.pyc").exists(), "excluded paths are left alone");
     assert_eq!(
-        fs::metadata(root.join("keep.txt")).unwrap().modified().unwrap(),
+        stats,
+        SyncStats {
+            written: 2,
+            removed: 1
+        }
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("edit.txt")).unwrap(),
+        "before\n"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("gone.txt")).unwrap(),
+        "deleted later\n"
+    );
+    assert!(!root.join("new").exists(), "emptied directories are pruned");
+    assert!(
+        root.join("__pycache__/c.pyc").exists(),
+        "excluded paths are left alone"
+    );
+    assert_eq!(
+        fs::metadata(root.join("keep.txt"))
+            .unwrap()
+            .modified()
+            .unwrap(),
         keep_mtime
     );
     assert_eq!(sc.scan(&store).unwrap().tree, t0);
@@ -145,7 +178,9 @@ fn user_git_configuration_cannot_reach_the_store() {
     put(&root, "a.txt", "fake\n");
     let fake = sc.scan(&store).unwrap().tree;
     git::run(git::git_cmd(store.dir()).args(["replace", "-f", &fake, &other])).unwrap();
-    let blob = git::read_blob(store.dir(), &fake, "a.txt").unwrap().unwrap();
+    let blob = git::read_blob(store.dir(), &fake, "a.txt")
+        .unwrap()
+        .unwrap();
     assert_eq!(blob, b"fake\n");
     assert_eq!(s.tree, other);
 }
