@@ -143,6 +143,9 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         }
     }
     if green {
+        if let Some(h) = now.as_ref().and_then(integrity::runner_tampering) {
+            return halt(h);
+        }
         // Fail closed: a green run is believed only on positive evidence.
         let t0 = t.started.as_ref().and_then(|s| measures(&s.baseline));
         let judged = if last.iteration == 0 {

@@ -59,6 +59,10 @@ pub struct TreeMeasures {
     /// (`node_modules (dependencies)`, `target (cache)`, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub excluded: Vec<String>,
+    /// Lines the agent added outside the tests that reach into the runner or the
+    /// process ([`crate::observe::tamper`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runner_tampering: Vec<crate::observe::tamper::TamperHit>,
     /// Why a measurement failed, when one did: the guards fail closed on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -380,5 +384,29 @@ pub fn evidence(
         reason: HaltReason::ObjectiveUnverified,
         contributors: missing.clone(),
         detail: serde_json::json!({"missing_evidence": missing}),
+    })
+}
+
+/// `metric_integrity_violation` (layer `runner_tampering`) for a green run: the agent
+/// added code outside the tests that reaches into the runner or the process
+/// ([`crate::observe::tamper::RULES`]).
+#[must_use]
+pub fn runner_tampering(m: &TreeMeasures) -> Option<Halt> {
+    if m.runner_tampering.is_empty() {
+        return None;
+    }
+    Some(Halt {
+        reason: HaltReason::MetricIntegrityViolation,
+        contributors: m
+            .runner_tampering
+            .iter()
+            .map(|h| {
+                format!(
+                    "code added since t0 reaches into the test runner ({}): {}:{}: {}",
+                    h.rule, h.path, h.line, h.text
+                )
+            })
+            .collect(),
+        detail: serde_json::json!({"layers": ["runner_tampering"], "hits": m.runner_tampering}),
     })
 }

@@ -50,6 +50,21 @@ pub fn state_dir() -> PathBuf {
     std::env::temp_dir().join(format!("loopexec-{uid}"))
 }
 
+/// `<state>/cleanrooms/<workdir digest>`: where the clean room of `workdir` lives.
+#[must_use]
+pub fn base_dir(state: &Path, workdir: &Path) -> PathBuf {
+    let digest = blake3::hash(workdir.as_os_str().as_encoded_bytes()).to_hex();
+    state.join("cleanrooms").join(&digest.as_str()[..16])
+}
+
+/// True when a live process of group `pgid` works in `workdir` or in its clean room:
+/// the check before ending a group recorded by a run that is gone.
+#[must_use]
+pub fn group_works_for(pgid: i32, workdir: &Path) -> bool {
+    crate::proc::supervise::group_works_in(pgid, workdir)
+        || crate::proc::supervise::group_works_in(pgid, &base_dir(&state_dir(), workdir))
+}
+
 /// Errors preparing or syncing the clean room.
 #[derive(Debug, thiserror::Error)]
 pub enum CleanRoomError {
@@ -103,8 +118,7 @@ impl CleanRoom {
     ) -> Result<CleanRoom, CleanRoomError> {
         let all = state.join("cleanrooms");
         remove_abandoned(&all);
-        let digest = blake3::hash(workdir.as_os_str().as_encoded_bytes()).to_hex();
-        let base = all.join(&digest.as_str()[..16]);
+        let base = base_dir(state, workdir);
         let root = base.join("tree");
         let home = base.join("home");
         std::fs::create_dir_all(&root).map_err(io_err(&root))?;

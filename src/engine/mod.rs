@@ -281,7 +281,7 @@ fn end_orphans(ws: &Workspace) -> Vec<String> {
             continue;
         }
         for pg in hb.pgids {
-            if proc::supervise::group_works_in(pg, &ws.workdir)
+            if cleanroom::group_works_for(pg, &ws.workdir)
                 && proc::end_group(pg, Duration::from_secs(3))
             {
                 ended.push(format!(

@@ -10,5 +10,6 @@ pub mod mutate;
 pub mod reports;
 pub mod secrets;
 pub mod store;
+pub mod tamper;
 pub mod tree;
 pub mod usage;

@@ -238,7 +238,15 @@ impl TreeObserver {
             },
             _ => Vec::new(),
         };
+        let runner_tampering = match self.tampering(&sdir, &manifest) {
+            Ok(v) => v,
+            Err(e) => {
+                error = Some(format!("runner tampering scan: {e}"));
+                Vec::new()
+            }
+        };
         TreeMeasures {
+            runner_tampering,
             changed_since_t0,
             assertions,
             manifest,
@@ -250,6 +258,52 @@ impl TreeObserver {
             excluded: Vec::new(),
             error,
         }
+    }
+
+    /// [`super::tamper::scan`] over the files changed since t0 that are neither tests,
+    /// the frozen oracle nor runner configuration.
+    fn tampering(
+        &self,
+        sdir: &Path,
+        manifest: &BTreeMap<String, String>,
+    ) -> Result<Vec<super::tamper::TamperHit>, git::GitError> {
+        let Some(e0) = &self.t0_entries else {
+            return Ok(Vec::new());
+        };
+        let changed: Vec<(&String, Option<&FileEntry>, &FileEntry)> = self
+            .last_entries
+            .iter()
+            .filter(|(p, e)| e0.get(*p) != Some(*e))
+            .filter(|(p, _)| {
+                self.rules.frozen_as(p).is_none()
+                    && !manifest.contains_key(*p)
+                    && guards::is_test_file(p, &self.test_globs).is_none()
+            })
+            .map(|(p, e)| (p, e0.get(p), e))
+            .collect();
+        let mut oids: Vec<String> = Vec::new();
+        for (_, a, b) in &changed {
+            oids.extend(a.map(|a| a.oid.clone()));
+            oids.push(b.oid.clone());
+        }
+        let blobs: BTreeMap<String, Vec<u8>> = oids
+            .iter()
+            .cloned()
+            .zip(git::cat_blobs(sdir, &oids)?)
+            .filter_map(|(o, b)| b.map(|b| (o, b)))
+            .collect();
+        let text = |oid: &str| {
+            blobs
+                .get(oid)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default()
+        };
+        let mut hits = Vec::new();
+        for (p, a, b) in changed {
+            let old = a.map(|a| text(&a.oid)).unwrap_or_default();
+            hits.extend(super::tamper::scan(p, &old, &text(&b.oid)));
+        }
+        Ok(hits)
     }
 
     /// blake3 of the user repository's own configuration files (`config`, `hooks/*`,
