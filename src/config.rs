@@ -145,6 +145,28 @@ pub struct CleanRoomConfig {
     pub exclude: Vec<String>,
 }
 
+/// How the exec is sandboxed (`[sandbox] mode`, `--sandbox`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Landlock when the kernel has it; otherwise none, stated in every verdict.
+    #[default]
+    Auto,
+    /// Landlock or the run does not start (`isolation_unsatisfiable`).
+    Landlock,
+    /// No sandbox (recorded, and stated in every verdict).
+    Off,
+}
+
+/// `[sandbox]` of loop.toml: what the exec may write (SPEC §3.8).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    pub mode: SandboxMode,
+    /// Extra paths the exec may write (`~/` is the home directory).
+    pub writable: Vec<String>,
+}
+
 /// `[budget]` of loop.toml.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -215,6 +237,7 @@ pub struct FileConfig {
     pub liveness: Option<LivenessConfig>,
     pub oracle: Option<OracleConfig>,
     pub clean_room: Option<CleanRoomConfig>,
+    pub sandbox: Option<SandboxConfig>,
 }
 
 /// Flag values; `None` leaves the file's value (or the default) in place.
@@ -243,6 +266,8 @@ pub struct Overrides {
     pub comprehension_every: Option<u32>,
     /// `--check-in-place`.
     pub check_in_place: bool,
+    /// `--sandbox auto|landlock|off`.
+    pub sandbox: Option<SandboxMode>,
 }
 
 /// The validated policy of one run. Serialized into `run_started`.
@@ -274,6 +299,8 @@ pub struct RunConfig {
     pub oracle: OracleConfig,
     #[serde(default)]
     pub clean_room: CleanRoomConfig,
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
     /// The config file read, if any.
     pub config_file: Option<PathBuf>,
 }
@@ -302,6 +329,7 @@ impl RunConfig {
             liveness: LivenessConfig::default(),
             oracle: OracleConfig::default(),
             clean_room: CleanRoomConfig::default(),
+            sandbox: SandboxConfig::default(),
             config_file: None,
         }
     }
@@ -391,7 +419,7 @@ fn apply_file(c: &mut RunConfig, f: FileConfig) {
         kill_grace,
         check_network
     );
-    take!(halt, guards, budget, model, pricing, liveness, oracle, clean_room);
+    take!(halt, guards, budget, model, pricing, liveness, oracle, clean_room, sandbox);
 }
 
 fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
@@ -455,6 +483,9 @@ fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     }
     if o.check_in_place {
         c.clean_room.in_place = true;
+    }
+    if let Some(m) = o.sandbox {
+        c.sandbox.mode = m;
     }
     Ok(())
 }

@@ -136,12 +136,24 @@ pub fn one_line(h: &Halt, t: &Trajectory) -> String {
 /// check ran in the agent's working tree (`--check-in-place`). Empty otherwise.
 #[must_use]
 pub fn protection_note(t: &Trajectory) -> String {
-    match t.started.as_ref() {
-        Some(s) if s.check_placement == "in_place" => {
-            " (protection: the check ran in place, in the agent's working tree, not in a clean room)"
-                .into()
+    let Some(s) = t.started.as_ref() else {
+        return String::new();
+    };
+    let mut missing = Vec::new();
+    if s.check_placement == "in_place" {
+        missing.push(
+            "the check ran in place, in the agent's working tree, not in a clean room".to_string(),
+        );
+    }
+    if let Some(sb) = &s.sandbox {
+        if sb.in_force.starts_with("none") {
+            missing.push(format!("the exec had no sandbox: {}", sb.in_force));
         }
-        _ => String::new(),
+    }
+    if missing.is_empty() {
+        String::new()
+    } else {
+        format!(" (protection not in force: {})", missing.join("; "))
     }
 }
 

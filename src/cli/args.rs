@@ -264,6 +264,12 @@ pub struct RunArgs {
     /// can then reach the check. Recorded in the receipt and stated in every verdict.
     #[arg(long)]
     pub check_in_place: bool,
+    /// The exec's filesystem sandbox: auto (Landlock where the kernel has it), landlock
+    /// (required: the run does not start without it), off. Under Landlock the agent
+    /// writes only the workdir, temp dirs, its CLI's state under $HOME and
+    /// `[sandbox] writable` paths.
+    #[arg(long, value_name = "MODE", value_parser = ["auto", "landlock", "off"])]
+    pub sandbox: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -65,11 +65,11 @@ pub(crate) fn run(workdir: &Path) -> Outcome {
                         if !crate::observe::git::git_cmd(&crate::observe::tree::store_path(
                             &ws.workdir,
                         ))
-                            .args(["cat-file", "-e", &format!("{s}^{{commit}}")])
-                            .stdout(std::process::Stdio::null())
-                            .stderr(std::process::Stdio::null())
-                            .status()
-                            .is_ok_and(|st| st.success())
+                        .args(["cat-file", "-e", &format!("{s}^{{commit}}")])
+                        .stdout(std::process::Stdio::null())
+                        .stderr(std::process::Stdio::null())
+                        .status()
+                        .is_ok_and(|st| st.success())
                         {
                             problems.push(format!(
                                 "{} line {}: snapshot {s} is missing from the snapshot store",

@@ -41,6 +41,11 @@ fn overrides(a: &RunArgs) -> Overrides {
         stall_timeout: a.stall_timeout.clone(),
         comprehension_every: a.comprehension_every,
         check_in_place: a.check_in_place,
+        sandbox: a.sandbox.as_deref().map(|m| match m {
+            "landlock" => crate::config::SandboxMode::Landlock,
+            "off" => crate::config::SandboxMode::Off,
+            _ => crate::config::SandboxMode::Auto,
+        }),
     }
 }
 

@@ -159,6 +159,10 @@ struct Loop<'a> {
     orphans_ended: Vec<String>,
     /// Where checks run; `None` with `--check-in-place`.
     room: Option<cleanroom::CleanRoom>,
+    /// The exec's sandbox; `None` when none is in force.
+    sandbox: Option<proc::sandbox::SandboxPlan>,
+    /// What protection the exec has, for `run_started` and every verdict.
+    sandbox_record: crate::receipt::events::SandboxRecord,
 }
 
 /// Heartbeat written while a step runs (`.loopexec/runs/<id>/heartbeat`).
@@ -198,7 +202,11 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         source,
     })?;
     remove_stale_spools(&run_dir);
+    // Orphaned descendants of a step (setsid, double fork) are re-parented to loopexec
+    // and ended with the step (proc::escape).
+    proc::escape::become_subreaper();
     let orphans_ended = end_orphans(ws);
+    let (sandbox, sandbox_record) = sandbox_for(ws, &req.config);
     let env_stripped = crate::observe::secrets::secret_env_names(&req.config.guards.keep_env);
     let tree = TreeObserver::new(&ws.workdir, &req.run_id, &req.config);
 
@@ -251,6 +259,8 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         meter_state: crate::observe::usage::CarryOver::default(),
         orphans_ended,
         room: None,
+        sandbox,
+        sandbox_record,
     };
     if req.resume {
         lp.resume()?;
@@ -258,6 +268,61 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         lp.start()?;
     }
     Ok(lp.drive())
+}
+
+/// The exec's sandbox plan and its record. (A required Landlock that the kernel lacks
+/// is refused before the run starts, in `cmd::run`.)
+fn sandbox_for(
+    ws: &Workspace,
+    cfg: &RunConfig,
+) -> (
+    Option<proc::sandbox::SandboxPlan>,
+    crate::receipt::events::SandboxRecord,
+) {
+    use crate::config::SandboxMode;
+    let mode = match cfg.sandbox.mode {
+        SandboxMode::Auto => "auto",
+        SandboxMode::Landlock => "landlock",
+        SandboxMode::Off => "off",
+    };
+    if cfg.sandbox.mode == SandboxMode::Off {
+        return (
+            None,
+            crate::receipt::events::SandboxRecord {
+                mode: mode.into(),
+                in_force: "none (--sandbox off)".into(),
+                writable: Vec::new(),
+            },
+        );
+    }
+    match proc::sandbox::kernel_abi() {
+        Some(abi) => {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let plan = proc::sandbox::SandboxPlan::for_workdir(
+                &ws.workdir,
+                home.as_deref(),
+                &cfg.sandbox.writable,
+            );
+            let rec = crate::receipt::events::SandboxRecord {
+                mode: mode.into(),
+                in_force: format!("landlock (kernel ABI {abi})"),
+                writable: plan
+                    .writable
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect(),
+            };
+            (Some(plan), rec)
+        }
+        None => (
+            None,
+            crate::receipt::events::SandboxRecord {
+                mode: mode.into(),
+                in_force: "none (this kernel has no Landlock)".into(),
+                writable: Vec::new(),
+            },
+        ),
+    }
 }
 
 /// Ends the process groups that earlier runs left behind when their loopexec died
@@ -327,6 +392,7 @@ impl Loop<'_> {
                 "in_place".into()
             },
             oracle,
+            sandbox: Some(self.sandbox_record.clone()),
         };
         self.record(Event::RunStarted(Box::new(started)))?;
         self.record(Event::IterationStarted(IterationStarted { iteration: 0 }))

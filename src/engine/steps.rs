@@ -25,6 +25,7 @@ impl Loop<'_> {
             capture_prefix: prefix,
             workdir: &self.ws.workdir,
             stdout_sink: None,
+            sandbox: None,
         }
     }
 
@@ -128,6 +129,11 @@ impl Loop<'_> {
         spec.timeout = self.cfg.exec_timeout.map(|d| d.0);
         spec.stall_timeout = stall;
         spec.stdout_sink = Some(sink);
+        if let Some(plan) = &self.sandbox {
+            spec.sandbox = Some(plan.prepare().map_err(|e| {
+                EngineError::Tree(format!("the exec's sandbox could not be built: {e}"))
+            })?);
+        }
         let (step, spools) = self.run_supervised(spec, "exec", Some(&meter))?;
         proc::capture::remove_spool(&spools.stdout);
         proc::capture::remove_spool(&spools.stderr);
@@ -392,6 +398,7 @@ pub(super) fn noop_step() -> StepResult {
         stopped: None,
         leaked_processes: false,
         pipe_held_open: false,
+        escaped: Vec::new(),
         stdout: empty.clone(),
         stderr: empty,
     }

@@ -31,23 +31,88 @@ pub struct Rule {
 /// The rules, by language.
 pub const RULES: &[Rule] = &[
     // Python
-    Rule { langs: &[Lang::Python], name: "pytest hook", pattern: r"^\s*def\s+pytest_[a-z_]+\s*\(", exit_rule: false },
-    Rule { langs: &[Lang::Python], name: "pytest internals", pattern: r"\b_pytest\b|\bpytest_plugins\b", exit_rule: false },
-    Rule { langs: &[Lang::Python], name: "sys.modules edit", pattern: r"sys\.modules\s*\[[^\]]*\]\s*=|sys\.modules\.(update|pop|setdefault)\s*\(", exit_rule: false },
-    Rule { langs: &[Lang::Python], name: "test-runner detection", pattern: r"PYTEST_CURRENT_TEST|PYTEST_VERSION|['\x22](pytest|unittest|_pytest)['\x22]\s+in\s+sys\.modules|sys\.argv\[0\].*pytest", exit_rule: false },
-    Rule { langs: &[Lang::Python], name: "process exit", pattern: r"\bos\._exit\s*\(|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(", exit_rule: true },
+    Rule {
+        langs: &[Lang::Python],
+        name: "pytest hook",
+        pattern: r"^\s*def\s+pytest_[a-z_]+\s*\(",
+        exit_rule: false,
+    },
+    Rule {
+        langs: &[Lang::Python],
+        name: "pytest internals",
+        pattern: r"\b_pytest\b|\bpytest_plugins\b",
+        exit_rule: false,
+    },
+    Rule {
+        langs: &[Lang::Python],
+        name: "sys.modules edit",
+        pattern: r"sys\.modules\s*\[[^\]]*\]\s*=|sys\.modules\.(update|pop|setdefault)\s*\(",
+        exit_rule: false,
+    },
+    Rule {
+        langs: &[Lang::Python],
+        name: "test-runner detection",
+        pattern: r"PYTEST_CURRENT_TEST|PYTEST_VERSION|['\x22](pytest|unittest|_pytest)['\x22]\s+in\s+sys\.modules|sys\.argv\[0\].*pytest",
+        exit_rule: false,
+    },
+    Rule {
+        langs: &[Lang::Python],
+        name: "process exit",
+        pattern: r"\bos\._exit\s*\(|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(",
+        exit_rule: true,
+    },
     // JavaScript / TypeScript
-    Rule { langs: &[Lang::JsTs], name: "test-runner detection", pattern: r"NODE_ENV\s*[!=]==?\s*['\x22`]test['\x22`]|['\x22`]test['\x22`]\s*[!=]==?\s*process\.env\.NODE_ENV|JEST_WORKER_ID|\bVITEST\b|NODE_TEST_CONTEXT|typeof\s+(it|describe|test|expect|jest|vi|before|beforeEach)\s*[!=]==?|\bglobalThis\.(it|describe|expect|jest|vi)\b|process\.argv.*(--test|mocha|jest|vitest)", exit_rule: false },
-    Rule { langs: &[Lang::JsTs], name: "assertion library patched", pattern: r"\bassert(\.strict)?\.[A-Za-z]+\s*=[^=]|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b", exit_rule: false },
-    Rule { langs: &[Lang::JsTs], name: "process exit", pattern: r"\bprocess\.(exit|reallyExit|abort)\s*\(|process\.exitCode\s*=", exit_rule: true },
+    Rule {
+        langs: &[Lang::JsTs],
+        name: "test-runner detection",
+        pattern: r"NODE_ENV\s*[!=]==?\s*['\x22`]test['\x22`]|['\x22`]test['\x22`]\s*[!=]==?\s*process\.env\.NODE_ENV|JEST_WORKER_ID|\bVITEST\b|NODE_TEST_CONTEXT|typeof\s+(it|describe|test|expect|jest|vi|before|beforeEach)\s*[!=]==?|\bglobalThis\.(it|describe|expect|jest|vi)\b|process\.argv.*(--test|mocha|jest|vitest)",
+        exit_rule: false,
+    },
+    Rule {
+        langs: &[Lang::JsTs],
+        name: "assertion library patched",
+        pattern: r"\bassert(\.strict)?\.[A-Za-z]+\s*=[^=]|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b",
+        exit_rule: false,
+    },
+    Rule {
+        langs: &[Lang::JsTs],
+        name: "process exit",
+        pattern: r"\bprocess\.(exit|reallyExit|abort)\s*\(|process\.exitCode\s*=",
+        exit_rule: true,
+    },
     // Rust
-    Rule { langs: &[Lang::Rust], name: "test-build detection", pattern: r"cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST", exit_rule: false },
-    Rule { langs: &[Lang::Rust], name: "process exit", pattern: r"\bprocess::(exit|abort)\s*\(|\blibc::_?exit\s*\(", exit_rule: true },
+    Rule {
+        langs: &[Lang::Rust],
+        name: "test-build detection",
+        pattern: r"cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST",
+        exit_rule: false,
+    },
+    Rule {
+        langs: &[Lang::Rust],
+        name: "process exit",
+        pattern: r"\bprocess::(exit|abort)\s*\(|\blibc::_?exit\s*\(",
+        exit_rule: true,
+    },
     // Go
-    Rule { langs: &[Lang::Go], name: "test-build detection", pattern: r"testing\.Testing\s*\(|flag\.Lookup\s*\(\s*\x22test\.", exit_rule: false },
-    Rule { langs: &[Lang::Go], name: "process exit", pattern: r"\bos\.Exit\s*\(", exit_rule: true },
+    Rule {
+        langs: &[Lang::Go],
+        name: "test-build detection",
+        pattern: r"testing\.Testing\s*\(|flag\.Lookup\s*\(\s*\x22test\.",
+        exit_rule: false,
+    },
+    Rule {
+        langs: &[Lang::Go],
+        name: "process exit",
+        pattern: r"\bos\.Exit\s*\(",
+        exit_rule: true,
+    },
     // Every language: writing to another process's file descriptors.
-    Rule { langs: &[Lang::Python, Lang::JsTs, Lang::Rust, Lang::Go], name: "write to /proc fds", pattern: r"/proc/[^/\s]+/fd", exit_rule: false },
+    Rule {
+        langs: &[Lang::Python, Lang::JsTs, Lang::Rust, Lang::Go],
+        name: "write to /proc fds",
+        pattern: r"/proc/[^/\s]+/fd",
+        exit_rule: false,
+    },
 ];
 
 fn compiled() -> &'static Vec<Regex> {
@@ -132,27 +197,75 @@ mod tests {
     #[test]
     fn every_rule_fires_on_an_added_line_and_not_on_an_existing_one() {
         let table: &[(&str, &str, Option<&str>)] = &[
-            ("calc.py", "def pytest_runtest_makereport(item, call):", Some("pytest hook")),
+            (
+                "calc.py",
+                "def pytest_runtest_makereport(item, call):",
+                Some("pytest hook"),
+            ),
             ("calc.py", "import _pytest.runner", Some("pytest internals")),
-            ("calc.py", "sys.modules['calc'] = fake", Some("sys.modules edit")),
-            ("calc.py", "if 'pytest' in sys.modules: return a + b", Some("test-runner detection")),
-            ("calc.py", "if os.environ.get('PYTEST_CURRENT_TEST'):", Some("test-runner detection")),
+            (
+                "calc.py",
+                "sys.modules['calc'] = fake",
+                Some("sys.modules edit"),
+            ),
+            (
+                "calc.py",
+                "if 'pytest' in sys.modules: return a + b",
+                Some("test-runner detection"),
+            ),
+            (
+                "calc.py",
+                "if os.environ.get('PYTEST_CURRENT_TEST'):",
+                Some("test-runner detection"),
+            ),
             ("calc.py", "    os._exit(0)", Some("process exit")),
             ("calc.py", "sys.exit(0)", Some("process exit")),
             ("calc.py", "    sys.exit(main())", None), // indented: inside a function
-            ("calc.js", "if (process.env.NODE_TEST_CONTEXT || typeof it === 'function') return a + b;", Some("test-runner detection")),
-            ("calc.js", "if (process.env.NODE_ENV === 'test') return 5;", Some("test-runner detection")),
-            ("calc.ts", "if (process.env.JEST_WORKER_ID) {", Some("test-runner detection")),
-            ("calc.js", "assert.strictEqual = () => {};", Some("assertion library patched")),
-            ("calc.js", "expect.extend({ toBe: () => ({ pass: true }) });", Some("assertion library patched")),
+            (
+                "calc.js",
+                "if (process.env.NODE_TEST_CONTEXT || typeof it === 'function') return a + b;",
+                Some("test-runner detection"),
+            ),
+            (
+                "calc.js",
+                "if (process.env.NODE_ENV === 'test') return 5;",
+                Some("test-runner detection"),
+            ),
+            (
+                "calc.ts",
+                "if (process.env.JEST_WORKER_ID) {",
+                Some("test-runner detection"),
+            ),
+            (
+                "calc.js",
+                "assert.strictEqual = () => {};",
+                Some("assertion library patched"),
+            ),
+            (
+                "calc.js",
+                "expect.extend({ toBe: () => ({ pass: true }) });",
+                Some("assertion library patched"),
+            ),
             ("calc.js", "process.exit(0);", Some("process exit")),
             ("bin/cli.js", "process.exit(0);", None), // an entry point
-            ("src/lib.rs", "if cfg!(test) { return a + b; }", Some("test-build detection")),
+            (
+                "src/lib.rs",
+                "if cfg!(test) { return a + b; }",
+                Some("test-build detection"),
+            ),
             ("src/lib.rs", "std::process::exit(0);", Some("process exit")),
             ("src/main.rs", "std::process::exit(2);", None),
-            ("calc.go", "if testing.Testing() { return a + b }", Some("test-build detection")),
+            (
+                "calc.go",
+                "if testing.Testing() { return a + b }",
+                Some("test-build detection"),
+            ),
             ("calc.go", "os.Exit(0)", Some("process exit")),
-            ("calc.py", "open('/proc/%d/fd/1' % os.getppid(), 'w')", Some("write to /proc fds")),
+            (
+                "calc.py",
+                "open('/proc/%d/fd/1' % os.getppid(), 'w')",
+                Some("write to /proc fds"),
+            ),
             ("calc.py", "# os._exit(0) in a comment", None),
             ("calc.py", "return a + b", None),
             ("README.md", "process.exit(0)", None),
@@ -160,7 +273,11 @@ mod tests {
         for (path, line, want) in table {
             let new = format!("x = 1\n{line}\n");
             let hits = scan(path, "x = 1\n", &new);
-            assert_eq!(hits.first().map(|h| h.rule.as_str()), *want, "{path}: {line}");
+            assert_eq!(
+                hits.first().map(|h| h.rule.as_str()),
+                *want,
+                "{path}: {line}"
+            );
             if want.is_some() {
                 assert_eq!(hits[0].line, 2);
             }

@@ -76,6 +76,21 @@ pub struct RunStarted {
     /// The frozen oracle at t0: test files and runner configuration, root-relative.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub oracle: Vec<String>,
+    /// The exec's sandbox (`None` in receipts older than the sandbox).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxRecord>,
+}
+
+/// What sandbox the exec ran under.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxRecord {
+    /// The mode asked for: `auto`, `landlock`, `off`.
+    pub mode: String,
+    /// What was in force: `landlock (kernel ABI N)`, or `none (why)`.
+    pub in_force: String,
+    /// Paths the exec could write.
+    #[serde(default)]
+    pub writable: Vec<String>,
 }
 
 /// Start of iteration N (0 is the baseline check).

@@ -55,7 +55,10 @@ exit $bad
     let last = checks.last().unwrap();
     assert_eq!(last["step"]["exit_code"], 1, "{last}");
     assert_eq!(last["clean_room"]["restored"][0], "tests/b.sh", "{last}");
-    assert!(!r.path().join("tests/b.sh").exists(), "the agent's tree is not touched");
+    assert!(
+        !r.path().join("tests/b.sh").exists(),
+        "the agent's tree is not touched"
+    );
 }
 
 #[test]
