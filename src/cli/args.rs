@@ -280,4 +280,8 @@ pub struct ParseArgs {
     /// A report file the check wrote (JUnit XML, or a JSON report). Repeatable.
     #[arg(long = "report", value_name = "FILE")]
     pub reports: Vec<PathBuf>,
+    /// The check command that produced the capture (judges completeness the output
+    /// alone cannot show, e.g. plain `cargo test` stopping at the first failing target).
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
 }

@@ -215,6 +215,7 @@ pub fn feed_lines(path: Option<&Path>, diagnostics: &mut Vec<String>, mut f: imp
 #[derive(Debug, Default)]
 pub struct Collector {
     tests: Vec<TestResult>,
+    summary: Option<crate::check::model::Counts>,
     index: HashMap<String, usize>,
     seen: HashMap<String, usize>,
 }
@@ -299,6 +300,12 @@ impl Collector {
         }
     }
 
+    /// Records the runner's own tallies (its summary line or progress marks); see
+    /// [`ParsedRun::summary`].
+    pub fn set_summary(&mut self, counts: crate::check::model::Counts) {
+        self.summary = Some(counts);
+    }
+
     /// The outcome currently recorded for `id`.
     #[must_use]
     pub fn outcome(&self, id: &str) -> Option<Outcome> {
@@ -358,6 +365,7 @@ impl Collector {
     /// `message` and `unattributed_failure` is set.
     #[must_use]
     pub fn finish(self, end: RunEnd<'_>) -> ParsedRun {
+        let summary = self.summary;
         let mut tests = self.tests;
         let mut unattr = end.unattributed;
         if end.red && !tests.iter().any(|t| t.outcome.is_failing()) {
@@ -372,6 +380,7 @@ impl Collector {
             unattributed_failure: unattr,
             tests,
             diagnostics: end.diagnostics,
+            summary,
         }
     }
 }
