@@ -221,14 +221,19 @@ impl ParsedRun {
         c
     }
 
-    /// How many tests the run reported in each group: per group, the larger of the
-    /// runner's own tally ([`ParsedRun::summary`]) and the named tests (a quiet mode
-    /// counts tests it does not name; a test that reported its result and then
-    /// crashed the binary is named but in no tally).
+    /// How many tests the run reported in each group. When the named tests are at
+    /// least as many as the runner's own tally ([`ParsedRun::summary`]) they are the
+    /// counts (a verbose run names every test, and a test that reported its result and
+    /// then crashed its binary is named but in no tally; a retried test is one flaky
+    /// test, not a pass). Otherwise the output names fewer tests than it counted (quiet,
+    /// dot and progress modes), and each group is the larger of the two.
     #[must_use]
     pub fn counts(&self) -> Counts {
         let named = self.named_counts();
-        self.summary.map_or(named, |s| s.max(named))
+        match self.summary {
+            Some(s) if s.total() > named.total() => s.max(named),
+            _ => named,
+        }
     }
 
     fn ids_where(&self, f: impl Fn(Outcome) -> bool) -> BTreeSet<String> {

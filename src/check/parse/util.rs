@@ -404,6 +404,56 @@ pub struct RunEnd<'a> {
     pub diagnostics: Vec<String>,
 }
 
+/// The group a tally word counts in (see [`tally`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    Passed,
+    Failed,
+    Skipped,
+    Flaky,
+    /// Not a test group (totals, durations, assertions, warnings, subtests).
+    Other,
+}
+
+/// Reads a runner's summary text for `N word` clauses (`4 failed, 8 passed`, `4
+/// failed | 8 passed (14)`) or, with `number_after`, `Word: N` clauses (PHPUnit's
+/// `Errors: 1, Failures: 2`), and adds each number to the group `group` gives its
+/// word (lower-cased). `None` when no clause was found.
+#[must_use]
+pub fn tally(
+    text: &str,
+    number_after: bool,
+    group: impl Fn(&str) -> Group,
+) -> Option<crate::check::model::Counts> {
+    static NW: OnceLock<Regex> = OnceLock::new();
+    static WN: OnceLock<Regex> = OnceLock::new();
+    let r = if number_after {
+        re(&WN, r"([A-Za-z][A-Za-z ]*?):\s*(\d+)")
+    } else {
+        re(&NW, r"(\d+)\s+([A-Za-z]+)")
+    };
+    let mut c = crate::check::model::Counts::default();
+    let mut any = false;
+    for m in r.captures_iter(text) {
+        let (n, word) = if number_after {
+            (&m[2], &m[1])
+        } else {
+            (&m[1], &m[2])
+        };
+        let Ok(n) = n.parse::<u64>() else { continue };
+        any = true;
+        let slot = match group(&word.trim().to_ascii_lowercase()) {
+            Group::Passed => &mut c.passed,
+            Group::Failed => &mut c.failed,
+            Group::Skipped => &mut c.skipped,
+            Group::Flaky => &mut c.flaky,
+            Group::Other => continue,
+        };
+        *slot = slot.saturating_add(n);
+    }
+    any.then_some(c)
+}
+
 /// Splits `line`, trailing white space removed, into its indentation (bytes of leading
 /// white space) and its body (what follows).
 #[must_use]
