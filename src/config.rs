@@ -167,6 +167,8 @@ pub struct FileConfig {
     pub model: Option<ModelConfig>,
     pub pricing: Option<crate::observe::usage::Pricing>,
     pub liveness: Option<LivenessConfig>,
+    pub exec_failures: Option<u32>,
+    pub on_unmetered: Option<String>,
 }
 
 /// Flag values; `None` leaves the file's value (or the default) in place.
@@ -193,6 +195,8 @@ pub struct Overrides {
     pub model_pin: Option<String>,
     pub stall_timeout: Option<String>,
     pub comprehension_every: Option<u32>,
+    pub exec_failures: Option<u32>,
+    pub on_unmetered: Option<String>,
 }
 
 /// The validated policy of one run. Serialized into `run_started`.
@@ -222,6 +226,22 @@ pub struct RunConfig {
     pub liveness: LivenessConfig,
     /// The config file read, if any.
     pub config_file: Option<PathBuf>,
+    /// Consecutive iterations whose agent exited non-zero (its own error, judged by
+    /// the check) before the run halts `execution_failure`; at least 1.
+    #[serde(default = "default_exec_failures")]
+    pub exec_failures: u32,
+    /// With a budget cap set, what an iteration whose spend was not metered does:
+    /// `warn` (stderr, receipt, explain-halt) or `halt` (`budget_exceeded`).
+    #[serde(default = "default_on_unmetered")]
+    pub on_unmetered: String,
+}
+
+fn default_exec_failures() -> u32 {
+    3
+}
+
+fn default_on_unmetered() -> String {
+    "warn".into()
 }
 
 impl RunConfig {
@@ -247,6 +267,8 @@ impl RunConfig {
             pricing: crate::observe::usage::Pricing::default(),
             liveness: LivenessConfig::default(),
             config_file: None,
+            exec_failures: default_exec_failures(),
+            on_unmetered: default_on_unmetered(),
         }
     }
 }
@@ -335,7 +357,16 @@ fn apply_file(c: &mut RunConfig, f: FileConfig) {
         kill_grace,
         check_network
     );
-    take!(halt, guards, budget, model, pricing, liveness);
+    take!(
+        halt,
+        guards,
+        budget,
+        model,
+        pricing,
+        liveness,
+        exec_failures,
+        on_unmetered
+    );
 }
 
 fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
@@ -347,6 +378,12 @@ fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     }
     if let Some(v) = o.max_iterations {
         c.max_iterations = v;
+    }
+    if let Some(v) = o.exec_failures {
+        c.exec_failures = v;
+    }
+    if let Some(v) = &o.on_unmetered {
+        c.on_unmetered.clone_from(v);
     }
     if let Some(d) = dur_flag("exec_timeout", o.exec_timeout.as_ref())? {
         c.exec_timeout = Some(d);
@@ -434,6 +471,15 @@ fn override_halt(
 /// # Errors
 /// The first invalid field, named.
 pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
+    if c.exec_failures == 0 {
+        return Err(ConfigError::invalid("exec_failures", "must be at least 1"));
+    }
+    if !matches!(c.on_unmetered.as_str(), "warn" | "halt") {
+        return Err(ConfigError::invalid(
+            "on_unmetered",
+            format!("`{}`: use warn or halt", c.on_unmetered),
+        ));
+    }
     if c.max_iterations == 0 {
         return Err(ConfigError::invalid(
             "max_iterations",

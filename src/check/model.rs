@@ -126,6 +126,12 @@ pub struct ParsedRun {
     /// the named tests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<Counts>,
+    /// Set when the runner never ran the tests: it refused the command (`cargo tset`,
+    /// a missing npm script), stopped on a usage error (pytest exit 4) or collected
+    /// nothing (pytest exit 5). Holds the runner's own words. At the baseline this is
+    /// `execution_failure`: the check is broken, not red.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_run: Option<String>,
 }
 
 /// How many tests the run reported in each group. Errors count as failed;

@@ -259,6 +259,13 @@ pub struct RunArgs {
     /// The check's network: host (default) or none (a private network namespace).
     #[arg(long, value_name = "MODE", value_parser = ["host", "none"])]
     pub check_network: Option<String>,
+    /// Halt execution_failure after N consecutive iterations whose agent exited non-zero
+    /// (its own error: turn limit, rate limit) (default 3).
+    #[arg(long, value_name = "N")]
+    pub exec_failures: Option<u32>,
+    /// What a budget cap does when the agent's spend is not metered: warn (default) or halt.
+    #[arg(long, value_name = "MODE", value_parser = ["warn", "halt"])]
+    pub on_unmetered: Option<String>,
 }
 
 #[derive(Debug, Args)]

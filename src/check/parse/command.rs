@@ -142,6 +142,7 @@ mod tests {
             tests: Vec::new(),
             diagnostics: Vec::new(),
             summary: None,
+            not_run: None,
         }
     }
 

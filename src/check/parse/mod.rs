@@ -59,6 +59,7 @@ pub mod lines;
 pub mod mocha;
 pub mod nextest;
 pub mod node_test;
+pub mod not_run;
 pub mod phpunit;
 pub mod pytest;
 pub mod rspec;
@@ -384,6 +385,7 @@ pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
                 tests: Vec::new(),
                 diagnostics: Vec::new(),
                 summary: None,
+                not_run: None,
             }
         }
     };
@@ -411,6 +413,7 @@ pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
         let msg = stderr_tail(input.stderr);
         run.tests.push(util::unattributed(runner, msg));
     }
+    not_run::judge(&mut run, input.stdout, input.stderr, input.exit_code);
     run
 }
 
@@ -627,6 +630,7 @@ mod tests {
                 .collect(),
             diagnostics: Vec::new(),
             summary: None,
+            not_run: None,
         }
     }
 

@@ -160,6 +160,7 @@ impl RunBuilder {
             tests: self.tests,
             diagnostics: self.diagnostics,
             summary: self.summary,
+            not_run: None,
         }
     }
 

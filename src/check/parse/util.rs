@@ -381,6 +381,7 @@ impl Collector {
             tests,
             diagnostics: end.diagnostics,
             summary,
+            not_run: None,
         }
     }
 }
