@@ -274,3 +274,44 @@ pub fn crossed_live_now(t: &Trajectory, cfg: &RunConfig, m: &LiveMeter) -> Optio
     });
     crossed_live(t, cfg, m, elapsed.unwrap_or(0))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::usage::{FigureKind, UsageSource};
+
+    #[test]
+    fn unmetered_spend_is_named_only_under_a_cap() {
+        let none = IterationUsage::default();
+        let tokens_only = IterationUsage {
+            sources: vec![UsageSource::CodexJson],
+            input_tokens: 10,
+            ..IterationUsage::default()
+        };
+        let priced = IterationUsage {
+            sources: vec![UsageSource::ClaudeJson],
+            cost_usd: Some(0.5),
+            cost_kind: Some(FigureKind::Reported),
+            ..IterationUsage::default()
+        };
+        // (usd cap, token cap, usage, unmetered?)
+        let table: &[(Option<f64>, Option<u64>, &IterationUsage, bool)] = &[
+            (None, None, &none, false),
+            (Some(1.0), None, &none, true),
+            (None, Some(100), &none, true),
+            (Some(1.0), None, &tokens_only, true),
+            (None, Some(100), &tokens_only, false),
+            (Some(1.0), Some(100), &priced, false),
+        ];
+        for (usd, tokens, u, want) in table {
+            let mut cfg = RunConfig::defaults();
+            cfg.budget.usd = *usd;
+            cfg.budget.tokens = *tokens;
+            assert_eq!(
+                unmetered(&cfg, u).is_some(),
+                *want,
+                "{usd:?} {tokens:?} {u:?}"
+            );
+        }
+    }
+}

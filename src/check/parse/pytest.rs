@@ -491,4 +491,56 @@ ERROR t.py::a - RuntimeError: teardown\n=== 1 passed, 1 error, 1 rerun in 0.01s 
         let r = run("=== test session starts ===\ncollected 2 items / 2 deselected / 0 selected\n\n=== 2 deselected in 0.01s ===\n", 5);
         assert!(r.complete && !r.unattributed_failure && r.tests.is_empty());
     }
+
+    #[test]
+    fn result_words_subtests_and_endings() {
+        // (stdout, exit, failing ids, passed ids, complete, unattributed)
+        let table: &[(&str, i32, &[&str], &[&str], bool, bool)] = &[
+            // pytest-subtests: SUBFAIL then the parent's PASSED is one failing test
+            (
+                "t.py::T::a [x: 1] SUBFAIL [ 50%]\nt.py::T::a PASSED [ 50%]\nt.py::T::b PASSED [100%]\n=== 1 failed, 2 passed in 0.1s ===\n",
+                1,
+                &["t.py::T::a"],
+                &["t.py::T::b"],
+                true,
+                false,
+            ),
+            // a word pytest does not print is never a pass
+            (
+                "t.py::a WEIRDO [100%]\n=== 1 passed in 0.1s ===\n",
+                1,
+                &["t.py::a"],
+                &[],
+                true,
+                false,
+            ),
+            // pytest 9's extra clause still ends the run
+            (
+                "t.py::a PASSED [100%]\n=== 1 passed, 3 subtests passed in 0.1s ===\n",
+                0,
+                &[],
+                &["t.py::a"],
+                true,
+                false,
+            ),
+            // os._exit(0) mid-line: exit 0 without the final line is not green
+            ("t.py::a PASSED [ 50%]\nt.py::b ", 0, &["pytest::<unattributed>"], &["t.py::a"], false, true),
+        ];
+        for (out, exit, failing, passed, complete, unattr) in table {
+            let r = run(out, *exit);
+            let f: Vec<String> = r.failing().into_iter().collect();
+            let p: Vec<String> = r.passing().into_iter().collect();
+            assert_eq!(f, failing.to_vec(), "{out}");
+            assert_eq!(p, passed.to_vec(), "{out}");
+            assert_eq!(
+                (r.complete, r.unattributed_failure),
+                (*complete, *unattr),
+                "{out}"
+            );
+        }
+        // the subtest fold keeps the tally consistent with the named tests
+        let r = run(table[0].0, 1);
+        let c = r.counts();
+        assert_eq!((c.passed, c.failed), (1, 1));
+    }
 }
