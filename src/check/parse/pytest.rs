@@ -495,7 +495,8 @@ ERROR t.py::a - RuntimeError: teardown\n=== 1 passed, 1 error, 1 rerun in 0.01s 
     #[test]
     fn result_words_subtests_and_endings() {
         // (stdout, exit, failing ids, passed ids, complete, unattributed)
-        let table: &[(&str, i32, &[&str], &[&str], bool, bool)] = &[
+        type Row<'a> = (&'a str, i32, &'a [&'a str], &'a [&'a str], bool, bool);
+        let table: &[Row] = &[
             // pytest-subtests: SUBFAIL then the parent's PASSED is one failing test
             (
                 "t.py::T::a [x: 1] SUBFAIL [ 50%]\nt.py::T::a PASSED [ 50%]\nt.py::T::b PASSED [100%]\n=== 1 failed, 2 passed in 0.1s ===\n",
