@@ -238,6 +238,8 @@ pub struct FileConfig {
     pub oracle: Option<OracleConfig>,
     pub clean_room: Option<CleanRoomConfig>,
     pub sandbox: Option<SandboxConfig>,
+    pub exec_failures: Option<u32>,
+    pub on_unmetered: Option<String>,
 }
 
 /// Flag values; `None` leaves the file's value (or the default) in place.
@@ -268,6 +270,8 @@ pub struct Overrides {
     pub check_in_place: bool,
     /// `--sandbox auto|landlock|off`.
     pub sandbox: Option<SandboxMode>,
+    pub exec_failures: Option<u32>,
+    pub on_unmetered: Option<String>,
 }
 
 /// The validated policy of one run. Serialized into `run_started`.
@@ -303,6 +307,22 @@ pub struct RunConfig {
     pub sandbox: SandboxConfig,
     /// The config file read, if any.
     pub config_file: Option<PathBuf>,
+    /// Consecutive iterations whose agent exited non-zero (its own error, judged by
+    /// the check) before the run halts `execution_failure`; at least 1.
+    #[serde(default = "default_exec_failures")]
+    pub exec_failures: u32,
+    /// With a budget cap set, what an iteration whose spend was not metered does:
+    /// `warn` (stderr, receipt, explain-halt) or `halt` (`budget_exceeded`).
+    #[serde(default = "default_on_unmetered")]
+    pub on_unmetered: String,
+}
+
+fn default_exec_failures() -> u32 {
+    3
+}
+
+fn default_on_unmetered() -> String {
+    "warn".into()
 }
 
 impl RunConfig {
@@ -331,6 +351,8 @@ impl RunConfig {
             clean_room: CleanRoomConfig::default(),
             sandbox: SandboxConfig::default(),
             config_file: None,
+            exec_failures: default_exec_failures(),
+            on_unmetered: default_on_unmetered(),
         }
     }
 }
@@ -419,7 +441,19 @@ fn apply_file(c: &mut RunConfig, f: FileConfig) {
         kill_grace,
         check_network
     );
-    take!(halt, guards, budget, model, pricing, liveness, oracle, clean_room, sandbox);
+    take!(
+        halt,
+        guards,
+        budget,
+        model,
+        pricing,
+        liveness,
+        oracle,
+        clean_room,
+        sandbox,
+        exec_failures,
+        on_unmetered
+    );
 }
 
 fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
@@ -431,6 +465,12 @@ fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     }
     if let Some(v) = o.max_iterations {
         c.max_iterations = v;
+    }
+    if let Some(v) = o.exec_failures {
+        c.exec_failures = v;
+    }
+    if let Some(v) = &o.on_unmetered {
+        c.on_unmetered.clone_from(v);
     }
     if let Some(d) = dur_flag("exec_timeout", o.exec_timeout.as_ref())? {
         c.exec_timeout = Some(d);
@@ -524,6 +564,15 @@ fn override_halt(
 /// # Errors
 /// The first invalid field, named.
 pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
+    if c.exec_failures == 0 {
+        return Err(ConfigError::invalid("exec_failures", "must be at least 1"));
+    }
+    if !matches!(c.on_unmetered.as_str(), "warn" | "halt") {
+        return Err(ConfigError::invalid(
+            "on_unmetered",
+            format!("`{}`: use warn or halt", c.on_unmetered),
+        ));
+    }
     if c.max_iterations == 0 {
         return Err(ConfigError::invalid(
             "max_iterations",

@@ -270,6 +270,13 @@ pub struct RunArgs {
     /// `[sandbox] writable` paths.
     #[arg(long, value_name = "MODE", value_parser = ["auto", "landlock", "off"])]
     pub sandbox: Option<String>,
+    /// Halt execution_failure after N consecutive iterations whose agent exited non-zero
+    /// (its own error: turn limit, rate limit) (default 3).
+    #[arg(long, value_name = "N")]
+    pub exec_failures: Option<u32>,
+    /// What a budget cap does when the agent's spend is not metered: warn (default) or halt.
+    #[arg(long, value_name = "MODE", value_parser = ["warn", "halt"])]
+    pub on_unmetered: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -291,4 +298,8 @@ pub struct ParseArgs {
     /// A report file the check wrote (JUnit XML, or a JSON report). Repeatable.
     #[arg(long = "report", value_name = "FILE")]
     pub reports: Vec<PathBuf>,
+    /// The check command that produced the capture (judges completeness the output
+    /// alone cannot show, e.g. plain `cargo test` stopping at the first failing target).
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
 }

@@ -161,7 +161,11 @@ impl Loop<'_> {
             guards: obs.measures,
             watchdog,
         };
-        self.record(Event::ExecFinished(Box::new(ev)))
+        self.record(Event::ExecFinished(Box::new(ev)))?;
+        if let Some(w) = crate::detect::spend::unmetered_warning(&self.traj, self.cfg) {
+            eprintln!("loopexec: warning: {w}");
+        }
+        Ok(())
     }
 
     pub(super) fn check(&mut self, attempt: u32) -> Result<(), EngineError> {
@@ -244,7 +248,9 @@ impl Loop<'_> {
                 .map_or(FormatChoice::Auto, FormatChoice::Fixed)
         };
         let exit = parse::exit_for_parser(step.exit_code, step.signal, self.cfg.success_exit_code);
-        let mut parsed = parse::parse(
+        // The check command is part of the evidence: it says which targets a run had
+        // to reach (cargo's fail-fast stop across targets leaves some never run).
+        let mut parsed = parse::parse_command(
             &CheckInput {
                 stdout: Some(&spools.stdout),
                 stderr: Some(&spools.stderr),
@@ -252,6 +258,7 @@ impl Loop<'_> {
                 reports: &found,
             },
             choice,
+            Some(&cmd),
         );
         let missing: Vec<String> = reports
             .iter()
