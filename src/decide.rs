@@ -105,6 +105,12 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         if let Some(h) = now.as_ref().and_then(|m| integrity::frozen_oracle(cfg, m)) {
             return halt(h);
         }
+        if let Some(h) = now
+            .as_ref()
+            .and_then(|m| integrity::toolchain(t0.as_ref(), m))
+        {
+            return halt(h);
+        }
         if let Some(h) = spend::detect(t, cfg) {
             return halt(h);
         }

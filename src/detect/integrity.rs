@@ -63,6 +63,9 @@ pub struct TreeMeasures {
     /// process ([`crate::observe::tamper`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runner_tampering: Vec<crate::observe::tamper::TamperHit>,
+    /// The check's toolchain outside the workdir ([`crate::observe::toolchain`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub toolchain: BTreeMap<String, String>,
     /// Why a measurement failed, when one did: the guards fail closed on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -408,5 +411,43 @@ pub fn runner_tampering(m: &TreeMeasures) -> Option<Halt> {
             })
             .collect(),
         detail: serde_json::json!({"layers": ["runner_tampering"], "hits": m.runner_tampering}),
+    })
+}
+
+/// `hermeticity_violation` from the tree after the exec: the check's toolchain outside
+/// the workdir (what its commands resolve to on `PATH`, its interpreter's start-up
+/// hooks) differs from t0 ([`crate::observe::toolchain`]).
+#[must_use]
+pub fn toolchain(t0: Option<&TreeMeasures>, m: &TreeMeasures) -> Option<Halt> {
+    let t0 = t0?;
+    if t0.toolchain.is_empty() {
+        return None;
+    }
+    let mut changed: Vec<String> = t0
+        .toolchain
+        .iter()
+        .filter(|(k, v)| m.toolchain.get(*k) != Some(*v))
+        .map(|(k, v)| match m.toolchain.get(k) {
+            Some(now) => format!("{k}: {v} -> {now}"),
+            None => format!("{k}: removed"),
+        })
+        .chain(
+            m.toolchain
+                .keys()
+                .filter(|k| !t0.toolchain.contains_key(*k))
+                .map(|k| format!("{k}: added")),
+        )
+        .collect();
+    if changed.is_empty() {
+        return None;
+    }
+    changed.sort();
+    Some(Halt {
+        reason: HaltReason::HermeticityViolation,
+        contributors: changed
+            .iter()
+            .map(|c| format!("the check's toolchain changed since t0: {c}"))
+            .collect(),
+        detail: serde_json::json!({"toolchain_changed": changed}),
     })
 }
