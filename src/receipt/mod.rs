@@ -389,9 +389,28 @@ mod tests {
         std::fs::write(&p, text).unwrap();
         let (line, _) = verify_chain(&read(&p).unwrap()).expect("edit detected");
         assert_eq!(line, 3);
+        // An edited receipt is never continued.
+        let err = Writer::resume(&p).err().expect("resume refuses a broken chain");
+        assert!(err.to_string().contains("hash chain is broken"), "{err}");
+    }
+
+    #[test]
+    fn resume_continues_the_chain_and_append_line_returns_the_line_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.jsonl");
+        let mut w = Writer::create(&p).unwrap();
+        let first = w
+            .append_line(&Event::IterationStarted(IterationStarted { iteration: 0 }))
+            .unwrap();
+        let on_disk = read(&p).unwrap();
+        assert_eq!(on_disk[0].hash, first.hash);
+        assert_eq!(on_disk[0].ts, first.ts);
+        assert_eq!(w.head(), (Some(first.hash.clone()), 1));
         let (mut w, old) = Writer::resume(&p).unwrap();
         w.append(&Event::IterationStarted(IterationStarted { iteration: 9 }))
             .unwrap();
-        assert_eq!(read(&p).unwrap().last().unwrap().seq, old.len() as u64);
+        let lines = read(&p).unwrap();
+        assert_eq!(lines.last().unwrap().seq, old.len() as u64);
+        assert!(verify_chain(&lines).is_none());
     }
 }

@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// Ledger schema version this loopexec writes.
-pub const USER_VERSION: i64 = 1;
+pub const USER_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Ledger errors.
 #[derive(Debug, thiserror::Error)]
