@@ -390,7 +390,9 @@ mod tests {
         let (line, _) = verify_chain(&read(&p).unwrap()).expect("edit detected");
         assert_eq!(line, 3);
         // An edited receipt is never continued.
-        let err = Writer::resume(&p).err().expect("resume refuses a broken chain");
+        let err = Writer::resume(&p)
+            .err()
+            .expect("resume refuses a broken chain");
         assert!(err.to_string().contains("hash chain is broken"), "{err}");
     }
 
