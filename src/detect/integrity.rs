@@ -511,7 +511,8 @@ mod trust_tests {
             counted: Some(n),
         };
         // (guards unavailable, measures, t0 shown, green shown, unverified)
-        let table: &[(&[&str], Option<&TreeMeasures>, Shown, Shown, bool)] = &[
+        type Row<'a> = (&'a [&'a str], Option<&'a TreeMeasures>, Shown, Shown, bool);
+        let table: &[Row] = &[
             (&[], Some(&ok), named(3), named(3), false),
             (&[], Some(&ok), none, none, false), // an exit-code check, from t0 on
             (&[], Some(&ok), named(3), none, true),
