@@ -116,6 +116,8 @@ fn main() {
         std::fs::write(t.join("src/lib.rs"), "// lib\n").expect("write");
         std::fs::write(t.join("check.sh"), "test -f d000/f000.txt && exit 1\n").expect("write");
         git(&t, &["init", "-q"]);
+        // No background `gc --auto` while the template is being copied.
+        git(&t, &["config", "gc.auto", "0"]);
         git(&t, &["add", "-A"]);
         git(&t, &["commit", "-q", "-m", "files"]);
         bench("files-20000", &t, "sh check.sh");
@@ -127,6 +129,7 @@ fn main() {
             &t,
         );
         git(&t, &["init", "-q"]);
+        git(&t, &["config", "gc.auto", "0"]);
         git(&t, &["add", "-A"]);
         git(&t, &["commit", "-q", "-m", "crate"]);
         bench("crate", &t, "cargo test --offline");
