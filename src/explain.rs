@@ -148,6 +148,8 @@ pub fn protection_note(t: &Trajectory) -> String {
     if let Some(sb) = &s.sandbox {
         if sb.in_force.starts_with("none") {
             missing.push(format!("the exec had no sandbox: {}", sb.in_force));
+        } else if let Some((_, why)) = sb.in_force.split_once("; ") {
+            missing.push(why.to_string());
         }
     }
     if missing.is_empty() {

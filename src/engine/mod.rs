@@ -303,9 +303,23 @@ fn sandbox_for(
                 home.as_deref(),
                 &cfg.sandbox.writable,
             );
+            // A clean room the exec may write is no clean room: say so in every verdict.
+            let room = cleanroom::base_dir(&cleanroom::state_dir(), &ws.workdir);
+            let exposed = plan.writable.iter().any(|w| room.starts_with(w));
             let rec = crate::receipt::events::SandboxRecord {
                 mode: mode.into(),
-                in_force: format!("landlock (kernel ABI {abi})"),
+                in_force: if exposed {
+                    format!(
+                        "landlock (kernel ABI {abi}); the clean room {} lies inside a path the exec may write: set LOOPEXEC_STATE_DIR outside {}",
+                        room.display(),
+                        plan.writable
+                            .iter()
+                            .find(|w| room.starts_with(w))
+                            .map_or(String::new(), |w| w.display().to_string())
+                    )
+                } else {
+                    format!("landlock (kernel ABI {abi})")
+                },
                 writable: plan
                     .writable
                     .iter()
