@@ -25,7 +25,7 @@
 
 use crate::config::RunConfig;
 use crate::detect::integrity::TreeMeasures;
-use crate::detect::{execution, integrity, liveness, oracle, progress, spend};
+use crate::detect::{execution, integrity, liveness, objective, oracle, progress, spend};
 use crate::halt::{Halt, HaltReason, Verdict};
 use crate::trajectory::{is_green, Trajectory};
 
@@ -38,6 +38,12 @@ pub enum Next {
     Check,
     /// Run another confirmation of a green check on the same tree.
     Confirm,
+    /// Run the judge on this green iteration (`--judge`).
+    Judge,
+    /// Read the task list for this iteration (`--tasks`).
+    ObserveTasks,
+    /// Measure the context this iteration's agent must be given.
+    BuildContext,
     /// The iteration is complete; start the next one.
     NextIteration {
         /// The ratchet rejected this iteration: restore this accepted iteration's tree.
@@ -81,6 +87,9 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
     };
     if let Some(h) = execution::detect(t) {
         return halt(h);
+    }
+    if let Some(d) = crate::judgment::before_step(t, cfg) {
+        return d;
     }
     if last.iteration > 0 && last.exec.is_none() {
         // Before more work: a comprehension debt still unpaid (a resumed run nobody
@@ -135,8 +144,14 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         }
     }
     if green {
+        if let Some(h) = objective::verify(t, cfg, &main.parsed) {
+            return halt(h);
+        }
         if (last.checks.len() as u32) < 1 + cfg.confirm_runs {
             return go(Next::Confirm);
+        }
+        if let Some(d) = crate::judgment::after_green(t, cfg) {
+            return d;
         }
         let mut contributors = vec![if last.iteration == 0 {
             "the check is already green on the untouched tree (iteration 0): nothing to do"

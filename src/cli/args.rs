@@ -259,6 +259,38 @@ pub struct RunArgs {
     /// The check's network: host (default) or none (a private network namespace).
     #[arg(long, value_name = "MODE", value_parser = ["host", "none"])]
     pub check_network: Option<String>,
+    /// A reviewer run after a green, guard-clean iteration: reads a JSON input on stdin
+    /// (diff against t0, task, check summary), prints a verdict object on stdout
+    /// (schemas/judge-verdict.schema.json). reject halts reviewer_rejected (16),
+    /// reward_hacking halts reward_hacking_detected (13), escalate or no valid verdict
+    /// halts escalation_pending (16); only approve lets the run converge.
+    #[arg(long, value_name = "CMD")]
+    pub judge: Option<String>,
+    /// With --tasks, judge every Nth task-completing green (the final green is always judged).
+    #[arg(long, value_name = "N")]
+    pub judge_every: Option<u32>,
+    /// Time limit for one judge run (default 10m).
+    #[arg(long, value_name = "DUR")]
+    pub judge_timeout: Option<String>,
+    /// Cap on the judge's own run-total spend in USD.
+    #[arg(long, value_name = "USD")]
+    pub judge_budget_usd: Option<f64>,
+    /// A file describing the task (given to the judge).
+    #[arg(long, value_name = "FILE")]
+    pub task: Option<String>,
+    /// A test id or glob that defines the task: at green it must have been collected,
+    /// run and passed, else objective_unverified (13). Repeatable.
+    #[arg(long = "objective", value_name = "TEST_ID_OR_GLOB", num_args = 1..)]
+    pub objective: Vec<String>,
+    /// A task list (Markdown checklist or JSON Lines of {id, title, status,
+    /// blocked_by[]}): each iteration works on the next actionable task; all open tasks
+    /// blocked halts no_actionable_tasks (11).
+    #[arg(long, value_name = "FILE")]
+    pub tasks: Option<String>,
+    /// A file (glob) the agent must read, counted with --task against the window of the
+    /// --model: context_budget_unsatisfiable (19) when it cannot fit. Repeatable.
+    #[arg(long = "context-file", value_name = "GLOB")]
+    pub context_files: Vec<String>,
 }
 
 #[derive(Debug, Args)]

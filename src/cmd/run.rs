@@ -40,6 +40,14 @@ fn overrides(a: &RunArgs) -> Overrides {
         model_pin: a.model.clone(),
         stall_timeout: a.stall_timeout.clone(),
         comprehension_every: a.comprehension_every,
+        judge: a.judge.clone(),
+        judge_every: a.judge_every,
+        judge_timeout: a.judge_timeout.clone(),
+        judge_budget_usd: a.judge_budget_usd,
+        task_file: a.task.clone(),
+        objective: a.objective.clone(),
+        tasks: a.tasks.clone(),
+        context_files: a.context_files.clone(),
     }
 }
 

@@ -15,6 +15,7 @@
 //! exec and the check; `ratchet` restores the last accepted snapshot; `recorder`
 //! owns the receipt and ledger writes.
 
+mod judgment;
 mod ratchet;
 mod recorder;
 mod steps;
@@ -392,6 +393,9 @@ impl Loop<'_> {
         match next {
             Next::Exec => self.exec(),
             Next::Check => self.check(0),
+            Next::Judge => self.judge(),
+            Next::ObserveTasks => self.observe_tasks(),
+            Next::BuildContext => self.build_context(),
             Next::Confirm => {
                 let n = self.traj.last().map_or(0, |i| i.checks.len());
                 self.check(u32::try_from(n).unwrap_or(u32::MAX))

@@ -8,5 +8,7 @@ pub mod manifest;
 pub mod mutate;
 pub mod reports;
 pub mod secrets;
+pub mod tasks;
 pub mod tree;
+pub mod context;
 pub mod usage;
