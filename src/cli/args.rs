@@ -61,6 +61,31 @@ pub enum Command {
     ProbeCheck(ProbeArgs),
     /// Preconditions gate: determinism, hermeticity, adequacy (mutation canaries), credentials, isolation.
     Doctor(DoctorArgs),
+    /// Assemble what the agent must read (task, failing tests, their files, declared
+    /// files) and estimate its tokens against the model's context window.
+    #[command(
+        after_help = "Examples:\n  loopexec build-context --task TASK.md --model claude-sonnet-4-5\n  loopexec build-context --task TASK.md --files 'src/**/*.rs' --model gpt-5\n\nTokens are estimated as bytes/4. Windows come from a built-in table of current Claude,\nGPT and Gemini models, overridden by [models.windows] in loop.toml. The failing tests\nare those of the run's last check (--run-id, default the latest run, if any).\nA run given --task/--context-file and --model halts context_budget_unsatisfiable (19)\nbefore an exec whose context cannot fit."
+    )]
+    BuildContext(BuildContextArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BuildContextArgs {
+    /// The task description file.
+    #[arg(long, value_name = "FILE")]
+    pub task: Option<String>,
+    /// Files (globs, relative to the workdir) the agent must read. Repeatable.
+    #[arg(long = "files", value_name = "GLOB", num_args = 1..)]
+    pub files: Vec<String>,
+    /// The model whose window the context must fit (e.g. claude-sonnet-4-5).
+    #[arg(long, value_name = "MODEL")]
+    pub model: String,
+    /// The run whose last check supplies the failing tests (default: the latest, if any).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// loop.toml to read [models.windows] from (default: ./loop.toml when present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// The check being measured (shared by `probe-check` and `doctor`).

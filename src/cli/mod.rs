@@ -9,7 +9,7 @@
 mod args;
 
 pub use args::{
-    AckArgs, CheckOpts, Cli, Command, DoctorArgs, InitArgs, InspectCostArgs, ParseArgs, ProbeArgs,
+    AckArgs, BuildContextArgs, CheckOpts, Cli, Command, DoctorArgs, InitArgs, InspectCostArgs, ParseArgs, ProbeArgs,
     RunArgs, RunSel, WatchArgs,
 };
 

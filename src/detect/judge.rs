@@ -37,8 +37,10 @@ pub enum VerdictKind {
     Escalate,
 }
 
-/// The object a judge prints on stdout. Its JSON Schema is
-/// `schemas/judge-verdict.schema.json` (generated from this type).
+/// The verdict object a loopexec judge prints on stdout (the whole output, or its
+/// last non-blank line).
+///
+/// `schemas/judge-verdict.schema.json` is generated from this type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "loopexec judge verdict")]

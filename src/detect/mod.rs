@@ -12,3 +12,5 @@ pub mod progress;
 pub mod spend;
 pub mod summary;
 pub mod tasks;
+#[cfg(test)]
+pub(crate) mod testkit;
