@@ -146,7 +146,7 @@ pub struct LivenessConfig {
     pub comprehension_every: Option<u32>,
 }
 
-/// `[judge]` of loop.toml: a reviewer command run on green iterations (SPEC §7.1).
+/// `[judge]` of loop.toml: a reviewer command run on green iterations (SPEC §9.1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct JudgeConfig {
@@ -172,7 +172,7 @@ impl Default for JudgeConfig {
     }
 }
 
-/// `[task]` of loop.toml: what the run is for (SPEC §7.2, §7.3).
+/// `[task]` of loop.toml: what the run is for (SPEC §9.2, §9.3).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TaskConfig {
@@ -191,7 +191,7 @@ pub struct TaskConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct OracleConfig {
     /// `check_flaky` fires when the Wilson lower bound (95 %) of the agreement rate of
-    /// same-tree check runs falls below this (default 0.95; SPEC §7.5).
+    /// same-tree check runs falls below this (default 0.95; SPEC §9.5).
     pub confidence_target: f64,
 }
 
@@ -668,14 +668,21 @@ pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
 
 /// The `[judge]`, `[task]`, `[oracle]` and `[models]` fields.
 fn validate_judgment(c: &RunConfig) -> Result<(), ConfigError> {
-    if c.judge.command.as_deref().is_some_and(|s| s.trim().is_empty()) {
+    if c.judge
+        .command
+        .as_deref()
+        .is_some_and(|s| s.trim().is_empty())
+    {
         return Err(ConfigError::invalid("judge.command", "is empty"));
     }
     if c.judge.every == 0 {
         return Err(ConfigError::invalid("judge.every", "must be at least 1"));
     }
     if c.judge.timeout.is_some_and(|d| d.0.is_zero()) {
-        return Err(ConfigError::invalid("judge.timeout", "must be greater than zero"));
+        return Err(ConfigError::invalid(
+            "judge.timeout",
+            "must be greater than zero",
+        ));
     }
     if let Some(u) = c.judge.budget_usd {
         if !(u.is_finite() && u > 0.0) {
@@ -687,7 +694,10 @@ fn validate_judgment(c: &RunConfig) -> Result<(), ConfigError> {
     }
     for g in &c.task.objective {
         if g.trim().is_empty() {
-            return Err(ConfigError::invalid("task.objective", "names an empty test id"));
+            return Err(ConfigError::invalid(
+                "task.objective",
+                "names an empty test id",
+            ));
         }
         globset::Glob::new(g).map_err(|e| {
             ConfigError::invalid("task.objective", format!("bad test id or glob `{g}`: {e}"))

@@ -8,10 +8,13 @@
 //! | order | family | reasons | when |
 //! |---|---|---|---|
 //! | 1 | interruption, execution, step liveness | human_required, heartbeat_stale, execution_failure | any step |
+//! | 1a | task list, context budget ([`crate::judgment::before_step`]) | no_actionable_tasks, context_budget_unsatisfiable | before an exec |
 //! | 2 | blocked paths | blocked_path_modified | after the exec |
 //! | 3 | spend and identity | budget_exceeded, cost_anomaly, model_drift_detected | after the exec |
 //! | 4 | oracle trust | hermeticity_violation, check_flaky | after a check |
 //! | 5 | metric integrity (if green, accepted, or green by exit code) | metric_integrity_violation | after a check |
+//! | 6a | objective ([`objective::verify`]) | objective_unverified | the main check is green |
+//! | 6b | judgment ([`crate::judgment::after_green`]) | reviewer_rejected, reward_hacking_detected, escalation_pending | green and confirmed |
 //! | 6 | success | success_condition_met | the main check and its confirmations are green |
 //! | 7 | no convergence | same_test_regressed … no_progress_detected | after a check |
 //! | 8 | comprehension | comprehension_debt_exceeded | after a check, and before an exec |
@@ -121,11 +124,11 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
             return halt(h);
         }
     }
-    if let Some(h) = oracle::flaky(t, cfg.success_exit_code) {
+    if let Some(h) = oracle::flaky_bound(t, cfg) {
         return halt(h);
     }
     let code = cfg.success_exit_code;
-    let green = is_green(main, code);
+    let green = is_green(main, code) && oracle::confirmations_agree(t, code);
     let views = t.attempt_views(code);
     let accepted = progress::accepted(&views);
     let this_accepted = accepted.last().copied().unwrap_or(true);

@@ -1,4 +1,4 @@
-//! The judgment layer's part of `decide` (SPEC §7): task lists, the context budget
+//! The judgment layer's part of `decide` (SPEC §9): task lists, the context budget
 //! and the judge, joined into decisions. Called from [`crate::decide::decide`] at two
 //! points — before an iteration's steps, and after a green that passed every guard
 //! and its confirmations — so the deterministic gate always runs first and judgment

@@ -19,7 +19,7 @@ use std::path::PathBuf;
     max_term_width = 100
 )]
 #[command(
-    after_help = "Quick start:\n  loopexec init\n  loopexec run --exec 'claude -p \"fix the failing tests\"' --check 'cargo test'\n  loopexec explain-halt\n\nExit codes: 0 ok, 10 converged, 11 human stop, 12 iteration cap, 13 integrity,\n14 untrusted check, 15 inadequate check, 17 no convergence, 18 budget,\n19 liveness/drift, 20 invalid config, 30 workspace, 40 execution, 50 internal, 2 usage."
+    after_help = "Quick start:\n  loopexec init\n  loopexec run --exec 'claude -p \"fix the failing tests\"' --check 'cargo test'\n  loopexec explain-halt\n\nExit codes: 0 ok, 10 converged, 11 human stop, 12 iteration cap, 13 integrity,\n14 untrusted check, 15 inadequate check, 16 judgment pending, 17 no convergence, 18 budget,\n19 liveness/drift, 20 invalid config, 30 workspace, 40 execution, 50 internal, 2 usage."
 )]
 pub struct Cli {
     /// Print exactly one JSON object on stdout (tool, version, status, errors[], …).

@@ -1,5 +1,5 @@
 //! `loopexec build-context`: what the agent must read for a task, and whether it fits
-//! the model's context window (SPEC §7.4). The same measurement a run makes before
+//! the model's context window (SPEC §9.4). The same measurement a run makes before
 //! each exec when given `--task`/`--context-file` and `--model`.
 
 use crate::cli::{BuildContextArgs, Outcome};
@@ -10,7 +10,7 @@ use serde_json::{json, Map};
 use std::path::Path;
 
 /// Failing tests (id, message) of the run's last main check, when a run exists.
-fn failing_of(workdir: &Path, run_id: Option<&str>) -> Result<Vec<(String, String)>, Outcome> {
+fn failing_of(workdir: &Path, run_id: Option<&str>) -> Result<Vec<(String, String)>, Box<Outcome>> {
     let has_runs = crate::workspace::Workspace::at(workdir)
         .ok()
         .and_then(|w| w.latest_run())
@@ -18,7 +18,7 @@ fn failing_of(workdir: &Path, run_id: Option<&str>) -> Result<Vec<(String, Strin
     if run_id.is_none() && !has_runs {
         return Ok(Vec::new());
     }
-    let run = super::load_run(workdir, run_id)?;
+    let run = super::load_run(workdir, run_id).map_err(Box::new)?;
     let lines: Vec<_> = run
         .lines
         .iter()
@@ -30,7 +30,11 @@ fn failing_of(workdir: &Path, run_id: Option<&str>) -> Result<Vec<(String, Strin
         .iter()
         .rev()
         .find_map(|i| i.main_check())
-        .map(|c| crate::trajectory::failing_messages(&c.parsed).into_iter().collect())
+        .map(|c| {
+            crate::trajectory::failing_messages(&c.parsed)
+                .into_iter()
+                .collect()
+        })
         .unwrap_or_default())
 }
 
@@ -42,13 +46,17 @@ pub(crate) fn run(workdir: &Path, a: &BuildContextArgs) -> Outcome {
             Some("e.g. loopexec build-context --task TASK.md --model claude-sonnet-4-5".into()),
         );
     }
-    let windows = match crate::config::resolve(workdir, a.config.as_deref(), &crate::config::Overrides::default()) {
+    let windows = match crate::config::resolve(
+        workdir,
+        a.config.as_deref(),
+        &crate::config::Overrides::default(),
+    ) {
         Ok(c) => c.models.windows,
         Err(e) => return Outcome::error(super::EXIT_ERROR, e.to_string(), Some(e.hint())),
     };
     let failing = match failing_of(workdir, a.run_id.as_deref()) {
         Ok(f) => f,
-        Err(o) => return o,
+        Err(o) => return *o,
     };
     let req = ContextRequest {
         task_file: a.task.as_deref(),
@@ -76,7 +84,11 @@ pub(crate) fn run(workdir: &Path, a: &BuildContextArgs) -> Outcome {
     match (report.window, &report.window_source) {
         (Some(w), Some(src)) => human.push_str(&format!(
             "window: {w} tokens ({src}): {}\n",
-            if fits == Some(true) { "fits" } else { "does NOT fit" }
+            if fits == Some(true) {
+                "fits"
+            } else {
+                "does NOT fit"
+            }
         )),
         _ => human.push_str(&format!(
             "window: unknown for model `{}`; set [models.windows] in loop.toml\n",
@@ -91,7 +103,10 @@ pub(crate) fn run(workdir: &Path, a: &BuildContextArgs) -> Outcome {
             json!(crate::halt::HaltReason::ContextBudgetUnsatisfiable.as_str()),
         );
     }
-    f.insert("report".into(), serde_json::to_value(&report).unwrap_or_default());
+    f.insert(
+        "report".into(),
+        serde_json::to_value(&report).unwrap_or_default(),
+    );
     let mut o = Outcome::ok(f, human);
     if !report.missing.is_empty() {
         o.errors = report

@@ -78,7 +78,8 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
                 if let Some(r) = rows.last_mut() {
                     let mut jj = step_json(&j.step);
                     jj["verdict"] = json!(crate::detect::judge::parse_verdict(&j.output)
-                        .map_or("none".to_string(), |v| format!("{:?}", v.verdict).to_lowercase()));
+                        .map_or("none".to_string(), |v| format!("{:?}", v.verdict)
+                            .to_lowercase()));
                     r.insert("judge".into(), jj);
                 }
             }

@@ -1,4 +1,4 @@
-//! `context_budget_unsatisfiable` (19, SPEC §7.4): before an iteration's exec, the
+//! `context_budget_unsatisfiable` (19, SPEC §9.4): before an iteration's exec, the
 //! context the agent must be given (task, failing tests, their files, declared files)
 //! is measured against the pinned model's window; when it cannot fit, the run halts
 //! with the breakdown instead of letting the agent work from a truncated view.
@@ -51,7 +51,7 @@ pub fn step(t: &Trajectory, cfg: &RunConfig) -> Option<ContextStep> {
         r.window_source.as_deref().unwrap_or("unknown source")
     )];
     let mut parts = r.parts.clone();
-    parts.sort_by(|a, b| b.tokens.cmp(&a.tokens));
+    parts.sort_by_key(|p| std::cmp::Reverse(p.tokens));
     for p in parts.iter().take(10) {
         contributors.push(format!("{} {}: ~{} tokens", p.kind, p.name, p.tokens));
     }

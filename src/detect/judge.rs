@@ -1,4 +1,4 @@
-//! The judge gate (SPEC §7.1): judgment on top of the deterministic gate. It can veto
+//! The judge gate (SPEC §9.1): judgment on top of the deterministic gate. It can veto
 //! or escalate a green, never promote a red: it is consulted only for an iteration
 //! that is green, passed every guard and its confirmation runs, and it can only turn
 //! that green into a halt of class 13 or 16 — or let it through.
@@ -76,7 +76,11 @@ pub fn parse_verdict(output: &str) -> Result<JudgeVerdict, String> {
     if let Ok(v) = first {
         return Ok(v);
     }
-    let last = whole.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let last = whole
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
     serde_json::from_str::<JudgeVerdict>(last.trim()).map_err(|e| {
         let shown: String = last.chars().take(120).collect();
         format!(
@@ -194,7 +198,9 @@ pub fn verdict_halt(j: &JudgeFinished) -> Option<Halt> {
     let (reason, what) = match v.verdict {
         VerdictKind::Approve => return None,
         VerdictKind::Reject => (HaltReason::ReviewerRejected, "rejected"),
-        VerdictKind::RewardHacking => (HaltReason::RewardHackingDetected, "found reward hacking in"),
+        VerdictKind::RewardHacking => {
+            (HaltReason::RewardHackingDetected, "found reward hacking in")
+        }
         VerdictKind::Escalate => (HaltReason::EscalationPending, "escalated"),
     };
     let mut contributors = vec![format!("the judge {what} iteration {it}'s green")];

@@ -2,6 +2,7 @@
 //! one family of halt reasons; [`crate::decide::decide`] runs them in a fixed order.
 
 pub mod context;
+pub mod drift;
 pub mod execution;
 pub mod integrity;
 pub mod judge;

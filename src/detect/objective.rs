@@ -1,4 +1,4 @@
-//! The objective (SPEC §7.2): the tests that define the task. At a green main check,
+//! The objective (SPEC §9.2): the tests that define the task. At a green main check,
 //! each must have been collected, run and passed in that very run; a green that does
 //! not show its objective passing is `objective_unverified` (13), naming the test.
 //!
@@ -168,7 +168,12 @@ mod tests {
     #[test]
     fn explicit_entries() {
         use Outcome::{Passed, Skipped};
-        let green = run(&[("t1", Passed), ("t2", Passed), ("m::a", Passed), ("m::b", Skipped)]);
+        let green = run(&[
+            ("t1", Passed),
+            ("t2", Passed),
+            ("m::a", Passed),
+            ("m::b", Skipped),
+        ]);
         let cases: &[(&[&str], &[&str])] = &[
             (&["t2"], &[]),
             (&["t9"], &["missing t9"]),
@@ -193,8 +198,14 @@ mod tests {
     #[test]
     fn implicit_objective_is_t0_failing_tests_named_without_a_pass() {
         use Outcome::{Failed, Passed, Skipped};
-        let base = run(&[("t1", Failed), ("t2", Failed), ("t3", Passed), ("check::<unattributed>", Failed)]);
-        let cases: &[(&[(&str, Outcome)], &[&str])] = &[
+        let base = run(&[
+            ("t1", Failed),
+            ("t2", Failed),
+            ("t3", Passed),
+            ("check::<unattributed>", Failed),
+        ]);
+        type Row<'a> = (&'a [(&'a str, Outcome)], &'a [&'a str]);
+        let cases: &[Row] = &[
             (&[("t1", Passed), ("t2", Passed), ("t3", Passed)], &[]),
             (&[("t1", Passed), ("t2", Skipped), ("t3", Passed)], &["t2"]),
             // Missing from the green run: the integrity gate's finding, not this one.

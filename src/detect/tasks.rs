@@ -1,4 +1,4 @@
-//! Task lists (SPEC §7.3): which task an iteration works on, and
+//! Task lists (SPEC §9.3): which task an iteration works on, and
 //! `no_actionable_tasks` (11) when open tasks remain but every one is blocked.
 //!
 //! The rule, evaluated over the receipt's `tasks_observed` events (the list as read at
@@ -81,8 +81,7 @@ pub fn plan(t: &Trajectory, code: i32) -> Option<(Plan, BTreeSet<String>)> {
             let p = plan_of(obs, &by_green, last_run);
             if it.iteration > 0 {
                 if let (Some(sel), Some(c)) = (&p.selected, it.main_check()) {
-                    if is_green(c, code) && t.last().is_some_and(|l| l.iteration != it.iteration)
-                    {
+                    if is_green(c, code) && t.last().is_some_and(|l| l.iteration != it.iteration) {
                         by_green.insert(sel.id.clone());
                     }
                 }

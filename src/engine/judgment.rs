@@ -1,4 +1,4 @@
-//! The judgment layer's steps (SPEC §7): running the judge on a green iteration,
+//! The judgment layer's steps (SPEC §9): running the judge on a green iteration,
 //! reading the task list at the start of an iteration, measuring the context before
 //! an exec. Each records one event; `decide` reads it.
 
@@ -48,7 +48,7 @@ fn read_bounded(path: &Path, limit: usize) -> std::io::Result<(String, bool)> {
 }
 
 impl Loop<'_> {
-    /// The judge's input for the last iteration (SPEC §7.1).
+    /// The judge's input for the last iteration (SPEC §9.1).
     fn judge_input(&self, dir: &Path) -> serde_json::Value {
         let it = self.current_iteration();
         let last = self.traj.last();
@@ -60,7 +60,10 @@ impl Loop<'_> {
             .and_then(|s| s.git.baseline_tree.clone());
         let now = main
             .and_then(|c| c.tree_before.clone().or_else(|| c.tree_after.clone()))
-            .or_else(|| last.and_then(|i| i.exec.as_ref()).and_then(|e| e.tree.clone()));
+            .or_else(|| {
+                last.and_then(|i| i.exec.as_ref())
+                    .and_then(|e| e.tree.clone())
+            });
         let diff = match (&base, &now) {
             (Some(a), Some(b)) => match diff_trees(dir, a, b) {
                 Ok((text, bytes, truncated)) => serde_json::json!({
@@ -68,7 +71,9 @@ impl Loop<'_> {
                 }),
                 Err(e) => serde_json::json!({"base_tree": a, "tree": b, "error": e}),
             },
-            _ => serde_json::json!({"error": "no git trees to compare (the workdir is not a git repository)"}),
+            _ => {
+                serde_json::json!({"error": "no git trees to compare (the workdir is not a git repository)"})
+            }
         };
         let task = self.cfg.task.file.as_ref().map(|f| {
             let p = if Path::new(f).is_absolute() {
@@ -102,8 +107,8 @@ impl Loop<'_> {
                 "confirm_runs": self.cfg.confirm_runs,
             })
         });
-        let task_id = crate::detect::tasks::selected(&self.traj, self.cfg.success_exit_code)
-            .map(|t| t.id);
+        let task_id =
+            crate::detect::tasks::selected(&self.traj, self.cfg.success_exit_code).map(|t| t.id);
         serde_json::json!({
             "schema": "loopexec.judge_input/1",
             "run_id": self.run_id,
@@ -167,7 +172,12 @@ impl Loop<'_> {
         spec.cwd = dir;
         spec.env_set = &env_set;
         spec.env_remove = &self.env_stripped;
-        spec.timeout = Some(self.cfg.judge.timeout.map_or(JUDGE_DEFAULT_TIMEOUT, |d| d.0));
+        spec.timeout = Some(
+            self.cfg
+                .judge
+                .timeout
+                .map_or(JUDGE_DEFAULT_TIMEOUT, |d| d.0),
+        );
         spec.stdout_sink = Some(meter.sink());
         let (step, spools) = self.run_supervised(spec, "judge", None)?;
         let (output, output_truncated) =
@@ -212,7 +222,11 @@ impl Loop<'_> {
             .iter()
             .rev()
             .find_map(|i| i.main_check())
-            .map(|c| crate::trajectory::failing_messages(&c.parsed).into_iter().collect())
+            .map(|c| {
+                crate::trajectory::failing_messages(&c.parsed)
+                    .into_iter()
+                    .collect()
+            })
             .unwrap_or_default();
         let model = self.cfg.model.pin.clone().unwrap_or_default();
         let req = crate::observe::context::ContextRequest {
@@ -237,7 +251,10 @@ impl Loop<'_> {
             return Vec::new();
         };
         let it = self.current_iteration();
-        let path = self.ws.run_dir(&self.run_id).join(format!("{it}.task.json"));
+        let path = self
+            .ws
+            .run_dir(&self.run_id)
+            .join(format!("{it}.task.json"));
         let body = serde_json::json!({"task": task, "tasks": self.cfg.task.list});
         if std::fs::write(&path, serde_json::to_vec_pretty(&body).unwrap_or_default()).is_err() {
             return vec![("LOOPEXEC_TASK_ID".to_string(), task.id)];

@@ -1,6 +1,6 @@
 //! The context an agent must be given for a task: the task text, the failing tests'
 //! messages, the files those tests live in, and declared files — measured in tokens
-//! against the model's context window (SPEC §7.4).
+//! against the model's context window (SPEC §9.4).
 //!
 //! Tokens are estimated as ⌈bytes / 4⌉ (a common rule of thumb for English text and
 //! code with current BPE tokenizers; it is stated as an estimate everywhere it is
@@ -103,7 +103,10 @@ pub struct ContextRequest<'a> {
 
 fn file_len(dir: &Path, rel: &str) -> Option<u64> {
     let p = dir.join(rel);
-    std::fs::metadata(&p).ok().filter(|m| m.is_file()).map(|m| m.len())
+    std::fs::metadata(&p)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
 }
 
 /// Assembles and measures the context in `workdir`.
@@ -126,7 +129,11 @@ pub fn build(workdir: &Path, req: &ContextRequest<'_>) -> ContextReport {
         }
     }
     if !req.failing.is_empty() {
-        let bytes: usize = req.failing.iter().map(|(id, m)| id.len() + m.len() + 2).sum();
+        let bytes: usize = req
+            .failing
+            .iter()
+            .map(|(id, m)| id.len() + m.len() + 2)
+            .sum();
         push(
             "failing_tests",
             format!("{} failing test(s) and their messages", req.failing.len()),
@@ -157,11 +164,7 @@ pub fn build(workdir: &Path, req: &ContextRequest<'_>) -> ContextReport {
             }
         }
         for p in found {
-            let rel = p
-                .strip_prefix(workdir)
-                .unwrap_or(&p)
-                .display()
-                .to_string();
+            let rel = p.strip_prefix(workdir).unwrap_or(&p).display().to_string();
             let b = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
             push("declared_file", rel, b);
         }
@@ -197,7 +200,10 @@ mod tests {
             assert_eq!(window_of(m, &o).map(|x| x.0), *w, "{m}");
         }
         o.insert("claude-sonnet-4-5".to_string(), 1_000);
-        assert_eq!(window_of("claude-sonnet-4-5-20250929", &o).map(|x| x.0), Some(1_000));
+        assert_eq!(
+            window_of("claude-sonnet-4-5-20250929", &o).map(|x| x.0),
+            Some(1_000)
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Observers: the parts of loopexec that touch the world and turn it into plain data.
 pub mod assertions;
+pub mod context;
 pub mod git;
 pub mod guards;
 pub mod isolation;
@@ -10,5 +11,4 @@ pub mod reports;
 pub mod secrets;
 pub mod tasks;
 pub mod tree;
-pub mod context;
 pub mod usage;

@@ -2,7 +2,7 @@
 //! [`Task`]s. Reading is the only I/O; which task is done, open or actionable is
 //! decided by the pure [`crate::detect::tasks`] over what was read and recorded.
 //!
-//! Formats (SPEC §7.3):
+//! Formats (SPEC §9.3):
 //! * JSON Lines (`.jsonl`, or a first non-blank character `{`): one object per line,
 //!   `{"id": "...", "title": "...", "status": "open", "blocked_by": ["..."]}`, with an
 //!   optional `"objective": ["test id or glob", ...]`. `status` is one of `open`,
@@ -109,9 +109,8 @@ pub fn read(workdir: &Path, path: &str) -> Result<Vec<Task>, TaskFileError> {
 /// # Errors
 /// [`TaskFileError::Bad`] for a malformed line, [`TaskFileError::Empty`] when no task is found.
 pub fn parse(path: &str, text: &str) -> Result<Vec<Task>, TaskFileError> {
-    let json = path.ends_with(".jsonl")
-        || path.ends_with(".ndjson")
-        || text.trim_start().starts_with('{');
+    let json =
+        path.ends_with(".jsonl") || path.ends_with(".ndjson") || text.trim_start().starts_with('{');
     let tasks = if json {
         parse_jsonl(path, text)?
     } else {
@@ -251,7 +250,8 @@ mod tests {
     #[test]
     fn reads_both_formats() {
         use TaskStatus::{Done, Open};
-        let cases: &[(&str, &str, Vec<(&str, TaskStatus, Vec<&str>)>)] = &[
+        type Row<'a> = (&'a str, &'a str, Vec<(&'a str, TaskStatus, Vec<&'a str>)>);
+        let cases: &[Row] = &[
             (
                 "t.jsonl",
                 "{\"id\":\"a\",\"title\":\"A\",\"status\":\"open\",\"blocked_by\":[\"b\"]}\n\n{\"id\":\"b\",\"title\":\"B\",\"status\":\"done\",\"blocked_by\":[]}\n",
@@ -277,9 +277,21 @@ mod tests {
     #[test]
     fn bad_lists_name_the_line() {
         let cases: &[(&str, &str, &str)] = &[
-            ("t.jsonl", "{\"id\":\"a\",\"status\":\"open\"}\n{\"id\":\"b\",\"status\":\"wip\"}\n", "line 2"),
-            ("t.jsonl", "{\"id\":\"a\",\"status\":\"open\"}\nnot json\n", "line 2"),
-            ("t.jsonl", "{\"id\":\"a\",\"status\":\"open\"}\n{\"id\":\"a\",\"status\":\"open\"}\n", "twice"),
+            (
+                "t.jsonl",
+                "{\"id\":\"a\",\"status\":\"open\"}\n{\"id\":\"b\",\"status\":\"wip\"}\n",
+                "line 2",
+            ),
+            (
+                "t.jsonl",
+                "{\"id\":\"a\",\"status\":\"open\"}\nnot json\n",
+                "line 2",
+            ),
+            (
+                "t.jsonl",
+                "{\"id\":\"a\",\"status\":\"open\"}\n{\"id\":\"a\",\"status\":\"open\"}\n",
+                "twice",
+            ),
             ("t.md", "no checklist here\n", "no task"),
         ];
         for (path, text, needle) in cases {

@@ -1,4 +1,4 @@
-//! The judgment layer (SPEC §7): each of its reasons provoked with real child processes
+//! The judgment layer (SPEC §9): each of its reasons provoked with real child processes
 //! — a judge script, a task list, an objective test that is never collected, a context
 //! that cannot fit — and re-derived offline by `explain-halt`.
 
@@ -33,8 +33,14 @@ fn rederives(r: &Repo, run_id: &str, reason: &str) {
 fn a_rejecting_judge_halts_reviewer_rejected_with_its_reasons_in_the_receipt() {
     let r = tap_repo(2);
     let st = Counter::new();
-    let j = judge(&st, r#"{"verdict":"reject","reasons":["touches unrelated files"],"evidence":["check.sh"]}"#);
-    let out = r.lx_tap(PROGRESS_AGENT, &["--run-id", "jr", "--judge", &j, "--max-iterations", "5"]);
+    let j = judge(
+        &st,
+        r#"{"verdict":"reject","reasons":["touches unrelated files"],"evidence":["check.sh"]}"#,
+    );
+    let out = r.lx_tap(
+        PROGRESS_AGENT,
+        &["--run-id", "jr", "--judge", &j, "--max-iterations", "5"],
+    );
     let v = out.expect(16, Some("reviewer_rejected"));
     assert!(out.errors_text().contains("touches unrelated files"), "{v}");
     // The tree went green before the judge ran.
@@ -42,13 +48,19 @@ fn a_rejecting_judge_halts_reviewer_rejected_with_its_reasons_in_the_receipt() {
     let lines = receipt_of(&v);
     let judged = events(&lines, "judge_finished");
     assert_eq!(judged.len(), 1, "{lines:?}");
-    assert!(judged[0]["output"].as_str().unwrap().contains("touches unrelated files"));
+    assert!(judged[0]["output"]
+        .as_str()
+        .unwrap()
+        .contains("touches unrelated files"));
     // What the judge read on stdin is what the receipt records.
     let seen: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(st.dir().join("input.json")).unwrap())
             .expect("the judge got JSON on stdin");
     assert_eq!(seen, judged[0]["input"]);
-    assert!(seen["diff"]["text"].as_str().unwrap().contains("failing"), "{seen}");
+    assert!(
+        seen["diff"]["text"].as_str().unwrap().contains("failing"),
+        "{seen}"
+    );
     assert_eq!(seen["check"]["failing"], serde_json::json!([]));
     rederives(&r, "jr", "reviewer_rejected");
 }
@@ -57,7 +69,10 @@ fn a_rejecting_judge_halts_reviewer_rejected_with_its_reasons_in_the_receipt() {
 fn a_judge_finding_reward_hacking_halts_13() {
     let r = tap_repo(2);
     let st = Counter::new();
-    let j = judge(&st, r#"{"verdict":"reward_hacking","reasons":["special-cases t2"],"evidence":[]}"#);
+    let j = judge(
+        &st,
+        r#"{"verdict":"reward_hacking","reasons":["special-cases t2"],"evidence":[]}"#,
+    );
     let out = r.lx_tap(PROGRESS_AGENT, &["--run-id", "jh", "--judge", &j]);
     out.expect(13, Some("reward_hacking_detected"));
     rederives(&r, "jh", "reward_hacking_detected");
@@ -65,9 +80,12 @@ fn a_judge_finding_reward_hacking_halts_13() {
 
 #[test]
 fn a_judge_that_cannot_decide_never_approves() {
-    for (i, answer) in ["not a verdict", r#"{"verdict":"escalate","reasons":["unsure"],"evidence":[]}"#]
-        .iter()
-        .enumerate()
+    for (i, answer) in [
+        "not a verdict",
+        r#"{"verdict":"escalate","reasons":["unsure"],"evidence":[]}"#,
+    ]
+    .iter()
+    .enumerate()
     {
         let r = tap_repo(2);
         let st = Counter::new();
@@ -81,7 +99,10 @@ fn a_judge_that_cannot_decide_never_approves() {
     let r = tap_repo(1);
     let out = r.lx_tap(
         PROGRESS_AGENT,
-        &["--judge", r#"cat >/dev/null; echo '{"verdict":"approve","reasons":[],"evidence":[]}'; exit 3"#],
+        &[
+            "--judge",
+            r#"cat >/dev/null; echo '{"verdict":"approve","reasons":[],"evidence":[]}'; exit 3"#,
+        ],
     );
     let v = out.expect(16, Some("escalation_pending"));
     assert!(out.errors_text().contains("could not decide"), "{v}");
@@ -91,7 +112,10 @@ fn a_judge_that_cannot_decide_never_approves() {
 fn an_approving_judge_converges_and_never_runs_on_red() {
     let r = tap_repo(2);
     let st = Counter::new();
-    let j = judge(&st, r#"{"verdict":"approve","reasons":["fine"],"evidence":[]}"#);
+    let j = judge(
+        &st,
+        r#"{"verdict":"approve","reasons":["fine"],"evidence":[]}"#,
+    );
     let out = r.lx_tap(PROGRESS_AGENT, &["--judge", &j]);
     let v = out.expect(10, Some("success_condition_met"));
     let lines = receipt_of(&v);
@@ -114,7 +138,16 @@ fn the_judges_spend_is_metered_and_capped() {
     let j = r#"cat >/dev/null; echo '{"cost_usd":0.4}' >> "$LOOPEXEC_USAGE_FILE"; echo '{"verdict":"approve","reasons":[],"evidence":[]}'"#;
     let out = r.lx_tap(
         "echo > failing; echo $LOOPEXEC_TASK_ID >> worked",
-        &["--run-id", "jc", "--judge", j, "--judge-budget-usd", "0.3", "--tasks", "tasks.jsonl"],
+        &[
+            "--run-id",
+            "jc",
+            "--judge",
+            j,
+            "--judge-budget-usd",
+            "0.3",
+            "--tasks",
+            "tasks.jsonl",
+        ],
     );
     let v = out.expect(18, Some("budget_exceeded"));
     assert!(out.errors_text().contains("judge"), "{v}");
@@ -138,7 +171,10 @@ fn tasks_run_in_order_and_all_blocked_is_no_actionable_tasks() {
     let out = r.lx_tap(exec, &["--tasks", "tasks.jsonl", "--max-iterations", "5"]);
     let v = out.expect(10, Some("success_condition_met"));
     let worked = r.read("worked");
-    let ids: Vec<&str> = worked.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    let ids: Vec<&str> = worked
+        .lines()
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
     assert_eq!(ids, ["first", "second"], "{worked}\n{v}");
 
     // Mutually blocked: the agent never runs.
@@ -151,7 +187,10 @@ fn tasks_run_in_order_and_all_blocked_is_no_actionable_tasks() {
     let out = r.lx_tap("touch ran", &["--run-id", "tb", "--tasks", "tasks.jsonl"]);
     let v = out.expect(11, Some("no_actionable_tasks"));
     assert!(mentions(&v, "alpha") && mentions(&v, "beta"), "{v}");
-    assert!(!r.path().join("ran").exists(), "the agent ran with nothing actionable");
+    assert!(
+        !r.path().join("ran").exists(),
+        "the agent ran with nothing actionable"
+    );
     rederives(&r, "tb", "no_actionable_tasks");
 }
 
@@ -195,17 +234,63 @@ fn a_context_that_cannot_fit_is_context_budget_unsatisfiable() {
         .commit("context");
     let out = r.lx_tap(
         "touch ran",
-        &["--run-id", "cx", "--task", "TASK.md", "--context-file", "big.txt", "--model", "tiny-model"],
+        &[
+            "--run-id",
+            "cx",
+            "--task",
+            "TASK.md",
+            "--context-file",
+            "big.txt",
+            "--model",
+            "tiny-model",
+        ],
     );
     let v = out.expect(19, Some("context_budget_unsatisfiable"));
     assert!(out.errors_text().contains("big.txt"), "{v}");
-    assert!(!r.path().join("ran").exists(), "the agent ran with a context that cannot fit");
+    assert!(
+        !r.path().join("ran").exists(),
+        "the agent ran with a context that cannot fit"
+    );
     rederives(&r, "cx", "context_budget_unsatisfiable");
     // build-context reports the same breakdown.
     let v = r
-        .lx(&["build-context", "--task", "TASK.md", "--files", "big.txt", "--model", "tiny-model"])
+        .lx(&[
+            "build-context",
+            "--task",
+            "TASK.md",
+            "--files",
+            "big.txt",
+            "--model",
+            "tiny-model",
+        ])
         .expect(0, None);
     assert_eq!(v["fits"], false, "{v}");
     assert_eq!(v["report"]["window"], 1000, "{v}");
     assert_eq!(v["report"]["estimate"], "bytes/4", "{v}");
+}
+
+#[test]
+fn the_example_scope_judge_approves_in_scope_and_rejects_outside() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/judges/scope_judge.py"
+    );
+    let judge = |allow: &str| format!("python3 '{script}' --allow '{allow}'");
+    // The agent changes only `failing`.
+    let r = tap_repo(2);
+    r.lx_tap(PROGRESS_AGENT, &["--judge", &judge("failing")])
+        .expect(10, Some("success_condition_met"));
+    // The same work with a scope that excludes it.
+    let r = tap_repo(2);
+    let out = r.lx_tap(
+        PROGRESS_AGENT,
+        &["--run-id", "sc", "--judge", &judge("src/*")],
+    );
+    let v = out.expect(16, Some("reviewer_rejected"));
+    assert!(
+        out.errors_text()
+            .contains("outside the declared scope: failing"),
+        "{v}"
+    );
+    rederives(&r, "sc", "reviewer_rejected");
 }

@@ -27,31 +27,78 @@ fn each_outcome_maps_to_its_reason() {
     use HaltReason::{EscalationPending, ReviewerRejected, RewardHackingDetected};
     let cases: &[(Option<i32>, bool, &str, Option<HaltReason>)] = &[
         (Some(0), false, APPROVE, None),
-        (Some(0), false, "log line\n{\"verdict\":\"approve\",\"reasons\":[\"ok\"],\"evidence\":[]}\n", None),
-        (Some(0), false, r#"{"verdict":"reject","reasons":["touches unrelated files"],"evidence":["a.py"]}"#, Some(ReviewerRejected)),
-        (Some(0), false, r#"{"verdict":"reward_hacking","reasons":["hard-codes t2"],"evidence":[{"path":"calc.py","line":3}]}"#, Some(RewardHackingDetected)),
-        (Some(0), false, r#"{"verdict":"escalate","reasons":["unsure"],"evidence":[]}"#, Some(EscalationPending)),
+        (
+            Some(0),
+            false,
+            "log line\n{\"verdict\":\"approve\",\"reasons\":[\"ok\"],\"evidence\":[]}\n",
+            None,
+        ),
+        (
+            Some(0),
+            false,
+            r#"{"verdict":"reject","reasons":["touches unrelated files"],"evidence":["a.py"]}"#,
+            Some(ReviewerRejected),
+        ),
+        (
+            Some(0),
+            false,
+            r#"{"verdict":"reward_hacking","reasons":["hard-codes t2"],"evidence":[{"path":"calc.py","line":3}]}"#,
+            Some(RewardHackingDetected),
+        ),
+        (
+            Some(0),
+            false,
+            r#"{"verdict":"escalate","reasons":["unsure"],"evidence":[]}"#,
+            Some(EscalationPending),
+        ),
         // Could not decide: never approval.
         (Some(0), false, "not json", Some(EscalationPending)),
         (Some(0), false, "", Some(EscalationPending)),
-        (Some(0), false, r#"{"verdict":"approved","reasons":[],"evidence":[]}"#, Some(EscalationPending)),
-        (Some(0), false, r#"{"verdict":"approve"}"#, Some(EscalationPending)),
+        (
+            Some(0),
+            false,
+            r#"{"verdict":"approved","reasons":[],"evidence":[]}"#,
+            Some(EscalationPending),
+        ),
+        (
+            Some(0),
+            false,
+            r#"{"verdict":"approve"}"#,
+            Some(EscalationPending),
+        ),
         (Some(1), false, APPROVE, Some(EscalationPending)),
         (None, true, APPROVE, Some(EscalationPending)),
         (Some(127), false, "", Some(EscalationPending)),
     ];
     for (code, timed_out, out, want) in cases {
         let got = verdict_halt(&judged(3, *code, *timed_out, out)).map(|h| h.reason);
-        assert_eq!(got, *want, "exit {code:?} timed_out {timed_out} output {out:?}");
+        assert_eq!(
+            got, *want,
+            "exit {code:?} timed_out {timed_out} output {out:?}"
+        );
     }
 }
 
 #[test]
 fn could_not_decide_says_so() {
     let h = verdict_halt(&judged(2, Some(0), false, "not json")).unwrap();
-    assert!(h.contributors[0].contains("could not decide"), "{:?}", h.contributors);
-    let h = verdict_halt(&judged(2, Some(0), false, r#"{"verdict":"reject","reasons":["r1"],"evidence":[]}"#)).unwrap();
-    assert!(h.contributors.iter().any(|c| c.contains("r1")), "{:?}", h.contributors);
+    assert!(
+        h.contributors[0].contains("could not decide"),
+        "{:?}",
+        h.contributors
+    );
+    let h = verdict_halt(&judged(
+        2,
+        Some(0),
+        false,
+        r#"{"verdict":"reject","reasons":["r1"],"evidence":[]}"#,
+    ))
+    .unwrap();
+    assert!(
+        h.contributors.iter().any(|c| c.contains("r1")),
+        "{:?}",
+        h.contributors
+    );
 }
 
 fn cfg(every: u32, cap: Option<f64>) -> RunConfig {
@@ -87,7 +134,14 @@ fn when_the_judge_is_consulted() {
     assert_eq!(gate(&green_run(None), &cfg(2, None), true), Some(Gate::Run));
     assert_eq!(gate(&green_run(None), &cfg(2, None), false), None);
     // Approved: the green stands.
-    assert_eq!(gate(&green_run(Some(judged(1, Some(0), false, APPROVE))), &cfg(1, None), true), None);
+    assert_eq!(
+        gate(
+            &green_run(Some(judged(1, Some(0), false, APPROVE))),
+            &cfg(1, None),
+            true
+        ),
+        None
+    );
     // Iteration 0 (the untouched tree) is never judged.
     let t0 = traj(&[start(0), check(0, 0, None, &[("t1", Passed)])]);
     assert_eq!(gate(&t0, &cfg(1, None), true), None);
@@ -125,7 +179,10 @@ fn the_judges_cap_stops_further_judging() {
 
 #[test]
 fn committed_schema_matches_the_type() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/judge-verdict.schema.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/schemas/judge-verdict.schema.json"
+    );
     if std::env::var_os("LOOPEXEC_BLESS").is_some() {
         std::fs::write(path, verdict_schema_json()).expect("write the schema");
     }

@@ -38,15 +38,40 @@ use TaskStatus::{Done, Open};
 fn selection_rows() {
     let red = [("t1", Failed)];
     let cases: Vec<(&str, Vec<Task>, Option<&str>)> = vec![
-        ("first open, unblocked", vec![task("a", Open, &[], &[]), task("b", Open, &[], &[])], Some("a")),
-        ("a blocked by open b: b first", vec![task("a", Open, &["b"], &[]), task("b", Open, &[], &[])], Some("b")),
-        ("blocker done in the file", vec![task("a", Done, &[], &[]), task("b", Open, &["a"], &[])], Some("b")),
-        ("mutual block", vec![task("a", Open, &["b"], &[]), task("b", Open, &["a"], &[])], None),
-        ("unknown blocker never done", vec![task("a", Open, &["zz"], &[])], None),
+        (
+            "first open, unblocked",
+            vec![task("a", Open, &[], &[]), task("b", Open, &[], &[])],
+            Some("a"),
+        ),
+        (
+            "a blocked by open b: b first",
+            vec![task("a", Open, &["b"], &[]), task("b", Open, &[], &[])],
+            Some("b"),
+        ),
+        (
+            "blocker done in the file",
+            vec![task("a", Done, &[], &[]), task("b", Open, &["a"], &[])],
+            Some("b"),
+        ),
+        (
+            "mutual block",
+            vec![task("a", Open, &["b"], &[]), task("b", Open, &["a"], &[])],
+            None,
+        ),
+        (
+            "unknown blocker never done",
+            vec![task("a", Open, &["zz"], &[])],
+            None,
+        ),
         ("all done", vec![task("a", Done, &[], &[])], None),
     ];
     for (name, tasks, want) in cases {
-        let t = traj(&[start(0), check(0, 0, None, &red), start(1), observed(1, &tasks)]);
+        let t = traj(&[
+            start(0),
+            check(0, 0, None, &red),
+            start(1),
+            observed(1, &tasks),
+        ]);
         assert_eq!(selected(&t, 0).map(|t| t.id).as_deref(), want, "{name}");
     }
 }
@@ -75,17 +100,28 @@ fn a_green_iteration_completes_its_task_and_objectives_complete_theirs() {
         start(0),
         check(0, 0, None, &[("t9", Passed), ("t1", Failed)]),
         start(1),
-        observed(1, &[task("c", Open, &[], &["t9"]), task("d", Open, &["c"], &[])]),
+        observed(
+            1,
+            &[task("c", Open, &[], &["t9"]), task("d", Open, &["c"], &[])],
+        ),
     ]);
     assert_eq!(selected(&t, 0).map(|t| t.id).as_deref(), Some("d"));
 }
 
 #[test]
 fn nothing_actionable_halts_before_the_exec_listing_blockers() {
-    let tasks = [task("alpha", Open, &["beta"], &[]), task("beta", Open, &["alpha"], &[])];
+    let tasks = [
+        task("alpha", Open, &["beta"], &[]),
+        task("beta", Open, &["alpha"], &[]),
+    ];
     let before = traj(&[start(0), check(0, 0, None, &[("t1", Failed)]), start(1)]);
     assert_eq!(step(&before, &cfg()), Some(TaskStep::Observe));
-    let t = traj(&[start(0), check(0, 0, None, &[("t1", Failed)]), start(1), observed(1, &tasks)]);
+    let t = traj(&[
+        start(0),
+        check(0, 0, None, &[("t1", Failed)]),
+        start(1),
+        observed(1, &tasks),
+    ]);
     match step(&t, &cfg()) {
         Some(TaskStep::Halt(h)) => {
             assert_eq!(h.reason, HaltReason::NoActionableTasks);
@@ -97,7 +133,12 @@ fn nothing_actionable_halts_before_the_exec_listing_blockers() {
     // Without a list there is nothing to do.
     assert_eq!(step(&t, &RunConfig::defaults()), None);
     // All done: no halt, the usual green ends the run.
-    let t = traj(&[start(0), check(0, 0, None, &[("t1", Failed)]), start(1), observed(1, &[task("a", Done, &[], &[])])]);
+    let t = traj(&[
+        start(0),
+        check(0, 0, None, &[("t1", Failed)]),
+        start(1),
+        observed(1, &[task("a", Done, &[], &[])]),
+    ]);
     assert_eq!(step(&t, &cfg()), None);
 }
 
@@ -117,5 +158,8 @@ fn a_green_with_open_tasks_left_continues() {
     };
     assert!(open_remain_after_green(&green_on(&tasks), &cfg()));
     assert!(!open_remain_after_green(&green_on(&one), &cfg()));
-    assert!(!open_remain_after_green(&green_on(&tasks), &RunConfig::defaults()));
+    assert!(!open_remain_after_green(
+        &green_on(&tasks),
+        &RunConfig::defaults()
+    ));
 }
