@@ -294,3 +294,42 @@ fn the_example_scope_judge_approves_in_scope_and_rejects_outside() {
     );
     rederives(&r, "sc", "reviewer_rejected");
 }
+
+/// An agent printing Claude Code stream-json whose CLI version is 2.1.14 for its first
+/// two calls and 2.2.0 afterwards (same model), state kept in `c`.
+fn upgrading_agent(c: &Counter) -> String {
+    let s = c.shell();
+    format!(
+        "{PROGRESS_AGENT}\nn=$(cat {s}); echo $((n+1)) > {s}\nv=2.1.14; [ $n -ge 2 ] && v=2.2.0\nm=claude-sonnet-4-5-20250929\n{}",
+        r#"echo '{"type":"system","subtype":"init","session_id":"s1","model":"'$m'","claude_code_version":"'$v'","tools":[]}'
+echo '{"type":"assistant","message":{"id":"msg_'$n'","type":"message","role":"assistant","model":"'$m'","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":10,"output_tokens":5}},"session_id":"s1"}'
+echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"session_id":"s1","total_cost_usd":0.01,"usage":{"input_tokens":10,"output_tokens":5}}'
+"#
+    )
+}
+
+#[test]
+fn a_cli_upgrade_mid_run_is_drift_unless_allowed() {
+    let c = Counter::new();
+    let r = tap_repo(6);
+    r.write("agent.sh", &upgrading_agent(&c)).commit("agent");
+    let out = r.lx_tap(
+        "bash agent.sh",
+        &["--run-id", "up", "--max-iterations", "9"],
+    );
+    let v = out.expect(19, Some("model_drift_detected"));
+    assert_eq!(v["iteration"], 3, "{v}");
+    let changed = &v["detail"]["changed"];
+    assert_eq!(changed[0]["field"], "cli_version", "{v}");
+    assert_eq!(changed[0]["pinned"], "2.1.14", "{v}");
+    assert_eq!(changed[0]["observed"], "2.2.0", "{v}");
+    rederives(&r, "up", "model_drift_detected");
+
+    let c = Counter::new();
+    let r = tap_repo(6);
+    r.write("agent.sh", &upgrading_agent(&c))
+        .write("loop.toml", "[models]\nallow_cli_upgrade = true\n")
+        .commit("agent");
+    r.lx_tap("bash agent.sh", &["--max-iterations", "9"])
+        .expect(10, Some("success_condition_met"));
+}
