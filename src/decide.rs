@@ -11,8 +11,10 @@
 //! | 1a | task list, context budget ([`crate::judgment::before_step`]) | no_actionable_tasks, context_budget_unsatisfiable | before an exec |
 //! | 2 | blocked paths | blocked_path_modified | after the exec |
 //! | 3 | spend and identity | budget_exceeded, cost_anomaly, model_drift_detected | after the exec |
-//! | 4 | oracle trust | hermeticity_violation, check_flaky | after a check |
+//! | 2b | frozen oracle | metric_integrity_violation | after the exec |
+//! | 4 | tampering around the check, oracle trust | metric_integrity_violation, hermeticity_violation, check_flaky | after a check |
 //! | 5 | metric integrity (if green, accepted, or green by exit code) | metric_integrity_violation | after a check |
+//! | 5b | evidence (fail closed, if green) | objective_unverified | after a check |
 //! | 6a | objective ([`objective::verify`]) | objective_unverified | the main check is green |
 //! | 6b | judgment ([`crate::judgment::after_green`]) | reviewer_rejected, reward_hacking_detected, escalation_pending | green and confirmed |
 //! | 6 | success | success_condition_met | the main check and its confirmations are green |
@@ -112,6 +114,15 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         {
             return halt(h);
         }
+        if let Some(h) = now.as_ref().and_then(|m| integrity::frozen_oracle(cfg, m)) {
+            return halt(h);
+        }
+        if let Some(h) = now
+            .as_ref()
+            .and_then(|m| integrity::toolchain(t0.as_ref(), m))
+        {
+            return halt(h);
+        }
         if let Some(h) = spend::detect(t, cfg) {
             return halt(h);
         }
@@ -120,6 +131,9 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         return go(Next::Check);
     };
     for c in &last.checks {
+        if let Some(h) = integrity::check_tampering(c) {
+            return halt(h);
+        }
         if let Some(h) = oracle::hermeticity(cfg, c) {
             return halt(h);
         }
@@ -147,6 +161,32 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         }
     }
     if green {
+        if let Some(h) = now.as_ref().and_then(integrity::runner_tampering) {
+            return halt(h);
+        }
+        // Fail closed: a green run is believed only on positive evidence.
+        let t0 = t.started.as_ref().and_then(|s| measures(&s.baseline));
+        let judged = if last.iteration == 0 {
+            t0.as_ref()
+        } else {
+            now.as_ref()
+        };
+        let unavailable = t
+            .started
+            .as_ref()
+            .map_or(&[][..], |s| s.guards_unavailable.as_slice());
+        let t0_shown = t
+            .baseline_check()
+            .map(|b| integrity::Shown::of(&b.parsed))
+            .unwrap_or_default();
+        if let Some(h) = integrity::evidence(
+            unavailable,
+            judged,
+            t0_shown,
+            integrity::Shown::of(&main.parsed),
+        ) {
+            return halt(h);
+        }
         if let Some(h) = objective::verify(t, cfg, &main.parsed) {
             return halt(h);
         }

@@ -162,6 +162,8 @@ mod tests {
                 })
                 .collect(),
             diagnostics: Vec::new(),
+            summary: None,
+            not_run: None,
         }
     }
 

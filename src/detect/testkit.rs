@@ -28,6 +28,7 @@ pub fn step(code: Option<i32>) -> StepResult {
         pipe_held_open: false,
         stdout: empty.clone(),
         stderr: empty,
+        escaped: Vec::new(),
     }
 }
 
@@ -46,6 +47,8 @@ pub fn parsed(tests: &[(&str, Outcome)]) -> ParsedRun {
             })
             .collect(),
         diagnostics: Vec::new(),
+        summary: None,
+        not_run: None,
     }
 }
 
@@ -64,6 +67,9 @@ pub fn check(it: u32, attempt: u32, tree: Option<&str>, tests: &[(&str, Outcome)
         check_created: Vec::new(),
         reports: Vec::new(),
         watchdog: None,
+        changed_during_check: Vec::new(),
+        clean_room: None,
+        dependencies_changed: Vec::new(),
     }))
 }
 

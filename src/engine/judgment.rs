@@ -49,7 +49,7 @@ fn read_bounded(path: &Path, limit: usize) -> std::io::Result<(String, bool)> {
 
 impl Loop<'_> {
     /// The judge's input for the last iteration (SPEC §9.1).
-    fn judge_input(&self, dir: &Path) -> serde_json::Value {
+    fn judge_input(&self) -> serde_json::Value {
         let it = self.current_iteration();
         let last = self.traj.last();
         let main = last.and_then(|i| i.main_check());
@@ -58,14 +58,22 @@ impl Loop<'_> {
             .started
             .as_ref()
             .and_then(|s| s.git.baseline_tree.clone());
+        // The tree under judgment: what the clean room held for the check, else the
+        // tree the check ran on, else the tree after the exec.
         let now = main
-            .and_then(|c| c.tree_before.clone().or_else(|| c.tree_after.clone()))
+            .and_then(|c| c.clean_room.as_ref().map(|r| r.tree.clone()))
+            .or_else(|| main.and_then(|c| c.tree_before.clone().or_else(|| c.tree_after.clone())))
             .or_else(|| {
                 last.and_then(|i| i.exec.as_ref())
                     .and_then(|e| e.tree.clone())
             });
+        // Tree ids live in loopexec's snapshot store (else in the workdir's repository).
+        let objects = self
+            .tree
+            .store()
+            .map_or_else(|| self.ws.workdir.clone(), |s| s.dir().to_path_buf());
         let diff = match (&base, &now) {
-            (Some(a), Some(b)) => match diff_trees(dir, a, b) {
+            (Some(a), Some(b)) => match diff_trees(&objects, a, b) {
                 Ok((text, bytes, truncated)) => serde_json::json!({
                     "base_tree": a, "tree": b, "text": text, "bytes": bytes, "truncated": truncated,
                 }),
@@ -121,10 +129,13 @@ impl Loop<'_> {
         })
     }
 
-    /// Runs the judge on the last (green) iteration in the workdir and records
-    /// `judge_finished`.
+    /// Runs the judge on the last (green) iteration in the clean room the check just
+    /// ran in (the workdir with `--check-in-place`) and records `judge_finished`.
     pub(super) fn judge(&mut self) -> Result<(), EngineError> {
-        let dir = self.ws.workdir.clone();
+        let dir = self
+            .room
+            .as_ref()
+            .map_or_else(|| self.ws.workdir.clone(), |r| r.root().to_path_buf());
         self.judge_in(&dir)
     }
 
@@ -138,7 +149,7 @@ impl Loop<'_> {
         };
         self.say("judge");
         let run_dir = self.ws.run_dir(&self.run_id);
-        let input = self.judge_input(dir);
+        let input = self.judge_input();
         let input_path = run_dir.join(format!("{it}.judge-input.json"));
         let bytes = serde_json::to_vec(&input).unwrap_or_default();
         std::fs::write(&input_path, &bytes).map_err(|source| EngineError::Capture {
@@ -171,7 +182,7 @@ impl Loop<'_> {
         let mut spec = self.step_spec(&wrapped, prefix);
         spec.cwd = dir;
         spec.env_set = &env_set;
-        spec.env_remove = &self.env_stripped;
+        // Like the agent, the judge is the user's own tool: it keeps its credentials.
         spec.timeout = Some(
             self.cfg
                 .judge
