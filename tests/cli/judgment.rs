@@ -333,3 +333,55 @@ fn a_cli_upgrade_mid_run_is_drift_unless_allowed() {
     r.lx_tap("bash agent.sh", &["--max-iterations", "9"])
         .expect(10, Some("success_condition_met"));
 }
+
+#[test]
+fn a_judge_that_hangs_is_ended_and_cannot_decide() {
+    let _g = ProcGuard::new(&["sleep 4191"]);
+    let r = tap_repo(1);
+    let out = r.lx_tap(
+        PROGRESS_AGENT,
+        &[
+            "--run-id",
+            "jt",
+            "--judge",
+            "cat >/dev/null; sleep 4191",
+            "--judge-timeout",
+            "1s",
+        ],
+    );
+    let v = out.expect(16, Some("escalation_pending"));
+    assert!(out.errors_text().contains("timed out"), "{v}");
+    assert_none_left("sleep 4191", "the hung judge");
+    rederives(&r, "jt", "escalation_pending");
+}
+
+#[test]
+fn judge_every_n_skips_intermediate_greens_but_never_the_last() {
+    // Three tasks, each completed by one green iteration; --judge-every 2 judges the
+    // second green (intermediate) and the third (the one that ends the run).
+    let r = tap_repo(1);
+    r.write("tasks.md", "- [ ] one\n- [ ] two\n- [ ] three\n")
+        .commit("tasks");
+    let j = r#"cat >/dev/null; echo '{"verdict":"approve","reasons":[],"evidence":[]}'"#;
+    let out = r.lx_tap(
+        "echo > failing",
+        &[
+            "--tasks",
+            "tasks.md",
+            "--judge",
+            j,
+            "--judge-every",
+            "2",
+            "--max-iterations",
+            "5",
+        ],
+    );
+    let v = out.expect(10, Some("success_condition_met"));
+    let lines = receipt_of(&v);
+    let judged: Vec<i64> = events(&lines, "judge_finished")
+        .iter()
+        .map(|j| j["iteration"].as_i64().unwrap())
+        .collect();
+    assert_eq!(judged, [2, 3], "{v}");
+    assert_eq!(v["iteration"], 3, "{v}");
+}
