@@ -13,7 +13,7 @@
 //!   below `[oracle] confidence_target` (default 0.95). Without a disagreement nothing
 //!   speaks against the check, so a few agreeing runs never halt. One disagreement
 //!   is enough while fewer than 110 runs back the group at the default target (see
-//!   the table in SPEC §9.5 and [`tests`]); a lower target tolerates it in larger
+//!   the table in SPEC §9.5 and the `bound_table` test); a lower target tolerates it in larger
 //!   groups, but a green whose confirmations disagree with it is never believed.
 
 use crate::config::RunConfig;

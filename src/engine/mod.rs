@@ -11,7 +11,7 @@
 //! nothing: it only does what the decision says (run the exec, run the check, run a
 //! confirmation, revert a rejected iteration, start the next one, or stop).
 //!
-//! Layout: this file holds the lifecycle (`run`, `drive`, `act`); [`steps`] runs the
+//! Layout: this file holds the lifecycle (`run`, `drive`, `act`); `steps` runs the
 //! exec and the check; `ratchet` restores the last accepted snapshot; `recorder`
 //! owns the receipt and ledger writes.
 
