@@ -87,6 +87,30 @@ pub fn check_implicit(baseline: &ParsedRun, run: &ParsedRun) -> Vec<Unverified> 
         .collect()
 }
 
+/// The objective in force: the explicit entries, or else t0's named failing set (with
+/// where it came from: `explicit`, `t0_failing`, or `none`).
+#[must_use]
+pub fn effective(t: &Trajectory, cfg: &RunConfig) -> (Vec<String>, &'static str) {
+    if !cfg.task.objective.is_empty() {
+        return (cfg.task.objective.clone(), "explicit");
+    }
+    let implicit: Vec<String> = t
+        .baseline_check()
+        .map(|b| {
+            b.parsed
+                .failing()
+                .into_iter()
+                .filter(|id| !id.ends_with(UNATTRIBUTED_SUFFIX))
+                .collect()
+        })
+        .unwrap_or_default();
+    if implicit.is_empty() {
+        (implicit, "none")
+    } else {
+        (implicit, "t0_failing")
+    }
+}
+
 /// `objective_unverified` for the last iteration's green main check, if any entry is
 /// unverified. `run` is that green main check's parse.
 #[must_use]

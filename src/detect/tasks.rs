@@ -3,10 +3,12 @@
 //!
 //! The rule, evaluated over the receipt's `tasks_observed` events (the list as read at
 //! the start of each iteration):
-//! * a task is **done** when the file marks it done (`[x]`, or a done status), or it
-//!   names objective tests and every one passed in the latest main check, or it was the
-//!   task selected for an earlier iteration whose check went green and passed every
-//!   guard (a green iteration completes its task);
+//! * a task is **done** when the file marks it done (`[x]`, or a done status) and
+//!   either it was already marked so when the run first read the list or the latest
+//!   main check is green (a tick made during the run counts once the check is green);
+//!   or it names objective tests and every one passed in the latest main check; or it
+//!   was the task selected for an earlier iteration whose check went green and passed
+//!   every guard (a green iteration completes its task);
 //! * a task is **actionable** when it is open and every task in its `blocked_by` is
 //!   done (a blocker id that is not in the list is never done);
 //! * an iteration works on the first actionable task in file order
@@ -39,17 +41,27 @@ fn objective_done(task: &Task, run: Option<&crate::check::model::ParsedRun>) -> 
         && run.is_some_and(|r| super::objective::check_explicit(&task.objective, r).is_empty())
 }
 
-fn plan_of(
-    obs: &TasksObserved,
-    by_green: &BTreeSet<String>,
-    run: Option<&crate::check::model::ParsedRun>,
-) -> Plan {
+/// What a task's done-ness is judged against at one observation.
+struct Basis<'a> {
+    /// Ids completed by earlier green iterations.
+    by_green: &'a BTreeSet<String>,
+    /// The latest main check before (or, after a green, of) this iteration.
+    run: Option<&'a crate::check::model::ParsedRun>,
+    /// Whether that check was green.
+    run_green: bool,
+    /// Ids the list marked done when the run first read it.
+    initially_done: &'a BTreeSet<String>,
+}
+
+fn plan_of(obs: &TasksObserved, b: &Basis<'_>) -> Plan {
+    // A tick made during the run counts once the check is green.
+    let file_done = |t: &Task| {
+        t.status == TaskStatus::Done && (b.initially_done.contains(&t.id) || b.run_green)
+    };
     let done: BTreeSet<String> = obs
         .tasks
         .iter()
-        .filter(|t| {
-            t.status == TaskStatus::Done || by_green.contains(&t.id) || objective_done(t, run)
-        })
+        .filter(|t| file_done(t) || b.by_green.contains(&t.id) || objective_done(t, b.run))
         .map(|t| t.id.clone())
         .collect();
     let open: Vec<Task> = obs
@@ -74,11 +86,21 @@ fn plan_of(
 #[must_use]
 pub fn plan(t: &Trajectory, code: i32) -> Option<(Plan, BTreeSet<String>)> {
     let mut by_green = BTreeSet::new();
-    let mut last_run = None;
+    let mut last_run: Option<&crate::check::model::ParsedRun> = None;
+    let mut last_green = false;
     let mut current = None;
+    let initially_done = initially_done(t);
     for it in &t.iterations {
         if let Some(obs) = &it.tasks {
-            let p = plan_of(obs, &by_green, last_run);
+            let p = plan_of(
+                obs,
+                &Basis {
+                    by_green: &by_green,
+                    run: last_run,
+                    run_green: last_green,
+                    initially_done: &initially_done,
+                },
+            );
             if it.iteration > 0 {
                 if let (Some(sel), Some(c)) = (&p.selected, it.main_check()) {
                     if is_green(c, code) && t.last().is_some_and(|l| l.iteration != it.iteration) {
@@ -90,9 +112,25 @@ pub fn plan(t: &Trajectory, code: i32) -> Option<(Plan, BTreeSet<String>)> {
         }
         if let Some(c) = it.main_check() {
             last_run = Some(&c.parsed);
+            last_green = is_green(c, code);
         }
     }
     current.map(|p| (p, by_green))
+}
+
+/// Ids marked done in the first task list the run read.
+fn initially_done(t: &Trajectory) -> BTreeSet<String> {
+    t.iterations
+        .iter()
+        .find_map(|i| i.tasks.as_ref())
+        .map(|o| {
+            o.tasks
+                .iter()
+                .filter(|t| t.status == TaskStatus::Done)
+                .map(|t| t.id.clone())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The task the last iteration works on.
@@ -189,7 +227,16 @@ pub fn open_remain_after_green(t: &Trajectory, cfg: &RunConfig) -> bool {
             by_green.insert(s.id.clone());
         }
     }
-    let now = plan_of(obs, &by_green, last.main_check().map(|c| &c.parsed));
+    let initially = initially_done(t);
+    let now = plan_of(
+        obs,
+        &Basis {
+            by_green: &by_green,
+            run: last.main_check().map(|c| &c.parsed),
+            run_green: true,
+            initially_done: &initially,
+        },
+    );
     !now.open.is_empty()
 }
 

@@ -115,6 +115,8 @@ impl Loop<'_> {
                 "confirm_runs": self.cfg.confirm_runs,
             })
         });
+        let (objective, objective_source) =
+            crate::detect::objective::effective(&self.traj, self.cfg);
         let task_id =
             crate::detect::tasks::selected(&self.traj, self.cfg.success_exit_code).map(|t| t.id);
         serde_json::json!({
@@ -123,7 +125,8 @@ impl Loop<'_> {
             "iteration": it,
             "task": task,
             "task_id": task_id,
-            "objective": self.cfg.task.objective,
+            "objective": objective,
+            "objective_source": objective_source,
             "diff": diff,
             "check": check,
         })

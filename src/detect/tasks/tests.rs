@@ -163,3 +163,35 @@ fn a_green_with_open_tasks_left_continues() {
         &RunConfig::defaults()
     ));
 }
+
+#[test]
+fn a_tick_made_during_the_run_counts_once_the_check_is_green() {
+    let before = [task("a", Open, &[], &[]), task("b", Open, &[], &[])];
+    let ticked = [task("a", Done, &[], &[]), task("b", Open, &[], &[])];
+    let run = |check_1: &[(&str, crate::check::model::Outcome)]| {
+        traj(&[
+            start(0),
+            check(0, 0, None, &[("t1", Failed), ("t2", Failed)]),
+            start(1),
+            observed(1, &before),
+            exec(1),
+            check(1, 0, None, check_1),
+            start(2),
+            observed(2, &ticked),
+        ])
+    };
+    // The agent ticked a while the check stayed red: a is still the task.
+    let red = run(&[("t1", Passed), ("t2", Failed)]);
+    assert_eq!(selected(&red, 0).map(|t| t.id).as_deref(), Some("a"));
+    // Ticked, and the check is green: a is done (by the tick and by the green), b next.
+    let green = run(&[("t1", Passed), ("t2", Passed)]);
+    assert_eq!(selected(&green, 0).map(|t| t.id).as_deref(), Some("b"));
+    // Marked done before the run: done from the start.
+    let t = traj(&[
+        start(0),
+        check(0, 0, None, &[("t1", Failed)]),
+        start(1),
+        observed(1, &ticked),
+    ]);
+    assert_eq!(selected(&t, 0).map(|t| t.id).as_deref(), Some("b"));
+}
