@@ -836,6 +836,16 @@ fn validate_judgment(c: &RunConfig) -> Result<(), ConfigError> {
             ConfigError::invalid("task.objective", format!("bad test id or glob `{g}`: {e}"))
         })?;
     }
+    if !c.task.files.is_empty() && c.model.pin.is_none() {
+        return Err(ConfigError::invalid(
+            "task.files",
+            "the context files are measured against a model's window: give --model (or [model] pin)",
+        ));
+    }
+    for g in &c.task.files {
+        globset::Glob::new(g)
+            .map_err(|e| ConfigError::invalid("task.files", format!("bad glob `{g}`: {e}")))?;
+    }
     let t = c.oracle.confidence_target;
     if !(t.is_finite() && t > 0.0 && t < 1.0) {
         return Err(ConfigError::invalid(
@@ -901,6 +911,40 @@ mod tests {
         };
         let e = resolve(dir.path(), None, &o).unwrap_err();
         assert!(e.to_string().contains("max_iterations"));
+    }
+
+    #[test]
+    fn judgment_fields_are_validated_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: &[(&str, &str)] = &[
+            ("[judge]\nevery = 0\n", "judge.every"),
+            ("[judge]\ncommand = \" \"\n", "judge.command"),
+            ("[judge]\nbudget_usd = -1.0\n", "judge.budget_usd"),
+            ("[judge]\ntimeout = \"0s\"\n", "judge.timeout"),
+            (
+                "[oracle]\nconfidence_target = 1.5\n",
+                "oracle.confidence_target",
+            ),
+            ("[task]\nfiles = [\"src/*\"]\n", "task.files"),
+            ("[task]\nobjective = [\"\"]\n", "task.objective"),
+            ("[models.windows]\nm = 0\n", "models.windows"),
+        ];
+        for (toml_text, field) in cases {
+            std::fs::write(
+                dir.path().join("loop.toml"),
+                format!("check = \"x\"\n{toml_text}"),
+            )
+            .unwrap();
+            let e = resolve(dir.path(), None, &Overrides::default()).unwrap_err();
+            assert!(e.to_string().contains(field), "{toml_text}: {e}");
+        }
+        std::fs::write(
+            dir.path().join("loop.toml"),
+            "check = \"x\"\n[judge]\ncommand = \"j\"\nevery = 2\n[task]\nobjective = [\"t*\"]\nfiles = [\"a\"]\n[model]\npin = \"m\"\n[oracle]\nconfidence_target = 0.9\n",
+        )
+        .unwrap();
+        let c = resolve(dir.path(), None, &Overrides::default()).unwrap();
+        assert_eq!((c.judge.every, c.oracle.confidence_target), (2, 0.9));
     }
 
     #[test]

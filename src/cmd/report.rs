@@ -77,9 +77,11 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
             Event::JudgeFinished(j) => {
                 if let Some(r) = rows.last_mut() {
                     let mut jj = step_json(&j.step);
-                    jj["verdict"] = json!(crate::detect::judge::parse_verdict(&j.output)
-                        .map_or("none".to_string(), |v| format!("{:?}", v.verdict)
-                            .to_lowercase()));
+                    jj["verdict"] = match crate::detect::judge::could_not_decide(j) {
+                        Some(_) => json!("could_not_decide"),
+                        None => crate::detect::judge::parse_verdict(&j.output)
+                            .map_or(json!(null), |v| json!(v.verdict)),
+                    };
                     r.insert("judge".into(), jj);
                 }
             }

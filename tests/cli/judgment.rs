@@ -63,6 +63,12 @@ fn a_rejecting_judge_halts_reviewer_rejected_with_its_reasons_in_the_receipt() {
     );
     assert_eq!(seen["check"]["failing"], serde_json::json!([]));
     rederives(&r, "jr", "reviewer_rejected");
+    // The timeline shows the judge's verdict on the iteration it judged.
+    let rep = r.lx(&["report", "--run-id", "jr"]).expect(0, None);
+    let rows = rep["iterations"].as_array().unwrap();
+    let judged: Vec<_> = rows.iter().filter(|r| r["judge"].is_object()).collect();
+    assert_eq!(judged.len(), 1, "{rep}");
+    assert_eq!(judged[0]["judge"]["verdict"], "reject", "{rep}");
 }
 
 #[test]
