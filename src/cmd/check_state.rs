@@ -182,6 +182,16 @@ fn verify_halts(
             Ok(None) => {}
             Err(e) => problems.push(format!("{}: {e}", path.display())),
         }
+        let recorded_halts = lines
+            .iter()
+            .filter(|l| matches!(&l.event, Event::Halted(h) if !h.preflight))
+            .count();
+        if recorded_halts > 0 && store.halt_count(&run_id).is_ok_and(|n| n == 0) {
+            problems.push(format!(
+                "{}: the receipt records {recorded_halts} halt(s) but the ledger has no halt event for the run",
+                path.display()
+            ));
+        }
         if let Ok(Some(row)) = store.run(&run_id) {
             if row.status != "running" && last.is_none() {
                 problems.push(format!(
