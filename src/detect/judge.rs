@@ -205,6 +205,10 @@ pub fn verdict_halt(j: &JudgeFinished) -> Option<Halt> {
     };
     let mut contributors = vec![format!("the judge {what} iteration {it}'s green")];
     contributors.extend(v.reasons.iter().map(|r| format!("judge: {r}")));
+    contributors.extend(v.evidence.iter().take(10).map(|e| match e {
+        serde_json::Value::String(s) => format!("evidence: {s}"),
+        other => format!("evidence: {other}"),
+    }));
     Some(Halt {
         reason,
         contributors,
