@@ -2,6 +2,7 @@
 //! lives here; domain modules never see clap.
 
 mod ack;
+mod build_context;
 mod check_state;
 mod doctor;
 mod explain_halt;
@@ -37,6 +38,7 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Command::Check => check_state::run(&workdir),
         Command::ProbeCheck(a) => probe_check::run(&workdir, &a),
         Command::Doctor(a) => doctor::run(&workdir, &a),
+        Command::BuildContext(a) => build_context::run(&workdir, &a),
     }
 }
 

@@ -73,7 +73,23 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
                     r.insert("interrupted".into(), json!(i.signal));
                 }
             }
-            Event::Resumed(_) => {}
+            Event::Resumed(_) | Event::ContextBuilt(_) => {}
+            Event::JudgeFinished(j) => {
+                if let Some(r) = rows.last_mut() {
+                    let mut jj = step_json(&j.step);
+                    jj["verdict"] = match crate::detect::judge::could_not_decide(j) {
+                        Some(_) => json!("could_not_decide"),
+                        None => crate::detect::judge::parse_verdict(&j.output)
+                            .map_or(json!(null), |v| json!(v.verdict)),
+                    };
+                    r.insert("judge".into(), jj);
+                }
+            }
+            Event::TasksObserved(o) => {
+                if let Some(r) = rows.last_mut() {
+                    r.insert("tasks".into(), json!(o.tasks.len()));
+                }
+            }
             Event::Halted(h) => {
                 halt = json!({"iteration": h.iteration, "halt_reason": h.halt_reason.as_str(), "exit_code": h.exit_code, "contributors": h.contributors});
             }

@@ -11,11 +11,12 @@
 //! nothing: it only does what the decision says (run the exec, run the check, run a
 //! confirmation, revert a rejected iteration, start the next one, or stop).
 //!
-//! Layout: this file holds the lifecycle (`run`, `drive`, `act`); [`steps`] runs the
+//! Layout: this file holds the lifecycle (`run`, `drive`, `act`); `steps` runs the
 //! exec and the check; `ratchet` restores the last accepted snapshot; `recorder`
 //! owns the receipt and ledger writes.
 
 pub mod cleanroom;
+mod judgment;
 mod ratchet;
 mod recorder;
 mod steps;
@@ -545,6 +546,9 @@ impl Loop<'_> {
         match next {
             Next::Exec => self.exec(),
             Next::Check => self.check(0),
+            Next::Judge => self.judge(),
+            Next::ObserveTasks => self.observe_tasks(),
+            Next::BuildContext => self.build_context(),
             Next::Confirm => {
                 let n = self.traj.last().map_or(0, |i| i.checks.len());
                 self.check(u32::try_from(n).unwrap_or(u32::MAX))

@@ -128,6 +128,7 @@ impl Loop<'_> {
             ("LOOPEXEC_RUN_ID".to_string(), self.run_id.clone()),
             ("LOOPEXEC_ITERATION".to_string(), it.to_string()),
         ];
+        let env_set = [env_set, self.task_env()].concat();
         let meter = crate::observe::usage::LiveMeter::new(
             &self.cfg.pricing,
             &self.meter_state,

@@ -8,6 +8,7 @@
 
 mod commands;
 mod guards;
+mod judgment;
 mod oracle;
 mod progress;
 mod review_fixes;
