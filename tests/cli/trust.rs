@@ -213,7 +213,10 @@ fn a_detached_daemon_of_the_exec_is_ended_and_recorded() {
     let marker = "sleep 4183";
     let _g = ProcGuard::new(&[marker]);
     let r = tap_repo(1);
-    let exec = format!("setsid sh -c '{marker}' </dev/null >/dev/null 2>&1 & {PROGRESS_AGENT}");
+    // The half second lets the daemon leave the group before the step ends (a member
+    // still in the group is ended with it, and is not an escapee).
+    let exec =
+        format!("setsid sh -c '{marker}' </dev/null >/dev/null 2>&1 & sleep 0.5; {PROGRESS_AGENT}");
     let out = r.lx_tap(&exec, &["--max-iterations", "2"]);
     let v = out.expect(10, Some("success_condition_met"));
     assert_none_left(marker, "the exec's daemon");
