@@ -436,7 +436,7 @@ impl Loop<'_> {
         self.prepare_room(&baseline)?;
         if from != last_halt {
             if let Some(snap) = self.tree.snapshot_of(from, &self.traj) {
-                self.tree.restore(&snap).map_err(|e| {
+                self.tree.restore(&snap, &self.traj, from).map_err(|e| {
                     EngineError::Tree(format!(
                         "restoring the last accepted iteration {from} before resuming failed: {e}"
                     ))
