@@ -167,6 +167,14 @@ pub struct FileConfig {
     pub model: Option<ModelConfig>,
     pub pricing: Option<crate::observe::usage::Pricing>,
     pub liveness: Option<LivenessConfig>,
+    /// `[halt_events.<reason>]`: severity and escalation of halt events.
+    pub halt_events: Option<crate::control::HaltEventsPolicy>,
+    /// `[review]`: what an acknowledgement must be.
+    pub review: Option<crate::control::ReviewConfig>,
+    /// `[control]`: attended runs, approval timeout, ack gate, notifier, turn cap.
+    pub control: Option<crate::control::ControlConfig>,
+    /// `[gate]`: the action gate's classification rules.
+    pub gate: Option<crate::gate::GatePolicy>,
 }
 
 /// Flag values; `None` leaves the file's value (or the default) in place.
@@ -193,6 +201,16 @@ pub struct Overrides {
     pub model_pin: Option<String>,
     pub stall_timeout: Option<String>,
     pub comprehension_every: Option<u32>,
+    /// `--attended`.
+    pub attended: Option<bool>,
+    /// `--approval-timeout`.
+    pub approval_timeout: Option<String>,
+    /// `--ack-required`.
+    pub ack_required: Option<bool>,
+    /// `--on-halt`.
+    pub on_halt: Option<String>,
+    /// `--max-turns`.
+    pub max_turns: Option<u64>,
 }
 
 /// The validated policy of one run. Serialized into `run_started`.
@@ -222,6 +240,18 @@ pub struct RunConfig {
     pub liveness: LivenessConfig,
     /// The config file read, if any.
     pub config_file: Option<PathBuf>,
+    /// Severity and escalation of halt events (`[halt_events.<reason>]`).
+    #[serde(default)]
+    pub halt_events: crate::control::HaltEventsPolicy,
+    /// What an acknowledgement must be (`[review]`).
+    #[serde(default)]
+    pub review: crate::control::ReviewConfig,
+    /// Attended runs, approval timeout, the ack gate, the notifier, the turn cap.
+    #[serde(default)]
+    pub control: crate::control::ControlConfig,
+    /// The action gate's rules (`[gate]`).
+    #[serde(default)]
+    pub gate: crate::gate::GatePolicy,
 }
 
 impl RunConfig {
@@ -247,6 +277,10 @@ impl RunConfig {
             pricing: crate::observe::usage::Pricing::default(),
             liveness: LivenessConfig::default(),
             config_file: None,
+            halt_events: crate::control::HaltEventsPolicy::default(),
+            review: crate::control::ReviewConfig::default(),
+            control: crate::control::ControlConfig::default(),
+            gate: crate::gate::GatePolicy::default(),
         }
     }
 }
@@ -336,6 +370,7 @@ fn apply_file(c: &mut RunConfig, f: FileConfig) {
         check_network
     );
     take!(halt, guards, budget, model, pricing, liveness);
+    take!(halt_events, review, control, gate);
 }
 
 fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
@@ -397,6 +432,21 @@ fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     if o.comprehension_every.is_some() {
         c.liveness.comprehension_every = o.comprehension_every;
     }
+    if let Some(v) = o.attended {
+        c.control.attended = v;
+    }
+    if let Some(d) = dur_flag("control.approval_timeout", o.approval_timeout.as_ref())? {
+        c.control.approval_timeout = d;
+    }
+    if let Some(v) = o.ack_required {
+        c.control.ack_required = v;
+    }
+    if o.on_halt.is_some() {
+        c.control.on_halt.clone_from(&o.on_halt);
+    }
+    if o.max_turns.is_some() {
+        c.control.max_turns = o.max_turns;
+    }
     Ok(())
 }
 
@@ -434,6 +484,12 @@ fn override_halt(
 /// # Errors
 /// The first invalid field, named.
 pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
+    c.halt_events
+        .validate()
+        .map_err(|m| ConfigError::invalid("halt_events", m))?;
+    c.gate
+        .validate()
+        .map_err(|m| ConfigError::invalid("gate", m))?;
     if c.max_iterations == 0 {
         return Err(ConfigError::invalid(
             "max_iterations",

@@ -9,8 +9,8 @@
 mod args;
 
 pub use args::{
-    AckArgs, CheckOpts, Cli, Command, DoctorArgs, InitArgs, InspectCostArgs, ParseArgs, ProbeArgs,
-    RunArgs, RunSel, WatchArgs,
+    AckArgs, CheckOpts, Cli, Command, DecideArgs, DoctorArgs, HaltsArgs, HoldArgs, InitArgs,
+    InspectCostArgs, ParseArgs, ProbeArgs, ReleaseArgs, RunArgs, RunSel, WatchArgs,
 };
 
 use crate::cmd;

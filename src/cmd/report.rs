@@ -74,6 +74,24 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
                 }
             }
             Event::Resumed(_) => {}
+            Event::Held(h) => {
+                if let Some(r) = rows.last_mut() {
+                    r.insert(
+                        "held".into(),
+                        json!({"verdict": h.verdict, "phase": h.phase, "holds": h.holds}),
+                    );
+                }
+            }
+            Event::Unheld(u) => {
+                if let Some(r) = rows.last_mut() {
+                    r.insert("parked_ms".into(), json!(u.parked_ms));
+                }
+            }
+            Event::Actions(a) => {
+                if let Some(r) = rows.last_mut() {
+                    r.insert("actions".into(), json!({"calls": a.calls, "declined": a.declined, "confirmed": a.confirmed, "findings": a.findings}));
+                }
+            }
             Event::Halted(h) => {
                 halt = json!({"iteration": h.iteration, "halt_reason": h.halt_reason.as_str(), "exit_code": h.exit_code, "contributors": h.contributors});
             }
@@ -114,9 +132,12 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
             h["iteration"]
         ));
     }
+    let traj = crate::trajectory::Trajectory::from_lines(&run.lines);
+    human.push_str(&crate::gate::declined_text(&traj));
     let mut f = Map::new();
     f.insert("run_id".into(), json!(run.run_id));
     f.insert("receipt".into(), json!(run.receipt.display().to_string()));
+    f.insert("declined_actions".into(), crate::gate::declined_json(&traj));
     f.insert("iterations".into(), json!(rows));
     if let Some(h) = halt.as_object() {
         f.insert("halt_reason".into(), h["halt_reason"].clone());

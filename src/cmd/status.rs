@@ -47,7 +47,9 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
                 halted = Some(h.clone());
                 phase = "halted".into();
             }
-            Event::Reverted(_) | Event::Interrupted(_) => {}
+            Event::Held(h) => phase = format!("{} by a hold", h.verdict),
+            Event::Unheld(_) => phase = "resumed after a suspension".into(),
+            Event::Reverted(_) | Event::Interrupted(_) | Event::Actions(_) => {}
         }
     }
     let alive = halted.is_none() && pid.is_some_and(super::pid_alive);

@@ -2,6 +2,7 @@
 //! one family of halt reasons; [`crate::decide::decide`] runs them in a fixed order.
 
 pub mod execution;
+pub mod holds;
 pub mod integrity;
 pub mod liveness;
 pub mod oracle;

@@ -15,6 +15,7 @@
 //! exec and the check; `ratchet` restores the last accepted snapshot; `recorder`
 //! owns the receipt and ledger writes.
 
+mod control;
 mod ratchet;
 mod recorder;
 mod steps;
@@ -113,6 +114,17 @@ pub enum EngineError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// An agent action of this run still waits for a person's answer.
+    #[error("run `{run_id}` waits for a person to answer agent action {action_id}: loopexec confirm {action_id} --by NAME (or deny), then resume")]
+    AwaitingAnswer { run_id: String, action_id: String },
+    /// A stop hold latched the run; a person must acknowledge halt event `halt_id`.
+    #[error("run `{run_id}` is latched since {since} ({reason}); a person must acknowledge halt event {halt_id} first: loopexec ack {halt_id} --by NAME --resolution resolved")]
+    Latched {
+        run_id: String,
+        halt_id: String,
+        since: String,
+        reason: String,
+    },
 }
 
 impl EngineError {
@@ -129,6 +141,8 @@ impl EngineError {
             | EngineError::Store(_)
             | EngineError::ReadReceipt(_) => HaltReason::InvariantFailed,
             EngineError::Receipt { .. } | EngineError::Capture { .. } => HaltReason::InternalError,
+            EngineError::Latched { .. } => HaltReason::HumanRequired,
+            EngineError::AwaitingAnswer { .. } => HaltReason::EscalationPending,
         }
     }
 }
@@ -147,6 +161,7 @@ struct Loop<'a> {
     started: Instant,
     meter_state: crate::observe::usage::CarryOver,
     orphans_ended: Vec<String>,
+    control: control::Control,
 }
 
 /// Heartbeat written while a step runs (`.loopexec/runs/<id>/heartbeat`).
@@ -179,6 +194,9 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
     ws.ensure()?;
     let _lock = ws.lock(&req.run_id)?;
     let store = Store::open(&ws.ledger_path())?;
+    if req.resume {
+        control::check_latch(&store, &req.run_id, &req.config)?;
+    }
     let receipt_path = ws.receipt_path(&req.run_id);
     let run_dir = ws.run_dir(&req.run_id);
     std::fs::create_dir_all(&run_dir).map_err(|source| EngineError::Capture {
@@ -238,6 +256,7 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         started: Instant::now(),
         meter_state: crate::observe::usage::CarryOver::default(),
         orphans_ended,
+        control: control::Control::default(),
     };
     if req.resume {
         lp.resume()?;
@@ -331,10 +350,14 @@ impl Loop<'_> {
             }
         }
         self.tree.refresh(&format!("{last_halt}-resumed"));
+        let acknowledged_by =
+            crate::control::counted_acks(&self.store, &self.run_id, self.cfg, &acks);
+        let resume_reason = self.resume_marker();
         self.record(Event::Resumed(Resumed {
             pid: std::process::id(),
-            acknowledged_by: acks.iter().map(|a| a.reviewer.clone()).collect(),
+            acknowledged_by,
             from_iteration: last_halt,
+            resume_reason,
         }))?;
         self.record(Event::IterationStarted(IterationStarted {
             iteration: last_halt + 1,
@@ -390,11 +413,28 @@ impl Loop<'_> {
 
     pub(super) fn act(&mut self, next: Next) -> Result<(), EngineError> {
         match next {
-            Next::Exec => self.exec(),
-            Next::Check => self.check(0),
+            Next::Exec => {
+                if self.hold_gate("exec")? {
+                    return Ok(());
+                }
+                self.exec()?;
+                self.after_step("exec")?;
+                self.fold_actions()
+            }
+            Next::Check => {
+                if self.hold_gate("check")? {
+                    return Ok(());
+                }
+                self.check(0)?;
+                self.after_step("check")
+            }
             Next::Confirm => {
+                if self.hold_gate("check")? {
+                    return Ok(());
+                }
                 let n = self.traj.last().map_or(0, |i| i.checks.len());
-                self.check(u32::try_from(n).unwrap_or(u32::MAX))
+                self.check(u32::try_from(n).unwrap_or(u32::MAX))?;
+                self.after_step("check")
             }
             Next::NextIteration { revert_to } => {
                 let it = self.current_iteration();

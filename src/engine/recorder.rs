@@ -83,7 +83,7 @@ impl Loop<'_> {
             .last()
             .and_then(|o| o.main_check())
             .map(|c| c.parsed.failing().len());
-        let _ = self.store.halted(&HaltRecord {
+        let halt_id = self.store.halted(&HaltRecord {
             run_id: &self.run_id,
             iteration: it,
             reason: halt.reason,
@@ -92,6 +92,7 @@ impl Loop<'_> {
             attempt_count: Some(it),
             previous_error: None,
         });
+        self.after_halt(&halt, halt_id.as_ref().ok().map(String::as_str));
         let _ = std::fs::remove_file(self.ws.heartbeat_path(&self.run_id));
         RunOutcome {
             run_id: self.run_id.clone(),

@@ -15,13 +15,20 @@
 //! a database with a newer version than this loopexec knows is refused, never
 //! rewritten.
 
+mod control;
+
+pub use control::{
+    default_severity, new_id, AckHow, HaltEventFilter, HaltEventRow, HoldRow, HoldScope,
+    HoldStrength, Latch, NewHold, PendingAction, SEVERITIES,
+};
+
 use crate::halt::HaltReason;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 use std::time::Duration;
 
 /// Ledger schema version this loopexec writes.
-pub const USER_VERSION: i64 = 1;
+pub const USER_VERSION: i64 = 2;
 
 /// Ledger errors.
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +100,9 @@ const MIGRATIONS: &[&str] = &[
         notes TEXT
     );
     CREATE INDEX idx_acks_run ON acks(run_id);",
+    // 2: people in control (holds, the latch, per-event acknowledgement, pending
+    // actions of the gate) and the halt-conditions design's remaining indexes
+    control::MIGRATION,
 ];
 
 /// An open ledger.
@@ -136,21 +146,7 @@ pub struct HaltRecord<'a> {
 }
 
 fn severity(reason: HaltReason) -> &'static str {
-    use crate::halt::ExitClass as C;
-    match reason.class() {
-        C::Nominal | C::Converged => "low",
-        C::IterationCap
-        | C::Budget
-        | C::NoConvergence
-        | C::TerminalBlocked
-        | C::ResumableJudgment => "medium",
-        C::OracleUntrusted
-        | C::CheckInadequate
-        | C::LivenessDrift
-        | C::Execution
-        | C::Workspace => "high",
-        C::Integrity | C::Invariant | C::Internal => "critical",
-    }
+    control::default_severity(reason)
 }
 
 impl Store {
