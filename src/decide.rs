@@ -11,8 +11,10 @@
 //! | 1 | interruption, execution, step liveness | human_required, heartbeat_stale, execution_failure | any step |
 //! | 2 | blocked paths | blocked_path_modified | after the exec |
 //! | 3 | spend and identity | budget_exceeded, cost_anomaly, model_drift_detected | after the exec |
-//! | 4 | oracle trust | hermeticity_violation, check_flaky | after a check |
+//! | 2b | frozen oracle | metric_integrity_violation | after the exec |
+//! | 4 | tampering around the check, oracle trust | metric_integrity_violation, hermeticity_violation, check_flaky | after a check |
 //! | 5 | metric integrity (if green, accepted, or green by exit code) | metric_integrity_violation | after a check |
+//! | 5b | evidence (fail closed, if green) | objective_unverified | after a check |
 //! | 6 | success | success_condition_met | the main check and its confirmations are green |
 //! | 7 | no convergence | same_test_regressed … no_progress_detected | after a check |
 //! | 8 | comprehension | comprehension_debt_exceeded | after a check, and before an exec |
@@ -104,6 +106,9 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         {
             return halt(h);
         }
+        if let Some(h) = now.as_ref().and_then(|m| integrity::frozen_oracle(cfg, m)) {
+            return halt(h);
+        }
         if let Some(h) = spend::detect(t, cfg) {
             return halt(h);
         }
@@ -118,6 +123,9 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         return go(Next::Check);
     };
     for c in &last.checks {
+        if let Some(h) = integrity::check_tampering(c) {
+            return halt(h);
+        }
         if let Some(h) = oracle::hermeticity(cfg, c) {
             return halt(h);
         }
@@ -145,6 +153,32 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         }
     }
     if green {
+        if let Some(h) = now.as_ref().and_then(integrity::runner_tampering) {
+            return halt(h);
+        }
+        // Fail closed: a green run is believed only on positive evidence.
+        let t0 = t.started.as_ref().and_then(|s| measures(&s.baseline));
+        let judged = if last.iteration == 0 {
+            t0.as_ref()
+        } else {
+            now.as_ref()
+        };
+        let unavailable = t
+            .started
+            .as_ref()
+            .map_or(&[][..], |s| s.guards_unavailable.as_slice());
+        let t0_shown = t
+            .baseline_check()
+            .map(|b| integrity::Shown::of(&b.parsed))
+            .unwrap_or_default();
+        if let Some(h) = integrity::evidence(
+            unavailable,
+            judged,
+            t0_shown,
+            integrity::Shown::of(&main.parsed),
+        ) {
+            return halt(h);
+        }
         if (last.checks.len() as u32) < 1 + cfg.confirm_runs {
             return go(Next::Confirm);
         }

@@ -129,7 +129,32 @@ pub fn what_to_do(h: &Halt, t: &Trajectory) -> String {
 /// The one-line explanation stored in the `halted` event.
 #[must_use]
 pub fn one_line(h: &Halt, t: &Trajectory) -> String {
-    format!("{}: {}", h.reason, what_to_do(h, t))
+    format!("{}: {}{}", h.reason, what_to_do(h, t), protection_note(t))
+}
+
+/// What protection was *not* in force, stated in every verdict that lacked it: the
+/// check ran in the agent's working tree (`--check-in-place`). Empty otherwise.
+#[must_use]
+pub fn protection_note(t: &Trajectory) -> String {
+    let Some(s) = t.started.as_ref() else {
+        return String::new();
+    };
+    let mut missing = Vec::new();
+    if s.check_placement == "in_place" {
+        missing.push(
+            "the check ran in place, in the agent's working tree, not in a clean room".to_string(),
+        );
+    }
+    if let Some(sb) = &s.sandbox {
+        if sb.in_force.starts_with("none") {
+            missing.push(format!("the exec had no sandbox: {}", sb.in_force));
+        }
+    }
+    if missing.is_empty() {
+        String::new()
+    } else {
+        format!(" (protection not in force: {})", missing.join("; "))
+    }
 }
 
 /// What `explain-halt` reports.

@@ -62,15 +62,17 @@ pub(crate) fn run(workdir: &Path) -> Outcome {
                     };
                     if let Some(s) = snap {
                         snapshots += 1;
-                        if !crate::observe::git::git_cmd(&ws.workdir)
-                            .args(["cat-file", "-e", &format!("{s}^{{commit}}")])
-                            .stdout(std::process::Stdio::null())
-                            .stderr(std::process::Stdio::null())
-                            .status()
-                            .is_ok_and(|st| st.success())
+                        if !crate::observe::git::git_cmd(&crate::observe::tree::store_path(
+                            &ws.workdir,
+                        ))
+                        .args(["cat-file", "-e", &format!("{s}^{{commit}}")])
+                        .stdout(std::process::Stdio::null())
+                        .stderr(std::process::Stdio::null())
+                        .status()
+                        .is_ok_and(|st| st.success())
                         {
                             problems.push(format!(
-                                "{} line {}: snapshot {s} is missing from the git object store",
+                                "{} line {}: snapshot {s} is missing from the snapshot store",
                                 path.display(),
                                 l.seq + 1
                             ));

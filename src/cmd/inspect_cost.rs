@@ -167,9 +167,15 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
         ));
     }
     let human_pct = |p: Option<f64>| p.map_or_else(|| "n/a".into(), human_usd);
+    // unmetered iterations are unknown spend, never $0
+    let unknown = rows.iter().filter(|r| r.1.is_none()).count();
+    let total_text = match (known.is_empty(), unknown) {
+        (true, n) if n > 0 => format!("unknown ({n} iteration(s) not metered)"),
+        (_, 0) => format!("${}", human_usd(total)),
+        (_, n) => format!("at least ${} ({n} iteration(s) unknown)", human_usd(total)),
+    };
     human.push_str(&format!(
-        "total ${}  p50 {}  p90 {}  p99 {}\n",
-        human_usd(total),
+        "total {total_text}  p50 {}  p90 {}  p99 {}\n",
         human_pct(p50),
         human_pct(p90),
         human_pct(p99)

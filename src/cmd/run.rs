@@ -45,6 +45,14 @@ fn overrides(a: &RunArgs) -> Overrides {
         ack_required: a.ack_required,
         on_halt: a.on_halt.clone(),
         max_turns: a.max_turns,
+        check_in_place: a.check_in_place,
+        sandbox: a.sandbox.as_deref().map(|m| match m {
+            "landlock" => crate::config::SandboxMode::Landlock,
+            "off" => crate::config::SandboxMode::Off,
+            _ => crate::config::SandboxMode::Auto,
+        }),
+        exec_failures: a.exec_failures,
+        on_unmetered: a.on_unmetered.clone(),
     }
 }
 
@@ -202,6 +210,7 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
             receipt,
             ..
         }) => {
+            warn_unmetered(receipt.as_deref());
             let mut o = halt_outcome(
                 Some(&run_id),
                 Some(iteration),
@@ -235,6 +244,23 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
         // A refused reuse of an existing id must not add rows under that run.
         Err(e @ EngineError::RunExists(_)) => preflight(None, &run_id, e.reason(), e.to_string()),
         Err(e) => preflight(Some(&ws), &run_id, e.reason(), e.to_string()),
+    }
+}
+
+/// Says on stderr which iterations' spend escaped the budget caps (not metered), read
+/// back from the receipt; see [`crate::detect::spend::unmetered`]. A receipt that
+/// cannot be read here was already reported by the run itself.
+fn warn_unmetered(receipt: Option<&Path>) {
+    let Some(lines) = receipt.and_then(|p| crate::receipt::read(p).ok()) else {
+        return;
+    };
+    let t = crate::trajectory::Trajectory::from_lines(&lines);
+    let Some(cfg) = t.config() else { return };
+    let its = crate::detect::spend::unmetered_iterations(&t, cfg);
+    if !its.is_empty() {
+        eprintln!(
+            "loopexec: warning: spend not metered in iteration(s) {its:?}: the agent's output gave the budget cap nothing to count (cost unknown, not $0); use --on-unmetered halt to stop such a run, or write usage to $LOOPEXEC_USAGE_FILE"
+        );
     }
 }
 

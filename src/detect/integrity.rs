@@ -48,6 +48,24 @@ pub struct TreeMeasures {
     /// written), relative to the workdir.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub state_tampered: Vec<String>,
+    /// The frozen test oracle of this tree: path → `<mode> <blob id>`
+    /// ([`crate::observe::frozen::OracleRules::frozen`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub frozen: BTreeMap<String, String>,
+    /// Edits of t0's frozen oracle found in this tree (empty for t0).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oracle_edits: Vec<crate::observe::frozen::OracleEdit>,
+    /// t0 only: directories left out of every snapshot, with the rule
+    /// (`node_modules (dependencies)`, `target (cache)`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<String>,
+    /// Lines the agent added outside the tests that reach into the runner or the
+    /// process ([`crate::observe::tamper`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runner_tampering: Vec<crate::observe::tamper::TamperHit>,
+    /// Why a measurement failed, when one did: the guards fail closed on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `blocked_path_modified` from the tree after the exec: tree paths matching the
@@ -202,5 +220,193 @@ pub fn metric_integrity(
         reason: HaltReason::MetricIntegrityViolation,
         contributors,
         detail: serde_json::json!({"layers": layers, "lost": lost, "newly_skipped": skipped}),
+    })
+}
+
+/// `metric_integrity_violation` (layer `frozen_oracle`) from the tree after the exec:
+/// t0's frozen oracle was edited ([`crate::observe::frozen`]). Under `[oracle] on_edit =
+/// "restore"` only edits of test regions inside source files count (the others are
+/// undone in the clean room); every edit is still recorded in the measures.
+#[must_use]
+pub fn frozen_oracle(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {
+    use crate::observe::frozen::EditKind;
+    let restore = cfg.oracle.on_edit == crate::config::OnOracleEdit::Restore;
+    let edits: Vec<&crate::observe::frozen::OracleEdit> = m
+        .oracle_edits
+        .iter()
+        .filter(|e| !restore || e.kind == EditKind::TestRegion)
+        .collect();
+    if edits.is_empty() {
+        return None;
+    }
+    let contributors = edits
+        .iter()
+        .map(|e| {
+            let verb = match e.kind {
+                EditKind::Modified => "edited",
+                EditKind::Deleted => "deleted",
+                EditKind::Created => "created",
+                EditKind::TestRegion => "changed inside",
+            };
+            let lines = if e.lines.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", e.lines.join(" | "))
+            };
+            format!(
+                "frozen oracle {verb} since t0: {} ({}){lines}",
+                e.path, e.what
+            )
+        })
+        .collect();
+    Some(Halt {
+        reason: HaltReason::MetricIntegrityViolation,
+        contributors,
+        detail: serde_json::json!({"layers": ["frozen_oracle"], "edits": edits}),
+    })
+}
+
+/// `metric_integrity_violation` from what happened around a check run in the clean
+/// room: the working tree changed while the check ran (only a process outside the
+/// check can have done that: layer `tampering`), or the dependency directories differ
+/// from t0 (layer `dependencies`).
+#[must_use]
+pub fn check_tampering(c: &CheckFinished) -> Option<Halt> {
+    let mut contributors = Vec::new();
+    let mut layers = Vec::new();
+    if !c.changed_during_check.is_empty() {
+        layers.push("tampering");
+        contributors.push(format!(
+            "the working tree changed while the check ran in the clean room (a process outside the check wrote it): {}",
+            c.changed_during_check.join(", ")
+        ));
+    }
+    if !c.dependencies_changed.is_empty() {
+        layers.push("dependencies");
+        contributors.push(format!(
+            "dependency directories changed since t0 (set [clean_room] dependencies = \"agent\" if the agent may install packages): {}",
+            c.dependencies_changed.join(", ")
+        ));
+    }
+    if layers.is_empty() {
+        return None;
+    }
+    Some(Halt {
+        reason: HaltReason::MetricIntegrityViolation,
+        contributors,
+        detail: serde_json::json!({
+            "layers": layers,
+            "changed_during_check": c.changed_during_check,
+            "dependencies_changed": c.dependencies_changed,
+        }),
+    })
+}
+
+/// What a check run's output shows of the tests, for [`evidence`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Shown {
+    /// Named tests (the collected set, synthetic members excluded).
+    pub names: usize,
+    /// Tests that ran according to the runner's own counts (passed + failed +
+    /// flaky), when it printed counts.
+    pub counted: Option<u64>,
+}
+
+impl Shown {
+    /// What `p` shows.
+    #[must_use]
+    pub fn of(p: &crate::check::model::ParsedRun) -> Shown {
+        Shown {
+            names: p.collected().len(),
+            counted: crate::check::model::counted_executed(p),
+        }
+    }
+    fn any(self) -> bool {
+        self.names > 0 || self.counted.is_some_and(|n| n > 0)
+    }
+}
+
+/// Fail closed (`objective_unverified`): a green run is believed only on positive
+/// evidence. `guards_unavailable` comes from `run_started`; `now` are the measures of
+/// the judged tree (t0's for a green baseline); `t0_shown`/`shown` what the baseline and
+/// the green run showed of the tests.
+///
+/// | evidence missing | contributor |
+/// |---|---|
+/// | a guard could not run, or a measurement errored | names the guard and the error |
+/// | t0 showed tests (names or counts), the green run shows none | "shows no tests" |
+/// | both show counts, and fewer ran than at t0 | "fewer tests ran" |
+///
+/// A check that never showed a test, at t0 either (`test -f done`), is judged by its
+/// exit code alone: there is nothing for the evidence to be compared with.
+#[must_use]
+pub fn evidence(
+    guards_unavailable: &[String],
+    now: Option<&TreeMeasures>,
+    t0_shown: Shown,
+    shown: Shown,
+) -> Option<Halt> {
+    let mut missing = Vec::new();
+    missing.extend(
+        guards_unavailable
+            .iter()
+            .map(|g| format!("a guard could not run: {g}")),
+    );
+    match now {
+        None => missing.push("the tree under judgment was not measured".to_string()),
+        Some(m) => {
+            if let Some(e) = &m.error {
+                missing.push(format!("a guard could not measure the tree: {e}"));
+            }
+        }
+    }
+    if t0_shown.any() && !shown.any() {
+        missing.push(format!(
+            "the green run shows no tests (t0 showed {} named test(s){})",
+            t0_shown.names,
+            t0_shown
+                .counted
+                .map(|n| format!(", {n} counted"))
+                .unwrap_or_default()
+        ));
+    }
+    if let (Some(a), Some(b)) = (t0_shown.counted, shown.counted) {
+        if b < a {
+            missing.push(format!(
+                "fewer tests ran than at t0 ({b} < {a}, by the runner's own counts)"
+            ));
+        }
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    Some(Halt {
+        reason: HaltReason::ObjectiveUnverified,
+        contributors: missing.clone(),
+        detail: serde_json::json!({"missing_evidence": missing}),
+    })
+}
+
+/// `metric_integrity_violation` (layer `runner_tampering`) for a green run: the agent
+/// added code outside the tests that reaches into the runner or the process
+/// ([`crate::observe::tamper::RULES`]).
+#[must_use]
+pub fn runner_tampering(m: &TreeMeasures) -> Option<Halt> {
+    if m.runner_tampering.is_empty() {
+        return None;
+    }
+    Some(Halt {
+        reason: HaltReason::MetricIntegrityViolation,
+        contributors: m
+            .runner_tampering
+            .iter()
+            .map(|h| {
+                format!(
+                    "code added since t0 reaches into the test runner ({}): {}:{}: {}",
+                    h.rule, h.path, h.line, h.text
+                )
+            })
+            .collect(),
+        detail: serde_json::json!({"layers": ["runner_tampering"], "hits": m.runner_tampering}),
     })
 }

@@ -4,7 +4,7 @@ use super::recorder::{unix_ms, write_atomic};
 use super::{EngineError, Heartbeat, Loop};
 use crate::check::parse::{self, CheckInput, FormatChoice};
 use crate::proc::{self, StepResult, StepSpec, StopCause};
-use crate::receipt::events::{CheckFinished, ExecFinished};
+use crate::receipt::events::{CheckFinished, CleanRoomRecord, ExecFinished};
 use crate::receipt::Event;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -25,6 +25,7 @@ impl Loop<'_> {
             capture_prefix: prefix,
             workdir: &self.ws.workdir,
             stdout_sink: None,
+            sandbox: None,
         }
     }
 
@@ -132,6 +133,11 @@ impl Loop<'_> {
         spec.timeout = self.cfg.exec_timeout.map(|d| d.0);
         spec.stall_timeout = stall;
         spec.stdout_sink = Some(sink);
+        if let Some(plan) = &self.sandbox {
+            spec.sandbox = Some(plan.prepare().map_err(|e| {
+                EngineError::Tree(format!("the exec's sandbox could not be built: {e}"))
+            })?);
+        }
         let (step, spools) = self.run_supervised(spec, "exec", Some(&meter))?;
         proc::capture::remove_spool(&spools.stdout);
         proc::capture::remove_spool(&spools.stderr);
@@ -159,7 +165,11 @@ impl Loop<'_> {
             guards: obs.measures,
             watchdog,
         };
-        self.record(Event::ExecFinished(Box::new(ev)))
+        self.record(Event::ExecFinished(Box::new(ev)))?;
+        if let Some(w) = crate::detect::spend::unmetered_warning(&self.traj, self.cfg) {
+            eprintln!("loopexec: warning: {w}");
+        }
+        Ok(())
     }
 
     pub(super) fn check(&mut self, attempt: u32) -> Result<(), EngineError> {
@@ -178,8 +188,38 @@ impl Loop<'_> {
             }
             .as_str(),
         );
-        let reports = self.clear_reports();
         let tree_before = self.tree.tree_before_check();
+        // The clean room: the check runs on the snapshot, never in the agent's tree.
+        let mut room_record = None;
+        let mut dependencies_changed = Vec::new();
+        if let Some(room) = self.room.as_mut() {
+            let restore = self.cfg.oracle.on_edit == crate::config::OnOracleEdit::Restore;
+            let (judged, restored) = self.tree.judged_tree(restore).map_err(|e| {
+                EngineError::Tree(format!("the tree to judge could not be built: {e}"))
+            })?;
+            let store = self
+                .tree
+                .store()
+                .ok_or_else(|| EngineError::Tree("the snapshot store is not available".into()))?;
+            let stats = room.sync(store, &judged)?;
+            if self.cfg.clean_room.dependencies == crate::config::DependencyPolicy::Frozen {
+                dependencies_changed = room.dependencies_changed();
+            } else {
+                room.rebase_dependencies();
+            }
+            room_record = Some(CleanRoomRecord {
+                tree: judged,
+                after: None,
+                restored,
+                synced_written: stats.written,
+                synced_removed: stats.removed,
+            });
+        }
+        let check_dir = self
+            .room
+            .as_ref()
+            .map_or_else(|| self.ws.workdir.clone(), |r| r.root().to_path_buf());
+        let reports = self.clear_reports(&check_dir);
         let suffix = if attempt == 0 {
             String::new()
         } else {
@@ -191,11 +231,20 @@ impl Loop<'_> {
             .join(format!("{it}.check{suffix}"));
         let timeout = self.cfg.check_timeout.map(|d| d.0);
         let wrapped = crate::observe::isolation::wrap_check(&cmd, &self.cfg.check_network);
+        let base_env: Vec<(String, String)> = std::env::vars().collect();
+        let (env_set, mut env_remove) = self
+            .room
+            .as_ref()
+            .map(|r| r.env(&base_env))
+            .unwrap_or_default();
+        env_remove.extend(self.env_stripped.iter().cloned());
         let mut spec = self.step_spec(&wrapped, prefix);
-        spec.env_remove = &self.env_stripped;
+        spec.cwd = &check_dir;
+        spec.env_remove = &env_remove;
+        spec.env_set = &env_set;
         spec.timeout = timeout;
         let (step, spools) = self.run_supervised(spec, "check", None)?;
-        let found: Vec<PathBuf> = self.find_reports();
+        let found: Vec<PathBuf> = self.find_reports(&check_dir);
         let choice = if self.cfg.test_format == "auto" {
             FormatChoice::Auto
         } else {
@@ -203,7 +252,9 @@ impl Loop<'_> {
                 .map_or(FormatChoice::Auto, FormatChoice::Fixed)
         };
         let exit = parse::exit_for_parser(step.exit_code, step.signal, self.cfg.success_exit_code);
-        let mut parsed = parse::parse(
+        // The check command is part of the evidence: it says which targets a run had
+        // to reach (cargo's fail-fast stop across targets leaves some never run).
+        let mut parsed = parse::parse_command(
             &CheckInput {
                 stdout: Some(&spools.stdout),
                 stderr: Some(&spools.stderr),
@@ -211,33 +262,9 @@ impl Loop<'_> {
                 reports: &found,
             },
             choice,
+            Some(&cmd),
         );
-        // The failing set is never empty while the check is red: a red run whose
-        // output names no failing test (e.g. pytest's "no tests collected", exit 5)
-        // contributes the synthetic member.
-        if !step.exited_with(self.cfg.success_exit_code) && parsed.failing().is_empty() {
-            let what = match (step.exit_code, step.signal) {
-                (Some(c), _) => format!("the check exited {c} and named no failing test"),
-                (None, Some(s)) => {
-                    format!("the check ended by signal {s} and named no failing test")
-                }
-                _ => "the check ended without an exit status".to_string(),
-            };
-            parsed
-                .tests
-                .push(parse::util::unattributed("check", Some(what)));
-            parsed.unattributed_failure = true;
-        }
-        if step.stdout.spool_truncated || step.stderr.spool_truncated {
-            parsed.complete = false;
-            parsed.diagnostics.push(
-                "check output exceeded the capture limit; the parse saw only its beginning".into(),
-            );
-        }
-        // A configured report the check did not write is a hole in the evidence, never
-        // "0 failures": the run is incomplete, so a green exit code alone cannot pass
-        // the integrity gate.
-        let missing: Vec<&String> = reports
+        let missing: Vec<String> = reports
             .iter()
             .filter(|r| {
                 if r.contains(['*', '?', '[']) {
@@ -246,23 +273,67 @@ impl Loop<'_> {
                     !found.iter().any(|f| f.ends_with(r.as_str()))
                 }
             })
+            .cloned()
             .collect();
-        for r in &missing {
-            parsed
-                .diagnostics
-                .push(format!("report file {r} was not written by this check run"));
-        }
-        if !missing.is_empty() {
-            parsed.complete = false;
-        }
+        crate::check::postparse::settle(
+            &mut parsed,
+            &crate::check::postparse::StepFacts {
+                exit_code: step.exit_code,
+                signal: step.signal,
+                exited_ok: step.exited_with(self.cfg.success_exit_code),
+                output_truncated: step.stdout.spool_truncated || step.stderr.spool_truncated,
+                missing_reports: &missing,
+            },
+        );
         proc::capture::remove_spool(&spools.stdout);
         proc::capture::remove_spool(&spools.stderr);
         let watchdog = self.take_watchdog(&step);
         let tree_after = self.tree.after_check(it, attempt);
-        let writes = match (&tree_before, &tree_after) {
-            (Some(a), Some(b)) if a != b => self.tree.check_writes(a, b),
-            _ => crate::observe::tree::CheckWrites::default(),
-        };
+        let mut changed_during_check = Vec::new();
+        let mut writes = crate::observe::tree::CheckWrites::default();
+        if let (Some(room), Some(rec)) = (self.room.as_mut(), room_record.as_mut()) {
+            let store = self
+                .tree
+                .store()
+                .ok_or_else(|| EngineError::Tree("the snapshot store is not available".into()))?;
+            let after = room.scan(store)?;
+            if after != rec.tree {
+                writes = self.tree.check_writes(&rec.tree, &after);
+            }
+            rec.after = Some(after);
+            // What the check itself wrote into the linked dependency directories.
+            let deps_after =
+                if self.cfg.clean_room.dependencies == crate::config::DependencyPolicy::Frozen {
+                    room.dependencies_changed()
+                } else {
+                    let v = room.dependencies_changed();
+                    room.rebase_dependencies();
+                    v
+                };
+            writes.changed.extend(
+                deps_after
+                    .into_iter()
+                    .filter(|p| !dependencies_changed.contains(p) && !p.starts_with('…')),
+            );
+            // The agent's tree must not move while the check runs: only a process
+            // outside the check can have changed it.
+            if let (Some(a), Some(b)) = (&tree_before, &tree_after) {
+                if a != b {
+                    changed_during_check = self
+                        .tree
+                        .check_writes(a, b)
+                        .changed
+                        .into_iter()
+                        .chain(self.tree.check_writes(a, b).created)
+                        .collect();
+                    changed_during_check.sort();
+                }
+            }
+        } else if let (Some(a), Some(b)) = (&tree_before, &tree_after) {
+            if a != b {
+                writes = self.tree.check_writes(a, b);
+            }
+        }
         let ev = CheckFinished {
             iteration: it,
             attempt,
@@ -274,6 +345,9 @@ impl Loop<'_> {
             check_created: writes.created,
             reports: found.iter().map(|p| p.display().to_string()).collect(),
             watchdog,
+            clean_room: room_record,
+            changed_during_check,
+            dependencies_changed,
         };
         self.record(Event::CheckFinished(Box::new(ev)))
     }
@@ -290,23 +364,23 @@ impl Loop<'_> {
 
     /// Removes the configured report files before a check run (a stale report from an
     /// earlier iteration must never speak for this one). Returns the patterns.
-    pub(super) fn clear_reports(&self) -> Vec<String> {
-        for p in self.find_reports() {
+    pub(super) fn clear_reports(&self, dir: &Path) -> Vec<String> {
+        for p in self.find_reports(dir) {
             let _ = std::fs::remove_file(p);
         }
         self.cfg.reports.clone()
     }
 
-    pub(super) fn find_reports(&self) -> Vec<PathBuf> {
+    pub(super) fn find_reports(&self, dir: &Path) -> Vec<PathBuf> {
         let mut out = Vec::new();
         for pat in &self.cfg.reports {
             let full = if Path::new(pat).is_absolute() {
                 PathBuf::from(pat)
             } else {
-                self.ws.workdir.join(pat)
+                dir.join(pat)
             };
             if pat.contains(['*', '?', '[']) {
-                out.extend(crate::observe::reports::glob_files(&self.ws.workdir, pat));
+                out.extend(crate::observe::reports::glob_files(dir, pat));
             } else if full.is_file() {
                 out.push(full);
             }
@@ -335,6 +409,7 @@ pub(super) fn noop_step() -> StepResult {
         stopped: None,
         leaked_processes: false,
         pipe_held_open: false,
+        escaped: Vec::new(),
         stdout: empty.clone(),
         stderr: empty,
     }
