@@ -17,7 +17,8 @@ pub enum HaltReason {
     SuccessConditionMet,
     /// Nothing left to select (task-list loops; reserved). Exit 11.
     NoActionableTasks,
-    /// A person stopped the run (SIGINT/SIGTERM) or must decide. Exit 11.
+    /// A person stopped the run (SIGINT/SIGTERM, or a stop hold, SPEC §9) or must
+    /// decide. Exit 11.
     HumanRequired,
     /// The iteration cap was reached while the loop was still improving. Exit 12.
     MaxIterationsReached,
@@ -42,7 +43,8 @@ pub enum HaltReason {
     HermeticityViolation,
     /// The check stayed green for a planted mutant in changed code. Exit 15.
     CheckInadequate,
-    /// A judgment is pending (reserved). Exit 16.
+    /// A destructive agent action waited for a person's confirmation past the
+    /// approval timeout of an attended run (SPEC §11). Exit 16.
     EscalationPending,
     /// A reviewer rejected the work (reserved). Exit 16.
     ReviewerRejected,
