@@ -72,6 +72,8 @@ mod tests {
                 })
                 .collect(),
             diagnostics: Vec::new(),
+            summary: None,
+            not_run: None,
         }
     }
 

@@ -48,6 +48,7 @@ fn run_policy(ws: &Workspace, run_id: &str) -> RunConfig {
 }
 
 /// How this acknowledgement is made: unsigned, or an SSH signature that verifies.
+#[allow(clippy::result_large_err)] // the error is the command's rendered outcome
 fn provenance(
     a: &AckArgs,
     ws: &Workspace,
@@ -97,6 +98,7 @@ fn provenance(
 
 /// Signs `message` with `key` through `ssh-keygen -Y sign -n loopexec`; returns the
 /// signature file.
+#[allow(clippy::result_large_err)] // the error is the command's rendered outcome
 fn sign(key: &Path, message: &str) -> Result<PathBuf, Outcome> {
     let dir = tempfile::tempdir().map_err(|e| invariant(format!("temp dir: {e}"), None))?;
     let msg = dir.path().join("ack.txt");

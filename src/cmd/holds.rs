@@ -8,6 +8,7 @@ use crate::workspace::Workspace;
 use serde_json::{json, Map};
 use std::path::Path;
 
+#[allow(clippy::result_large_err)] // the error is the command's rendered outcome
 fn ledger(workdir: &Path) -> Result<(Workspace, Store), Outcome> {
     let ws = Workspace::at(workdir).map_err(|e| super::ws_error(&e))?;
     ws.ensure().map_err(|e| super::ws_error(&e))?;
@@ -24,6 +25,7 @@ fn store_error(e: &crate::store::StoreError) -> Outcome {
 }
 
 /// The global hold ledger, created when `create` (taking a global hold).
+#[allow(clippy::result_large_err)] // the error is the command's rendered outcome
 fn global(create: bool) -> Result<Option<Store>, Outcome> {
     let Some(path) = crate::control::global_holds_path() else {
         return if create {
@@ -51,6 +53,7 @@ fn global(create: bool) -> Result<Option<Store>, Outcome> {
     Store::open(&path).map(Some).map_err(|e| store_error(&e))
 }
 
+#[allow(clippy::result_large_err)] // the error is the command's rendered outcome
 fn non_empty(flag: &str, v: &str) -> Result<(), Outcome> {
     if v.trim().is_empty() {
         return Err(Outcome::error(

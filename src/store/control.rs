@@ -813,18 +813,20 @@ mod tests {
         let (_d, s) = store();
         s.run_started("r", "/w", 1, "r.jsonl").unwrap();
         let ctx = serde_json::json!({});
-        let rec = |d: &str| super::super::HaltRecord {
-            run_id: "r",
-            iteration: 1,
-            reason: HaltReason::MaxIterationsReached,
-            description: d,
-            context: &ctx,
-            attempt_count: None,
-            previous_error: None,
-        };
-        let first = s.halted(&rec("one")).unwrap();
+        fn rec<'a>(d: &'a str, ctx: &'a serde_json::Value) -> super::super::HaltRecord<'a> {
+            super::super::HaltRecord {
+                run_id: "r",
+                iteration: 1,
+                reason: HaltReason::MaxIterationsReached,
+                description: d,
+                context: ctx,
+                attempt_count: None,
+                previous_error: None,
+            }
+        }
+        let first = s.halted(&rec("one", &ctx)).unwrap();
         s.finish_event(&first, None).unwrap();
-        let second = s.halted(&rec("two")).unwrap();
+        let second = s.halted(&rec("two", &ctx)).unwrap();
         s.finish_event(&second, Some("high")).unwrap();
         let e = s.halt_event(&second).unwrap().unwrap();
         assert_eq!(e.attempt_count, Some(2));
