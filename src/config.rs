@@ -243,6 +243,8 @@ pub struct FileConfig {
     pub control: Option<crate::control::ControlConfig>,
     /// `[gate]`: the action gate's classification rules.
     pub gate: Option<crate::gate::GatePolicy>,
+    /// `[limits]`: spend per hour across the workspace's runs.
+    pub limits: Option<crate::control::LimitsConfig>,
     pub oracle: Option<OracleConfig>,
     pub clean_room: Option<CleanRoomConfig>,
     pub sandbox: Option<SandboxConfig>,
@@ -284,6 +286,8 @@ pub struct Overrides {
     pub on_halt: Option<String>,
     /// `--max-turns`.
     pub max_turns: Option<u64>,
+    /// `--on-rate-limit`.
+    pub on_rate_limit: Option<String>,
     /// `--check-in-place`.
     pub check_in_place: bool,
     /// `--sandbox auto|landlock|off`.
@@ -337,6 +341,9 @@ pub struct RunConfig {
     /// The action gate's rules (`[gate]`).
     #[serde(default)]
     pub gate: crate::gate::GatePolicy,
+    /// Spend per hour across the workspace's runs (`[limits]`).
+    #[serde(default)]
+    pub limits: crate::control::LimitsConfig,
     /// Consecutive iterations whose agent exited non-zero (its own error, judged by
     /// the check) before the run halts `execution_failure`; at least 1.
     #[serde(default = "default_exec_failures")]
@@ -385,6 +392,7 @@ impl RunConfig {
             review: crate::control::ReviewConfig::default(),
             control: crate::control::ControlConfig::default(),
             gate: crate::gate::GatePolicy::default(),
+            limits: crate::control::LimitsConfig::default(),
             exec_failures: default_exec_failures(),
             on_unmetered: default_on_unmetered(),
         }
@@ -488,7 +496,7 @@ fn apply_file(c: &mut RunConfig, f: FileConfig) {
         exec_failures,
         on_unmetered
     );
-    take!(halt_events, review, control, gate);
+    take!(halt_events, review, control, gate, limits);
 }
 
 fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
@@ -571,6 +579,9 @@ fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     if o.max_turns.is_some() {
         c.control.max_turns = o.max_turns;
     }
+    if let Some(m) = &o.on_rate_limit {
+        c.limits.on_rate_limit.clone_from(m);
+    }
     if o.check_in_place {
         c.clean_room.in_place = true;
     }
@@ -620,6 +631,9 @@ pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
     c.gate
         .validate()
         .map_err(|m| ConfigError::invalid("gate", m))?;
+    c.limits
+        .validate()
+        .map_err(|m| ConfigError::invalid("limits", m))?;
     if c.exec_failures == 0 {
         return Err(ConfigError::invalid("exec_failures", "must be at least 1"));
     }

@@ -124,6 +124,67 @@ pub fn counted_acks(
         .collect()
 }
 
+/// `[limits]`: spend rates per workspace, across runs (a token bucket in the ledger).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// USD the workspace's runs may spend per hour.
+    pub usd_per_hour: Option<f64>,
+    /// Tokens the workspace's runs may use per hour.
+    pub tokens_per_hour: Option<u64>,
+    /// An empty bucket: `suspend` (park until it refills) or `halt` (`budget_exceeded`).
+    pub on_rate_limit: String,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            usd_per_hour: None,
+            tokens_per_hour: None,
+            on_rate_limit: "suspend".into(),
+        }
+    }
+}
+
+impl LimitsConfig {
+    /// The configured buckets: (`usd` or `tokens`, rate per hour).
+    #[must_use]
+    pub fn buckets(&self) -> Vec<(&'static str, f64)> {
+        let mut v = Vec::new();
+        if let Some(u) = self.usd_per_hour {
+            v.push(("usd", u));
+        }
+        if let Some(t) = self.tokens_per_hour {
+            #[allow(clippy::cast_precision_loss)] // token rates far below 2^52
+            v.push(("tokens", t as f64));
+        }
+        v
+    }
+
+    /// Rates are positive and the mode is known.
+    ///
+    /// # Errors
+    /// The first bad field and why.
+    pub fn validate(&self) -> Result<(), String> {
+        if self
+            .usd_per_hour
+            .is_some_and(|u| !(u > 0.0 && u.is_finite()))
+        {
+            return Err("limits.usd_per_hour: must be a positive number".into());
+        }
+        if self.tokens_per_hour == Some(0) {
+            return Err("limits.tokens_per_hour: must be at least 1".into());
+        }
+        if !matches!(self.on_rate_limit.as_str(), "suspend" | "halt") {
+            return Err(format!(
+                "limits.on_rate_limit = {:?}: use suspend or halt",
+                self.on_rate_limit
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The user's state directory for loopexec: `$LOOPEXEC_STATE_DIR`, else
 /// `$XDG_STATE_HOME/loopexec`, else `~/.local/state/loopexec`.
 #[must_use]

@@ -82,7 +82,7 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
     let Some(last) = t.last() else {
         return go(Next::Check);
     };
-    if let Some(h) = crate::detect::holds::detect(t) {
+    if let Some(h) = crate::detect::holds::detect(t).or_else(|| crate::detect::rate::detect(t)) {
         return halt(h);
     }
     if let Some(h) = execution::detect(t) {

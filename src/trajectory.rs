@@ -54,6 +54,8 @@ pub struct Trajectory {
     pub holds: Vec<crate::receipt::events::Held>,
     /// Agent actions the gate saw, per exec (`actions` events).
     pub actions: Vec<crate::gate::ActionsSeen>,
+    /// Empty rate-limit buckets the loop saw (`rate_limited` events).
+    pub rate_limits: Vec<crate::receipt::events::RateLimited>,
 }
 
 impl Trajectory {
@@ -103,6 +105,7 @@ impl Trajectory {
             Event::Halted(_) | Event::Unheld(_) => {}
             Event::Held(h) => self.holds.push(h.clone()),
             Event::Actions(a) => self.actions.push((**a).clone()),
+            Event::RateLimited(r) => self.rate_limits.push(r.clone()),
         }
     }
 

@@ -373,6 +373,9 @@ pub struct RunArgs {
     /// Halt after N agent tool-call rounds across the run (seen by `loopexec gate`).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u64>,
+    /// A used-up [limits] rate: suspend (park until it refills, the default) or halt (budget_exceeded).
+    #[arg(long, value_name = "MODE", value_parser = ["suspend", "halt"])]
+    pub on_rate_limit: Option<String>,
     /// Run the check in the agent's working tree instead of a clean room copy of the
     /// snapshot. Weaker: the agent's untracked files, background processes and caches
     /// can then reach the check. Recorded in the receipt and stated in every verdict.

@@ -87,6 +87,11 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
                     r.insert("parked_ms".into(), json!(u.parked_ms));
                 }
             }
+            Event::RateLimited(l) => {
+                if let Some(r) = rows.last_mut() {
+                    r.insert("rate_limited".into(), json!(l));
+                }
+            }
             Event::Actions(a) => {
                 if let Some(r) = rows.last_mut() {
                     r.insert("actions".into(), json!({"calls": a.calls, "declined": a.declined, "confirmed": a.confirmed, "findings": a.findings}));

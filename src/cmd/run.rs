@@ -45,6 +45,7 @@ fn overrides(a: &RunArgs) -> Overrides {
         ack_required: a.ack_required,
         on_halt: a.on_halt.clone(),
         max_turns: a.max_turns,
+        on_rate_limit: a.on_rate_limit.clone(),
         check_in_place: a.check_in_place,
         sandbox: a.sandbox.as_deref().map(|m| match m {
             "landlock" => crate::config::SandboxMode::Landlock,

@@ -49,7 +49,10 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
             }
             Event::Held(h) => phase = format!("{} by a hold", h.verdict),
             Event::Unheld(_) => phase = "resumed after a suspension".into(),
-            Event::Reverted(_) | Event::Interrupted(_) | Event::Actions(_) => {}
+            Event::Reverted(_)
+            | Event::Interrupted(_)
+            | Event::Actions(_)
+            | Event::RateLimited(_) => {}
         }
     }
     let alive = halted.is_none() && pid.is_some_and(super::pid_alive);

@@ -7,5 +7,6 @@ pub mod integrity;
 pub mod liveness;
 pub mod oracle;
 pub mod progress;
+pub mod rate;
 pub mod spend;
 pub mod summary;

@@ -384,3 +384,95 @@ impl Loop<'_> {
         self.record(Event::Actions(Box::new(seen)))
     }
 }
+
+impl Loop<'_> {
+    /// The rate-limit checkpoint before an exec: an empty workspace bucket is recorded
+    /// (`rate_limited`); with `halt` the step does not run (and `decide` halts
+    /// `budget_exceeded`), with `suspend` the loop parks until every bucket refills.
+    /// Returns true when the exec must not run.
+    pub(super) fn rate_gate(&mut self) -> Result<bool, EngineError> {
+        let buckets = self.cfg.limits.buckets();
+        if buckets.is_empty() {
+            return Ok(false);
+        }
+        let it = self.current_iteration();
+        let mode = self.cfg.limits.on_rate_limit.clone();
+        let mut parked: Option<Instant> = None;
+        loop {
+            let mut empty = None;
+            for (kind, per_hour) in &buckets {
+                let level = self.store.bucket_draw(kind, *per_hour, 0.0, unix_ms())?;
+                if level <= 0.0 {
+                    empty = Some((*kind, *per_hour, level));
+                    break;
+                }
+            }
+            let Some((kind, per_hour, level)) = empty else {
+                if let Some(since) = parked {
+                    self.record(Event::Unheld(Unheld {
+                        iteration: it,
+                        released: Vec::new(),
+                        parked_ms: u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    }))?;
+                }
+                return Ok(false);
+            };
+            let refill_ms = crate::detect::rate::wait_ms(level, per_hour);
+            if parked.is_none() {
+                self.record(Event::RateLimited(crate::receipt::events::RateLimited {
+                    iteration: it,
+                    kind: kind.to_string(),
+                    per_hour,
+                    level,
+                    refill_ms,
+                    mode: mode.clone(),
+                }))?;
+                if mode == "halt" {
+                    return Ok(true);
+                }
+                self.say(&format!(
+                    "the workspace's {kind} rate limit is used up; parked about {}s until it refills",
+                    refill_ms.div_ceil(1000)
+                ));
+                parked = Some(Instant::now());
+            }
+            if self.signals.get().is_some() {
+                return Ok(true);
+            }
+            self.parked_heartbeat(it);
+            std::thread::sleep(Duration::from_millis(refill_ms.clamp(100, 1000)));
+        }
+    }
+
+    /// After an exec: draws its spend from the workspace's buckets (best effort: a
+    /// ledger error is reported, and the next checkpoint reads the bucket again).
+    pub(super) fn draw_rate(&self) {
+        let buckets = self.cfg.limits.buckets();
+        if buckets.is_empty() {
+            return;
+        }
+        let Some(usage) = self
+            .traj
+            .last()
+            .and_then(|i| i.exec.as_ref())
+            .and_then(|e| {
+                serde_json::from_value::<crate::observe::usage::IterationUsage>(e.usage.clone())
+                    .ok()
+            })
+        else {
+            return;
+        };
+        for (kind, per_hour) in buckets {
+            #[allow(clippy::cast_precision_loss)] // token counts far below 2^52
+            let amount = match kind {
+                "usd" => usage.cost_usd.unwrap_or(0.0),
+                _ => usage.total_tokens() as f64,
+            };
+            if amount > 0.0 {
+                if let Err(e) = self.store.bucket_draw(kind, per_hour, amount, unix_ms()) {
+                    self.say(&format!("could not draw from the {kind} rate bucket: {e}"));
+                }
+            }
+        }
+    }
+}

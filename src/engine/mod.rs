@@ -553,11 +553,12 @@ impl Loop<'_> {
     pub(super) fn act(&mut self, next: Next) -> Result<(), EngineError> {
         match next {
             Next::Exec => {
-                if self.hold_gate("exec")? {
+                if self.rate_gate()? || self.hold_gate("exec")? {
                     return Ok(());
                 }
                 self.exec()?;
                 self.after_step("exec")?;
+                self.draw_rate();
                 self.fold_actions()
             }
             Next::Check => {

@@ -22,6 +22,7 @@ pub enum Event {
     Held(Held),
     Unheld(Unheld),
     Actions(Box<crate::gate::ActionsSeen>),
+    RateLimited(RateLimited),
 }
 
 /// loopexec received SIGINT or SIGTERM (during a step, the step's `stopped` says so too).
@@ -248,4 +249,20 @@ pub struct Unheld {
     pub released: Vec<crate::detect::holds::HoldView>,
     /// How long the loop was parked, in milliseconds.
     pub parked_ms: u64,
+}
+
+/// A workspace rate-limit bucket was empty before an exec (SPEC §9, rate limits).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateLimited {
+    pub iteration: u32,
+    /// `usd` or `tokens`.
+    pub kind: String,
+    /// The configured rate (and bucket capacity), per hour.
+    pub per_hour: f64,
+    /// The bucket's level when read (≤ 0).
+    pub level: f64,
+    /// Milliseconds until it holds more than nothing again.
+    pub refill_ms: u64,
+    /// `suspend` (the loop parks until then) or `halt` (`budget_exceeded`).
+    pub mode: String,
 }

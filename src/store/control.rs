@@ -54,7 +54,12 @@ pub(super) const MIGRATION: &str = "CREATE TABLE holds (
         decided_by TEXT,
         decided_at TEXT
     );
-    CREATE INDEX idx_pending_open ON pending_actions(run_id) WHERE decision IS NULL;";
+    CREATE INDEX idx_pending_open ON pending_actions(run_id) WHERE decision IS NULL;
+    CREATE TABLE rate_buckets (
+        kind TEXT PRIMARY KEY,
+        level REAL NOT NULL,
+        updated_ms INTEGER NOT NULL
+    );";
 
 /// Default severity of a halt event by class (SPEC §Halt events). Only integrity
 /// halts are `high` by default, so the everyday rerun after a cap, a budget or a
@@ -662,6 +667,53 @@ impl Store {
             .map_err(self.sql())?;
         self.finish_event(&id, None)?;
         Ok(id)
+    }
+
+    /// The level of the workspace's `kind` bucket (`usd` or `tokens`) at `now_ms`,
+    /// refilled at `per_hour` up to a capacity of one hour's worth, after drawing
+    /// `amount` from it (0 to only read it). A bucket never seen starts full. The
+    /// read-refill-write is one immediate transaction, so concurrent runs of the
+    /// workspace share one bucket.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn bucket_draw(
+        &self,
+        kind: &str,
+        per_hour: f64,
+        amount: f64,
+        now_ms: u64,
+    ) -> Result<f64, StoreError> {
+        let tx = rusqlite::Transaction::new_unchecked(
+            &self.conn,
+            rusqlite::TransactionBehavior::Immediate,
+        )
+        .map_err(self.sql())?;
+        let row: Option<(f64, i64)> = tx
+            .query_row(
+                "SELECT level, updated_ms FROM rate_buckets WHERE kind = ?1",
+                [kind],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(self.sql())?;
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        let level = match row {
+            Some((level, at)) => crate::detect::rate::refill(
+                level,
+                per_hour,
+                u64::try_from(now.saturating_sub(at)).unwrap_or(0),
+            ),
+            None => per_hour,
+        } - amount;
+        tx.execute(
+            "INSERT INTO rate_buckets (kind, level, updated_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT(kind) DO UPDATE SET level = ?2, updated_ms = ?3",
+            params![kind, level, now],
+        )
+        .map_err(self.sql())?;
+        tx.commit().map_err(self.sql())?;
+        Ok(level)
     }
 
     /// Records a destructive action waiting for a person.

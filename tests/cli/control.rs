@@ -700,3 +700,83 @@ fn an_attended_call_confirmed_in_time_is_allowed_and_logged_with_who_confirmed()
     assert_eq!(rec["confirmed_by"], "alice");
     assert_eq!(rec["outcome"], "allowed");
 }
+
+/// Before: a workspace had no spend rate across runs; each run only saw its own cap.
+#[test]
+fn an_empty_rate_bucket_halts_budget_exceeded_across_runs_or_parks_until_it_refills() {
+    let r = tap_repo(4);
+    r.write(
+        "loop.toml",
+        "[limits]\nusd_per_hour = 0.5\non_rate_limit = \"halt\"\n",
+    )
+    .commit("limits");
+    let spend = format!(
+        "echo '{{\"provider\":\"acme\",\"model\":\"m\",\"input_tokens\":10,\"output_tokens\":5,\"cost_usd\":0.6}}' >> \"$LOOPEXEC_USAGE_FILE\"; {PROGRESS_AGENT}"
+    );
+    let v = r
+        .lx_tap(&spend, &["--run-id", "rl1"])
+        .expect(18, Some("budget_exceeded"));
+    assert_eq!(v["iteration"], 2, "the second exec never ran: {v}");
+    assert!(mentions(&v, "rate limit"), "{v}");
+    let lines = verify_receipt(&r.receipt("rl1"));
+    assert_eq!(events(&lines, "exec_finished").len(), 1);
+    assert_eq!(events(&lines, "rate_limited").len(), 1);
+    // The bucket belongs to the workspace: the next run finds it empty too.
+    let v = r
+        .lx_tap(&spend, &["--run-id", "rl2"])
+        .expect(18, Some("budget_exceeded"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    let ex = r.lx(&["explain-halt", "--run-id", "rl2"]).expect(0, None);
+    assert_eq!(ex["rederived"], true, "{ex}");
+
+    // Suspend mode: 36 USD/h refills 0.01 USD per second; a 36.005 USD exec empties
+    // the bucket for about half a second, and the loop parks, then goes on.
+    let s = tap_repo(2);
+    s.write("loop.toml", "[limits]\nusd_per_hour = 36.0\n")
+        .commit("limits");
+    let big = format!(
+        "echo '{{\"provider\":\"acme\",\"model\":\"m\",\"input_tokens\":10,\"output_tokens\":5,\"cost_usd\":36.005}}' >> \"$LOOPEXEC_USAGE_FILE\"; {PROGRESS_AGENT}"
+    );
+    s.lx_tap(&big, &["--run-id", "sus"])
+        .expect(10, Some("success_condition_met"));
+    let lines = verify_receipt(&s.receipt("sus"));
+    let rl = events(&lines, "rate_limited");
+    assert_eq!(rl.len(), 1, "{rl:?}");
+    assert_eq!(rl[0]["mode"], "suspend");
+    let unheld = events(&lines, "unheld");
+    assert_eq!(unheld.len(), 1);
+    assert!(
+        unheld[0]["parked_ms"].as_u64().unwrap() >= 100,
+        "{:?}",
+        unheld[0]
+    );
+}
+
+/// Before: nobody was told when a run halted unless they watched it.
+#[test]
+fn on_halt_runs_the_notifier_with_the_halt_event_on_stdin() {
+    let r = Repo::with_f();
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("event.json");
+    let cmd = format!("cat > '{}'", file.display());
+    r.lx(&[
+        "run",
+        "--run-id",
+        "n",
+        "--exec",
+        "true",
+        "--check",
+        "false",
+        "--max-iterations",
+        "1",
+        "--on-halt",
+        &cmd,
+    ])
+    .expect(12, Some("max_iterations_reached"));
+    let ev: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(ev["run_id"], "n");
+    assert_eq!(ev["halt_reason"], "max_iterations_reached");
+    assert_eq!(ev["acknowledged"], false);
+    let listed = r.lx(&["halts", "--run", "n"]).expect(0, None);
+    assert_eq!(listed["halts"][0]["id"], ev["id"]);
+}
