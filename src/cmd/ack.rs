@@ -58,9 +58,14 @@ fn provenance(
     resolution: &str,
 ) -> Result<AckHow, Outcome> {
     let message = crate::control::ack_message(subject, by, resolution);
-    let sig: Option<PathBuf> = match (&a.signature, &a.sign_with) {
+    // A signature made here lives in a temp dir that outlives the verification only.
+    let made_here = match &a.sign_with {
+        Some(key) if a.signature.is_none() => Some(sign(key, &message)?),
+        _ => None,
+    };
+    let sig: Option<PathBuf> = match (&a.signature, &made_here) {
         (Some(s), _) => Some(s.clone()),
-        (None, Some(key)) => Some(sign(key, &message)?),
+        (None, Some((_dir, s))) => Some(s.clone()),
         (None, None) => None,
     };
     let Some(sig) = sig else {
@@ -97,9 +102,9 @@ fn provenance(
 }
 
 /// Signs `message` with `key` through `ssh-keygen -Y sign -n loopexec`; returns the
-/// signature file.
+/// temp dir holding the signature (removed when dropped) and the signature file.
 #[allow(clippy::result_large_err)] // the error is the command's rendered outcome
-fn sign(key: &Path, message: &str) -> Result<PathBuf, Outcome> {
+fn sign(key: &Path, message: &str) -> Result<(tempfile::TempDir, PathBuf), Outcome> {
     let dir = tempfile::tempdir().map_err(|e| invariant(format!("temp dir: {e}"), None))?;
     let msg = dir.path().join("ack.txt");
     std::fs::write(&msg, message)
@@ -110,20 +115,14 @@ fn sign(key: &Path, message: &str) -> Result<PathBuf, Outcome> {
         .arg(&msg)
         .status()
         .map_err(|e| invariant(format!("cannot run ssh-keygen: {e}"), None))?;
-    let sig = msg.with_extension("txt.sig");
+    let sig = dir.path().join("ack.txt.sig");
     if !st.success() || !sig.is_file() {
         return Err(refused(
             format!("ssh-keygen -Y sign with {} failed ({st})", key.display()),
             "check the key path and its passphrase",
         ));
     }
-    // Keep the signature beyond the temp dir's life.
-    let keep = std::env::temp_dir().join(format!(
-        "loopexec-ack-{}.sig",
-        crate::store::new_id("sig", message)
-    ));
-    std::fs::copy(&sig, &keep).map_err(|e| invariant(format!("{}: {e}", keep.display()), None))?;
-    Ok(keep)
+    Ok((dir, sig))
 }
 
 pub(crate) fn run(workdir: &Path, a: &AckArgs) -> Outcome {

@@ -848,6 +848,53 @@ mod tests {
     }
 
     #[test]
+    fn escalation_times_out_only_old_unacknowledged_events_of_its_type() {
+        let (_d, s) = store();
+        s.run_started("r", "/w", 1, "r.jsonl").unwrap();
+        let ctx = serde_json::json!({});
+        let rec = super::super::HaltRecord {
+            run_id: "r",
+            iteration: 1,
+            reason: HaltReason::MaxIterationsReached,
+            description: "cap",
+            context: &ctx,
+            attempt_count: None,
+            previous_error: None,
+        };
+        let old = s.halted(&rec).unwrap();
+        let acked = s.halted(&rec).unwrap();
+        let how = AckHow {
+            method: "terminal".into(),
+            key: None,
+            os_user: None,
+        };
+        assert!(s
+            .ack_event(&acked, "alice", "resolved", None, &how)
+            .unwrap());
+        // Nothing is older than the distant past.
+        assert!(s
+            .escalate("max_iterations_reached", "2000-01-01T00:00:00.000Z")
+            .unwrap()
+            .is_empty());
+        let ids = s
+            .escalate("max_iterations_reached", "2999-01-01T00:00:00.000Z")
+            .unwrap();
+        assert_eq!(ids, vec![old.clone()]);
+        let e = s.halt_event(&old).unwrap().unwrap();
+        assert_eq!(e.resolution.as_deref(), Some("timeout"));
+        assert!(!e.acknowledged);
+        // Escalated once only.
+        assert!(s
+            .escalate("max_iterations_reached", "2999-01-01T00:00:00.000Z")
+            .unwrap()
+            .is_empty());
+        assert!(s
+            .escalate("budget_exceeded", "2999-01-01T00:00:00.000Z")
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
     fn the_latch_keeps_its_first_time_and_reason() {
         let (_d, s) = store();
         s.run_started("r", "/w", 1, "r.jsonl").unwrap();
