@@ -3,8 +3,9 @@
 //! * Before each exec and each check the loop reads the holds covering the run (this
 //!   workspace's ledger and the user's global hold file) and asks the pure
 //!   [`holds::decide`]: a stop is recorded (`held`) and `decide` halts
-//!   `human_required`; a suspension is recorded and the loop parks here, between
-//!   steps, until the holds are released (`unheld`) — never mid-step.
+//!   `human_required`; a suspension is recorded and the loop parks here, before the
+//!   next exec, until the holds are released (`unheld`) — never mid-step, and never
+//!   between an exec and the check of the tree it left.
 //! * While a step runs, the poll closure reads the holds on the same tick as the
 //!   stall and budget checks (at most every [`POLL_EVERY`]): a stop ends the step's
 //!   process group, and the `held` event is written right after the step's own event.
@@ -116,6 +117,11 @@ impl Loop<'_> {
                         latched: parked.is_none(),
                     }))?;
                     return Ok(true);
+                }
+                // A check follows its exec on the tree the exec left: a suspension parks
+                // the loop at the boundary before the next exec, never between the two.
+                HoldVerdict::Suspended(_) if phase == "check" && parked.is_none() => {
+                    return Ok(false);
                 }
                 HoldVerdict::Suspended(h) => {
                     if parked.is_none() {

@@ -115,7 +115,10 @@ fn a_suspension_parks_at_a_step_boundary_and_resumes_by_itself_when_released() {
     let held = events(&lines, "held");
     assert_eq!(held.len(), 1, "{held:?}");
     assert_eq!(held[0]["verdict"], "suspended");
-    assert!(held[0]["phase"].as_str().unwrap().starts_with("before_"));
+    assert_eq!(
+        held[0]["phase"], "before_exec",
+        "a suspension parks before an exec"
+    );
     assert_eq!(events(&lines, "unheld").len(), 1);
     // A suspension never latches.
     let halts = r.lx(&["halts", "--run", "susp"]).expect(0, None);
