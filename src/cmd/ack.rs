@@ -214,11 +214,25 @@ fn ack_event(ws: &Workspace, store: Option<Store>, a: &AckArgs, id: &str) -> Out
     f.insert("acknowledged_by".into(), json!(by));
     f.insert("resolution".into(), json!(resolution));
     f.insert("how".into(), json!(how));
+    // Resuming helps where a person was the missing piece; a cap or a failed
+    // convergence halts again at once.
+    let resumable = matches!(
+        ev.halt_reason.as_str(),
+        "human_required" | "comprehension_debt_exceeded" | "escalation_pending"
+    );
+    let next = if resumable {
+        format!(
+            "continue the run with: loopexec run --resume {}\n",
+            ev.run_id
+        )
+    } else {
+        String::new()
+    };
     Outcome::ok(
         f,
         format!(
-            "acknowledged halt event {id} ({} of run {}) by {by}: {resolution} ({})\ncontinue the run with: loopexec run --resume {}\n",
-            ev.halt_reason, ev.run_id, how.method, ev.run_id
+            "acknowledged halt event {id} ({} of run {}) by {by}: {resolution} ({})\n{next}",
+            ev.halt_reason, ev.run_id, how.method
         ),
     )
 }

@@ -94,13 +94,11 @@ fn stop_halt(held: &Held) -> Halt {
         .map(|h| format!("held by {}", h.describe()))
         .collect();
     contributors.push(format!(
-        "{} (during {}); {}",
-        if held.phase.starts_with("before") {
-            "the run was stopped before its next step"
-        } else {
-            "the running step's process group was ended"
+        "{}; {}",
+        match held.phase.strip_prefix("before_") {
+            Some(step) => format!("the run was stopped before its {step}"),
+            None => format!("the running {}'s process group was ended", held.phase),
         },
-        held.phase,
         if held.latched {
             "the run is latched: release the hold(s), acknowledge the halt (`loopexec halts --unacked`, `loopexec ack ID --by NAME --resolution resolved`), then `loopexec run --resume`"
         } else {

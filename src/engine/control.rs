@@ -222,7 +222,9 @@ impl Loop<'_> {
                 .and_then(serde_json::Value::as_bool)
                 == Some(true);
         if latched {
-            let why = halt.contributors.join("; ");
+            // The holds, without the advice line that follows them.
+            let n = halt.contributors.len().saturating_sub(1).max(1);
+            let why = halt.contributors[..n.min(halt.contributors.len())].join("; ");
             if let Err(e) = self.store.latch(&self.run_id, &why, id) {
                 self.say(&format!("could not latch the run: {e}"));
             }
