@@ -207,10 +207,11 @@ pub fn global_holds_path() -> Option<PathBuf> {
 }
 
 /// The environment variables the engine sets for a step.
-pub const STEP_ENV: [&str; 3] = [
+pub const STEP_ENV: [&str; 4] = [
     "LOOPEXEC_RUN_ID",
     "LOOPEXEC_ITERATION",
     "LOOPEXEC_USAGE_FILE",
+    crate::proc::escape::TOKEN_VAR,
 ];
 
 /// Why this process counts as running inside a loopexec step, if it does: a step's

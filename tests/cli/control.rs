@@ -312,7 +312,7 @@ fn an_unacknowledged_high_severity_event_blocks_a_new_run_until_acked() {
 fn ack_from_a_descendant_of_a_running_step_is_refused_even_without_its_environment() {
     let r = tap_repo(3);
     let exec = format!(
-        "{PROGRESS_AGENT}; env -u LOOPEXEC_RUN_ID -u LOOPEXEC_ITERATION -u LOOPEXEC_USAGE_FILE '{}' --workdir . ack --run-id self --reviewer bot > ack.out 2>&1; echo $? > ack.rc",
+        "{PROGRESS_AGENT}; env -u LOOPEXEC_RUN_ID -u LOOPEXEC_ITERATION -u LOOPEXEC_USAGE_FILE -u LOOPEXEC_STEP_TOKEN '{}' --workdir . ack --run-id self --reviewer bot > ack.out 2>&1; echo $? > ack.rc",
         bin()
     );
     r.write(".gitignore", "ack.out\nack.rc\n").commit("ignore");
