@@ -68,12 +68,21 @@ fn go(next: Next) -> Decision {
     }
 }
 
-/// Reads the guard measurements stored in an exec event or the run's baseline.
+/// Reads the guard measurements stored in an exec event or the run's baseline. A
+/// payload of the wrong shape is never "no measurements": it reads as measures that
+/// failed (`error` set), so the guards fail closed on it.
 fn measures(v: &serde_json::Value) -> Option<TreeMeasures> {
     if v.is_null() {
         return None;
     }
-    serde_json::from_value(v.clone()).ok()
+    Some(
+        serde_json::from_value(v.clone()).unwrap_or_else(|e| TreeMeasures {
+            error: Some(format!(
+                "the recorded guard measurements have the wrong shape: {e}"
+            )),
+            ..TreeMeasures::default()
+        }),
+    )
 }
 
 /// The pure join. See the module table.
@@ -107,6 +116,12 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
             return halt(h);
         }
         if let Some(h) = now.as_ref().and_then(|m| integrity::frozen_oracle(cfg, m)) {
+            return halt(h);
+        }
+        if let Some(h) = now
+            .as_ref()
+            .and_then(|m| integrity::toolchain(t0.as_ref(), m))
+        {
             return halt(h);
         }
         if let Some(h) = spend::detect(t, cfg) {

@@ -77,20 +77,23 @@ mod tests {
         }
     }
 
+    /// (tests, exit, signal, truncated, missing reports, failing, complete, unattributed)
+    type Row = (
+        &'static [(&'static str, Outcome)],
+        Option<i32>,
+        Option<i32>,
+        bool,
+        &'static [&'static str],
+        &'static [&'static str],
+        bool,
+        bool,
+    );
+
     #[test]
     fn settle_table() {
         use Outcome::{Failed, Passed};
         // (tests, exit, signal, truncated, missing reports) -> (failing, complete, unattributed)
-        let table: &[(
-            &[(&str, Outcome)],
-            Option<i32>,
-            Option<i32>,
-            bool,
-            &[&str],
-            &[&str],
-            bool,
-            bool,
-        )] = &[
+        let table: &[Row] = &[
             (
                 &[("a", Passed)],
                 Some(0),

@@ -63,6 +63,9 @@ pub struct TreeMeasures {
     /// process ([`crate::observe::tamper`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runner_tampering: Vec<crate::observe::tamper::TamperHit>,
+    /// The check's toolchain outside the workdir ([`crate::observe::toolchain`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub toolchain: BTreeMap<String, String>,
     /// Why a measurement failed, when one did: the guards fail closed on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -409,4 +412,145 @@ pub fn runner_tampering(m: &TreeMeasures) -> Option<Halt> {
             .collect(),
         detail: serde_json::json!({"layers": ["runner_tampering"], "hits": m.runner_tampering}),
     })
+}
+
+/// `hermeticity_violation` from the tree after the exec: the check's toolchain outside
+/// the workdir (what its commands resolve to on `PATH`, its interpreter's start-up
+/// hooks) differs from t0 ([`crate::observe::toolchain`]).
+#[must_use]
+pub fn toolchain(t0: Option<&TreeMeasures>, m: &TreeMeasures) -> Option<Halt> {
+    let t0 = t0?;
+    if t0.toolchain.is_empty() {
+        return None;
+    }
+    let mut changed: Vec<String> = t0
+        .toolchain
+        .iter()
+        .filter(|(k, v)| m.toolchain.get(*k) != Some(*v))
+        .map(|(k, v)| match m.toolchain.get(k) {
+            Some(now) => format!("{k}: {v} -> {now}"),
+            None => format!("{k}: removed"),
+        })
+        .chain(
+            m.toolchain
+                .keys()
+                .filter(|k| !t0.toolchain.contains_key(*k))
+                .map(|k| format!("{k}: added")),
+        )
+        .collect();
+    if changed.is_empty() {
+        return None;
+    }
+    changed.sort();
+    Some(Halt {
+        reason: HaltReason::HermeticityViolation,
+        contributors: changed
+            .iter()
+            .map(|c| format!("the check's toolchain changed since t0: {c}"))
+            .collect(),
+        detail: serde_json::json!({"toolchain_changed": changed}),
+    })
+}
+
+#[cfg(test)]
+mod trust_tests {
+    use super::*;
+    use crate::observe::frozen::{EditKind, OracleEdit};
+
+    fn edit(kind: EditKind) -> OracleEdit {
+        OracleEdit {
+            path: "tests/a.py".into(),
+            kind,
+            what: "test file".into(),
+            lines: vec!["-3: assert x".into()],
+        }
+    }
+
+    #[test]
+    fn frozen_oracle_halts_or_restores_per_policy() {
+        use crate::config::OnOracleEdit::{Halt as H, Restore as R};
+        // (policy, edits, halts)
+        let table: &[(crate::config::OnOracleEdit, &[EditKind], bool)] = &[
+            (H, &[], false),
+            (H, &[EditKind::Modified], true),
+            (H, &[EditKind::Deleted], true),
+            (H, &[EditKind::Created], true),
+            (R, &[EditKind::Modified, EditKind::Created], false),
+            (R, &[EditKind::TestRegion], true),
+        ];
+        for (policy, kinds, halts) in table {
+            let mut cfg = RunConfig::defaults();
+            cfg.oracle.on_edit = *policy;
+            let m = TreeMeasures {
+                oracle_edits: kinds.iter().map(|k| edit(*k)).collect(),
+                ..TreeMeasures::default()
+            };
+            let h = frozen_oracle(&cfg, &m);
+            assert_eq!(h.is_some(), *halts, "{policy:?} {kinds:?}");
+            if let Some(h) = h {
+                assert_eq!(h.reason, HaltReason::MetricIntegrityViolation);
+                assert!(h.contributors[0].contains("tests/a.py"));
+            }
+        }
+    }
+
+    #[test]
+    fn evidence_fails_closed() {
+        let ok = TreeMeasures::default();
+        let broken = TreeMeasures {
+            error: Some("snapshot failed".into()),
+            ..TreeMeasures::default()
+        };
+        let none = Shown::default();
+        let named = |n| Shown {
+            names: n,
+            counted: None,
+        };
+        let counted = |n| Shown {
+            names: 0,
+            counted: Some(n),
+        };
+        // (guards unavailable, measures, t0 shown, green shown, unverified)
+        type Row<'a> = (&'a [&'a str], Option<&'a TreeMeasures>, Shown, Shown, bool);
+        let table: &[Row] = &[
+            (&[], Some(&ok), named(3), named(3), false),
+            (&[], Some(&ok), none, none, false), // an exit-code check, from t0 on
+            (&[], Some(&ok), named(3), none, true),
+            (&[], Some(&ok), counted(5), counted(5), false),
+            (&[], Some(&ok), counted(5), counted(4), true),
+            (&[], Some(&ok), named(1), counted(2), false), // quiet green, counted
+            (&[], Some(&broken), named(3), named(3), true),
+            (&[], None, named(3), named(3), true),
+            (&["no store"], Some(&ok), named(3), named(3), true),
+        ];
+        for (unavailable, m, t0, now, unverified) in table {
+            let u: Vec<String> = unavailable.iter().map(|s| (*s).to_string()).collect();
+            let h = evidence(&u, *m, *t0, *now);
+            assert_eq!(
+                h.is_some(),
+                *unverified,
+                "{unavailable:?} {m:?} {t0:?} {now:?}"
+            );
+            if let Some(h) = h {
+                assert_eq!(h.reason, HaltReason::ObjectiveUnverified);
+            }
+        }
+    }
+
+    #[test]
+    fn toolchain_changes_are_hermeticity_violations() {
+        let t0 = TreeMeasures {
+            toolchain: BTreeMap::from([("path:sh".to_string(), "/bin/sh aa".to_string())]),
+            ..TreeMeasures::default()
+        };
+        let same = t0.clone();
+        let shim = TreeMeasures {
+            toolchain: BTreeMap::from([("path:sh".to_string(), "/tmp/x/sh bb".to_string())]),
+            ..TreeMeasures::default()
+        };
+        assert!(toolchain(Some(&t0), &same).is_none());
+        let h = toolchain(Some(&t0), &shim).unwrap();
+        assert_eq!(h.reason, HaltReason::HermeticityViolation);
+        assert!(h.contributors[0].contains("/tmp/x/sh"));
+    }
 }

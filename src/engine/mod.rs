@@ -99,7 +99,7 @@ pub enum EngineError {
     Workspace(#[from] WorkspaceError),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
-    #[error("receipt {path}: {source}")]
+    #[error("receipt {path}: {}", recorder::describe_io(source))]
     Receipt {
         path: PathBuf,
         source: std::io::Error,
@@ -110,7 +110,7 @@ pub enum EngineError {
     RunExists(String),
     #[error("run `{0}` cannot be resumed: {1}")]
     NotResumable(String, String),
-    #[error("capture files under {path}: {source}")]
+    #[error("capture files under {path}: {}", recorder::describe_io(source))]
     Capture {
         path: PathBuf,
         source: std::io::Error,

@@ -79,10 +79,21 @@ impl Loop<'_> {
             path: prefix.clone(),
             source,
         })?;
+        // Redaction is a must-succeed write: an excerpt that keeps a secret is never
+        // left behind silently (an excerpt that was never written is not an error).
         for ext in ["stdout", "stderr"] {
             let mut p = prefix.as_os_str().to_owned();
             p.push(format!(".{ext}"));
-            let _ = crate::observe::secrets::redact_file(Path::new(&p));
+            match crate::observe::secrets::redact_file(Path::new(&p)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(EngineError::Capture {
+                        path: PathBuf::from(p),
+                        source,
+                    })
+                }
+            }
         }
         Ok(r)
     }
@@ -109,7 +120,7 @@ impl Loop<'_> {
             .ws
             .run_dir(&self.run_id)
             .join(format!("{it}.usage.jsonl"));
-        let _ = std::fs::remove_file(&usage_file);
+        remove_if_present(&usage_file)?;
         let env_set = vec![
             (
                 "LOOPEXEC_USAGE_FILE".to_string(),
@@ -219,7 +230,7 @@ impl Loop<'_> {
             .room
             .as_ref()
             .map_or_else(|| self.ws.workdir.clone(), |r| r.root().to_path_buf());
-        let reports = self.clear_reports(&check_dir);
+        let reports = self.clear_reports(&check_dir)?;
         let suffix = if attempt == 0 {
             String::new()
         } else {
@@ -244,6 +255,18 @@ impl Loop<'_> {
         spec.env_set = &env_set;
         spec.timeout = timeout;
         let (step, spools) = self.run_supervised(spec, "check", None)?;
+        // A check that failed because the disk filled up says nothing about the code:
+        // name the full disk instead of recording a red (or flaky) check.
+        for d in [self.ws.run_dir(&self.run_id), check_dir.clone()] {
+            if let Some(free) = free_bytes(&d) {
+                if free < DISK_FULL_BELOW {
+                    return Err(EngineError::Tree(format!(
+                        "the disk holding {} is full ({free} bytes free): the check's result cannot be judged; free space and resume the run",
+                        d.display()
+                    )));
+                }
+            }
+        }
         let found: Vec<PathBuf> = self.find_reports(&check_dir);
         let choice = if self.cfg.test_format == "auto" {
             FormatChoice::Auto
@@ -358,17 +381,28 @@ impl Loop<'_> {
         let record = std::fs::read(&path)
             .ok()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-        let _ = std::fs::remove_file(&path);
+        if let Err(e) = std::fs::remove_file(&path) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                eprintln!(
+                    "loopexec: warning: the watchdog record {} was not removed: {e}",
+                    path.display()
+                );
+            }
+        }
         record.filter(|_| step.signal.is_some() || step.exit_code != Some(0))
     }
 
     /// Removes the configured report files before a check run (a stale report from an
     /// earlier iteration must never speak for this one). Returns the patterns.
-    pub(super) fn clear_reports(&self, dir: &Path) -> Vec<String> {
+    ///
+    /// # Errors
+    /// A report that cannot be removed (a must-succeed write: a stale report would be
+    /// read as this run's).
+    pub(super) fn clear_reports(&self, dir: &Path) -> Result<Vec<String>, EngineError> {
         for p in self.find_reports(dir) {
-            let _ = std::fs::remove_file(p);
+            remove_if_present(&p)?;
         }
-        self.cfg.reports.clone()
+        Ok(self.cfg.reports.clone())
     }
 
     pub(super) fn find_reports(&self, dir: &Path) -> Vec<PathBuf> {
@@ -386,6 +420,31 @@ impl Loop<'_> {
             }
         }
         out
+    }
+}
+
+/// Below this many free bytes the disk counts as full (ENOSPC is near or has happened).
+const DISK_FULL_BELOW: u64 = 1 << 20;
+
+/// Bytes available to an unprivileged writer on the filesystem holding `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statvfs writes into the struct we own; the path is NUL-terminated.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    (rc == 0).then_some(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+/// Removes `path`; a file already gone is fine, any other failure is an error.
+fn remove_if_present(path: &Path) -> Result<(), EngineError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(EngineError::Capture {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 

@@ -105,7 +105,7 @@ impl OracleRules {
         }
         let mut parts: Vec<&str> = path.split('/').collect();
         let name = parts.pop().unwrap_or(path);
-        if parts.iter().any(|p| *p == "node_modules") {
+        if parts.contains(&"node_modules") {
             return None;
         }
         if guards::is_test_file(path, &self.test_globs).is_some() {
@@ -155,6 +155,9 @@ pub fn check_words(check: &str) -> Vec<String> {
     out
 }
 
+/// `(path, t0 blob, new blob, kind, what)` of one edit before its lines are read.
+type EditPair = (String, Option<String>, Option<String>, EditKind, String);
+
 /// The oracle edits between t0 and now.
 ///
 /// `frozen0` is t0's frozen map ([`OracleRules::frozen`]); `manifest0`/`manifest1`
@@ -174,7 +177,7 @@ pub fn edits(
     rules: &OracleRules,
 ) -> Result<Vec<OracleEdit>, GitError> {
     let mut out = Vec::new();
-    let mut pairs: Vec<(String, Option<String>, Option<String>, EditKind, String)> = Vec::new();
+    let mut pairs: Vec<EditPair> = Vec::new();
     for path in frozen0.keys() {
         let what = rules.frozen_as(path).unwrap_or("test file").to_string();
         match (entries0.get(path), entries1.get(path)) {

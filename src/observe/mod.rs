@@ -11,5 +11,6 @@ pub mod reports;
 pub mod secrets;
 pub mod store;
 pub mod tamper;
+pub mod toolchain;
 pub mod tree;
 pub mod usage;

@@ -58,6 +58,9 @@ pub struct TreeObserver {
     last_tree: Option<String>,
     last_entries: BTreeMap<String, FileEntry>,
     git_dir: Option<PathBuf>,
+    toolchain_words: Vec<String>,
+    toolchain_path: String,
+    site_dirs: Vec<PathBuf>,
 }
 
 fn to_tree_entries(entries: &BTreeMap<String, FileEntry>) -> Vec<TreeEntry> {
@@ -119,7 +122,33 @@ impl TreeObserver {
             last_tree: None,
             last_entries: BTreeMap::new(),
             git_dir: None,
+            toolchain_words: Vec::new(),
+            toolchain_path: String::new(),
+            site_dirs: Vec::new(),
         }
+        .with_toolchain(cfg.check.as_deref())
+    }
+
+    fn with_toolchain(mut self, check: Option<&str>) -> TreeObserver {
+        use super::toolchain;
+        let words = check.map(toolchain::command_words).unwrap_or_default();
+        // The check's PATH: loopexec's own, without entries inside the workdir (the
+        // clean room drops those too).
+        let path = std::env::var("PATH").unwrap_or_default();
+        let path = path
+            .split(':')
+            .filter(|e| Path::new(e).is_absolute() && !Path::new(e).starts_with(&self.dir))
+            .collect::<Vec<_>>()
+            .join(":");
+        self.site_dirs = words
+            .iter()
+            .filter(|w| toolchain::is_python(w))
+            .filter_map(|w| toolchain::resolve(w, &path))
+            .flat_map(|p| toolchain::python_site_dirs(&p))
+            .collect();
+        self.toolchain_words = words;
+        self.toolchain_path = path;
+        self
     }
 
     /// The store, when it can be used.
@@ -246,6 +275,11 @@ impl TreeObserver {
             }
         };
         TreeMeasures {
+            toolchain: super::toolchain::measure(
+                &self.toolchain_words,
+                &self.toolchain_path,
+                &self.site_dirs,
+            ),
             runner_tampering,
             changed_since_t0,
             assertions,

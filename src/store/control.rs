@@ -18,7 +18,7 @@ use super::{Store, StoreError};
 use crate::halt::{ExitClass, HaltReason};
 use rusqlite::{params, OptionalExtension};
 
-/// Schema migration 2 (see [`super::USER_VERSION`]).
+/// Schema migration 3 (see [`super::USER_VERSION`]).
 pub(super) const MIGRATION: &str = "CREATE TABLE holds (
         id TEXT PRIMARY KEY,
         scope TEXT NOT NULL,

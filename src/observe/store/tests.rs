@@ -188,7 +188,7 @@ fn user_git_configuration_cannot_reach_the_store() {
 #[test]
 fn commit_records_a_ref() {
     let (_t, store, mut sc) = setup();
-    put(&sc.root().to_path_buf(), "a", "1");
+    put(sc.root(), "a", "1");
     let s = sc.scan(&store).unwrap();
     let c = store.commit(&s.tree, "run1", "0").unwrap();
     assert!(git::ref_exists(store.dir(), "refs/loopexec/run1/0").unwrap());
