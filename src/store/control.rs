@@ -238,13 +238,21 @@ pub struct PendingAction {
     pub decided_at: Option<String>,
 }
 
-/// A short unique id with a prefix (`hold-1f2e…`), from the time, the pid and `salt`.
-#[must_use]
-pub fn new_id(prefix: &str, salt: &str) -> String {
+/// Nanoseconds since the epoch, the pid and a per-process counter: never the same
+/// twice in one process, and practically never across processes.
+pub(super) fn unique_suffix() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let h = blake3::hash(format!("{nanos}:{}:{salt}", std::process::id()).as_bytes());
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{nanos}:{}:{n}", std::process::id())
+}
+
+/// A short unique id with a prefix (`hold-1f2e…`), from [`unique_suffix`] and `salt`.
+#[must_use]
+pub fn new_id(prefix: &str, salt: &str) -> String {
+    let h = blake3::hash(format!("{}:{salt}", unique_suffix()).as_bytes());
     format!("{prefix}-{}", &h.to_hex()[..10])
 }
 

@@ -348,10 +348,20 @@ impl Store {
         };
         let description = redact(h.description);
         let context = redact(&h.context.to_string());
-        let id =
-            blake3::hash(format!("{}:{}:{}:{now}", h.run_id, h.iteration, h.reason).as_bytes())
-                .to_hex()[..32]
-                .to_string();
+        // Unique even for two halts of one run in the same millisecond (a preflight
+        // refusal and a halt, or a test): the clock in nanoseconds and a counter.
+        let id = blake3::hash(
+            format!(
+                "{}:{}:{}:{now}:{}",
+                h.run_id,
+                h.iteration,
+                h.reason,
+                control::unique_suffix()
+            )
+            .as_bytes(),
+        )
+        .to_hex()[..32]
+            .to_string();
         self.conn
             .execute(
                 "UPDATE runs SET status = 'halted', finished_at = ?2, iteration = ?3,
