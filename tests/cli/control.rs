@@ -783,3 +783,47 @@ fn on_halt_runs_the_notifier_with_the_halt_event_on_stdin() {
     let listed = r.lx(&["halts", "--run", "n"]).expect(0, None);
     assert_eq!(listed["halts"][0]["id"], ev["id"]);
 }
+
+/// Before: wiring the gate into an agent meant editing its settings by hand.
+#[test]
+fn init_agent_installs_the_gate_hook_keeping_existing_settings() {
+    let r = Repo::with_f();
+    r.write(
+        ".claude/settings.json",
+        r#"{"model": "sonnet", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]}}"#,
+    );
+    let v = r.lx(&["init", "--agent", "claude"]).expect(0, None);
+    assert!(v["hooks"]
+        .as_str()
+        .unwrap()
+        .ends_with(".claude/settings.json"));
+    let read = |p: &str| -> Value { serde_json::from_str(&r.read(p)).unwrap() };
+    let s = read(".claude/settings.json");
+    assert_eq!(s["model"], "sonnet");
+    assert_eq!(s["hooks"]["Stop"][0]["hooks"][0]["command"], "notify");
+    for ev in ["PreToolUse", "PostToolUse"] {
+        assert_eq!(
+            s["hooks"][ev][0]["hooks"][0]["command"], "loopexec gate",
+            "{s}"
+        );
+    }
+    // Running it again adds nothing twice.
+    r.lx(&["init", "--agent", "claude"]).expect(0, None);
+    assert_eq!(
+        read(".claude/settings.json")["hooks"]["PreToolUse"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    r.lx(&["init", "--agent", "gemini"]).expect(0, None);
+    let g = read(".gemini/settings.json");
+    assert_eq!(
+        g["hooks"]["BeforeTool"][0]["hooks"][0]["command"],
+        "loopexec gate"
+    );
+    assert_eq!(
+        g["hooks"]["AfterTool"][0]["hooks"][0]["command"],
+        "loopexec gate"
+    );
+}
