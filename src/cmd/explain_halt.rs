@@ -42,6 +42,7 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
     );
     f.insert("advice".into(), json!(ex.advice));
     f.insert("declined_actions".into(), crate::gate::declined_json(&traj));
+    f.insert("actions".into(), crate::gate::summary_json(&traj));
     f.insert("what_to_do".into(), json!(ex.what_to_do));
     f.insert("rederived".into(), json!(ex.rederived || exempt));
     f.insert(

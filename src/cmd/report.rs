@@ -143,6 +143,7 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
     f.insert("run_id".into(), json!(run.run_id));
     f.insert("receipt".into(), json!(run.receipt.display().to_string()));
     f.insert("declined_actions".into(), crate::gate::declined_json(&traj));
+    f.insert("actions".into(), crate::gate::summary_json(&traj));
     f.insert("iterations".into(), json!(rows));
     if let Some(h) = halt.as_object() {
         f.insert("halt_reason".into(), h["halt_reason"].clone());

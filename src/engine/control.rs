@@ -362,8 +362,12 @@ impl Loop<'_> {
         if !path.is_file() {
             return Ok(());
         }
-        let log = crate::gate::audit::read(&path);
-        let from: u64 = self.traj.actions.last().map_or(0, |a| a.records);
+        let mut log = crate::gate::audit::read(&path);
+        let prev = self.traj.actions.last();
+        let from: u64 = prev.map_or(0, |a| a.records);
+        if log.problem.is_none() {
+            log.problem = prev.and_then(|p| log.still_ends_in(p.records, p.head.as_deref()));
+        }
         if log.records.len() as u64 <= from && log.problem.is_none() {
             return Ok(());
         }

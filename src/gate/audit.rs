@@ -120,6 +120,30 @@ pub struct Log {
     pub records: Vec<Record>,
     pub head: Option<String>,
     pub problem: Option<String>,
+    /// blake3 of each record's line, in order.
+    pub hashes: Vec<String>,
+}
+
+impl Log {
+    /// Checks that the first `records` lines still end in `head` (what an earlier fold
+    /// recorded in the receipt): the chain alone cannot show an edit of the last line.
+    #[must_use]
+    pub fn still_ends_in(&self, records: u64, head: Option<&str>) -> Option<String> {
+        let n = usize::try_from(records).unwrap_or(usize::MAX);
+        if n == 0 {
+            return None;
+        }
+        match self.hashes.get(n - 1) {
+            Some(h) if Some(h.as_str()) == head => None,
+            Some(_) => Some(format!(
+                "record {n} is not the one the receipt recorded as the log's head: records folded earlier were changed"
+            )),
+            None => Some(format!(
+                "the log holds {} records; the receipt recorded {n}: records were removed",
+                self.hashes.len()
+            )),
+        }
+    }
 }
 
 /// Reads and verifies the log (a missing file is an empty log).
@@ -150,7 +174,9 @@ pub fn read(path: &Path) -> Log {
                 }
             }
         }
-        prev = Some(blake3::hash(l.as_bytes()).to_hex().to_string());
+        let h = blake3::hash(l.as_bytes()).to_hex().to_string();
+        log.hashes.push(h.clone());
+        prev = Some(h);
     }
     log.head = prev;
     log

@@ -254,14 +254,47 @@ pub fn declined_json(t: &Trajectory) -> serde_json::Value {
     serde_json::to_value(declined(t)).unwrap_or_default()
 }
 
+/// The run's agent actions in one object (for `report` and `explain-halt`): tool-call
+/// rounds, declined and confirmed calls, halt conditions observed, repeated failures,
+/// the audit log and any break in its chain. `null` when the gate saw nothing.
+#[must_use]
+pub fn summary_json(t: &Trajectory) -> serde_json::Value {
+    if t.actions.is_empty() {
+        return serde_json::Value::Null;
+    }
+    let calls: u64 = t.actions.iter().map(|a| a.calls).sum();
+    let findings: Vec<&Finding> = t.actions.iter().flat_map(|a| &a.findings).collect();
+    let problems: Vec<&String> = t
+        .actions
+        .iter()
+        .filter_map(|a| a.log_problem.as_ref())
+        .collect();
+    let last = t.actions.last();
+    serde_json::json!({
+        "calls": calls,
+        "declined": declined(t).len(),
+        "confirmed": t.actions.iter().map(|a| a.confirmed.len()).sum::<usize>(),
+        "findings": findings,
+        "repeated_failures": t.actions.iter().flat_map(|a| &a.repeated_failures).collect::<Vec<_>>(),
+        "audit_log": last.map(|a| a.audit_log.clone()),
+        "records": last.map(|a| a.records),
+        "head": last.and_then(|a| a.head.clone()),
+        "log_problems": problems,
+    })
+}
+
 /// Human lines listing declined actions (empty when none).
 #[must_use]
 pub fn declined_text(t: &Trajectory) -> String {
     let d = declined(t);
-    if d.is_empty() {
-        return String::new();
+    let mut s = String::new();
+    for p in t.actions.iter().filter_map(|a| a.log_problem.as_ref()) {
+        s.push_str(&format!("audit log problem: {p}\n"));
     }
-    let mut s = format!("declined agent actions ({}):\n", d.len());
+    if d.is_empty() {
+        return s;
+    }
+    s.push_str(&format!("declined agent actions ({}):\n", d.len()));
     for a in d {
         s.push_str(&format!(
             "  - iteration {}: {} `{}` ({}){}\n",

@@ -589,6 +589,11 @@ fn a_destructive_call_is_declined_in_an_unattended_run_and_listed_in_the_verdict
             Some(3),
             "{c}: {o}"
         );
+        assert_eq!(o["actions"]["calls"], 3, "{c}: {o}");
+        assert_eq!(
+            o["actions"]["log_problems"].as_array().map(Vec::len),
+            Some(0)
+        );
     }
     let lines = verify_receipt(&r.receipt("gated"));
     assert_eq!(events(&lines, "actions").len(), 3);
@@ -825,5 +830,45 @@ fn init_agent_installs_the_gate_hook_keeping_existing_settings() {
     assert_eq!(
         g["hooks"]["AfterTool"][0]["hooks"][0]["command"],
         "loopexec gate"
+    );
+}
+
+/// Before: the record of the agent's actions was whatever the agent left in the file.
+#[test]
+fn an_audit_log_edited_by_the_agent_is_named_in_the_receipt() {
+    let r = tap_repo(2);
+    let st = tempfile::tempdir().unwrap();
+    let s = st.path().display();
+    // Iteration 1 asks for a force push (declined); iteration 2 rewrites that record.
+    let agent = hook_agent(
+        st.path(),
+        &format!(
+            "if [ -e {s}/asked ]; then sed -i 's/--force //' \"$LOOPEXEC_AUDIT_LOG\"; else touch {s}/asked; hook push '\"tool_name\":\"Bash\",\"tool_input\":{{\"command\":\"git push --force origin main\"}}'; fi\n{PROGRESS_AGENT}"
+        ),
+    );
+    std::fs::write(st.path().join("agent.sh"), agent).unwrap();
+    let exec = format!("sh {s}/agent.sh");
+    r.lx_tap(&exec, &["--run-id", "edited"])
+        .expect(10, Some("success_condition_met"));
+    let o = r
+        .lx(&["explain-halt", "--run-id", "edited"])
+        .expect(0, None);
+    assert!(mentions(&o["actions"]["log_problems"], "changed"), "{o}");
+    let lines = verify_receipt(&r.receipt("edited"));
+    let acts = events(&lines, "actions");
+    assert_eq!(acts.len(), 2, "{acts:?}");
+    assert!(acts[0]["log_problem"].is_null());
+    assert!(
+        acts[1]["log_problem"]
+            .as_str()
+            .unwrap()
+            .contains("record 1"),
+        "{:?}",
+        acts[1]
+    );
+    // The declined call stays on the record as the gate wrote it at the time.
+    assert_eq!(
+        acts[0]["declined"][0]["target"],
+        "git push --force origin main"
     );
 }
