@@ -93,7 +93,7 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::InvariantFailed => "Correct the named configuration field; `loopexec init` writes a commented loop.toml.".into(),
         HaltReason::HumanRequired if h.detail.get("cause").and_then(|c| c.as_str()) == Some("hold") => "A person's hold stopped the run. Release the hold (`loopexec holds`, `loopexec release ID --by NAME`), acknowledge the halt event (`loopexec halts --unacked`, `loopexec ack ID --by NAME --resolution resolved`), then `loopexec run --resume RUN_ID`.".into(),
         HaltReason::HumanRequired => "The run was stopped by a signal. Inspect the tree, then start a new run (or `run --resume` this one).".into(),
-        HaltReason::EscalationPending => "A destructive agent action waited for a person past the approval timeout. List it with `loopexec pending`, answer with `loopexec confirm ID --by NAME` or `loopexec deny ID --by NAME`, then `loopexec run --resume RUN_ID` (the agent must ask again: a confirmation covers one call, in real time).".into(),
+        HaltReason::EscalationPending if h.detail.get("cause").and_then(|c| c.as_str()) == Some("approval_timeout") => "A destructive agent action waited for a person past the approval timeout. List it with `loopexec pending`, answer with `loopexec confirm ID --by NAME` or `loopexec deny ID --by NAME`, then `loopexec run --resume RUN_ID` (the agent must ask again: a confirmation covers one call, in real time).".into(),
         HaltReason::MetricIntegrityViolation | HaltReason::BlockedPathModified => "Do not trust the green: revert to t0 (or the last accepted snapshot) and read the diff of the named files.".into(),
         HaltReason::HermeticityViolation => "The check wrote into the working tree: make it write only to ignored or temporary paths (or list its caches in [guards] check_may_write).".into(),
         HaltReason::CheckFlaky => "Quarantine or fix the flaky test(s), then measure the check with `loopexec probe-check`.".into(),
@@ -101,6 +101,14 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::ModelDriftDetected => "The agent's primary model changed mid-run: pin the model in the agent's own configuration, or accept the new one with --model.".into(),
         HaltReason::HeartbeatStale => "The work step went silent: look at its last output excerpt, then rerun with a longer --stall-timeout if the silence was expected.".into(),
         HaltReason::ComprehensionDebtExceeded => "Review the accepted diffs, record it with `loopexec ack --reviewer NAME`, then `loopexec run --resume RUN_ID`.".into(),
+        HaltReason::ReviewerRejected | HaltReason::EscalationPending | HaltReason::RewardHackingDetected
+            if t.last().is_some_and(|i| i.judged.is_some()) =>
+        {
+            "Read the judge's reasons (the contributors, and `judge_finished` in the receipt) against the diff from t0; revert or fix the work, or acknowledge it and `loopexec run --resume RUN_ID`.".into()
+        }
+        HaltReason::NoActionableTasks => "Every open task waits on another that is not done: mark a blocker done, remove the cycle, or add the missing task to the list, then start a new run.".into(),
+        HaltReason::ObjectiveUnverified => "The green did not show the named objective test passing: make the check collect and run it (no deselection, no skip), or correct --objective.".into(),
+        HaltReason::ContextBudgetUnsatisfiable => "Split the task, declare fewer files, or use a model with a larger window ([models.windows] in loop.toml); `loopexec build-context` shows the breakdown.".into(),
         _ => String::new(),
     }
 }
@@ -150,6 +158,8 @@ pub fn protection_note(t: &Trajectory) -> String {
     if let Some(sb) = &s.sandbox {
         if sb.in_force.starts_with("none") {
             missing.push(format!("the exec had no sandbox: {}", sb.in_force));
+        } else if let Some((_, why)) = sb.in_force.split_once("; ") {
+            missing.push(why.to_string());
         }
     }
     if missing.is_empty() {

@@ -19,6 +19,7 @@ pub mod engine;
 pub mod explain;
 pub mod gate;
 pub mod halt;
+pub mod judgment;
 pub mod observe;
 pub mod oracle;
 pub mod proc;

@@ -2,6 +2,7 @@
 //! lives here; domain modules never see clap.
 
 mod ack;
+mod build_context;
 mod check_state;
 mod doctor;
 mod explain_halt;
@@ -57,6 +58,7 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Command::Pending => gate::pending(&workdir),
         Command::Confirm(a) => gate::decide(&workdir, &a, "confirmed"),
         Command::Deny(a) => gate::decide(&workdir, &a, "denied"),
+        Command::BuildContext(a) => build_context::run(&workdir, &a),
     }
 }
 

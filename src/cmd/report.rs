@@ -73,7 +73,7 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
                     r.insert("interrupted".into(), json!(i.signal));
                 }
             }
-            Event::Resumed(_) => {}
+            Event::Resumed(_) | Event::ContextBuilt(_) => {}
             Event::Held(h) => {
                 if let Some(r) = rows.last_mut() {
                     r.insert(
@@ -95,6 +95,22 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
             Event::Actions(a) => {
                 if let Some(r) = rows.last_mut() {
                     r.insert("actions".into(), json!({"calls": a.calls, "declined": a.declined, "confirmed": a.confirmed, "findings": a.findings}));
+                }
+            }
+            Event::JudgeFinished(j) => {
+                if let Some(r) = rows.last_mut() {
+                    let mut jj = step_json(&j.step);
+                    jj["verdict"] = match crate::detect::judge::could_not_decide(j) {
+                        Some(_) => json!("could_not_decide"),
+                        None => crate::detect::judge::parse_verdict(&j.output)
+                            .map_or(json!(null), |v| json!(v.verdict)),
+                    };
+                    r.insert("judge".into(), jj);
+                }
+            }
+            Event::TasksObserved(o) => {
+                if let Some(r) = rows.last_mut() {
+                    r.insert("tasks".into(), json!(o.tasks.len()));
                 }
             }
             Event::Halted(h) => {

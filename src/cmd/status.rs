@@ -49,10 +49,13 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
             }
             Event::Held(h) => phase = format!("{} by a hold", h.verdict),
             Event::Unheld(_) => phase = "resumed after a suspension".into(),
+            Event::JudgeFinished(_) => phase = "deciding".into(),
             Event::Reverted(_)
             | Event::Interrupted(_)
             | Event::Actions(_)
-            | Event::RateLimited(_) => {}
+            | Event::RateLimited(_)
+            | Event::TasksObserved(_)
+            | Event::ContextBuilt(_) => {}
         }
     }
     let alive = halted.is_none() && pid.is_some_and(super::pid_alive);

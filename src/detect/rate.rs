@@ -1,5 +1,5 @@
 //! Rate limits across runs: token-bucket arithmetic and `budget_exceeded` from an
-//! exhausted bucket the loop recorded (SPEC §9, rate limits).
+//! exhausted bucket the loop recorded (SPEC §10, rate limits).
 //!
 //! A workspace has one bucket per limit (`[limits] usd_per_hour`, `tokens_per_hour`)
 //! in its ledger. Its capacity is one hour's worth; it refills continuously at the

@@ -11,12 +11,13 @@
 //! nothing: it only does what the decision says (run the exec, run the check, run a
 //! confirmation, revert a rejected iteration, start the next one, or stop).
 //!
-//! Layout: this file holds the lifecycle (`run`, `drive`, `act`); [`steps`] runs the
+//! Layout: this file holds the lifecycle (`run`, `drive`, `act`); `steps` runs the
 //! exec and the check; `ratchet` restores the last accepted snapshot; `recorder`
 //! owns the receipt and ledger writes.
 
 pub mod cleanroom;
 mod control;
+mod judgment;
 mod ratchet;
 mod recorder;
 mod steps;
@@ -322,9 +323,23 @@ fn sandbox_for(
                 home.as_deref(),
                 &cfg.sandbox.writable,
             );
+            // A clean room the exec may write is no clean room: say so in every verdict.
+            let room = cleanroom::base_dir(&cleanroom::state_dir(), &ws.workdir);
+            let exposed = plan.writable.iter().any(|w| room.starts_with(w));
             let rec = crate::receipt::events::SandboxRecord {
                 mode: mode.into(),
-                in_force: format!("landlock (kernel ABI {abi})"),
+                in_force: if exposed {
+                    format!(
+                        "landlock (kernel ABI {abi}); the clean room {} lies inside a path the exec may write: set LOOPEXEC_STATE_DIR outside {}",
+                        room.display(),
+                        plan.writable
+                            .iter()
+                            .find(|w| room.starts_with(w))
+                            .map_or(String::new(), |w| w.display().to_string())
+                    )
+                } else {
+                    format!("landlock (kernel ABI {abi})")
+                },
                 writable: plan
                     .writable
                     .iter()
@@ -568,6 +583,9 @@ impl Loop<'_> {
                 self.check(0)?;
                 self.after_step("check")
             }
+            Next::Judge => self.judge(),
+            Next::ObserveTasks => self.observe_tasks(),
+            Next::BuildContext => self.build_context(),
             Next::Confirm => {
                 if self.hold_gate("check")? {
                     return Ok(());

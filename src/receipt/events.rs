@@ -23,6 +23,9 @@ pub enum Event {
     Unheld(Unheld),
     Actions(Box<crate::gate::ActionsSeen>),
     RateLimited(RateLimited),
+    JudgeFinished(Box<super::judgment::JudgeFinished>),
+    TasksObserved(Box<super::judgment::TasksObserved>),
+    ContextBuilt(Box<super::judgment::ContextBuilt>),
 }
 
 /// loopexec received SIGINT or SIGTERM (during a step, the step's `stopped` says so too).
@@ -251,7 +254,7 @@ pub struct Unheld {
     pub parked_ms: u64,
 }
 
-/// A workspace rate-limit bucket was empty before an exec (SPEC §9, rate limits).
+/// A workspace rate-limit bucket was empty before an exec (SPEC §10, rate limits).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateLimited {
     pub iteration: u32,

@@ -17,6 +17,7 @@
 //!   variable *names* that were stripped, never values.
 
 pub mod events;
+pub mod judgment;
 
 pub use events::{Event, RunStarted};
 

@@ -9,6 +9,7 @@
 mod commands;
 mod control;
 mod guards;
+mod judgment;
 mod oracle;
 mod progress;
 mod review_fixes;
