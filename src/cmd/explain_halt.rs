@@ -41,6 +41,8 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
         serde_json::to_value(&ex).unwrap_or_default(),
     );
     f.insert("advice".into(), json!(ex.advice));
+    f.insert("declined_actions".into(), crate::gate::declined_json(&traj));
+    f.insert("actions".into(), crate::gate::summary_json(&traj));
     f.insert("what_to_do".into(), json!(ex.what_to_do));
     f.insert("rederived".into(), json!(ex.rederived || exempt));
     f.insert(
@@ -65,6 +67,7 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
     }
     human.push_str(&format!("\nwhat to do: {}\n", ex.what_to_do));
     human.push_str(&crate::explain::render_summary(&ex.trajectory));
+    human.push_str(&crate::gate::declined_text(&traj));
     if ex.rederived || exempt {
         human.push_str(&format!(
             "\nverdict re-derived from the receipt: {} (matches)\n",

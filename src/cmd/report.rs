@@ -74,6 +74,29 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
                 }
             }
             Event::Resumed(_) | Event::ContextBuilt(_) => {}
+            Event::Held(h) => {
+                if let Some(r) = rows.last_mut() {
+                    r.insert(
+                        "held".into(),
+                        json!({"verdict": h.verdict, "phase": h.phase, "holds": h.holds}),
+                    );
+                }
+            }
+            Event::Unheld(u) => {
+                if let Some(r) = rows.last_mut() {
+                    r.insert("parked_ms".into(), json!(u.parked_ms));
+                }
+            }
+            Event::RateLimited(l) => {
+                if let Some(r) = rows.last_mut() {
+                    r.insert("rate_limited".into(), json!(l));
+                }
+            }
+            Event::Actions(a) => {
+                if let Some(r) = rows.last_mut() {
+                    r.insert("actions".into(), json!({"calls": a.calls, "declined": a.declined, "confirmed": a.confirmed, "findings": a.findings}));
+                }
+            }
             Event::JudgeFinished(j) => {
                 if let Some(r) = rows.last_mut() {
                     let mut jj = step_json(&j.step);
@@ -130,9 +153,13 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
             h["iteration"]
         ));
     }
+    let traj = crate::trajectory::Trajectory::from_lines(&run.lines);
+    human.push_str(&crate::gate::declined_text(&traj));
     let mut f = Map::new();
     f.insert("run_id".into(), json!(run.run_id));
     f.insert("receipt".into(), json!(run.receipt.display().to_string()));
+    f.insert("declined_actions".into(), crate::gate::declined_json(&traj));
+    f.insert("actions".into(), crate::gate::summary_json(&traj));
     f.insert("iterations".into(), json!(rows));
     if let Some(h) = halt.as_object() {
         f.insert("halt_reason".into(), h["halt_reason"].clone());

@@ -45,6 +45,7 @@ impl Loop<'_> {
         let mut last_hb = Instant::now() - Duration::from_secs(5);
         let cfg = self.cfg;
         let traj = &self.traj;
+        let this = self;
         let mut poll = |p: &proc::Progress| -> Option<StopCause> {
             if last_hb.elapsed() >= Duration::from_millis(500) {
                 last_hb = Instant::now();
@@ -72,7 +73,7 @@ impl Loop<'_> {
                     return Some(StopCause::Budget { detail });
                 }
             }
-            None
+            this.poll_holds()
         };
         let r = proc::run_step(spec, &mut poll).map_err(|source| EngineError::Capture {
             path: prefix.clone(),
@@ -127,7 +128,10 @@ impl Loop<'_> {
             ),
             ("LOOPEXEC_RUN_ID".to_string(), self.run_id.clone()),
             ("LOOPEXEC_ITERATION".to_string(), it.to_string()),
-        ];
+        ]
+        .into_iter()
+        .chain(self.control_env())
+        .collect::<Vec<_>>();
         let env_set = [env_set, self.task_env()].concat();
         let meter = crate::observe::usage::LiveMeter::new(
             &self.cfg.pricing,
