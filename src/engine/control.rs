@@ -306,8 +306,8 @@ pub(super) fn check_latch(
             action_id: p.id,
         });
     }
-    // A judgment halt (class 16: the judge rejected the work, or nobody could decide)
-    // resumes only after a person has acknowledged it.
+    // A rejection by the judge resumes only after a person has acknowledged it (an
+    // escalation is answered instead: `confirm`/`deny`, or a judge that can decide).
     let unacked_judgment = store
         .halt_events(&crate::store::HaltEventFilter {
             unacked: true,
@@ -316,8 +316,7 @@ pub(super) fn check_latch(
         })?
         .into_iter()
         .find(|e| {
-            HaltReason::from_str_opt(&e.halt_reason)
-                .is_some_and(|r| r.class() == crate::halt::ExitClass::ResumableJudgment)
+            HaltReason::from_str_opt(&e.halt_reason) == Some(HaltReason::ReviewerRejected)
         });
     if let Some(e) = unacked_judgment {
         return Err(EngineError::Latched {
