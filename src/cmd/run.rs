@@ -9,12 +9,13 @@
 //! opened.
 
 use crate::cli::{Outcome, RunArgs};
+use crate::cmd::bodies::RunBody;
 use crate::config::{self, Overrides};
 use crate::engine::{self, EngineError, RunOutcome, RunRequest, SignalFlag};
 use crate::halt::{Halt, HaltReason};
+use crate::output::RunFacts;
 use crate::workspace::{self, Workspace, WorkspaceError};
-use serde_json::{json, Map};
-use std::io::IsTerminal;
+use serde_json::json;
 use std::path::Path;
 
 fn overrides(a: &RunArgs) -> Overrides {
@@ -43,27 +44,16 @@ fn overrides(a: &RunArgs) -> Overrides {
     }
 }
 
-/// Renders a halt as the command's outcome.
+/// Renders a halt as the command's outcome. `facts` are the run's facts (read back
+/// from its receipt, or the preflight halt's).
 pub(crate) fn halt_outcome(
     run_id: Option<&str>,
     iteration: Option<u32>,
     halt: &Halt,
     explanation: &str,
     receipt: Option<&Path>,
+    facts: RunFacts,
 ) -> Outcome {
-    let mut f = Map::new();
-    f.insert("run_id".into(), json!(run_id));
-    f.insert("iteration".into(), json!(iteration));
-    f.insert("halt_reason".into(), json!(halt.reason.as_str()));
-    f.insert("halt_class".into(), json!(halt.reason.class().as_str()));
-    f.insert("advice".into(), json!(halt.reason.advice().as_str()));
-    f.insert(
-        "receipt".into(),
-        json!(receipt.map(|p| p.display().to_string())),
-    );
-    f.insert("contributors".into(), json!(halt.contributors));
-    f.insert("explanation".into(), json!(explanation));
-    f.insert("detail".into(), halt.detail.clone());
     let mut human = format!(
         "halted: {} (exit {}) at iteration {}\n",
         halt.reason,
@@ -81,19 +71,24 @@ pub(crate) fn halt_outcome(
             "receipt: .loopexec/runs/{id}.jsonl (explain: loopexec explain-halt --run-id {id})\n"
         ));
     }
-    let errors = if halt.reason == HaltReason::SuccessConditionMet {
-        Vec::new()
-    } else {
-        halt.contributors.clone()
-    };
-    Outcome {
-        status: "halted".into(),
-        exit_code: halt.reason.exit_code(),
-        fields: f,
+    let body = RunBody {
+        run_id: run_id.map(str::to_string),
+        iteration,
+        halt_reason: halt.reason.as_str().to_string(),
+        halt_class: halt.reason.class().as_str().to_string(),
+        advice: halt.reason.advice().as_str().to_string(),
+        receipt: receipt.map(|p| p.display().to_string()),
+        contributors: halt.contributors.clone(),
+        explanation: explanation.to_string(),
+        detail: halt.detail.clone(),
+        run: facts,
         human,
-        errors,
-        hint: None,
+    };
+    let mut o = Outcome::from_body("halted", halt.reason.exit_code(), &body);
+    if halt.reason != HaltReason::SuccessConditionMet {
+        o.errors.clone_from(&halt.contributors);
     }
+    o
 }
 
 fn preflight(ws: Option<&Workspace>, run_id: &str, reason: HaltReason, message: String) -> Outcome {
@@ -104,10 +99,11 @@ fn preflight(ws: Option<&Workspace>, run_id: &str, reason: HaltReason, message: 
         reason,
         crate::explain::advice_sentence(reason.advice())
     );
-    halt_outcome(Some(run_id), None, &halt, &explanation, None)
+    let facts = crate::receipt::facts::preflight_facts(Some(run_id), &halt);
+    halt_outcome(Some(run_id), None, &halt, &explanation, None, facts)
 }
 
-pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
+pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outcome {
     let resume = a.resume.is_some();
     if resume && (overrides(a) != Overrides::default() || a.config.is_some()) {
         return Outcome::error(
@@ -124,6 +120,7 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
     if let Err(e) = workspace::validate_run_id(&run_id) {
         let mut o = preflight(None, &run_id, HaltReason::InvariantFailed, e.to_string());
         o.fields.insert("run_id".into(), json!(null));
+        o.fields["run"]["run_id"] = json!(null);
         return o;
     }
     let ws = match Workspace::at(workdir) {
@@ -180,7 +177,9 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
         config: cfg,
         run_id: run_id.clone(),
         resume,
-        progress: !json && std::io::stderr().is_terminal(),
+        // Progress goes to stderr in every mode (CI logs need signs of life); stdout
+        // stays the API. `--quiet` silences it.
+        progress: !quiet,
     };
     match engine::run(req, &signals) {
         Ok(RunOutcome {
@@ -192,12 +191,20 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
             receipt,
             ..
         }) => {
+            let facts = match &receipt {
+                Some(p) => match crate::receipt::read(p) {
+                    Ok(lines) => crate::receipt::facts::run_facts(&run_id, p, &lines),
+                    Err(_) => crate::receipt::facts::preflight_facts(Some(&run_id), &halt),
+                },
+                None => crate::receipt::facts::preflight_facts(Some(&run_id), &halt),
+            };
             let mut o = halt_outcome(
                 Some(&run_id),
                 Some(iteration),
                 &halt,
                 &explanation,
                 receipt.as_deref(),
+                facts,
             );
             o.fields.insert("advice".into(), json!(advice.as_str()));
             o
@@ -210,7 +217,8 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
                 halt.reason,
                 crate::explain::advice_sentence(halt.reason.advice())
             );
-            halt_outcome(Some(&run_id), None, &halt, &explanation, None)
+            let facts = crate::receipt::facts::preflight_facts(Some(&run_id), &halt);
+            halt_outcome(Some(&run_id), None, &halt, &explanation, None, facts)
         }
         // A refused reuse of an existing id must not add rows under that run.
         Err(e @ EngineError::RunExists(_)) => preflight(None, &run_id, e.reason(), e.to_string()),

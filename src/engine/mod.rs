@@ -15,6 +15,7 @@
 //! exec and the check; `ratchet` restores the last accepted snapshot; `recorder`
 //! owns the receipt and ledger writes.
 
+mod keep;
 mod ratchet;
 mod recorder;
 mod steps;
@@ -34,7 +35,7 @@ use crate::workspace::{Workspace, WorkspaceError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The signal (if any) loopexec has received; set by the signal handlers.
 #[derive(Clone, Default)]
@@ -143,8 +144,7 @@ struct Loop<'a> {
     signals: &'a SignalFlag,
     env_stripped: Vec<String>,
     tree: TreeObserver,
-    progress: bool,
-    started: Instant,
+    reporter: crate::progress::Reporter,
     meter_state: crate::observe::usage::CarryOver,
     orphans_ended: Vec<String>,
 }
@@ -234,8 +234,7 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         signals,
         env_stripped,
         tree,
-        progress: req.progress,
-        started: Instant::now(),
+        reporter: crate::progress::Reporter::new(req.progress, req.config.max_iterations),
         meter_state: crate::observe::usage::CarryOver::default(),
         orphans_ended,
     };
@@ -346,14 +345,8 @@ impl Loop<'_> {
     }
 
     pub(super) fn say(&self, what: &str) {
-        if self.progress {
-            let it = self.current_iteration();
-            eprintln!(
-                "loopexec: [{:>6.1}s] iteration {it}/{} · {what}",
-                self.started.elapsed().as_secs_f64(),
-                self.cfg.max_iterations
-            );
-        }
+        self.reporter
+            .step(self.current_iteration(), what, &self.traj);
     }
 
     /// Asks `decide` and acts until it halts.

@@ -23,7 +23,8 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8]) {
 }
 
 impl Loop<'_> {
-    pub(super) fn record(&mut self, event: Event) -> Result<(), EngineError> {
+    pub(super) fn record(&mut self, mut event: Event) -> Result<(), EngineError> {
+        crate::receipt::fingerprint::stamp(&mut event, self.cfg.success_exit_code);
         self.receipt
             .append(&event)
             .map_err(|source| EngineError::Receipt {
@@ -32,6 +33,10 @@ impl Loop<'_> {
             })?;
         let ts = crate::receipt::now_rfc3339();
         self.traj.apply(&event, &ts);
+        if matches!(&event, Event::CheckFinished(c) if c.attempt == 0) {
+            self.reporter
+                .verdict(&self.traj, self.cfg.success_exit_code);
+        }
         Ok(())
     }
 
@@ -93,6 +98,7 @@ impl Loop<'_> {
             previous_error: None,
         });
         let _ = std::fs::remove_file(self.ws.heartbeat_path(&self.run_id));
+        self.reporter.done();
         RunOutcome {
             run_id: self.run_id.clone(),
             iteration: it,

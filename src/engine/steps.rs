@@ -44,7 +44,9 @@ impl Loop<'_> {
         let mut last_hb = Instant::now() - Duration::from_secs(5);
         let cfg = self.cfg;
         let traj = &self.traj;
+        let reporter = &self.reporter;
         let mut poll = |p: &proc::Progress| -> Option<StopCause> {
+            reporter.tick(iteration, &phase_s, p.elapsed, p.output_bytes);
             if last_hb.elapsed() >= Duration::from_millis(500) {
                 last_hb = Instant::now();
                 let quiet = u64::try_from(p.quiet_for.as_millis()).unwrap_or(0);
@@ -251,6 +253,7 @@ impl Loop<'_> {
         if !missing.is_empty() {
             parsed.complete = false;
         }
+        self.keep_check_output(it, attempt, &spools);
         proc::capture::remove_spool(&spools.stdout);
         proc::capture::remove_spool(&spools.stderr);
         let watchdog = self.take_watchdog(&step);
@@ -270,6 +273,7 @@ impl Loop<'_> {
             check_created: writes.created,
             reports: found.iter().map(|p| p.display().to_string()).collect(),
             watchdog,
+            fingerprint: None,
         };
         self.record(Event::CheckFinished(Box::new(ev)))
     }

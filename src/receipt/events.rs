@@ -8,7 +8,7 @@ use crate::proc::StepResult;
 use serde::{Deserialize, Serialize};
 
 /// One receipt event; the wire tag is `event` (`run_started`, `iteration_started`, …).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     RunStarted(Box<RunStarted>),
@@ -22,7 +22,7 @@ pub enum Event {
 }
 
 /// loopexec received SIGINT or SIGTERM (during a step, the step's `stopped` says so too).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interrupted {
     pub iteration: u32,
     pub signal: i32,
@@ -31,7 +31,7 @@ pub struct Interrupted {
 }
 
 /// Git facts at run start (absent when the workdir is not a git repository).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GitState {
     /// False when the workdir is not inside a git work tree: the git-based guards
     /// cannot run and say so.
@@ -49,7 +49,7 @@ pub struct GitState {
 }
 
 /// First event of a run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunStarted {
     pub run_id: String,
     pub loopexec_version: String,
@@ -73,13 +73,13 @@ pub struct RunStarted {
 }
 
 /// Start of iteration N (0 is the baseline check).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IterationStarted {
     pub iteration: u32,
 }
 
 /// The work step of an iteration ended.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExecFinished {
     pub iteration: u32,
     pub step: StepResult,
@@ -102,7 +102,7 @@ pub struct ExecFinished {
 
 /// One check run of an iteration. `attempt` 0 is the main run; 1.. are confirmation
 /// runs on the same tree.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckFinished {
     pub iteration: u32,
     #[serde(default)]
@@ -127,10 +127,14 @@ pub struct CheckFinished {
     /// Set when an external watchdog ended this check run (`loopexec watch --kill`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watchdog: Option<serde_json::Value>,
+    /// The verdict fingerprint of this run ([`crate::receipt::fingerprint`]); absent in
+    /// receipts written before it was recorded (readers compute it from `parsed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 /// The ratchet restored an accepted tree after a rejected iteration.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Reverted {
     pub iteration: u32,
     /// The accepted iteration whose snapshot was restored.
@@ -140,7 +144,7 @@ pub struct Reverted {
 }
 
 /// A halted run was continued (`run --resume`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Resumed {
     pub pid: u32,
     /// Acknowledgements recorded in the ledger since the halt.
@@ -151,7 +155,7 @@ pub struct Resumed {
 }
 
 /// The last event of a run (or of a resumed segment).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Halted {
     pub iteration: u32,
     pub halt_reason: HaltReason,

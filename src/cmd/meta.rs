@@ -1,0 +1,70 @@
+//! Commands about loopexec itself: `exit-codes` (also `loopexec help exit-codes`),
+//! `completions SHELL` and `man`.
+
+use crate::cli::{CompletionsArgs, Outcome};
+use crate::halt::{ExitClass, HaltReason};
+use serde_json::{json, Map};
+
+/// The exit-code table, generated from the taxonomy (the same source as exit-codes.md).
+#[must_use]
+pub fn exit_codes_text() -> String {
+    let mut s = String::from(
+        "Exit codes (the class is what CI branches on; halt_reason is the stable detail):\n\n",
+    );
+    s.push_str("  0   nominal             a command ran; no loop halt to report\n");
+    s.push_str("  1   error               a read command was given bad input (unknown run, …)\n");
+    s.push_str("  2   usage               bad command line (clap)\n");
+    for class in ExitClass::ALL {
+        let reasons: Vec<&str> = HaltReason::ALL
+            .iter()
+            .filter(|r| r.class() == class)
+            .map(|r| r.as_str())
+            .collect();
+        if reasons.is_empty() {
+            continue;
+        }
+        s.push_str(&format!(
+            "  {:<3} {:<19} {}\n",
+            class.code(),
+            class.as_str(),
+            reasons.join(", ")
+        ));
+    }
+    s.push_str("\n`loopexec explain-halt` says what a halt means and what to do next.\n");
+    s
+}
+
+pub(crate) fn exit_codes() -> Outcome {
+    let rows: Vec<_> = HaltReason::ALL
+        .iter()
+        .map(|r| json!({"exit_code": r.exit_code(), "class": r.class().as_str(), "halt_reason": r.as_str(), "advice": r.advice().as_str()}))
+        .collect();
+    let mut f = Map::new();
+    f.insert("exit_codes".into(), json!(rows));
+    Outcome::ok(f, exit_codes_text())
+}
+
+pub(crate) fn completions(a: &CompletionsArgs) -> Outcome {
+    let mut cmd = crate::cli::command();
+    let mut buf = Vec::new();
+    clap_complete::generate(a.shell, &mut cmd, "loopexec", &mut buf);
+    let mut f = Map::new();
+    f.insert("shell".into(), json!(a.shell.to_string()));
+    f.insert("script".into(), json!(String::from_utf8_lossy(&buf)));
+    Outcome::ok(f, String::from_utf8_lossy(&buf).into_owned())
+}
+
+pub(crate) fn man() -> Outcome {
+    let cmd = crate::cli::command();
+    let mut buf = Vec::new();
+    if let Err(e) = clap_mangen::Man::new(cmd).render(&mut buf) {
+        return Outcome::error(
+            super::EXIT_ERROR,
+            format!("cannot render the man page: {e}"),
+            None,
+        );
+    }
+    let mut f = Map::new();
+    f.insert("roff".into(), json!(String::from_utf8_lossy(&buf)));
+    Outcome::ok(f, String::from_utf8_lossy(&buf).into_owned())
+}

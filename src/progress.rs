@@ -1,0 +1,214 @@
+//! Progress for people, on stderr, in every mode (stdout stays the API).
+//!
+//! One line when a step starts and one per verdict — iteration, phase, failing count
+//! and its change since the last verdict, spend so far, elapsed time — and a heartbeat
+//! line at least every [`HEARTBEAT_EVERY`] while a step runs, so a CI log with a
+//! no-output timeout sees a long agent step is alive. On a terminal the lines are
+//! printed above an `indicatif` status line that shows the running step; elsewhere
+//! they are plain lines. `--quiet` silences all of it.
+//!
+//! The reporter only reads what the loop has already recorded (the trajectory); it
+//! decides nothing and nothing depends on it.
+
+use crate::trajectory::Trajectory;
+use std::io::Write;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Longest gap between two progress lines while a step runs.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
+
+/// Writes progress lines to stderr (or nowhere when disabled).
+pub struct Reporter {
+    enabled: bool,
+    started: Instant,
+    max_iterations: u32,
+    /// The live status line (terminals only).
+    bar: Option<indicatif::ProgressBar>,
+    /// When the last line was printed (heartbeat pacing).
+    last_line: Mutex<Instant>,
+}
+
+impl Reporter {
+    /// A reporter; `enabled` false prints nothing. The live line is used only when
+    /// stderr is a terminal and `NO_COLOR`/`TERM=dumb` do not ask for plain output.
+    #[must_use]
+    pub fn new(enabled: bool, max_iterations: u32) -> Reporter {
+        use std::io::IsTerminal;
+        let tty =
+            std::io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
+        let bar = (enabled && tty).then(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.enable_steady_tick(Duration::from_millis(200));
+            b
+        });
+        Reporter {
+            enabled,
+            started: Instant::now(),
+            max_iterations,
+            bar,
+            last_line: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// A reporter that prints nothing.
+    #[must_use]
+    pub fn silent() -> Reporter {
+        Reporter::new(false, 0)
+    }
+
+    fn line(&self, text: &str) {
+        if !self.enabled {
+            return;
+        }
+        let full = format!(
+            "loopexec: [{:>7.1}s] {text}",
+            self.started.elapsed().as_secs_f64()
+        );
+        match &self.bar {
+            Some(b) => b.println(full),
+            None => {
+                let mut e = std::io::stderr().lock();
+                // Progress is best effort: a closed stderr must not stop the loop.
+                let _ = writeln!(e, "{full}");
+            }
+        }
+        if let Ok(mut l) = self.last_line.lock() {
+            *l = Instant::now();
+        }
+    }
+
+    fn prefix(&self, iteration: u32) -> String {
+        format!("iteration {iteration}/{}", self.max_iterations)
+    }
+
+    /// A step starts (`exec`, `check`, `confirming green (1/2)`).
+    pub fn step(&self, iteration: u32, what: &str, t: &Trajectory) {
+        let mut s = format!("{} · {what}", self.prefix(iteration));
+        if let Some(f) = last_failing(t) {
+            s.push_str(&format!(" · {f} failing so far"));
+        }
+        if let Some(sp) = spend_text(t) {
+            s.push_str(&format!(" · spend {sp}"));
+        }
+        if let Some(b) = &self.bar {
+            b.set_message(format!("{} · {what}", self.prefix(iteration)));
+        }
+        self.line(&s);
+    }
+
+    /// A main check run was recorded: the verdict line.
+    pub fn verdict(&self, t: &Trajectory, success_exit_code: i32) {
+        let Some(obs) = t.last() else { return };
+        let Some(c) = obs.main_check() else { return };
+        let green = crate::trajectory::is_green(c, success_exit_code);
+        let failing = c.parsed.failing().len();
+        let delta = previous_failing(t).map(|p| {
+            let d = i64::try_from(failing).unwrap_or(i64::MAX) - i64::try_from(p).unwrap_or(0);
+            if d == 0 {
+                " (±0)".to_string()
+            } else {
+                format!(" ({d:+})")
+            }
+        });
+        let mut s = format!(
+            "{} · verdict {}: {failing} failing{} of {} collected",
+            self.prefix(obs.iteration),
+            if green { "green" } else { "red" },
+            delta.unwrap_or_default(),
+            c.parsed.collected().len()
+        );
+        if let Some(sp) = spend_text(t) {
+            s.push_str(&format!(" · spend {sp}"));
+        }
+        s.push_str(&format!(
+            " · elapsed {}",
+            fmt_secs(self.started.elapsed().as_secs())
+        ));
+        self.line(&s);
+    }
+
+    /// Called on every supervision tick of a running step; prints a heartbeat line
+    /// when nothing was printed for [`HEARTBEAT_EVERY`].
+    pub fn tick(&self, iteration: u32, phase: &str, elapsed: Duration, output_bytes: u64) {
+        if !self.enabled {
+            return;
+        }
+        let due = self
+            .last_line
+            .lock()
+            .map(|l| l.elapsed() >= HEARTBEAT_EVERY)
+            .unwrap_or(false);
+        if let Some(b) = &self.bar {
+            b.set_message(format!(
+                "{} · {phase} running {} · {output_bytes} bytes of output",
+                self.prefix(iteration),
+                fmt_secs(elapsed.as_secs())
+            ));
+        }
+        if due {
+            self.line(&format!(
+                "{} · {phase} still running ({}, {output_bytes} bytes of output)",
+                self.prefix(iteration),
+                fmt_secs(elapsed.as_secs())
+            ));
+        }
+    }
+
+    /// The run ended: clear the live line.
+    pub fn done(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// `1m05s`, `42s`.
+fn fmt_secs(s: u64) -> String {
+    if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+fn main_failing(t: &Trajectory) -> Vec<usize> {
+    t.iterations
+        .iter()
+        .filter_map(|i| i.main_check().map(|c| c.parsed.failing().len()))
+        .collect()
+}
+
+fn last_failing(t: &Trajectory) -> Option<usize> {
+    main_failing(t).last().copied()
+}
+
+fn previous_failing(t: &Trajectory) -> Option<usize> {
+    let v = main_failing(t);
+    (v.len() >= 2).then(|| v[v.len() - 2])
+}
+
+/// `$0.1234`, `$0.10 (+1 unmetered)`, `unknown (unmetered)`; `None` before any exec.
+fn spend_text(t: &Trajectory) -> Option<String> {
+    let s = crate::receipt::facts::spend_of(t);
+    if s.metered_iterations == 0 && s.unmetered_iterations == 0 {
+        return None;
+    }
+    Some(match s.usd {
+        Some(u) if s.unmetered_iterations == 0 => format!("${u:.4}"),
+        Some(u) => format!("${u:.4} (+{} unmetered)", s.unmetered_iterations),
+        None => "unknown (unmetered)".to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_readable() {
+        for (s, want) in [(0, "0s"), (59, "59s"), (60, "1m00s"), (125, "2m05s")] {
+            assert_eq!(fmt_secs(s), want);
+        }
+    }
+}
