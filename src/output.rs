@@ -215,6 +215,41 @@ mod tests {
         assert_eq!(v["run_id"], "r");
     }
 
+    /// `schemas/` holds exactly what the types generate. After changing a type, run
+    /// `LOOPEXEC_UPDATE_SCHEMAS=1 cargo test --lib output::` and commit the result.
+    #[test]
+    fn committed_schemas_match_the_types() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas");
+        let update = std::env::var_os("LOOPEXEC_UPDATE_SCHEMAS").is_some();
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+        }
+        let mut names = Vec::new();
+        for s in schemas() {
+            let file = format!("{}.json", s.name);
+            let text = format!("{}\n", serde_json::to_string_pretty(&s.schema).unwrap());
+            let path = dir.join(&file);
+            if update {
+                std::fs::write(&path, &text).unwrap();
+            } else {
+                let committed = std::fs::read_to_string(&path).unwrap_or_default();
+                assert!(
+                    committed == text,
+                    "schemas/{file} differs from the types; regenerate with LOOPEXEC_UPDATE_SCHEMAS=1 cargo test --lib output:: and commit it"
+                );
+            }
+            names.push(file);
+        }
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".json"))
+            .collect();
+        on_disk.sort();
+        names.sort();
+        assert_eq!(on_disk, names, "schemas/ holds files no type generates");
+    }
+
     /// No command's body declares an envelope field, and every envelope schema has
     /// the five envelope fields.
     #[test]

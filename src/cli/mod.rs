@@ -99,8 +99,28 @@ pub fn render(o: &Outcome, json: bool) {
 /// handlers, which are idempotent).
 #[must_use]
 pub fn main() -> ExitCode {
+    // `loopexec help exit-codes` prints the table itself (clap would print the help of
+    // the `exit-codes` subcommand around it).
+    let args: Vec<std::ffi::OsString> = std::env::args_os()
+        .map(|a| {
+            if a == "help" {
+                "exit-codes-help".into()
+            } else {
+                a
+            }
+        })
+        .collect();
+    let args: Vec<std::ffi::OsString> = match args.iter().position(|a| a == "exit-codes-help") {
+        Some(i) if args.get(i + 1).is_some_and(|n| n == "exit-codes") => args
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, a)| a.clone())
+            .collect(),
+        _ => std::env::args_os().collect(),
+    };
     let cli = match command()
-        .try_get_matches()
+        .try_get_matches_from(args)
         .and_then(|m| Cli::from_arg_matches(&m))
     {
         Ok(c) => c,

@@ -156,7 +156,7 @@ pub struct IterationRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub check: Option<StepRow>,
     /// Confirmation runs of a green verdict.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub confirmations: Vec<StepRow>,
     /// `green`, `red`, or `rejected` (the ratchet restored an earlier tree).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -23,12 +23,26 @@ pub fn exit_codes_text() -> String {
         if reasons.is_empty() {
             continue;
         }
-        s.push_str(&format!(
-            "  {:<3} {:<19} {}\n",
-            class.code(),
-            class.as_str(),
-            reasons.join(", ")
-        ));
+        let mut line = format!("  {:<3} {:<19} ", class.code(), class.as_str());
+        let indent = line.len();
+        let mut width = indent;
+        for (i, r) in reasons.iter().enumerate() {
+            let piece = if i + 1 < reasons.len() {
+                format!("{r}, ")
+            } else {
+                (*r).to_string()
+            };
+            if width + piece.len() > 92 && width > indent {
+                line.truncate(line.trim_end().len());
+                line.push('\n');
+                line.push_str(&" ".repeat(indent));
+                width = indent;
+            }
+            width += piece.len();
+            line.push_str(&piece);
+        }
+        s.push_str(line.trim_end());
+        s.push('\n');
     }
     s.push_str("\n`loopexec explain-halt` says what a halt means and what to do next.\n");
     s
