@@ -80,7 +80,10 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::SuccessConditionMet if t.last().is_some_and(|i| i.iteration == 0) => {
             "The check was already green on the untouched tree, so no iteration ran. If work was intended, the check does not yet measure it: add a failing test for the change first.".into()
         }
-        HaltReason::SuccessConditionMet => "Review the diff against t0 and merge it.".into(),
+        HaltReason::SuccessConditionMet => format!(
+            "Review the diff against t0 ({}) and merge it.",
+            t0_command(t, "git diff --stat {t0} && git diff {t0}")
+        ),
         HaltReason::MaxIterationsReached
         | HaltReason::NoProgressDetected
         | HaltReason::SameFailureRepeated
@@ -92,15 +95,37 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::WorkspaceInvalid => "Give a check with --check (or `check` in loop.toml), point --workdir at an existing directory, or wait for the run holding the workdir.".into(),
         HaltReason::InvariantFailed => "Correct the named configuration field; `loopexec init` writes a commented loop.toml.".into(),
         HaltReason::HumanRequired => "The run was stopped by a signal. Inspect the tree, then start a new run (or `run --resume` this one).".into(),
-        HaltReason::MetricIntegrityViolation | HaltReason::BlockedPathModified => "Do not trust the green: revert to t0 (or the last accepted snapshot) and read the diff of the named files.".into(),
+        HaltReason::MetricIntegrityViolation | HaltReason::BlockedPathModified => format!(
+            "Do not trust the green: read the diff of the named files ({}), then revert to t0 ({}).",
+            t0_command(t, "git diff {t0}"),
+            t0_command(t, "git restore --source={t0} --worktree -- .")
+        ),
         HaltReason::HermeticityViolation => "The check wrote into the working tree: make it write only to ignored or temporary paths (or list its caches in [guards] check_may_write).".into(),
         HaltReason::CheckFlaky => "Quarantine or fix the flaky test(s), then measure the check with `loopexec probe-check`.".into(),
+        HaltReason::BudgetExceeded if summary.improving_at_end => format!(
+            "The loop was still improving when the budget ran out ({}); raise the cap and resume if the spend was expected (`loopexec inspect-cost` shows it per iteration).",
+            summary
+                .best_failing_count
+                .zip(summary.best_iteration)
+                .map_or("no failing count recorded".to_string(), |(c, i)| format!("best {c} failing at iteration {i}"))
+        ),
         HaltReason::BudgetExceeded | HaltReason::CostAnomaly => "Read the per-iteration spend with `loopexec inspect-cost`; raise the cap only if the spend was expected.".into(),
         HaltReason::ModelDriftDetected => "The agent's primary model changed mid-run: pin the model in the agent's own configuration, or accept the new one with --model.".into(),
         HaltReason::HeartbeatStale => "The work step went silent: look at its last output excerpt, then rerun with a longer --stall-timeout if the silence was expected.".into(),
         HaltReason::ComprehensionDebtExceeded => "Review the accepted diffs, record it with `loopexec ack --reviewer NAME`, then `loopexec run --resume RUN_ID`.".into(),
         _ => String::new(),
     }
+}
+
+/// A command naming the run's t0 snapshot (`{t0}` in `template` is replaced by its
+/// commit id, from the receipt's `run_started`); without a snapshot, the template
+/// with `{t0}` spelled as the run's starting commit.
+fn t0_command(t: &Trajectory, template: &str) -> String {
+    let git = t.started.as_ref().map(|s| &s.git);
+    let t0 = git
+        .and_then(|g| g.baseline_snapshot.clone().or_else(|| g.head.clone()))
+        .unwrap_or_else(|| "HEAD".to_string());
+    format!("`{}`", template.replace("{t0}", &t0))
 }
 
 /// The advice for a halt given the trajectory: the reason's own advice, except that a

@@ -35,8 +35,9 @@ impl Reporter {
     #[must_use]
     pub fn new(enabled: bool, max_iterations: u32) -> Reporter {
         use std::io::IsTerminal;
-        let tty =
-            std::io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
+        let tty = std::io::stderr().is_terminal()
+            && std::env::var_os("TERM").map_or(true, |t| t != "dumb")
+            && std::env::var_os("NO_COLOR").is_none();
         let bar = (enabled && tty).then(|| {
             let b = indicatif::ProgressBar::new_spinner();
             b.enable_steady_tick(Duration::from_millis(200));

@@ -41,7 +41,7 @@ pub enum Command {
     Init(InitArgs),
     /// Run the loop: baseline check, then exec + check until a computed halt.
     #[command(
-        after_help = "Examples:\n  loopexec run --exec ./agent.sh --check 'cargo test'\n  loopexec run --exec 'claude -p \"fix the tests\"' --check 'pytest -q' --budget-usd 3\n  loopexec run --exec ./agent.sh --check 'npx jest --json --outputFile=r.json' --report r.json\n  loopexec run --resume RUN_ID     # continue a halted run (after `loopexec ack`)\n\nThe halt is printed on stdout; the exit code is its class (see exit-codes.md).\nIteration 0 runs only the check, on the untouched tree; a green baseline halts at once."
+        after_help = "Examples:\n  loopexec run --exec ./agent.sh --check 'cargo test'\n  loopexec run --exec 'claude -p \"fix the tests\"' --check 'pytest -q' --budget-usd 3\n  loopexec run --exec ./agent.sh --check 'npx jest --json --outputFile=r.json' --report r.json\n  loopexec run --resume RUN_ID     # continue a halted run (after `loopexec ack`)\n\nThe halt is printed on stdout; the exit code is its class (`loopexec help exit-codes`).\nProgress (a line per step and verdict, a heartbeat while a step runs) goes to stderr;\n--quiet silences it.\nIteration 0 runs only the check, on the untouched tree; a green baseline halts at once.\n\nEnvironment:\n  LOOPEXEC_USAGE_FILE        set for the exec: append usage JSON lines (tokens, cost_usd) here\n  LOOPEXEC_RUN_ID            set for the exec: the run id\n  LOOPEXEC_ITERATION         set for the exec: the iteration\n  LOOPEXEC_KEEP_OUTPUT_BYTES bytes of each check stream kept for `replay --reparse` (default 8 MiB)"
     )]
     Run(Box<RunArgs>),
     /// Show a run's phase, iteration, last verdicts and whether its process is alive.

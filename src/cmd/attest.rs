@@ -63,15 +63,10 @@ fn statement(run: &super::LoadedRun, receipt_bytes: &[u8]) -> Statement {
                 });
                 last_tree = s.git.baseline_tree.clone();
             }
-            Event::ExecFinished(e) => {
-                if e.tree.is_some() {
-                    last_tree.clone_from(&e.tree);
-                }
-            }
+            Event::ExecFinished(e) if e.tree.is_some() => last_tree.clone_from(&e.tree),
             Event::CheckFinished(c) if c.attempt == 0 => {
                 last_fp = Some(crate::receipt::fingerprint::recorded(c, code));
             }
-            Event::Reverted(_) => {}
             _ => {}
         }
     }

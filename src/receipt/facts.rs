@@ -56,10 +56,8 @@ pub fn run_facts(run_id: &str, receipt: &Path, lines: &[Line]) -> RunFacts {
     for l in lines {
         traj.apply(&l.event, &l.ts);
         match &l.event {
-            Event::RunStarted(_) => {
-                if f.started_at.is_none() {
-                    f.started_at = Some(l.ts.clone());
-                }
+            Event::RunStarted(_) if f.started_at.is_none() => {
+                f.started_at = Some(l.ts.clone());
             }
             Event::IterationStarted(i) => {
                 f.iteration = i.iteration;

@@ -397,7 +397,12 @@ fn redact(v: &mut Value, repo: &str) {
             }
         }
         Value::Array(a) => a.iter_mut().for_each(|x| redact(x, repo)),
-        Value::String(s) if s.contains(repo) => *s = s.replace(repo, "[repo]"),
+        Value::String(s) => {
+            let sha = regex::Regex::new(r"\b[0-9a-f]{40}\b").unwrap();
+            *s = sha
+                .replace_all(&s.replace(repo, "[repo]"), "[sha]")
+                .into_owned();
+        }
         _ => {}
     }
 }
@@ -411,7 +416,9 @@ fn redact_text(s: &str, repo: &str) -> String {
     let s = secs.replace_all(&s, "[secs]");
     let s = interval.replace_all(&s, "interval [w]");
     let pid = regex::Regex::new(r"pid \d+").unwrap();
-    pid.replace_all(&s, "pid [pid]").into_owned()
+    let s = pid.replace_all(&s, "pid [pid]");
+    let sha = regex::Regex::new(r"\b[0-9a-f]{40}\b").unwrap();
+    sha.replace_all(&s, "[sha]").into_owned()
 }
 
 #[test]
