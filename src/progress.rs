@@ -21,6 +21,10 @@ pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
 /// Writes progress lines to stderr (or nowhere when disabled).
 pub struct Reporter {
     enabled: bool,
+    /// Where plain lines go (stderr; a buffer in tests).
+    sink: Mutex<Box<dyn Write + Send>>,
+    /// Longest gap between lines while a step runs.
+    heartbeat_every: Duration,
     started: Instant,
     max_iterations: u32,
     /// The live status line (terminals only).
@@ -45,9 +49,30 @@ impl Reporter {
         });
         Reporter {
             enabled,
+            sink: Mutex::new(Box::new(std::io::stderr())),
+            heartbeat_every: HEARTBEAT_EVERY,
             started: Instant::now(),
             max_iterations,
             bar,
+            last_line: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// A reporter writing plain lines (no live line) to `sink`, with heartbeats every
+    /// `heartbeat_every`.
+    #[must_use]
+    pub fn to_sink(
+        sink: Box<dyn Write + Send>,
+        max_iterations: u32,
+        heartbeat_every: Duration,
+    ) -> Reporter {
+        Reporter {
+            enabled: true,
+            sink: Mutex::new(sink),
+            heartbeat_every,
+            started: Instant::now(),
+            max_iterations,
+            bar: None,
             last_line: Mutex::new(Instant::now()),
         }
     }
@@ -69,9 +94,10 @@ impl Reporter {
         match &self.bar {
             Some(b) => b.println(full),
             None => {
-                let mut e = std::io::stderr().lock();
-                // Progress is best effort: a closed stderr must not stop the loop.
-                let _ = writeln!(e, "{full}");
+                if let Ok(mut e) = self.sink.lock() {
+                    // Progress is best effort: a closed stderr must not stop the loop.
+                    let _ = writeln!(e, "{full}");
+                }
             }
         }
         if let Ok(mut l) = self.last_line.lock() {
@@ -138,7 +164,7 @@ impl Reporter {
         let due = self
             .last_line
             .lock()
-            .map(|l| l.elapsed() >= HEARTBEAT_EVERY)
+            .map(|l| l.elapsed() >= self.heartbeat_every)
             .unwrap_or(false);
         if let Some(b) = &self.bar {
             b.set_message(format!(
@@ -205,6 +231,45 @@ fn spend_text(t: &Trajectory) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+
+    /// A `Write` whose bytes the test can read back.
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    impl Buf {
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+        }
+    }
+
+    #[test]
+    fn a_running_step_gets_heartbeat_lines_and_a_quiet_reporter_none() {
+        let buf = Buf::default();
+        let r = Reporter::to_sink(Box::new(buf.clone()), 5, Duration::from_millis(20));
+        let t = Trajectory::default();
+        r.step(2, "exec", &t);
+        r.tick(2, "exec", Duration::from_secs(1), 10);
+        assert_eq!(buf.text().lines().count(), 1, "no heartbeat before the gap");
+        std::thread::sleep(Duration::from_millis(30));
+        r.tick(2, "exec", Duration::from_secs(61), 10);
+        let text = buf.text();
+        assert!(text.contains("iteration 2/5 · exec"), "{text}");
+        assert!(
+            text.contains("iteration 2/5 · exec still running (1m01s, 10 bytes of output)"),
+            "{text}"
+        );
+        let silent = Reporter::silent();
+        silent.tick(1, "exec", Duration::from_secs(600), 0);
+    }
 
     #[test]
     fn seconds_are_readable() {

@@ -474,3 +474,42 @@ fn snapshots_of_human_and_json_output() {
     redact(&mut v, &raw2);
     insta::assert_json_snapshot!("run_json", v);
 }
+
+/// A check that, during the replay, fails once in three runs (an extra failing test on
+/// the second run, counted in a file outside the tree): the replay says `flaky`, not
+/// that the receipt is forged.
+#[test]
+fn a_replay_tells_a_flaky_check_from_a_forged_receipt() {
+    let r = Repo::new();
+    let counter = r.outside().join("flip");
+    let c = counter.display();
+    r.write("tests", "3\n").write("failing", "t1\n");
+    r.tap_check(&format!(
+        r#"extra=""; if [ -f {c} ]; then n=$(cat {c}); echo $((n-1)) > {c}; [ "$n" = 1 ] && extra=" t3"; fi
+n=$(cat tests); f=" $(cat failing)$extra "; echo "TAP version 13"; echo "1..$n"; bad=0
+for i in $(seq 1 "$n"); do case "$f" in *" t$i "*) echo "not ok $i - t$i"; bad=1;; *) echo "ok $i - t$i";; esac; done
+exit $bad
+"#
+    ))
+    .commit("fixture");
+    r.lx_tap(FIX_ONE, &["--run-id", "fl", "--max-iterations", "3"])
+        .expect(10, None);
+    std::fs::write(&counter, "2\n").unwrap();
+    let v = r
+        .lx(&["replay", "fl", "--iteration", "1", "--runs", "3"])
+        .expect(14, None);
+    assert_eq!(v["status"], "flaky", "{v}");
+    let it = &v["iterations"][0];
+    assert_eq!(it["iteration"], 1);
+    assert_eq!(it["verdict"], "flaky");
+    assert_eq!(it["agreed"], 2, "{it}");
+    let (lo, hi) = (
+        it["agreement_interval"][0].as_f64().unwrap(),
+        it["agreement_interval"][1].as_f64().unwrap(),
+    );
+    assert!(
+        lo > 0.0 && lo < 2.0 / 3.0 && hi > 2.0 / 3.0 && hi <= 1.0,
+        "{it}"
+    );
+    assert_eq!(v["first_disagreement"], Value::Null);
+}
