@@ -153,6 +153,10 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
         "unknown_cost_iterations".into(),
         json!(rows.iter().filter(|r| r.1.is_none()).count()),
     );
+    f.insert(
+        "total_known".into(),
+        json!(rows.iter().all(|r| r.1.is_some())),
+    );
     f.insert("p50".into(), json!(p50.map(json_usd)));
     f.insert("p90".into(), json!(p90.map(json_usd)));
     f.insert("p99".into(), json!(p99.map(json_usd)));
@@ -167,9 +171,15 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
         ));
     }
     let human_pct = |p: Option<f64>| p.map_or_else(|| "n/a".into(), human_usd);
+    let unknown = rows.iter().filter(|r| r.1.is_none()).count();
+    // An unmetered iteration's cost is unknown, never "$0".
+    let total_text = match (known.is_empty(), unknown) {
+        (true, u) if u > 0 => "unknown (no iteration reported a cost)".to_string(),
+        (_, 0) => format!("${}", human_usd(total)),
+        (_, u) => format!("${} + {u} unknown", human_usd(total)),
+    };
     human.push_str(&format!(
-        "total ${}  p50 {}  p90 {}  p99 {}\n",
-        human_usd(total),
+        "total {total_text}  p50 {}  p90 {}  p99 {}\n",
         human_pct(p50),
         human_pct(p90),
         human_pct(p99)

@@ -9,6 +9,7 @@ mod doctor;
 mod explain_halt;
 mod gc;
 mod init;
+mod init_detect;
 mod inspect_cost;
 mod meta;
 mod parse;

@@ -140,7 +140,7 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
                     Some(&ws),
                     &run_id,
                     HaltReason::InvariantFailed,
-                    format!("{e} (hint: {})", e.hint()),
+                    format!("{e}\nhint: {}", e.hint()),
                 )
             }
         }
