@@ -42,6 +42,12 @@ pub struct RunBody {
     pub detail: Value,
     /// The run's facts.
     pub run: RunFacts,
+    /// When the work step failed: the last lines of its stderr (`null` otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<String>,
+    /// The file holding the rest of that stderr (head and tail excerpt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_file: Option<String>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,

@@ -82,6 +82,8 @@ pub(crate) fn halt_outcome(
         explanation: explanation.to_string(),
         detail: halt.detail.clone(),
         run: facts,
+        stderr_tail: None,
+        stderr_file: None,
         human,
     };
     let mut o = Outcome::from_body("halted", halt.reason.exit_code(), &body);
@@ -191,13 +193,17 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
             receipt,
             ..
         }) => {
+            let lines = receipt
+                .as_deref()
+                .and_then(|p| crate::receipt::read(p).ok())
+                .unwrap_or_default();
             let facts = match &receipt {
-                Some(p) => match crate::receipt::read(p) {
-                    Ok(lines) => crate::receipt::facts::run_facts(&run_id, p, &lines),
-                    Err(_) => crate::receipt::facts::preflight_facts(Some(&run_id), &halt),
-                },
-                None => crate::receipt::facts::preflight_facts(Some(&run_id), &halt),
+                Some(p) if !lines.is_empty() => {
+                    crate::receipt::facts::run_facts(&run_id, p, &lines)
+                }
+                _ => crate::receipt::facts::preflight_facts(Some(&run_id), &halt),
             };
+            let tail = failed_exec_stderr(&ws.workdir, &halt, &lines);
             let mut o = halt_outcome(
                 Some(&run_id),
                 Some(iteration),
@@ -207,6 +213,17 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
                 facts,
             );
             o.fields.insert("advice".into(), json!(advice.as_str()));
+            if let Some((text, file)) = tail {
+                o.human.push_str(&format!(
+                    "the work step's stderr ended with:\n{}\n(the rest: {file})\n",
+                    text.lines()
+                        .map(|l| format!("  | {l}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ));
+                o.fields.insert("stderr_tail".into(), json!(text));
+                o.fields.insert("stderr_file".into(), json!(file));
+            }
             o
         }
         Err(EngineError::Workspace(e @ WorkspaceError::Locked { .. })) => {
@@ -224,6 +241,36 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
         Err(e @ EngineError::RunExists(_)) => preflight(None, &run_id, e.reason(), e.to_string()),
         Err(e) => preflight(Some(&ws), &run_id, e.reason(), e.to_string()),
     }
+}
+
+/// Lines of a failed work step's stderr shown with the halt.
+const STDERR_TAIL_LINES: usize = 12;
+
+/// For an `execution_failure` of the work step: the last lines of its stderr excerpt
+/// and the excerpt's path (the whole head and tail).
+fn failed_exec_stderr(
+    workdir: &Path,
+    halt: &Halt,
+    lines: &[crate::receipt::Line],
+) -> Option<(String, String)> {
+    if halt.reason != HaltReason::ExecutionFailure
+        || halt.detail.get("step").and_then(serde_json::Value::as_str) != Some("exec")
+    {
+        return None;
+    }
+    let rel = lines.iter().rev().find_map(|l| match &l.event {
+        crate::receipt::Event::ExecFinished(e) => e.step.stderr.excerpt.clone(),
+        _ => None,
+    })?;
+    let path = if Path::new(&rel).is_absolute() {
+        std::path::PathBuf::from(&rel)
+    } else {
+        workdir.join(&rel)
+    };
+    let text = String::from_utf8_lossy(&std::fs::read(&path).ok()?).into_owned();
+    let all: Vec<&str> = text.lines().collect();
+    let tail = all[all.len().saturating_sub(STDERR_TAIL_LINES)..].join("\n");
+    (!tail.trim().is_empty()).then(|| (tail, path.display().to_string()))
 }
 
 /// The policy of a run being resumed: the one recorded in its `run_started`.

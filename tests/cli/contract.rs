@@ -513,3 +513,26 @@ exit $bad
     );
     assert_eq!(v["first_disagreement"], Value::Null);
 }
+
+#[test]
+fn a_failed_work_step_shows_its_stderr_tail_and_the_file_with_the_rest() {
+    let r = Repo::with_f();
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "echo starting >&2; echo 'fatal: no API key' >&2; exit 3",
+        "--check",
+        "false",
+    ]);
+    let v = out.expect(40, Some("execution_failure"));
+    assert!(
+        v["stderr_tail"]
+            .as_str()
+            .unwrap()
+            .ends_with("fatal: no API key"),
+        "{v}"
+    );
+    let file = v["stderr_file"].as_str().unwrap();
+    assert!(std::fs::read_to_string(file).unwrap().contains("starting"));
+    assert_valid("run", &v);
+}
