@@ -62,9 +62,12 @@ fn toml_string(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// Files to create (name, content) and the check `init` should detect.
+    type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+
     #[test]
     fn detects_each_ecosystem() {
-        let cases: [(&[(&str, &str)], Option<&str>); 7] = [
+        let cases: [Case; 7] = [
             (&[("Cargo.toml", "[package]\n")], Some("cargo test")),
             (&[("go.mod", "module x\n")], Some("go test ./...")),
             (
