@@ -99,6 +99,74 @@ pub struct GuardsConfig {
     pub keep_env: Vec<String>,
 }
 
+/// What happens when the agent edits the frozen oracle (`[oracle] on_edit`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnOracleEdit {
+    /// The edit is `metric_integrity_violation` (a cheating attempt stops the run).
+    #[default]
+    Halt,
+    /// The check runs against t0's version of the edited files; the edits are recorded
+    /// each iteration. Edits of test regions inside source files still halt (they
+    /// cannot be restored file-wise).
+    Restore,
+}
+
+/// `[oracle]` of loop.toml: the frozen oracle (SPEC §3.6).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OracleConfig {
+    /// Extra globs of files frozen at t0 (golden files, fixtures, test data).
+    pub frozen: Vec<String>,
+    pub on_edit: OnOracleEdit,
+}
+
+/// Who may change the dependency directories (`node_modules`, `.venv`) during a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DependencyPolicy {
+    /// They are what they were at t0: a change is tampering.
+    #[default]
+    Frozen,
+    /// The agent may change them (installing a package is part of the task).
+    Agent,
+}
+
+/// `[clean_room]` of loop.toml: where the check runs (SPEC §3.5).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CleanRoomConfig {
+    /// Run the check in the agent's working tree instead of a clean room (the old,
+    /// weaker mode; recorded in the receipt and stated in every verdict).
+    pub in_place: bool,
+    pub dependencies: DependencyPolicy,
+    /// Extra globs left out of snapshots (large generated data); caches and
+    /// dependency directories are left out already.
+    pub exclude: Vec<String>,
+}
+
+/// How the exec is sandboxed (`[sandbox] mode`, `--sandbox`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Landlock when the kernel has it; otherwise none, stated in every verdict.
+    #[default]
+    Auto,
+    /// Landlock or the run does not start (`isolation_unsatisfiable`).
+    Landlock,
+    /// No sandbox (recorded, and stated in every verdict).
+    Off,
+}
+
+/// `[sandbox]` of loop.toml: what the exec may write (SPEC §3.8).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    pub mode: SandboxMode,
+    /// Extra paths the exec may write (`~/` is the home directory).
+    pub writable: Vec<String>,
+}
+
 /// `[budget]` of loop.toml.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -167,6 +235,11 @@ pub struct FileConfig {
     pub model: Option<ModelConfig>,
     pub pricing: Option<crate::observe::usage::Pricing>,
     pub liveness: Option<LivenessConfig>,
+    pub oracle: Option<OracleConfig>,
+    pub clean_room: Option<CleanRoomConfig>,
+    pub sandbox: Option<SandboxConfig>,
+    pub exec_failures: Option<u32>,
+    pub on_unmetered: Option<String>,
 }
 
 /// Flag values; `None` leaves the file's value (or the default) in place.
@@ -193,6 +266,12 @@ pub struct Overrides {
     pub model_pin: Option<String>,
     pub stall_timeout: Option<String>,
     pub comprehension_every: Option<u32>,
+    /// `--check-in-place`.
+    pub check_in_place: bool,
+    /// `--sandbox auto|landlock|off`.
+    pub sandbox: Option<SandboxMode>,
+    pub exec_failures: Option<u32>,
+    pub on_unmetered: Option<String>,
 }
 
 /// The validated policy of one run. Serialized into `run_started`.
@@ -220,8 +299,30 @@ pub struct RunConfig {
     pub model: ModelConfig,
     pub pricing: crate::observe::usage::Pricing,
     pub liveness: LivenessConfig,
+    #[serde(default)]
+    pub oracle: OracleConfig,
+    #[serde(default)]
+    pub clean_room: CleanRoomConfig,
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
     /// The config file read, if any.
     pub config_file: Option<PathBuf>,
+    /// Consecutive iterations whose agent exited non-zero (its own error, judged by
+    /// the check) before the run halts `execution_failure`; at least 1.
+    #[serde(default = "default_exec_failures")]
+    pub exec_failures: u32,
+    /// With a budget cap set, what an iteration whose spend was not metered does:
+    /// `warn` (stderr, receipt, explain-halt) or `halt` (`budget_exceeded`).
+    #[serde(default = "default_on_unmetered")]
+    pub on_unmetered: String,
+}
+
+fn default_exec_failures() -> u32 {
+    3
+}
+
+fn default_on_unmetered() -> String {
+    "warn".into()
 }
 
 impl RunConfig {
@@ -246,7 +347,12 @@ impl RunConfig {
             model: ModelConfig::default(),
             pricing: crate::observe::usage::Pricing::default(),
             liveness: LivenessConfig::default(),
+            oracle: OracleConfig::default(),
+            clean_room: CleanRoomConfig::default(),
+            sandbox: SandboxConfig::default(),
             config_file: None,
+            exec_failures: default_exec_failures(),
+            on_unmetered: default_on_unmetered(),
         }
     }
 }
@@ -355,7 +461,19 @@ fn apply_file(c: &mut RunConfig, f: FileConfig) {
         kill_grace,
         check_network
     );
-    take!(halt, guards, budget, model, pricing, liveness);
+    take!(
+        halt,
+        guards,
+        budget,
+        model,
+        pricing,
+        liveness,
+        oracle,
+        clean_room,
+        sandbox,
+        exec_failures,
+        on_unmetered
+    );
 }
 
 fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
@@ -367,6 +485,12 @@ fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     }
     if let Some(v) = o.max_iterations {
         c.max_iterations = v;
+    }
+    if let Some(v) = o.exec_failures {
+        c.exec_failures = v;
+    }
+    if let Some(v) = &o.on_unmetered {
+        c.on_unmetered.clone_from(v);
     }
     if let Some(d) = dur_flag("exec_timeout", o.exec_timeout.as_ref())? {
         c.exec_timeout = Some(d);
@@ -417,6 +541,12 @@ fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     if o.comprehension_every.is_some() {
         c.liveness.comprehension_every = o.comprehension_every;
     }
+    if o.check_in_place {
+        c.clean_room.in_place = true;
+    }
+    if let Some(m) = o.sandbox {
+        c.sandbox.mode = m;
+    }
     Ok(())
 }
 
@@ -454,6 +584,15 @@ fn override_halt(
 /// # Errors
 /// The first invalid field, named.
 pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
+    if c.exec_failures == 0 {
+        return Err(ConfigError::invalid("exec_failures", "must be at least 1"));
+    }
+    if !matches!(c.on_unmetered.as_str(), "warn" | "halt") {
+        return Err(ConfigError::invalid(
+            "on_unmetered",
+            format!("`{}`: use warn or halt", c.on_unmetered),
+        ));
+    }
     if c.max_iterations == 0 {
         return Err(ConfigError::invalid(
             "max_iterations",

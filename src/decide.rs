@@ -10,8 +10,10 @@
 //! | 1 | interruption, execution, step liveness | human_required, heartbeat_stale, execution_failure | any step |
 //! | 2 | blocked paths | blocked_path_modified | after the exec |
 //! | 3 | spend and identity | budget_exceeded, cost_anomaly, model_drift_detected | after the exec |
-//! | 4 | oracle trust | hermeticity_violation, check_flaky | after a check |
+//! | 2b | frozen oracle | metric_integrity_violation | after the exec |
+//! | 4 | tampering around the check, oracle trust | metric_integrity_violation, hermeticity_violation, check_flaky | after a check |
 //! | 5 | metric integrity (if green, accepted, or green by exit code) | metric_integrity_violation | after a check |
+//! | 5b | evidence (fail closed, if green) | objective_unverified | after a check |
 //! | 6 | success | success_condition_met | the main check and its confirmations are green |
 //! | 7 | no convergence | same_test_regressed … no_progress_detected | after a check |
 //! | 8 | comprehension | comprehension_debt_exceeded | after a check, and before an exec |
@@ -65,12 +67,21 @@ fn go(next: Next) -> Decision {
     }
 }
 
-/// Reads the guard measurements stored in an exec event or the run's baseline.
+/// Reads the guard measurements stored in an exec event or the run's baseline. A
+/// payload of the wrong shape is never "no measurements": it reads as measures that
+/// failed (`error` set), so the guards fail closed on it.
 fn measures(v: &serde_json::Value) -> Option<TreeMeasures> {
     if v.is_null() {
         return None;
     }
-    serde_json::from_value(v.clone()).ok()
+    Some(
+        serde_json::from_value(v.clone()).unwrap_or_else(|e| TreeMeasures {
+            error: Some(format!(
+                "the recorded guard measurements have the wrong shape: {e}"
+            )),
+            ..TreeMeasures::default()
+        }),
+    )
 }
 
 /// The pure join. See the module table.
@@ -100,6 +111,15 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         {
             return halt(h);
         }
+        if let Some(h) = now.as_ref().and_then(|m| integrity::frozen_oracle(cfg, m)) {
+            return halt(h);
+        }
+        if let Some(h) = now
+            .as_ref()
+            .and_then(|m| integrity::toolchain(t0.as_ref(), m))
+        {
+            return halt(h);
+        }
         if let Some(h) = spend::detect(t, cfg) {
             return halt(h);
         }
@@ -108,6 +128,9 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         return go(Next::Check);
     };
     for c in &last.checks {
+        if let Some(h) = integrity::check_tampering(c) {
+            return halt(h);
+        }
         if let Some(h) = oracle::hermeticity(cfg, c) {
             return halt(h);
         }
@@ -135,6 +158,32 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         }
     }
     if green {
+        if let Some(h) = now.as_ref().and_then(integrity::runner_tampering) {
+            return halt(h);
+        }
+        // Fail closed: a green run is believed only on positive evidence.
+        let t0 = t.started.as_ref().and_then(|s| measures(&s.baseline));
+        let judged = if last.iteration == 0 {
+            t0.as_ref()
+        } else {
+            now.as_ref()
+        };
+        let unavailable = t
+            .started
+            .as_ref()
+            .map_or(&[][..], |s| s.guards_unavailable.as_slice());
+        let t0_shown = t
+            .baseline_check()
+            .map(|b| integrity::Shown::of(&b.parsed))
+            .unwrap_or_default();
+        if let Some(h) = integrity::evidence(
+            unavailable,
+            judged,
+            t0_shown,
+            integrity::Shown::of(&main.parsed),
+        ) {
+            return halt(h);
+        }
         if (last.checks.len() as u32) < 1 + cfg.confirm_runs {
             return go(Next::Confirm);
         }

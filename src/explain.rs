@@ -82,7 +82,7 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         }
         HaltReason::SuccessConditionMet => format!(
             "Review the diff against t0 ({}) and merge it.",
-            t0_command(t, "git diff --stat {t0} && git diff {t0}")
+            t0_command(t, "git --git-dir=.loopexec/snapshots.git diff --text {t0} {last}")
         ),
         HaltReason::MaxIterationsReached
         | HaltReason::NoProgressDetected
@@ -97,8 +97,11 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::HumanRequired => "The run was stopped by a signal. Inspect the tree, then start a new run (or `run --resume` this one).".into(),
         HaltReason::MetricIntegrityViolation | HaltReason::BlockedPathModified => format!(
             "Do not trust the green: read the diff of the named files ({}), then revert to t0 ({}).",
-            t0_command(t, "git diff {t0}"),
-            t0_command(t, "git restore --source={t0} --worktree -- .")
+            t0_command(t, "git --git-dir=.loopexec/snapshots.git diff --text {t0} {last}"),
+            t0_command(
+                t,
+                "git --git-dir=.loopexec/snapshots.git --work-tree=. restore --source={t0} --worktree -- ."
+            )
         ),
         HaltReason::HermeticityViolation => "The check wrote into the working tree: make it write only to ignored or temporary paths (or list its caches in [guards] check_may_write).".into(),
         HaltReason::CheckFlaky => "Quarantine or fix the flaky test(s), then measure the check with `loopexec probe-check`.".into(),
@@ -117,15 +120,27 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
     }
 }
 
-/// A command naming the run's t0 snapshot (`{t0}` in `template` is replaced by its
-/// commit id, from the receipt's `run_started`); without a snapshot, the template
-/// with `{t0}` spelled as the run's starting commit.
+/// A command over the run's snapshots in loopexec's own store: `{t0}` is the t0
+/// snapshot and `{last}` the last iteration's (commit ids from the receipt). Without a
+/// recorded t0 snapshot, says so instead.
 fn t0_command(t: &Trajectory, template: &str) -> String {
-    let git = t.started.as_ref().map(|s| &s.git);
-    let t0 = git
-        .and_then(|g| g.baseline_snapshot.clone().or_else(|| g.head.clone()))
-        .unwrap_or_else(|| "HEAD".to_string());
-    format!("`{}`", template.replace("{t0}", &t0))
+    let Some(t0) = t
+        .started
+        .as_ref()
+        .and_then(|s| s.git.baseline_snapshot.clone())
+    else {
+        return "no t0 snapshot was recorded".to_string();
+    };
+    let last = t
+        .iterations
+        .iter()
+        .rev()
+        .find_map(|i| i.exec.as_ref().and_then(|e| e.snapshot.clone()))
+        .unwrap_or_else(|| t0.clone());
+    format!(
+        "`{}`",
+        template.replace("{t0}", &t0).replace("{last}", &last)
+    )
 }
 
 /// The advice for a halt given the trajectory: the reason's own advice, except that a
@@ -154,7 +169,32 @@ pub fn what_to_do(h: &Halt, t: &Trajectory) -> String {
 /// The one-line explanation stored in the `halted` event.
 #[must_use]
 pub fn one_line(h: &Halt, t: &Trajectory) -> String {
-    format!("{}: {}", h.reason, what_to_do(h, t))
+    format!("{}: {}{}", h.reason, what_to_do(h, t), protection_note(t))
+}
+
+/// What protection was *not* in force, stated in every verdict that lacked it: the
+/// check ran in the agent's working tree (`--check-in-place`). Empty otherwise.
+#[must_use]
+pub fn protection_note(t: &Trajectory) -> String {
+    let Some(s) = t.started.as_ref() else {
+        return String::new();
+    };
+    let mut missing = Vec::new();
+    if s.check_placement == "in_place" {
+        missing.push(
+            "the check ran in place, in the agent's working tree, not in a clean room".to_string(),
+        );
+    }
+    if let Some(sb) = &s.sandbox {
+        if sb.in_force.starts_with("none") {
+            missing.push(format!("the exec had no sandbox: {}", sb.in_force));
+        }
+    }
+    if missing.is_empty() {
+        String::new()
+    } else {
+        format!(" (protection not in force: {})", missing.join("; "))
+    }
 }
 
 /// What `explain-halt` reports.

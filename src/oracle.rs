@@ -129,6 +129,7 @@ pub fn run_check(
     let caps = tempfile::tempdir()?;
     let burners = if load { Some(Load::start()) } else { None };
     let step_spec = StepSpec {
+        sandbox: None,
         command: &spec.command,
         cwd: dir,
         env_remove: &spec.env_remove,

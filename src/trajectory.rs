@@ -171,6 +171,32 @@ impl Trajectory {
         out
     }
 
+    /// Whether the last iteration's exec changed the tree it started from: `Some(true)`
+    /// or `Some(false)` when both trees are known (git available), else `None`. The
+    /// start is the tree the previous iteration left (its check's tree, or the tree a
+    /// revert restored), as [`Trajectory::attempt_views`] follows it.
+    #[must_use]
+    pub fn last_exec_changed_tree(&self) -> Option<bool> {
+        let (last, before) = self.iterations.split_last()?;
+        let exec_tree = last.exec.as_ref()?.tree.clone()?;
+        let mut start: Option<String> = self
+            .started
+            .as_ref()
+            .and_then(|s| s.git.baseline_tree.clone());
+        for it in before {
+            let Some(check) = it.main_check() else {
+                continue;
+            };
+            let it_exec = it.exec.as_ref().and_then(|e| e.tree.clone());
+            start = if let Some(r) = &it.reverted {
+                self.tree_of_iteration(r.to_iteration).or(start)
+            } else {
+                check.tree_after.clone().or(it_exec).or(start)
+            };
+        }
+        Some(exec_tree != start?)
+    }
+
     fn tree_of_iteration(&self, n: u32) -> Option<String> {
         if n == 0 {
             return self

@@ -121,8 +121,19 @@ impl Workspace {
             .truncate(false)
             .open(&path)
             .map_err(io(&path))?;
-        // SAFETY: flock on a valid, owned descriptor; no memory is shared.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        // The lock is held on the `.loopexec` directory too: a lock file that is
+        // unlinked (and re-created by a second run) does not free the workdir, because
+        // the directory itself cannot be replaced while it holds the receipts.
+        let dir = File::open(&self.dir).map_err(io(&self.dir))?;
+        // SAFETY: flock on valid, owned descriptors; no memory is shared.
+        let rc = unsafe {
+            let a = libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB);
+            if a == 0 {
+                libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB)
+            } else {
+                a
+            }
+        };
         if rc != 0 {
             let (run_id, pid) = read_holder(&path);
             return Err(WorkspaceError::Locked { run_id, pid });
@@ -131,7 +142,10 @@ impl Workspace {
         file.rewind().map_err(io(&path))?;
         writeln!(file, "{run_id}\n{}", std::process::id()).map_err(io(&path))?;
         file.flush().map_err(io(&path))?;
-        Ok(RunLock { _file: file })
+        Ok(RunLock {
+            _file: file,
+            _dir: dir,
+        })
     }
 
     /// Resolves `--run-id` (or `None` / `latest` for the newest run).
@@ -201,6 +215,7 @@ fn read_holder(path: &Path) -> (String, String) {
 /// The held workdir lock; released when dropped or when the process dies.
 pub struct RunLock {
     _file: File,
+    _dir: File,
 }
 
 /// Checks a run id: 1-128 of `[A-Za-z0-9._-]`, not starting with `.`, and not

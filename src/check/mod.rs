@@ -1,3 +1,4 @@
 //! The check artifact: what one check run printed and wrote, and the tests it names.
 pub mod model;
 pub mod parse;
+pub mod postparse;

@@ -131,6 +131,65 @@ pub struct ParsedRun {
     /// past the capture limit). Recorded in the receipt; never read as "0 failures".
     #[serde(default)]
     pub diagnostics: Vec<String>,
+    /// The runner's own tallies, from its summary or progress marks (`10 passed, 1
+    /// failed` lines, libtest's `test result:`, a TAP plan's ok/not ok, a report's
+    /// totals), when the output carries them; `None` when it does not. Quiet and dot
+    /// modes name few tests but still count them: [`ParsedRun::counts`] joins these with
+    /// the named tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Counts>,
+    /// Set when the runner never ran the tests: it refused the command (`cargo tset`,
+    /// a missing npm script), stopped on a usage error (pytest exit 4) or collected
+    /// nothing (pytest exit 5). Holds the runner's own words. At the baseline this is
+    /// `execution_failure`: the check is broken, not red.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_run: Option<String>,
+}
+
+/// How many tests the run reported in each group. Errors count as failed;
+/// xfail/todo/pending/ignored as skipped; a test that failed then passed on a retry
+/// as flaky.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct Counts {
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub flaky: u64,
+}
+
+impl Counts {
+    /// Field-wise maximum.
+    #[must_use]
+    pub fn max(self, o: Counts) -> Counts {
+        Counts {
+            passed: self.passed.max(o.passed),
+            failed: self.failed.max(o.failed),
+            skipped: self.skipped.max(o.skipped),
+            flaky: self.flaky.max(o.flaky),
+        }
+    }
+
+    /// Field-wise sum (saturating).
+    #[must_use]
+    pub fn plus(self, o: Counts) -> Counts {
+        Counts {
+            passed: self.passed.saturating_add(o.passed),
+            failed: self.failed.saturating_add(o.failed),
+            skipped: self.skipped.saturating_add(o.skipped),
+            flaky: self.flaky.saturating_add(o.flaky),
+        }
+    }
+
+    /// Tests counted in any group.
+    #[must_use]
+    pub fn total(self) -> u64 {
+        self.passed
+            .saturating_add(self.failed)
+            .saturating_add(self.skipped)
+            .saturating_add(self.flaky)
+    }
 }
 
 impl ParsedRun {
@@ -163,6 +222,40 @@ impl ParsedRun {
             .map(|t| t.id.clone())
             .collect()
     }
+    /// Counts of the named tests (synthetic members excluded), by group.
+    #[must_use]
+    pub fn named_counts(&self) -> Counts {
+        let mut c = Counts::default();
+        for t in self
+            .tests
+            .iter()
+            .filter(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX))
+        {
+            match t.outcome {
+                Outcome::Passed => c.passed += 1,
+                Outcome::Failed | Outcome::Errored => c.failed += 1,
+                Outcome::Skipped => c.skipped += 1,
+                Outcome::FlakyPassed => c.flaky += 1,
+            }
+        }
+        c
+    }
+
+    /// How many tests the run reported in each group. When the named tests are at
+    /// least as many as the runner's own tally ([`ParsedRun::summary`]) they are the
+    /// counts (a verbose run names every test, and a test that reported its result and
+    /// then crashed its binary is named but in no tally; a retried test is one flaky
+    /// test, not a pass). Otherwise the output names fewer tests than it counted (quiet,
+    /// dot and progress modes), and each group is the larger of the two.
+    #[must_use]
+    pub fn counts(&self) -> Counts {
+        let named = self.named_counts();
+        match self.summary {
+            Some(s) if s.total() > named.total() => s.max(named),
+            _ => named,
+        }
+    }
+
     fn ids_where(&self, f: impl Fn(Outcome) -> bool) -> BTreeSet<String> {
         self.tests
             .iter()
@@ -175,3 +268,11 @@ impl ParsedRun {
 /// Suffix of the synthetic failing member added for a red run with no attributable
 /// failing test: `<runner>::<unattributed>`.
 pub const UNATTRIBUTED_SUFFIX: &str = "::<unattributed>";
+
+/// Tests that ran in `p` according to the runner's own tally ([`ParsedRun::summary`]:
+/// passed + failed + flaky), when the runner printed one; `None` when it did not.
+#[must_use]
+pub fn counted_executed(p: &ParsedRun) -> Option<u64> {
+    p.summary
+        .map(|s| s.passed.saturating_add(s.failed).saturating_add(s.flaky))
+}

@@ -369,6 +369,24 @@ pub struct RunArgs {
     /// The check's network: host (default) or none (a private network namespace).
     #[arg(long, value_name = "MODE", value_parser = ["host", "none"])]
     pub check_network: Option<String>,
+    /// Run the check in the agent's working tree instead of a clean room copy of the
+    /// snapshot. Weaker: the agent's untracked files, background processes and caches
+    /// can then reach the check. Recorded in the receipt and stated in every verdict.
+    #[arg(long)]
+    pub check_in_place: bool,
+    /// The exec's filesystem sandbox: auto (Landlock where the kernel has it), landlock
+    /// (required: the run does not start without it), off. Under Landlock the agent
+    /// writes only the workdir, temp dirs, its CLI's state under $HOME and
+    /// `[sandbox] writable` paths.
+    #[arg(long, value_name = "MODE", value_parser = ["auto", "landlock", "off"])]
+    pub sandbox: Option<String>,
+    /// Halt execution_failure after N consecutive iterations whose agent exited non-zero
+    /// (its own error: turn limit, rate limit) (default 3).
+    #[arg(long, value_name = "N")]
+    pub exec_failures: Option<u32>,
+    /// What a budget cap does when the agent's spend is not metered: warn (default) or halt.
+    #[arg(long, value_name = "MODE", value_parser = ["warn", "halt"])]
+    pub on_unmetered: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -390,4 +408,8 @@ pub struct ParseArgs {
     /// A report file the check wrote (JUnit XML, or a JSON report). Repeatable.
     #[arg(long = "report", value_name = "FILE")]
     pub reports: Vec<PathBuf>,
+    /// The check command that produced the capture (judges completeness the output
+    /// alone cannot show, e.g. plain `cargo test` stopping at the first failing target).
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
 }

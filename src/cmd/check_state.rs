@@ -62,15 +62,17 @@ pub(crate) fn run(workdir: &Path) -> Outcome {
                     };
                     if let Some(s) = snap {
                         snapshots += 1;
-                        if !crate::observe::git::git_cmd(&ws.workdir)
-                            .args(["cat-file", "-e", &format!("{s}^{{commit}}")])
-                            .stdout(std::process::Stdio::null())
-                            .stderr(std::process::Stdio::null())
-                            .status()
-                            .is_ok_and(|st| st.success())
+                        if !crate::observe::git::git_cmd(&crate::observe::tree::store_path(
+                            &ws.workdir,
+                        ))
+                        .args(["cat-file", "-e", &format!("{s}^{{commit}}")])
+                        .stdout(std::process::Stdio::null())
+                        .stderr(std::process::Stdio::null())
+                        .status()
+                        .is_ok_and(|st| st.success())
                         {
                             problems.push(format!(
-                                "{} line {}: snapshot {s} is missing from the git object store",
+                                "{} line {}: snapshot {s} is missing from the snapshot store",
                                 path.display(),
                                 l.seq + 1
                             ));
@@ -146,6 +148,60 @@ fn verify_halts(
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
+    // The ledger holds the receipt's head (blake3 of its last line, line count) as of
+    // the last iteration end or halt: a receipt cut at a line boundary, or lines
+    // added behind loopexec's back, no longer matches it.
+    if let Some(store) = ledger {
+        match store.receipt_head_of(&run_id) {
+            Ok(Some((head, n))) => {
+                let actual_n = lines.len() as u64;
+                let actual_head = lines.last().map(|l| l.hash.clone());
+                if actual_n < n {
+                    problems.push(format!(
+                        "{}: the receipt has {actual_n} line(s) but the ledger recorded {n}: it was truncated",
+                        path.display()
+                    ));
+                } else if actual_n == n && actual_head != head {
+                    problems.push(format!(
+                        "{}: the receipt's last line is not the one the ledger recorded",
+                        path.display()
+                    ));
+                } else if actual_n > n
+                    && lines
+                        .get(usize::try_from(n).unwrap_or(usize::MAX).saturating_sub(1))
+                        .map(|l| l.hash.clone())
+                        != head
+                    && n > 0
+                {
+                    problems.push(format!(
+                        "{}: line {n} is not the one the ledger recorded as the receipt's head",
+                        path.display()
+                    ));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => problems.push(format!("{}: {e}", path.display())),
+        }
+        let recorded_halts = lines
+            .iter()
+            .filter(|l| matches!(&l.event, Event::Halted(h) if !h.preflight))
+            .count();
+        if recorded_halts > 0 && store.halt_count(&run_id).is_ok_and(|n| n == 0) {
+            problems.push(format!(
+                "{}: the receipt records {recorded_halts} halt(s) but the ledger has no halt event for the run",
+                path.display()
+            ));
+        }
+        if let Ok(Some(row)) = store.run(&run_id) {
+            if row.status != "running" && last.is_none() {
+                problems.push(format!(
+                    "{}: the ledger records the run as {} but the receipt has no `halted` line",
+                    path.display(),
+                    row.status
+                ));
+            }
+        }
+    }
     if let (Some(store), Some(last)) = (ledger, last) {
         if let Ok(Some(row)) = store.run(&run_id) {
             if row

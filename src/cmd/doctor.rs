@@ -240,6 +240,34 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
     // adequacy
     lines.push(adequacy(&ws, &sb, &spec, &reference, a));
 
+    // The frozen oracle a run would freeze at t0 (SPEC §3.10).
+    let mut obs = crate::observe::tree::TreeObserver::new(&ws.workdir, "doctor", &cfg);
+    let (_, baseline, unavailable) = obs.baseline();
+    let m: crate::detect::integrity::TreeMeasures =
+        serde_json::from_value(baseline).unwrap_or_default();
+    let mut oracle: Vec<String> = m.frozen.keys().chain(m.manifest.keys()).cloned().collect();
+    oracle.sort();
+    oracle.dedup();
+    lines.push(line(
+        "oracle",
+        unavailable.is_empty(),
+        Some(HaltReason::ObjectiveUnverified),
+        if unavailable.is_empty() {
+            format!(
+                "{} file(s) would be frozen at t0 (tests and runner configuration){}",
+                oracle.len(),
+                if m.excluded.is_empty() {
+                    String::new()
+                } else {
+                    format!("; left out of snapshots: {}", m.excluded.join(", "))
+                }
+            )
+        } else {
+            format!("the tree cannot be snapshotted: {}", unavailable.join("; "))
+        },
+        json!({"frozen": oracle, "excluded": m.excluded}),
+    ));
+
     let mut f = Map::new();
     f.insert(
         "checks".into(),

@@ -23,9 +23,18 @@ pub(crate) fn run(workdir: &Path, a: &GcArgs) -> Outcome {
             kept.push(id.clone());
             continue;
         }
-        // Without a git repository there are no snapshot refs to delete.
+        // Snapshot refs live in loopexec's own store (and, for runs recorded before
+        // it, in the user's repository).
+        let store = crate::observe::tree::store_path(&ws.workdir);
+        let mut places = Vec::new();
+        if store.join(crate::observe::store::STORE_MARKER).is_file() {
+            places.push(store);
+        }
         if crate::observe::git::repo_root(&ws.workdir).is_some() {
-            match crate::observe::git::delete_refs(&ws.workdir, id) {
+            places.push(ws.workdir.clone());
+        }
+        for dir in places {
+            match crate::observe::git::delete_refs(&dir, id) {
                 Ok(n) => refs_deleted += n,
                 Err(e) => errors.push(format!("run {id}: cannot delete snapshot refs: {e}")),
             }

@@ -171,12 +171,12 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
         ));
     }
     let human_pct = |p: Option<f64>| p.map_or_else(|| "n/a".into(), human_usd);
+    // unmetered iterations are unknown spend, never $0
     let unknown = rows.iter().filter(|r| r.1.is_none()).count();
-    // An unmetered iteration's cost is unknown, never "$0".
     let total_text = match (known.is_empty(), unknown) {
-        (true, u) if u > 0 => "unknown (no iteration reported a cost)".to_string(),
+        (true, n) if n > 0 => format!("unknown ({n} iteration(s) not metered)"),
         (_, 0) => format!("${}", human_usd(total)),
-        (_, u) => format!("${} + {u} unknown", human_usd(total)),
+        (_, n) => format!("at least ${} ({n} iteration(s) unknown)", human_usd(total)),
     };
     human.push_str(&format!(
         "total {total_text}  p50 {}  p90 {}  p99 {}\n",

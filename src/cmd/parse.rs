@@ -36,7 +36,7 @@ pub(crate) fn run(a: &ParseArgs) -> Outcome {
             );
         }
     }
-    let parsed = parse::parse(
+    let parsed = parse::parse_command(
         &CheckInput {
             stdout: a.stdout.as_deref(),
             stderr: a.stderr.as_deref(),
@@ -44,7 +44,9 @@ pub(crate) fn run(a: &ParseArgs) -> Outcome {
             reports: &a.reports,
         },
         choice,
+        a.command.as_deref(),
     );
+    let counts = parsed.counts();
     let failing = parsed.failing();
     let collected = parsed.collected();
     let mut f = Map::new();
@@ -66,16 +68,21 @@ pub(crate) fn run(a: &ParseArgs) -> Outcome {
         "tests".into(),
         serde_json::to_value(&named).unwrap_or_default(),
     );
+    f.insert("counts".into(), json!(counts));
     f.insert("failing".into(), json!(failing));
     f.insert("collected".into(), json!(collected));
     f.insert("diagnostics".into(), json!(parsed.diagnostics));
     let mut human = format!(
-        "format: {}\ncomplete: {}\nunattributed failure: {}\ncollected: {}  failing: {}\n",
+        "format: {}\ncomplete: {}\nunattributed failure: {}\ncollected: {}  failing: {}\ncounts: {} passed, {} failed, {} skipped, {} flaky\n",
         parse::format_name(parsed.format),
         parsed.complete,
         parsed.unattributed_failure,
         collected.len(),
-        failing.len()
+        failing.len(),
+        counts.passed,
+        counts.failed,
+        counts.skipped,
+        counts.flaky
     );
     for t in &parsed.tests {
         human.push_str(&format!("  {:<12} {}\n", t.outcome.as_str(), t.id));

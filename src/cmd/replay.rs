@@ -46,9 +46,13 @@ fn recorded_iterations(lines: &[crate::receipt::Line]) -> BTreeMap<u32, Recorded
                 }
             }
             Event::CheckFinished(c) if c.attempt == 0 => {
-                let snapshot = snaps
-                    .get(&c.iteration)
-                    .cloned()
+                // The tree the check was judged on (the clean room's), else the
+                // iteration's snapshot, else the tree before the check.
+                let snapshot = c
+                    .clean_room
+                    .as_ref()
+                    .map(|r| r.tree.clone())
+                    .or_else(|| snaps.get(&c.iteration).cloned())
                     .or_else(|| c.tree_before.clone());
                 out.insert(
                     c.iteration,

@@ -41,6 +41,14 @@ fn overrides(a: &RunArgs) -> Overrides {
         model_pin: a.model.clone(),
         stall_timeout: a.stall_timeout.clone(),
         comprehension_every: a.comprehension_every,
+        check_in_place: a.check_in_place,
+        sandbox: a.sandbox.as_deref().map(|m| match m {
+            "landlock" => crate::config::SandboxMode::Landlock,
+            "off" => crate::config::SandboxMode::Off,
+            _ => crate::config::SandboxMode::Auto,
+        }),
+        exec_failures: a.exec_failures,
+        on_unmetered: a.on_unmetered.clone(),
     }
 }
 
@@ -193,6 +201,7 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
             receipt,
             ..
         }) => {
+            warn_unmetered(receipt.as_deref());
             let lines = receipt
                 .as_deref()
                 .and_then(|p| crate::receipt::read(p).ok())
@@ -271,6 +280,23 @@ fn failed_exec_stderr(
     let all: Vec<&str> = text.lines().collect();
     let tail = all[all.len().saturating_sub(STDERR_TAIL_LINES)..].join("\n");
     (!tail.trim().is_empty()).then(|| (tail, path.display().to_string()))
+}
+
+/// Says on stderr which iterations' spend escaped the budget caps (not metered), read
+/// back from the receipt; see [`crate::detect::spend::unmetered`]. A receipt that
+/// cannot be read here was already reported by the run itself.
+fn warn_unmetered(receipt: Option<&Path>) {
+    let Some(lines) = receipt.and_then(|p| crate::receipt::read(p).ok()) else {
+        return;
+    };
+    let t = crate::trajectory::Trajectory::from_lines(&lines);
+    let Some(cfg) = t.config() else { return };
+    let its = crate::detect::spend::unmetered_iterations(&t, cfg);
+    if !its.is_empty() {
+        eprintln!(
+            "loopexec: warning: spend not metered in iteration(s) {its:?}: the agent's output gave the budget cap nothing to count (cost unknown, not $0); use --on-unmetered halt to stop such a run, or write usage to $LOOPEXEC_USAGE_FILE"
+        );
+    }
 }
 
 /// The policy of a run being resumed: the one recorded in its `run_started`.

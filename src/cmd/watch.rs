@@ -134,7 +134,7 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
         // The step's process group outlives a loopexec that was SIGKILLed: end it
         // whether or not loopexec is still there to record the kill.
         for &pg in hb.iter().flat_map(|h| &h.pgids) {
-            if crate::proc::supervise::group_works_in(pg, &run.ws.workdir)
+            if crate::engine::cleanroom::group_works_for(pg, &run.ws.workdir)
                 && crate::proc::end_group(pg, Duration::from_secs(3))
             {
                 killed.push(pg);

@@ -12,11 +12,21 @@
 //! | the exec printed nothing for the stall timeout       | heartbeat_stale     |
 //! | a step could not start (spawn error, exit 126/127)   | execution_failure   |
 //! | a step hit its timeout                               | execution_failure   |
-//! | the exec exited non-zero or by a signal              | execution_failure   |
+//! | the baseline check never ran its tests (`not_run`)   | execution_failure   |
+//! | the exec exited non-zero as an attempt, the Nth time in a row (`--exec-failures N`) | execution_failure |
+//! | the exec exited non-zero or by a signal, not an attempt | execution_failure |
 //!
 //! A check that exits non-zero is not an execution failure: red is the check's
 //! ordinary answer. A check that cannot start is, at whatever iteration (usually the
-//! baseline, so the budget is never burnt on a command that does not exist).
+//! baseline, so the budget is never burnt on a command that does not exist); so is a
+//! baseline check whose runner refused to run (`cargo tset`, a missing npm script,
+//! pytest's usage error or empty collection), quoted in the runner's own words.
+//!
+//! An agent's own error is not a broken environment: an exec that exited non-zero
+//! (not by a signal) after changing the tree, or whose output reports its own failure
+//! (Claude's `is_error`, `error_max_turns`, a rate limit; codex's failed turn), is an
+//! attempt the check judges. Only `exec_failures` such attempts in a row halt. A
+//! non-zero exit with neither (nothing changed, nothing said) stops at once.
 
 use crate::halt::{Halt, HaltReason};
 use crate::proc::{StepResult, StopCause};
@@ -129,20 +139,94 @@ pub fn detect(t: &Trajectory) -> Option<Halt> {
             });
         }
     }
+    if last.iteration == 0 {
+        if let Some(h) = last.main_check().and_then(check_not_run) {
+            return Some(h);
+        }
+    }
     if let Some(s) = exec {
-        if s.stopped.is_none() && s.exit_code != Some(0) {
-            return Some(Halt {
-                reason: HaltReason::ExecutionFailure,
-                contributors: vec![format!(
-                    "work step failed ({}): `{}`",
+        if failed(s) {
+            let limit = t.config().map_or(3, |c| c.exec_failures).max(1);
+            let own = agent_error(last);
+            let attempt = own.is_some() || t.last_exec_changed_tree() == Some(true);
+            let streak = failed_streak(t);
+            if attempt && streak < limit {
+                return None;
+            }
+            let mut contributors = vec![if attempt {
+                format!(
+                    "the agent exited non-zero in {streak} consecutive iterations (--exec-failures {limit}); last: {}: `{}`",
                     describe_exit(s),
                     s.command
-                )],
-                detail: serde_json::json!({"step": "exec", "cause": "nonzero_exit", "exit_code": s.exit_code, "signal": s.signal}),
+                )
+            } else {
+                format!(
+                    "work step failed ({}) without changing the tree or reporting an error of its own: `{}`",
+                    describe_exit(s),
+                    s.command
+                )
+            }];
+            if let Some(e) = &own {
+                contributors.push(format!("the agent reported: {e}"));
+            }
+            if let Some(x) = &s.stderr.excerpt {
+                contributors.push(format!("the agent's stderr (head and tail): {x}"));
+            }
+            return Some(Halt {
+                reason: HaltReason::ExecutionFailure,
+                contributors,
+                detail: serde_json::json!({"step": "exec", "cause": if attempt { "exec_failures" } else { "nonzero_exit" }, "exit_code": s.exit_code, "signal": s.signal, "consecutive": streak, "limit": limit, "agent_error": own}),
             });
         }
     }
     None
+}
+
+/// An exec that ran and exited non-zero (not stopped by loopexec).
+fn failed(s: &StepResult) -> bool {
+    s.stopped.is_none() && s.exit_code != Some(0)
+}
+
+/// The error the agent reported itself in this iteration's usage, if any: Claude's
+/// result `subtype` when it is an error (`error_max_turns`, `error_during_execution`)
+/// or `is_error`; codex's failed turn.
+fn agent_error(it: &crate::trajectory::IterationObs) -> Option<String> {
+    let u = &it.exec.as_ref()?.usage;
+    let subtype = u.get("subtype").and_then(serde_json::Value::as_str);
+    let is_error = u.get("is_error").and_then(serde_json::Value::as_bool) == Some(true);
+    match subtype {
+        Some(st) if st.starts_with("error") => Some(st.to_string()),
+        _ if is_error => {
+            Some(subtype.map_or_else(|| "an error".to_string(), |s| format!("an error ({s})")))
+        }
+        _ => None,
+    }
+}
+
+/// Consecutive iterations, ending with the last, whose exec ran and exited non-zero.
+fn failed_streak(t: &Trajectory) -> u32 {
+    let mut n = 0;
+    for it in t.iterations.iter().rev() {
+        match &it.exec {
+            Some(e) if failed(&e.step) => n += 1,
+            _ => break,
+        }
+    }
+    n
+}
+
+/// The baseline check's runner never ran the tests (see
+/// [`crate::check::model::ParsedRun::not_run`]).
+fn check_not_run(c: &crate::receipt::events::CheckFinished) -> Option<Halt> {
+    let why = c.parsed.not_run.as_ref()?;
+    Some(Halt {
+        reason: HaltReason::ExecutionFailure,
+        contributors: vec![format!(
+            "the check cannot run at the baseline: `{}` — {why}; no agent iteration was started",
+            c.step.command
+        )],
+        detail: serde_json::json!({"step": "check", "cause": "check_not_run", "command": c.step.command, "exit_code": c.step.exit_code, "runner_message": why}),
+    })
 }
 
 fn interrupted(signal: i32) -> Halt {

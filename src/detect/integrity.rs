@@ -48,6 +48,27 @@ pub struct TreeMeasures {
     /// written), relative to the workdir.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub state_tampered: Vec<String>,
+    /// The frozen test oracle of this tree: path → `<mode> <blob id>`
+    /// ([`crate::observe::frozen::OracleRules::frozen`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub frozen: BTreeMap<String, String>,
+    /// Edits of t0's frozen oracle found in this tree (empty for t0).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oracle_edits: Vec<crate::observe::frozen::OracleEdit>,
+    /// t0 only: directories left out of every snapshot, with the rule
+    /// (`node_modules (dependencies)`, `target (cache)`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<String>,
+    /// Lines the agent added outside the tests that reach into the runner or the
+    /// process ([`crate::observe::tamper`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runner_tampering: Vec<crate::observe::tamper::TamperHit>,
+    /// The check's toolchain outside the workdir ([`crate::observe::toolchain`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub toolchain: BTreeMap<String, String>,
+    /// Why a measurement failed, when one did: the guards fail closed on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `blocked_path_modified` from the tree after the exec: tree paths matching the
@@ -203,4 +224,333 @@ pub fn metric_integrity(
         contributors,
         detail: serde_json::json!({"layers": layers, "lost": lost, "newly_skipped": skipped}),
     })
+}
+
+/// `metric_integrity_violation` (layer `frozen_oracle`) from the tree after the exec:
+/// t0's frozen oracle was edited ([`crate::observe::frozen`]). Under `[oracle] on_edit =
+/// "restore"` only edits of test regions inside source files count (the others are
+/// undone in the clean room); every edit is still recorded in the measures.
+#[must_use]
+pub fn frozen_oracle(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {
+    use crate::observe::frozen::EditKind;
+    let restore = cfg.oracle.on_edit == crate::config::OnOracleEdit::Restore;
+    let edits: Vec<&crate::observe::frozen::OracleEdit> = m
+        .oracle_edits
+        .iter()
+        .filter(|e| !restore || e.kind == EditKind::TestRegion)
+        .collect();
+    if edits.is_empty() {
+        return None;
+    }
+    let contributors = edits
+        .iter()
+        .map(|e| {
+            let verb = match e.kind {
+                EditKind::Modified => "edited",
+                EditKind::Deleted => "deleted",
+                EditKind::Created => "created",
+                EditKind::TestRegion => "changed inside",
+            };
+            let lines = if e.lines.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", e.lines.join(" | "))
+            };
+            format!(
+                "frozen oracle {verb} since t0: {} ({}){lines}",
+                e.path, e.what
+            )
+        })
+        .collect();
+    Some(Halt {
+        reason: HaltReason::MetricIntegrityViolation,
+        contributors,
+        detail: serde_json::json!({"layers": ["frozen_oracle"], "edits": edits}),
+    })
+}
+
+/// `metric_integrity_violation` from what happened around a check run in the clean
+/// room: the working tree changed while the check ran (only a process outside the
+/// check can have done that: layer `tampering`), or the dependency directories differ
+/// from t0 (layer `dependencies`).
+#[must_use]
+pub fn check_tampering(c: &CheckFinished) -> Option<Halt> {
+    let mut contributors = Vec::new();
+    let mut layers = Vec::new();
+    if !c.changed_during_check.is_empty() {
+        layers.push("tampering");
+        contributors.push(format!(
+            "the working tree changed while the check ran in the clean room (a process outside the check wrote it): {}",
+            c.changed_during_check.join(", ")
+        ));
+    }
+    if !c.dependencies_changed.is_empty() {
+        layers.push("dependencies");
+        contributors.push(format!(
+            "dependency directories changed since t0 (set [clean_room] dependencies = \"agent\" if the agent may install packages): {}",
+            c.dependencies_changed.join(", ")
+        ));
+    }
+    if layers.is_empty() {
+        return None;
+    }
+    Some(Halt {
+        reason: HaltReason::MetricIntegrityViolation,
+        contributors,
+        detail: serde_json::json!({
+            "layers": layers,
+            "changed_during_check": c.changed_during_check,
+            "dependencies_changed": c.dependencies_changed,
+        }),
+    })
+}
+
+/// What a check run's output shows of the tests, for [`evidence`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Shown {
+    /// Named tests (the collected set, synthetic members excluded).
+    pub names: usize,
+    /// Tests that ran according to the runner's own counts (passed + failed +
+    /// flaky), when it printed counts.
+    pub counted: Option<u64>,
+}
+
+impl Shown {
+    /// What `p` shows.
+    #[must_use]
+    pub fn of(p: &crate::check::model::ParsedRun) -> Shown {
+        Shown {
+            names: p.collected().len(),
+            counted: crate::check::model::counted_executed(p),
+        }
+    }
+    fn any(self) -> bool {
+        self.names > 0 || self.counted.is_some_and(|n| n > 0)
+    }
+}
+
+/// Fail closed (`objective_unverified`): a green run is believed only on positive
+/// evidence. `guards_unavailable` comes from `run_started`; `now` are the measures of
+/// the judged tree (t0's for a green baseline); `t0_shown`/`shown` what the baseline and
+/// the green run showed of the tests.
+///
+/// | evidence missing | contributor |
+/// |---|---|
+/// | a guard could not run, or a measurement errored | names the guard and the error |
+/// | t0 showed tests (names or counts), the green run shows none | "shows no tests" |
+/// | both show counts, and fewer ran than at t0 | "fewer tests ran" |
+///
+/// A check that never showed a test, at t0 either (`test -f done`), is judged by its
+/// exit code alone: there is nothing for the evidence to be compared with.
+#[must_use]
+pub fn evidence(
+    guards_unavailable: &[String],
+    now: Option<&TreeMeasures>,
+    t0_shown: Shown,
+    shown: Shown,
+) -> Option<Halt> {
+    let mut missing = Vec::new();
+    missing.extend(
+        guards_unavailable
+            .iter()
+            .map(|g| format!("a guard could not run: {g}")),
+    );
+    match now {
+        None => missing.push("the tree under judgment was not measured".to_string()),
+        Some(m) => {
+            if let Some(e) = &m.error {
+                missing.push(format!("a guard could not measure the tree: {e}"));
+            }
+        }
+    }
+    if t0_shown.any() && !shown.any() {
+        missing.push(format!(
+            "the green run shows no tests (t0 showed {} named test(s){})",
+            t0_shown.names,
+            t0_shown
+                .counted
+                .map(|n| format!(", {n} counted"))
+                .unwrap_or_default()
+        ));
+    }
+    if let (Some(a), Some(b)) = (t0_shown.counted, shown.counted) {
+        if b < a {
+            missing.push(format!(
+                "fewer tests ran than at t0 ({b} < {a}, by the runner's own counts)"
+            ));
+        }
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    Some(Halt {
+        reason: HaltReason::ObjectiveUnverified,
+        contributors: missing.clone(),
+        detail: serde_json::json!({"missing_evidence": missing}),
+    })
+}
+
+/// `metric_integrity_violation` (layer `runner_tampering`) for a green run: the agent
+/// added code outside the tests that reaches into the runner or the process
+/// ([`crate::observe::tamper::RULES`]).
+#[must_use]
+pub fn runner_tampering(m: &TreeMeasures) -> Option<Halt> {
+    if m.runner_tampering.is_empty() {
+        return None;
+    }
+    Some(Halt {
+        reason: HaltReason::MetricIntegrityViolation,
+        contributors: m
+            .runner_tampering
+            .iter()
+            .map(|h| {
+                format!(
+                    "code added since t0 reaches into the test runner ({}): {}:{}: {}",
+                    h.rule, h.path, h.line, h.text
+                )
+            })
+            .collect(),
+        detail: serde_json::json!({"layers": ["runner_tampering"], "hits": m.runner_tampering}),
+    })
+}
+
+/// `hermeticity_violation` from the tree after the exec: the check's toolchain outside
+/// the workdir (what its commands resolve to on `PATH`, its interpreter's start-up
+/// hooks) differs from t0 ([`crate::observe::toolchain`]).
+#[must_use]
+pub fn toolchain(t0: Option<&TreeMeasures>, m: &TreeMeasures) -> Option<Halt> {
+    let t0 = t0?;
+    if t0.toolchain.is_empty() {
+        return None;
+    }
+    let mut changed: Vec<String> = t0
+        .toolchain
+        .iter()
+        .filter(|(k, v)| m.toolchain.get(*k) != Some(*v))
+        .map(|(k, v)| match m.toolchain.get(k) {
+            Some(now) => format!("{k}: {v} -> {now}"),
+            None => format!("{k}: removed"),
+        })
+        .chain(
+            m.toolchain
+                .keys()
+                .filter(|k| !t0.toolchain.contains_key(*k))
+                .map(|k| format!("{k}: added")),
+        )
+        .collect();
+    if changed.is_empty() {
+        return None;
+    }
+    changed.sort();
+    Some(Halt {
+        reason: HaltReason::HermeticityViolation,
+        contributors: changed
+            .iter()
+            .map(|c| format!("the check's toolchain changed since t0: {c}"))
+            .collect(),
+        detail: serde_json::json!({"toolchain_changed": changed}),
+    })
+}
+
+#[cfg(test)]
+mod trust_tests {
+    use super::*;
+    use crate::observe::frozen::{EditKind, OracleEdit};
+
+    fn edit(kind: EditKind) -> OracleEdit {
+        OracleEdit {
+            path: "tests/a.py".into(),
+            kind,
+            what: "test file".into(),
+            lines: vec!["-3: assert x".into()],
+        }
+    }
+
+    #[test]
+    fn frozen_oracle_halts_or_restores_per_policy() {
+        use crate::config::OnOracleEdit::{Halt as H, Restore as R};
+        // (policy, edits, halts)
+        let table: &[(crate::config::OnOracleEdit, &[EditKind], bool)] = &[
+            (H, &[], false),
+            (H, &[EditKind::Modified], true),
+            (H, &[EditKind::Deleted], true),
+            (H, &[EditKind::Created], true),
+            (R, &[EditKind::Modified, EditKind::Created], false),
+            (R, &[EditKind::TestRegion], true),
+        ];
+        for (policy, kinds, halts) in table {
+            let mut cfg = RunConfig::defaults();
+            cfg.oracle.on_edit = *policy;
+            let m = TreeMeasures {
+                oracle_edits: kinds.iter().map(|k| edit(*k)).collect(),
+                ..TreeMeasures::default()
+            };
+            let h = frozen_oracle(&cfg, &m);
+            assert_eq!(h.is_some(), *halts, "{policy:?} {kinds:?}");
+            if let Some(h) = h {
+                assert_eq!(h.reason, HaltReason::MetricIntegrityViolation);
+                assert!(h.contributors[0].contains("tests/a.py"));
+            }
+        }
+    }
+
+    #[test]
+    fn evidence_fails_closed() {
+        let ok = TreeMeasures::default();
+        let broken = TreeMeasures {
+            error: Some("snapshot failed".into()),
+            ..TreeMeasures::default()
+        };
+        let none = Shown::default();
+        let named = |n| Shown {
+            names: n,
+            counted: None,
+        };
+        let counted = |n| Shown {
+            names: 0,
+            counted: Some(n),
+        };
+        // (guards unavailable, measures, t0 shown, green shown, unverified)
+        type Row<'a> = (&'a [&'a str], Option<&'a TreeMeasures>, Shown, Shown, bool);
+        let table: &[Row] = &[
+            (&[], Some(&ok), named(3), named(3), false),
+            (&[], Some(&ok), none, none, false), // an exit-code check, from t0 on
+            (&[], Some(&ok), named(3), none, true),
+            (&[], Some(&ok), counted(5), counted(5), false),
+            (&[], Some(&ok), counted(5), counted(4), true),
+            (&[], Some(&ok), named(1), counted(2), false), // quiet green, counted
+            (&[], Some(&broken), named(3), named(3), true),
+            (&[], None, named(3), named(3), true),
+            (&["no store"], Some(&ok), named(3), named(3), true),
+        ];
+        for (unavailable, m, t0, now, unverified) in table {
+            let u: Vec<String> = unavailable.iter().map(|s| (*s).to_string()).collect();
+            let h = evidence(&u, *m, *t0, *now);
+            assert_eq!(
+                h.is_some(),
+                *unverified,
+                "{unavailable:?} {m:?} {t0:?} {now:?}"
+            );
+            if let Some(h) = h {
+                assert_eq!(h.reason, HaltReason::ObjectiveUnverified);
+            }
+        }
+    }
+
+    #[test]
+    fn toolchain_changes_are_hermeticity_violations() {
+        let t0 = TreeMeasures {
+            toolchain: BTreeMap::from([("path:sh".to_string(), "/bin/sh aa".to_string())]),
+            ..TreeMeasures::default()
+        };
+        let same = t0.clone();
+        let shim = TreeMeasures {
+            toolchain: BTreeMap::from([("path:sh".to_string(), "/tmp/x/sh bb".to_string())]),
+            ..TreeMeasures::default()
+        };
+        assert!(toolchain(Some(&t0), &same).is_none());
+        let h = toolchain(Some(&t0), &shim).unwrap();
+        assert_eq!(h.reason, HaltReason::HermeticityViolation);
+        assert!(h.contributors[0].contains("/tmp/x/sh"));
+    }
 }

@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | 1 | the exec was stopped mid-stream because a cap was crossed | budget_exceeded |
 //! | 2 | run totals after this exec exceed `--budget-usd`, `--budget-tokens` or `--max-duration` | budget_exceeded |
+//! | 2b | a cap is set, this iteration's spend is not metered, and `--on-unmetered halt` | budget_exceeded |
 //! | 3 | this iteration's primary model differs from the pin (`--model`, or the first observed) | model_drift_detected |
 //! | 4 | this iteration's cost > mean + σ·sd of the earlier iterations (at least `cost_min_history`) | cost_anomaly |
 //!
@@ -14,6 +15,12 @@
 //! work listed beside the primary) are spend, never drift. Costs are the agent's own
 //! reported figures, or estimates from `[pricing]`; an iteration with no known cost
 //! counts 0 toward the USD cap and is left out of the anomaly history.
+//!
+//! Unmetered spend is never silent: with a cap set, an iteration whose output gave
+//! the cap nothing to count ([`unmetered`]: no usage source at all, or no known cost
+//! under `--budget-usd`) is reported by [`unmetered_warning`] (stderr at once, the
+//! explanation, `inspect-cost` "unknown"), and halts the run when `on_unmetered` is
+//! `halt`.
 
 use crate::config::RunConfig;
 use crate::halt::{Halt, HaltReason};
@@ -88,6 +95,48 @@ pub fn cap_crossed(
     None
 }
 
+/// Why an iteration's spend escapes the caps set in `cfg`, if it does: no usage
+/// source under any cap, or no known cost under a USD cap. `None` when no cap is set
+/// or the spend was metered.
+#[must_use]
+pub fn unmetered(cfg: &RunConfig, u: &IterationUsage) -> Option<&'static str> {
+    let usd = cfg.budget.usd.is_some();
+    if !usd && cfg.budget.tokens.is_none() {
+        return None;
+    }
+    if u.sources.is_empty() {
+        Some("the agent's output carried no usage loopexec can read (no usage source)")
+    } else if usd && u.cost_usd.is_none() {
+        Some("the agent reported tokens but no cost, and [pricing] has no price for them")
+    } else {
+        None
+    }
+}
+
+/// The warning for the last iteration when its spend was not metered under a cap
+/// (see [`unmetered`]); the loop prints it on stderr as soon as the exec ends.
+#[must_use]
+pub fn unmetered_warning(t: &Trajectory, cfg: &RunConfig) -> Option<String> {
+    let last = t.last()?;
+    let e = last.exec.as_ref()?;
+    let u = serde_json::from_value::<IterationUsage>(e.usage.clone()).ok()?;
+    let why = unmetered(cfg, &u)?;
+    Some(format!(
+        "spend not metered in iteration {}: {why}; the budget cap cannot count it (cost unknown; --on-unmetered halt stops the run)",
+        last.iteration
+    ))
+}
+
+/// Iterations (in order) whose spend was not metered under the caps of `cfg`.
+#[must_use]
+pub fn unmetered_iterations(t: &Trajectory, cfg: &RunConfig) -> Vec<u32> {
+    usages(t)
+        .iter()
+        .filter(|(_, u)| unmetered(cfg, u).is_some())
+        .map(|(i, _)| *i)
+        .collect()
+}
+
 /// The spend and identity detectors after an exec. See the module table.
 #[must_use]
 pub fn detect(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
@@ -119,6 +168,18 @@ pub fn detect(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
         .iter()
         .find(|(i, _)| *i == last.iteration)
         .map(|(_, u)| u);
+    if cfg.on_unmetered == "halt" {
+        if let Some(why) = this.and_then(|u| unmetered(cfg, u)) {
+            return Some(Halt {
+                reason: HaltReason::BudgetExceeded,
+                contributors: vec![format!(
+                    "spend not metered in iteration {}: {why}; with a budget cap and --on-unmetered halt the run stops rather than spend blind",
+                    last.iteration
+                )],
+                detail: serde_json::json!({"iteration": last.iteration, "cause": "unmetered", "total_usd": usd, "total_tokens": tokens}),
+            });
+        }
+    }
     if let Some(h) = this.and_then(|u| drift(cfg, &us, last.iteration, u)) {
         return Some(h);
     }
@@ -212,4 +273,45 @@ pub fn crossed_live_now(t: &Trajectory, cfg: &RunConfig, m: &LiveMeter) -> Optio
         u64::try_from((time::OffsetDateTime::now_utc() - a).whole_milliseconds()).ok()
     });
     crossed_live(t, cfg, m, elapsed.unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::usage::{FigureKind, UsageSource};
+
+    #[test]
+    fn unmetered_spend_is_named_only_under_a_cap() {
+        let none = IterationUsage::default();
+        let tokens_only = IterationUsage {
+            sources: vec![UsageSource::CodexJson],
+            input_tokens: 10,
+            ..IterationUsage::default()
+        };
+        let priced = IterationUsage {
+            sources: vec![UsageSource::ClaudeJson],
+            cost_usd: Some(0.5),
+            cost_kind: Some(FigureKind::Reported),
+            ..IterationUsage::default()
+        };
+        // (usd cap, token cap, usage, unmetered?)
+        let table: &[(Option<f64>, Option<u64>, &IterationUsage, bool)] = &[
+            (None, None, &none, false),
+            (Some(1.0), None, &none, true),
+            (None, Some(100), &none, true),
+            (Some(1.0), None, &tokens_only, true),
+            (None, Some(100), &tokens_only, false),
+            (Some(1.0), Some(100), &priced, false),
+        ];
+        for (usd, tokens, u, want) in table {
+            let mut cfg = RunConfig::defaults();
+            cfg.budget.usd = *usd;
+            cfg.budget.tokens = *tokens;
+            assert_eq!(
+                unmetered(&cfg, u).is_some(),
+                *want,
+                "{usd:?} {tokens:?} {u:?}"
+            );
+        }
+    }
 }

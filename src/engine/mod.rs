@@ -15,6 +15,7 @@
 //! exec and the check; `ratchet` restores the last accepted snapshot; `recorder`
 //! owns the receipt and ledger writes.
 
+pub mod cleanroom;
 mod keep;
 mod ratchet;
 mod recorder;
@@ -98,7 +99,7 @@ pub enum EngineError {
     Workspace(#[from] WorkspaceError),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
-    #[error("receipt {path}: {source}")]
+    #[error("receipt {path}: {}", recorder::describe_io(source))]
     Receipt {
         path: PathBuf,
         source: std::io::Error,
@@ -109,11 +110,17 @@ pub enum EngineError {
     RunExists(String),
     #[error("run `{0}` cannot be resumed: {1}")]
     NotResumable(String, String),
-    #[error("capture files under {path}: {source}")]
+    #[error("capture files under {path}: {}", recorder::describe_io(source))]
     Capture {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// A must-succeed change of the tree or the clean room failed (a revert's restore,
+    /// a snapshot, the clean room's sync): going on would judge the wrong tree.
+    #[error("{0}")]
+    Tree(String),
+    #[error(transparent)]
+    CleanRoom(#[from] cleanroom::CleanRoomError),
 }
 
 impl EngineError {
@@ -129,7 +136,10 @@ impl EngineError {
             | EngineError::NotResumable(..)
             | EngineError::Store(_)
             | EngineError::ReadReceipt(_) => HaltReason::InvariantFailed,
-            EngineError::Receipt { .. } | EngineError::Capture { .. } => HaltReason::InternalError,
+            EngineError::Receipt { .. }
+            | EngineError::Capture { .. }
+            | EngineError::Tree(_)
+            | EngineError::CleanRoom(_) => HaltReason::InternalError,
         }
     }
 }
@@ -147,6 +157,12 @@ struct Loop<'a> {
     reporter: crate::progress::Reporter,
     meter_state: crate::observe::usage::CarryOver,
     orphans_ended: Vec<String>,
+    /// Where checks run; `None` with `--check-in-place`.
+    room: Option<cleanroom::CleanRoom>,
+    /// The exec's sandbox; `None` when none is in force.
+    sandbox: Option<proc::sandbox::SandboxPlan>,
+    /// What protection the exec has, for `run_started` and every verdict.
+    sandbox_record: crate::receipt::events::SandboxRecord,
 }
 
 /// Heartbeat written while a step runs (`.loopexec/runs/<id>/heartbeat`).
@@ -186,7 +202,11 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         source,
     })?;
     remove_stale_spools(&run_dir);
+    // Orphaned descendants of a step (setsid, double fork) are re-parented to loopexec
+    // and ended with the step (proc::escape).
+    proc::escape::become_subreaper();
     let orphans_ended = end_orphans(ws);
+    let (sandbox, sandbox_record) = sandbox_for(ws, &req.config);
     let env_stripped = crate::observe::secrets::secret_env_names(&req.config.guards.keep_env);
     let tree = TreeObserver::new(&ws.workdir, &req.run_id, &req.config);
 
@@ -237,6 +257,9 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         reporter: crate::progress::Reporter::new(req.progress, req.config.max_iterations),
         meter_state: crate::observe::usage::CarryOver::default(),
         orphans_ended,
+        room: None,
+        sandbox,
+        sandbox_record,
     };
     if req.resume {
         lp.resume()?;
@@ -244,6 +267,61 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         lp.start()?;
     }
     Ok(lp.drive())
+}
+
+/// The exec's sandbox plan and its record. (A required Landlock that the kernel lacks
+/// is refused before the run starts, in `cmd::run`.)
+fn sandbox_for(
+    ws: &Workspace,
+    cfg: &RunConfig,
+) -> (
+    Option<proc::sandbox::SandboxPlan>,
+    crate::receipt::events::SandboxRecord,
+) {
+    use crate::config::SandboxMode;
+    let mode = match cfg.sandbox.mode {
+        SandboxMode::Auto => "auto",
+        SandboxMode::Landlock => "landlock",
+        SandboxMode::Off => "off",
+    };
+    if cfg.sandbox.mode == SandboxMode::Off {
+        return (
+            None,
+            crate::receipt::events::SandboxRecord {
+                mode: mode.into(),
+                in_force: "none (--sandbox off)".into(),
+                writable: Vec::new(),
+            },
+        );
+    }
+    match proc::sandbox::kernel_abi() {
+        Some(abi) => {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let plan = proc::sandbox::SandboxPlan::for_workdir(
+                &ws.workdir,
+                home.as_deref(),
+                &cfg.sandbox.writable,
+            );
+            let rec = crate::receipt::events::SandboxRecord {
+                mode: mode.into(),
+                in_force: format!("landlock (kernel ABI {abi})"),
+                writable: plan
+                    .writable
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect(),
+            };
+            (Some(plan), rec)
+        }
+        None => (
+            None,
+            crate::receipt::events::SandboxRecord {
+                mode: mode.into(),
+                in_force: "none (this kernel has no Landlock)".into(),
+                writable: Vec::new(),
+            },
+        ),
+    }
 }
 
 /// Ends the process groups that earlier runs left behind when their loopexec died
@@ -267,7 +345,7 @@ fn end_orphans(ws: &Workspace) -> Vec<String> {
             continue;
         }
         for pg in hb.pgids {
-            if proc::supervise::group_works_in(pg, &ws.workdir)
+            if cleanroom::group_works_for(pg, &ws.workdir)
                 && proc::end_group(pg, Duration::from_secs(3))
             {
                 ended.push(format!(
@@ -294,6 +372,8 @@ fn remove_stale_spools(dir: &Path) {
 impl Loop<'_> {
     pub(super) fn start(&mut self) -> Result<(), EngineError> {
         let (git, baseline, unavailable) = self.tree.baseline();
+        self.prepare_room(&baseline)?;
+        let oracle = self.oracle_list(&baseline);
         let started = RunStarted {
             run_id: self.run_id.clone(),
             loopexec_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -305,6 +385,13 @@ impl Loop<'_> {
             guards_unavailable: unavailable,
             baseline,
             orphans_ended: std::mem::take(&mut self.orphans_ended),
+            check_placement: if self.room.is_some() {
+                "clean_room".into()
+            } else {
+                "in_place".into()
+            },
+            oracle,
+            sandbox: Some(self.sandbox_record.clone()),
         };
         self.record(Event::RunStarted(Box::new(started)))?;
         self.record(Event::IterationStarted(IterationStarted { iteration: 0 }))
@@ -324,12 +411,25 @@ impl Loop<'_> {
             .find(|(_, a)| **a)
             .map_or(0, |(v, _)| v.iteration);
         self.tree.adopt_baseline(&self.traj);
+        let baseline = self
+            .traj
+            .started
+            .as_ref()
+            .map(|s| s.baseline.clone())
+            .unwrap_or_default();
+        self.prepare_room(&baseline)?;
         if from != last_halt {
             if let Some(snap) = self.tree.snapshot_of(from, &self.traj) {
-                let _ = self.tree.restore(&snap);
+                self.tree.restore(&snap).map_err(|e| {
+                    EngineError::Tree(format!(
+                        "restoring the last accepted iteration {from} before resuming failed: {e}"
+                    ))
+                })?;
             }
         }
-        self.tree.refresh(&format!("{last_halt}-resumed"));
+        self.tree
+            .refresh(&format!("{last_halt}-resumed"))
+            .map_err(|e| EngineError::Tree(format!("snapshot before resuming failed: {e}")))?;
         self.record(Event::Resumed(Resumed {
             pid: std::process::id(),
             acknowledged_by: acks.iter().map(|a| a.reviewer.clone()).collect(),
@@ -338,6 +438,45 @@ impl Loop<'_> {
         self.record(Event::IterationStarted(IterationStarted {
             iteration: last_halt + 1,
         }))
+    }
+
+    /// Sets up the clean room (unless the check runs in place), linking the dependency
+    /// directories that t0's snapshot left out.
+    fn prepare_room(&mut self, baseline: &serde_json::Value) -> Result<(), EngineError> {
+        if self.cfg.clean_room.in_place {
+            return Ok(());
+        }
+        let m: crate::detect::integrity::TreeMeasures =
+            serde_json::from_value(baseline.clone()).unwrap_or_default();
+        let deps: Vec<String> = m
+            .excluded
+            .iter()
+            .filter_map(|e| e.strip_suffix(" (dependencies)"))
+            .map(str::to_string)
+            .collect();
+        let excludes = crate::observe::store::Excludes::new(&self.cfg.clean_room.exclude)
+            .map_err(|e| EngineError::Tree(format!("[clean_room] exclude: {e}")))?;
+        let mut room = cleanroom::CleanRoom::prepare(
+            &cleanroom::state_dir(),
+            &self.ws.workdir,
+            excludes,
+            &deps,
+        )?;
+        if self.cfg.clean_room.dependencies == crate::config::DependencyPolicy::Agent {
+            room.rebase_dependencies();
+        }
+        self.room = Some(room);
+        Ok(())
+    }
+
+    /// The frozen oracle of t0, for `run_started`.
+    fn oracle_list(&self, baseline: &serde_json::Value) -> Vec<String> {
+        let m: crate::detect::integrity::TreeMeasures =
+            serde_json::from_value(baseline.clone()).unwrap_or_default();
+        let mut v: Vec<String> = m.frozen.keys().chain(m.manifest.keys()).cloned().collect();
+        v.sort();
+        v.dedup();
+        v
     }
 
     pub(super) fn current_iteration(&self) -> u32 {

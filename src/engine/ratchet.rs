@@ -25,8 +25,16 @@ impl Loop<'_> {
             snapshot: snap.clone(),
             lost_tests: lost,
         }))?;
-        let _ = self.tree.restore(&snap);
-        self.tree.refresh(&format!("{it}-reverted"));
+        // The next iteration must start from the accepted tree: a restore that fails
+        // stops the run (internal_error) instead of letting it go on from the rejected one.
+        self.tree.restore(&snap).map_err(|e| {
+            EngineError::Tree(format!(
+                "restoring iteration {to}'s tree after rejecting iteration {it} failed: {e}"
+            ))
+        })?;
+        self.tree
+            .refresh(&format!("{it}-reverted"))
+            .map_err(|e| EngineError::Tree(format!("snapshot after the revert failed: {e}")))?;
         Ok(())
     }
 }

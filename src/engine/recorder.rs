@@ -25,19 +25,26 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8]) {
 impl Loop<'_> {
     pub(super) fn record(&mut self, mut event: Event) -> Result<(), EngineError> {
         crate::receipt::fingerprint::stamp(&mut event, self.cfg.success_exit_code);
-        self.receipt
-            .append(&event)
+        let line = self
+            .receipt
+            .append_line(&event)
             .map_err(|source| EngineError::Receipt {
                 path: self.receipt.path().to_path_buf(),
                 source,
             })?;
-        let ts = crate::receipt::now_rfc3339();
-        self.traj.apply(&event, &ts);
-        if matches!(&event, Event::CheckFinished(c) if c.attempt == 0) {
+        self.traj.apply(&line.event, &line.ts);
+        if matches!(&line.event, Event::CheckFinished(c) if c.attempt == 0) {
             self.reporter
                 .verdict(&self.traj, self.cfg.success_exit_code);
         }
         Ok(())
+    }
+
+    /// Records the receipt's head in the ledger (at iteration ends and at the halt).
+    pub(super) fn ledger_head(&self) -> Result<(), crate::store::StoreError> {
+        let (head, lines) = self.receipt.head();
+        self.store
+            .receipt_head(&self.run_id, head.as_deref(), lines)
     }
 
     pub(super) fn ledger_iteration(&self, it: u32) {
@@ -53,15 +60,23 @@ impl Loop<'_> {
             .as_ref()
             .and_then(|e| e.usage.get("cost_usd"))
             .and_then(serde_json::Value::as_f64);
-        let _ = self.store.iteration(
-            &self.run_id,
-            it,
-            obs.exec.as_ref().and_then(|e| e.step.exit_code),
-            check.and_then(|c| c.step.exit_code),
-            verdict,
-            check.map(|c| c.parsed.failing().len()),
-            cost,
-        );
+        let r = self
+            .store
+            .iteration(
+                &self.run_id,
+                it,
+                obs.exec.as_ref().and_then(|e| e.step.exit_code),
+                check.and_then(|c| c.step.exit_code),
+                verdict,
+                check.map(|c| c.parsed.failing().len()),
+                cost,
+            )
+            .and_then(|()| self.ledger_head());
+        // The ledger is an index of the receipt (which holds every fact): a failed
+        // row is said, and `check` reports the mismatch later.
+        if let Err(e) = r {
+            eprintln!("loopexec: warning: the ledger row of iteration {it} was not written: {e}");
+        }
     }
 
     pub(super) fn finish(&mut self, halt: Halt) -> RunOutcome {
@@ -82,22 +97,49 @@ impl Loop<'_> {
             detail: halt.detail.clone(),
             preflight: false,
         };
-        let _ = self.receipt.append(&Event::Halted(Box::new(ev)));
+        // The final line is a must-succeed write: when it fails (a full disk, a receipt
+        // taken away) the outcome is internal_error, saying what was not recorded.
+        let (halt, explanation) = match self.receipt.append_line(&Event::Halted(Box::new(ev))) {
+            Ok(_) => (halt, explanation),
+            Err(e) => {
+                let h = Halt::new(
+                    crate::halt::HaltReason::InternalError,
+                    vec![format!(
+                        "the final `halted` line ({}) could not be written to {}: {}",
+                        halt.reason,
+                        self.receipt.path().display(),
+                        describe_io(&e)
+                    )],
+                );
+                let x = crate::explain::one_line(&h, &self.traj);
+                (h, x)
+            }
+        };
         let failing = self
             .traj
             .last()
             .and_then(|o| o.main_check())
             .map(|c| c.parsed.failing().len());
-        let _ = self.store.halted(&HaltRecord {
-            run_id: &self.run_id,
-            iteration: it,
-            reason: halt.reason,
-            description: &explanation,
-            context: &serde_json::json!({"contributors": halt.contributors, "detail": halt.detail, "failing": failing}),
-            attempt_count: Some(it),
-            previous_error: None,
-        });
-        let _ = std::fs::remove_file(self.ws.heartbeat_path(&self.run_id));
+        let ledger = self
+            .store
+            .halted(&HaltRecord {
+                run_id: &self.run_id,
+                iteration: it,
+                reason: halt.reason,
+                description: &explanation,
+                context: &serde_json::json!({"contributors": halt.contributors, "detail": halt.detail, "failing": failing}),
+                attempt_count: Some(it),
+                previous_error: None,
+            })
+            .and_then(|_| self.ledger_head());
+        if let Err(e) = ledger {
+            eprintln!("loopexec: warning: the ledger did not record the halt: {e}");
+        }
+        if let Err(e) = std::fs::remove_file(self.ws.heartbeat_path(&self.run_id)) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                eprintln!("loopexec: warning: the heartbeat file was not removed: {e}");
+            }
+        }
         self.reporter.done();
         RunOutcome {
             run_id: self.run_id.clone(),
@@ -108,6 +150,16 @@ impl Loop<'_> {
             receipt: Some(self.receipt.path().to_path_buf()),
             preflight: false,
         }
+    }
+}
+
+/// An I/O error in words, naming a full disk as such.
+#[must_use]
+pub fn describe_io(e: &std::io::Error) -> String {
+    if e.raw_os_error() == Some(libc::ENOSPC) {
+        format!("the disk is full ({e})")
+    } else {
+        e.to_string()
     }
 }
 

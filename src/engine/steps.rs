@@ -4,7 +4,7 @@ use super::recorder::{unix_ms, write_atomic};
 use super::{EngineError, Heartbeat, Loop};
 use crate::check::parse::{self, CheckInput, FormatChoice};
 use crate::proc::{self, StepResult, StepSpec, StopCause};
-use crate::receipt::events::{CheckFinished, ExecFinished};
+use crate::receipt::events::{CheckFinished, CleanRoomRecord, ExecFinished};
 use crate::receipt::Event;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -25,6 +25,7 @@ impl Loop<'_> {
             capture_prefix: prefix,
             workdir: &self.ws.workdir,
             stdout_sink: None,
+            sandbox: None,
         }
     }
 
@@ -79,10 +80,21 @@ impl Loop<'_> {
             path: prefix.clone(),
             source,
         })?;
+        // Redaction is a must-succeed write: an excerpt that keeps a secret is never
+        // left behind silently (an excerpt that was never written is not an error).
         for ext in ["stdout", "stderr"] {
             let mut p = prefix.as_os_str().to_owned();
             p.push(format!(".{ext}"));
-            let _ = crate::observe::secrets::redact_file(Path::new(&p));
+            match crate::observe::secrets::redact_file(Path::new(&p)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(EngineError::Capture {
+                        path: PathBuf::from(p),
+                        source,
+                    })
+                }
+            }
         }
         Ok(r)
     }
@@ -109,7 +121,7 @@ impl Loop<'_> {
             .ws
             .run_dir(&self.run_id)
             .join(format!("{it}.usage.jsonl"));
-        let _ = std::fs::remove_file(&usage_file);
+        remove_if_present(&usage_file)?;
         let env_set = vec![
             (
                 "LOOPEXEC_USAGE_FILE".to_string(),
@@ -130,6 +142,11 @@ impl Loop<'_> {
         spec.timeout = self.cfg.exec_timeout.map(|d| d.0);
         spec.stall_timeout = stall;
         spec.stdout_sink = Some(sink);
+        if let Some(plan) = &self.sandbox {
+            spec.sandbox = Some(plan.prepare().map_err(|e| {
+                EngineError::Tree(format!("the exec's sandbox could not be built: {e}"))
+            })?);
+        }
         let (step, spools) = self.run_supervised(spec, "exec", Some(&meter))?;
         proc::capture::remove_spool(&spools.stdout);
         proc::capture::remove_spool(&spools.stderr);
@@ -157,7 +174,11 @@ impl Loop<'_> {
             guards: obs.measures,
             watchdog,
         };
-        self.record(Event::ExecFinished(Box::new(ev)))
+        self.record(Event::ExecFinished(Box::new(ev)))?;
+        if let Some(w) = crate::detect::spend::unmetered_warning(&self.traj, self.cfg) {
+            eprintln!("loopexec: warning: {w}");
+        }
+        Ok(())
     }
 
     pub(super) fn check(&mut self, attempt: u32) -> Result<(), EngineError> {
@@ -176,8 +197,38 @@ impl Loop<'_> {
             }
             .as_str(),
         );
-        let reports = self.clear_reports();
         let tree_before = self.tree.tree_before_check();
+        // The clean room: the check runs on the snapshot, never in the agent's tree.
+        let mut room_record = None;
+        let mut dependencies_changed = Vec::new();
+        if let Some(room) = self.room.as_mut() {
+            let restore = self.cfg.oracle.on_edit == crate::config::OnOracleEdit::Restore;
+            let (judged, restored) = self.tree.judged_tree(restore).map_err(|e| {
+                EngineError::Tree(format!("the tree to judge could not be built: {e}"))
+            })?;
+            let store = self
+                .tree
+                .store()
+                .ok_or_else(|| EngineError::Tree("the snapshot store is not available".into()))?;
+            let stats = room.sync(store, &judged)?;
+            if self.cfg.clean_room.dependencies == crate::config::DependencyPolicy::Frozen {
+                dependencies_changed = room.dependencies_changed();
+            } else {
+                room.rebase_dependencies();
+            }
+            room_record = Some(CleanRoomRecord {
+                tree: judged,
+                after: None,
+                restored,
+                synced_written: stats.written,
+                synced_removed: stats.removed,
+            });
+        }
+        let check_dir = self
+            .room
+            .as_ref()
+            .map_or_else(|| self.ws.workdir.clone(), |r| r.root().to_path_buf());
+        let reports = self.clear_reports(&check_dir)?;
         let suffix = if attempt == 0 {
             String::new()
         } else {
@@ -189,11 +240,32 @@ impl Loop<'_> {
             .join(format!("{it}.check{suffix}"));
         let timeout = self.cfg.check_timeout.map(|d| d.0);
         let wrapped = crate::observe::isolation::wrap_check(&cmd, &self.cfg.check_network);
+        let base_env: Vec<(String, String)> = std::env::vars().collect();
+        let (env_set, mut env_remove) = self
+            .room
+            .as_ref()
+            .map(|r| r.env(&base_env))
+            .unwrap_or_default();
+        env_remove.extend(self.env_stripped.iter().cloned());
         let mut spec = self.step_spec(&wrapped, prefix);
-        spec.env_remove = &self.env_stripped;
+        spec.cwd = &check_dir;
+        spec.env_remove = &env_remove;
+        spec.env_set = &env_set;
         spec.timeout = timeout;
         let (step, spools) = self.run_supervised(spec, "check", None)?;
-        let found: Vec<PathBuf> = self.find_reports();
+        // A check that failed because the disk filled up says nothing about the code:
+        // name the full disk instead of recording a red (or flaky) check.
+        for d in [self.ws.run_dir(&self.run_id), check_dir.clone()] {
+            if let Some(free) = free_bytes(&d) {
+                if free < DISK_FULL_BELOW {
+                    return Err(EngineError::Tree(format!(
+                        "the disk holding {} is full ({free} bytes free): the check's result cannot be judged; free space and resume the run",
+                        d.display()
+                    )));
+                }
+            }
+        }
+        let found: Vec<PathBuf> = self.find_reports(&check_dir);
         let choice = if self.cfg.test_format == "auto" {
             FormatChoice::Auto
         } else {
@@ -201,7 +273,9 @@ impl Loop<'_> {
                 .map_or(FormatChoice::Auto, FormatChoice::Fixed)
         };
         let exit = parse::exit_for_parser(step.exit_code, step.signal, self.cfg.success_exit_code);
-        let mut parsed = parse::parse(
+        // The check command is part of the evidence: it says which targets a run had
+        // to reach (cargo's fail-fast stop across targets leaves some never run).
+        let mut parsed = parse::parse_command(
             &CheckInput {
                 stdout: Some(&spools.stdout),
                 stderr: Some(&spools.stderr),
@@ -209,33 +283,9 @@ impl Loop<'_> {
                 reports: &found,
             },
             choice,
+            Some(&cmd),
         );
-        // The failing set is never empty while the check is red: a red run whose
-        // output names no failing test (e.g. pytest's "no tests collected", exit 5)
-        // contributes the synthetic member.
-        if !step.exited_with(self.cfg.success_exit_code) && parsed.failing().is_empty() {
-            let what = match (step.exit_code, step.signal) {
-                (Some(c), _) => format!("the check exited {c} and named no failing test"),
-                (None, Some(s)) => {
-                    format!("the check ended by signal {s} and named no failing test")
-                }
-                _ => "the check ended without an exit status".to_string(),
-            };
-            parsed
-                .tests
-                .push(parse::util::unattributed("check", Some(what)));
-            parsed.unattributed_failure = true;
-        }
-        if step.stdout.spool_truncated || step.stderr.spool_truncated {
-            parsed.complete = false;
-            parsed.diagnostics.push(
-                "check output exceeded the capture limit; the parse saw only its beginning".into(),
-            );
-        }
-        // A configured report the check did not write is a hole in the evidence, never
-        // "0 failures": the run is incomplete, so a green exit code alone cannot pass
-        // the integrity gate.
-        let missing: Vec<&String> = reports
+        let missing: Vec<String> = reports
             .iter()
             .filter(|r| {
                 if r.contains(['*', '?', '[']) {
@@ -244,24 +294,68 @@ impl Loop<'_> {
                     !found.iter().any(|f| f.ends_with(r.as_str()))
                 }
             })
+            .cloned()
             .collect();
-        for r in &missing {
-            parsed
-                .diagnostics
-                .push(format!("report file {r} was not written by this check run"));
-        }
-        if !missing.is_empty() {
-            parsed.complete = false;
-        }
+        crate::check::postparse::settle(
+            &mut parsed,
+            &crate::check::postparse::StepFacts {
+                exit_code: step.exit_code,
+                signal: step.signal,
+                exited_ok: step.exited_with(self.cfg.success_exit_code),
+                output_truncated: step.stdout.spool_truncated || step.stderr.spool_truncated,
+                missing_reports: &missing,
+            },
+        );
         self.keep_check_output(it, attempt, &spools);
         proc::capture::remove_spool(&spools.stdout);
         proc::capture::remove_spool(&spools.stderr);
         let watchdog = self.take_watchdog(&step);
         let tree_after = self.tree.after_check(it, attempt);
-        let writes = match (&tree_before, &tree_after) {
-            (Some(a), Some(b)) if a != b => self.tree.check_writes(a, b),
-            _ => crate::observe::tree::CheckWrites::default(),
-        };
+        let mut changed_during_check = Vec::new();
+        let mut writes = crate::observe::tree::CheckWrites::default();
+        if let (Some(room), Some(rec)) = (self.room.as_mut(), room_record.as_mut()) {
+            let store = self
+                .tree
+                .store()
+                .ok_or_else(|| EngineError::Tree("the snapshot store is not available".into()))?;
+            let after = room.scan(store)?;
+            if after != rec.tree {
+                writes = self.tree.check_writes(&rec.tree, &after);
+            }
+            rec.after = Some(after);
+            // What the check itself wrote into the linked dependency directories.
+            let deps_after =
+                if self.cfg.clean_room.dependencies == crate::config::DependencyPolicy::Frozen {
+                    room.dependencies_changed()
+                } else {
+                    let v = room.dependencies_changed();
+                    room.rebase_dependencies();
+                    v
+                };
+            writes.changed.extend(
+                deps_after
+                    .into_iter()
+                    .filter(|p| !dependencies_changed.contains(p) && !p.starts_with('…')),
+            );
+            // The agent's tree must not move while the check runs: only a process
+            // outside the check can have changed it.
+            if let (Some(a), Some(b)) = (&tree_before, &tree_after) {
+                if a != b {
+                    changed_during_check = self
+                        .tree
+                        .check_writes(a, b)
+                        .changed
+                        .into_iter()
+                        .chain(self.tree.check_writes(a, b).created)
+                        .collect();
+                    changed_during_check.sort();
+                }
+            }
+        } else if let (Some(a), Some(b)) = (&tree_before, &tree_after) {
+            if a != b {
+                writes = self.tree.check_writes(a, b);
+            }
+        }
         let ev = CheckFinished {
             iteration: it,
             attempt,
@@ -273,6 +367,9 @@ impl Loop<'_> {
             check_created: writes.created,
             reports: found.iter().map(|p| p.display().to_string()).collect(),
             watchdog,
+            clean_room: room_record,
+            changed_during_check,
+            dependencies_changed,
             fingerprint: None,
         };
         self.record(Event::CheckFinished(Box::new(ev)))
@@ -284,34 +381,70 @@ impl Loop<'_> {
         let record = std::fs::read(&path)
             .ok()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-        let _ = std::fs::remove_file(&path);
+        if let Err(e) = std::fs::remove_file(&path) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                eprintln!(
+                    "loopexec: warning: the watchdog record {} was not removed: {e}",
+                    path.display()
+                );
+            }
+        }
         record.filter(|_| step.signal.is_some() || step.exit_code != Some(0))
     }
 
     /// Removes the configured report files before a check run (a stale report from an
     /// earlier iteration must never speak for this one). Returns the patterns.
-    pub(super) fn clear_reports(&self) -> Vec<String> {
-        for p in self.find_reports() {
-            let _ = std::fs::remove_file(p);
+    ///
+    /// # Errors
+    /// A report that cannot be removed (a must-succeed write: a stale report would be
+    /// read as this run's).
+    pub(super) fn clear_reports(&self, dir: &Path) -> Result<Vec<String>, EngineError> {
+        for p in self.find_reports(dir) {
+            remove_if_present(&p)?;
         }
-        self.cfg.reports.clone()
+        Ok(self.cfg.reports.clone())
     }
 
-    pub(super) fn find_reports(&self) -> Vec<PathBuf> {
+    pub(super) fn find_reports(&self, dir: &Path) -> Vec<PathBuf> {
         let mut out = Vec::new();
         for pat in &self.cfg.reports {
             let full = if Path::new(pat).is_absolute() {
                 PathBuf::from(pat)
             } else {
-                self.ws.workdir.join(pat)
+                dir.join(pat)
             };
             if pat.contains(['*', '?', '[']) {
-                out.extend(crate::observe::reports::glob_files(&self.ws.workdir, pat));
+                out.extend(crate::observe::reports::glob_files(dir, pat));
             } else if full.is_file() {
                 out.push(full);
             }
         }
         out
+    }
+}
+
+/// Below this many free bytes the disk counts as full (ENOSPC is near or has happened).
+const DISK_FULL_BELOW: u64 = 1 << 20;
+
+/// Bytes available to an unprivileged writer on the filesystem holding `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statvfs writes into the struct we own; the path is NUL-terminated.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    (rc == 0).then_some(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+/// Removes `path`; a file already gone is fine, any other failure is an error.
+fn remove_if_present(path: &Path) -> Result<(), EngineError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(EngineError::Capture {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
@@ -335,6 +468,7 @@ pub(super) fn noop_step() -> StepResult {
         stopped: None,
         leaked_processes: false,
         pipe_held_open: false,
+        escaped: Vec::new(),
         stdout: empty.clone(),
         stderr: empty,
     }

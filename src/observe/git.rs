@@ -142,6 +142,26 @@ pub fn git_cmd(dir: &Path) -> Command {
         .env_remove("GIT_INDEX_FILE")
         .env_remove("GIT_PREFIX")
         .stdin(Stdio::null());
+    if dir.join(super::store::STORE_MARKER).is_file() {
+        // loopexec's own snapshot store: nothing of the user's git configuration,
+        // replace refs or attributes may change what an object holds.
+        c.env("GIT_DIR", dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_NO_REPLACE_OBJECTS", "1")
+            .env("GIT_ATTR_NOSYSTEM", "1");
+        for v in [
+            "GIT_CONFIG",
+            "GIT_CONFIG_COUNT",
+            "GIT_CONFIG_PARAMETERS",
+            "GIT_OBJECT_DIRECTORY",
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+            "GIT_NAMESPACE",
+            "GIT_REPLACE_REF_BASE",
+        ] {
+            c.env_remove(v);
+        }
+    }
     c
 }
 
@@ -201,7 +221,7 @@ fn run_status(cmd: &mut Command) -> Result<RawOutput, GitError> {
 
 /// Runs `cmd` with `input` on stdin (written from a thread, so large inputs and
 /// outputs cannot deadlock) and returns stdout on exit 0.
-fn run_with_input(cmd: &mut Command, input: Vec<u8>) -> Result<Vec<u8>, GitError> {
+pub(crate) fn run_with_input(cmd: &mut Command, input: Vec<u8>) -> Result<Vec<u8>, GitError> {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -35,6 +35,11 @@ use std::path::Path;
 pub const DEFAULT_PROTECTED: &[&str] = &[
     // Python
     "**/pytest.ini",
+    "**/pytest.toml",
+    "**/.pytest.ini",
+    "**/.pytest.toml",
+    "**/sitecustomize.py",
+    "**/usercustomize.py",
     "**/tox.ini",
     "**/noxfile.py",
     "**/conftest.py",
@@ -53,7 +58,19 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     "**/.mocharc*",
     "**/.nycrc*",
     "**/.c8rc*",
-    // Rust
+    "**/babel.config.*",
+    "**/.babelrc*",
+    "**/vite.config.*",
+    "**/.npmrc",
+    "**/.yarnrc*",
+    "**/.swcrc",
+    // PHP, Ruby
+    "**/phpunit.xml*",
+    "**/.rspec",
+    // Rust (Cargo.toml in its target and test sections only)
+    "**/Cargo.toml",
+    "**/.cargo/config",
+    "**/.cargo/config.toml",
     "**/.config/nextest.toml",
     "**/tarpaulin.toml",
     "**/.tarpaulin.toml",
@@ -192,6 +209,7 @@ pub fn protected_content(path: &str, content: &[u8]) -> Vec<u8> {
         "pyproject.toml" => pyproject_sections(content),
         "setup.cfg" => setup_cfg_sections(content),
         "package.json" => package_json_sections(content),
+        "Cargo.toml" => cargo_toml_sections(content),
         _ => None,
     };
     scoped.map_or_else(|| content.to_vec(), String::into_bytes)
@@ -204,6 +222,42 @@ fn pyproject_sections(content: &[u8]) -> Option<String> {
     if let Some(tool) = table.get("tool").and_then(toml::Value::as_table) {
         for key in ["pytest", "coverage", "tox"] {
             if let Some(v) = tool.get(key) {
+                out.push_str(key);
+                out.push('=');
+                out.push_str(&serde_json::to_string(v).ok()?);
+                out.push('\n');
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The parts of a `Cargo.toml` that decide which tests exist and how they run: the
+/// target tables (`lib`, `bin`, `test`, `bench`, `example`: `test = false`,
+/// `harness`, paths), `profile`, and the `package` keys `build`, `autotests`,
+/// `autobins`, `autobenches`, `autoexamples`. Dependencies and metadata are free.
+fn cargo_toml_sections(content: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(content).ok()?;
+    let table: toml::Table = toml::from_str(text).ok()?;
+    let mut out = String::from("Cargo.toml test sections\n");
+    for key in ["lib", "bin", "test", "bench", "example", "profile"] {
+        if let Some(v) = table.get(key) {
+            out.push_str(key);
+            out.push('=');
+            out.push_str(&serde_json::to_string(v).ok()?);
+            out.push('\n');
+        }
+    }
+    if let Some(pkg) = table.get("package").and_then(toml::Value::as_table) {
+        for key in [
+            "build",
+            "autotests",
+            "autobins",
+            "autobenches",
+            "autoexamples",
+        ] {
+            if let Some(v) = pkg.get(key) {
+                out.push_str("package.");
                 out.push_str(key);
                 out.push('=');
                 out.push_str(&serde_json::to_string(v).ok()?);
@@ -337,6 +391,26 @@ mod tests {
             protected_content("setup.cfg", s3)
         );
         assert_eq!(protected_content("pytest.ini", s1), s1.to_vec());
+    }
+
+    #[test]
+    fn cargo_toml_protects_targets_and_profiles_not_dependencies() {
+        let base = "[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[dependencies]\n";
+        let table: &[(&str, bool)] = &[
+            ("[package]\nname = \"calc\"\nversion = \"0.2.0\"\n[dependencies]\nserde = \"1\"\n", false),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[lib]\ntest = false\n", true),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\nautotests = false\n", true),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[[test]]\nname = \"x\"\nharness = false\n", true),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[profile.test]\nopt-level = 3\n", true),
+        ];
+        for (edited, protected_change) in table {
+            assert_eq!(
+                protected_content("Cargo.toml", base.as_bytes())
+                    != protected_content("Cargo.toml", edited.as_bytes()),
+                *protected_change,
+                "{edited}"
+            );
+        }
     }
 
     #[test]

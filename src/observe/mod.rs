@@ -1,5 +1,6 @@
 //! Observers: the parts of loopexec that touch the world and turn it into plain data.
 pub mod assertions;
+pub mod frozen;
 pub mod git;
 pub mod guards;
 pub mod isolation;
@@ -8,5 +9,8 @@ pub mod manifest;
 pub mod mutate;
 pub mod reports;
 pub mod secrets;
+pub mod store;
+pub mod tamper;
+pub mod toolchain;
 pub mod tree;
 pub mod usage;

@@ -1,28 +1,33 @@
 //! The working tree as the loop observes it: the t0 baseline, a snapshot after every
 //! exec and around every check, and the guard measurements of each snapshot.
 //!
-//! Snapshots are commit objects under `refs/loopexec/<run-id>/<label>` made through a
-//! temporary index ([`super::git::snapshot`]): the user's index, branches, stash and
-//! HEAD are never touched. Labels: `0` (t0, before the baseline check), `<i>` (after
-//! the exec of iteration i), `<i>-check<k>` (after check run k of iteration i).
+//! Snapshots live in loopexec's own store ([`super::store`]): commits under
+//! `refs/loopexec/<run-id>/<label>` in `.loopexec/snapshots.git`, made from loopexec's
+//! own walk of the workdir. The user's repository (if there is one) is only read for
+//! facts about it (HEAD, dirty, its own configuration files); nothing of it decides what
+//! a snapshot holds. Labels: `0` (t0, before the baseline check), `<i>` (after the exec
+//! of iteration i), `<i>-check<k>` (after check run k of iteration i).
 //!
-//! Without git every method degrades to "unknown" (no tree ids, measurements marked
-//! unavailable), and `run_started.guards_unavailable` says which guards cannot run —
-//! they never pass silently.
+//! When the store cannot be used (a disk error, git missing), every measurement says so
+//! (`available: false`, `error`), `run_started.guards_unavailable` lists it, and the
+//! verdict fails closed (`objective_unverified`) instead of passing silently.
 
-use super::git::{self, ChangeKind};
+use super::frozen::{self, OracleRules};
+use super::git::{self, ChangeKind, TreeEntry};
 use super::guards::{self, AssertionCache};
+use super::store::{Excludes, FileEntry, SnapshotStore, TreeScanner};
 use crate::config::RunConfig;
 use crate::detect::integrity::TreeMeasures;
 use crate::receipt::events::GitState;
 use crate::trajectory::Trajectory;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// What one observation of the tree recorded.
 pub struct TreeObs {
     pub tree: Option<String>,
     pub snapshot: Option<String>,
-    /// [`TreeMeasures`] as JSON (`null` without git).
+    /// [`TreeMeasures`] as JSON.
     pub measures: serde_json::Value,
 }
 
@@ -39,118 +44,307 @@ pub struct CheckWrites {
 pub struct TreeObserver {
     dir: PathBuf,
     run_id: String,
-    available: bool,
+    store: Option<SnapshotStore>,
+    scanner: TreeScanner,
     note: Option<String>,
     test_globs: globset::GlobSet,
     protected: globset::GlobSet,
+    rules: OracleRules,
     cache: AssertionCache,
     t0_tree: Option<String>,
     t0_commit: Option<String>,
+    t0_entries: Option<BTreeMap<String, FileEntry>>,
+    t0_measures: Option<TreeMeasures>,
     last_tree: Option<String>,
+    last_entries: BTreeMap<String, FileEntry>,
     git_dir: Option<PathBuf>,
+    toolchain_words: Vec<String>,
+    toolchain_path: String,
+    site_dirs: Vec<PathBuf>,
+}
+
+fn to_tree_entries(entries: &BTreeMap<String, FileEntry>) -> Vec<TreeEntry> {
+    entries
+        .iter()
+        .map(|(p, e)| TreeEntry {
+            mode: e.mode.clone(),
+            kind: "blob".into(),
+            oid: e.oid.clone(),
+            path: p.clone(),
+        })
+        .collect()
+}
+
+/// The snapshot store of a workdir: `<workdir>/.loopexec/snapshots.git`.
+#[must_use]
+pub fn store_path(workdir: &Path) -> PathBuf {
+    workdir.join(".loopexec").join("snapshots.git")
 }
 
 impl TreeObserver {
     /// Prepares observation of `workdir` for `run_id`.
     #[must_use]
     pub fn new(workdir: &Path, run_id: &str, cfg: &RunConfig) -> TreeObserver {
-        let root = git::repo_root(workdir);
         let protected: Vec<String> = guards::DEFAULT_PROTECTED
             .iter()
             .map(|s| (*s).to_string())
             .chain(cfg.guards.protected.iter().cloned())
             .collect();
+        let (store, note) = match SnapshotStore::open(&store_path(workdir)) {
+            Ok(s) => (Some(s), None),
+            Err(e) => (
+                None,
+                Some(format!(
+                    "the snapshot store cannot be used ({e}): snapshots, blocked paths, the frozen oracle, assertion counts, the protected manifest, hermeticity and the ratchet's revert cannot run"
+                )),
+            ),
+        };
+        let excludes = Excludes::new(&cfg.clean_room.exclude).unwrap_or_default();
+        let test_globs = guards::build_globset(&cfg.guards.test_paths)
+            .unwrap_or_else(|_| globset::GlobSet::empty());
+        let frozen_globs =
+            guards::build_globset(&cfg.oracle.frozen).unwrap_or_else(|_| globset::GlobSet::empty());
         TreeObserver {
             dir: workdir.to_path_buf(),
             run_id: run_id.to_string(),
-            available: root.is_some(),
-            note: root.is_none().then(|| "not a git work tree: snapshots, blocked paths, assertion counts, the protected manifest, hermeticity and the ratchet's revert cannot run".to_string()),
-            test_globs: guards::build_globset(&cfg.guards.test_paths).unwrap_or_else(|_| globset::GlobSet::empty()),
-            protected: guards::build_globset(&protected).unwrap_or_else(|_| globset::GlobSet::empty()),
+            store,
+            scanner: TreeScanner::new(workdir, excludes),
+            note,
+            rules: OracleRules::new(test_globs.clone(), frozen_globs, cfg.check.as_deref()),
+            test_globs,
+            protected: guards::build_globset(&protected)
+                .unwrap_or_else(|_| globset::GlobSet::empty()),
             cache: AssertionCache::default(),
             t0_tree: None,
             t0_commit: None,
+            t0_entries: None,
+            t0_measures: None,
             last_tree: None,
+            last_entries: BTreeMap::new(),
             git_dir: None,
+            toolchain_words: Vec::new(),
+            toolchain_path: String::new(),
+            site_dirs: Vec::new(),
         }
+        .with_toolchain(cfg.check.as_deref())
+    }
+
+    fn with_toolchain(mut self, check: Option<&str>) -> TreeObserver {
+        use super::toolchain;
+        let words = check.map(toolchain::command_words).unwrap_or_default();
+        // The check's PATH: loopexec's own, without entries inside the workdir (the
+        // clean room drops those too).
+        let path = std::env::var("PATH").unwrap_or_default();
+        let path = path
+            .split(':')
+            .filter(|e| Path::new(e).is_absolute() && !Path::new(e).starts_with(&self.dir))
+            .collect::<Vec<_>>()
+            .join(":");
+        self.site_dirs = words
+            .iter()
+            .filter(|w| toolchain::is_python(w))
+            .filter_map(|w| toolchain::resolve(w, &path))
+            .flat_map(|p| toolchain::python_site_dirs(&p))
+            .collect();
+        self.toolchain_words = words;
+        self.toolchain_path = path;
+        self
+    }
+
+    /// The store, when it can be used.
+    #[must_use]
+    pub fn store(&self) -> Option<&SnapshotStore> {
+        self.store.as_ref()
+    }
+
+    /// The rules that pick the frozen oracle.
+    #[must_use]
+    pub fn rules(&self) -> &OracleRules {
+        &self.rules
+    }
+
+    /// Files of t0's tree (after [`Self::baseline`] or [`Self::adopt_baseline`]).
+    #[must_use]
+    pub fn t0_entries(&self) -> Option<&BTreeMap<String, FileEntry>> {
+        self.t0_entries.as_ref()
     }
 
     /// Takes t0: git state, the baseline snapshot and its measurements, and the
     /// list of guards that cannot run here.
     pub fn baseline(&mut self) -> (GitState, serde_json::Value, Vec<String>) {
-        if !self.available {
+        let user_git = git::repo_root(&self.dir).is_some();
+        let head = user_git
+            .then(|| git::head(&self.dir).ok().flatten())
+            .flatten();
+        let dirty = user_git.then(|| git::is_dirty(&self.dir).ok()).flatten();
+        let unavailable = |note: String| {
             let g = GitState {
                 available: false,
-                note: self.note.clone(),
+                head: head.clone(),
+                dirty,
+                note: Some(note.clone()),
                 ..GitState::default()
             };
-            return (
-                g,
-                serde_json::to_value(TreeMeasures::default()).unwrap_or_default(),
-                vec![self.note.clone().unwrap_or_default()],
-            );
+            let m = TreeMeasures {
+                error: Some(note.clone()),
+                ..TreeMeasures::default()
+            };
+            (g, serde_json::to_value(m).unwrap_or_default(), vec![note])
+        };
+        if self.store.is_none() {
+            return unavailable(self.note.clone().unwrap_or_default());
         }
-        let head = git::head(&self.dir).ok().flatten();
-        let dirty = git::is_dirty(&self.dir).ok();
-        match git::snapshot(&self.dir, &self.run_id, "0") {
-            Ok(s) => {
-                self.t0_tree = Some(s.tree.clone());
-                self.t0_commit = Some(s.commit.clone());
-                self.last_tree = Some(s.tree.clone());
-                let m = self.measure(&s.tree, Vec::new());
+        match self.snap("0") {
+            Ok((tree, commit, excluded)) => {
+                self.t0_tree = Some(tree.clone());
+                self.t0_commit = Some(commit.clone());
+                self.t0_entries = Some(self.last_entries.clone());
+                let mut m = self.measure(&tree, Vec::new());
+                m.excluded = excluded;
+                self.t0_measures = Some(m.clone());
                 let g = GitState {
                     available: true,
                     head,
                     dirty,
-                    baseline_snapshot: Some(s.commit),
-                    baseline_tree: Some(s.tree),
-                    note: None,
+                    baseline_snapshot: Some(commit),
+                    baseline_tree: Some(tree),
+                    note: (!user_git).then(|| {
+                        "not a git repository: snapshots come from loopexec's own store".into()
+                    }),
                 };
                 (g, serde_json::to_value(m).unwrap_or_default(), Vec::new())
             }
             Err(e) => {
-                self.available = false;
-                let note = format!("git snapshot failed ({e}): tree guards cannot run");
-                let g = GitState {
-                    available: false,
-                    head,
-                    dirty,
-                    note: Some(note.clone()),
-                    ..GitState::default()
-                };
-                (
-                    g,
-                    serde_json::to_value(TreeMeasures::default()).unwrap_or_default(),
-                    vec![note],
-                )
+                self.store = None;
+                unavailable(format!(
+                    "the t0 snapshot failed ({e}): the tree guards cannot run"
+                ))
             }
         }
     }
 
-    fn measure(&mut self, tree: &str, changed_since_t0: Vec<String>) -> TreeMeasures {
-        let entries = git::ls_tree(&self.dir, tree).unwrap_or_default();
+    fn measure(&mut self, _tree: &str, changed_since_t0: Vec<String>) -> TreeMeasures {
+        let Some(store) = &self.store else {
+            return TreeMeasures {
+                error: Some("no snapshot store".into()),
+                ..TreeMeasures::default()
+            };
+        };
+        let sdir = store.dir().to_path_buf();
+        let entries = to_tree_entries(&self.last_entries);
+        let mut error = None;
         let assertions =
-            guards::assertion_total_in(&self.dir, &entries, &self.test_globs, &mut self.cache)
-                .map(|a| a.files.into_iter().map(|(p, f)| (p, f.count)).collect())
-                .unwrap_or_default();
-        let manifest = super::manifest::manifest_in(&self.dir, &entries, &self.protected)
-            .map(|m| m.files)
-            .unwrap_or_default();
+            match guards::assertion_total_in(&sdir, &entries, &self.test_globs, &mut self.cache) {
+                Ok(a) => a.files.into_iter().map(|(p, f)| (p, f.count)).collect(),
+                Err(e) => {
+                    error = Some(format!("assertion count: {e}"));
+                    BTreeMap::new()
+                }
+            };
+        let manifest = match super::manifest::manifest_in(&sdir, &entries, &self.protected) {
+            Ok(m) => m.files,
+            Err(e) => {
+                error = Some(format!("protected manifest: {e}"));
+                BTreeMap::new()
+            }
+        };
+        let frozen = self.rules.frozen(&self.last_entries);
+        let oracle_edits = match (&self.t0_measures, &self.t0_entries) {
+            (Some(t0), Some(e0)) if t0.error.is_none() => match frozen::edits(
+                &sdir,
+                &t0.frozen,
+                &t0.manifest,
+                &manifest,
+                e0,
+                &self.last_entries,
+                &self.rules,
+            ) {
+                Ok(v) => v,
+                Err(e) => {
+                    error = Some(format!("frozen oracle: {e}"));
+                    Vec::new()
+                }
+            },
+            _ => Vec::new(),
+        };
+        let runner_tampering = match self.tampering(&sdir, &manifest) {
+            Ok(v) => v,
+            Err(e) => {
+                error = Some(format!("runner tampering scan: {e}"));
+                Vec::new()
+            }
+        };
         TreeMeasures {
+            toolchain: super::toolchain::measure(
+                &self.toolchain_words,
+                &self.toolchain_path,
+                &self.site_dirs,
+            ),
+            runner_tampering,
             changed_since_t0,
             assertions,
             manifest,
-            available: true,
+            available: error.is_none(),
             git_internals: self.git_internals(),
             state_tampered: Vec::new(),
+            frozen,
+            oracle_edits,
+            excluded: Vec::new(),
+            error,
         }
     }
 
-    /// blake3 of the repository's own configuration files (`config`, `hooks/*`,
+    /// [`super::tamper::scan`] over the files changed since t0 that are neither tests,
+    /// the frozen oracle nor runner configuration.
+    fn tampering(
+        &self,
+        sdir: &Path,
+        manifest: &BTreeMap<String, String>,
+    ) -> Result<Vec<super::tamper::TamperHit>, git::GitError> {
+        let Some(e0) = &self.t0_entries else {
+            return Ok(Vec::new());
+        };
+        let changed: Vec<(&String, Option<&FileEntry>, &FileEntry)> = self
+            .last_entries
+            .iter()
+            .filter(|(p, e)| e0.get(*p) != Some(*e))
+            .filter(|(p, _)| {
+                self.rules.frozen_as(p).is_none()
+                    && !manifest.contains_key(*p)
+                    && guards::is_test_file(p, &self.test_globs).is_none()
+            })
+            .map(|(p, e)| (p, e0.get(p), e))
+            .collect();
+        let mut oids: Vec<String> = Vec::new();
+        for (_, a, b) in &changed {
+            oids.extend(a.map(|a| a.oid.clone()));
+            oids.push(b.oid.clone());
+        }
+        let blobs: BTreeMap<String, Vec<u8>> = oids
+            .iter()
+            .cloned()
+            .zip(git::cat_blobs(sdir, &oids)?)
+            .filter_map(|(o, b)| b.map(|b| (o, b)))
+            .collect();
+        let text = |oid: &str| {
+            blobs
+                .get(oid)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default()
+        };
+        let mut hits = Vec::new();
+        for (p, a, b) in changed {
+            let old = a.map(|a| text(&a.oid)).unwrap_or_default();
+            hits.extend(super::tamper::scan(p, &old, &text(&b.oid)));
+        }
+        Ok(hits)
+    }
+
+    /// blake3 of the user repository's own configuration files (`config`, `hooks/*`,
     /// `info/*` of the git dir), keyed `.git/<path>`: what changes git's behaviour
-    /// without appearing in any tree.
-    fn git_internals(&mut self) -> std::collections::BTreeMap<String, String> {
-        let mut out = std::collections::BTreeMap::new();
+    /// without appearing in any tree. Empty outside a git repository.
+    fn git_internals(&mut self) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
         if self.git_dir.is_none() {
             let out = git::git_cmd(&self.dir)
                 .args(["rev-parse", "--absolute-git-dir"])
@@ -183,36 +377,107 @@ impl TreeObserver {
         out
     }
 
-    fn snap(&mut self, label: &str) -> Option<git::Snapshot> {
-        if !self.available {
-            return None;
-        }
-        let s = git::snapshot(&self.dir, &self.run_id, label).ok()?;
+    /// Scans the workdir into the store and records it under `label`:
+    /// `(tree, commit, excluded directories)`.
+    fn snap(&mut self, label: &str) -> Result<(String, String, Vec<String>), String> {
+        let store = self.store.as_ref().ok_or("no snapshot store")?;
+        let s = self.scanner.scan(store).map_err(|e| e.to_string())?;
+        let commit = store
+            .commit(&s.tree, &self.run_id, label)
+            .map_err(|e| e.to_string())?;
         self.last_tree = Some(s.tree.clone());
-        Some(s)
+        self.last_entries = s.entries;
+        let excluded = s
+            .excluded
+            .into_iter()
+            .map(|(p, why)| format!("{p} ({why})"))
+            .collect();
+        Ok((s.tree, commit, excluded))
     }
 
     /// Snapshot after the exec of iteration `it`, with its guard measurements.
     pub fn observe(&mut self, it: u32) -> TreeObs {
-        let Some(s) = self.snap(&it.to_string()) else {
-            return TreeObs {
-                tree: None,
-                snapshot: None,
-                measures: serde_json::Value::Null,
-            };
+        let (tree, commit) = match self.snap(&it.to_string()) {
+            Ok((t, c, _)) => (t, c),
+            Err(e) => {
+                let m = TreeMeasures {
+                    error: Some(format!("snapshot after the exec failed: {e}")),
+                    ..TreeMeasures::default()
+                };
+                return TreeObs {
+                    tree: None,
+                    snapshot: None,
+                    measures: serde_json::to_value(m).unwrap_or_default(),
+                };
+            }
         };
-        let changed = match &self.t0_tree {
-            Some(t0) => git::changed_paths(&self.dir, t0, &s.tree)
-                .map(|v| v.into_iter().map(|c| c.path).collect())
-                .unwrap_or_default(),
-            None => Vec::new(),
+        let mut change_error = None;
+        let changed = match (&self.t0_tree, &self.store) {
+            (Some(t0), Some(store)) => match git::changed_paths(store.dir(), t0, &tree) {
+                Ok(v) => v.into_iter().map(|c| c.path).collect(),
+                Err(e) => {
+                    change_error = Some(format!("changes since t0: {e}"));
+                    Vec::new()
+                }
+            },
+            _ => Vec::new(),
         };
-        let m = self.measure(&s.tree, changed);
+        let mut m = self.measure(&tree, changed);
+        if m.error.is_none() {
+            if let Some(e) = change_error {
+                m.available = false;
+                m.error = Some(e);
+            }
+        }
         TreeObs {
-            tree: Some(s.tree),
-            snapshot: Some(s.commit),
+            tree: Some(tree),
+            snapshot: Some(commit),
             measures: serde_json::to_value(m).unwrap_or_default(),
         }
+    }
+
+    /// The tree a check is judged on: the last snapshot's, or with `restore`, that
+    /// tree with t0's frozen oracle put back (edited and deleted frozen files as they
+    /// were at t0, runner configuration created since removed). Returns the tree id
+    /// and the restored paths.
+    ///
+    /// # Errors
+    /// No snapshot yet, or a store error, as text.
+    pub fn judged_tree(&mut self, restore: bool) -> Result<(String, Vec<String>), String> {
+        let tree = self
+            .last_tree
+            .clone()
+            .ok_or("no snapshot of the tree to judge")?;
+        let store = self.store.as_ref().ok_or("no snapshot store")?;
+        let (Some(t0), Some(e0), true) = (&self.t0_measures, &self.t0_entries, restore) else {
+            return Ok((tree, Vec::new()));
+        };
+        let now = &self.last_entries;
+        let mut entries = now.clone();
+        let mut restored = Vec::new();
+        for path in t0.frozen.keys().chain(t0.manifest.keys()) {
+            if let Some(e) = e0.get(path) {
+                if now.get(path) != Some(e) {
+                    entries.insert(path.clone(), e.clone());
+                    restored.push(path.clone());
+                }
+            }
+        }
+        let manifest_now =
+            super::manifest::manifest_in(store.dir(), &to_tree_entries(now), &self.protected)
+                .map_err(|e| e.to_string())?;
+        for path in manifest_now.files.keys() {
+            if !t0.manifest.contains_key(path) && entries.remove(path).is_some() {
+                restored.push(path.clone());
+            }
+        }
+        if restored.is_empty() {
+            return Ok((tree, restored));
+        }
+        restored.sort();
+        restored.dedup();
+        let judged = store.write_tree(&entries).map_err(|e| e.to_string())?;
+        Ok((judged, restored))
     }
 
     /// The tree the next check will run on (the last snapshot's).
@@ -223,14 +488,15 @@ impl TreeObserver {
 
     /// Snapshot after a check run (labelled `<it>-check<attempt>`).
     pub fn after_check(&mut self, it: u32, attempt: u32) -> Option<String> {
-        self.snap(&format!("{it}-check{attempt}")).map(|s| s.tree)
+        self.snap(&format!("{it}-check{attempt}")).ok().map(|s| s.0)
     }
 
-    /// What a check changed between two trees.
+    /// What changed between two trees of the store.
     #[must_use]
     pub fn check_writes(&self, before: &str, after: &str) -> CheckWrites {
         let mut w = CheckWrites::default();
-        for c in git::changed_paths(&self.dir, before, after).unwrap_or_default() {
+        let Some(store) = &self.store else { return w };
+        for c in git::changed_paths(store.dir(), before, after).unwrap_or_default() {
             match c.status {
                 ChangeKind::Added => w.created.push(c.path),
                 ChangeKind::Deleted | ChangeKind::Modified | ChangeKind::TypeChanged => {
@@ -260,30 +526,41 @@ impl TreeObserver {
             .clone()
     }
 
-    /// Makes the working tree equal to `snapshot` (the ratchet's revert).
+    /// Makes the working tree equal to `snapshot` (the ratchet's revert): changed
+    /// files rewritten, added files removed, excluded directories left alone.
     ///
     /// # Errors
-    /// The git error, as text.
+    /// The store error, as text.
     pub fn restore(&mut self, snapshot: &str) -> Result<(), String> {
-        if !self.available {
-            return Err("git is not available".into());
-        }
-        git::restore(&self.dir, snapshot).map_err(|e| e.to_string())?;
+        let store = self
+            .store
+            .as_ref()
+            .ok_or("the snapshot store is not available")?;
+        self.scanner
+            .sync_to(store, snapshot)
+            .map_err(|e| e.to_string())?;
         self.last_tree = None;
         Ok(())
     }
 
     /// Re-reads the tree after something outside the observer changed it (a revert,
     /// a resume), so the next check's `tree_before` is right.
-    pub fn refresh(&mut self, label: &str) {
-        let _ = self.snap(label);
+    ///
+    /// # Errors
+    /// The snapshot error, as text.
+    pub fn refresh(&mut self, label: &str) -> Result<(), String> {
+        self.snap(label).map(|_| ())
     }
 
-    /// When resuming, learn t0 from the receipt.
+    /// When resuming, learn t0 from the receipt (and its files from the store).
     pub fn adopt_baseline(&mut self, t: &Trajectory) {
         if let Some(s) = &t.started {
             self.t0_tree.clone_from(&s.git.baseline_tree);
             self.t0_commit.clone_from(&s.git.baseline_snapshot);
+            self.t0_measures = serde_json::from_value(s.baseline.clone()).ok();
+            if let (Some(store), Some(tree)) = (&self.store, &self.t0_tree) {
+                self.t0_entries = store.entries(tree).ok();
+            }
         }
     }
 }

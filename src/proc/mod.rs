@@ -2,6 +2,8 @@
 //! output, timeouts and stops that end the whole group.
 
 pub mod capture;
+pub mod escape;
+pub mod sandbox;
 pub mod supervise;
 
 pub use capture::{CaptureLimits, CaptureSummary, LineSink, Stream};

@@ -49,6 +49,8 @@ pub struct StepSpec<'a> {
     pub workdir: &'a Path,
     /// Receives stdout lines as they arrive (the agent usage meter).
     pub stdout_sink: Option<Box<dyn LineSink>>,
+    /// The filesystem sandbox the child runs under, if any.
+    pub sandbox: Option<super::sandbox::Prepared>,
 }
 
 /// Why the caller asked a running step to stop (returned by the poll callback).
@@ -95,6 +97,10 @@ pub struct StepResult {
     /// A drain thread did not finish after the group was gone (a process outside the
     /// group held the pipe open); its capture is what arrived until then.
     pub pipe_held_open: bool,
+    /// Processes that had left the step's process group (new session, double fork)
+    /// and were still running after it: ended, and listed as `pid N: command line`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escaped: Vec<String>,
     pub stdout: CaptureSummary,
     pub stderr: CaptureSummary,
 }
@@ -202,6 +208,11 @@ pub fn run_step(
     for (k, v) in spec.env_set {
         cmd.env(k, v);
     }
+    let token = super::escape::new_token();
+    cmd.env(super::escape::TOKEN_VAR, &token);
+    if let Some(sb) = spec.sandbox.take() {
+        sb.apply_to(&mut cmd);
+    }
     let start = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -222,6 +233,7 @@ pub fn run_step(
                     stopped: None,
                     leaked_processes: false,
                     pipe_held_open: false,
+                    escaped: Vec::new(),
                     stdout: so,
                     stderr: se,
                 },
@@ -306,6 +318,7 @@ pub fn run_step(
     if group_alive(pgid) {
         end_group(pgid, spec.grace);
     }
+    let escaped = super::escape::end_escapees(&token, &[]);
     // Drain threads end when every writer of the pipes is gone; a process that left
     // the group may still hold them, so wait only briefly.
     let mut out_done = None;
@@ -346,6 +359,7 @@ pub fn run_step(
             stopped,
             leaked_processes: leaked,
             pipe_held_open,
+            escaped,
             stdout,
             stderr,
         },

@@ -70,6 +70,27 @@ pub struct RunStarted {
     /// working in this workdir; they were ended before this run started.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub orphans_ended: Vec<String>,
+    /// Where checks run: `clean_room` or `in_place`.
+    #[serde(default)]
+    pub check_placement: String,
+    /// The frozen oracle at t0: test files and runner configuration, root-relative.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oracle: Vec<String>,
+    /// The exec's sandbox (`None` in receipts older than the sandbox).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxRecord>,
+}
+
+/// What sandbox the exec ran under.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SandboxRecord {
+    /// The mode asked for: `auto`, `landlock`, `off`.
+    pub mode: String,
+    /// What was in force: `landlock (kernel ABI N)`, or `none (why)`.
+    pub in_force: String,
+    /// Paths the exec could write.
+    #[serde(default)]
+    pub writable: Vec<String>,
 }
 
 /// Start of iteration N (0 is the baseline check).
@@ -127,10 +148,39 @@ pub struct CheckFinished {
     /// Set when an external watchdog ended this check run (`loopexec watch --kill`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watchdog: Option<serde_json::Value>,
+    /// Where the check ran: the clean room's record, `None` when it ran in place
+    /// (`--check-in-place`, or a receipt older than the clean room).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clean_room: Option<CleanRoomRecord>,
+    /// Files of the working tree that changed while the check ran in the clean room:
+    /// written by a process outside the check (tampering).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_during_check: Vec<String>,
+    /// Files of the dependency directories that differ from t0 before this check
+    /// (`[clean_room] dependencies = "frozen"`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies_changed: Vec<String>,
     /// The verdict fingerprint of this run ([`crate::receipt::fingerprint`]); absent in
     /// receipts written before it was recorded (readers compute it from `parsed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+}
+
+/// The clean room of one check run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CleanRoomRecord {
+    /// The tree the check was judged on (the snapshot, with frozen files restored
+    /// from t0 under `on_edit = "restore"`).
+    pub tree: String,
+    /// The clean room's tree after the check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// Frozen files restored from t0 for this run (`on_edit = "restore"`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restored: Vec<String>,
+    /// Files the sync wrote and removed to make the clean room equal to `tree`.
+    pub synced_written: usize,
+    pub synced_removed: usize,
 }
 
 /// The ratchet restored an accepted tree after a rejected iteration.

@@ -114,6 +114,13 @@ impl Writer {
     /// The receipt cannot be read or its last line is broken.
     pub fn resume(path: &Path) -> Result<(Writer, Vec<Line>), ReadError> {
         let lines = read(path)?;
+        if let Some((line, message)) = verify_chain(&lines) {
+            return Err(ReadError::Bad {
+                path: path.to_path_buf(),
+                line,
+                message: format!("the hash chain is broken ({message}); the run cannot be resumed"),
+            });
+        }
         let file = OpenOptions::new()
             .append(true)
             .open(path)
@@ -175,6 +182,17 @@ impl Writer {
     /// # Errors
     /// Serialization or I/O errors; the event is then not recorded.
     pub fn append(&mut self, event: &Event) -> std::io::Result<String> {
+        self.append_line(event).map(|l| l.ts)
+    }
+
+    /// Appends `event` as one line, flushes it, and returns the line exactly as
+    /// written and read back (timestamp and redaction included): what the trajectory
+    /// folds is what the receipt holds.
+    ///
+    /// # Errors
+    /// Serialization or I/O errors (the disk full among them); the event is then not
+    /// recorded.
+    pub fn append_line(&mut self, event: &Event) -> std::io::Result<Line> {
         let body = serde_json::to_value(event).map_err(std::io::Error::other)?;
         let mut obj = Map::new();
         obj.insert("schema".into(), Value::from(SCHEMA));
@@ -205,7 +223,22 @@ impl Writer {
         self.len += line.len() as u64;
         self.prev = Some(hash);
         self.next_seq += 1;
-        Ok(ts)
+        let raw = &line[..line.len() - 1];
+        let value: Value = serde_json::from_slice(raw).map_err(std::io::Error::other)?;
+        let written = parse_value(value, raw).map_err(|e| match e {
+            LineError::Newer(n) => std::io::Error::other(format!("schema {n}")),
+            LineError::Bad(m) => {
+                std::io::Error::other(format!("the line written does not read back: {m}"))
+            }
+        })?;
+        debug_assert_eq!(written.ts, ts);
+        Ok(written)
+    }
+
+    /// The receipt's head: blake3 of its last line and the number of lines.
+    #[must_use]
+    pub fn head(&self) -> (Option<String>, u64) {
+        (self.prev.clone(), self.next_seq)
     }
 }
 
@@ -255,44 +288,58 @@ pub fn read(path: &Path) -> Result<Vec<Line>, ReadError> {
                 })
             }
         };
-        let bad = |m: &str| ReadError::Bad {
-            path: path.to_path_buf(),
-            line: n,
-            message: m.into(),
-        };
-        let schema = value
-            .get("schema")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| bad("no schema"))?;
-        if schema > u64::from(SCHEMA) {
-            return Err(ReadError::NewerSchema {
+        let line = parse_value(value, raw).map_err(|e| match e {
+            LineError::Newer(found) => ReadError::NewerSchema {
                 path: path.to_path_buf(),
-                found: schema,
-            });
-        }
-        let seq = value
-            .get("seq")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| bad("no seq"))?;
-        let ts = value
-            .get("ts")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let prev = value
-            .get("prev")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let event: Event = serde_json::from_value(value).map_err(|e| bad(&e.to_string()))?;
-        out.push(Line {
-            seq,
-            ts,
-            prev,
-            event,
-            hash: blake3::hash(raw).to_hex().to_string(),
-        });
+                found,
+            },
+            LineError::Bad(message) => ReadError::Bad {
+                path: path.to_path_buf(),
+                line: n,
+                message,
+            },
+        })?;
+        out.push(line);
     }
     Ok(out)
+}
+
+enum LineError {
+    Newer(u64),
+    Bad(String),
+}
+
+/// One receipt line from its JSON value and raw bytes (the bytes give its hash).
+fn parse_value(value: Value, raw: &[u8]) -> Result<Line, LineError> {
+    let bad = |m: &str| LineError::Bad(m.into());
+    let schema = value
+        .get("schema")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| bad("no schema"))?;
+    if schema > u64::from(SCHEMA) {
+        return Err(LineError::Newer(schema));
+    }
+    let seq = value
+        .get("seq")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| bad("no seq"))?;
+    let ts = value
+        .get("ts")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let prev = value
+        .get("prev")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let event: Event = serde_json::from_value(value).map_err(|e| bad(&e.to_string()))?;
+    Ok(Line {
+        seq,
+        ts,
+        prev,
+        event,
+        hash: blake3::hash(raw).to_hex().to_string(),
+    })
 }
 
 /// Checks the hash chain and the sequence numbers; returns the first broken line
@@ -347,9 +394,30 @@ mod tests {
         std::fs::write(&p, text).unwrap();
         let (line, _) = verify_chain(&read(&p).unwrap()).expect("edit detected");
         assert_eq!(line, 3);
+        // An edited receipt is never continued.
+        let err = Writer::resume(&p)
+            .err()
+            .expect("resume refuses a broken chain");
+        assert!(err.to_string().contains("hash chain is broken"), "{err}");
+    }
+
+    #[test]
+    fn resume_continues_the_chain_and_append_line_returns_the_line_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.jsonl");
+        let mut w = Writer::create(&p).unwrap();
+        let first = w
+            .append_line(&Event::IterationStarted(IterationStarted { iteration: 0 }))
+            .unwrap();
+        let on_disk = read(&p).unwrap();
+        assert_eq!(on_disk[0].hash, first.hash);
+        assert_eq!(on_disk[0].ts, first.ts);
+        assert_eq!(w.head(), (Some(first.hash.clone()), 1));
         let (mut w, old) = Writer::resume(&p).unwrap();
         w.append(&Event::IterationStarted(IterationStarted { iteration: 9 }))
             .unwrap();
-        assert_eq!(read(&p).unwrap().last().unwrap().seq, old.len() as u64);
+        let lines = read(&p).unwrap();
+        assert_eq!(lines.last().unwrap().seq, old.len() as u64);
+        assert!(verify_chain(&lines).is_none());
     }
 }

@@ -39,9 +39,11 @@ pub enum ReplayError {
     },
 }
 
-/// Writes the files of `snapshot_commit` (a commit or tree id of the repository that
-/// holds `workdir`) into the empty directory `dest`, using a temporary index; the
-/// user's index, HEAD and work tree are untouched.
+/// Writes the files of `snapshot_commit` (a commit or tree id) into the empty
+/// directory `dest`, using a temporary index. The snapshot is read from loopexec's own
+/// store (`.loopexec/snapshots.git`) when the workdir has one, else from the git
+/// repository holding `workdir` (receipts written before the store); neither the
+/// user's index, HEAD nor work tree is touched.
 ///
 /// # Errors
 /// [`ReplayError::Materialize`] naming the git step that failed.
@@ -51,26 +53,41 @@ pub fn materialize(workdir: &Path, snapshot_commit: &str, dest: &Path) -> Result
         snapshot: snapshot_commit.to_string(),
         message,
     };
+    let store = crate::observe::tree::store_path(workdir);
+    let source = if in_store(workdir, snapshot_commit) {
+        store
+    } else {
+        workdir.to_path_buf()
+    };
     let idx = tempfile::Builder::new()
         .prefix("loopexec-replay-index")
         .tempdir()
         .map_err(|e| err(e.to_string()))?;
     let index = idx.path().join("index");
     let tree = format!("{snapshot_commit}^{{tree}}");
-    let mut read = git_cmd(workdir);
+    let mut read = git_cmd(&source);
     read.env("GIT_INDEX_FILE", &index)
         .args(["read-tree", &tree]);
     crate::observe::git::run(&mut read).map_err(|e| err(e.to_string()))?;
-    let mut prefix = dest.display().to_string();
-    if !prefix.ends_with('/') {
-        prefix.push('/');
-    }
-    let mut co = git_cmd(workdir);
+    let mut co = git_cmd(&source);
     co.env("GIT_INDEX_FILE", &index)
-        .args(["checkout-index", "-a", "-f"])
-        .arg(format!("--prefix={prefix}"));
+        .arg(format!("--work-tree={}", dest.display()))
+        .args(["checkout-index", "-a", "-f"]);
     crate::observe::git::run(&mut co).map_err(|e| err(e.to_string()))?;
     Ok(())
+}
+
+/// True when `object` is in the workdir's snapshot store (its snapshots are rooted at
+/// the workdir; older git snapshots are rooted at the repository's top).
+#[must_use]
+pub fn in_store(workdir: &Path, object: &str) -> bool {
+    let store = crate::observe::tree::store_path(workdir);
+    if !store.join(crate::observe::store::STORE_MARKER).is_file() {
+        return false;
+    }
+    let mut c = crate::observe::git::git_cmd(&store);
+    c.args(["cat-file", "-e", &format!("{object}^{{tree}}")]);
+    crate::observe::git::run(&mut c).is_ok()
 }
 
 /// The workdir's path inside its repository (`""` at the top), so the check runs in
@@ -87,25 +104,24 @@ pub fn workdir_prefix(workdir: &Path) -> PathBuf {
         .unwrap_or_default()
 }
 
-/// The parse completed by the loop's rules: a red run that names no failing test
-/// gets the synthetic unattributed member, and output past the capture limit makes
-/// the run incomplete. Kept identical to the loop's check step so fingerprints
-/// compare.
-pub fn complete_parse(parsed: &mut ParsedRun, step: &StepResult, success_exit_code: i32) {
-    if !step.exited_with(success_exit_code) && parsed.failing().is_empty() {
-        let what = match (step.exit_code, step.signal) {
-            (Some(c), _) => format!("the check exited {c} and named no failing test"),
-            (None, Some(s)) => format!("the check ended by signal {s} and named no failing test"),
-            _ => "the check ended without an exit status".to_string(),
-        };
-        parsed
-            .tests
-            .push(parse::util::unattributed("check", Some(what)));
-        parsed.unattributed_failure = true;
-    }
-    if step.stdout.spool_truncated || step.stderr.spool_truncated {
-        parsed.complete = false;
-    }
+/// The parse completed by the loop's own rules ([`crate::check::postparse::settle`]),
+/// so fingerprints compare with the recorded ones.
+pub fn complete_parse(
+    parsed: &mut ParsedRun,
+    step: &StepResult,
+    success_exit_code: i32,
+    missing_reports: &[String],
+) {
+    crate::check::postparse::settle(
+        parsed,
+        &crate::check::postparse::StepFacts {
+            exit_code: step.exit_code,
+            signal: step.signal,
+            exited_ok: step.exited_with(success_exit_code),
+            output_truncated: step.stdout.spool_truncated || step.stderr.spool_truncated,
+            missing_reports,
+        },
+    );
 }
 
 fn format_choice(cfg: &RunConfig) -> FormatChoice {
@@ -134,7 +150,11 @@ pub fn rerun(
     let tree = room.path().join("tree");
     std::fs::create_dir_all(&tree).map_err(ReplayError::Run)?;
     materialize(workdir, snapshot, &tree)?;
-    let cwd = tree.join(workdir_prefix(workdir));
+    let cwd = if in_store(workdir, snapshot) {
+        tree.clone()
+    } else {
+        tree.join(workdir_prefix(workdir))
+    };
     std::fs::create_dir_all(&cwd).map_err(ReplayError::Run)?;
     let caps = room.path().join("capture");
     std::fs::create_dir_all(&caps).map_err(ReplayError::Run)?;
@@ -153,18 +173,24 @@ pub fn rerun(
         capture_prefix: caps.join("check"),
         workdir: &caps,
         stdout_sink: None,
+        sandbox: None,
     };
     let (step, spools) = proc::run_step(spec, &mut |_| None).map_err(ReplayError::Run)?;
     let mut reports = Vec::new();
+    let mut missing = Vec::new();
     for pat in &cfg.reports {
-        if pat.contains(['*', '?', '[']) {
-            reports.extend(crate::observe::reports::glob_files(&cwd, pat));
+        let found: Vec<PathBuf> = if pat.contains(['*', '?', '[']) {
+            crate::observe::reports::glob_files(&cwd, pat)
         } else {
-            let p = cwd.join(pat);
-            if p.is_file() {
-                reports.push(p);
-            }
+            Some(cwd.join(pat))
+                .filter(|p| p.is_file())
+                .into_iter()
+                .collect()
+        };
+        if found.is_empty() {
+            missing.push(pat.clone());
         }
+        reports.extend(found);
     }
     let exit = parse::exit_for_parser(step.exit_code, step.signal, cfg.success_exit_code);
     let mut parsed = parse::parse(
@@ -176,7 +202,7 @@ pub fn rerun(
         },
         format_choice(cfg),
     );
-    complete_parse(&mut parsed, &step, cfg.success_exit_code);
+    complete_parse(&mut parsed, &step, cfg.success_exit_code, &missing);
     Ok((step, parsed))
 }
 
@@ -277,7 +303,7 @@ pub fn reparse(
         },
         format_choice(cfg),
     );
-    complete_parse(&mut parsed, step, cfg.success_exit_code);
+    complete_parse(&mut parsed, step, cfg.success_exit_code, &[]);
     Ok(parsed)
 }
 

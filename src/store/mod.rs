@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// Ledger schema version this loopexec writes.
-pub const USER_VERSION: i64 = 1;
+pub const USER_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Ledger errors.
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +93,14 @@ const MIGRATIONS: &[&str] = &[
         notes TEXT
     );
     CREATE INDEX idx_acks_run ON acks(run_id);",
+    // 2: the receipt's head (blake3 of its last line) and line count, so `check`
+    // notices a receipt truncated at a line boundary.
+    "CREATE TABLE receipt_heads (
+        run_id TEXT PRIMARY KEY,
+        head TEXT,
+        lines INTEGER NOT NULL,
+        recorded_at TEXT NOT NULL
+    );",
 ];
 
 /// An open ledger.
@@ -250,6 +258,51 @@ impl Store {
             )
             .map(|_| ())
             .map_err(self.sql())
+    }
+
+    /// Records the receipt's head: blake3 of its last line and its line count.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn receipt_head(
+        &self,
+        run_id: &str,
+        head: Option<&str>,
+        lines: u64,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO receipt_heads (run_id, head, lines, recorded_at)
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![
+                    run_id,
+                    head,
+                    i64::try_from(lines).unwrap_or(i64::MAX),
+                    crate::receipt::now_rfc3339()
+                ],
+            )
+            .map(|_| ())
+            .map_err(self.sql())
+    }
+
+    /// The recorded receipt head of `run_id`: `(head, lines)`.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn receipt_head_of(
+        &self,
+        run_id: &str,
+    ) -> Result<Option<(Option<String>, u64)>, StoreError> {
+        let r = self.conn.query_row(
+            "SELECT head, lines FROM receipt_heads WHERE run_id = ?1",
+            params![run_id],
+            |r| Ok((r.get::<_, Option<String>>(0)?, r.get::<_, i64>(1)?)),
+        );
+        match r {
+            Ok((h, n)) => Ok(Some((h, u64::try_from(n).unwrap_or(0)))),
+            Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+            Err(e) => Err(self.sql()(e)),
+        }
     }
 
     /// Records one iteration's outcome.

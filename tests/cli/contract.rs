@@ -321,10 +321,18 @@ fn runs_lists_and_gc_keeps_the_newest() {
     assert!(gc["refs_deleted"].as_u64().unwrap() > 0, "{gc}");
     assert!(!r.receipt("first").exists());
     assert!(r.receipt("second").exists());
-    assert!(r
-        .git(&["for-each-ref", "refs/loopexec/first/"])
-        .trim()
-        .is_empty());
+    let store = ["--git-dir=.loopexec/snapshots.git", "for-each-ref"];
+    let left = |run: &str| {
+        let mut a = store.to_vec();
+        let prefix = format!("refs/loopexec/{run}/");
+        a.push(&prefix);
+        r.git(&a).trim().to_string()
+    };
+    assert!(left("first").is_empty(), "refs of the removed run remain");
+    assert!(
+        !left("second").is_empty(),
+        "refs of the kept run were removed"
+    );
 }
 
 #[test]

@@ -20,11 +20,45 @@ exit $bad
     let out = r.lx_tap("rm -f tests/b.sh", &["--max-iterations", "5"]);
     let v = out.expect(13, Some("metric_integrity_violation"));
     assert_eq!(v["iteration"], 1, "{v}");
-    // The check itself went green: the guard, not the check, stopped the run.
+    // The frozen oracle stops the run right after the exec: the deletion is named, and
+    // no check ever runs on the weakened tree.
+    let contributors = v["contributors"].to_string();
+    assert!(
+        contributors.contains("frozen oracle deleted since t0: tests/b.sh"),
+        "{v}"
+    );
     let lines = receipt_of(&v);
-    let last_check = events(&lines, "check_finished").pop().unwrap().clone();
-    assert_eq!(last_check["iteration"], 1);
-    assert_eq!(last_check["step"]["exit_code"], 0);
+    let checks = events(&lines, "check_finished");
+    assert!(checks.iter().all(|c| c["iteration"] == 0), "{checks:?}");
+}
+
+/// The same deletion under `[oracle] on_edit = "restore"`: the clean room runs t0's
+/// test file, so the check stays red and the deletion buys nothing (it used to go green
+/// with exit 10 when the check ran in the agent's tree).
+#[test]
+fn a_deleted_test_is_restored_in_the_clean_room_under_on_edit_restore() {
+    let r = Repo::new();
+    r.write("tests/a.sh", "exit 0\n")
+        .write("tests/b.sh", "exit 1\n")
+        .write("loop.toml", "[oracle]\non_edit = \"restore\"\n")
+        .tap_check(
+            r#"set -- tests/*.sh; echo "TAP version 13"; echo "1..$#"; i=0; bad=0
+for t in "$@"; do i=$((i+1)); if sh "$t"; then echo "ok $i - $(basename $t .sh)"; else echo "not ok $i - $(basename $t .sh)"; bad=1; fi; done
+exit $bad
+"#,
+        )
+        .commit("fixture");
+    let out = r.lx_tap("rm -f tests/b.sh", &["--max-iterations", "2"]);
+    let v = out.expect(12, Some("max_iterations_reached"));
+    let lines = receipt_of(&v);
+    let checks = events(&lines, "check_finished");
+    let last = checks.last().unwrap();
+    assert_eq!(last["step"]["exit_code"], 1, "{last}");
+    assert_eq!(last["clean_room"]["restored"][0], "tests/b.sh", "{last}");
+    assert!(
+        !r.path().join("tests/b.sh").exists(),
+        "the agent's tree is not touched"
+    );
 }
 
 #[test]
@@ -243,7 +277,7 @@ fn snapshot_sees_same_size_edit_in_same_second_as_index_write() {
     let ex = events(&lines, "exec_finished");
     let tree = ex[0]["tree"].as_str().expect("exec_finished tree");
     let recorded = Command::new("git")
-        .current_dir(r.path())
+        .env("GIT_DIR", r.path().join(".loopexec/snapshots.git"))
         .args(["show", &format!("{tree}:count")])
         .output()
         .unwrap();

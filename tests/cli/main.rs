@@ -16,3 +16,4 @@ mod run_basic;
 mod run_process;
 mod spend_liveness;
 mod support;
+mod trust;

@@ -318,14 +318,12 @@ fn structured_kind(first: &str, head: &str) -> Option<Kind> {
     {
         return Some(Kind::Junit);
     }
-    // JSON event streams may start with a plain-text line (go's build failures).
-    let json_line = head.lines().find(|l| l.trim_start().starts_with('{'));
-    let j = json_line?.trim_start();
-    if j.contains("\"type\"") && j.contains("\"event\"") {
-        return Some(Kind::LibtestJson);
-    }
-    if j.contains("\"Action\"") && (j.contains("\"Package\"") || j.contains("\"Time\"")) {
-        return Some(Kind::GotestJson);
+    // JSON event streams may start with plain-text lines (go's build failures before
+    // Go 1.24) or with events of a shape other than the test events (Go 1.24's
+    // `build-output`/`build-fail`, keyed by `ImportPath`): the kind is the one most
+    // JSON lines of the head belong to, not the first line's.
+    if let Some(k) = event_stream_kind(head) {
+        return Some(k);
     }
     if !first.starts_with('{') {
         return None;
@@ -342,6 +340,39 @@ fn structured_kind(first: &str, head: &str) -> Option<Kind> {
         return Some(Kind::MochaJson);
     }
     None
+}
+
+/// Lines of the head weighed by [`event_stream_kind`].
+const EVENT_LINES: usize = 64;
+
+/// The event-stream kind (libtest JSON, `go test -json`) most of the first
+/// [`EVENT_LINES`] JSON lines of `head` belong to, if any belongs to one.
+///
+/// Shapes: libtest's `{"type":"suite"|"test",..,"event":..}`; `go test -json`'s
+/// `test2json` events `{"Time","Action","Package","Test","Output","Elapsed"}` and Go
+/// 1.24's build events `{"ImportPath","Action":"build-output"|"build-fail","Output"}`
+/// (see `go help test` and `cmd/test2json`).
+fn event_stream_kind(head: &str) -> Option<Kind> {
+    let (mut libtest, mut go) = (0u32, 0u32);
+    for j in head
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('{'))
+        .take(EVENT_LINES)
+    {
+        if j.contains("\"type\"") && j.contains("\"event\"") {
+            libtest += 1;
+        } else if j.contains("\"Action\"")
+            && (j.contains("\"Package\"") || j.contains("\"Time\"") || j.contains("\"ImportPath\""))
+        {
+            go += 1;
+        }
+    }
+    match (libtest, go) {
+        (0, 0) => None,
+        (l, g) if l >= g => Some(Kind::LibtestJson),
+        _ => Some(Kind::GotestJson),
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! load: an unattributed failure that also makes the run incomplete (its tests never
 //! ran). Complete = the `Tests:` summary line was printed and every file loaded.
 
-use super::util::{feed_lines, strip_ansi, trim_duration, Collector};
+use super::util::{feed_lines, strip_ansi, trim_duration, Collector, Group};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -58,6 +58,16 @@ impl State {
         if line.starts_with("Tests:") {
             self.flush_failure();
             self.summary = true;
+            // `Tests: 4 failed, 1 skipped, 1 todo, 8 passed, 14 total`
+            if let Some(c) = super::util::tally(line, false, |w| match w {
+                "passed" => Group::Passed,
+                "failed" => Group::Failed,
+                "skipped" | "todo" | "pending" => Group::Skipped,
+                "flaky" => Group::Flaky,
+                _ => Group::Other,
+            }) {
+                self.c.set_summary(c);
+            }
             self.file = None;
             return;
         }

@@ -19,13 +19,20 @@
 //! unattributed; so does a signal reported by cargo or a compile error.
 //! cargo's fail-fast stop (`error: test failed, to rerun pass ...` with no final
 //! `error: N targets failed`) cannot be told from a run that selected a single
-//! target (`cargo test --lib`): the output is identical. It therefore does not by
-//! itself make the run incomplete; it adds a diagnostic saying later targets may not
-//! have run.
+//! target (`cargo test --lib`): the output is identical. The parser adds a diagnostic
+//! saying later targets may not have run; the check command decides
+//! ([`super::command::judge`]).
+//!
+//! Messages are the assertion's own text: Rust >= 1.73 prints `thread 'NAME'
+//! panicked at FILE:LINE:COL:` and the message on the next lines, so the location
+//! line is dropped (it changes with every edit above it, and `same_failure_repeated`
+//! compares messages). Under `--nocapture` the panic goes to stderr instead of the
+//! `failures:` section; it is read from there. The tally is the sum of the `test
+//! result:` lines (ignored tests are skipped).
 
 use super::util::{feed_lines, is_red, strip_ansi, Collector, RunEnd};
 use super::TextInput;
-use crate::check::model::{Format, Outcome, ParsedRun};
+use crate::check::model::{Counts, Format, Outcome, ParsedRun};
 use regex::Regex;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -39,6 +46,7 @@ struct Res {
     target: Regex,
     doc: Regex,
     cargo_error: Regex,
+    panicked: Regex,
 }
 
 fn res() -> Option<&'static Res> {
@@ -56,9 +64,33 @@ fn res() -> Option<&'static Res> {
             target: Regex::new(r"^\s*Running (?:unittests )?\S+ \((.+)\)\s*$").ok()?,
             doc: Regex::new(r"^\s*Doc-tests (\S+)\s*$").ok()?,
             cargo_error: Regex::new(r"^error(\[E\d+\])?: (.*)$").ok()?,
+            panicked: Regex::new(r"^thread '([^']+)'(?: \(\d+\))? panicked at ").ok()?,
         })
     })
     .as_ref()
+}
+
+/// The assertion's own text of a panic report: the `thread '…' panicked at
+/// FILE:LINE:COL:` line of Rust >= 1.73 (whose message follows on the next lines)
+/// is dropped; an older one-line report (`panicked at 'msg', FILE:LINE:COL`) keeps
+/// its message. Other lines are kept as they are.
+fn assertion_text(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    for line in msg.lines() {
+        let t = line.trim_start();
+        let l = if t.starts_with("thread '") && t.contains(" panicked at ") {
+            let rest = t.split_once(" panicked at ").map_or("", |(_, r)| r);
+            if rest.ends_with(':') {
+                continue;
+            }
+            rest
+        } else {
+            line
+        };
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
 }
 
 /// Removes libtest's mode suffixes from a test name.
@@ -135,6 +167,7 @@ struct State<'a> {
     c: Collector,
     list_seen: bool,
     first_block: HashMap<String, usize>,
+    tally: Option<Counts>,
 }
 
 impl State<'_> {
@@ -164,7 +197,7 @@ impl State<'_> {
     fn flush_section(&mut self) {
         if let Some((name, msg)) = self.section.take() {
             let id = self.id(&name);
-            self.c.set_message(&id, &msg);
+            self.c.set_message(&id, &assertion_text(&msg));
         }
     }
 
@@ -216,6 +249,13 @@ impl State<'_> {
             self.flush_section();
             let n = |i: usize| m[i].parse::<usize>().unwrap_or(0);
             let total = n(2) + n(3) + n(4) + n(5);
+            let c = Counts {
+                passed: n(2) as u64,
+                failed: n(3) as u64,
+                skipped: n(4) as u64,
+                flaky: 0,
+            };
+            self.tally = Some(self.tally.map_or(c, |t| t.plus(c)));
             if let Some(b) = self.block.as_mut() {
                 b.ended = true;
                 if (!b.terse && b.named != total) || total > b.announced {
@@ -312,8 +352,35 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     let mut summary_of_failures = false;
     let mut crashed: Option<String> = None;
     let mut build_error: Option<String> = None;
+    // `--nocapture`: panic reports on stderr, by id (as `State::id` builds it)
+    let mut panics: Vec<(String, String)> = Vec::new();
+    let mut panic_open = false;
     feed_lines(t.stderr, &mut diagnostics, |raw| {
         let line = strip_ansi(raw);
+        if let Some(m) = r.panicked.captures(&line) {
+            let name = clean_name(&m[1]);
+            let id = match targets.last() {
+                Some(l) => format!("{l}::{name}"),
+                None => name.to_string(),
+            };
+            if panics.len() < 10_000 {
+                panics.push((id, format!("{}\n", line.trim_end())));
+                panic_open = true;
+            }
+            return;
+        }
+        if panic_open {
+            let t = line.trim_end();
+            if t.is_empty() || t.starts_with("note: ") || t.starts_with("error: ") {
+                panic_open = false;
+            } else if let Some((_, msg)) = panics.last_mut() {
+                if msg.len() < 4096 {
+                    msg.push_str(t);
+                    msg.push('\n');
+                }
+                return;
+            }
+        }
         if let Some(m) = r.target.captures(&line) {
             targets.push(binary_label(&m[1]));
         } else if let Some(m) = r.doc.captures(&line) {
@@ -362,9 +429,17 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         c: Collector::new(),
         list_seen: false,
         first_block: HashMap::new(),
+        tally: None,
     };
     feed_lines(t.stdout, &mut diagnostics, |l| st.line(l));
     st.close_block();
+    for (id, msg) in &panics {
+        // a no-op for tests that already carry their failures-section message
+        st.c.set_message(id, &assertion_text(msg));
+    }
+    if let Some(tally) = st.tally {
+        st.c.set_summary(tally);
+    }
     let stopped = st.unended > 0;
     let complete = !stopped
         && crashed.is_none()

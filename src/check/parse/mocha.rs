@@ -14,7 +14,7 @@
 
 use super::util::{feed_lines, indent_and_body, strip_ansi, trim_duration, Collector};
 use super::TextInput;
-use crate::check::model::{Format, Outcome, ParsedRun};
+use crate::check::model::{Counts, Format, Outcome, ParsedRun};
 
 #[derive(Default)]
 struct State {
@@ -23,6 +23,8 @@ struct State {
     summary: bool,
     in_failures: bool,
     block: Option<(Vec<String>, bool, String)>,
+    /// `N passing`, `N pending`, `N failing` (a failing hook counts, as mocha counts it).
+    tally: Counts,
 }
 
 impl State {
@@ -46,14 +48,23 @@ impl State {
         }
         if let Some(rest) = body.split_once(' ') {
             if rest.0.chars().all(|c| c.is_ascii_digit()) {
+                let n: u64 = rest.0.parse().unwrap_or(0);
                 match rest.1 {
                     r if r.starts_with("passing (") => {
                         self.summary = true;
+                        self.tally.passed = n;
+                        self.c.set_summary(self.tally);
                         return;
                     }
-                    "pending" => return,
+                    "pending" => {
+                        self.tally.skipped = n;
+                        self.c.set_summary(self.tally);
+                        return;
+                    }
                     "failing" => {
                         self.in_failures = true;
+                        self.tally.failed = n;
+                        self.c.set_summary(self.tally);
                         return;
                     }
                     _ => {}

@@ -43,6 +43,7 @@
 //!    model: the failing set is never empty while the check is red). Runner-specific
 //!    exceptions (pytest exit 5 = nothing selected) are decided by the text parser.
 
+pub mod command;
 pub mod detect;
 pub mod json;
 pub mod junit;
@@ -58,6 +59,7 @@ pub mod lines;
 pub mod mocha;
 pub mod nextest;
 pub mod node_test;
+pub mod not_run;
 pub mod phpunit;
 pub mod pytest;
 pub mod rspec;
@@ -237,6 +239,10 @@ fn concat(runs: Vec<ParsedRun>) -> Option<ParsedRun> {
             }
         }
         acc.diagnostics.extend(r.diagnostics);
+        acc.summary = match (acc.summary, r.summary) {
+            (Some(a), Some(b)) => Some(a.plus(b)),
+            (a, b) => a.or(b),
+        };
     }
     Some(acc)
 }
@@ -378,6 +384,8 @@ pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
                 unattributed_failure: input.exit_code != Some(0),
                 tests: Vec::new(),
                 diagnostics: Vec::new(),
+                summary: None,
+                not_run: None,
             }
         }
     };
@@ -404,6 +412,20 @@ pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
         let runner = runner_name(run.format);
         let msg = stderr_tail(input.stderr);
         run.tests.push(util::unattributed(runner, msg));
+    }
+    not_run::judge(&mut run, input.stdout, input.stderr, input.exit_code);
+    run
+}
+
+/// [`parse`], then the judgments only the check command itself allows (see
+/// [`command::judge`]): plain `cargo test` stops at the first failing test target, so
+/// the targets after it never ran although the output looks like a finished run.
+/// `command` is the check command as configured (before any isolation wrapper).
+#[must_use]
+pub fn parse_command(input: &CheckInput, choice: FormatChoice, command: Option<&str>) -> ParsedRun {
+    let mut run = parse(input, choice);
+    if let Some(cmd) = command {
+        command::judge(&mut run, cmd, input.stderr);
     }
     run
 }
@@ -433,6 +455,7 @@ fn merge(mut p: ParsedRun, mut text: ParsedRun) -> ParsedRun {
             }
         }
         text.diagnostics.append(&mut p.diagnostics);
+        text.summary = text.summary.or(p.summary);
         return text;
     }
     merge_text(&mut p, text);
@@ -446,6 +469,7 @@ fn merge_text(p: &mut ParsedRun, text: ParsedRun) {
         .iter()
         .filter(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX))
         .collect();
+    p.summary = p.summary.or(text.summary);
     if named.is_empty() {
         p.diagnostics.extend(text.diagnostics);
         return;
@@ -605,6 +629,8 @@ mod tests {
                 })
                 .collect(),
             diagnostics: Vec::new(),
+            summary: None,
+            not_run: None,
         }
     }
 

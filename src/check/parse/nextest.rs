@@ -13,9 +13,9 @@
 //! Complete = the `Summary` line was printed, says nothing was cancelled or left not
 //! run, and its run count equals the tests seen.
 
-use super::util::{feed_lines, strip_ansi, Collector};
+use super::util::{feed_lines, strip_ansi, Collector, Group};
 use super::TextInput;
-use crate::check::model::{Format, Outcome, ParsedRun};
+use crate::check::model::{Counts, Format, Outcome, ParsedRun};
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -68,6 +68,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
                 let line = line.as_ref();
                 if let Some(m) = r.summary.captures(line) {
                     summary = Some((m[1].parse().unwrap_or(0), m[2].to_string()));
+                    c.set_summary(nextest_tally(&m[2]));
                     if let Some((id, msg)) = current.take() {
                         c.set_message(&id, &msg);
                     }
@@ -129,6 +130,22 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         t.exit_code,
         diagnostics,
     )
+}
+
+/// The tally of nextest's `Summary` line after `N tests run:` (`4 passed (1 flaky),
+/// 5 failed, 1 timed out, 2 skipped`): flaky tests are among the passed ones and
+/// counted apart; failed, timed out and leaky-failed are failed.
+fn nextest_tally(rest: &str) -> Counts {
+    let mut c = super::util::tally(rest, false, |w| match w {
+        "passed" => Group::Passed,
+        "failed" | "timed" | "exec" => Group::Failed,
+        "skipped" => Group::Skipped,
+        "flaky" => Group::Flaky,
+        _ => Group::Other,
+    })
+    .unwrap_or_default();
+    c.passed = c.passed.saturating_sub(c.flaky);
+    c
 }
 
 #[cfg(test)]

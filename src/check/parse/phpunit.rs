@@ -16,9 +16,9 @@
 //! data set's argument list is dropped); testdox `Class::Name`. Complete = the final
 //! count line was printed.
 
-use super::util::{feed_lines, strip_ansi, Collector};
+use super::util::{feed_lines, strip_ansi, tally, Collector, Group};
 use super::TextInput;
-use crate::check::model::{Format, Outcome, ParsedRun};
+use crate::check::model::{Counts, Format, Outcome, ParsedRun};
 
 fn section_outcome(line: &str) -> Option<Outcome> {
     let l = line.strip_prefix("There w")?;
@@ -63,6 +63,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         }
         if body.starts_with("Tests: ") && body.contains("Assertions:") || body.starts_with("OK (") {
             done = true;
+            c.set_summary(phpunit_tally(body));
             return;
         }
         if body.starts_with("Summary of non-successful tests") {
@@ -152,6 +153,44 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         t.exit_code,
         diagnostics,
     )
+}
+
+/// PHPUnit's final line: `OK (N tests, M assertions)` is N passed; `Tests: N,
+/// Assertions: A, Errors: E, Failures: F, Skipped: S, Incomplete: I, Risky: R.`
+/// counts errors and failures as failed, skipped and incomplete as skipped, and the
+/// rest (risky included: it ran and did not fail) as passed.
+fn phpunit_tally(body: &str) -> Counts {
+    if let Some(rest) = body.strip_prefix("OK (") {
+        let n = rest
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        return Counts {
+            passed: n,
+            ..Counts::default()
+        };
+    }
+    let mut tests = 0u64;
+    let c = tally(body, true, |w| match w {
+        "errors" | "failures" => Group::Failed,
+        "skipped" | "incomplete" => Group::Skipped,
+        _ => Group::Other,
+    })
+    .unwrap_or_default();
+    if let Some(m) = tally(body, true, |w| {
+        if w == "tests" {
+            Group::Passed
+        } else {
+            Group::Other
+        }
+    }) {
+        tests = m.passed;
+    }
+    Counts {
+        passed: tests.saturating_sub(c.failed + c.skipped),
+        ..c
+    }
 }
 
 #[cfg(test)]

@@ -38,22 +38,28 @@ fn res() -> Option<&'static Res> {
     static R: OnceLock<Option<Res>> = OnceLock::new();
     R.get_or_init(|| {
         Some(Res {
+            // any upper-case result word: plugins add their own (SUBFAIL, SUBPASS)
             verbose: Regex::new(
-                r"^(\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN)(?: \(.*\))?\s*(?:\[\s*\d+%\])?\s*$",
+                r"^(\S.*?) ([A-Z][A-Z_]{2,})(?: \(.*\))?\s*(?:\[\s*\d+%\])?\s*$",
             )
             .ok()?,
             xdist: Regex::new(
-                r"^\[gw\d+\] \[\s*\d+%\] (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN) (.+?)(?: \(.*\))?\s*$",
+                r"^\[gw\d+\] \[\s*\d+%\] ([A-Z][A-Z_]{2,}) (.+?)(?: \(.*\))?\s*$",
             )
             .ok()?,
-            summary: Regex::new(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (.+)$").ok()?,
+            summary: Regex::new(
+                r"^(?:\[[^\]]*\] |\([^)]*\) )?(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED|SUBFAIL|SUBPASS|SUBSKIP) (.+)$",
+            )
+            .ok()?,
             bare_status: Regex::new(
-                r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN)(?: \(.*\))?\s*(?:\[\s*\d+%\])?$",
+                r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS|RERUN|SUBFAIL|SUBPASS|SUBSKIP)(?: \(.*\))?\s*(?:\[\s*\d+%\])?$",
             )
             .ok()?,
             banner: Regex::new(r"^=+ (.*?) =+$").ok()?,
+            // clauses are `N words`: pytest and its plugins add their own (pytest 9's
+            // `24 subtests passed`, xdist, rerunfailures), so none is required by name
             final_line: Regex::new(
-                r"^(?:=+ )?(?:(?:\d+ (?:failed|passed|skipped|deselected|xfailed|xpassed|errors?|warnings?|rerun|selected)(?:, )?)+|no tests ran|\d+ tests? collected) in [\d.]+s",
+                r"^(?:=+ )?(?:(?:\d+ [a-z][a-z ]*?(?:, )?)+|no tests ran|\d+ tests? collected(?: \(\d+ deselected\))?) in [\d.]+s",
             )
             .ok()?,
         })
@@ -61,14 +67,73 @@ fn res() -> Option<&'static Res> {
     .as_ref()
 }
 
-fn status(word: &str) -> Option<Outcome> {
-    Some(match word {
-        "PASSED" | "XPASS" => Outcome::Passed,
-        "FAILED" => Outcome::Failed,
-        "ERROR" => Outcome::Errored,
-        "SKIPPED" | "XFAIL" => Outcome::Skipped,
-        _ => return None,
-    })
+/// How a result word is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Word {
+    /// The test's own outcome.
+    Own(Outcome),
+    /// `RERUN`: the attempt ended and another follows.
+    Rerun,
+    /// A subtest failed (pytest-subtests `SUBFAIL`, pytest 9 built-in subtests): the
+    /// failure belongs to the parent test, whatever the parent's own line says.
+    SubFail,
+    /// A subtest passed or was skipped: says nothing about the parent.
+    SubOther,
+    /// A word pytest and its known plugins do not print: never read as a pass.
+    Unknown,
+}
+
+fn status(word: &str) -> Word {
+    match word {
+        "PASSED" | "XPASS" => Word::Own(Outcome::Passed),
+        "FAILED" => Word::Own(Outcome::Failed),
+        "ERROR" => Word::Own(Outcome::Errored),
+        "SKIPPED" | "XFAIL" => Word::Own(Outcome::Skipped),
+        "RERUN" => Word::Rerun,
+        "SUBFAIL" => Word::SubFail,
+        "SUBPASS" | "SUBSKIP" | "SUBXFAIL" | "SUBXPASS" => Word::SubOther,
+        _ => Word::Unknown,
+    }
+}
+
+/// The parent test of a subtest id: the node id before the subtest's description
+/// (`t.py::C::test_x [impl: cxx]` -> `t.py::C::test_x`), cut at the first space
+/// outside brackets. Parametrized ids keep their brackets (`test_x[1 2]`).
+fn parent_of(id: &str) -> &str {
+    let mut depth = 0i32;
+    for (i, b) in id.bytes().enumerate() {
+        match b {
+            b'[' | b'(' => depth += 1,
+            b']' | b')' => depth -= 1,
+            b' ' if depth <= 0 => return &id[..i],
+            _ => {}
+        }
+    }
+    id
+}
+
+/// The runner's tallies from its final line (`1 failed, 9 passed, 24 subtests passed
+/// in 0.91s`): errors count as failed, xfailed as skipped; xpassed, deselected,
+/// warnings, reruns and subtest clauses are not tests of their own.
+fn tally(line: &str) -> Option<crate::check::model::Counts> {
+    let body = line.trim_start_matches(['=', ' ']);
+    let body = &body[..body.rfind(" in ")?];
+    let mut c = crate::check::model::Counts::default();
+    let mut any = false;
+    for clause in body.split(", ") {
+        let Some((n, word)) = clause.trim().split_once(' ') else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u64>() else { continue };
+        any = true;
+        match word {
+            "passed" => c.passed += n,
+            "failed" | "error" | "errors" => c.failed += n,
+            "skipped" | "xfailed" => c.skipped += n,
+            _ => {}
+        }
+    }
+    any.then_some(c)
 }
 
 /// Splits `nodeid - message` at the first ` - ` outside brackets.
@@ -144,6 +209,10 @@ struct TestState {
     outcome: Option<Outcome>,
     rerun: bool,
     message: Option<String>,
+    /// A subtest failed; the test's own line then counts it passed in the tally.
+    sub_failed: bool,
+    /// The test's own line said PASSED (kept apart from the folded outcome).
+    own_passed: bool,
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -165,24 +234,47 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     let mut pending: Option<String> = None;
     let mut section_msgs: Vec<(String, String)> = Vec::new();
     let mut collection_error: Option<String> = None;
+    let mut summary = None;
+    let mut collection_errors = 0u64;
     if let Some(r) = res() {
-        let mut report = |id: &str, o: Option<Outcome>, rerun: bool, msg: Option<&str>| {
+        let mut report = |id: &str, word: &str, msg: Option<&str>| {
+            let w = status(word);
+            let id = match w {
+                Word::SubFail | Word::SubOther => parent_of(id),
+                _ => id,
+            };
             let st = states.entry(id.to_string()).or_insert_with(|| {
                 order.push(id.to_string());
                 TestState::default()
             });
-            if rerun {
-                st.rerun = true;
-                st.outcome = None;
-                return;
-            }
-            let Some(o) = o else { return };
+            let unknown;
+            let (o, msg) = match w {
+                Word::Rerun => {
+                    st.rerun = true;
+                    st.outcome = None;
+                    return;
+                }
+                Word::SubOther => return,
+                Word::SubFail => {
+                    st.sub_failed = true;
+                    (Outcome::Failed, msg)
+                }
+                Word::Own(o) => {
+                    st.own_passed |= o == Outcome::Passed;
+                    (o, msg)
+                }
+                Word::Unknown => {
+                    unknown =
+                        format!("pytest reported `{word}`, a result word loopexec does not know");
+                    (Outcome::Errored, Some(unknown.as_str()))
+                }
+            };
             let keep_failing = st.outcome.is_some_and(Outcome::is_failing) && !o.is_failing();
             if !keep_failing {
                 st.outcome = Some(o);
             }
             if let Some(m) = msg {
-                if o.is_failing() {
+                if o.is_failing() && (st.message.is_none() || w != Word::Unknown) {
                     st.message = Some(m.to_string());
                 }
             }
@@ -192,6 +284,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
             let line = line.trim_end();
             if r.final_line.is_match(line) {
                 finished = true;
+                summary = tally(line);
                 return;
             }
             if let Some(m) = r.banner.captures(line) {
@@ -223,18 +316,19 @@ pub fn parse(t: &TextInput) -> ParsedRun {
                     if let Some(m) = r.xdist.captures(line) {
                         let id = m[2].trim();
                         if id.contains("::") {
-                            report(id, status(&m[1]), &m[1] == "RERUN", None);
+                            report(id, &m[1], None);
                         }
-                    } else if let Some(m) = r.verbose.captures(line) {
-                        let id = m[1].trim();
-                        if id.contains("::") {
-                            report(id, status(&m[2]), &m[2] == "RERUN", None);
-                        }
+                    } else if let Some(m) = r
+                        .verbose
+                        .captures(line)
+                        .filter(|m| m[1].trim().contains("::"))
+                    {
+                        report(m[1].trim(), &m[2], None);
                         pending = None;
                     } else if let Some(m) = r.bare_status.captures(line) {
                         // `-s -v`: the test's own output pushed the status word down
                         if let Some(id) = pending.take() {
-                            report(&id, status(&m[1]), &m[1] == "RERUN", None);
+                            report(&id, &m[1], None);
                         }
                     } else if let Some(id) = leading_nodeid(line) {
                         pending = Some(id.to_string());
@@ -244,14 +338,15 @@ pub fn parse(t: &TextInput) -> ParsedRun {
                     if let Some(m) = r.summary.captures(line) {
                         let (id, msg) = split_summary(&m[2]);
                         if id.contains("::") && !id.starts_with('[') {
-                            report(id.trim(), status(&m[1]), false, msg);
+                            report(id.trim(), &m[1], msg);
                         } else if &m[1] == "ERROR" {
+                            collection_errors += 1;
                             collection_error.get_or_insert_with(|| line.to_string());
                         }
                     }
                 }
                 Phase::Sections => {
-                    if let Some(key) = section_key(line) {
+                    if let Some(key) = section_key(line).map(|k| parent_of(&k).to_string()) {
                         if section_msgs.len() < 10_000 {
                             section_msgs.push((key, String::new()));
                         }
@@ -279,6 +374,18 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         }
     }
     let mut c = Collector::new();
+    if let Some(mut s) = summary {
+        // a test whose subtest failed is read as failed; pytest's tally counted the
+        // subtest's failure and the test's own pass
+        let folded = states
+            .values()
+            .filter(|s| s.sub_failed && s.own_passed)
+            .count();
+        s.passed = s.passed.saturating_sub(folded as u64);
+        // a file that failed to collect is in the errors clause, but is no test
+        s.failed = s.failed.saturating_sub(collection_errors);
+        c.set_summary(s);
+    }
     for id in &order {
         let Some(st) = states.get(id) else { continue };
         let Some(o) = st.outcome else { continue };
@@ -289,8 +396,14 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         };
         c.record(id, o, st.message.clone());
     }
-    let unattributed = collection_error.is_some() || interrupted.is_some();
-    let message = collection_error.or(interrupted.clone());
+    // exit 0 without pytest's final line: the process was ended from inside
+    // (`os._exit(0)`, a plugin calling exit) before pytest could report; what did not
+    // print is unknown, so the run is not green
+    let cut_short = (!finished && t.exit_code == Some(0)).then(|| {
+        "pytest exited 0 before printing its final count line: the run was cut short".to_string()
+    });
+    let unattributed = collection_error.is_some() || interrupted.is_some() || cut_short.is_some();
+    let message = collection_error.or(interrupted.clone()).or(cut_short);
     c.finish(RunEnd {
         format: Format::Pytest,
         runner: "pytest",
@@ -377,5 +490,58 @@ ERROR t.py::a - RuntimeError: teardown\n=== 1 passed, 1 error, 1 rerun in 0.01s 
         assert!(r.unattributed_failure, "red with nothing failing");
         let r = run("=== test session starts ===\ncollected 2 items / 2 deselected / 0 selected\n\n=== 2 deselected in 0.01s ===\n", 5);
         assert!(r.complete && !r.unattributed_failure && r.tests.is_empty());
+    }
+
+    #[test]
+    fn result_words_subtests_and_endings() {
+        // (stdout, exit, failing ids, passed ids, complete, unattributed)
+        type Row<'a> = (&'a str, i32, &'a [&'a str], &'a [&'a str], bool, bool);
+        let table: &[Row] = &[
+            // pytest-subtests: SUBFAIL then the parent's PASSED is one failing test
+            (
+                "t.py::T::a [x: 1] SUBFAIL [ 50%]\nt.py::T::a PASSED [ 50%]\nt.py::T::b PASSED [100%]\n=== 1 failed, 2 passed in 0.1s ===\n",
+                1,
+                &["t.py::T::a"],
+                &["t.py::T::b"],
+                true,
+                false,
+            ),
+            // a word pytest does not print is never a pass
+            (
+                "t.py::a WEIRDO [100%]\n=== 1 passed in 0.1s ===\n",
+                1,
+                &["t.py::a"],
+                &[],
+                true,
+                false,
+            ),
+            // pytest 9's extra clause still ends the run
+            (
+                "t.py::a PASSED [100%]\n=== 1 passed, 3 subtests passed in 0.1s ===\n",
+                0,
+                &[],
+                &["t.py::a"],
+                true,
+                false,
+            ),
+            // os._exit(0) mid-line: exit 0 without the final line is not green
+            ("t.py::a PASSED [ 50%]\nt.py::b ", 0, &["pytest::<unattributed>"], &["t.py::a"], false, true),
+        ];
+        for (out, exit, failing, passed, complete, unattr) in table {
+            let r = run(out, *exit);
+            let f: Vec<String> = r.failing().into_iter().collect();
+            let p: Vec<String> = r.passing().into_iter().collect();
+            assert_eq!(f, failing.to_vec(), "{out}");
+            assert_eq!(p, passed.to_vec(), "{out}");
+            assert_eq!(
+                (r.complete, r.unattributed_failure),
+                (*complete, *unattr),
+                "{out}"
+            );
+        }
+        // the subtest fold keeps the tally consistent with the named tests
+        let r = run(table[0].0, 1);
+        let c = r.counts();
+        assert_eq!((c.passed, c.failed), (1, 1));
     }
 }

@@ -10,9 +10,14 @@
 //! Ids are full descriptions (group and example texts joined with spaces, as RSpec
 //! builds them). In the tree a line is a group when the next non-empty line is
 //! indented deeper, otherwise an example (passed unless suffixed). Pending examples
-//! are skipped, even when their body failed as expected. `errors occurred outside
-//! of examples` is an unattributed failure. Complete = the `N examples` line was
-//! printed.
+//! are skipped, even when their body failed as expected. Only an indented tree line
+//! can be an example (every example sits in a group); RSpec's own notices (`Run
+//! options:`, `Randomized with seed`, `No examples found.`) are not tree lines, and an
+//! `An error occurred ...` block (a spec file that fails to load, a failing
+//! `before(:suite)` hook) up to the next notice or `Finished in` holds no example:
+//! such an error, and `errors occurred outside of examples`, is an unattributed
+//! failure. Complete = the `N examples` line was printed (the runner reached its end).
+//! The tally is that line: failures, pending, and the rest of the examples passed.
 
 use super::util::{feed_lines, indent_and_body, strip_ansi, Collector};
 use super::TextInput;
@@ -24,7 +29,49 @@ enum Section {
     Pending,
     Failures,
     FailedList,
+    /// An `An error occurred ...` block: error text, never examples.
+    OutsideError,
     Done,
+}
+
+/// RSpec's notices at the left margin, which are never groups or examples.
+fn is_notice(body: &str) -> bool {
+    [
+        "Run options:",
+        "Randomized with seed",
+        "No examples found",
+        "All examples were filtered out",
+    ]
+    .iter()
+    .any(|p| body.starts_with(p))
+}
+
+/// The tally in `N examples, F failures[, P pending][, E errors occurred outside of
+/// examples]`: failures, pending, and the other examples passed.
+fn tally(body: &str) -> Option<crate::check::model::Counts> {
+    let mut examples = None;
+    let mut failures = 0u64;
+    let mut pending = 0u64;
+    for clause in body.split(", ") {
+        let Some((n, word)) = clause.split_once(' ') else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u64>() else { continue };
+        if word.starts_with("example") {
+            examples = Some(n);
+        } else if word.starts_with("failure") {
+            failures = n;
+        } else if word.starts_with("pending") {
+            pending = n;
+        }
+    }
+    let examples = examples?;
+    Some(crate::check::model::Counts {
+        passed: examples.saturating_sub(failures + pending),
+        failed: failures,
+        skipped: pending,
+        flaky: 0,
+    })
 }
 
 struct State {
@@ -55,7 +102,7 @@ impl State {
             if next_indent.is_some_and(|n| n > indent) {
                 self.stack.retain(|(i, _)| *i < indent);
                 self.stack.push((indent, text));
-            } else {
+            } else if indent > 0 {
                 let id = self.path(indent, &text);
                 self.c.record(&id, Outcome::Passed, None);
             }
@@ -80,8 +127,13 @@ impl State {
                 "Failed examples:" => Some(Section::FailedList),
                 b if b.starts_with("Pending:") => Some(Section::Pending),
                 b if b.starts_with("Finished in ") => Some(Section::Done),
+                b if b.starts_with("An error occurred ") => Some(Section::OutsideError),
+                b if is_notice(b) && self.section == Section::OutsideError => Some(Section::Tree),
                 _ => None,
             };
+            if next == Some(Section::OutsideError) {
+                self.outside.get_or_insert_with(|| body.to_string());
+            }
             if let Some(s) = next {
                 self.resolve(None);
                 self.flush_entry();
@@ -90,15 +142,18 @@ impl State {
             }
             if body.contains(" example") && body.contains(" failure") {
                 self.summary = true;
+                if let Some(c) = tally(body) {
+                    self.c.set_summary(c);
+                }
                 if body.contains("outside of examples") {
-                    self.outside = Some(body.to_string());
+                    self.outside.get_or_insert_with(|| body.to_string());
                 }
                 return;
             }
         }
         match self.section {
             Section::Tree => {
-                if indent == 0 && body.chars().all(|c| ".F*E".contains(c)) {
+                if indent == 0 && (body.chars().all(|c| ".F*E".contains(c)) || is_notice(body)) {
                     return;
                 }
                 self.resolve(Some(indent));
@@ -151,6 +206,14 @@ impl State {
                     }
                 }
             }
+            Section::OutsideError => {
+                if let Some(m) = self.outside.as_mut() {
+                    if m.len() < 1024 && !body.starts_with("# ") {
+                        m.push('\n');
+                        m.push_str(body);
+                    }
+                }
+            }
             Section::Done => {}
         }
     }
@@ -175,7 +238,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     st.c.finish_text(
         Format::Rspec,
         "rspec",
-        st.summary && st.outside.is_none(),
+        st.summary,
         st.outside,
         t.exit_code,
         diagnostics,

@@ -61,6 +61,9 @@ pub(super) fn load_expected(path: &Path) -> Result<Value, LoadError> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Check {
     All,
+    /// Everything but `counts`: the report lacks a tally only the console prints
+    /// (nextest's JUnit omits the skipped tests its summary counts).
+    AllButCounts,
     /// Compare only failing and flaky (plus names, not counts, of passed/skipped).
     NoCompletenessNoSkippedCounts,
     /// Compare failing, complete and unattributed only.
@@ -96,7 +99,7 @@ pub(super) fn compare(exp: &Value, run: &ParsedRun, check: Check) -> Vec<String>
             continue;
         };
         let names_only = match check {
-            Check::All => false,
+            Check::All | Check::AllButCounts => false,
             Check::NoCompletenessNoSkippedCounts => matches!(group, "passed" | "skipped"),
             Check::FailingOnly => {
                 if group != "failing" {
@@ -129,6 +132,50 @@ pub(super) fn compare(exp: &Value, run: &ParsedRun, check: Check) -> Vec<String>
                 ids.len(),
                 want.len()
             ));
+        }
+    }
+    if check == Check::All {
+        problems.extend(compare_counts_and_messages(exp, run));
+    }
+    problems
+}
+
+/// The `counts` (each non-null one equals [`ParsedRun::counts`]) and `messages` (the
+/// one test whose id contains the name carries a message containing the text) parts
+/// of an expectation, as check-parse compares them.
+fn compare_counts_and_messages(exp: &Value, run: &ParsedRun) -> Vec<String> {
+    let mut problems = Vec::new();
+    if let Some(want) = exp.get("counts").and_then(Value::as_object) {
+        let have = run.counts();
+        for (key, got) in [
+            ("passed", have.passed),
+            ("failed", have.failed),
+            ("skipped", have.skipped),
+            ("flaky", have.flaky),
+        ] {
+            if let Some(w) = want.get(key).and_then(Value::as_u64) {
+                if w != got {
+                    problems.push(format!("counts.{key}={got} expected {w}"));
+                }
+            }
+        }
+    }
+    if let Some(msgs) = exp.get("messages").and_then(Value::as_object) {
+        for (name, text) in msgs {
+            let text = text.as_str().unwrap_or_default();
+            let hits: Vec<_> = run
+                .tests
+                .iter()
+                .filter(|t| t.id.contains(name.as_str()))
+                .collect();
+            let ok =
+                matches!(hits.as_slice(), [t] if t.message.as_deref().unwrap_or("").contains(text));
+            if !ok {
+                let got = hits.first().and_then(|t| t.message.clone());
+                problems.push(format!(
+                    "message of {name}: {got:?}, expected it to contain {text:?}"
+                ));
+            }
         }
     }
     problems

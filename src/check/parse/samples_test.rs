@@ -10,24 +10,12 @@
 //! in [`KNOWN_DIVERGENT`] with the reason; their mismatches are printed, not failed.
 
 use super::samples::{compare, expected_files, fixtures_dir, load_expected, Check};
-use super::{parse, CheckInput, FormatChoice};
+use super::{parse_command, CheckInput, FormatChoice};
 use crate::check::model::UNATTRIBUTED_SUFFIX;
 use std::path::{Path, PathBuf};
 
 /// Samples whose expectation rests on facts the captured output does not contain.
 const KNOWN_DIVERGENT: &[(&str, &str)] = &[
-    (
-        "rust-libtest/cargo_test.expected.json",
-        "fail-fast stop after the lib target: stdout and stderr are byte for byte those of `cargo test --lib`, whose samples expect complete",
-    ),
-    (
-        "rust-libtest/cargo_test_color_always.expected.json",
-        "same as cargo_test, coloured",
-    ),
-    (
-        "rust-libtest/cargo_test_2_integration_same_name.expected.json",
-        "fail-fast stop; output identical to `cargo test --test integration`",
-    ),
     (
         "node-test/node_test_dot.expected.json",
         "dot reporter lists a failing describe suite exactly like a failing parent test",
@@ -71,7 +59,7 @@ fn check_sample(exp_path: &Path) -> Vec<String> {
         .get("exit_code")
         .and_then(serde_json::Value::as_i64)
         .and_then(|c| i32::try_from(c).ok());
-    let mut run = parse(
+    let mut run = parse_command(
         &CheckInput {
             stdout: has_out.then_some(stdout.as_path()),
             stderr: has_err.then_some(stderr.as_path()),
@@ -79,6 +67,7 @@ fn check_sample(exp_path: &Path) -> Vec<String> {
             reports: &reports,
         },
         FormatChoice::Auto,
+        exp.get("command").and_then(serde_json::Value::as_str),
     );
     // The synthetic `<runner>::<unattributed>` member is in no expected group.
     run.tests.retain(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX));

@@ -49,6 +49,7 @@ pub struct RunBuilder {
     unattributed: bool,
     unattributed_message: Option<String>,
     diagnostics: Vec<String>,
+    summary: Option<crate::check::model::Counts>,
 }
 
 impl RunBuilder {
@@ -64,7 +65,13 @@ impl RunBuilder {
             unattributed: false,
             unattributed_message: None,
             diagnostics: Vec::new(),
+            summary: None,
         }
+    }
+
+    /// Records the report's own totals (see [`ParsedRun::summary`]).
+    pub fn set_summary(&mut self, counts: crate::check::model::Counts) {
+        self.summary = Some(counts);
     }
 
     /// Changes the reported format (when it is only known after reading).
@@ -152,6 +159,8 @@ impl RunBuilder {
             unattributed_failure: self.unattributed,
             tests: self.tests,
             diagnostics: self.diagnostics,
+            summary: self.summary,
+            not_run: None,
         }
     }
 

@@ -215,6 +215,7 @@ pub fn feed_lines(path: Option<&Path>, diagnostics: &mut Vec<String>, mut f: imp
 #[derive(Debug, Default)]
 pub struct Collector {
     tests: Vec<TestResult>,
+    summary: Option<crate::check::model::Counts>,
     index: HashMap<String, usize>,
     seen: HashMap<String, usize>,
 }
@@ -299,6 +300,12 @@ impl Collector {
         }
     }
 
+    /// Records the runner's own tallies (its summary line or progress marks); see
+    /// [`ParsedRun::summary`].
+    pub fn set_summary(&mut self, counts: crate::check::model::Counts) {
+        self.summary = Some(counts);
+    }
+
     /// The outcome currently recorded for `id`.
     #[must_use]
     pub fn outcome(&self, id: &str) -> Option<Outcome> {
@@ -358,6 +365,7 @@ impl Collector {
     /// `message` and `unattributed_failure` is set.
     #[must_use]
     pub fn finish(self, end: RunEnd<'_>) -> ParsedRun {
+        let summary = self.summary;
         let mut tests = self.tests;
         let mut unattr = end.unattributed;
         if end.red && !tests.iter().any(|t| t.outcome.is_failing()) {
@@ -372,6 +380,8 @@ impl Collector {
             unattributed_failure: unattr,
             tests,
             diagnostics: end.diagnostics,
+            summary,
+            not_run: None,
         }
     }
 }
@@ -393,6 +403,56 @@ pub struct RunEnd<'a> {
     pub message: Option<String>,
     /// Problems met while reading.
     pub diagnostics: Vec<String>,
+}
+
+/// The group a tally word counts in (see [`tally`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    Passed,
+    Failed,
+    Skipped,
+    Flaky,
+    /// Not a test group (totals, durations, assertions, warnings, subtests).
+    Other,
+}
+
+/// Reads a runner's summary text for `N word` clauses (`4 failed, 8 passed`, `4
+/// failed | 8 passed (14)`) or, with `number_after`, `Word: N` clauses (PHPUnit's
+/// `Errors: 1, Failures: 2`), and adds each number to the group `group` gives its
+/// word (lower-cased). `None` when no clause was found.
+#[must_use]
+pub fn tally(
+    text: &str,
+    number_after: bool,
+    group: impl Fn(&str) -> Group,
+) -> Option<crate::check::model::Counts> {
+    static NW: OnceLock<Regex> = OnceLock::new();
+    static WN: OnceLock<Regex> = OnceLock::new();
+    let r = if number_after {
+        re(&WN, r"([A-Za-z][A-Za-z ]*?):\s*(\d+)")
+    } else {
+        re(&NW, r"(\d+)\s+([A-Za-z]+)")
+    };
+    let mut c = crate::check::model::Counts::default();
+    let mut any = false;
+    for m in r.captures_iter(text) {
+        let (n, word) = if number_after {
+            (&m[2], &m[1])
+        } else {
+            (&m[1], &m[2])
+        };
+        let Ok(n) = n.parse::<u64>() else { continue };
+        any = true;
+        let slot = match group(&word.trim().to_ascii_lowercase()) {
+            Group::Passed => &mut c.passed,
+            Group::Failed => &mut c.failed,
+            Group::Skipped => &mut c.skipped,
+            Group::Flaky => &mut c.flaky,
+            Group::Other => continue,
+        };
+        *slot = slot.saturating_add(n);
+    }
+    any.then_some(c)
 }
 
 /// Splits `line`, trailing white space removed, into its indentation (bytes of leading

@@ -15,7 +15,7 @@
 //! `Unhandled Errors`, `Failed Suites`) is an unattributed failure. Complete = the
 //! `Tests` summary line was printed.
 
-use super::util::{feed_lines, indent_and_body, strip_ansi, trim_duration, Collector};
+use super::util::{feed_lines, indent_and_body, strip_ansi, trim_duration, Collector, Group};
 use super::TextInput;
 use crate::check::model::{Format, Outcome, ParsedRun};
 
@@ -62,6 +62,16 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         let (indent, body) = indent_and_body(&line);
         if body.starts_with("Tests ") && body.ends_with(')') {
             summary = true;
+            // `Tests  4 failed | 8 passed | 1 skipped | 1 todo (14)`
+            let clauses = body.rsplit_once('(').map_or(body, |(c, _)| c);
+            if let Some(s) = super::util::tally(clauses, false, |w| match w {
+                "passed" => Group::Passed,
+                "failed" => Group::Failed,
+                "skipped" | "todo" => Group::Skipped,
+                _ => Group::Other,
+            }) {
+                c.set_summary(s);
+            }
             file = None;
             return;
         }

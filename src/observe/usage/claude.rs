@@ -8,14 +8,23 @@
 //!   `message.id` repeated across content blocks counts once: the session keeps the
 //!   field-wise maximum per id and adds only the growth. Messages without an id each
 //!   count.
-//! * A `result` line is authoritative and supersedes the running sum. Its tokens are
+//! * A `result` line is authoritative and supersedes the running sum. Its figures are
+//!   cumulative for the session, so a session keeps their running maximum: a later
+//!   `result` whose figures are all lower or equal (Claude Code 2.1.1–2.1.6 printed a
+//!   second, zero-cost `error_during_execution` result for the same session) changes
+//!   nothing, its status included; one that grows any figure is taken field-wise
+//!   with the maximum. Its tokens are
 //!   the sum over `modelUsage` (every model, auxiliary ones included, since they are
 //!   spend), or its `usage` when `modelUsage` is absent. Its cost is `total_cost_usd`
 //!   (older CLIs: `cost_usd`), else the sum of `modelUsage.*.costUSD` when every entry
 //!   has one (both `Reported`), else an estimate from [`super::Pricing`].
-//! * The primary model is the `init` line's `model`. Without an init line it is the
-//!   model with the most output tokens (ties: higher `costUSD`, then the smaller id):
-//!   background work by a small model reads much but writes little.
+//! * The primary model is what the CLI marks as the main model: the `model` of the
+//!   session's top-level `assistant` messages (`parent_tool_use_id` null; the most
+//!   frequent, ties to the latest). A utility call on another model is auxiliary; an
+//!   assistant message from a model other than the one `init` declared makes that
+//!   model the primary, so the drift detector sees it. Without assistant messages it
+//!   is the `init` line's `model`; with neither (plain `--output-format json`) the
+//!   model with the most output tokens (ties: higher `costUSD`, then the smaller id).
 //! * Without a `result` (mid-stream, or a killed agent) the cost is estimated from
 //!   the running sum.
 
@@ -41,6 +50,9 @@ struct Session {
     /// Running sum per model over assistant messages.
     running: BTreeMap<String, Tokens>,
     result: Option<ResultFigures>,
+    /// Top-level assistant messages per model: (count, order of the latest).
+    assistant_models: BTreeMap<String, (u64, u64)>,
+    assistant_seen: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -76,8 +88,19 @@ impl ClaudeState {
             }
             "assistant" => {
                 let msg = v.get("message")?.as_object()?;
+                let top_level = v.get("parent_tool_use_id").map_or(true, Value::is_null);
                 let s = self.session(sid);
                 s.streamed = true;
+                if let Some(m) = msg.get("model").and_then(Value::as_str) {
+                    // `<synthetic>` marks messages the CLI wrote itself (errors)
+                    if top_level && !m.is_empty() && !m.starts_with('<') {
+                        s.assistant_seen += 1;
+                        let order = s.assistant_seen;
+                        let e = s.assistant_models.entry(m.to_owned()).or_default();
+                        e.0 += 1;
+                        e.1 = order;
+                    }
+                }
                 if let Some(usage) = msg.get("usage") {
                     let model = msg
                         .get("model")
@@ -122,7 +145,10 @@ impl ClaudeState {
                 }
                 let r = parse_result(v);
                 let s = self.session(sid);
-                s.result = Some(r);
+                s.result = Some(match s.result.take() {
+                    Some(old) => old.merge(r),
+                    None => r,
+                });
                 Some(if s.streamed {
                     UsageSource::ClaudeStreamJson
                 } else {
@@ -243,11 +269,20 @@ impl Session {
         part
     }
 
-    /// The primary identity: the init model when there is one, else `fallback`.
+    /// The model of the session's top-level assistant messages (module doc).
+    fn assistant_model(&self) -> Option<&str> {
+        self.assistant_models
+            .iter()
+            .max_by_key(|(_, (n, last))| (*n, *last))
+            .map(|(m, _)| m.as_str())
+    }
+
+    /// The primary identity: the assistant messages' model, else the init model,
+    /// else `fallback`.
     fn identity(&self, fallback: Option<&str>) -> Option<ModelIdentity> {
         let model = self
-            .init_model
-            .as_deref()
+            .assistant_model()
+            .or(self.init_model.as_deref())
             .or(fallback)
             .filter(|m| !m.is_empty())?;
         let mut id = ModelIdentity::from_model_id(model, None, Some("claude-code"));
@@ -286,6 +321,52 @@ fn usage_tokens(u: &Value) -> Tokens {
         cached: u64_field(u, "cache_read_input_tokens"),
         cache_creation: u64_field(u, "cache_creation_input_tokens"),
         output: u64_field(u, "output_tokens"),
+    }
+}
+
+impl ResultFigures {
+    /// All tokens the record counts (`modelUsage`, else `usage`).
+    fn tokens(&self) -> u64 {
+        if self.by_model.is_empty() {
+            self.usage.map_or(0, |u| u.sum())
+        } else {
+            self.by_model.values().map(|(t, _)| t.sum()).sum()
+        }
+    }
+
+    /// Joins a later `result` of the same session (see the module doc): one that
+    /// grows no figure is ignored; otherwise each figure is the larger of the two and
+    /// the status is the later record's.
+    fn merge(self, later: ResultFigures) -> ResultFigures {
+        let grows = later.cost.unwrap_or(0.0) > self.cost.unwrap_or(0.0)
+            || later.tokens() > self.tokens()
+            || later.num_turns.unwrap_or(0) > self.num_turns.unwrap_or(0);
+        if !grows {
+            return self;
+        }
+        let mut by_model = self.by_model;
+        for (m, (t, c)) in later.by_model {
+            let e = by_model.entry(m).or_insert((Tokens::default(), None));
+            e.0 = e.0.max(&t);
+            e.1 = match (e.1, c) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        ResultFigures {
+            by_model,
+            usage: match (self.usage, later.usage) {
+                (Some(a), Some(b)) => Some(a.max(&b)),
+                (a, b) => a.or(b),
+            },
+            cost: match (self.cost, later.cost) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            },
+            num_turns: self.num_turns.max(later.num_turns),
+            is_error: later.is_error.or(self.is_error),
+            subtype: later.subtype.or(self.subtype),
+        }
     }
 }
 

@@ -12,6 +12,15 @@
 //! A `turn.completed` before any `thread.started` is counted whole and not carried.
 //! The run failed (`is_error`) when a turn failed, or when an `error` event was not
 //! followed by any completed turn (a completed turn after an `error` was a retry).
+//!
+//! Codex before 0.44 printed `{"id":"<submission>","msg":{"type":…}}` events instead
+//! ([`legacy_msg`]): `session_configured` names the `model` (the primary identity),
+//! `token_count` carries `input_tokens` (cached included), `cached_input_tokens`,
+//! `output_tokens` (reasoning included) — flat, or as `info.total_token_usage` in
+//! later legacy builds — as running totals of the session, so the largest seen
+//! counts; `error` and `stream_error` events mark a failure unless a later
+//! `task_complete` follows. Those totals are not carried between iterations (the
+//! legacy stream has no thread to resume).
 
 use super::pricing::PriceTable;
 use super::{u64_field, Part, PartCost, Tokens, UsageSource};
@@ -72,8 +81,22 @@ pub(crate) fn is_codex_event(t: &str) -> bool {
     t == "thread.started" || t == "error" || t.starts_with("turn.") || t.starts_with("item.")
 }
 
+/// The `msg` object of a legacy (before 0.44) `codex exec --json` event:
+/// `{"id": "...", "msg": {"type": "...", ...}}`.
+pub(crate) fn legacy_msg(v: &Value) -> Option<&Value> {
+    v.get("id")?;
+    let msg = v.get("msg")?;
+    msg.get("type")?.as_str()?;
+    Some(msg)
+}
+
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CodexState {
+    /// Legacy stream: the model `session_configured` named.
+    legacy_model: Option<String>,
+    /// Legacy stream: the largest `token_count` totals seen.
+    legacy_totals: Option<CodexTotals>,
+    legacy_completed: bool,
     prior: BTreeMap<String, CodexTotals>,
     current: Option<String>,
     latest: BTreeMap<String, CodexTotals>,
@@ -124,6 +147,38 @@ impl CodexState {
         Some(UsageSource::CodexJson)
     }
 
+    /// Takes one legacy event's `msg` (see [`legacy_msg`]).
+    pub(crate) fn feed_legacy(&mut self, msg: &Value) -> Option<UsageSource> {
+        self.seen = true;
+        match msg.get("type").and_then(Value::as_str)? {
+            "session_configured" => {
+                if let Some(m) = msg.get("model").and_then(Value::as_str) {
+                    self.legacy_model = Some(m.to_owned());
+                }
+            }
+            "token_count" => {
+                let u = msg
+                    .get("info")
+                    .and_then(|i| i.get("total_token_usage"))
+                    .unwrap_or(msg);
+                let totals = CodexTotals {
+                    input_tokens: u64_field(u, "input_tokens"),
+                    cached_input_tokens: u64_field(u, "cached_input_tokens"),
+                    output_tokens: u64_field(u, "output_tokens"),
+                };
+                let slot = self.legacy_totals.get_or_insert_with(CodexTotals::default);
+                *slot = slot.max(totals);
+            }
+            "task_complete" => {
+                self.completed += 1;
+                self.legacy_completed = true;
+            }
+            "error" | "stream_error" => self.errored = true,
+            _ => {}
+        }
+        Some(UsageSource::CodexJson)
+    }
+
     /// This iteration's codex spend; `None` when no codex event was seen.
     pub(crate) fn part(&self, prices: &PriceTable) -> Option<Part> {
         if !self.seen {
@@ -136,8 +191,16 @@ impl CodexState {
         if let Some(u) = self.unthreaded {
             tokens.add(&u.tokens());
         }
-        let cost = PartCost::estimate(prices, [(None, &tokens)]);
+        if let Some(u) = self.legacy_totals {
+            tokens.add(&u.tokens());
+        }
+        let model = self.legacy_model.as_deref();
+        let cost = PartCost::estimate(prices, [(model, &tokens)]);
         let mut p = Part::new(tokens, cost);
+        if let Some(m) = model {
+            p.models = vec![m.to_owned()];
+            p.primary = Some(super::ModelIdentity::from_model_id(m, None, Some("codex")));
+        }
         let turns = self.completed + self.failed;
         if turns > 0 {
             p.num_turns = Some(turns);

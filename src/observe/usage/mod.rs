@@ -26,7 +26,13 @@
 //!   without parsing; the caller is expected to cap lines (e.g. at 1 MiB) before
 //!   feeding them, so nothing here buffers an unbounded line. A pretty-printed object
 //!   (first line exactly `{`, last line exactly `}` at column 0, as `JSON.stringify(v,
-//!   null, 2)` prints) is reassembled, up to [`MAX_PENDING_BYTES`].
+//!   null, 2)` prints) is reassembled, up to [`MAX_PENDING_BYTES`]. A line holding a
+//!   JSON array (Claude's `--output-format json` with verbose on prints its whole
+//!   event list as one array) is read as its object elements, in order.
+//! * Cumulative figures (a Claude session's `result`, a codex thread's totals) are kept
+//!   as a running maximum: a later record with lower figures (Claude Code 2.1.1–2.1.6
+//!   printed a spurious zero-cost second `result` for the same session) never lowers
+//!   the spend.
 //! * Sources add up: figures from stdout and from the usage file are summed, so a
 //!   wrapper must only write to the usage file what the agent's stdout does not show.
 
@@ -336,6 +342,9 @@ impl UsageMeter {
 
     /// Routes one stdout object to its parser; returns the source it belonged to.
     fn dispatch_stdout(&mut self, v: &Value) -> Option<UsageSource> {
+        if let Some(msg) = codex::legacy_msg(v) {
+            return self.codex.feed_legacy(msg);
+        }
         let ty = v.get("type").and_then(Value::as_str);
         match ty {
             Some("system" | "assistant" | "user" | "result") => self.claude.feed(v),
@@ -455,6 +464,11 @@ impl Framer {
         }
         match serde_json::from_slice::<Value>(line) {
             Ok(v) if v.is_object() => (vec![v], skipped),
+            // `claude -p --output-format json` with verbose on: one array of events
+            Ok(Value::Array(items)) if items.iter().any(Value::is_object) => (
+                items.into_iter().filter(Value::is_object).collect(),
+                skipped,
+            ),
             _ => (Vec::new(), skipped + 1),
         }
     }

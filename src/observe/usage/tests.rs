@@ -488,3 +488,148 @@ fn usage_file_record_with_only_a_cost_is_metered() {
     m.feed_usage_file_line(br#"{"cost_usd": 2.0, "model": "m1"}"#);
     assert_eq!(m.snapshot().cost_usd, Some(2.0));
 }
+
+/// The agent-output field samples (`fixtures/agent-output/field/`, right readings in
+/// its README): shapes real CLIs shipped that broke tools reading them.
+struct FieldSample {
+    name: &'static str,
+    text: &'static str,
+    cost: Option<f64>,
+    kind: Option<FigureKind>,
+    input: u64,
+    cached: u64,
+    output: u64,
+    primary: &'static str,
+}
+
+const FIELD: &[FieldSample] = &[
+    // a real result ($2.0751) then a ghost zero-cost result for the same session
+    FieldSample {
+        name: "claude_stream_json_ghost_result",
+        text: sample!("field/claude_stream_json_ghost_result.stdout"),
+        cost: Some(2.0751),
+        kind: Some(FigureKind::Reported),
+        input: 12,
+        cached: 1_810_221,
+        output: 31_204,
+        primary: "claude-sonnet-4-5-20250929",
+    },
+    // legacy `{"id","msg"}` events: 381674 input of which 301627 cached -> 80047 fresh
+    FieldSample {
+        name: "codex_exec_json_legacy",
+        text: sample!("field/codex_exec_json_legacy.stdout"),
+        cost: None,
+        kind: None,
+        input: 80_047,
+        cached: 301_627,
+        output: 12_384,
+        primary: "codex-mini-latest",
+    },
+    // one line holding the whole event array
+    FieldSample {
+        name: "claude_json_verbose_array",
+        text: sample!("field/claude_json_verbose_array.stdout"),
+        cost: Some(1.3104),
+        kind: Some(FigureKind::Reported),
+        input: 9,
+        cached: 402_113,
+        output: 6_120,
+        primary: "claude-opus-4-5-20251101",
+    },
+];
+
+#[test]
+fn field_samples_read_as_their_readme_says() {
+    for s in FIELD {
+        let u = meter_stdout(s.text, Pricing::default()).snapshot();
+        match s.cost {
+            Some(c) => assert!(close(u.cost_usd, c), "{}: cost {:?}", s.name, u.cost_usd),
+            None => assert_eq!(u.cost_usd, None, "{}: no cost in the stream", s.name),
+        }
+        assert_eq!(u.cost_kind, s.kind, "{}", s.name);
+        assert_eq!(
+            (u.input_tokens, u.cached_input_tokens, u.output_tokens),
+            (s.input, s.cached, s.output),
+            "{}",
+            s.name
+        );
+        assert_eq!(
+            u.primary_model.as_ref().map(|m| m.model.as_str()),
+            Some(s.primary),
+            "{}",
+            s.name
+        );
+        assert!(!u.sources.is_empty(), "{}: metered", s.name);
+    }
+}
+
+#[test]
+fn a_ghost_result_keeps_the_real_status_and_a_growing_one_updates_it() {
+    let ghost = meter_stdout(
+        sample!("field/claude_stream_json_ghost_result.stdout"),
+        Pricing::default(),
+    )
+    .snapshot();
+    assert_eq!(ghost.is_error, Some(false));
+    assert_eq!(ghost.subtype.as_deref(), Some("success"));
+    // a later result of the same session with larger figures is the new total
+    let grown = meter_stdout(
+        concat!(
+            r#"{"type":"result","subtype":"success","session_id":"s","total_cost_usd":1.0,"usage":{"input_tokens":5,"output_tokens":5}}"#,
+            "\n",
+            r#"{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"s","total_cost_usd":1.5,"usage":{"input_tokens":7,"output_tokens":9}}"#,
+            "\n"
+        ),
+        Pricing::default(),
+    )
+    .snapshot();
+    assert!(close(grown.cost_usd, 1.5));
+    assert_eq!((grown.input_tokens, grown.output_tokens), (7, 9));
+    assert_eq!(grown.subtype.as_deref(), Some("error_max_turns"));
+}
+
+#[test]
+fn primary_model_comes_from_the_assistant_messages_not_token_volume_or_init() {
+    let cases: &[(&str, &str)] = &[
+        // a utility model spends more tokens than the main one: still auxiliary
+        (
+            concat!(
+                r#"{"type":"system","subtype":"init","session_id":"s","model":"claude-sonnet-4-5"}"#,
+                "\n",
+                r#"{"type":"assistant","session_id":"s","parent_tool_use_id":null,"message":{"id":"a","model":"claude-sonnet-4-5","usage":{"input_tokens":10,"output_tokens":20}}}"#,
+                "\n",
+                r#"{"type":"result","session_id":"s","total_cost_usd":0.1,"modelUsage":{"claude-sonnet-4-5":{"inputTokens":10,"outputTokens":20},"claude-haiku-4-5":{"inputTokens":90000,"outputTokens":900}}}"#,
+                "\n",
+            ),
+            "claude-sonnet-4-5",
+        ),
+        // the assistant messages came from another model than init declared: drift
+        (
+            concat!(
+                r#"{"type":"system","subtype":"init","session_id":"s","model":"claude-opus-4-5"}"#,
+                "\n",
+                r#"{"type":"assistant","session_id":"s","parent_tool_use_id":null,"message":{"id":"a","model":"claude-sonnet-4-5","usage":{"input_tokens":1,"output_tokens":2}}}"#,
+                "\n",
+            ),
+            "claude-sonnet-4-5",
+        ),
+        // a subagent's messages (parent_tool_use_id set) do not name the primary
+        (
+            concat!(
+                r#"{"type":"system","subtype":"init","session_id":"s","model":"claude-opus-4-5"}"#,
+                "\n",
+                r#"{"type":"assistant","session_id":"s","parent_tool_use_id":"t1","message":{"id":"b","model":"claude-haiku-4-5","usage":{"input_tokens":1,"output_tokens":2}}}"#,
+                "\n",
+            ),
+            "claude-opus-4-5",
+        ),
+    ];
+    for (text, want) in cases {
+        let u = meter_stdout(text, Pricing::default()).snapshot();
+        assert_eq!(
+            u.primary_model.as_ref().map(|m| m.model.as_str()),
+            Some(*want),
+            "{text}"
+        );
+    }
+}

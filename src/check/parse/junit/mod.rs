@@ -44,7 +44,7 @@
 //! cases (gotestsum counts a package that failed to build) are flagged the same way.
 //! Input that is not well-formed before any root element is an error.
 
-use crate::check::model::{Format, Outcome, ParsedRun};
+use crate::check::model::{Counts, Format, Outcome, ParsedRun};
 use crate::check::parse::structured::{RunBuilder, StructuredError};
 use limit::LimitText;
 use quick_xml::events::{BytesStart, Event};
@@ -152,6 +152,34 @@ struct JunitParser {
     declared_children: u64,
     root_declares: bool,
     found_failures: u64,
+    /// The tally the current root declares (`tests`, `failures`, `errors`,
+    /// `skipped` attributes), when it declares one.
+    root_tally: Option<Counts>,
+    /// The tallies of the current root's top-level suites, summed.
+    children_tally: Option<Counts>,
+    /// Every root's declared tally, summed (see [`ParsedRun::summary`]).
+    tally: Option<Counts>,
+}
+
+/// The tally an element's `tests`, `failures`, `errors` and `skipped` attributes
+/// declare (errors count as failed); `None` without a `tests` attribute.
+fn declared_tally(e: &BytesStart<'_>) -> Option<Counts> {
+    let tests: u64 = attr_opt(e, b"tests")?.trim().parse().ok()?;
+    let failed = attr_u64(e, b"failures") + attr_u64(e, b"errors");
+    let skipped = attr_u64(e, b"skipped") + attr_u64(e, b"disabled");
+    Some(Counts {
+        passed: tests.saturating_sub(failed + skipped),
+        failed,
+        skipped,
+        flaky: 0,
+    })
+}
+
+fn add_tally(a: Option<Counts>, b: Option<Counts>) -> Option<Counts> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.plus(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 impl JunitParser {
@@ -167,6 +195,9 @@ impl JunitParser {
             declared_children: 0,
             root_declares: false,
             found_failures: 0,
+            root_tally: None,
+            children_tally: None,
+            tally: None,
         }
     }
 
@@ -202,6 +233,7 @@ impl JunitParser {
                     if self.stack.len() == 1 && self.stack[0] == Open::Suites {
                         let f = attr_u64(e, b"failures") + attr_u64(e, b"errors");
                         self.declared_children += f;
+                        self.children_tally = add_tally(self.children_tally, declared_tally(e));
                     }
                     self.open_suite(e);
                     Open::Suite
@@ -232,6 +264,7 @@ impl JunitParser {
 
     fn open_root(&mut self, e: &BytesStart<'_>, suites: bool) {
         self.roots_seen += 1;
+        self.root_tally = declared_tally(e);
         let has_counts = attr_opt(e, b"failures").is_some() || attr_opt(e, b"errors").is_some();
         if has_counts || !suites {
             self.root_declares = true;
@@ -321,6 +354,9 @@ impl JunitParser {
         }
         self.declared_children = 0;
         self.root_declares = false;
+        let root = self.root_tally.take().or(self.children_tally.take());
+        self.children_tally = None;
+        self.tally = add_tally(self.tally, root);
     }
 
     fn close(&mut self, kind: Open) {
@@ -425,6 +461,10 @@ impl JunitParser {
                 self.found_failures
             );
             self.builder.unattributed_with_diagnostic(text);
+        }
+        // a report cut short declares counts it never got to write
+        if let Some(t) = self.tally.filter(|_| closed) {
+            self.builder.set_summary(t);
         }
         self.builder.finish(complete)
     }

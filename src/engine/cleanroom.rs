@@ -1,0 +1,397 @@
+//! The clean room: the directory every check of a run executes in.
+//!
+//! The check never runs in the agent's working tree. Before each check run the clean
+//! room is synced to the tree under judgment — the snapshot taken after the exec, with
+//! the frozen oracle restored from t0 when `[oracle] on_edit = "restore"` — so only what
+//! is in that snapshot exists for the check: no git-ignored shim, no forged `.pyc`, no
+//! file a background process swaps in while the check runs. The sync is incremental
+//! ([`TreeScanner::sync_to`]): unchanged files keep their mtimes, so build tools reuse
+//! their work.
+//!
+//! Layout, under the user's state directory ([`state_dir`]), one per workdir (the
+//! workdir lock makes it single-user):
+//! ```text
+//! <state>/cleanrooms/<workdir digest>/tree          the clean room (the check's cwd)
+//! <state>/cleanrooms/<workdir digest>/home          HOME of the check, fresh per run
+//! <state>/cleanrooms/<workdir digest>/cargo-target  CARGO_TARGET_DIR unless the user set one
+//! <state>/cleanrooms/<workdir digest>/workdir       the workdir's path (for cleanup)
+//! ```
+//! Dependency directories (`node_modules`, a `.venv`) are not copied: they are linked
+//! to the workdir's, hashed at t0 and before and after every check, and a change is
+//! tampering (by the agent) or a hermeticity violation (by the check) unless
+//! `[clean_room] dependencies = "agent"`.
+//!
+//! The check's environment is clean: `HOME` is the run's fresh home (toolchain homes
+//! such as `CARGO_HOME`, `RUSTUP_HOME`, `GOPATH`, `PYTHONUSERBASE` keep pointing at the
+//! user's), `PATH` loses entries that are relative or inside the workdir, `GIT_*`
+//! variables are removed.
+
+use crate::observe::store::{Excludes, SnapshotStore, StoreError, SyncStats, TreeScanner};
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// The user's state directory for loopexec: `$LOOPEXEC_STATE_DIR`, else
+/// `$XDG_STATE_HOME/loopexec`, else `$HOME/.local/state/loopexec`, else
+/// `<tmp>/loopexec-<uid>`.
+#[must_use]
+pub fn state_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("LOOPEXEC_STATE_DIR").filter(|v| !v.is_empty()) {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(d).join("loopexec");
+    }
+    if let Some(h) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(h).join(".local/state/loopexec");
+    }
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    std::env::temp_dir().join(format!("loopexec-{uid}"))
+}
+
+/// `<state>/cleanrooms/<workdir digest>`: where the clean room of `workdir` lives.
+#[must_use]
+pub fn base_dir(state: &Path, workdir: &Path) -> PathBuf {
+    let digest = blake3::hash(workdir.as_os_str().as_encoded_bytes()).to_hex();
+    state.join("cleanrooms").join(&digest.as_str()[..16])
+}
+
+/// True when a live process of group `pgid` works in `workdir` or in its clean room:
+/// the check before ending a group recorded by a run that is gone.
+#[must_use]
+pub fn group_works_for(pgid: i32, workdir: &Path) -> bool {
+    crate::proc::supervise::group_works_in(pgid, workdir)
+        || crate::proc::supervise::group_works_in(pgid, &base_dir(&state_dir(), workdir))
+}
+
+/// Errors preparing or syncing the clean room.
+#[derive(Debug, thiserror::Error)]
+pub enum CleanRoomError {
+    #[error("clean room {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("clean room: {0}")]
+    Store(#[from] StoreError),
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> CleanRoomError + '_ {
+    move |source| CleanRoomError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One dependency directory linked into the clean room.
+#[derive(Debug, Clone)]
+struct Dependency {
+    /// Root-relative path (`node_modules`, `web/node_modules`, `.venv`).
+    rel: String,
+    /// Per-file stat digest at t0 (path → digest).
+    t0: BTreeMap<String, String>,
+}
+
+/// The clean room of one run.
+pub struct CleanRoom {
+    base: PathBuf,
+    root: PathBuf,
+    home: PathBuf,
+    workdir: PathBuf,
+    scanner: TreeScanner,
+    deps: Vec<Dependency>,
+}
+
+impl CleanRoom {
+    /// Prepares the clean room of `workdir` under `state` ([`state_dir`]; fresh `HOME`, the tree left as the last
+    /// run left it so the first sync is incremental). `excludes` are the snapshot's;
+    /// `dependencies` the root-relative dependency directories found at t0.
+    ///
+    /// # Errors
+    /// The state directory cannot be written.
+    pub fn prepare(
+        state: &Path,
+        workdir: &Path,
+        excludes: Excludes,
+        dependencies: &[String],
+    ) -> Result<CleanRoom, CleanRoomError> {
+        let all = state.join("cleanrooms");
+        remove_abandoned(&all);
+        let base = base_dir(state, workdir);
+        let root = base.join("tree");
+        let home = base.join("home");
+        std::fs::create_dir_all(&root).map_err(io_err(&root))?;
+        if home.exists() {
+            std::fs::remove_dir_all(&home).map_err(io_err(&home))?;
+        }
+        std::fs::create_dir_all(&home).map_err(io_err(&home))?;
+        let marker = base.join("workdir");
+        std::fs::write(&marker, workdir.as_os_str().as_encoded_bytes()).map_err(io_err(&marker))?;
+        let deps = dependencies
+            .iter()
+            .map(|rel| Dependency {
+                rel: rel.clone(),
+                t0: stat_digests(&workdir.join(rel)),
+            })
+            .collect();
+        Ok(CleanRoom {
+            scanner: TreeScanner::new(&root, excludes),
+            base,
+            root,
+            home,
+            workdir: workdir.to_path_buf(),
+            deps,
+        })
+    }
+
+    /// The directory the check runs in.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Makes the clean room equal to `tree` and links the dependency directories.
+    ///
+    /// # Errors
+    /// A store or file error.
+    pub fn sync(&mut self, store: &SnapshotStore, tree: &str) -> Result<SyncStats, CleanRoomError> {
+        let stats = self.scanner.sync_to(store, tree)?;
+        for d in &self.deps {
+            let link = self.root.join(&d.rel);
+            let target = self.workdir.join(&d.rel);
+            let ok = std::fs::read_link(&link).is_ok_and(|t| t == target);
+            if !ok {
+                if let Ok(m) = std::fs::symlink_metadata(&link) {
+                    if m.is_dir() {
+                        std::fs::remove_dir_all(&link).map_err(io_err(&link))?;
+                    } else {
+                        std::fs::remove_file(&link).map_err(io_err(&link))?;
+                    }
+                }
+                if let Some(p) = link.parent() {
+                    std::fs::create_dir_all(p).map_err(io_err(p))?;
+                }
+                std::os::unix::fs::symlink(&target, &link).map_err(io_err(&link))?;
+            }
+        }
+        Ok(stats)
+    }
+
+    /// The clean room's tree as the check left it.
+    ///
+    /// # Errors
+    /// A store or file error.
+    pub fn scan(&mut self, store: &SnapshotStore) -> Result<String, CleanRoomError> {
+        Ok(self.scanner.scan(store)?.tree)
+    }
+
+    /// Files of the dependency directories that differ from t0 (root-relative,
+    /// sorted; at most 20 listed, then `… and N more`).
+    #[must_use]
+    pub fn dependencies_changed(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for d in &self.deps {
+            let now = stat_digests(&self.workdir.join(&d.rel));
+            for (p, h) in &d.t0 {
+                if now.get(p) != Some(h) {
+                    out.push(format!("{}/{p}", d.rel));
+                }
+            }
+            for p in now.keys().filter(|p| !d.t0.contains_key(*p)) {
+                out.push(format!("{}/{p}", d.rel));
+            }
+        }
+        out.sort();
+        if out.len() > 20 {
+            let more = out.len() - 20;
+            out.truncate(20);
+            out.push(format!("… and {more} more"));
+        }
+        out
+    }
+
+    /// Accepts the dependency directories as they are now (the agent may change them).
+    pub fn rebase_dependencies(&mut self) {
+        for d in &mut self.deps {
+            d.t0 = stat_digests(&self.workdir.join(&d.rel));
+        }
+    }
+
+    /// The environment changes of a check run: `(set, remove)`. `base` is loopexec's
+    /// own environment.
+    #[must_use]
+    pub fn env(&self, base: &[(String, String)]) -> (Vec<(String, String)>, Vec<String>) {
+        let get = |k: &str| base.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        let mut set = vec![
+            ("HOME".to_string(), self.home.display().to_string()),
+            ("PWD".to_string(), self.root.display().to_string()),
+        ];
+        let mut remove = Vec::new();
+        if let Some(home) = get("HOME") {
+            let home = PathBuf::from(home);
+            for (var, sub) in [
+                ("CARGO_HOME", ".cargo"),
+                ("RUSTUP_HOME", ".rustup"),
+                ("GOPATH", "go"),
+                ("PYTHONUSERBASE", ".local"),
+                ("npm_config_cache", ".npm"),
+            ] {
+                if get(var).is_none() && home.join(sub).is_dir() {
+                    set.push((var.to_string(), home.join(sub).display().to_string()));
+                }
+            }
+            if get("GOCACHE").is_none() && home.join(".cache/go-build").is_dir() {
+                set.push((
+                    "GOCACHE".into(),
+                    home.join(".cache/go-build").display().to_string(),
+                ));
+            }
+        }
+        if get("CARGO_TARGET_DIR").is_none() {
+            set.push((
+                "CARGO_TARGET_DIR".into(),
+                self.base.join("cargo-target").display().to_string(),
+            ));
+        }
+        if let Some(path) = get("PATH") {
+            let kept: Vec<&str> = path
+                .split(':')
+                .filter(|e| {
+                    !e.is_empty()
+                        && Path::new(e).is_absolute()
+                        && !Path::new(e).starts_with(&self.workdir)
+                })
+                .collect();
+            set.push(("PATH".into(), kept.join(":")));
+        }
+        for (k, _) in base {
+            if k.starts_with("GIT_") || k.starts_with("LOOPEXEC_") {
+                remove.push(k.clone());
+            }
+        }
+        (set, remove)
+    }
+}
+
+/// Per-file digests of a directory's stat data (path, size, mode, inode, mtime and
+/// ctime — ctime moves on every write and cannot be set back), symlink targets
+/// included. Missing directory: empty.
+fn stat_digests(dir: &Path) -> BTreeMap<String, String> {
+    fn go(dir: &Path, rel: &str, out: &mut BTreeMap<String, String>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let r = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            let Ok(m) = std::fs::symlink_metadata(e.path()) else {
+                continue;
+            };
+            if m.is_dir() {
+                go(&e.path(), &r, out);
+                continue;
+            }
+            let link = std::fs::read_link(e.path())
+                .map(|t| t.display().to_string())
+                .unwrap_or_default();
+            let mut h = blake3::Hasher::new();
+            for v in [m.len(), u64::from(m.mode()), m.ino()] {
+                h.update(&v.to_le_bytes());
+            }
+            for v in [m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()] {
+                h.update(&v.to_le_bytes());
+            }
+            h.update(link.as_bytes());
+            out.insert(r, h.finalize().to_hex()[..16].to_string());
+        }
+    }
+    let mut out = BTreeMap::new();
+    go(dir, "", &mut out);
+    out
+}
+
+/// Removes clean rooms whose workdir no longer exists (temporary workdirs of tests and
+/// scripts), so the state directory does not grow without bound.
+fn remove_abandoned(all: &Path) {
+    let Ok(rd) = std::fs::read_dir(all) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let marker = e.path().join("workdir");
+        let Ok(bytes) = std::fs::read(&marker) else {
+            continue;
+        };
+        let wd = PathBuf::from(String::from_utf8_lossy(&bytes).into_owned());
+        if !wd.exists() {
+            // Best effort: a clean room that cannot be removed now is retried next run.
+            if std::fs::remove_dir_all(e.path()).is_err() {
+                continue;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_drops_workdir_path_entries_and_git_variables_and_keeps_toolchains() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(home.join(".cargo")).unwrap();
+        let wd = tmp.path().join("wd");
+        std::fs::create_dir_all(&wd).unwrap();
+        let room =
+            CleanRoom::prepare(&tmp.path().join("state"), &wd, Excludes::default(), &[]).unwrap();
+        let base = vec![
+            ("HOME".to_string(), home.display().to_string()),
+            (
+                "PATH".to_string(),
+                format!("{}/bin:/usr/bin:bin::./x", wd.display()),
+            ),
+            ("GIT_DIR".to_string(), "/x".to_string()),
+            ("LOOPEXEC_RUN_ID".to_string(), "r".to_string()),
+        ];
+        let (set, remove) = room.env(&base);
+        let get = |k: &str| set.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        assert_eq!(get("PATH").as_deref(), Some("/usr/bin"));
+        assert_eq!(
+            get("CARGO_HOME"),
+            Some(home.join(".cargo").display().to_string())
+        );
+        assert_ne!(get("HOME"), Some(home.display().to_string()));
+        assert!(get("CARGO_TARGET_DIR").is_some());
+        assert_eq!(
+            remove,
+            vec!["GIT_DIR".to_string(), "LOOPEXEC_RUN_ID".to_string()]
+        );
+    }
+
+    #[test]
+    fn dependency_changes_are_listed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let wd = tmp.path().join("wd");
+        std::fs::create_dir_all(wd.join("node_modules/.bin")).unwrap();
+        std::fs::write(wd.join("node_modules/.bin/jest"), "real").unwrap();
+        let room = CleanRoom::prepare(
+            &tmp.path().join("state"),
+            &wd,
+            Excludes::default(),
+            &["node_modules".to_string()],
+        )
+        .unwrap();
+        assert!(room.dependencies_changed().is_empty());
+        std::fs::write(wd.join("node_modules/.bin/jest"), "shim").unwrap();
+        std::fs::write(wd.join("node_modules/.bin/vitest"), "new").unwrap();
+        assert_eq!(
+            room.dependencies_changed(),
+            vec!["node_modules/.bin/jest", "node_modules/.bin/vitest"]
+        );
+    }
+}

@@ -1,0 +1,449 @@
+//! The frozen oracle: the files that define what "the tests pass" means, as they were
+//! at t0.
+//!
+//! At t0 loopexec identifies the oracle of the task:
+//! * **test files** by each runner's conventions ([`super::guards::is_test_file`]:
+//!   pytest/unittest, cargo `tests/`, go `_test.go`, jest/vitest/mocha/node `*.test.*`,
+//!   `*.spec.*`, `__tests__/`), every file below a test directory (`tests/`, `test/`,
+//!   `spec/`, `__tests__/`, `__snapshots__/`, `testdata/`), snapshot files (`*.snap`),
+//!   TAP scripts (`*.t`), the check command's own script files (the words of the check
+//!   that name a file of the tree, `Makefile` for `make`, `justfile` for `just`), and
+//!   `[oracle] frozen` globs;
+//! * **runner configuration**: the protected manifest
+//!   ([`super::manifest::DEFAULT_PROTECTED`] plus `[guards] protected`), which also
+//!   covers files the agent *creates* (a new `conftest.py`, `pytest.toml`,
+//!   `.cargo/config.toml`).
+//!
+//! The agent may add new test files (they run too); it may not change, delete or
+//! rename a frozen one, nor add or change runner configuration. Each such edit is an
+//! [`OracleEdit`] naming the file and the changed lines.
+//!
+//! Test code inside source files cannot be restored file-wise: a Rust `#[cfg(test)]`
+//! item, a Rust doctest (code fences in `///`/`//!` comments) and a Python doctest
+//! (`>>>` lines and their expected output) are **test regions**; a changed or deleted
+//! line inside one is an edit. Lines added inside a region (a new test) are not.
+
+use super::git::{self, GitError};
+use super::guards;
+use super::lex::{mask, Lang};
+use super::store::FileEntry;
+use globset::GlobSet;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Most changed lines listed per edit.
+pub const MAX_LINES_PER_EDIT: usize = 12;
+
+/// Directory names whose every file is part of the oracle.
+pub const TEST_DIRS: &[&str] = &[
+    "tests",
+    "test",
+    "spec",
+    "__tests__",
+    "__snapshots__",
+    "testdata",
+];
+
+/// How a frozen file or region was edited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EditKind {
+    /// A frozen file's content or mode changed.
+    Modified,
+    /// A frozen file is gone (deleted or renamed).
+    Deleted,
+    /// Runner configuration that did not exist at t0 was created.
+    Created,
+    /// A line of a test region inside a source file was changed or deleted.
+    TestRegion,
+}
+
+/// One edit of the frozen oracle (recorded in `exec_finished.guards.oracle_edits`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OracleEdit {
+    /// Root-relative path.
+    pub path: String,
+    pub kind: EditKind,
+    /// What the file is: `test file`, `runner configuration`, `check script`, or the
+    /// region (`#[cfg(test)] item at lines 10-40`, `doctest at lines 3-7`).
+    pub what: String,
+    /// Up to [`MAX_LINES_PER_EDIT`] changed lines, `-N: old` / `+N: new` (line numbers
+    /// of t0's and the new file).
+    #[serde(default)]
+    pub lines: Vec<String>,
+}
+
+/// The rules that pick the oracle out of a tree.
+#[derive(Debug, Clone)]
+pub struct OracleRules {
+    test_globs: GlobSet,
+    frozen_globs: GlobSet,
+    check_files: Vec<String>,
+}
+
+impl OracleRules {
+    /// Rules from `[guards] test_paths` (`test_globs`), `[oracle] frozen`
+    /// (`frozen_globs`) and the check command.
+    #[must_use]
+    pub fn new(test_globs: GlobSet, frozen_globs: GlobSet, check: Option<&str>) -> OracleRules {
+        OracleRules {
+            test_globs,
+            frozen_globs,
+            check_files: check.map(check_words).unwrap_or_default(),
+        }
+    }
+
+    /// Why `path` belongs to the frozen test oracle (`None`: it does not).
+    #[must_use]
+    pub fn frozen_as(&self, path: &str) -> Option<&'static str> {
+        if self.check_files.iter().any(|c| c == path) {
+            return Some("check script");
+        }
+        if self.frozen_globs.is_match(path) {
+            return Some("declared oracle file");
+        }
+        let mut parts: Vec<&str> = path.split('/').collect();
+        let name = parts.pop().unwrap_or(path);
+        if parts.contains(&"node_modules") {
+            return None;
+        }
+        if guards::is_test_file(path, &self.test_globs).is_some() {
+            return Some("test file");
+        }
+        if parts.iter().any(|p| TEST_DIRS.contains(p)) {
+            return Some("file under a test directory");
+        }
+        if name.ends_with(".snap") || name.ends_with(".t") {
+            return Some("test file");
+        }
+        None
+    }
+
+    /// The frozen files of a tree: path → blob id.
+    #[must_use]
+    pub fn frozen(&self, entries: &BTreeMap<String, FileEntry>) -> BTreeMap<String, String> {
+        entries
+            .iter()
+            .filter(|(p, _)| self.frozen_as(p).is_some())
+            .map(|(p, e)| (p.clone(), format!("{} {}", e.mode, e.oid)))
+            .collect()
+    }
+}
+
+/// The words of a check command that may name a script of the tree: every
+/// whitespace-separated word (quotes stripped, a leading `./` dropped) that looks like
+/// a relative path, plus `Makefile`/`justfile` when the command runs `make`/`just`.
+#[must_use]
+pub fn check_words(check: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in check.split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|') {
+        let w = w.trim_matches(['\'', '"']);
+        let w = w.strip_prefix("./").unwrap_or(w);
+        if w.is_empty() || w.starts_with('-') || w.starts_with('/') || w.contains('=') {
+            continue;
+        }
+        match w {
+            "make" => out.extend(["Makefile".to_string(), "makefile".to_string()]),
+            "just" => out.extend(["justfile".to_string(), "Justfile".to_string()]),
+            _ if w.contains('.') || w.contains('/') => out.push(w.to_string()),
+            _ => {}
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `(path, t0 blob, new blob, kind, what)` of one edit before its lines are read.
+type EditPair = (String, Option<String>, Option<String>, EditKind, String);
+
+/// The oracle edits between t0 and now.
+///
+/// `frozen0` is t0's frozen map ([`OracleRules::frozen`]); `manifest0`/`manifest1`
+/// the protected manifests (path → digest); `entries0`/`entries1` the full trees, for
+/// the test regions of changed source files. Blob contents are read from the store at
+/// `store_dir`.
+///
+/// # Errors
+/// A failing read of the store.
+pub fn edits(
+    store_dir: &Path,
+    frozen0: &BTreeMap<String, String>,
+    manifest0: &BTreeMap<String, String>,
+    manifest1: &BTreeMap<String, String>,
+    entries0: &BTreeMap<String, FileEntry>,
+    entries1: &BTreeMap<String, FileEntry>,
+    rules: &OracleRules,
+) -> Result<Vec<OracleEdit>, GitError> {
+    let mut out = Vec::new();
+    let mut pairs: Vec<EditPair> = Vec::new();
+    for path in frozen0.keys() {
+        let what = rules.frozen_as(path).unwrap_or("test file").to_string();
+        match (entries0.get(path), entries1.get(path)) {
+            (Some(a), None) => {
+                pairs.push((
+                    path.clone(),
+                    Some(a.oid.clone()),
+                    None,
+                    EditKind::Deleted,
+                    what,
+                ));
+            }
+            (Some(a), Some(b)) if a != b => pairs.push((
+                path.clone(),
+                Some(a.oid.clone()),
+                Some(b.oid.clone()),
+                EditKind::Modified,
+                what,
+            )),
+            _ => {}
+        }
+    }
+    for (path, d0) in manifest0 {
+        if frozen0.contains_key(path) {
+            continue;
+        }
+        match manifest1.get(path) {
+            None => pairs.push((
+                path.clone(),
+                entries0.get(path).map(|e| e.oid.clone()),
+                None,
+                EditKind::Deleted,
+                "runner configuration".into(),
+            )),
+            Some(d1) if d1 != d0 => pairs.push((
+                path.clone(),
+                entries0.get(path).map(|e| e.oid.clone()),
+                entries1.get(path).map(|e| e.oid.clone()),
+                EditKind::Modified,
+                "runner configuration".into(),
+            )),
+            _ => {}
+        }
+    }
+    for path in manifest1.keys().filter(|p| !manifest0.contains_key(*p)) {
+        pairs.push((
+            path.clone(),
+            None,
+            entries1.get(path).map(|e| e.oid.clone()),
+            EditKind::Created,
+            "runner configuration".into(),
+        ));
+    }
+    // Test regions of changed source files that are not frozen whole.
+    let mut region_pairs = Vec::new();
+    for (path, a) in entries0 {
+        if frozen0.contains_key(path) || manifest0.contains_key(path) {
+            continue;
+        }
+        let lang = Lang::from_path(path);
+        if !matches!(lang, Lang::Rust | Lang::Python) {
+            continue;
+        }
+        match entries1.get(path) {
+            Some(b) if b.oid == a.oid => {}
+            b => region_pairs.push((path.clone(), a.oid.clone(), b.map(|e| e.oid.clone()), lang)),
+        }
+    }
+    let mut oids: Vec<String> = Vec::new();
+    for (_, a, b, _, _) in &pairs {
+        oids.extend(a.iter().cloned());
+        oids.extend(b.iter().cloned());
+    }
+    for (_, a, b, _) in &region_pairs {
+        oids.push(a.clone());
+        oids.extend(b.iter().cloned());
+    }
+    oids.sort();
+    oids.dedup();
+    let blobs: BTreeMap<String, Vec<u8>> = oids
+        .iter()
+        .cloned()
+        .zip(git::cat_blobs(store_dir, &oids)?)
+        .filter_map(|(o, b)| b.map(|b| (o, b)))
+        .collect();
+    let text = |o: &Option<String>| -> String {
+        o.as_ref()
+            .and_then(|o| blobs.get(o))
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
+    };
+    for (path, a, b, kind, what) in pairs {
+        let lines = changed_lines(&text(&a), &text(&b), None);
+        out.push(OracleEdit {
+            path,
+            kind,
+            what,
+            lines,
+        });
+    }
+    for (path, a, b, lang) in region_pairs {
+        let old = text(&Some(a));
+        let new = text(&b);
+        for (start, end, what) in test_regions(lang, &old) {
+            let lines = changed_lines(&old, &new, Some((start, end)));
+            if lines.iter().any(|l| l.starts_with('-')) {
+                out.push(OracleEdit {
+                    path: path.clone(),
+                    kind: EditKind::TestRegion,
+                    what: format!("{what} at lines {start}-{end}"),
+                    lines,
+                });
+            }
+        }
+    }
+    out.sort_by(|x, y| (&x.path, x.kind).cmp(&(&y.path, y.kind)));
+    Ok(out)
+}
+
+/// Changed lines between two texts as `-N: old` / `+N: new`, at most
+/// [`MAX_LINES_PER_EDIT`]. With `region` (1-based inclusive t0 line range), only
+/// deletions of t0 lines inside it, and insertions between them, are listed.
+#[must_use]
+pub fn changed_lines(old: &str, new: &str, region: Option<(usize, usize)>) -> Vec<String> {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let mut out = Vec::new();
+    for op in diff.ops() {
+        for change in diff.iter_changes(op) {
+            let (sign, n) = match change.tag() {
+                similar::ChangeTag::Equal => continue,
+                similar::ChangeTag::Delete => ('-', change.old_index().map_or(0, |i| i + 1)),
+                similar::ChangeTag::Insert => ('+', change.new_index().map_or(0, |i| i + 1)),
+            };
+            if let Some((s, e)) = region {
+                let anchor = match change.tag() {
+                    similar::ChangeTag::Delete => n,
+                    _ => op.old_range().start + 1,
+                };
+                if anchor < s || anchor > e {
+                    continue;
+                }
+            }
+            if out.len() < MAX_LINES_PER_EDIT {
+                let body = change.value().trim_end_matches(['\n', '\r']);
+                let body: String = body.chars().take(200).collect();
+                out.push(format!("{sign}{n}: {body}"));
+            }
+        }
+    }
+    out
+}
+
+/// Test regions of a source file: `(first line, last line, what)`, 1-based inclusive.
+#[must_use]
+pub fn test_regions(lang: Lang, src: &str) -> Vec<(usize, usize, &'static str)> {
+    match lang {
+        Lang::Rust => rust_regions(src),
+        Lang::Python => python_doctests(src),
+        _ => Vec::new(),
+    }
+}
+
+fn rust_regions(src: &str) -> Vec<(usize, usize, &'static str)> {
+    let mut out = Vec::new();
+    let masked = mask(Lang::Rust, src);
+    let lines: Vec<&str> = src.lines().collect();
+    let masked_lines: Vec<&str> = masked.lines().collect();
+    // #[cfg(test)] items: from the attribute to the brace that closes the item.
+    let mut i = 0;
+    while i < masked_lines.len() {
+        let t = masked_lines[i].trim_start();
+        if t.starts_with("#[cfg(test)]") {
+            let start = i;
+            let mut depth: i64 = 0;
+            let mut opened = false;
+            let mut end = i;
+            'scan: for (j, l) in masked_lines.iter().enumerate().skip(i) {
+                let from = if j == i { t.len().min(l.len()) } else { 0 };
+                let body = if j == i { &l[l.len() - from..] } else { l };
+                for ch in body.chars() {
+                    match ch {
+                        '{' => {
+                            depth += 1;
+                            opened = true;
+                        }
+                        '}' => depth -= 1,
+                        ';' if !opened => {
+                            end = j;
+                            break 'scan;
+                        }
+                        _ => {}
+                    }
+                    if opened && depth == 0 {
+                        end = j;
+                        break 'scan;
+                    }
+                }
+                end = j;
+            }
+            out.push((start + 1, end + 1, "#[cfg(test)] item"));
+            i = end + 1;
+            continue;
+        }
+        i += 1;
+    }
+    // Doctests: code fences inside doc comments.
+    let mut fence_start: Option<usize> = None;
+    for (n, l) in lines.iter().enumerate() {
+        let t = l.trim_start();
+        let doc = t
+            .strip_prefix("///")
+            .or_else(|| t.strip_prefix("//!"))
+            .map(str::trim_start);
+        match (doc, fence_start) {
+            (Some(d), None) if d.starts_with("```") => {
+                let lang = d.trim_start_matches('`').trim();
+                if lang.is_empty()
+                    || lang.starts_with("rust")
+                    || lang.contains("should_panic")
+                    || lang.contains("no_run")
+                    || lang.contains("compile_fail")
+                    || lang.contains("edition")
+                {
+                    fence_start = Some(n);
+                } else {
+                    fence_start = Some(usize::MAX);
+                }
+            }
+            (Some(d), Some(s)) if d.starts_with("```") => {
+                if s != usize::MAX {
+                    out.push((s + 1, n + 1, "doctest"));
+                }
+                fence_start = None;
+            }
+            (None, Some(_)) => fence_start = None,
+            _ => {}
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+fn python_doctests(src: &str) -> Vec<(usize, usize, &'static str)> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut last = 0;
+    for (n, l) in src.lines().enumerate() {
+        let t = l.trim();
+        let in_example = start.is_some();
+        if t.starts_with(">>>") {
+            if start.is_none() {
+                start = Some(n);
+            }
+            last = n;
+        } else if in_example && !t.is_empty() && !t.starts_with("\"\"\"") && !t.starts_with("'''") {
+            // Continuation (`...`) or expected output.
+            last = n;
+        } else if let Some(s) = start.take() {
+            out.push((s + 1, last + 1, "doctest"));
+        }
+    }
+    if let Some(s) = start {
+        out.push((s + 1, last + 1, "doctest"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

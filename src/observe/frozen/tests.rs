@@ -1,0 +1,117 @@
+use super::*;
+
+fn rules(check: &str) -> OracleRules {
+    OracleRules::new(
+        globset::GlobSet::empty(),
+        guards::build_globset(&["golden/**".to_string()]).unwrap(),
+        Some(check),
+    )
+}
+
+#[test]
+fn frozen_as_follows_runner_conventions() {
+    let r = rules("sh check.sh && python3 tools/run.py -q");
+    let table: &[(&str, Option<&str>)] = &[
+        ("test_calc.py", Some("test file")),
+        ("pkg/calc_test.py", Some("test file")),
+        ("tests/calc.rs", Some("test file")),
+        (
+            "tests/helpers/data.json",
+            Some("file under a test directory"),
+        ),
+        (
+            "src/__snapshots__/a.js.snap",
+            Some("file under a test directory"),
+        ),
+        ("calc.test.js", Some("test file")),
+        ("t/basic.t", Some("test file")),
+        ("check.sh", Some("check script")),
+        ("tools/run.py", Some("check script")),
+        ("golden/out.txt", Some("declared oracle file")),
+        ("calc.py", None),
+        ("src/lib.rs", None),
+        ("node_modules/x/test/a.js", None),
+        ("conftest.py", None), // runner configuration: the manifest's, not a test file
+    ];
+    for (path, want) in table {
+        assert_eq!(r.frozen_as(path), *want, "{path}");
+    }
+}
+
+#[test]
+fn check_words_name_scripts_and_make() {
+    let table: &[(&str, &[&str])] = &[
+        ("sh check.sh", &["check.sh"]),
+        ("./run-tests.sh --fast", &["run-tests.sh"]),
+        ("cargo test --offline", &[]),
+        ("python3 -m pytest tests/unit", &["tests/unit"]),
+        ("make test", &["Makefile", "makefile"]),
+        ("A=1 'ci/test.sh'; true", &["ci/test.sh"]),
+        ("/abs/path/check.sh", &[]),
+    ];
+    for (cmd, want) in table {
+        assert_eq!(check_words(cmd), *want, "{cmd}");
+    }
+}
+
+#[test]
+fn rust_cfg_test_items_and_doctests_are_regions() {
+    let src = "\
+/// Adds.
+///
+/// ```
+/// assert_eq!(calc::add(1, 2), 3);
+/// ```
+pub fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn adds() {
+        assert_eq!(add(2, 3), 5); // { not a brace
+    }
+}
+
+#[cfg(test)]
+mod more;
+";
+    assert_eq!(
+        test_regions(Lang::Rust, src),
+        vec![
+            (3, 5, "doctest"),
+            (10, 17, "#[cfg(test)] item"),
+            (19, 20, "#[cfg(test)] item"),
+        ]
+    );
+}
+
+#[test]
+fn python_doctests_are_regions() {
+    let src = "def add(a, b):\n    \"\"\"\n    >>> add(2, 3)\n    5\n\n    >>> add(0, 0)\n    0\n    \"\"\"\n    return a + b\n";
+    assert_eq!(
+        test_regions(Lang::Python, src),
+        vec![(3, 4, "doctest"), (6, 7, "doctest")]
+    );
+}
+
+#[test]
+fn changed_lines_lists_old_and_new_lines() {
+    let old = "a\nb\nc\n";
+    let new = "a\nB\nc\nd\n";
+    assert_eq!(
+        changed_lines(old, new, None),
+        vec!["-2: b", "+2: B", "+4: d"]
+    );
+    // Inside a region only: the edit of line 2 counts, the addition after line 3 does not.
+    assert_eq!(
+        changed_lines(old, new, Some((1, 2))),
+        vec!["-2: b", "+2: B"]
+    );
+    // Additions inside a region (a new test) carry no deletion.
+    let grown = "a\nb\nb2\nc\n";
+    let l = changed_lines(old, grown, Some((1, 3)));
+    assert!(l.iter().all(|x| x.starts_with('+')), "{l:?}");
+}

@@ -1,0 +1,190 @@
+//! The check's toolchain outside the workdir: what the check command resolves to on
+//! `PATH`, and the Python start-up hooks of its interpreter.
+//!
+//! A check can be made to lie without touching the workdir: a shim put earlier on
+//! `PATH`, a replaced runner executable, a `.pth` file or `sitecustomize.py` in the
+//! interpreter's site directories (Python runs those at every start). loopexec records,
+//! at t0 and after every exec (before the check):
+//! * for every command word of the check (the first word of each `;`/`&&`/`||`/`|`
+//!   part, after `VAR=value` assignments and `env`/`exec`/`time`/`nice`), the file it
+//!   resolves to on the check's `PATH` and a digest of that file's stat data;
+//! * for a Python interpreter among them, every `*.pth`, `sitecustomize.py` and
+//!   `usercustomize.py` in its site directories.
+//!
+//! A difference from t0 is `hermeticity_violation` naming the file. Files are compared
+//! by mode and content (blake3), so a version manager rewriting its shims with the same
+//! bytes is no change.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// The command words of a shell command line (see the module doc).
+#[must_use]
+pub fn command_words(check: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut normalized = check.to_string();
+    for sep in ["&&", "||", ";", "|", "\n", "(", ")"] {
+        normalized = normalized.replace(sep, "\u{1}");
+    }
+    for part in normalized.split('\u{1}') {
+        let mut words = part.split_whitespace().map(|w| w.trim_matches(['\'', '"']));
+        for w in words.by_ref() {
+            if w.contains('=') && !w.starts_with('=') {
+                continue;
+            }
+            if matches!(
+                w,
+                "env" | "exec" | "time" | "nice" | "command" | "timeout" | "!"
+            ) {
+                continue;
+            }
+            if w.starts_with('-')
+                || w.chars()
+                    .all(|c| c.is_ascii_digit() || c == '.' || c == 's')
+            {
+                continue;
+            }
+            if !w.is_empty() && !w.contains('/') && !w.starts_with('$') {
+                out.push(w.to_string());
+            }
+            break;
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `name` resolved on `path` (a `PATH` value): the first executable file found.
+#[must_use]
+pub fn resolve(name: &str, path: &str) -> Option<PathBuf> {
+    path.split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(name))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0))
+}
+
+/// blake3 of the file's mode and content (a shim rewritten with the same bytes, as
+/// version managers do on every package install, is the same file).
+fn content_digest(p: &Path) -> String {
+    let Ok(m) = std::fs::metadata(p) else {
+        return "missing".into();
+    };
+    let mut h = blake3::Hasher::new();
+    h.update(&u64::from(m.mode() & 0o7777).to_le_bytes());
+    match std::fs::File::open(p).and_then(|mut f| std::io::copy(&mut f, &mut h)) {
+        Ok(_) => h.finalize().to_hex()[..16].to_string(),
+        Err(e) => format!("unreadable ({e})"),
+    }
+}
+
+/// The site directories of a Python interpreter (asked once; empty when it cannot
+/// tell).
+#[must_use]
+pub fn python_site_dirs(python: &Path) -> Vec<PathBuf> {
+    let out = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import site\nfor d in site.getsitepackages() + [site.getusersitepackages()]: print(d)",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(PathBuf::from)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The toolchain measurement: key (`path:<word>` or a site hook file) → value
+/// (`<resolved file> <stat digest>`, or a stat digest). `site_dirs` are the Python site
+/// directories found at t0.
+#[must_use]
+pub fn measure(words: &[String], path: &str, site_dirs: &[PathBuf]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for w in words {
+        let v = match resolve(w, path) {
+            Some(p) => {
+                let real = std::fs::canonicalize(&p).unwrap_or(p);
+                format!("{} {}", real.display(), content_digest(&real))
+            }
+            None => "not found".into(),
+        };
+        out.insert(format!("path:{w}"), v);
+    }
+    for d in site_dirs {
+        let Ok(rd) = std::fs::read_dir(d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".pth") || name == "sitecustomize.py" || name == "usercustomize.py" {
+                out.insert(e.path().display().to_string(), content_digest(&e.path()));
+            }
+        }
+    }
+    out
+}
+
+/// True when a command word is a Python interpreter.
+#[must_use]
+pub fn is_python(word: &str) -> bool {
+    word == "python"
+        || word == "pytest"
+        || word
+            .strip_prefix("python")
+            .is_some_and(|r| r.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_words_table() {
+        let table: &[(&str, &[&str])] = &[
+            ("python3 -m pytest", &["python3"]),
+            ("cargo test --offline", &["cargo"]),
+            ("sh check.sh", &["sh"]),
+            ("CI=1 npm test && node --test", &["node", "npm"]),
+            ("env FOO=1 timeout 60 make test | tee log", &["make", "tee"]),
+            ("./run.sh; ../x", &[]),
+            ("test -f done", &["test"]),
+        ];
+        for (cmd, want) in table {
+            assert_eq!(command_words(cmd), *want, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn a_shim_earlier_on_path_changes_the_measurement() {
+        let tmp = tempfile::tempdir().unwrap();
+        let early = tmp.path().join("early");
+        std::fs::create_dir_all(&early).unwrap();
+        let path = format!("{}:/usr/bin:/bin", early.display());
+        let words = vec!["sh".to_string()];
+        let before = measure(&words, &path, &[]);
+        let shim = early.join("sh");
+        std::fs::write(&shim, "#!/bin/true\n").unwrap();
+        std::fs::set_permissions(&shim, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let after = measure(&words, &path, &[]);
+        assert_ne!(before["path:sh"], after["path:sh"]);
+        assert!(after["path:sh"].starts_with(&shim.display().to_string()));
+    }
+
+    #[test]
+    fn a_new_pth_file_is_seen() {
+        let tmp = tempfile::tempdir().unwrap();
+        let site = vec![tmp.path().to_path_buf()];
+        let before = measure(&[], "", &site);
+        std::fs::write(tmp.path().join("evil.pth"), "import os\n").unwrap();
+        let after = measure(&[], "", &site);
+        assert!(before.is_empty());
+        assert_eq!(after.len(), 1);
+    }
+}

@@ -1,0 +1,180 @@
+//! The exec's filesystem sandbox (Landlock).
+//!
+//! The agent runs as the same user as loopexec, so without a sandbox it can write
+//! anything loopexec can: the clean rooms, the check's toolchain, the user's
+//! configuration. Under Landlock (Linux ≥ 5.13, unprivileged; the crate `landlock`) the
+//! exec may read and execute everything, and write only:
+//! * the workdir (loopexec's own records inside it are protected by tamper evidence
+//!   instead: Landlock grants whole hierarchies and cannot carve `.loopexec/` out),
+//! * temporary directories (`/tmp`, `/var/tmp`, `$TMPDIR`) and `/dev`,
+//! * the agent CLIs' own state under `$HOME` that exists (`.claude`, `.claude.json`,
+//!   `.codex`, `.gemini`, `.config`, `.cache`, `.npm`, `.cargo`),
+//! * paths the user declares (`[sandbox] writable`).
+//!
+//! The ruleset is built in loopexec before the fork and applied in the child between
+//! fork and exec (`restrict_self`), so it holds for the agent and everything it starts.
+//! Where the kernel has no Landlock, the run says so (`run_started.sandbox`, and every
+//! verdict) instead of pretending.
+
+use landlock::{
+    path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr,
+    ABI,
+};
+use serde::{Deserialize, Serialize};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+/// The Landlock ABI loopexec asks for (features of newer kernels are used when there).
+const ABI_WANTED: ABI = ABI::V5;
+
+/// Errors building the sandbox.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("landlock: {0}")]
+    Landlock(String),
+}
+
+/// What the exec may write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxPlan {
+    /// Existing paths (directories or files) the exec may write.
+    pub writable: Vec<PathBuf>,
+}
+
+/// The Landlock ABI version of the running kernel, or `None` when Landlock is not
+/// available (not built in, disabled at boot, or an old kernel).
+#[must_use]
+pub fn kernel_abi() -> Option<i64> {
+    // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) only
+    // returns the ABI version; no memory is passed.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32,
+        )
+    };
+    (v > 0).then_some(v)
+}
+
+impl SandboxPlan {
+    /// The default plan for `workdir` plus `declared` paths (`~/` expanded against
+    /// `home`); paths that do not exist are left out.
+    #[must_use]
+    pub fn for_workdir(workdir: &Path, home: Option<&Path>, declared: &[String]) -> SandboxPlan {
+        let mut w: Vec<PathBuf> = vec![
+            workdir.to_path_buf(),
+            PathBuf::from("/tmp"),
+            PathBuf::from("/var/tmp"),
+            PathBuf::from("/dev"),
+        ];
+        if let Some(t) = std::env::var_os("TMPDIR").filter(|v| !v.is_empty()) {
+            w.push(PathBuf::from(t));
+        }
+        if let Some(h) = home {
+            for d in [
+                ".claude",
+                ".claude.json",
+                ".codex",
+                ".gemini",
+                ".config",
+                ".cache",
+                ".npm",
+                ".cargo",
+            ] {
+                w.push(h.join(d));
+            }
+        }
+        for d in declared {
+            let p = match (d.strip_prefix("~/"), home) {
+                (Some(rest), Some(h)) => h.join(rest),
+                _ => PathBuf::from(d),
+            };
+            w.push(p);
+        }
+        w.retain(|p| p.exists());
+        w.sort();
+        w.dedup();
+        SandboxPlan { writable: w }
+    }
+
+    /// Builds the ruleset (before the fork).
+    ///
+    /// # Errors
+    /// [`SandboxError`] when the kernel refuses the ruleset.
+    pub fn prepare(&self) -> Result<Prepared, SandboxError> {
+        let err = |e: &dyn std::fmt::Display| SandboxError::Landlock(e.to_string());
+        let rs = Ruleset::default()
+            .handle_access(AccessFs::from_all(ABI_WANTED))
+            .map_err(|e| err(&e))?
+            .create()
+            .map_err(|e| err(&e))?
+            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(ABI_WANTED)))
+            .map_err(|e| err(&e))?
+            .add_rules(path_beneath_rules(
+                &self.writable,
+                AccessFs::from_all(ABI_WANTED),
+            ))
+            .map_err(|e| err(&e))?;
+        Ok(Prepared { ruleset: Some(rs) })
+    }
+}
+
+/// A ruleset ready to be applied in a child.
+pub struct Prepared {
+    ruleset: Option<RulesetCreated>,
+}
+
+impl Prepared {
+    /// Applies the ruleset to the child `cmd` starts, between fork and exec.
+    pub fn apply_to(mut self, cmd: &mut Command) {
+        let mut rs = self.ruleset.take();
+        // SAFETY: the closure runs in the forked child before exec; it only calls
+        // prctl(PR_SET_NO_NEW_PRIVS) and landlock_restrict_self on a descriptor opened
+        // by the parent.
+        unsafe {
+            cmd.pre_exec(move || {
+                if let Some(r) = rs.take() {
+                    r.restrict_self()
+                        .map_err(|e| std::io::Error::other(e.to_string()))?;
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+use std::process::Command;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exec_writes_the_workdir_and_tmp_and_nothing_else() {
+        if kernel_abi().is_none() {
+            eprintln!("no landlock on this kernel: skipped");
+            return;
+        }
+        let base = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+        let wd = base.path().join("wd");
+        let outside = base.path().join("outside");
+        std::fs::create_dir_all(&wd).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let plan = SandboxPlan {
+            writable: vec![wd.clone()],
+        };
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(format!(
+            "echo a > '{}/in' && cat /etc/hostname >/dev/null; echo b > '{}/out'",
+            wd.display(),
+            outside.display()
+        ));
+        plan.prepare().unwrap().apply_to(&mut cmd);
+        let st = cmd.status().unwrap();
+        assert!(!st.success(), "the write outside the plan must fail");
+        assert!(wd.join("in").exists());
+        assert!(!outside.join("out").exists());
+    }
+}

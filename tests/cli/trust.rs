@@ -1,0 +1,314 @@
+//! Exit 10 cannot be forged: the clean room, the frozen oracle, fail-closed evidence,
+//! the exec's sandbox, escaped processes, runner tampering and records that fail
+//! loudly — each reached by a real cheating agent (a shell or Python script) against a
+//! real check, in a real git repository or a plain directory. Each test's doc comment
+//! names the wrong outcome loopexec gave before.
+
+use crate::support::*;
+use std::time::Duration;
+
+/// A TAP check over `tests/*.sh`: each script is one test (exit 0 passes).
+const DIR_CHECK: &str = r#"set -- tests/*.sh; echo "TAP version 13"; echo "1..$#"; i=0; bad=0
+for t in "$@"; do i=$((i+1)); if sh "$t"; then echo "ok $i - $(basename $t .sh)"; else echo "not ok $i - $(basename $t .sh)"; bad=1; fi; done
+exit $bad
+"#;
+
+fn dir_repo() -> Repo {
+    let r = Repo::new();
+    r.write("tests/a.sh", "exit 0\n")
+        .write("tests/b.sh", "[ \"$(cat value)\" = 5 ]\n")
+        .write("value", "4\n")
+        .tap_check(DIR_CHECK)
+        .commit("fixture");
+    r
+}
+
+/// A plain directory (no git at all) where the agent deletes the failing test.
+/// Before: "every guard held" with no guard running, exit 10.
+#[test]
+fn in_a_plain_directory_a_deleted_test_is_still_an_integrity_violation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("proj");
+    std::fs::create_dir_all(d.join("tests")).unwrap();
+    std::fs::write(d.join("tests/a.sh"), "exit 0\n").unwrap();
+    std::fs::write(d.join("tests/b.sh"), "exit 1\n").unwrap();
+    std::fs::write(d.join("check.sh"), DIR_CHECK).unwrap();
+    let out = lx_in(
+        &d,
+        &[
+            "run",
+            "--exec",
+            "rm -f tests/b.sh",
+            "--check",
+            "sh check.sh",
+            "--test-format",
+            "tap",
+            "--max-iterations",
+            "3",
+        ],
+        &[],
+    );
+    let v = out.expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "tests/b.sh"), "{v}");
+}
+
+/// The agent hides its weakened test from git (`update-index --assume-unchanged`, a
+/// `.gitignore` entry, `git replace`): loopexec's own snapshot sees the bytes.
+/// Before: exit 10 (the guards asked the user's git, which lied).
+#[test]
+fn git_made_to_lie_does_not_hide_an_edited_test() {
+    let r = dir_repo();
+    let exec = "git update-index --assume-unchanged tests/b.sh; echo 'exit 0' > tests/b.sh; \
+                echo tests/b.sh >> .gitignore";
+    let out = r.lx_tap(exec, &["--max-iterations", "3"]);
+    let v = out.expect(13, Some("metric_integrity_violation"));
+    assert!(
+        mentions(&v, "frozen oracle edited since t0: tests/b.sh"),
+        "{v}"
+    );
+    assert!(mentions(&v, "+1: exit 0"), "the changed line is named: {v}");
+}
+
+/// A check output that names no test at all, where t0's named three.
+/// Before: the collected-set guard switched itself off, exit 10.
+#[test]
+fn a_green_run_that_shows_no_tests_is_objective_unverified() {
+    let r = tap_repo(3);
+    // The check prints nothing and exits 0 when `quiet` exists (a file the agent may
+    // create: it is not part of the oracle).
+    r.tap_check(&format!("[ -f quiet ] && exit 0\n{TAP_CHECK}"))
+        .commit("quiet mode");
+    // Format detection on its own (no --test-format): the green output is no format at
+    // all, judged by its exit code, with nothing to compare with t0's tests.
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "touch quiet",
+        "--check",
+        "sh check.sh",
+        "--max-iterations",
+        "3",
+    ]);
+    let v = out.expect(13, Some("objective_unverified"));
+    assert!(mentions(&v, "shows no tests"), "{v}");
+}
+
+/// A process outside the check rewrites the working tree while the check runs in the
+/// clean room. Before: the check ran in the agent's tree and read the swapped file.
+#[test]
+fn the_tree_changing_while_the_check_runs_is_tampering() {
+    let r = tap_repo(1);
+    r.tap_check(&format!("sleep 1.5\n{TAP_CHECK}"))
+        .commit("slow check");
+    let dir = r.path().to_path_buf();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let writer = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+            n += 1;
+            let _ = std::fs::write(dir.join("scratch.txt"), n.to_string());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let out = r.lx_tap(PROGRESS_AGENT, &["--max-iterations", "2"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    let v = out.expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "changed while the check ran"), "{v}");
+    assert!(mentions(&v, "scratch.txt"), "{v}");
+}
+
+/// A dependency directory (`node_modules`, ignored by git) gets a shim. Before: the
+/// check in the agent's tree ran the shim and went green.
+#[test]
+fn a_shim_in_a_dependency_directory_is_tampering() {
+    let r = tap_repo(1);
+    r.write(".gitignore", "node_modules/\n")
+        .write("node_modules/.bin/tool", "#!/bin/sh\nexit 1\n")
+        .commit("deps");
+    let out = r.lx_tap(
+        "printf '#!/bin/sh\\nexit 0\\n' > node_modules/.bin/tool",
+        &["--max-iterations", "2"],
+    );
+    let v = out.expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "node_modules/.bin/tool"), "{v}");
+}
+
+/// A shim put earlier on the check's `PATH`, outside the workdir. Before: the check
+/// ran the shim (exit 10).
+#[test]
+fn a_shim_earlier_on_path_is_hermeticity_violation() {
+    let r = tap_repo(1);
+    let tools = tempfile::tempdir().unwrap();
+    let early = tools.path().join("early");
+    let late = tools.path().join("late");
+    std::fs::create_dir_all(&early).unwrap();
+    std::fs::create_dir_all(&late).unwrap();
+    let real = late.join("lxtool");
+    std::fs::write(&real, "#!/bin/sh\nexec sh check.sh\n").unwrap();
+    std::fs::set_permissions(&real, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        early.display(),
+        late.display(),
+        std::env::var("PATH").unwrap()
+    );
+    let shim = early.join("lxtool");
+    let exec = format!(
+        "printf '#!/bin/sh\\necho 1..1; echo ok 1 - t1\\n' > '{0}'; chmod +x '{0}'",
+        shim.display()
+    );
+    let out = r.lx_env(
+        &[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "lxtool",
+            "--test-format",
+            "tap",
+            "--max-iterations",
+            "2",
+        ],
+        &[("PATH", &path)],
+    );
+    let v = out.expect(14, Some("hermeticity_violation"));
+    assert!(mentions(&v, "path:lxtool"), "{v}");
+}
+
+/// Code under test prints a forged TAP transcript and exits 0 on import, before any
+/// test runs. Before: exit 10 (a complete, green TAP stream).
+#[test]
+fn code_under_test_that_forges_the_transcript_and_exits_is_runner_tampering() {
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write(
+            "run_tests.py",
+            "import calc\nok = calc.add(2, 3) == 5\nprint('1..1')\nprint(('ok' if ok else 'not ok') + ' 1 - add')\nraise SystemExit(0 if ok else 1)\n",
+        )
+        .commit("fixture");
+    let exec =
+        "printf 'import os\\nprint(\"1..1\")\\nprint(\"ok 1 - add\")\\nos._exit(0)\\n' >> calc.py";
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        exec,
+        "--check",
+        "python3 run_tests.py",
+        "--test-format",
+        "tap",
+        "--max-iterations",
+        "2",
+    ]);
+    let v = out.expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "process exit"), "{v}");
+    assert!(mentions(&v, "calc.py:"), "{v}");
+}
+
+/// A daemon started by the agent (`setsid`, detached) outlives its step. Before: it
+/// was neither ended nor recorded.
+#[test]
+fn a_detached_daemon_of_the_exec_is_ended_and_recorded() {
+    let marker = "sleep 4183";
+    let _g = ProcGuard::new(&[marker]);
+    let r = tap_repo(1);
+    let exec = format!("setsid sh -c '{marker}' </dev/null >/dev/null 2>&1 & {PROGRESS_AGENT}");
+    let out = r.lx_tap(&exec, &["--max-iterations", "2"]);
+    let v = out.expect(10, Some("success_condition_met"));
+    assert_none_left(marker, "the exec's daemon");
+    let lines = receipt_of(&v);
+    let ex = events(&lines, "exec_finished");
+    let escaped = ex[0]["step"]["escaped"].to_string();
+    assert!(escaped.contains(marker), "escapee not recorded: {escaped}");
+}
+
+/// Under Landlock the agent cannot write outside the workdir, temp dirs and its CLI's
+/// state: loopexec's clean rooms are out of reach. Before: no sandbox at all.
+#[test]
+fn the_exec_cannot_write_loopexecs_state_directory() {
+    if loopexec::proc::sandbox::kernel_abi().is_none() {
+        eprintln!("this kernel has no Landlock: skipped");
+        return;
+    }
+    let r = tap_repo(1);
+    let home = std::env::var("HOME").unwrap();
+    let probe = format!(
+        "{home}/.local/state/loopexec/lx-sandbox-probe-{}",
+        std::process::id()
+    );
+    let exec = format!("echo x > '{probe}'; echo inside > inside.txt; {PROGRESS_AGENT}");
+    let out = r.lx_tap(&exec, &["--max-iterations", "2"]);
+    let v = out.expect(10, Some("success_condition_met"));
+    assert!(
+        !std::path::Path::new(&probe).exists(),
+        "the exec wrote {probe}"
+    );
+    assert_eq!(r.read("inside.txt"), "inside\n");
+    let lines = receipt_of(&v);
+    let started = events(&lines, "run_started")[0];
+    assert!(
+        started["sandbox"]["in_force"]
+            .as_str()
+            .unwrap()
+            .starts_with("landlock"),
+        "{started}"
+    );
+}
+
+/// With `--sandbox off` every verdict says the exec had no sandbox.
+#[test]
+fn a_run_without_sandbox_says_so_in_its_verdict() {
+    let r = tap_repo(1);
+    let out = r.lx_tap(
+        PROGRESS_AGENT,
+        &["--sandbox", "off", "--max-iterations", "2"],
+    );
+    let v = out.expect(10, Some("success_condition_met"));
+    assert!(mentions(&v, "the exec had no sandbox"), "{v}");
+}
+
+/// The agent unlinks `.loopexec/lock` so a second run can start beside the first.
+/// Before: the second run ran unnoticed.
+#[test]
+fn an_unlinked_lock_file_does_not_let_a_second_run_in() {
+    let marker = "sleep 4184";
+    let _g = ProcGuard::new(&[marker]);
+    let r = tap_repo(1);
+    let exec = format!("rm -f .loopexec/lock; {marker}; {PROGRESS_AGENT}");
+    let mut first = spawn_wedged(&r, None, marker, &exec, "sh check.sh");
+    let second = r.lx_tap(PROGRESS_AGENT, &["--max-iterations", "1"]);
+    second.expect(30, Some("workspace_invalid"));
+    for pid in pids_with(marker) {
+        // SAFETY: ending our own test child.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+    let _ = finish(&mut first, Duration::from_secs(30));
+}
+
+/// The receipt cut at a line boundary, or the ledger's halt rows deleted: `check`
+/// names the break. Before: `check` said ok.
+#[test]
+fn a_truncated_receipt_or_deleted_ledger_rows_fail_check() {
+    let r = tap_repo(2);
+    let v = r
+        .lx_tap(PROGRESS_AGENT, &["--max-iterations", "4"])
+        .expect(10, Some("success_condition_met"));
+    r.lx(&["check"]).expect(0, None);
+    let receipt = std::path::PathBuf::from(v["receipt"].as_str().unwrap());
+    let text = std::fs::read_to_string(&receipt).unwrap();
+    let keep: Vec<&str> = text.lines().collect();
+    std::fs::write(&receipt, keep[..keep.len() - 2].join("\n") + "\n").unwrap();
+    let out = r.lx(&["check"]);
+    let c = out.expect(20, Some("invariant_failed"));
+    assert!(mentions(&c, "truncated"), "{c}");
+    std::fs::write(&receipt, text).unwrap();
+    r.lx(&["check"]).expect(0, None);
+    let db = rusqlite::Connection::open(r.path().join(".loopexec/ledger.sqlite")).unwrap();
+    db.execute("DELETE FROM halt_events", []).unwrap();
+    drop(db);
+    let c = r.lx(&["check"]).expect(20, Some("invariant_failed"));
+    assert!(mentions(&c, "no halt event"), "{c}");
+}
