@@ -12,6 +12,7 @@
 
 use crate::trajectory::Trajectory;
 use std::io::Write;
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -188,6 +189,45 @@ impl Reporter {
             b.finish_and_clear();
         }
     }
+}
+
+/// loopexec's own stdout and stderr when they are regular files inside `workdir`
+/// (e.g. `loopexec run … 2> log.txt` in the project): their paths relative to the
+/// workdir, glob-escaped. Progress lines written there while a step runs are
+/// loopexec's, not the agent's or the check's, so `run` leaves these files out of
+/// the snapshots (`[clean_room] exclude`, recorded in `run_started`).
+#[must_use]
+pub fn own_output_files(workdir: &Path) -> Vec<String> {
+    let Ok(root) = std::fs::canonicalize(workdir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for fd in [1, 2] {
+        let Ok(target) = std::fs::read_link(format!("/proc/self/fd/{fd}")) else {
+            continue;
+        };
+        if !std::fs::metadata(&target).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let Ok(rel) = target.strip_prefix(&root) else {
+            continue;
+        };
+        let escaped: String = rel
+            .to_string_lossy()
+            .chars()
+            .flat_map(|c| {
+                if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
+                    vec!['[', c, ']']
+                } else {
+                    vec![c]
+                }
+            })
+            .collect();
+        if !out.contains(&escaped) {
+            out.push(escaped);
+        }
+    }
+    out
 }
 
 /// `1m05s`, `42s`.

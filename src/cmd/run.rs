@@ -155,6 +155,14 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
             }
         }
     };
+    // loopexec's own output files inside the workdir (`2> log.txt`) receive progress
+    // lines while steps run: they are not the agent's work nor the check's writes.
+    let mut cfg = cfg;
+    for own in crate::progress::own_output_files(&ws.workdir) {
+        if !cfg.clean_room.exclude.contains(&own) {
+            cfg.clean_room.exclude.push(own);
+        }
+    }
     if cfg.check.is_none() {
         return preflight(
             Some(&ws),

@@ -544,3 +544,30 @@ fn a_failed_work_step_shows_its_stderr_tail_and_the_file_with_the_rest() {
     assert!(std::fs::read_to_string(file).unwrap().contains("starting"));
     assert_valid("run", &v);
 }
+
+/// `loopexec run … 2> log` inside the project (usual in CI): the progress lines written
+/// there while steps run are loopexec's own, never the agent's work or tampering.
+#[test]
+fn progress_into_a_file_inside_the_workdir_is_not_mistaken_for_a_change() {
+    let r = tap_repo("t1 t2");
+    let log = r.path().join("loopexec.log");
+    let mut c = Command::new(bin());
+    c.args(["--json", "--workdir"])
+        .arg(r.path())
+        .args(["run", "--run-id", "log", "--exec", FIX_ONE])
+        .args(["--check", "sh check.sh", "--test-format", "tap"])
+        .current_dir(r.path())
+        .stdin(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let out = c.output().expect("run");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["halt_reason"], "success_condition_met", "{v}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("iteration 2/10 · verdict green"), "{text}");
+    let started = &verify_receipt(&r.receipt("log"))[0];
+    assert_eq!(
+        started["config"]["clean_room"]["exclude"],
+        serde_json::json!(["loopexec.log"]),
+        "{started}"
+    );
+}
