@@ -22,6 +22,8 @@ pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
 /// Writes progress lines to stderr (or nowhere when disabled).
 pub struct Reporter {
     enabled: bool,
+    /// Stream the work step's stdout lines (`--show-agent-output`).
+    show_agent_output: bool,
     /// Where plain lines go (stderr; a buffer in tests).
     sink: Mutex<Box<dyn Write + Send>>,
     /// Longest gap between lines while a step runs.
@@ -50,6 +52,7 @@ impl Reporter {
         });
         Reporter {
             enabled,
+            show_agent_output: false,
             sink: Mutex::new(Box::new(std::io::stderr())),
             heartbeat_every: HEARTBEAT_EVERY,
             started: Instant::now(),
@@ -69,6 +72,7 @@ impl Reporter {
     ) -> Reporter {
         Reporter {
             enabled: true,
+            show_agent_output: false,
             sink: Mutex::new(sink),
             heartbeat_every,
             started: Instant::now(),
@@ -76,6 +80,30 @@ impl Reporter {
             bar: None,
             last_line: Mutex::new(Instant::now()),
         }
+    }
+
+    /// Also stream the work step's stdout lines to stderr (`--show-agent-output`;
+    /// printed even with `--quiet`, since it was asked for).
+    #[must_use]
+    pub fn showing_agent_output(mut self, show: bool) -> Reporter {
+        self.show_agent_output = show;
+        self
+    }
+
+    /// The line sink of the work step: `inner` (the usage meter), plus a copy of each
+    /// line to stderr when `--show-agent-output` is on.
+    #[must_use]
+    pub fn agent_sink(
+        &self,
+        inner: Box<dyn crate::proc::capture::LineSink>,
+    ) -> Box<dyn crate::proc::capture::LineSink> {
+        if !self.show_agent_output {
+            return inner;
+        }
+        Box::new(TeeSink {
+            inner,
+            bar: self.bar.clone(),
+        })
     }
 
     /// A reporter that prints nothing.
@@ -188,6 +216,29 @@ impl Reporter {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+    }
+}
+
+/// Forwards agent lines to the meter and copies them to stderr.
+struct TeeSink {
+    inner: Box<dyn crate::proc::capture::LineSink>,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl crate::proc::capture::LineSink for TeeSink {
+    fn line(&mut self, stream: crate::proc::capture::Stream, line: &[u8]) {
+        let text = format!(
+            "agent| {}",
+            String::from_utf8_lossy(line).trim_end_matches(['\n', '\r'])
+        );
+        match &self.bar {
+            Some(b) => b.println(text),
+            None => {
+                // Best effort, like every progress line.
+                let _ = writeln!(std::io::stderr().lock(), "{text}");
+            }
+        }
+        self.inner.line(stream, line);
     }
 }
 

@@ -369,6 +369,9 @@ pub struct RunArgs {
     /// The check's network: host (default) or none (a private network namespace).
     #[arg(long, value_name = "MODE", value_parser = ["host", "none"])]
     pub check_network: Option<String>,
+    /// Stream the work step's stdout to stderr as it runs (prefixed `agent| `).
+    #[arg(long)]
+    pub show_agent_output: bool,
     /// Run the check in the agent's working tree instead of a clean room copy of the
     /// snapshot. Weaker: the agent's untracked files, background processes and caches
     /// can then reach the check. Recorded in the receipt and stated in every verdict.

@@ -198,6 +198,7 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
         // Progress goes to stderr in every mode (CI logs need signs of life); stdout
         // stays the API. `--quiet` silences it.
         progress: !quiet,
+        show_agent_output: a.show_agent_output,
     };
     match engine::run(req, &signals) {
         Ok(RunOutcome {

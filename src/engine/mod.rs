@@ -77,6 +77,8 @@ pub struct RunRequest {
     pub resume: bool,
     /// Show progress lines on stderr.
     pub progress: bool,
+    /// Stream the work step's stdout lines to stderr as they arrive.
+    pub show_agent_output: bool,
 }
 
 /// How a run ended.
@@ -254,7 +256,8 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         signals,
         env_stripped,
         tree,
-        reporter: crate::progress::Reporter::new(req.progress, req.config.max_iterations),
+        reporter: crate::progress::Reporter::new(req.progress, req.config.max_iterations)
+            .showing_agent_output(req.show_agent_output),
         meter_state: crate::observe::usage::CarryOver::default(),
         orphans_ended,
         room: None,

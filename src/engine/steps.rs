@@ -135,7 +135,7 @@ impl Loop<'_> {
             &self.meter_state,
             Some(usage_file.clone()),
         );
-        let sink = meter.sink();
+        let sink = self.reporter.agent_sink(meter.sink());
         let stall = self.cfg.liveness.stall_timeout.map(|d| d.0);
         let mut spec = self.step_spec(&cmd, prefix);
         spec.env_set = &env_set;

@@ -571,3 +571,30 @@ fn progress_into_a_file_inside_the_workdir_is_not_mistaken_for_a_change() {
         "{started}"
     );
 }
+
+#[test]
+fn show_agent_output_streams_the_agent_to_stderr_and_quiet_silences_progress() {
+    let r = Repo::with_file("c", "0\n");
+    let out = r.lx(&[
+        "--quiet",
+        "run",
+        "--show-agent-output",
+        "--exec",
+        "echo thinking hard; echo 1 > c",
+        "--check",
+        "grep -q 1 c",
+    ]);
+    out.expect(10, Some("success_condition_met"));
+    assert_eq!(out.stderr.trim(), "agent| thinking hard", "{}", out.stderr);
+    let r2 = Repo::with_file("c", "0\n");
+    let quiet = r2.lx(&[
+        "--quiet",
+        "run",
+        "--exec",
+        "echo 1 > c",
+        "--check",
+        "grep -q 1 c",
+    ]);
+    quiet.expect(10, None);
+    assert_eq!(quiet.stderr, "", "--quiet prints no progress");
+}
