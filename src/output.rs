@@ -167,6 +167,10 @@ pub fn schemas() -> Vec<NamedSchema> {
         envelope_schema::<b::VerifyBody>(),
         envelope_schema::<b::RunsBody>(),
         envelope_schema::<b::GcBody>(),
+        envelope_schema::<b::InitBody>(),
+        envelope_schema::<b::ExitCodesBody>(),
+        envelope_schema::<b::CompletionsBody>(),
+        envelope_schema::<b::ManBody>(),
     ];
     v.push(NamedSchema {
         name: "receipt-event",

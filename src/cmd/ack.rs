@@ -49,6 +49,14 @@ pub(crate) fn run(workdir: &Path, a: &AckArgs) -> Outcome {
     }
     let mut f = Map::new();
     f.insert("run_id".into(), json!(run.run_id));
+    f.insert(
+        "run".into(),
+        json!(crate::receipt::facts::run_facts(
+            &run.run_id,
+            &run.receipt,
+            &run.lines
+        )),
+    );
     f.insert("reviewer".into(), json!(a.reviewer.trim()));
     f.insert("iteration".into(), json!(iteration));
     Outcome::ok(

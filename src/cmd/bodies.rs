@@ -354,3 +354,67 @@ pub struct GcBody {
     pub human: String,
 }
 body!(GcBody, "gc");
+
+/// `init`: the loop.toml written (or left alone).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct InitBody {
+    /// The loop.toml path.
+    pub config: String,
+    /// False when loop.toml existed and `--force` was not given.
+    pub written: bool,
+    /// `.loopexec/` (absent when nothing was written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<String>,
+    /// The check written into loop.toml, detected from the project's files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    /// The file the check was detected from (`Cargo.toml`, `package.json`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detected_from: Option<String>,
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub human: String,
+}
+body!(InitBody, "init");
+
+/// One row of `exit-codes`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ExitCodeRow {
+    pub exit_code: u8,
+    pub class: String,
+    pub halt_reason: String,
+    pub advice: String,
+}
+
+/// `exit-codes`: the taxonomy.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ExitCodesBody {
+    pub exit_codes: Vec<ExitCodeRow>,
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub human: String,
+}
+body!(ExitCodesBody, "exit-codes");
+
+/// `completions SHELL`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CompletionsBody {
+    pub shell: String,
+    /// The completion script.
+    pub script: String,
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub human: String,
+}
+body!(CompletionsBody, "completions");
+
+/// `man`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ManBody {
+    /// The man page (roff).
+    pub roff: String,
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub human: String,
+}
+body!(ManBody, "man");

@@ -1,8 +1,8 @@
 //! `loopexec init`: writes a commented `loop.toml` and creates `.loopexec/`.
 
 use crate::cli::Outcome;
+use crate::cmd::bodies::InitBody;
 use crate::workspace::Workspace;
-use serde_json::{json, Map};
 use std::path::Path;
 
 pub(crate) fn run(workdir: &Path, a: &crate::cli::InitArgs) -> Outcome {
@@ -16,16 +16,18 @@ pub(crate) fn run(workdir: &Path, a: &crate::cli::InitArgs) -> Outcome {
     let path = ws.workdir.join("loop.toml");
     let existed = path.exists();
     if existed && !a.force {
-        let mut f = Map::new();
-        f.insert("config".into(), json!(path.display().to_string()));
-        f.insert("written".into(), json!(false));
-        return Outcome::ok(
-            f,
-            format!(
+        let body = InitBody {
+            config: path.display().to_string(),
+            written: false,
+            state_dir: None,
+            check: None,
+            detected_from: None,
+            human: format!(
                 "{} already exists; left unchanged (use --force to overwrite)\n",
                 path.display()
             ),
-        );
+        };
+        return Outcome::from_body("ok", 0, &body);
     }
     let detected = super::init_detect::detect_check(&ws.workdir);
     let text = match detected {
@@ -41,24 +43,23 @@ pub(crate) fn run(workdir: &Path, a: &crate::cli::InitArgs) -> Outcome {
             None,
         );
     }
-    let mut f = Map::new();
-    f.insert("config".into(), json!(path.display().to_string()));
-    f.insert("state_dir".into(), json!(ws.dir.display().to_string()));
-    f.insert("written".into(), json!(true));
-    f.insert("check".into(), json!(detected.map(|d| d.0)));
-    f.insert("detected_from".into(), json!(detected.map(|d| d.1)));
     let next = match detected {
         Some((check, from)) => {
             format!("check: `{check}` (from {from}); set `exec` in loop.toml, then `loopexec run`")
         }
         None => "next: set `check` (and `exec`) in loop.toml, then `loopexec run`".to_string(),
     };
-    Outcome::ok(
-        f,
-        format!(
+    let body = InitBody {
+        config: path.display().to_string(),
+        written: true,
+        state_dir: Some(ws.dir.display().to_string()),
+        check: detected.map(|d| d.0.to_string()),
+        detected_from: detected.map(|d| d.1.to_string()),
+        human: format!(
             "wrote {}\ncreated {}\n{next}\n",
             path.display(),
             ws.dir.display()
         ),
-    )
+    };
+    Outcome::from_body("ok", 0, &body)
 }

@@ -2,8 +2,8 @@
 //! `completions SHELL` and `man`.
 
 use crate::cli::{CompletionsArgs, Outcome};
+use crate::cmd::bodies::{CompletionsBody, ExitCodeRow, ExitCodesBody, ManBody};
 use crate::halt::{ExitClass, HaltReason};
-use serde_json::{json, Map};
 
 /// The exit-code table, generated from the taxonomy (the same source as exit-codes.md).
 #[must_use]
@@ -49,23 +49,32 @@ pub fn exit_codes_text() -> String {
 }
 
 pub(crate) fn exit_codes() -> Outcome {
-    let rows: Vec<_> = HaltReason::ALL
-        .iter()
-        .map(|r| json!({"exit_code": r.exit_code(), "class": r.class().as_str(), "halt_reason": r.as_str(), "advice": r.advice().as_str()}))
-        .collect();
-    let mut f = Map::new();
-    f.insert("exit_codes".into(), json!(rows));
-    Outcome::ok(f, exit_codes_text())
+    let body = ExitCodesBody {
+        exit_codes: HaltReason::ALL
+            .iter()
+            .map(|r| ExitCodeRow {
+                exit_code: r.exit_code(),
+                class: r.class().as_str().into(),
+                halt_reason: r.as_str().into(),
+                advice: r.advice().as_str().into(),
+            })
+            .collect(),
+        human: exit_codes_text(),
+    };
+    Outcome::from_body("ok", 0, &body)
 }
 
 pub(crate) fn completions(a: &CompletionsArgs) -> Outcome {
     let mut cmd = crate::cli::command();
     let mut buf = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "loopexec", &mut buf);
-    let mut f = Map::new();
-    f.insert("shell".into(), json!(a.shell.to_string()));
-    f.insert("script".into(), json!(String::from_utf8_lossy(&buf)));
-    Outcome::ok(f, String::from_utf8_lossy(&buf).into_owned())
+    let script = String::from_utf8_lossy(&buf).into_owned();
+    let body = CompletionsBody {
+        shell: a.shell.to_string(),
+        script: script.clone(),
+        human: script,
+    };
+    Outcome::from_body("ok", 0, &body)
 }
 
 pub(crate) fn man() -> Outcome {
@@ -78,7 +87,10 @@ pub(crate) fn man() -> Outcome {
             None,
         );
     }
-    let mut f = Map::new();
-    f.insert("roff".into(), json!(String::from_utf8_lossy(&buf)));
-    Outcome::ok(f, String::from_utf8_lossy(&buf).into_owned())
+    let roff = String::from_utf8_lossy(&buf).into_owned();
+    let body = ManBody {
+        roff: roff.clone(),
+        human: roff,
+    };
+    Outcome::from_body("ok", 0, &body)
 }

@@ -92,6 +92,18 @@ fn every_command_output_validates_against_its_committed_schema() {
         .expect(0, None);
     assert_valid("verify", &vf);
     assert_valid("gc", &r.lx(&["gc", "--keep", "1"]).expect(0, None));
+    for (cmd, args) in [
+        ("init", vec!["init"]),
+        ("exit-codes", vec!["exit-codes"]),
+        ("completions", vec!["completions", "bash"]),
+        ("man", vec!["man"]),
+    ] {
+        assert_valid(cmd, &r.lx(&args).expect(0, None));
+    }
+    // `status`, `explain-halt` and `report` of a run that has not started a halt yet
+    // are covered by the converged run above; watch and ack carry `run` too.
+    let w = r.lx(&["watch", "--run-id", "sc"]).json();
+    assert_eq!(w["run"]["run_id"], "sc");
 }
 
 #[test]
