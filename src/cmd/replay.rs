@@ -85,6 +85,14 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
         );
     };
     let code = cfg.success_exit_code;
+    let dependencies = run
+        .lines
+        .iter()
+        .find_map(|l| match &l.event {
+            Event::RunStarted(s) => Some(rp::dependencies_of(&s.baseline)),
+            _ => None,
+        })
+        .unwrap_or_default();
     let chain = crate::receipt::verify_chain(&run.lines);
     let mut errors = Vec::new();
     if let Some((line, what)) = &chain {
@@ -205,7 +213,7 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
                     &snap[..snap.len().min(12)]
                 );
             }
-            match rp::rerun(&run.ws.workdir, &cfg, &snap) {
+            match rp::rerun(&run.ws.workdir, &cfg, &snap, &dependencies) {
                 Ok((step, parsed)) => {
                     let fp = fingerprint::of_parsed(&parsed, step.exited_with(code));
                     let agrees = fp == recorded_fp && consistent;

@@ -132,8 +132,69 @@ fn format_choice(cfg: &RunConfig) -> FormatChoice {
     }
 }
 
+/// The dependency directories a run's t0 left out of its snapshots (linked into the
+/// clean room as the loop did), from `run_started`'s baseline measures.
+#[must_use]
+pub fn dependencies_of(baseline: &serde_json::Value) -> Vec<String> {
+    let m: crate::detect::integrity::TreeMeasures =
+        serde_json::from_value(baseline.clone()).unwrap_or_default();
+    m.excluded
+        .iter()
+        .filter_map(|e| e.strip_suffix(" (dependencies)"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A clean room for one replayed check run: its directory and environment.
+struct Room {
+    /// The directory the check runs in.
+    cwd: PathBuf,
+    env_set: Vec<(String, String)>,
+    env_remove: Vec<String>,
+}
+
+/// The loop's own clean room ([`crate::engine::cleanroom::CleanRoom`]) under a private
+/// state directory, synced to `snapshot` from the workdir's store, with the same
+/// dependency links and environment as the loop's check runs.
+fn store_room(
+    workdir: &Path,
+    cfg: &RunConfig,
+    snapshot: &str,
+    dependencies: &[String],
+    state: &Path,
+) -> Result<Room, ReplayError> {
+    let err = |message: String| ReplayError::Materialize {
+        snapshot: snapshot.to_string(),
+        message,
+    };
+    let store =
+        crate::observe::store::SnapshotStore::open(&crate::observe::tree::store_path(workdir))
+            .map_err(|e| err(e.to_string()))?;
+    let mut c = crate::observe::git::git_cmd(store.dir());
+    c.args(["rev-parse", "--verify", &format!("{snapshot}^{{tree}}")]);
+    let tree =
+        String::from_utf8_lossy(&crate::observe::git::run(&mut c).map_err(|e| err(e.to_string()))?)
+            .trim()
+            .to_string();
+    let excludes = crate::observe::store::Excludes::new(&cfg.clean_room.exclude)
+        .map_err(|e| err(e.to_string()))?;
+    let mut room =
+        crate::engine::cleanroom::CleanRoom::prepare(state, workdir, excludes, dependencies)
+            .map_err(|e| err(e.to_string()))?;
+    room.sync(&store, &tree).map_err(|e| err(e.to_string()))?;
+    let base_env: Vec<(String, String)> = std::env::vars().collect();
+    let (env_set, env_remove) = room.env(&base_env);
+    Ok(Room {
+        cwd: room.root().to_path_buf(),
+        env_set,
+        env_remove,
+    })
+}
+
 /// Runs the run's check once in a fresh clean room holding `snapshot`; returns the
-/// step and its completed parse.
+/// step and its completed parse. Snapshots in loopexec's store get the loop's own
+/// clean room (dependency links, environment); older git snapshots are checked out
+/// into a temporary directory.
 ///
 /// # Errors
 /// [`ReplayError`] when the snapshot cannot be materialized or the check cannot be
@@ -142,30 +203,33 @@ pub fn rerun(
     workdir: &Path,
     cfg: &RunConfig,
     snapshot: &str,
+    dependencies: &[String],
 ) -> Result<(StepResult, ParsedRun), ReplayError> {
     let room = tempfile::Builder::new()
         .prefix("loopexec-replay")
         .tempdir()
         .map_err(ReplayError::Run)?;
-    let tree = room.path().join("tree");
-    std::fs::create_dir_all(&tree).map_err(ReplayError::Run)?;
-    materialize(workdir, snapshot, &tree)?;
-    let cwd = if in_store(workdir, snapshot) {
-        tree.clone()
+    let mut env_remove = crate::observe::secrets::secret_env_names(&cfg.guards.keep_env);
+    let (cwd, env_set) = if in_store(workdir, snapshot) {
+        let r = store_room(workdir, cfg, snapshot, dependencies, room.path())?;
+        env_remove.extend(r.env_remove);
+        (r.cwd, r.env_set)
     } else {
-        tree.join(workdir_prefix(workdir))
+        let tree = room.path().join("tree");
+        std::fs::create_dir_all(&tree).map_err(ReplayError::Run)?;
+        materialize(workdir, snapshot, &tree)?;
+        (tree.join(workdir_prefix(workdir)), Vec::new())
     };
     std::fs::create_dir_all(&cwd).map_err(ReplayError::Run)?;
     let caps = room.path().join("capture");
     std::fs::create_dir_all(&caps).map_err(ReplayError::Run)?;
     let check = cfg.check.clone().unwrap_or_default();
     let wrapped = crate::observe::isolation::wrap_check(&check, &cfg.check_network);
-    let env_remove = crate::observe::secrets::secret_env_names(&cfg.guards.keep_env);
     let spec = StepSpec {
         command: &wrapped,
         cwd: &cwd,
         env_remove: &env_remove,
-        env_set: &[],
+        env_set: &env_set,
         timeout: cfg.check_timeout.map(|d| d.0),
         stall_timeout: None,
         grace: cfg.kill_grace.0,
