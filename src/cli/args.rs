@@ -124,7 +124,7 @@ pub struct AttestArgs {
     /// The secret key file (from `loopexec keygen`). There is no default key.
     #[arg(long, value_name = "FILE", required = true)]
     pub key: PathBuf,
-    /// Where to write the DSSE envelope (default: .loopexec/runs/<run>.intoto.json).
+    /// Where to write the DSSE envelope (default: `.loopexec/runs/<run>.intoto.json`).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 }
