@@ -112,13 +112,27 @@ pub enum OnOracleEdit {
     Restore,
 }
 
-/// `[oracle]` of loop.toml: the frozen oracle (SPEC §3.6).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `[oracle]` of loop.toml: the frozen oracle (SPEC §3.6) and how much the loop must
+/// trust its check (SPEC §9.5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OracleConfig {
     /// Extra globs of files frozen at t0 (golden files, fixtures, test data).
     pub frozen: Vec<String>,
     pub on_edit: OnOracleEdit,
+    /// `check_flaky` fires when the Wilson lower bound (95 %) of the agreement rate of
+    /// same-tree check runs falls below this (default 0.95; SPEC §9.5).
+    pub confidence_target: f64,
+}
+
+impl Default for OracleConfig {
+    fn default() -> Self {
+        OracleConfig {
+            frozen: Vec::new(),
+            on_edit: OnOracleEdit::default(),
+            confidence_target: 0.95,
+        }
+    }
 }
 
 /// Who may change the dependency directories (`node_modules`, `.venv`) during a run.
@@ -214,6 +228,57 @@ pub struct LivenessConfig {
     pub comprehension_every: Option<u32>,
 }
 
+/// `[judge]` of loop.toml: a reviewer command run on green iterations (SPEC §9.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JudgeConfig {
+    /// The judge (run with `sh -c`); unset: no judge, a guard-clean green converges.
+    pub command: Option<String>,
+    /// Judge every Nth green that completes a task of a task list; the green that
+    /// would end the run is always judged. At least 1.
+    pub every: u32,
+    /// Time limit for one judge run (default 10m); a judge that times out cannot decide.
+    pub timeout: Option<Dur>,
+    /// Cap on the judge's own run-total spend, USD (metered like the agent's).
+    pub budget_usd: Option<f64>,
+}
+
+impl Default for JudgeConfig {
+    fn default() -> Self {
+        JudgeConfig {
+            command: None,
+            every: 1,
+            timeout: None,
+            budget_usd: None,
+        }
+    }
+}
+
+/// `[task]` of loop.toml: what the run is for (SPEC §9.2, §9.3).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TaskConfig {
+    /// A file describing the task (given to the judge and counted in the context).
+    pub file: Option<String>,
+    /// Test ids or globs a green iteration must have collected, run and passed.
+    pub objective: Vec<String>,
+    /// A task list: a Markdown checklist or JSON Lines of `{id, title, status, blocked_by[]}`.
+    pub list: Option<String>,
+    /// Globs of files the agent must read (counted in the context budget).
+    pub files: Vec<String>,
+}
+
+/// `[models]` of loop.toml: model identities and context windows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelsConfig {
+    /// A change of the agent CLI's version mid-run is not drift when true.
+    pub allow_cli_upgrade: bool,
+    /// Context windows in tokens by model id or family prefix (added to, and
+    /// overriding, the built-in table).
+    pub windows: std::collections::BTreeMap<String, u64>,
+}
+
 /// The file form of loop.toml: every field optional.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -240,6 +305,9 @@ pub struct FileConfig {
     pub sandbox: Option<SandboxConfig>,
     pub exec_failures: Option<u32>,
     pub on_unmetered: Option<String>,
+    pub judge: Option<JudgeConfig>,
+    pub task: Option<TaskConfig>,
+    pub models: Option<ModelsConfig>,
 }
 
 /// Flag values; `None` leaves the file's value (or the default) in place.
@@ -272,6 +340,14 @@ pub struct Overrides {
     pub sandbox: Option<SandboxMode>,
     pub exec_failures: Option<u32>,
     pub on_unmetered: Option<String>,
+    pub judge: Option<String>,
+    pub judge_every: Option<u32>,
+    pub judge_timeout: Option<String>,
+    pub judge_budget_usd: Option<f64>,
+    pub task_file: Option<String>,
+    pub objective: Vec<String>,
+    pub tasks: Option<String>,
+    pub context_files: Vec<String>,
 }
 
 /// The validated policy of one run. Serialized into `run_started`.
@@ -315,6 +391,12 @@ pub struct RunConfig {
     /// `warn` (stderr, receipt, explain-halt) or `halt` (`budget_exceeded`).
     #[serde(default = "default_on_unmetered")]
     pub on_unmetered: String,
+    #[serde(default)]
+    pub judge: JudgeConfig,
+    #[serde(default)]
+    pub task: TaskConfig,
+    #[serde(default)]
+    pub models: ModelsConfig,
 }
 
 fn default_exec_failures() -> u32 {
@@ -353,6 +435,9 @@ impl RunConfig {
             config_file: None,
             exec_failures: default_exec_failures(),
             on_unmetered: default_on_unmetered(),
+            judge: JudgeConfig::default(),
+            task: TaskConfig::default(),
+            models: ModelsConfig::default(),
         }
     }
 }
@@ -474,6 +559,7 @@ fn apply_file(c: &mut RunConfig, f: FileConfig) {
         exec_failures,
         on_unmetered
     );
+    take!(judge, task, models);
 }
 
 fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
@@ -547,6 +633,34 @@ fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     if let Some(m) = o.sandbox {
         c.sandbox.mode = m;
     }
+    apply_judgment_flags(c, o)?;
+    Ok(())
+}
+
+/// The judge, task and objective flags.
+fn apply_judgment_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
+    if o.judge.is_some() {
+        c.judge.command.clone_from(&o.judge);
+    }
+    if let Some(n) = o.judge_every {
+        c.judge.every = n;
+    }
+    if let Some(d) = dur_flag("judge.timeout", o.judge_timeout.as_ref())? {
+        c.judge.timeout = Some(d);
+    }
+    if o.judge_budget_usd.is_some() {
+        c.judge.budget_usd = o.judge_budget_usd;
+    }
+    if o.task_file.is_some() {
+        c.task.file.clone_from(&o.task_file);
+    }
+    if !o.objective.is_empty() {
+        c.task.objective.clone_from(&o.objective);
+    }
+    if o.tasks.is_some() {
+        c.task.list.clone_from(&o.tasks);
+    }
+    c.task.files.extend(o.context_files.iter().cloned());
     Ok(())
 }
 
@@ -690,6 +804,7 @@ pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
     c.pricing
         .validate()
         .map_err(|e| ConfigError::invalid("pricing", e.to_string()))?;
+    validate_judgment(c)?;
     for (field, globs) in [
         ("guards.blocked_paths", &c.guards.blocked_paths),
         ("guards.test_paths", &c.guards.test_paths),
@@ -700,6 +815,69 @@ pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
             globset::Glob::new(g)
                 .map_err(|e| ConfigError::invalid(field, format!("bad glob `{g}`: {e}")))?;
         }
+    }
+    Ok(())
+}
+
+/// The `[judge]`, `[task]`, `[oracle]` and `[models]` fields.
+fn validate_judgment(c: &RunConfig) -> Result<(), ConfigError> {
+    if c.judge
+        .command
+        .as_deref()
+        .is_some_and(|s| s.trim().is_empty())
+    {
+        return Err(ConfigError::invalid("judge.command", "is empty"));
+    }
+    if c.judge.every == 0 {
+        return Err(ConfigError::invalid("judge.every", "must be at least 1"));
+    }
+    if c.judge.timeout.is_some_and(|d| d.0.is_zero()) {
+        return Err(ConfigError::invalid(
+            "judge.timeout",
+            "must be greater than zero",
+        ));
+    }
+    if let Some(u) = c.judge.budget_usd {
+        if !(u.is_finite() && u > 0.0) {
+            return Err(ConfigError::invalid(
+                "judge.budget_usd",
+                "must be a positive number of USD",
+            ));
+        }
+    }
+    for g in &c.task.objective {
+        if g.trim().is_empty() {
+            return Err(ConfigError::invalid(
+                "task.objective",
+                "names an empty test id",
+            ));
+        }
+        globset::Glob::new(g).map_err(|e| {
+            ConfigError::invalid("task.objective", format!("bad test id or glob `{g}`: {e}"))
+        })?;
+    }
+    if !c.task.files.is_empty() && c.model.pin.is_none() {
+        return Err(ConfigError::invalid(
+            "task.files",
+            "the context files are measured against a model's window: give --model (or [model] pin)",
+        ));
+    }
+    for g in &c.task.files {
+        globset::Glob::new(g)
+            .map_err(|e| ConfigError::invalid("task.files", format!("bad glob `{g}`: {e}")))?;
+    }
+    let t = c.oracle.confidence_target;
+    if !(t.is_finite() && t > 0.0 && t < 1.0) {
+        return Err(ConfigError::invalid(
+            "oracle.confidence_target",
+            "must be a number between 0 and 1 (exclusive), e.g. 0.95",
+        ));
+    }
+    if let Some((m, _)) = c.models.windows.iter().find(|(_, w)| **w == 0) {
+        return Err(ConfigError::invalid(
+            "models.windows",
+            format!("the window of `{m}` must be at least 1 token"),
+        ));
     }
     Ok(())
 }
@@ -774,6 +952,40 @@ mod tests {
         };
         let e = resolve(dir.path(), None, &o).unwrap_err();
         assert!(e.to_string().contains("max_iterations"));
+    }
+
+    #[test]
+    fn judgment_fields_are_validated_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: &[(&str, &str)] = &[
+            ("[judge]\nevery = 0\n", "judge.every"),
+            ("[judge]\ncommand = \" \"\n", "judge.command"),
+            ("[judge]\nbudget_usd = -1.0\n", "judge.budget_usd"),
+            ("[judge]\ntimeout = \"0s\"\n", "judge.timeout"),
+            (
+                "[oracle]\nconfidence_target = 1.5\n",
+                "oracle.confidence_target",
+            ),
+            ("[task]\nfiles = [\"src/*\"]\n", "task.files"),
+            ("[task]\nobjective = [\"\"]\n", "task.objective"),
+            ("[models.windows]\nm = 0\n", "models.windows"),
+        ];
+        for (toml_text, field) in cases {
+            std::fs::write(
+                dir.path().join("loop.toml"),
+                format!("check = \"x\"\n{toml_text}"),
+            )
+            .unwrap();
+            let e = resolve(dir.path(), None, &Overrides::default()).unwrap_err();
+            assert!(e.to_string().contains(field), "{toml_text}: {e}");
+        }
+        std::fs::write(
+            dir.path().join("loop.toml"),
+            "check = \"x\"\n[judge]\ncommand = \"j\"\nevery = 2\n[task]\nobjective = [\"t*\"]\nfiles = [\"a\"]\n[model]\npin = \"m\"\n[oracle]\nconfidence_target = 0.9\n",
+        )
+        .unwrap();
+        let c = resolve(dir.path(), None, &Overrides::default()).unwrap();
+        assert_eq!((c.judge.every, c.oracle.confidence_target), (2, 0.9));
     }
 
     #[test]

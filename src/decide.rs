@@ -8,12 +8,15 @@
 //! | order | family | reasons | when |
 //! |---|---|---|---|
 //! | 1 | interruption, execution, step liveness | human_required, heartbeat_stale, execution_failure | any step |
+//! | 1a | task list, context budget ([`crate::judgment::before_step`]) | no_actionable_tasks, context_budget_unsatisfiable | before an exec |
 //! | 2 | blocked paths | blocked_path_modified | after the exec |
 //! | 3 | spend and identity | budget_exceeded, cost_anomaly, model_drift_detected | after the exec |
 //! | 2b | frozen oracle | metric_integrity_violation | after the exec |
 //! | 4 | tampering around the check, oracle trust | metric_integrity_violation, hermeticity_violation, check_flaky | after a check |
 //! | 5 | metric integrity (if green, accepted, or green by exit code) | metric_integrity_violation | after a check |
 //! | 5b | evidence (fail closed, if green) | objective_unverified | after a check |
+//! | 6a | objective ([`objective::verify`]) | objective_unverified | the main check is green |
+//! | 6b | judgment ([`crate::judgment::after_green`]) | reviewer_rejected, reward_hacking_detected, escalation_pending | green and confirmed |
 //! | 6 | success | success_condition_met | the main check and its confirmations are green |
 //! | 7 | no convergence | same_test_regressed … no_progress_detected | after a check |
 //! | 8 | comprehension | comprehension_debt_exceeded | after a check, and before an exec |
@@ -27,7 +30,7 @@
 
 use crate::config::RunConfig;
 use crate::detect::integrity::TreeMeasures;
-use crate::detect::{execution, integrity, liveness, oracle, progress, spend};
+use crate::detect::{execution, integrity, liveness, objective, oracle, progress, spend};
 use crate::halt::{Halt, HaltReason, Verdict};
 use crate::trajectory::{is_green, Trajectory};
 
@@ -40,6 +43,12 @@ pub enum Next {
     Check,
     /// Run another confirmation of a green check on the same tree.
     Confirm,
+    /// Run the judge on this green iteration (`--judge`).
+    Judge,
+    /// Read the task list for this iteration (`--tasks`).
+    ObserveTasks,
+    /// Measure the context this iteration's agent must be given.
+    BuildContext,
     /// The iteration is complete; start the next one.
     NextIteration {
         /// The ratchet rejected this iteration: restore this accepted iteration's tree.
@@ -93,6 +102,9 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
     if let Some(h) = execution::detect(t) {
         return halt(h);
     }
+    if let Some(d) = crate::judgment::before_step(t, cfg) {
+        return d;
+    }
     if last.iteration > 0 && last.exec.is_none() {
         // Before more work: a comprehension debt still unpaid (a resumed run nobody
         // acknowledged) stops the run before the agent runs again.
@@ -135,11 +147,11 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
             return halt(h);
         }
     }
-    if let Some(h) = oracle::flaky(t, cfg.success_exit_code) {
+    if let Some(h) = oracle::flaky_bound(t, cfg) {
         return halt(h);
     }
     let code = cfg.success_exit_code;
-    let green = is_green(main, code);
+    let green = is_green(main, code) && oracle::confirmations_agree(t, code);
     let views = t.attempt_views(code);
     let accepted = progress::accepted(&views);
     let this_accepted = accepted.last().copied().unwrap_or(true);
@@ -184,8 +196,14 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         ) {
             return halt(h);
         }
+        if let Some(h) = objective::verify(t, cfg, &main.parsed) {
+            return halt(h);
+        }
         if (last.checks.len() as u32) < 1 + cfg.confirm_runs {
             return go(Next::Confirm);
+        }
+        if let Some(d) = crate::judgment::after_green(t, cfg) {
+            return d;
         }
         let mut contributors = vec![if last.iteration == 0 {
             "the check is already green on the untouched tree (iteration 0): nothing to do"

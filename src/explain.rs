@@ -116,6 +116,14 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::ModelDriftDetected => "The agent's primary model changed mid-run: pin the model in the agent's own configuration, or accept the new one with --model.".into(),
         HaltReason::HeartbeatStale => "The work step went silent: look at its last output excerpt, then rerun with a longer --stall-timeout if the silence was expected.".into(),
         HaltReason::ComprehensionDebtExceeded => "Review the accepted diffs, record it with `loopexec ack --reviewer NAME`, then `loopexec run --resume RUN_ID`.".into(),
+        HaltReason::ReviewerRejected | HaltReason::EscalationPending | HaltReason::RewardHackingDetected
+            if t.last().is_some_and(|i| i.judged.is_some()) =>
+        {
+            "Read the judge's reasons (the contributors, and `judge_finished` in the receipt) against the diff from t0; revert or fix the work, or acknowledge it and `loopexec run --resume RUN_ID`.".into()
+        }
+        HaltReason::NoActionableTasks => "Every open task waits on another that is not done: mark a blocker done, remove the cycle, or add the missing task to the list, then start a new run.".into(),
+        HaltReason::ObjectiveUnverified => "The green did not show the named objective test passing: make the check collect and run it (no deselection, no skip), or correct --objective.".into(),
+        HaltReason::ContextBudgetUnsatisfiable => "Split the task, declare fewer files, or use a model with a larger window ([models.windows] in loop.toml); `loopexec build-context` shows the breakdown.".into(),
         _ => String::new(),
     }
 }
@@ -188,6 +196,8 @@ pub fn protection_note(t: &Trajectory) -> String {
     if let Some(sb) = &s.sandbox {
         if sb.in_force.starts_with("none") {
             missing.push(format!("the exec had no sandbox: {}", sb.in_force));
+        } else if let Some((_, why)) = sb.in_force.split_once("; ") {
+            missing.push(why.to_string());
         }
     }
     if missing.is_empty() {

@@ -15,7 +15,7 @@ use std::fmt;
 pub enum HaltReason {
     /// The check passed (all guards holding): the work is done. Exit 10.
     SuccessConditionMet,
-    /// Nothing left to select (task-list loops; reserved). Exit 11.
+    /// Open tasks remain in the task list but every one is blocked. Exit 11.
     NoActionableTasks,
     /// A person stopped the run (SIGINT/SIGTERM) or must decide. Exit 11.
     HumanRequired,
@@ -23,14 +23,15 @@ pub enum HaltReason {
     MaxIterationsReached,
     /// A protected path (CI config, `.git/`, `loop.toml`, …) changed since t0. Exit 13.
     BlockedPathModified,
-    /// A semantic reward-hacking judgment (reserved for a reviewer layer). Exit 13.
+    /// The judge (`--judge`) found the green gamed (special-cased inputs, weakened
+    /// checks, hard-coded outputs). Exit 13.
     RewardHackingDetected,
     /// The measurement was weakened: collected set lost a member, a run cut short
     /// reported green, assertion count dropped, protected manifest changed. Exit 13.
     MetricIntegrityViolation,
     /// Provider credentials were visible to the check. Exit 13.
     CredentialScopeInvalid,
-    /// The objective could not be verified (reserved). Exit 13.
+    /// A green that does not show its objective tests collected, run and passed. Exit 13.
     ObjectiveUnverified,
     /// The check's verdict or failing set varied on an identical tree. Exit 14.
     CheckFlaky,
@@ -42,9 +43,9 @@ pub enum HaltReason {
     HermeticityViolation,
     /// The check stayed green for a planted mutant in changed code. Exit 15.
     CheckInadequate,
-    /// A judgment is pending (reserved). Exit 16.
+    /// A judgment is pending: the judge escalated, or could not decide. Exit 16.
     EscalationPending,
-    /// A reviewer rejected the work (reserved). Exit 16.
+    /// The judge rejected a green iteration's work. Exit 16.
     ReviewerRejected,
     /// No new best failing-set size within K attempts while failures changed. Exit 17.
     NoProgressDetected,
@@ -69,7 +70,7 @@ pub enum HaltReason {
     ModelDriftDetected,
     /// Too many accepted iterations no person has acknowledged. Exit 19.
     ComprehensionDebtExceeded,
-    /// The context the task needs cannot fit (reserved). Exit 19.
+    /// The context the agent must be given cannot fit the model's window. Exit 19.
     ContextBudgetUnsatisfiable,
     /// Configuration or stored state failed validation. Exit 20.
     InvariantFailed,
@@ -178,7 +179,7 @@ pub enum Owner {
     Loopexec,
     /// Decided by loopexec's pure detectors; re-derivable offline from the receipt.
     LoopexecDeterministic,
-    /// A reviewer layer above the deterministic gate (reserved reasons).
+    /// A reviewer layer above the deterministic gate (the judge).
     Reviewer,
     /// A person.
     Human,

@@ -17,6 +17,7 @@ pub mod detect;
 pub mod engine;
 pub mod explain;
 pub mod halt;
+pub mod judgment;
 pub mod observe;
 pub mod oracle;
 pub mod output;

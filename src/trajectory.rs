@@ -22,6 +22,12 @@ pub struct IterationObs {
     /// The main check run (attempt 0) then confirmation runs.
     pub checks: Vec<CheckFinished>,
     pub reverted: Option<Reverted>,
+    /// The judge's run on this iteration's green, if it ran.
+    pub judged: Option<crate::receipt::judgment::JudgeFinished>,
+    /// The task list as read at the start of this iteration (`--tasks`).
+    pub tasks: Option<crate::receipt::judgment::TasksObserved>,
+    /// The context measured before this iteration's exec.
+    pub context: Option<crate::receipt::judgment::ContextBuilt>,
 }
 
 impl IterationObs {
@@ -96,6 +102,21 @@ impl Trajectory {
                 });
             }
             Event::Halted(_) => {}
+            Event::JudgeFinished(j) => {
+                if let Some(it) = self.iteration_mut(j.iteration) {
+                    it.judged = Some((**j).clone());
+                }
+            }
+            Event::TasksObserved(o) => {
+                if let Some(it) = self.iteration_mut(o.iteration) {
+                    it.tasks = Some((**o).clone());
+                }
+            }
+            Event::ContextBuilt(c) => {
+                if let Some(it) = self.iteration_mut(c.iteration) {
+                    it.context = Some((**c).clone());
+                }
+            }
         }
     }
 

@@ -2,3 +2,4 @@
 pub mod model;
 pub mod parse;
 pub mod postparse;
+pub mod witness;

@@ -19,7 +19,7 @@ use std::path::PathBuf;
     max_term_width = 100
 )]
 #[command(
-    after_help = "Quick start:\n  loopexec init\n  loopexec run --exec 'claude -p \"fix the failing tests\"' --check 'cargo test'\n  loopexec explain-halt\n\nExit codes: 0 ok, 10 converged, 11 human stop, 12 iteration cap, 13 integrity,\n14 untrusted check, 15 inadequate check, 17 no convergence, 18 budget,\n19 liveness/drift, 20 invalid config, 30 workspace, 40 execution, 50 internal, 2 usage."
+    after_help = "Quick start:\n  loopexec init\n  loopexec run --exec 'claude -p \"fix the failing tests\"' --check 'cargo test'\n  loopexec explain-halt\n\nExit codes: 0 ok, 10 converged, 11 human stop, 12 iteration cap, 13 integrity,\n14 untrusted check, 15 inadequate check, 16 judgment pending, 17 no convergence, 18 budget,\n19 liveness/drift, 20 invalid config, 30 workspace, 40 execution, 50 internal, 2 usage."
 )]
 pub struct Cli {
     /// Print exactly one JSON object on stdout (tool, version, status, errors[], …).
@@ -67,6 +67,12 @@ pub enum Command {
     ProbeCheck(ProbeArgs),
     /// Preconditions gate: determinism, hermeticity, adequacy (mutation canaries), credentials, isolation.
     Doctor(DoctorArgs),
+    /// Assemble what the agent must read (task, failing tests, their files, declared
+    /// files) and estimate its tokens against the model's context window.
+    #[command(
+        after_help = "Examples:\n  loopexec build-context --task TASK.md --model claude-sonnet-4-5\n  loopexec build-context --task TASK.md --files 'src/**/*.rs' --model gpt-5\n\nTokens are estimated as bytes/4. Windows come from a built-in table of current Claude,\nGPT and Gemini models, overridden by [models.windows] in loop.toml. The failing tests\nare those of the run's last check (--run-id, default the latest run, if any).\nA run given --task/--context-file and --model halts context_budget_unsatisfiable (19)\nbefore an exec whose context cannot fit."
+    )]
+    BuildContext(BuildContextArgs),
     /// Re-run the check on a run's recorded snapshots in a clean room and compare with its receipt.
     #[command(
         after_help = "Examples:\n  loopexec replay RUN                  # every iteration, once\n  loopexec replay RUN --iteration 3 --runs 5\n  loopexec replay RUN --offline        # re-derive every verdict from the receipt alone\n  loopexec replay RUN --offline --reparse   # re-parse the kept check output\n\nEach check run is compared by its verdict fingerprint (blake3 over the failing set, the\ncollected set, the counts and whether the exit code was the success code; never raw\nbytes or timings). Exit 0 when everything agrees; 20 (status mismatch) when the receipt\ndisagrees with what the check does, naming the first iteration; 14 (status flaky) when\nsome runs agree and some do not."
@@ -154,6 +160,25 @@ pub struct CompletionsArgs {
     /// The shell.
     #[arg(value_name = "SHELL")]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct BuildContextArgs {
+    /// The task description file.
+    #[arg(long, value_name = "FILE")]
+    pub task: Option<String>,
+    /// Files (globs, relative to the workdir) the agent must read. Repeatable.
+    #[arg(long = "files", value_name = "GLOB", num_args = 1..)]
+    pub files: Vec<String>,
+    /// The model whose window the context must fit (e.g. claude-sonnet-4-5).
+    #[arg(long, value_name = "MODEL")]
+    pub model: String,
+    /// The run whose last check supplies the failing tests (default: the latest, if any).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// loop.toml to read [models.windows] from (default: ./loop.toml when present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// The check being measured (shared by `probe-check` and `doctor`).
@@ -390,6 +415,38 @@ pub struct RunArgs {
     /// What a budget cap does when the agent's spend is not metered: warn (default) or halt.
     #[arg(long, value_name = "MODE", value_parser = ["warn", "halt"])]
     pub on_unmetered: Option<String>,
+    /// A reviewer run after a green, guard-clean iteration: reads a JSON input on stdin
+    /// (diff against t0, task, check summary), prints a verdict object on stdout
+    /// (schemas/judge-verdict.schema.json). reject halts reviewer_rejected (16),
+    /// reward_hacking halts reward_hacking_detected (13), escalate or no valid verdict
+    /// halts escalation_pending (16); only approve lets the run converge.
+    #[arg(long, value_name = "CMD")]
+    pub judge: Option<String>,
+    /// With --tasks, judge every Nth task-completing green (the final green is always judged).
+    #[arg(long, value_name = "N")]
+    pub judge_every: Option<u32>,
+    /// Time limit for one judge run (default 10m).
+    #[arg(long, value_name = "DUR")]
+    pub judge_timeout: Option<String>,
+    /// Cap on the judge's own run-total spend in USD.
+    #[arg(long, value_name = "USD")]
+    pub judge_budget_usd: Option<f64>,
+    /// A file describing the task (given to the judge).
+    #[arg(long, value_name = "FILE")]
+    pub task: Option<String>,
+    /// A test id or glob that defines the task: at green it must have been collected,
+    /// run and passed, else objective_unverified (13). Repeatable.
+    #[arg(long = "objective", value_name = "TEST_ID_OR_GLOB", num_args = 1..)]
+    pub objective: Vec<String>,
+    /// A task list (Markdown checklist or JSON Lines of {id, title, status,
+    /// blocked_by[]}): each iteration works on the next actionable task; all open tasks
+    /// blocked halts no_actionable_tasks (11).
+    #[arg(long, value_name = "FILE")]
+    pub tasks: Option<String>,
+    /// A file (glob) the agent must read, counted with --task against the window of the
+    /// --model: context_budget_unsatisfiable (19) when it cannot fit. Repeatable.
+    #[arg(long = "context-file", value_name = "GLOB")]
+    pub context_files: Vec<String>,
 }
 
 #[derive(Debug, Args)]

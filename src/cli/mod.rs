@@ -9,8 +9,8 @@
 mod args;
 
 pub use args::{
-    AckArgs, CheckOpts, Cli, Command, DoctorArgs, InitArgs, InspectCostArgs, ParseArgs, ProbeArgs,
-    RunArgs, RunSel, WatchArgs,
+    AckArgs, BuildContextArgs, CheckOpts, Cli, Command, DoctorArgs, InitArgs, InspectCostArgs,
+    ParseArgs, ProbeArgs, RunArgs, RunSel, WatchArgs,
 };
 pub use args::{
     AttestArgs, CompletionsArgs, GcArgs, KeygenArgs, ReplayArgs, ReportArgs, VerifyArgs,

@@ -185,6 +185,12 @@ pub struct IterationRow {
     pub model: Option<String>,
     /// Iteration duration: exec + check runs, milliseconds.
     pub duration_ms: u64,
+    /// The judge's step and verdict (`approve`, `reject`, …, `could_not_decide`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<Value>,
+    /// Tasks the agent's task list held after this iteration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<usize>,
 }
 
 /// Totals over the run's iterations in `report`.

@@ -56,6 +56,7 @@ pub(crate) fn run(workdir: &Path) -> Outcome {
                 }
                 for l in &lines {
                     let snap = match &l.event {
+                        Event::RunStarted(r) => r.git.baseline_snapshot.clone(),
                         Event::ExecFinished(e) => e.snapshot.clone(),
                         Event::Reverted(r) => Some(r.snapshot.clone()),
                         _ => None,

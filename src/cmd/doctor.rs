@@ -240,9 +240,17 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
     // adequacy
     lines.push(adequacy(&ws, &sb, &spec, &reference, a));
 
-    // The frozen oracle a run would freeze at t0 (SPEC §3.10).
-    let mut obs = crate::observe::tree::TreeObserver::new(&ws.workdir, "doctor", &cfg);
-    let (_, baseline, unavailable) = obs.baseline();
+    // The frozen oracle a run would freeze at t0 (SPEC §3.10), measured on a fresh
+    // copy so the workdir gets no snapshot store of its own.
+    let copy = sb.fresh();
+    let (baseline, unavailable) = match &copy {
+        Ok(c) => {
+            let mut obs = crate::observe::tree::TreeObserver::new(&c.path(), "doctor", &cfg);
+            let (_, b, u) = obs.baseline();
+            (b, u)
+        }
+        Err(e) => (Value::Null, vec![format!("cannot copy the workdir: {e}")]),
+    };
     let m: crate::detect::integrity::TreeMeasures =
         serde_json::from_value(baseline).unwrap_or_default();
     let mut oracle: Vec<String> = m.frozen.keys().chain(m.manifest.keys()).cloned().collect();

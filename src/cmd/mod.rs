@@ -4,6 +4,7 @@
 mod ack;
 mod attest;
 pub mod bodies;
+mod build_context;
 mod check_state;
 mod doctor;
 mod explain_halt;
@@ -56,6 +57,7 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Command::ExitCodes => meta::exit_codes(),
         Command::Completions(a) => meta::completions(&a),
         Command::Man => meta::man(),
+        Command::BuildContext(a) => build_context::run(&workdir, &a),
     }
 }
 

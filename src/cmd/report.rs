@@ -54,6 +54,8 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
                 tokens: None,
                 model: None,
                 duration_ms: 0,
+                judge: None,
+                tasks: None,
             }),
             Event::ExecFinished(e) => {
                 if let Some(r) = rows.last_mut() {
@@ -110,7 +112,23 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
                     r.interrupted = Some(i.signal);
                 }
             }
-            Event::Resumed(_) => {}
+            Event::Resumed(_) | Event::ContextBuilt(_) => {}
+            Event::JudgeFinished(j) => {
+                if let Some(r) = rows.last_mut() {
+                    let mut jj = serde_json::to_value(step_row(&j.step)).unwrap_or_default();
+                    jj["verdict"] = match crate::detect::judge::could_not_decide(j) {
+                        Some(_) => json!("could_not_decide"),
+                        None => crate::detect::judge::parse_verdict(&j.output)
+                            .map_or(json!(null), |v| json!(v.verdict)),
+                    };
+                    r.judge = Some(jj);
+                }
+            }
+            Event::TasksObserved(o) => {
+                if let Some(r) = rows.last_mut() {
+                    r.tasks = Some(o.tasks.len());
+                }
+            }
             Event::Halted(h) => {
                 halt = json!({"iteration": h.iteration, "halt_reason": h.halt_reason.as_str(), "exit_code": h.exit_code, "contributors": h.contributors});
             }

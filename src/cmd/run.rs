@@ -49,6 +49,14 @@ fn overrides(a: &RunArgs) -> Overrides {
         }),
         exec_failures: a.exec_failures,
         on_unmetered: a.on_unmetered.clone(),
+        judge: a.judge.clone(),
+        judge_every: a.judge_every,
+        judge_timeout: a.judge_timeout.clone(),
+        judge_budget_usd: a.judge_budget_usd,
+        task_file: a.task.clone(),
+        objective: a.objective.clone(),
+        tasks: a.tasks.clone(),
+        context_files: a.context_files.clone(),
     }
 }
 

@@ -52,7 +52,11 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
                 halted = Some(h.clone());
                 phase = "halted".into();
             }
-            Event::Reverted(_) | Event::Interrupted(_) => {}
+            Event::JudgeFinished(_) => phase = "deciding".into(),
+            Event::Reverted(_)
+            | Event::Interrupted(_)
+            | Event::TasksObserved(_)
+            | Event::ContextBuilt(_) => {}
         }
     }
     let alive = halted.is_none() && pid.is_some_and(super::pid_alive);

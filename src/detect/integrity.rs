@@ -85,7 +85,9 @@ pub fn blocked_paths(cfg: &RunConfig, t0: Option<&TreeMeasures>, m: &TreeMeasure
         .filter(|p| set.is_blocked(p.as_str()))
         .cloned()
         .collect();
-    if let Some(t0) = t0 {
+    // Measures that failed hold no internals: nothing to compare (the failure itself
+    // fails closed elsewhere).
+    if let Some(t0) = t0.filter(|_| m.error.is_none()) {
         let internals = t0
             .git_internals
             .iter()

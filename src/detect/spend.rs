@@ -7,7 +7,7 @@
 //! | 1 | the exec was stopped mid-stream because a cap was crossed | budget_exceeded |
 //! | 2 | run totals after this exec exceed `--budget-usd`, `--budget-tokens` or `--max-duration` | budget_exceeded |
 //! | 2b | a cap is set, this iteration's spend is not metered, and `--on-unmetered halt` | budget_exceeded |
-//! | 3 | this iteration's primary model differs from the pin (`--model`, or the first observed) | model_drift_detected |
+//! | 3 | this iteration's model identity (provider, model, version, CLI, CLI version) differs from the first observed, or its model from the pin (`--model`); see [`super::drift`] | model_drift_detected |
 //! | 4 | this iteration's cost > mean + σ·sd of the earlier iterations (at least `cost_min_history`) | cost_anomaly |
 //!
 //! Drift is judged before the anomaly: a silent switch to another model usually costs
@@ -180,7 +180,7 @@ pub fn detect(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
             });
         }
     }
-    if let Some(h) = this.and_then(|u| drift(cfg, &us, last.iteration, u)) {
+    if let Some(h) = this.and_then(|u| super::drift::detect(cfg, &us, last.iteration, u)) {
         return Some(h);
     }
     let cost = this.and_then(|u| u.cost_usd)?;
@@ -202,38 +202,6 @@ pub fn detect(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
             last.iteration, a.mean, a.sigma, a.threshold, a.history_len
         )],
         detail: serde_json::to_value(&a).unwrap_or_default(),
-    })
-}
-
-fn drift(
-    cfg: &RunConfig,
-    us: &[(u32, IterationUsage)],
-    it: u32,
-    u: &IterationUsage,
-) -> Option<Halt> {
-    let current = u.primary_model.as_ref()?;
-    let (pin, source) = match &cfg.model.pin {
-        Some(p) => (p.clone(), "pinned with --model / [model] pin".to_string()),
-        None => {
-            let (first_it, first) = us
-                .iter()
-                .find_map(|(i, x)| x.primary_model.as_ref().map(|m| (*i, m)))?;
-            (
-                first.model.clone(),
-                format!("pinned by iteration {first_it}, the first to report one"),
-            )
-        }
-    };
-    if current.matches_pin(&pin) {
-        return None;
-    }
-    Some(Halt {
-        reason: HaltReason::ModelDriftDetected,
-        contributors: vec![format!(
-            "iteration {it}'s primary model is {} but the run is pinned to {pin} ({source})",
-            current.model
-        )],
-        detail: serde_json::json!({"iteration": it, "pin": pin, "observed": current, "auxiliary_models": u.auxiliary_models}),
     })
 }
 

@@ -11,11 +11,12 @@
 //! nothing: it only does what the decision says (run the exec, run the check, run a
 //! confirmation, revert a rejected iteration, start the next one, or stop).
 //!
-//! Layout: this file holds the lifecycle (`run`, `drive`, `act`); [`steps`] runs the
+//! Layout: this file holds the lifecycle (`run`, `drive`, `act`); `steps` runs the
 //! exec and the check; `ratchet` restores the last accepted snapshot; `recorder`
 //! owns the receipt and ledger writes.
 
 pub mod cleanroom;
+mod judgment;
 mod keep;
 mod ratchet;
 mod recorder;
@@ -305,9 +306,23 @@ fn sandbox_for(
                 home.as_deref(),
                 &cfg.sandbox.writable,
             );
+            // A clean room the exec may write is no clean room: say so in every verdict.
+            let room = cleanroom::base_dir(&cleanroom::state_dir(), &ws.workdir);
+            let exposed = plan.writable.iter().any(|w| room.starts_with(w));
             let rec = crate::receipt::events::SandboxRecord {
                 mode: mode.into(),
-                in_force: format!("landlock (kernel ABI {abi})"),
+                in_force: if exposed {
+                    format!(
+                        "landlock (kernel ABI {abi}); the clean room {} lies inside a path the exec may write: set LOOPEXEC_STATE_DIR outside {}",
+                        room.display(),
+                        plan.writable
+                            .iter()
+                            .find(|w| room.starts_with(w))
+                            .map_or(String::new(), |w| w.display().to_string())
+                    )
+                } else {
+                    format!("landlock (kernel ABI {abi})")
+                },
                 writable: plan
                     .writable
                     .iter()
@@ -527,6 +542,9 @@ impl Loop<'_> {
         match next {
             Next::Exec => self.exec(),
             Next::Check => self.check(0),
+            Next::Judge => self.judge(),
+            Next::ObserveTasks => self.observe_tasks(),
+            Next::BuildContext => self.build_context(),
             Next::Confirm => {
                 let n = self.traj.last().map_or(0, |i| i.checks.len());
                 self.check(u32::try_from(n).unwrap_or(u32::MAX))

@@ -130,6 +130,7 @@ impl Loop<'_> {
             ("LOOPEXEC_RUN_ID".to_string(), self.run_id.clone()),
             ("LOOPEXEC_ITERATION".to_string(), it.to_string()),
         ];
+        let env_set = [env_set, self.task_env()].concat();
         let meter = crate::observe::usage::LiveMeter::new(
             &self.cfg.pricing,
             &self.meter_state,
@@ -241,11 +242,27 @@ impl Loop<'_> {
         let timeout = self.cfg.check_timeout.map(|d| d.0);
         let wrapped = crate::observe::isolation::wrap_check(&cmd, &self.cfg.check_network);
         let base_env: Vec<(String, String)> = std::env::vars().collect();
-        let (env_set, mut env_remove) = self
+        let (mut env_set, mut env_remove) = self
             .room
             .as_ref()
             .map(|r| r.env(&base_env))
             .unwrap_or_default();
+        // pytest checks carry loopexec's witness plugin (check::witness).
+        let witness = if crate::observe::toolchain::command_words(&cmd)
+            .iter()
+            .any(|w| crate::observe::toolchain::is_python(w))
+        {
+            let w = crate::check::witness::Witness::prepare().map_err(|source| {
+                EngineError::Capture {
+                    path: std::env::temp_dir(),
+                    source,
+                }
+            })?;
+            env_set.extend(w.env(std::env::var("PYTHONPATH").ok().as_deref()));
+            Some(w)
+        } else {
+            None
+        };
         env_remove.extend(self.env_stripped.iter().cloned());
         let mut spec = self.step_spec(&wrapped, prefix);
         spec.cwd = &check_dir;
@@ -306,6 +323,9 @@ impl Loop<'_> {
                 missing_reports: &missing,
             },
         );
+        if let Some(w) = &witness {
+            crate::check::witness::judge(&mut parsed, crate::check::witness::read(w.path()));
+        }
         self.keep_check_output(it, attempt, &spools);
         proc::capture::remove_spool(&spools.stdout);
         proc::capture::remove_spool(&spools.stderr);

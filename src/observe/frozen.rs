@@ -80,6 +80,9 @@ pub struct OracleRules {
     test_globs: GlobSet,
     frozen_globs: GlobSet,
     check_files: Vec<String>,
+    /// Rust files that are whole test modules (`#[cfg(test)] mod tests;` elsewhere),
+    /// found at t0 ([`rust_test_modules`]).
+    test_modules: Vec<String>,
 }
 
 impl OracleRules {
@@ -91,7 +94,13 @@ impl OracleRules {
             test_globs,
             frozen_globs,
             check_files: check.map(check_words).unwrap_or_default(),
+            test_modules: Vec::new(),
         }
+    }
+
+    /// Adds the Rust test module files found at t0.
+    pub fn set_test_modules(&mut self, modules: Vec<String>) {
+        self.test_modules = modules;
     }
 
     /// Why `path` belongs to the frozen test oracle (`None`: it does not).
@@ -111,6 +120,12 @@ impl OracleRules {
         if guards::is_test_file(path, &self.test_globs).is_some() {
             return Some("test file");
         }
+        if self.test_modules.iter().any(|m| m == path) {
+            return Some("test module file");
+        }
+        if is_test_helper_name(name) {
+            return Some("test helper");
+        }
         if parts.iter().any(|p| TEST_DIRS.contains(p)) {
             return Some("file under a test directory");
         }
@@ -129,6 +144,64 @@ impl OracleRules {
             .map(|(p, e)| (p.clone(), format!("{} {}", e.mode, e.oid)))
             .collect()
     }
+}
+
+/// True for Python and JS/TS modules named as test helpers: a `_`, `-` or `.`
+/// separated part of the stem that starts with `test` (`testutils.py`,
+/// `test_helpers.py`, `my_testing.py`, `test-utils.js`, `testUtils.ts`), so helpers the
+/// tests call (`check_eq(..)`) are frozen with them. `latest.py` is not one.
+#[must_use]
+pub fn is_test_helper_name(name: &str) -> bool {
+    let lang = Lang::from_path(name);
+    if !matches!(lang, Lang::Python | Lang::JsTs) {
+        return false;
+    }
+    let stem = name.split('.').next().unwrap_or(name);
+    stem.split(['_', '-'])
+        .any(|p| p.to_ascii_lowercase().starts_with("test"))
+}
+
+/// Rust files that are whole test modules: for `#[cfg(test)] mod NAME;` in `dir/F.rs`,
+/// the file `dir/NAME.rs` or `dir/NAME/mod.rs` (for `lib.rs`, `main.rs`, `mod.rs`) or
+/// `dir/F/NAME.rs` (otherwise), when the tree holds it. `sources` are (path, content)
+/// of the tree's `.rs` files.
+#[must_use]
+pub fn rust_test_modules(
+    sources: &[(String, String)],
+    exists: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(
+            r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*;",
+        )
+        .expect("valid regex")
+    });
+    let mut out = Vec::new();
+    for (path, src) in sources {
+        let masked = mask(Lang::Rust, src);
+        let (dir, file) = match path.rsplit_once('/') {
+            Some((d, f)) => (format!("{d}/"), f),
+            None => (String::new(), path.as_str()),
+        };
+        let stem = file.strip_suffix(".rs").unwrap_or(file);
+        for c in re.captures_iter(&masked) {
+            let name = &c[1];
+            let base = if matches!(file, "lib.rs" | "main.rs" | "mod.rs") {
+                dir.clone()
+            } else {
+                format!("{dir}{stem}/")
+            };
+            for cand in [format!("{base}{name}.rs"), format!("{base}{name}/mod.rs")] {
+                if exists(&cand) {
+                    out.push(cand);
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The words of a check command that may name a script of the tree: every
@@ -270,6 +343,13 @@ pub fn edits(
             .unwrap_or_default()
     };
     for (path, a, b, kind, what) in pairs {
+        // A new package manifest with no test sections (a new crate's Cargo.toml, a
+        // pyproject.toml holding only [project]) is not runner configuration.
+        if kind == EditKind::Created
+            && super::manifest::has_no_test_sections(&path, text(&b).as_bytes())
+        {
+            continue;
+        }
         let lines = changed_lines(&text(&a), &text(&b), None);
         out.push(OracleEdit {
             path,

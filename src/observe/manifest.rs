@@ -39,6 +39,19 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     "**/.pytest.ini",
     "**/.pytest.toml",
     "**/sitecustomize.py",
+    // A module in the project root named like the runner shadows it (`python -m
+    // pytest` imports from the current directory first), and package metadata with
+    // entry points registers pytest plugins (`[pytest11]`).
+    "pytest.py",
+    "pytest/**",
+    "_pytest.py",
+    "_pytest/**",
+    "pluggy.py",
+    "pluggy/**",
+    "unittest.py",
+    "unittest/**",
+    "**/*.dist-info/entry_points.txt",
+    "**/*.egg-info/entry_points.txt",
     "**/usercustomize.py",
     "**/tox.ini",
     "**/noxfile.py",
@@ -197,6 +210,22 @@ pub fn manifest_in(
         );
     }
     Ok(Manifest::from_files(files))
+}
+
+/// True when a scoped file (`pyproject.toml`, `setup.cfg`, `package.json`,
+/// `Cargo.toml`) has no protected section at all: creating such a file (a new
+/// package's manifest) changes nothing about how tests run.
+#[must_use]
+pub fn has_no_test_sections(path: &str, content: &[u8]) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let empty = match name {
+        "pyproject.toml" => "pyproject.toml test sections\n",
+        "setup.cfg" => "setup.cfg test sections\n",
+        "package.json" => "package.json test sections\n",
+        "Cargo.toml" => "Cargo.toml test sections\n",
+        _ => return false,
+    };
+    protected_content(path, content) == empty.as_bytes()
 }
 
 /// The part of a file that is protected: the test sections of `pyproject.toml`,

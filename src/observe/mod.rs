@@ -1,5 +1,6 @@
 //! Observers: the parts of loopexec that touch the world and turn it into plain data.
 pub mod assertions;
+pub mod context;
 pub mod frozen;
 pub mod git;
 pub mod guards;
@@ -11,6 +12,7 @@ pub mod reports;
 pub mod secrets;
 pub mod store;
 pub mod tamper;
+pub mod tasks;
 pub mod toolchain;
 pub mod tree;
 pub mod usage;

@@ -475,7 +475,8 @@ impl TreeScanner {
             write_entry(&full, e, &bytes)?;
             stats.written += 1;
         }
-        self.last_scan = None;
+        // The scan at the start stays the reference: files written since have a newer
+        // ctime (and inode), so the next scan hashes exactly those again.
         Ok(stats)
     }
 }

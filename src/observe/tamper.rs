@@ -19,13 +19,13 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
-/// One rule: the languages it applies to, its name, the pattern, and whether it is a
-/// process-exit rule (skipped in entry points).
+/// One rule: the languages it applies to, its name, the pattern, and whether entry
+/// points are exempt (exiting and reading argv are their job).
 pub struct Rule {
     pub langs: &'static [Lang],
     pub name: &'static str,
     pub pattern: &'static str,
-    pub exit_rule: bool,
+    pub skip_entry_points: bool,
 }
 
 /// The rules, by language.
@@ -35,83 +35,101 @@ pub const RULES: &[Rule] = &[
         langs: &[Lang::Python],
         name: "pytest hook",
         pattern: r"^\s*def\s+pytest_[a-z_]+\s*\(",
-        exit_rule: false,
+        skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::Python],
         name: "pytest internals",
         pattern: r"\b_pytest\b|\bpytest_plugins\b",
-        exit_rule: false,
+        skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::Python],
         name: "sys.modules edit",
         pattern: r"sys\.modules\s*\[[^\]]*\]\s*=|sys\.modules\.(update|pop|setdefault)\s*\(",
-        exit_rule: false,
+        skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::Python],
         name: "test-runner detection",
-        pattern: r"PYTEST_CURRENT_TEST|PYTEST_VERSION|['\x22](pytest|unittest|_pytest)['\x22]\s+in\s+sys\.modules|sys\.argv\[0\].*pytest",
-        exit_rule: false,
+        pattern: r"PYTEST_CURRENT_TEST|PYTEST_VERSION|['\x22](pytest|unittest|_pytest)['\x22]\s+in\s+sys\.modules|sys\.modules\.get\s*\(\s*['\x22](pytest|unittest|_pytest)|sys\.argv\[0\].*pytest|inspect\.stack\s*\(|sys\._getframe",
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::Python],
+        name: "always-equal object",
+        pattern: r"__eq__\s*=\s*lambda|def\s+__eq__\s*\([^)]*\)\s*:\s*return\s+True",
+        skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::Python],
         name: "process exit",
-        pattern: r"\bos\._exit\s*\(|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(",
-        exit_rule: true,
+        pattern: r"\bos\._exit\s*\(|getattr\s*\(\s*os\s*,|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get",
+        skip_entry_points: true,
     },
     // JavaScript / TypeScript
     Rule {
         langs: &[Lang::JsTs],
         name: "test-runner detection",
         pattern: r"NODE_ENV\s*[!=]==?\s*['\x22`]test['\x22`]|['\x22`]test['\x22`]\s*[!=]==?\s*process\.env\.NODE_ENV|JEST_WORKER_ID|\bVITEST\b|NODE_TEST_CONTEXT|typeof\s+(it|describe|test|expect|jest|vi|before|beforeEach)\s*[!=]==?|\bglobalThis\.(it|describe|expect|jest|vi)\b|process\.argv.*(--test|mocha|jest|vitest)",
-        exit_rule: false,
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::JsTs],
+        name: "test-runner detection",
+        pattern: r"new\s+Error\s*\(\s*\)\s*\.stack|node:internal/test_runner",
+        skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::JsTs],
         name: "assertion library patched",
-        pattern: r"\bassert(\.strict)?\.[A-Za-z]+\s*=[^=]|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b",
-        exit_rule: false,
+        pattern: r"\b\w+(\.strict)?\.(strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|notStrictEqual|match|fail)\s*=[^=]|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b",
+        skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::JsTs],
         name: "process exit",
         pattern: r"\bprocess\.(exit|reallyExit|abort)\s*\(|process\.exitCode\s*=",
-        exit_rule: true,
+        skip_entry_points: true,
     },
     // Rust
     Rule {
         langs: &[Lang::Rust],
         name: "test-build detection",
-        pattern: r"cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST",
-        exit_rule: false,
+        pattern: r"cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name",
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::Rust],
+        name: "test-binary detection",
+        pattern: r"env::args(_os)?\s*\(|current_exe\s*\(",
+        skip_entry_points: true,
     },
     Rule {
         langs: &[Lang::Rust],
         name: "process exit",
         pattern: r"\bprocess::(exit|abort)\s*\(|\blibc::_?exit\s*\(",
-        exit_rule: true,
+        skip_entry_points: true,
     },
     // Go
     Rule {
         langs: &[Lang::Go],
         name: "test-build detection",
         pattern: r"testing\.Testing\s*\(|flag\.Lookup\s*\(\s*\x22test\.",
-        exit_rule: false,
+        skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::Go],
         name: "process exit",
         pattern: r"\bos\.Exit\s*\(",
-        exit_rule: true,
+        skip_entry_points: true,
     },
     // Every language: writing to another process's file descriptors.
     Rule {
         langs: &[Lang::Python, Lang::JsTs, Lang::Rust, Lang::Go],
         name: "write to /proc fds",
         pattern: r"/proc/[^/\s]+/fd",
-        exit_rule: false,
+        skip_entry_points: false,
     },
 ];
 
@@ -173,7 +191,7 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             continue;
         }
         for (rule, re) in RULES.iter().zip(compiled()) {
-            if !rule.langs.contains(&lang) || (rule.exit_rule && entry) {
+            if !rule.langs.contains(&lang) || (rule.skip_entry_points && entry) {
                 continue;
             }
             if re.is_match(line) {
@@ -268,6 +286,38 @@ mod tests {
             ),
             ("calc.py", "# os._exit(0) in a comment", None),
             ("calc.py", "return a + b", None),
+            (
+                "calc.py",
+                "if sys.modules.get('pytest'): return a + b",
+                Some("test-runner detection"),
+            ),
+            (
+                "calc.py",
+                "class R(int): __eq__ = lambda s, o: True",
+                Some("always-equal object"),
+            ),
+            ("calc.py", "getattr(os, '_exit')(0)", Some("process exit")),
+            (
+                "calc.js",
+                "const a = require('node:assert'); a.strictEqual = () => {};",
+                Some("assertion library patched"),
+            ),
+            (
+                "calc.js",
+                "if (/node:internal\\/test_runner/.test(new Error().stack)) return a + b;",
+                Some("test-runner detection"),
+            ),
+            ("calc.js", "if (require.main === module) main();", None),
+            (
+                "src/lib.rs",
+                "if std::env::args().next().unwrap_or_default().contains(\"/deps/\") {",
+                Some("test-binary detection"),
+            ),
+            (
+                "src/main.rs",
+                "let args: Vec<String> = std::env::args().collect();",
+                None,
+            ),
             ("README.md", "process.exit(0)", None),
         ];
         for (path, line, want) in table {

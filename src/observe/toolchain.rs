@@ -130,6 +130,65 @@ pub fn measure(words: &[String], path: &str, site_dirs: &[PathBuf]) -> BTreeMap<
     out
 }
 
+/// Runner configuration that tools look for in the ancestors of the directory they
+/// run in (cargo, pytest, node): files outside the workdir that can change how the
+/// check judges, recorded by [`measure_files`].
+pub const ANCESTOR_CONFIG: &[&str] = &[
+    ".cargo/config",
+    ".cargo/config.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
+    "tox.ini",
+    "setup.cfg",
+    "pyproject.toml",
+    "conftest.py",
+    "package.json",
+    "node_modules",
+    ".npmrc",
+    ".babelrc",
+    "babel.config.js",
+    "jest.config.js",
+    "vitest.config.ts",
+    "vitest.config.js",
+];
+
+/// The configuration files above `dirs` (each directory's ancestors, the directory
+/// itself excluded) named in [`ANCESTOR_CONFIG`], plus `extra` files (cargo's
+/// `$CARGO_HOME/config*`): every candidate path, present or not.
+#[must_use]
+pub fn config_candidates(dirs: &[PathBuf], extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = extra.to_vec();
+    for d in dirs {
+        for a in d.ancestors().skip(1) {
+            for name in ANCESTOR_CONFIG {
+                out.push(a.join(name));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Digests of `files` (present or not: a file that appears later is a change), keyed
+/// by path.
+#[must_use]
+pub fn measure_files(files: &[PathBuf]) -> BTreeMap<String, String> {
+    files
+        .iter()
+        .map(|f| {
+            let v = match std::fs::symlink_metadata(f) {
+                Err(_) => "absent".to_string(),
+                Ok(m) if m.is_dir() => "directory".to_string(),
+                Ok(_) => content_digest(f),
+            };
+            (f.display().to_string(), v)
+        })
+        .collect()
+}
+
 /// True when a command word is a Python interpreter.
 #[must_use]
 pub fn is_python(word: &str) -> bool {

@@ -61,6 +61,7 @@ pub struct TreeObserver {
     toolchain_words: Vec<String>,
     toolchain_path: String,
     site_dirs: Vec<PathBuf>,
+    config_files: Vec<PathBuf>,
 }
 
 fn to_tree_entries(entries: &BTreeMap<String, FileEntry>) -> Vec<TreeEntry> {
@@ -125,6 +126,7 @@ impl TreeObserver {
             toolchain_words: Vec::new(),
             toolchain_path: String::new(),
             site_dirs: Vec::new(),
+            config_files: Vec::new(),
         }
         .with_toolchain(cfg.check.as_deref())
     }
@@ -146,6 +148,17 @@ impl TreeObserver {
             .filter_map(|w| toolchain::resolve(w, &path))
             .flat_map(|p| toolchain::python_site_dirs(&p))
             .collect();
+        // Configuration above the workdir and above the clean room, and cargo's own.
+        let room =
+            crate::engine::cleanroom::base_dir(&crate::engine::cleanroom::state_dir(), &self.dir)
+                .join("tree");
+        let cargo_home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+        let extra: Vec<PathBuf> = cargo_home
+            .map(|c| vec![c.join("config"), c.join("config.toml")])
+            .unwrap_or_default();
+        self.config_files = toolchain::config_candidates(&[self.dir.clone(), room], &extra);
         self.toolchain_words = words;
         self.toolchain_path = path;
         self
@@ -199,6 +212,7 @@ impl TreeObserver {
                 self.t0_tree = Some(tree.clone());
                 self.t0_commit = Some(commit.clone());
                 self.t0_entries = Some(self.last_entries.clone());
+                self.learn_test_modules();
                 let mut m = self.measure(&tree, Vec::new());
                 m.excluded = excluded;
                 self.t0_measures = Some(m.clone());
@@ -221,6 +235,29 @@ impl TreeObserver {
                 ))
             }
         }
+    }
+
+    /// Finds t0's out-of-line Rust test modules (`#[cfg(test)] mod tests;`) and adds
+    /// their files to the frozen oracle.
+    fn learn_test_modules(&mut self) {
+        let (Some(store), Some(e0)) = (&self.store, &self.t0_entries) else {
+            return;
+        };
+        let rs: Vec<(&String, &FileEntry)> =
+            e0.iter().filter(|(p, _)| p.ends_with(".rs")).collect();
+        let oids: Vec<String> = rs.iter().map(|(_, e)| e.oid.clone()).collect();
+        let Ok(blobs) = git::cat_blobs(store.dir(), &oids) else {
+            return;
+        };
+        let sources: Vec<(String, String)> = rs
+            .iter()
+            .zip(blobs)
+            .filter_map(|((p, _), b)| {
+                b.map(|b| ((*p).clone(), String::from_utf8_lossy(&b).into_owned()))
+            })
+            .collect();
+        let modules = frozen::rust_test_modules(&sources, &|p| e0.contains_key(p));
+        self.rules.set_test_modules(modules);
     }
 
     fn measure(&mut self, _tree: &str, changed_since_t0: Vec<String>) -> TreeMeasures {
@@ -275,11 +312,15 @@ impl TreeObserver {
             }
         };
         TreeMeasures {
-            toolchain: super::toolchain::measure(
-                &self.toolchain_words,
-                &self.toolchain_path,
-                &self.site_dirs,
-            ),
+            toolchain: {
+                let mut t = super::toolchain::measure(
+                    &self.toolchain_words,
+                    &self.toolchain_path,
+                    &self.site_dirs,
+                );
+                t.extend(super::toolchain::measure_files(&self.config_files));
+                t
+            },
             runner_tampering,
             changed_since_t0,
             assertions,
@@ -400,8 +441,16 @@ impl TreeObserver {
         let (tree, commit) = match self.snap(&it.to_string()) {
             Ok((t, c, _)) => (t, c),
             Err(e) => {
+                // The store taken away under the run is loopexec's state tampered with.
+                let marker = store_path(&self.dir).join(super::store::STORE_MARKER);
+                let state_tampered = if marker.exists() {
+                    Vec::new()
+                } else {
+                    vec![".loopexec/snapshots.git (the snapshot store was deleted)".to_string()]
+                };
                 let m = TreeMeasures {
                     error: Some(format!("snapshot after the exec failed: {e}")),
+                    state_tampered,
                     ..TreeMeasures::default()
                 };
                 return TreeObs {
@@ -561,6 +610,7 @@ impl TreeObserver {
             if let (Some(store), Some(tree)) = (&self.store, &self.t0_tree) {
                 self.t0_entries = store.entries(tree).ok();
             }
+            self.learn_test_modules();
         }
     }
 }

@@ -19,6 +19,9 @@ pub enum Event {
     Resumed(Resumed),
     Interrupted(Interrupted),
     Halted(Box<Halted>),
+    JudgeFinished(Box<super::judgment::JudgeFinished>),
+    TasksObserved(Box<super::judgment::TasksObserved>),
+    ContextBuilt(Box<super::judgment::ContextBuilt>),
 }
 
 /// loopexec received SIGINT or SIGTERM (during a step, the step's `stopped` says so too).

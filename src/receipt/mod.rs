@@ -20,6 +20,7 @@ pub mod attest;
 pub mod events;
 pub mod facts;
 pub mod fingerprint;
+pub mod judgment;
 pub mod replay;
 mod schema;
 

@@ -9,6 +9,7 @@
 mod commands;
 mod contract;
 mod guards;
+mod judgment;
 mod oracle;
 mod progress;
 mod review_fixes;

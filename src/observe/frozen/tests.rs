@@ -32,6 +32,12 @@ fn frozen_as_follows_runner_conventions() {
         ("src/lib.rs", None),
         ("node_modules/x/test/a.js", None),
         ("conftest.py", None), // runner configuration: the manifest's, not a test file
+        ("testutils.py", Some("test helper")),
+        ("pkg/test_helpers.py", Some("test file")), // test_*.py is pytest's own pattern
+        ("pkg/testing_utils.py", Some("test helper")),
+        ("src/test-utils.js", Some("test helper")),
+        ("latest.py", None),
+        ("contest.py", None),
     ];
     for (path, want) in table {
         assert_eq!(r.frozen_as(path), *want, "{path}");
@@ -114,4 +120,26 @@ fn changed_lines_lists_old_and_new_lines() {
     let grown = "a\nb\nb2\nc\n";
     let l = changed_lines(old, grown, Some((1, 3)));
     assert!(l.iter().all(|x| x.starts_with('+')), "{l:?}");
+}
+
+#[test]
+fn out_of_line_rust_test_modules_are_found() {
+    let sources = vec![
+        (
+            "src/lib.rs".to_string(),
+            "pub fn add() {}\n#[cfg(test)]\nmod tests;\n".to_string(),
+        ),
+        (
+            "src/net.rs".to_string(),
+            "#[cfg(test)] mod net_tests;\n// #[cfg(test)] mod commented;\n".to_string(),
+        ),
+        ("src/other.rs".to_string(), "mod not_tests;\n".to_string()),
+    ];
+    let have = [
+        "src/tests.rs",
+        "src/net/net_tests/mod.rs",
+        "src/not_tests.rs",
+    ];
+    let found = rust_test_modules(&sources, &|p| have.contains(&p));
+    assert_eq!(found, vec!["src/net/net_tests/mod.rs", "src/tests.rs"]);
 }

@@ -14,7 +14,7 @@
 //! followed by any completed turn (a completed turn after an `error` was a retry).
 //!
 //! Codex before 0.44 printed `{"id":"<submission>","msg":{"type":…}}` events instead
-//! ([`legacy_msg`]): `session_configured` names the `model` (the primary identity),
+//! (`legacy_msg`): `session_configured` names the `model` (the primary identity),
 //! `token_count` carries `input_tokens` (cached included), `cached_input_tokens`,
 //! `output_tokens` (reasoning included) — flat, or as `info.total_token_usage` in
 //! later legacy builds — as running totals of the session, so the largest seen

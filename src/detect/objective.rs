@@ -1,0 +1,250 @@
+//! The objective (SPEC §9.2): the tests that define the task. At a green main check,
+//! each must have been collected, run and passed in that very run; a green that does
+//! not show its objective passing is `objective_unverified` (13), naming the test.
+//!
+//! | objective entry | green run shows | verdict |
+//! |---|---|---|
+//! | `--objective ID` (exact id, or a glob over ids) | at least one matching test, every match passed | verified |
+//! | same | no matching test (not collected, deselected, renamed) | objective_unverified: missing |
+//! | same | a matching test skipped (or not passed) | objective_unverified: skipped |
+//! | none given, baseline red | each test that failed at t0 (named, not the synthetic member) that the green run names passed | verified |
+//! | same | a t0-failing test the green run names as skipped | objective_unverified: skipped |
+//!
+//! The implicit objective (t0's failing set) is judged only on the tests the green run
+//! names: a test missing from the green run is the integrity gate's finding (lost
+//! collected member, by name or by count), which runs first.
+//!
+//! This detector is separate from the fail-closed evidence check (no names, no counts:
+//! also `objective_unverified`) so the two read independently.
+
+use crate::check::model::{Outcome, ParsedRun, UNATTRIBUTED_SUFFIX};
+use crate::config::RunConfig;
+use crate::halt::{Halt, HaltReason};
+use crate::trajectory::Trajectory;
+
+/// Why one objective entry is unverified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unverified {
+    /// No test of the run matches it.
+    Missing(String),
+    /// Matching tests were collected but not passed (skipped).
+    NotPassed(String, Vec<(String, Outcome)>),
+}
+
+/// Does `entry` (an exact id or a glob) name `id`?
+fn matches(entry: &str, id: &str) -> bool {
+    if entry == id {
+        return true;
+    }
+    if entry.contains(['*', '?', '[']) {
+        return globset::GlobBuilder::new(entry)
+            .literal_separator(false)
+            .build()
+            .is_ok_and(|g| g.compile_matcher().is_match(id));
+    }
+    false
+}
+
+/// Checks explicit objective entries against one run.
+#[must_use]
+pub fn check_explicit(entries: &[String], run: &ParsedRun) -> Vec<Unverified> {
+    let mut out = Vec::new();
+    for e in entries {
+        let hits: Vec<_> = run
+            .tests
+            .iter()
+            .filter(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX) && matches(e, &t.id))
+            .collect();
+        if hits.is_empty() {
+            out.push(Unverified::Missing(e.clone()));
+            continue;
+        }
+        let bad: Vec<(String, Outcome)> = hits
+            .iter()
+            .filter(|t| !t.outcome.is_passing())
+            .map(|t| (t.id.clone(), t.outcome))
+            .collect();
+        if !bad.is_empty() {
+            out.push(Unverified::NotPassed(e.clone(), bad));
+        }
+    }
+    out
+}
+
+/// The implicit objective: t0's named failing tests that the green run names without
+/// a pass.
+#[must_use]
+pub fn check_implicit(baseline: &ParsedRun, run: &ParsedRun) -> Vec<Unverified> {
+    baseline
+        .failing()
+        .into_iter()
+        .filter(|id| !id.ends_with(UNATTRIBUTED_SUFFIX))
+        .filter_map(|id| {
+            let t = run.tests.iter().find(|t| t.id == id)?;
+            (!t.outcome.is_passing())
+                .then(|| Unverified::NotPassed(id.clone(), vec![(id.clone(), t.outcome)]))
+        })
+        .collect()
+}
+
+/// The objective in force: the explicit entries, or else t0's named failing set (with
+/// where it came from: `explicit`, `t0_failing`, or `none`).
+#[must_use]
+pub fn effective(t: &Trajectory, cfg: &RunConfig) -> (Vec<String>, &'static str) {
+    if !cfg.task.objective.is_empty() {
+        return (cfg.task.objective.clone(), "explicit");
+    }
+    let implicit: Vec<String> = t
+        .baseline_check()
+        .map(|b| {
+            b.parsed
+                .failing()
+                .into_iter()
+                .filter(|id| !id.ends_with(UNATTRIBUTED_SUFFIX))
+                .collect()
+        })
+        .unwrap_or_default();
+    if implicit.is_empty() {
+        (implicit, "none")
+    } else {
+        (implicit, "t0_failing")
+    }
+}
+
+/// `objective_unverified` for the last iteration's green main check, if any entry is
+/// unverified. `run` is that green main check's parse.
+#[must_use]
+pub fn verify(t: &Trajectory, cfg: &RunConfig, run: &ParsedRun) -> Option<Halt> {
+    let it = t.last()?.iteration;
+    let explicit = !cfg.task.objective.is_empty();
+    let found = if explicit {
+        check_explicit(&cfg.task.objective, run)
+    } else {
+        let base = t.baseline_check()?;
+        if it == 0 {
+            return None;
+        }
+        check_implicit(&base.parsed, run)
+    };
+    if found.is_empty() {
+        return None;
+    }
+    let source = if explicit {
+        "--objective / [task] objective"
+    } else {
+        "the tests that failed at t0 (no objective was given)"
+    };
+    let mut contributors = Vec::new();
+    let mut names = Vec::new();
+    for u in &found {
+        match u {
+            Unverified::Missing(e) => {
+                names.push(e.clone());
+                contributors.push(format!(
+                    "objective test {e} was not collected or run in iteration {it}'s green check (missing or deselected)"
+                ));
+            }
+            Unverified::NotPassed(e, bad) => {
+                names.push(e.clone());
+                let list: Vec<String> = bad
+                    .iter()
+                    .map(|(id, o)| format!("{id} {}", o.as_str()))
+                    .collect();
+                contributors.push(format!(
+                    "objective test {e} did not pass in iteration {it}'s green check: {}",
+                    list.join(", ")
+                ));
+            }
+        }
+    }
+    contributors.push(format!(
+        "the objective ({source}) must be collected, run and passed for a green to count"
+    ));
+    Some(Halt {
+        reason: HaltReason::ObjectiveUnverified,
+        contributors,
+        detail: serde_json::json!({"iteration": it, "objective": if explicit { cfg.task.objective.clone() } else { Vec::new() }, "implicit": !explicit, "unverified": names}),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::model::{Format, TestResult};
+
+    fn run(tests: &[(&str, Outcome)]) -> ParsedRun {
+        ParsedRun {
+            format: Format::Tap,
+            complete: true,
+            unattributed_failure: false,
+            tests: tests
+                .iter()
+                .map(|(id, o)| TestResult {
+                    id: (*id).to_string(),
+                    outcome: *o,
+                    message: None,
+                })
+                .collect(),
+            diagnostics: Vec::new(),
+            summary: None,
+            not_run: None,
+        }
+    }
+
+    #[test]
+    fn explicit_entries() {
+        use Outcome::{Passed, Skipped};
+        let green = run(&[
+            ("t1", Passed),
+            ("t2", Passed),
+            ("m::a", Passed),
+            ("m::b", Skipped),
+        ]);
+        let cases: &[(&[&str], &[&str])] = &[
+            (&["t2"], &[]),
+            (&["t9"], &["missing t9"]),
+            (&["t*"], &[]),
+            (&["m::*"], &["not_passed m::*"]),
+            (&["m::a", "x::*"], &["missing x::*"]),
+            (&["m::b"], &["not_passed m::b"]),
+        ];
+        for (entries, want) in cases {
+            let e: Vec<String> = entries.iter().map(|s| (*s).to_string()).collect();
+            let got: Vec<String> = check_explicit(&e, &green)
+                .iter()
+                .map(|u| match u {
+                    Unverified::Missing(x) => format!("missing {x}"),
+                    Unverified::NotPassed(x, _) => format!("not_passed {x}"),
+                })
+                .collect();
+            assert_eq!(got, *want, "{entries:?}");
+        }
+    }
+
+    #[test]
+    fn implicit_objective_is_t0_failing_tests_named_without_a_pass() {
+        use Outcome::{Failed, Passed, Skipped};
+        let base = run(&[
+            ("t1", Failed),
+            ("t2", Failed),
+            ("t3", Passed),
+            ("check::<unattributed>", Failed),
+        ]);
+        type Row<'a> = (&'a [(&'a str, Outcome)], &'a [&'a str]);
+        let cases: &[Row] = &[
+            (&[("t1", Passed), ("t2", Passed), ("t3", Passed)], &[]),
+            (&[("t1", Passed), ("t2", Skipped), ("t3", Passed)], &["t2"]),
+            // Missing from the green run: the integrity gate's finding, not this one.
+            (&[("t1", Passed), ("t3", Passed)], &[]),
+        ];
+        for (green, want) in cases {
+            let got: Vec<String> = check_implicit(&base, &run(green))
+                .iter()
+                .map(|u| match u {
+                    Unverified::Missing(x) | Unverified::NotPassed(x, _) => x.clone(),
+                })
+                .collect();
+            assert_eq!(got, *want, "{green:?}");
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Plain builders of receipt events and trajectories for the detectors' unit tests.
+
+use crate::check::model::{Format, Outcome, ParsedRun, TestResult};
+use crate::proc::{CaptureSummary, StepResult};
+use crate::receipt::events::{CheckFinished, Event, ExecFinished, IterationStarted};
+use crate::trajectory::Trajectory;
+
+/// A step that exited with `code`.
+pub fn step(code: Option<i32>) -> StepResult {
+    let empty = CaptureSummary {
+        bytes: 0,
+        blake3: String::new(),
+        excerpt: None,
+        elided: false,
+        spool_truncated: false,
+        lines: 0,
+    };
+    StepResult {
+        command: "sh x".into(),
+        exit_code: code,
+        signal: None,
+        spawn_error: None,
+        duration_ms: 5,
+        timed_out: false,
+        stalled: false,
+        stopped: None,
+        leaked_processes: false,
+        pipe_held_open: false,
+        stdout: empty.clone(),
+        stderr: empty,
+        escaped: Vec::new(),
+    }
+}
+
+/// A parse of named tests.
+pub fn parsed(tests: &[(&str, Outcome)]) -> ParsedRun {
+    ParsedRun {
+        format: Format::Tap,
+        complete: true,
+        unattributed_failure: false,
+        tests: tests
+            .iter()
+            .map(|(id, o)| TestResult {
+                id: (*id).to_string(),
+                outcome: *o,
+                message: None,
+            })
+            .collect(),
+        diagnostics: Vec::new(),
+        summary: None,
+        not_run: None,
+    }
+}
+
+/// A check run of iteration `it` (attempt `attempt`) on tree `tree`; exit 1 when a test fails.
+pub fn check(it: u32, attempt: u32, tree: Option<&str>, tests: &[(&str, Outcome)]) -> Event {
+    let p = parsed(tests);
+    let code = i32::from(!p.failing().is_empty());
+    Event::CheckFinished(Box::new(CheckFinished {
+        iteration: it,
+        attempt,
+        step: step(Some(code)),
+        parsed: p,
+        tree_before: tree.map(str::to_string),
+        tree_after: tree.map(str::to_string),
+        check_wrote: Vec::new(),
+        check_created: Vec::new(),
+        reports: Vec::new(),
+        watchdog: None,
+        changed_during_check: Vec::new(),
+        clean_room: None,
+        dependencies_changed: Vec::new(),
+        fingerprint: None,
+    }))
+}
+
+/// An exec of iteration `it` that exited 0.
+pub fn exec(it: u32) -> Event {
+    Event::ExecFinished(Box::new(ExecFinished {
+        iteration: it,
+        step: step(Some(0)),
+        tree: None,
+        snapshot: None,
+        usage: serde_json::Value::Null,
+        guards: serde_json::Value::Null,
+        watchdog: None,
+    }))
+}
+
+/// The start of iteration `it`.
+pub fn start(it: u32) -> Event {
+    Event::IterationStarted(IterationStarted { iteration: it })
+}
+
+/// Folds events into a trajectory.
+pub fn traj(events: &[Event]) -> Trajectory {
+    let mut t = Trajectory::default();
+    for e in events {
+        t.apply(e, "2026-01-01T00:00:00.000Z");
+    }
+    t
+}
