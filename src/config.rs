@@ -300,6 +300,16 @@ pub struct FileConfig {
     pub model: Option<ModelConfig>,
     pub pricing: Option<crate::observe::usage::Pricing>,
     pub liveness: Option<LivenessConfig>,
+    /// `[halt_events.<reason>]`: severity and escalation of halt events.
+    pub halt_events: Option<crate::control::HaltEventsPolicy>,
+    /// `[review]`: what an acknowledgement must be.
+    pub review: Option<crate::control::ReviewConfig>,
+    /// `[control]`: attended runs, approval timeout, ack gate, notifier, turn cap.
+    pub control: Option<crate::control::ControlConfig>,
+    /// `[gate]`: the action gate's classification rules.
+    pub gate: Option<crate::gate::GatePolicy>,
+    /// `[limits]`: spend per hour across the workspace's runs.
+    pub limits: Option<crate::control::LimitsConfig>,
     pub oracle: Option<OracleConfig>,
     pub clean_room: Option<CleanRoomConfig>,
     pub sandbox: Option<SandboxConfig>,
@@ -334,6 +344,18 @@ pub struct Overrides {
     pub model_pin: Option<String>,
     pub stall_timeout: Option<String>,
     pub comprehension_every: Option<u32>,
+    /// `--attended`.
+    pub attended: Option<bool>,
+    /// `--approval-timeout`.
+    pub approval_timeout: Option<String>,
+    /// `--ack-required`.
+    pub ack_required: Option<bool>,
+    /// `--on-halt`.
+    pub on_halt: Option<String>,
+    /// `--max-turns`.
+    pub max_turns: Option<u64>,
+    /// `--on-rate-limit`.
+    pub on_rate_limit: Option<String>,
     /// `--check-in-place`.
     pub check_in_place: bool,
     /// `--sandbox auto|landlock|off`.
@@ -383,6 +405,21 @@ pub struct RunConfig {
     pub sandbox: SandboxConfig,
     /// The config file read, if any.
     pub config_file: Option<PathBuf>,
+    /// Severity and escalation of halt events (`[halt_events.<reason>]`).
+    #[serde(default)]
+    pub halt_events: crate::control::HaltEventsPolicy,
+    /// What an acknowledgement must be (`[review]`).
+    #[serde(default)]
+    pub review: crate::control::ReviewConfig,
+    /// Attended runs, approval timeout, the ack gate, the notifier, the turn cap.
+    #[serde(default)]
+    pub control: crate::control::ControlConfig,
+    /// The action gate's rules (`[gate]`).
+    #[serde(default)]
+    pub gate: crate::gate::GatePolicy,
+    /// Spend per hour across the workspace's runs (`[limits]`).
+    #[serde(default)]
+    pub limits: crate::control::LimitsConfig,
     /// Consecutive iterations whose agent exited non-zero (its own error, judged by
     /// the check) before the run halts `execution_failure`; at least 1.
     #[serde(default = "default_exec_failures")]
@@ -433,6 +470,11 @@ impl RunConfig {
             clean_room: CleanRoomConfig::default(),
             sandbox: SandboxConfig::default(),
             config_file: None,
+            halt_events: crate::control::HaltEventsPolicy::default(),
+            review: crate::control::ReviewConfig::default(),
+            control: crate::control::ControlConfig::default(),
+            gate: crate::gate::GatePolicy::default(),
+            limits: crate::control::LimitsConfig::default(),
             exec_failures: default_exec_failures(),
             on_unmetered: default_on_unmetered(),
             judge: JudgeConfig::default(),
@@ -560,6 +602,7 @@ fn apply_file(c: &mut RunConfig, f: FileConfig) {
         on_unmetered
     );
     take!(judge, task, models);
+    take!(halt_events, review, control, gate, limits);
 }
 
 fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
@@ -626,6 +669,24 @@ fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     }
     if o.comprehension_every.is_some() {
         c.liveness.comprehension_every = o.comprehension_every;
+    }
+    if let Some(v) = o.attended {
+        c.control.attended = v;
+    }
+    if let Some(d) = dur_flag("control.approval_timeout", o.approval_timeout.as_ref())? {
+        c.control.approval_timeout = d;
+    }
+    if let Some(v) = o.ack_required {
+        c.control.ack_required = v;
+    }
+    if o.on_halt.is_some() {
+        c.control.on_halt.clone_from(&o.on_halt);
+    }
+    if o.max_turns.is_some() {
+        c.control.max_turns = o.max_turns;
+    }
+    if let Some(m) = &o.on_rate_limit {
+        c.limits.on_rate_limit.clone_from(m);
     }
     if o.check_in_place {
         c.clean_room.in_place = true;
@@ -698,6 +759,15 @@ fn override_halt(
 /// # Errors
 /// The first invalid field, named.
 pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
+    c.halt_events
+        .validate()
+        .map_err(|m| ConfigError::invalid("halt_events", m))?;
+    c.gate
+        .validate()
+        .map_err(|m| ConfigError::invalid("gate", m))?;
+    c.limits
+        .validate()
+        .map_err(|m| ConfigError::invalid("limits", m))?;
     if c.exec_failures == 0 {
         return Err(ConfigError::invalid("exec_failures", "must be at least 1"));
     }

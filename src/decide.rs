@@ -7,6 +7,7 @@
 //!
 //! | order | family | reasons | when |
 //! |---|---|---|---|
+//! | 0 | holds | human_required (a stop hold, SPEC §Holds) | any step |
 //! | 1 | interruption, execution, step liveness | human_required, heartbeat_stale, execution_failure | any step |
 //! | 1a | task list, context budget ([`crate::judgment::before_step`]) | no_actionable_tasks, context_budget_unsatisfiable | before an exec |
 //! | 2 | blocked paths | blocked_path_modified | after the exec |
@@ -99,6 +100,9 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
     let Some(last) = t.last() else {
         return go(Next::Check);
     };
+    if let Some(h) = crate::detect::holds::detect(t).or_else(|| crate::detect::rate::detect(t)) {
+        return halt(h);
+    }
     if let Some(h) = execution::detect(t) {
         return halt(h);
     }
@@ -133,6 +137,12 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
             return halt(h);
         }
         if let Some(h) = spend::detect(t, cfg) {
+            return halt(h);
+        }
+        if let Some(h) = crate::gate::detect_unanswered(t)
+            .or_else(|| crate::gate::detect_turns(t, cfg))
+            .or_else(|| crate::gate::detect_repeats(t))
+        {
             return halt(h);
         }
     }

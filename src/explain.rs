@@ -94,7 +94,9 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::ExecutionFailure => "Run the named command by hand in the workdir to see why it fails; loopexec never retries a step that cannot run.".into(),
         HaltReason::WorkspaceInvalid => "Give a check with --check (or `check` in loop.toml), point --workdir at an existing directory, or wait for the run holding the workdir.".into(),
         HaltReason::InvariantFailed => "Correct the named configuration field; `loopexec init` writes a commented loop.toml.".into(),
+        HaltReason::HumanRequired if h.detail.get("cause").and_then(|c| c.as_str()) == Some("hold") => "A person's hold stopped the run. Release the hold (`loopexec holds`, `loopexec release ID --by NAME`), acknowledge the halt event (`loopexec halts --unacked`, `loopexec ack ID --by NAME --resolution resolved`), then `loopexec run --resume RUN_ID`.".into(),
         HaltReason::HumanRequired => "The run was stopped by a signal. Inspect the tree, then start a new run (or `run --resume` this one).".into(),
+        HaltReason::EscalationPending if h.detail.get("cause").and_then(|c| c.as_str()) == Some("approval_timeout") => "A destructive agent action waited for a person past the approval timeout. List it with `loopexec pending`, answer with `loopexec confirm ID --by NAME` or `loopexec deny ID --by NAME`, then `loopexec run --resume RUN_ID` (the agent must ask again: a confirmation covers one call, in real time).".into(),
         HaltReason::MetricIntegrityViolation | HaltReason::BlockedPathModified => format!(
             "Do not trust the green: read the diff of the named files ({}), then revert to t0 ({}).",
             t0_command(t, "git --git-dir=.loopexec/snapshots.git diff --text {t0} {last}"),

@@ -17,7 +17,8 @@ pub enum HaltReason {
     SuccessConditionMet,
     /// Open tasks remain in the task list but every one is blocked. Exit 11.
     NoActionableTasks,
-    /// A person stopped the run (SIGINT/SIGTERM) or must decide. Exit 11.
+    /// A person stopped the run (SIGINT/SIGTERM, or a stop hold, SPEC §10) or must
+    /// decide. Exit 11.
     HumanRequired,
     /// The iteration cap was reached while the loop was still improving. Exit 12.
     MaxIterationsReached,
@@ -43,7 +44,9 @@ pub enum HaltReason {
     HermeticityViolation,
     /// The check stayed green for a planted mutant in changed code. Exit 15.
     CheckInadequate,
-    /// A judgment is pending: the judge escalated, or could not decide. Exit 16.
+    /// A judgment is pending: the judge escalated or could not decide, or a destructive
+    /// agent action waited for a person's confirmation past the approval timeout of an
+    /// attended run (SPEC §12). Exit 16.
     EscalationPending,
     /// The judge rejected a green iteration's work. Exit 16.
     ReviewerRejected,

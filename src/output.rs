@@ -186,8 +186,9 @@ pub fn schemas() -> Vec<NamedSchema> {
 }
 
 /// Schemas under `schemas/` generated and checked by their own module's tests:
-/// the judge verdict (`crate::detect::judge`).
-pub const OWNED_ELSEWHERE: [&str; 1] = ["judge-verdict.schema.json"];
+/// the judge verdict (`crate::detect::judge`) and the audit log record
+/// (`crate::gate::audit`).
+pub const OWNED_ELSEWHERE: [&str; 2] = ["judge-verdict.schema.json", "audit-record.schema.json"];
 
 /// The names of the body fields a schema declares (top-level `properties`).
 #[must_use]

@@ -56,6 +56,12 @@ pub struct Trajectory {
     pub acknowledged_through: Option<u32>,
     /// First iteration of the current segment (0, or where a resume continued).
     pub segment_start: u32,
+    /// Holds the loop saw in the current segment (`held` events).
+    pub holds: Vec<crate::receipt::events::Held>,
+    /// Agent actions the gate saw, per exec (`actions` events).
+    pub actions: Vec<crate::gate::ActionsSeen>,
+    /// Empty rate-limit buckets the loop saw (`rate_limited` events).
+    pub rate_limits: Vec<crate::receipt::events::RateLimited>,
 }
 
 impl Trajectory {
@@ -94,6 +100,7 @@ impl Trajectory {
                 }
                 self.segment_start = r.from_iteration + 1;
                 self.interrupts.clear();
+                self.holds.clear();
             }
             Event::Interrupted(i) => {
                 self.interrupts.push(Interrupt {
@@ -101,7 +108,10 @@ impl Trajectory {
                     signal: i.signal,
                 });
             }
-            Event::Halted(_) => {}
+            Event::Halted(_) | Event::Unheld(_) => {}
+            Event::Held(h) => self.holds.push(h.clone()),
+            Event::Actions(a) => self.actions.push((**a).clone()),
+            Event::RateLimited(r) => self.rate_limits.push(r.clone()),
             Event::JudgeFinished(j) => {
                 if let Some(it) = self.iteration_mut(j.iteration) {
                     it.judged = Some((**j).clone());

@@ -73,6 +73,28 @@ pub enum Command {
         after_help = "Examples:\n  loopexec build-context --task TASK.md --model claude-sonnet-4-5\n  loopexec build-context --task TASK.md --files 'src/**/*.rs' --model gpt-5\n\nTokens are estimated as bytes/4. Windows come from a built-in table of current Claude,\nGPT and Gemini models, overridden by [models.windows] in loop.toml. The failing tests\nare those of the run's last check (--run-id, default the latest run, if any).\nA run given --task/--context-file and --model halts context_budget_unsatisfiable (19)\nbefore an exec whose context cannot fit."
     )]
     BuildContext(BuildContextArgs),
+    /// Take a hold: stop running work (or park it with --suspend) until it is released.
+    #[command(
+        after_help = "Examples:\n  loopexec hold --reason 'prod incident' --by alice            # stop every run here\n  loopexec hold --run RUN_ID --suspend --reason 'let me look' --by alice\n  loopexec hold --all --reason 'rotating keys' --by alice      # every workspace\n\nA stop ends the running step within a poll and halts human_required (exit 11); the\nrun is latched until a person acks the halt event. A suspension parks the loop at\nthe next step boundary and goes on by itself when released."
+    )]
+    Hold(HoldArgs),
+    /// Release a hold by its id (see `loopexec holds`).
+    Release(ReleaseArgs),
+    /// List the holds in force (global ones first, then this workspace's).
+    Holds,
+    /// List halt events (what stopped runs), with their acknowledgements.
+    Halts(HaltsArgs),
+    /// Hook command for agent CLIs: classify a tool call, decline destructive ones, log it.
+    #[command(
+        after_help = "Reads one hook payload on stdin: Claude Code PreToolUse/PostToolUse, Gemini CLI\nBeforeTool/AfterTool, or the generic {\"protocol\":\"loopexec-gate/1\",\"phase\":\"pre\",\"tool\":…,\"target\":…}.\nWrites the decision in the same protocol on stdout. `loopexec init --agent claude` installs it.\nInside a run it finds the run through LOOPEXEC_RUN_ID / LOOPEXEC_WORKDIR and logs to its audit log."
+    )]
+    Gate,
+    /// List destructive agent actions waiting for a person (attended runs).
+    Pending,
+    /// Allow one waiting destructive agent action (that one call only).
+    Confirm(DecideArgs),
+    /// Decline one waiting destructive agent action.
+    Deny(DecideArgs),
     /// Re-run the check on a run's recorded snapshots in a clean room and compare with its receipt.
     #[command(
         after_help = "Examples:\n  loopexec replay RUN                  # every iteration, once\n  loopexec replay RUN --iteration 3 --runs 5\n  loopexec replay RUN --offline        # re-derive every verdict from the receipt alone\n  loopexec replay RUN --offline --reparse   # re-parse the kept check output\n\nEach check run is compared by its verdict fingerprint (blake3 over the failing set, the\ncollected set, the counts and whether the exit code was the success code; never raw\nbytes or timings). Exit 0 when everything agrees; 20 (status mismatch) when the receipt\ndisagrees with what the check does, naming the first iteration; 14 (status flaky) when\nsome runs agree and some do not."
@@ -163,6 +185,62 @@ pub struct CompletionsArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("scope").args(["run", "workspace", "all"])))]
+pub struct HoldArgs {
+    /// Why (shown to whoever finds the run stopped).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: String,
+    /// Who takes the hold.
+    #[arg(long, value_name = "NAME")]
+    pub by: String,
+    /// Hold one run.
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+    /// Hold every run of this workspace (the default).
+    #[arg(long)]
+    pub workspace: bool,
+    /// Hold every run of every workspace of this user (kept in the user's state directory).
+    #[arg(long)]
+    pub all: bool,
+    /// Park at the next step boundary instead of stopping; never latches.
+    #[arg(long)]
+    pub suspend: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// The hold's id (printed by `hold`, listed by `holds`).
+    #[arg(value_name = "HOLD_ID")]
+    pub hold_id: String,
+    /// Who releases it.
+    #[arg(long, value_name = "NAME")]
+    pub by: String,
+}
+
+#[derive(Debug, Args)]
+pub struct HaltsArgs {
+    /// Only events nobody acknowledged yet.
+    #[arg(long)]
+    pub unacked: bool,
+    /// Only this run's events.
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+    /// Only events of at least this severity.
+    #[arg(long, value_name = "S", value_parser = ["low", "medium", "high", "critical"])]
+    pub severity: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// The waiting action's id (see `loopexec pending`).
+    #[arg(value_name = "ACTION_ID")]
+    pub action_id: String,
+    /// Who answers.
+    #[arg(long, value_name = "NAME")]
+    pub by: String,
+}
+
+#[derive(Debug, Args)]
 pub struct BuildContextArgs {
     /// The task description file.
     #[arg(long, value_name = "FILE")]
@@ -244,16 +322,34 @@ pub struct DoctorArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  loopexec ack HALT_ID --by alice --resolution resolved      # one halt event (see `loopexec halts`)\n  loopexec ack --run-id RUN_ID --reviewer alice              # a run's work (comprehension debt)\n  loopexec ack HALT_ID --by alice --sign-with ~/.ssh/id_ed25519   # SSH-signed\n\nAn acknowledgement is a person's: ack refuses to run inside a loopexec step. A signed\nack signs `loopexec ack\\nsubject: ID\\nby: NAME\\nresolution: R\\n` with namespace `loopexec`\n(ssh-keygen -Y sign -n loopexec); it is verified against [review] allowed_signers."
+)]
 pub struct AckArgs {
-    /// Who reviewed the work.
+    /// The halt event to act on (from `loopexec halts`). Without it, the run form.
+    #[arg(value_name = "HALT_ID", conflicts_with_all = ["run_id", "reviewer"])]
+    pub halt_id: Option<String>,
+    /// Who acknowledges (a person; required with HALT_ID).
     #[arg(long, value_name = "NAME")]
-    pub reviewer: String,
-    /// The run (default: the latest).
+    pub by: Option<String>,
+    /// How the halt event was resolved.
+    #[arg(long, value_name = "R", value_parser = ["resolved", "escalated", "dismissed"])]
+    pub resolution: Option<String>,
+    /// Run form: who reviewed the run's work.
+    #[arg(long, value_name = "NAME")]
+    pub reviewer: Option<String>,
+    /// Run form: the run (default: the latest).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
     /// Free-text notes stored with the acknowledgement.
     #[arg(long, value_name = "TEXT")]
     pub notes: Option<String>,
+    /// An SSH signature file of the ack message (`ssh-keygen -Y sign -n loopexec`).
+    #[arg(long, value_name = "FILE", conflicts_with = "sign_with")]
+    pub signature: Option<PathBuf>,
+    /// Sign the ack message with this SSH private key (runs `ssh-keygen -Y sign`).
+    #[arg(long, value_name = "KEY")]
+    pub sign_with: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -290,6 +386,9 @@ pub struct InitArgs {
     /// Overwrite an existing loop.toml.
     #[arg(long)]
     pub force: bool,
+    /// Also install `loopexec gate` as the agent's tool-call hook (.claude/settings.json or .gemini/settings.json).
+    #[arg(long, value_name = "AGENT", value_parser = ["claude", "gemini"])]
+    pub agent: Option<String>,
 }
 
 /// `report`'s arguments.
@@ -394,6 +493,24 @@ pub struct RunArgs {
     /// The check's network: host (default) or none (a private network namespace).
     #[arg(long, value_name = "MODE", value_parser = ["host", "none"])]
     pub check_network: Option<String>,
+    /// A person watches: destructive agent actions wait for `loopexec confirm` (default: unattended, declined).
+    #[arg(long)]
+    pub attended: bool,
+    /// How long an attended action waits for a person before the run halts escalation_pending (default 15m).
+    #[arg(long, value_name = "DUR")]
+    pub approval_timeout: Option<String>,
+    /// Refuse to start while an unacknowledged high or critical halt event exists (default true).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub ack_required: Option<bool>,
+    /// Run CMD (`sh -c`) with the halt event's JSON on stdin after the run halts (a notifier).
+    #[arg(long, value_name = "CMD")]
+    pub on_halt: Option<String>,
+    /// Halt after N agent tool-call rounds across the run (seen by `loopexec gate`).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u64>,
+    /// A used-up [limits] rate: suspend (park until it refills, the default) or halt (budget_exceeded).
+    #[arg(long, value_name = "MODE", value_parser = ["suspend", "halt"])]
+    pub on_rate_limit: Option<String>,
     /// Stream the work step's stdout to stderr as it runs (prefixed `agent| `).
     #[arg(long)]
     pub show_agent_output: bool,

@@ -9,8 +9,9 @@
 mod args;
 
 pub use args::{
-    AckArgs, BuildContextArgs, CheckOpts, Cli, Command, DoctorArgs, InitArgs, InspectCostArgs,
-    ParseArgs, ProbeArgs, RunArgs, RunSel, WatchArgs,
+    AckArgs, BuildContextArgs, CheckOpts, Cli, Command, DecideArgs, DoctorArgs, HaltsArgs,
+    HoldArgs, InitArgs, InspectCostArgs, ParseArgs, ProbeArgs, ReleaseArgs, RunArgs, RunSel,
+    WatchArgs,
 };
 pub use args::{
     AttestArgs, CompletionsArgs, GcArgs, KeygenArgs, ReplayArgs, ReportArgs, VerifyArgs,

@@ -109,6 +109,10 @@ pub struct ExplainBody {
     pub rederived: bool,
     pub derived_reason: Option<String>,
     pub trajectory: Value,
+    /// Agent actions the gate declined (see `loopexec gate`).
+    pub declined_actions: Value,
+    /// A summary of the agent's gated actions.
+    pub actions: Value,
     pub run: RunFacts,
     #[serde(skip)]
     #[schemars(skip)]
@@ -191,6 +195,18 @@ pub struct IterationRow {
     /// Tasks the agent's task list held after this iteration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks: Option<usize>,
+    /// A hold parked the run here: `{verdict, phase, holds}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<Value>,
+    /// How long the run was parked by holds, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked_ms: Option<u64>,
+    /// The agent's provider rate-limited it (as recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limited: Option<Value>,
+    /// The agent's gated actions: `{calls, declined, confirmed, findings}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Value>,
 }
 
 /// Totals over the run's iterations in `report`.
@@ -216,6 +232,10 @@ pub struct ReportBody {
     /// `{iteration, halt_reason, exit_code, contributors}` or null.
     pub halt: Value,
     pub totals: ReportTotals,
+    /// Agent actions the gate declined.
+    pub declined_actions: Value,
+    /// A summary of the agent's gated actions.
+    pub actions: Value,
     pub run: RunFacts,
     #[serde(skip)]
     #[schemars(skip)]

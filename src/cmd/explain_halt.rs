@@ -44,6 +44,7 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
     }
     human.push_str(&format!("\nwhat to do: {}\n", ex.what_to_do));
     human.push_str(&crate::explain::render_summary(&ex.trajectory));
+    human.push_str(&crate::gate::declined_text(&traj));
     let ok = ex.rederived || exempt;
     if ok {
         human.push_str(&format!(
@@ -72,6 +73,8 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
         rederived: ok,
         derived_reason: ex.derived_reason.map(|r| r.as_str().to_string()),
         trajectory: serde_json::to_value(&ex.trajectory).unwrap_or_default(),
+        declined_actions: crate::gate::declined_json(&traj),
+        actions: crate::gate::summary_json(&traj),
         run: crate::receipt::facts::run_facts(&run.run_id, &run.receipt, &run.lines),
         human,
     };

@@ -8,7 +8,10 @@ mod build_context;
 mod check_state;
 mod doctor;
 mod explain_halt;
+mod gate;
 mod gc;
+pub(crate) mod halts;
+mod holds;
 mod init;
 mod init_detect;
 mod inspect_cost;
@@ -35,6 +38,15 @@ use std::path::PathBuf;
 #[must_use]
 pub fn dispatch(cli: Cli) -> Outcome {
     let workdir = cli.workdir.clone().unwrap_or_else(|| PathBuf::from("."));
+    // Escalation happens "when any loopexec command next runs" (SPEC §Halt events).
+    let escalated = crate::control::escalate_due(&workdir);
+    if !escalated.is_empty() && !cli.json {
+        eprintln!(
+            "loopexec: escalated {} unacknowledged halt event(s) past their escalation time: {}",
+            escalated.len(),
+            escalated.join(", ")
+        );
+    }
     match cli.command {
         Command::Init(a) => init::run(&workdir, &a),
         Command::Run(a) => run::run(&workdir, &a, cli.json, cli.quiet),
@@ -57,6 +69,14 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Command::ExitCodes => meta::exit_codes(),
         Command::Completions(a) => meta::completions(&a),
         Command::Man => meta::man(),
+        Command::Hold(a) => holds::hold(&workdir, &a),
+        Command::Release(a) => holds::release(&workdir, &a),
+        Command::Holds => holds::list(&workdir),
+        Command::Halts(a) => halts::list(&workdir, &a),
+        Command::Gate => gate::run(&workdir),
+        Command::Pending => gate::pending(&workdir),
+        Command::Confirm(a) => gate::decide(&workdir, &a, "confirmed"),
+        Command::Deny(a) => gate::decide(&workdir, &a, "denied"),
         Command::BuildContext(a) => build_context::run(&workdir, &a),
     }
 }

@@ -56,6 +56,10 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
                 duration_ms: 0,
                 judge: None,
                 tasks: None,
+                held: None,
+                parked_ms: None,
+                rate_limited: None,
+                actions: None,
             }),
             Event::ExecFinished(e) => {
                 if let Some(r) = rows.last_mut() {
@@ -113,6 +117,29 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
                 }
             }
             Event::Resumed(_) | Event::ContextBuilt(_) => {}
+            Event::Held(h) => {
+                if let Some(r) = rows.last_mut() {
+                    r.held =
+                        Some(json!({"verdict": h.verdict, "phase": h.phase, "holds": h.holds}));
+                }
+            }
+            Event::Unheld(u) => {
+                if let Some(r) = rows.last_mut() {
+                    r.parked_ms = Some(u.parked_ms);
+                }
+            }
+            Event::RateLimited(l) => {
+                if let Some(r) = rows.last_mut() {
+                    r.rate_limited = Some(json!(l));
+                }
+            }
+            Event::Actions(a) => {
+                if let Some(r) = rows.last_mut() {
+                    r.actions = Some(
+                        json!({"calls": a.calls, "declined": a.declined, "confirmed": a.confirmed, "findings": a.findings}),
+                    );
+                }
+            }
             Event::JudgeFinished(j) => {
                 if let Some(r) = rows.last_mut() {
                     let mut jj = serde_json::to_value(step_row(&j.step)).unwrap_or_default();
@@ -173,10 +200,13 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
         iterations: rows,
         halt,
         totals,
+        declined_actions: crate::gate::declined_json(&traj),
+        actions: crate::gate::summary_json(&traj),
         run: facts,
         human: String::new(),
     };
     body.human = text(&body);
+    body.human.push_str(&crate::gate::declined_text(&traj));
     body
 }
 

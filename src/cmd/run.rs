@@ -41,6 +41,12 @@ fn overrides(a: &RunArgs) -> Overrides {
         model_pin: a.model.clone(),
         stall_timeout: a.stall_timeout.clone(),
         comprehension_every: a.comprehension_every,
+        attended: a.attended.then_some(true),
+        approval_timeout: a.approval_timeout.clone(),
+        ack_required: a.ack_required,
+        on_halt: a.on_halt.clone(),
+        max_turns: a.max_turns,
+        on_rate_limit: a.on_rate_limit.clone(),
         check_in_place: a.check_in_place,
         sandbox: a.sandbox.as_deref().map(|m| match m {
             "landlock" => crate::config::SandboxMode::Landlock,
@@ -187,6 +193,11 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
             "check_network = none was requested but this machine cannot create a network namespace (`unshare --net` failed)".into(),
         );
     }
+    if !resume && cfg.control.ack_required {
+        if let Some(o) = crate::cmd::halts::refuse_new_run(&ws, &run_id) {
+            return o;
+        }
+    }
     let signals = match SignalFlag::install() {
         Ok(s) => s,
         Err(e) => {
@@ -250,7 +261,18 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
                 o.fields.insert("stderr_tail".into(), json!(text));
                 o.fields.insert("stderr_file".into(), json!(file));
             }
+            crate::cmd::halts::attach_declined(&mut o, receipt.as_deref());
             o
+        }
+        Err(e @ (EngineError::Latched { .. } | EngineError::AwaitingAnswer { .. })) => {
+            // Refused: the latch stands, and no new halt event is added for it.
+            let halt = Halt::new(e.reason(), vec![e.to_string()]);
+            let explanation = format!(
+                "{}: a person must act first (`loopexec halts --unacked --run {run_id}`, `loopexec pending`), then resume",
+                halt.reason
+            );
+            let facts = crate::receipt::facts::preflight_facts(Some(&run_id), &halt);
+            halt_outcome(Some(&run_id), None, &halt, &explanation, None, facts)
         }
         Err(EngineError::Workspace(e @ WorkspaceError::Locked { .. })) => {
             // Refused: the live run's receipt and ledger rows are not touched.

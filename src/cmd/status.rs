@@ -52,9 +52,13 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
                 halted = Some(h.clone());
                 phase = "halted".into();
             }
+            Event::Held(h) => phase = format!("{} by a hold", h.verdict),
+            Event::Unheld(_) => phase = "resumed after a suspension".into(),
             Event::JudgeFinished(_) => phase = "deciding".into(),
             Event::Reverted(_)
             | Event::Interrupted(_)
+            | Event::Actions(_)
+            | Event::RateLimited(_)
             | Event::TasksObserved(_)
             | Event::ContextBuilt(_) => {}
         }

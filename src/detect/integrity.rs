@@ -272,20 +272,15 @@ pub fn frozen_oracle(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {
 }
 
 /// `metric_integrity_violation` from what happened around a check run in the clean
-/// room: the working tree changed while the check ran (only a process outside the
-/// check can have done that: layer `tampering`), or the dependency directories differ
-/// from t0 (layer `dependencies`).
+/// room: the dependency directories differ from t0 (layer `dependencies`). Changes of
+/// the working tree while the check ran (`changed_during_check`) are recorded, not
+/// judged: the check never reads the working tree, so they cannot shape its verdict
+/// (a person editing files during a run is no cheat), and the next exec's snapshot
+/// sees them.
 #[must_use]
 pub fn check_tampering(c: &CheckFinished) -> Option<Halt> {
     let mut contributors = Vec::new();
     let mut layers = Vec::new();
-    if !c.changed_during_check.is_empty() {
-        layers.push("tampering");
-        contributors.push(format!(
-            "the working tree changed while the check ran in the clean room (a process outside the check wrote it): {}",
-            c.changed_during_check.join(", ")
-        ));
-    }
     if !c.dependencies_changed.is_empty() {
         layers.push("dependencies");
         contributors.push(format!(
@@ -301,7 +296,6 @@ pub fn check_tampering(c: &CheckFinished) -> Option<Halt> {
         contributors,
         detail: serde_json::json!({
             "layers": layers,
-            "changed_during_check": c.changed_during_check,
             "dependencies_changed": c.dependencies_changed,
         }),
     })

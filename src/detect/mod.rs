@@ -4,12 +4,14 @@
 pub mod context;
 pub mod drift;
 pub mod execution;
+pub mod holds;
 pub mod integrity;
 pub mod judge;
 pub mod liveness;
 pub mod objective;
 pub mod oracle;
 pub mod progress;
+pub mod rate;
 pub mod spend;
 pub mod summary;
 pub mod tasks;

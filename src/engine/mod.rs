@@ -16,6 +16,7 @@
 //! owns the receipt and ledger writes.
 
 pub mod cleanroom;
+mod control;
 mod judgment;
 mod keep;
 mod ratchet;
@@ -118,6 +119,17 @@ pub enum EngineError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// An agent action of this run still waits for a person's answer.
+    #[error("run `{run_id}` waits for a person to answer agent action {action_id}: loopexec confirm {action_id} --by NAME (or deny), then resume")]
+    AwaitingAnswer { run_id: String, action_id: String },
+    /// A stop hold latched the run; a person must acknowledge halt event `halt_id`.
+    #[error("run `{run_id}` is latched since {since} ({reason}); a person must acknowledge halt event {halt_id} first: loopexec ack {halt_id} --by NAME --resolution resolved")]
+    Latched {
+        run_id: String,
+        halt_id: String,
+        since: String,
+        reason: String,
+    },
     /// A must-succeed change of the tree or the clean room failed (a revert's restore,
     /// a snapshot, the clean room's sync): going on would judge the wrong tree.
     #[error("{0}")]
@@ -139,6 +151,8 @@ impl EngineError {
             | EngineError::NotResumable(..)
             | EngineError::Store(_)
             | EngineError::ReadReceipt(_) => HaltReason::InvariantFailed,
+            EngineError::Latched { .. } => HaltReason::HumanRequired,
+            EngineError::AwaitingAnswer { .. } => HaltReason::EscalationPending,
             EngineError::Receipt { .. }
             | EngineError::Capture { .. }
             | EngineError::Tree(_)
@@ -160,6 +174,7 @@ struct Loop<'a> {
     reporter: crate::progress::Reporter,
     meter_state: crate::observe::usage::CarryOver,
     orphans_ended: Vec<String>,
+    control: control::Control,
     /// Where checks run; `None` with `--check-in-place`.
     room: Option<cleanroom::CleanRoom>,
     /// The exec's sandbox; `None` when none is in force.
@@ -198,6 +213,9 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
     ws.ensure()?;
     let _lock = ws.lock(&req.run_id)?;
     let store = Store::open(&ws.ledger_path())?;
+    if req.resume {
+        control::check_latch(&store, &req.run_id, &req.config)?;
+    }
     let receipt_path = ws.receipt_path(&req.run_id);
     let run_dir = ws.run_dir(&req.run_id);
     std::fs::create_dir_all(&run_dir).map_err(|source| EngineError::Capture {
@@ -261,6 +279,7 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
             .showing_agent_output(req.show_agent_output),
         meter_state: crate::observe::usage::CarryOver::default(),
         orphans_ended,
+        control: control::Control::default(),
         room: None,
         sandbox,
         sandbox_record,
@@ -438,7 +457,7 @@ impl Loop<'_> {
         self.prepare_room(&baseline)?;
         if from != last_halt {
             if let Some(snap) = self.tree.snapshot_of(from, &self.traj) {
-                self.tree.restore(&snap).map_err(|e| {
+                self.tree.restore(&snap, &self.traj, from).map_err(|e| {
                     EngineError::Tree(format!(
                         "restoring the last accepted iteration {from} before resuming failed: {e}"
                     ))
@@ -448,10 +467,14 @@ impl Loop<'_> {
         self.tree
             .refresh(&format!("{last_halt}-resumed"))
             .map_err(|e| EngineError::Tree(format!("snapshot before resuming failed: {e}")))?;
+        let acknowledged_by =
+            crate::control::counted_acks(&self.store, &self.run_id, self.cfg, &acks);
+        let resume_reason = self.resume_marker();
         self.record(Event::Resumed(Resumed {
             pid: std::process::id(),
-            acknowledged_by: acks.iter().map(|a| a.reviewer.clone()).collect(),
+            acknowledged_by,
             from_iteration: last_halt,
+            resume_reason,
         }))?;
         self.record(Event::IterationStarted(IterationStarted {
             iteration: last_halt + 1,
@@ -540,14 +563,32 @@ impl Loop<'_> {
 
     pub(super) fn act(&mut self, next: Next) -> Result<(), EngineError> {
         match next {
-            Next::Exec => self.exec(),
-            Next::Check => self.check(0),
+            Next::Exec => {
+                if self.rate_gate()? || self.hold_gate("exec")? {
+                    return Ok(());
+                }
+                self.exec()?;
+                self.after_step("exec")?;
+                self.draw_rate();
+                self.fold_actions()
+            }
+            Next::Check => {
+                if self.hold_gate("check")? {
+                    return Ok(());
+                }
+                self.check(0)?;
+                self.after_step("check")
+            }
             Next::Judge => self.judge(),
             Next::ObserveTasks => self.observe_tasks(),
             Next::BuildContext => self.build_context(),
             Next::Confirm => {
+                if self.hold_gate("check")? {
+                    return Ok(());
+                }
                 let n = self.traj.last().map_or(0, |i| i.checks.len());
-                self.check(u32::try_from(n).unwrap_or(u32::MAX))
+                self.check(u32::try_from(n).unwrap_or(u32::MAX))?;
+                self.after_step("check")
             }
             Next::NextIteration { revert_to } => {
                 let it = self.current_iteration();

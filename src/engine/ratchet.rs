@@ -27,7 +27,7 @@ impl Loop<'_> {
         }))?;
         // The next iteration must start from the accepted tree: a restore that fails
         // stops the run (internal_error) instead of letting it go on from the rejected one.
-        self.tree.restore(&snap).map_err(|e| {
+        self.tree.restore(&snap, &self.traj, to).map_err(|e| {
             EngineError::Tree(format!(
                 "restoring iteration {to}'s tree after rejecting iteration {it} failed: {e}"
             ))

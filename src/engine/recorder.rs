@@ -120,9 +120,7 @@ impl Loop<'_> {
             .last()
             .and_then(|o| o.main_check())
             .map(|c| c.parsed.failing().len());
-        let ledger = self
-            .store
-            .halted(&HaltRecord {
+        let halt_id = self.store.halted(&HaltRecord {
                 run_id: &self.run_id,
                 iteration: it,
                 reason: halt.reason,
@@ -130,8 +128,9 @@ impl Loop<'_> {
                 context: &serde_json::json!({"contributors": halt.contributors, "detail": halt.detail, "failing": failing}),
                 attempt_count: Some(it),
                 previous_error: None,
-            })
-            .and_then(|_| self.ledger_head());
+            });
+        self.after_halt(&halt, halt_id.as_ref().ok().map(String::as_str));
+        let ledger = halt_id.and_then(|_| self.ledger_head());
         if let Err(e) = ledger {
             eprintln!("loopexec: warning: the ledger did not record the halt: {e}");
         }

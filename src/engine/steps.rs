@@ -46,6 +46,7 @@ impl Loop<'_> {
         let cfg = self.cfg;
         let traj = &self.traj;
         let reporter = &self.reporter;
+        let this = self;
         let mut poll = |p: &proc::Progress| -> Option<StopCause> {
             reporter.tick(iteration, &phase_s, p.elapsed, p.output_bytes);
             if last_hb.elapsed() >= Duration::from_millis(500) {
@@ -74,7 +75,7 @@ impl Loop<'_> {
                     return Some(StopCause::Budget { detail });
                 }
             }
-            None
+            this.poll_holds()
         };
         let r = proc::run_step(spec, &mut poll).map_err(|source| EngineError::Capture {
             path: prefix.clone(),
@@ -129,7 +130,10 @@ impl Loop<'_> {
             ),
             ("LOOPEXEC_RUN_ID".to_string(), self.run_id.clone()),
             ("LOOPEXEC_ITERATION".to_string(), it.to_string()),
-        ];
+        ]
+        .into_iter()
+        .chain(self.control_env())
+        .collect::<Vec<_>>();
         let env_set = [env_set, self.task_env()].concat();
         let meter = crate::observe::usage::LiveMeter::new(
             &self.cfg.pricing,

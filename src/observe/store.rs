@@ -444,8 +444,36 @@ impl TreeScanner {
         store: &SnapshotStore,
         target: &str,
     ) -> Result<SyncStats, StoreError> {
-        let now = self.scan(store)?;
-        let want = store.entries(target)?;
+        self.sync_impl(store, target, None)
+    }
+
+    /// Like [`Self::sync_to`], for `only` these paths: each is made as `target` holds
+    /// it (written, or removed when `target` does not hold it); every other file is
+    /// left as it is.
+    ///
+    /// # Errors
+    /// A failing git step or file operation.
+    pub fn sync_paths(
+        &mut self,
+        store: &SnapshotStore,
+        target: &str,
+        only: &std::collections::BTreeSet<String>,
+    ) -> Result<SyncStats, StoreError> {
+        self.sync_impl(store, target, Some(only))
+    }
+
+    fn sync_impl(
+        &mut self,
+        store: &SnapshotStore,
+        target: &str,
+        only: Option<&std::collections::BTreeSet<String>>,
+    ) -> Result<SyncStats, StoreError> {
+        let mut now = self.scan(store)?;
+        let mut want = store.entries(target)?;
+        if let Some(only) = only {
+            now.entries.retain(|p, _| only.contains(p));
+            want.retain(|p, _| only.contains(p));
+        }
         let mut stats = SyncStats::default();
         for path in now.entries.keys().filter(|p| !want.contains_key(*p)) {
             let full = self.root.join(path);

@@ -76,6 +76,53 @@ fn to_tree_entries(entries: &BTreeMap<String, FileEntry>) -> Vec<TreeEntry> {
         .collect()
 }
 
+/// The paths the exec steps of the iterations after `after` changed: for each, the
+/// difference between the tree it started from (the previous iteration's tree after
+/// its check, or the tree a revert restored) and the tree after its exec.
+///
+/// # Errors
+/// A store error, as text.
+pub fn agent_changed_paths(
+    store_dir: &Path,
+    t: &Trajectory,
+    after: u32,
+) -> Result<std::collections::BTreeSet<String>, String> {
+    let tree_at_end = |it: &crate::trajectory::IterationObs| {
+        it.main_check()
+            .and_then(|c| c.tree_after.clone())
+            .or_else(|| it.exec.as_ref().and_then(|e| e.tree.clone()))
+    };
+    let mut prev: Option<String> = None;
+    let mut out = std::collections::BTreeSet::new();
+    for it in &t.iterations {
+        if it.iteration > after {
+            if let (Some(p), Some(e)) = (&prev, it.exec.as_ref().and_then(|e| e.tree.clone())) {
+                if *p != e {
+                    for c in git::changed_paths(store_dir, p, &e).map_err(|e| e.to_string())? {
+                        out.insert(c.path);
+                    }
+                }
+            }
+        }
+        prev = if let Some(r) = &it.reverted {
+            t.iterations
+                .iter()
+                .rev()
+                .find(|x| x.iteration == r.to_iteration)
+                .and_then(tree_at_end)
+                .or(prev)
+        } else if it.iteration == 0 {
+            t.started
+                .as_ref()
+                .and_then(|s| s.git.baseline_tree.clone())
+                .or_else(|| tree_at_end(it))
+        } else {
+            tree_at_end(it).or(prev)
+        };
+    }
+    Ok(out)
+}
+
 /// The snapshot store of a workdir: `<workdir>/.loopexec/snapshots.git`.
 #[must_use]
 pub fn store_path(workdir: &Path) -> PathBuf {
@@ -575,18 +622,23 @@ impl TreeObserver {
             .clone()
     }
 
-    /// Makes the working tree equal to `snapshot` (the ratchet's revert): changed
-    /// files rewritten, added files removed, excluded directories left alone.
+    /// Undoes what the exec steps after iteration `after` changed (the ratchet's
+    /// revert, a resume from the last accepted iteration): every path an exec of a
+    /// later iteration changed is put back as it is in `snapshot` (rewritten, or
+    /// removed when the snapshot does not hold it). Paths only others changed (a
+    /// person, a script writing its output into the workdir while the run goes on) are
+    /// left alone, and so are excluded directories.
     ///
     /// # Errors
     /// The store error, as text.
-    pub fn restore(&mut self, snapshot: &str) -> Result<(), String> {
+    pub fn restore(&mut self, snapshot: &str, t: &Trajectory, after: u32) -> Result<(), String> {
         let store = self
             .store
             .as_ref()
             .ok_or("the snapshot store is not available")?;
+        let paths = agent_changed_paths(store.dir(), t, after)?;
         self.scanner
-            .sync_to(store, snapshot)
+            .sync_paths(store, snapshot, &paths)
             .map_err(|e| e.to_string())?;
         self.last_tree = None;
         Ok(())

@@ -61,6 +61,8 @@ pub enum StopCause {
     Signal { signal: i32 },
     /// A run-total budget was crossed while the step ran.
     Budget { detail: String },
+    /// A person's stop hold covers the run (the hold ids; SPEC §Holds).
+    Hold { holds: Vec<String> },
 }
 
 /// What the poll callback sees on each tick (every ~50 ms).

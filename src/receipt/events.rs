@@ -19,6 +19,10 @@ pub enum Event {
     Resumed(Resumed),
     Interrupted(Interrupted),
     Halted(Box<Halted>),
+    Held(Held),
+    Unheld(Unheld),
+    Actions(Box<crate::gate::ActionsSeen>),
+    RateLimited(RateLimited),
     JudgeFinished(Box<super::judgment::JudgeFinished>),
     TasksObserved(Box<super::judgment::TasksObserved>),
     ContextBuilt(Box<super::judgment::ContextBuilt>),
@@ -205,6 +209,10 @@ pub struct Resumed {
     pub acknowledged_by: Vec<String>,
     /// The iteration whose accepted state the run continues from.
     pub from_iteration: u32,
+    /// Why the run had stopped and what was released since (the marker the resumed
+    /// agent gets as `LOOPEXEC_RESUME_REASON`), when a hold had stopped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_reason: Option<String>,
 }
 
 /// The last event of a run (or of a resumed segment).
@@ -221,4 +229,47 @@ pub struct Halted {
     /// True when the halt came from configuration or workspace checks before any step.
     #[serde(default)]
     pub preflight: bool,
+}
+
+/// The loop saw holds covering the run (SIGNAL-free human control; SPEC §Holds).
+/// Written before the loop acts on them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Held {
+    pub iteration: u32,
+    /// Where: `before_exec`, `before_check` (a step boundary), `exec` or `check` (the
+    /// step was running and its process group was ended).
+    pub phase: String,
+    /// `suspended` (parked) or `stopped` (halts `human_required`).
+    pub verdict: String,
+    /// Every hold of the winning strength.
+    pub holds: Vec<crate::detect::holds::HoldView>,
+    /// A stop latches the run unless it landed while the run was parked by a suspension.
+    #[serde(default)]
+    pub latched: bool,
+}
+
+/// A suspension lifted: the parked loop goes on by itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Unheld {
+    pub iteration: u32,
+    /// The holds that had parked the run (now released).
+    pub released: Vec<crate::detect::holds::HoldView>,
+    /// How long the loop was parked, in milliseconds.
+    pub parked_ms: u64,
+}
+
+/// A workspace rate-limit bucket was empty before an exec (SPEC §10, rate limits).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RateLimited {
+    pub iteration: u32,
+    /// `usd` or `tokens`.
+    pub kind: String,
+    /// The configured rate (and bucket capacity), per hour.
+    pub per_hour: f64,
+    /// The bucket's level when read (≤ 0).
+    pub level: f64,
+    /// Milliseconds until it holds more than nothing again.
+    pub refill_ms: u64,
+    /// `suspend` (the loop parks until then) or `halt` (`budget_exceeded`).
+    pub mode: String,
 }

@@ -15,6 +15,13 @@
 //! a database with a newer version than this loopexec knows is refused, never
 //! rewritten.
 
+mod control;
+
+pub use control::{
+    default_severity, new_id, AckHow, HaltEventFilter, HaltEventRow, HoldRow, HoldScope,
+    HoldStrength, Latch, NewHold, PendingAction, SEVERITIES,
+};
+
 use crate::halt::HaltReason;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
@@ -101,6 +108,9 @@ const MIGRATIONS: &[&str] = &[
         lines INTEGER NOT NULL,
         recorded_at TEXT NOT NULL
     );",
+    // 3: people in control (holds, the latch, per-event acknowledgement, pending
+    // actions of the gate, rate buckets) and the halt-conditions design's indexes
+    control::MIGRATION,
 ];
 
 /// An open ledger.
@@ -144,21 +154,7 @@ pub struct HaltRecord<'a> {
 }
 
 fn severity(reason: HaltReason) -> &'static str {
-    use crate::halt::ExitClass as C;
-    match reason.class() {
-        C::Nominal | C::Converged => "low",
-        C::IterationCap
-        | C::Budget
-        | C::NoConvergence
-        | C::TerminalBlocked
-        | C::ResumableJudgment => "medium",
-        C::OracleUntrusted
-        | C::CheckInadequate
-        | C::LivenessDrift
-        | C::Execution
-        | C::Workspace => "high",
-        C::Integrity | C::Invariant | C::Internal => "critical",
-    }
+    control::default_severity(reason)
 }
 
 impl Store {
@@ -352,10 +348,20 @@ impl Store {
         };
         let description = redact(h.description);
         let context = redact(&h.context.to_string());
-        let id =
-            blake3::hash(format!("{}:{}:{}:{now}", h.run_id, h.iteration, h.reason).as_bytes())
-                .to_hex()[..32]
-                .to_string();
+        // Unique even for two halts of one run in the same millisecond (a preflight
+        // refusal and a halt, or a test): the clock in nanoseconds and a counter.
+        let id = blake3::hash(
+            format!(
+                "{}:{}:{}:{now}:{}",
+                h.run_id,
+                h.iteration,
+                h.reason,
+                control::unique_suffix()
+            )
+            .as_bytes(),
+        )
+        .to_hex()[..32]
+            .to_string();
         self.conn
             .execute(
                 "UPDATE runs SET status = 'halted', finished_at = ?2, iteration = ?3,

@@ -8,6 +8,7 @@
 
 mod commands;
 mod contract;
+mod control;
 mod guards;
 mod judgment;
 mod oracle;

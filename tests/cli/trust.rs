@@ -93,10 +93,12 @@ fn a_green_run_that_shows_no_tests_is_objective_unverified() {
     assert!(mentions(&v, "shows no tests"), "{v}");
 }
 
-/// A process outside the check rewrites the working tree while the check runs in the
-/// clean room. Before: the check ran in the agent's tree and read the swapped file.
+/// A process outside the check rewrites a file of the working tree while the check
+/// runs: the check runs in the clean room, so the write cannot reach it (before: the
+/// check read the agent's tree). The change is recorded, not judged — a person editing
+/// files during a run is no cheat — and a revert leaves a file no exec touched alone.
 #[test]
-fn the_tree_changing_while_the_check_runs_is_tampering() {
+fn the_tree_changing_while_the_check_runs_is_recorded_and_cannot_reach_the_check() {
     let r = tap_repo(1);
     r.tap_check(&format!("sleep 1.5\n{TAP_CHECK}"))
         .commit("slow check");
@@ -114,9 +116,14 @@ fn the_tree_changing_while_the_check_runs_is_tampering() {
     let out = r.lx_tap(PROGRESS_AGENT, &["--max-iterations", "2"]);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
-    let v = out.expect(13, Some("metric_integrity_violation"));
-    assert!(mentions(&v, "changed while the check ran"), "{v}");
-    assert!(mentions(&v, "scratch.txt"), "{v}");
+    let v = out.expect(10, Some("success_condition_met"));
+    let lines = receipt_of(&v);
+    let recorded = events(&lines, "check_finished").iter().any(|c| {
+        c["changed_during_check"]
+            .to_string()
+            .contains("scratch.txt")
+    });
+    assert!(recorded, "the change during the check is recorded");
 }
 
 /// A dependency directory (`node_modules`, ignored by git) gets a shim. Before: the
@@ -213,7 +220,10 @@ fn a_detached_daemon_of_the_exec_is_ended_and_recorded() {
     let marker = "sleep 4183";
     let _g = ProcGuard::new(&[marker]);
     let r = tap_repo(1);
-    let exec = format!("setsid sh -c '{marker}' </dev/null >/dev/null 2>&1 & {PROGRESS_AGENT}");
+    // The half second lets the daemon leave the group before the step ends (a member
+    // still in the group is ended with it, and is not an escapee).
+    let exec =
+        format!("setsid sh -c '{marker}' </dev/null >/dev/null 2>&1 & sleep 0.5; {PROGRESS_AGENT}");
     let out = r.lx_tap(&exec, &["--max-iterations", "2"]);
     let v = out.expect(10, Some("success_condition_met"));
     assert_none_left(marker, "the exec's daemon");

@@ -1,0 +1,123 @@
+//! `loopexec halts`: the halt events of this workspace with their acknowledgements
+//! (SPEC §Halt events); also the new-run gate (an unacknowledged high or critical
+//! event refuses a new run) and the declined actions attached to a run's verdict.
+
+use crate::cli::{HaltsArgs, Outcome};
+use crate::store::{HaltEventFilter, Store};
+use crate::workspace::Workspace;
+use serde_json::{json, Map};
+use std::path::Path;
+
+pub(crate) fn list(workdir: &Path, a: &HaltsArgs) -> Outcome {
+    let ws = match Workspace::at(workdir) {
+        Ok(w) => w,
+        Err(e) => return super::ws_error(&e),
+    };
+    let events = if ws.ledger_path().is_file() {
+        let filter = HaltEventFilter {
+            unacked: a.unacked,
+            run_id: a.run.as_deref(),
+            min_severity: a.severity.as_deref(),
+        };
+        match Store::open(&ws.ledger_path()).and_then(|s| s.halt_events(&filter)) {
+            Ok(v) => v,
+            Err(e) => {
+                return Outcome::error(
+                    crate::halt::HaltReason::InvariantFailed.exit_code(),
+                    e.to_string(),
+                    Some("`loopexec check` validates the ledger".into()),
+                )
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let mut human = if events.is_empty() {
+        "no halt events match\n".to_string()
+    } else {
+        format!("{} halt event(s), newest first:\n", events.len())
+    };
+    for e in &events {
+        let ack = match (&e.acknowledged_by, &e.resolution) {
+            (Some(by), r) if e.acknowledged => format!(
+                "acked by {by} at {} ({})",
+                e.acknowledged_at.as_deref().unwrap_or("?"),
+                r.as_deref().unwrap_or("-")
+            ),
+            (_, Some(r)) => format!("UNACKED ({r})"),
+            _ => "UNACKED".to_string(),
+        };
+        human.push_str(&format!(
+            "  {}  {} {:<8} run {} {}: {}\n      {}\n",
+            e.id, e.triggered_at, e.severity, e.run_id, e.halt_reason, ack, e.description
+        ));
+    }
+    if events.iter().any(|e| !e.acknowledged) {
+        human.push_str("acknowledge one with: loopexec ack HALT_ID --by NAME --resolution resolved|escalated|dismissed\n");
+    }
+    let mut f = Map::new();
+    f.insert("halts".into(), json!(events));
+    Outcome::ok(f, human)
+}
+
+/// A new run refuses to start while an unacknowledged high or critical halt event
+/// exists in the workspace (exit 11, naming the event), unless `--ack-required=false`.
+pub(crate) fn refuse_new_run(ws: &Workspace, run_id: &str) -> Option<Outcome> {
+    if !ws.ledger_path().is_file() {
+        return None;
+    }
+    let store = Store::open(&ws.ledger_path()).ok()?;
+    let open = store
+        .halt_events(&HaltEventFilter {
+            unacked: true,
+            run_id: None,
+            min_severity: Some("high"),
+        })
+        .ok()?;
+    let first = open.first()?;
+    let reason = crate::halt::HaltReason::HumanRequired;
+    let msg = format!(
+        "an unacknowledged {} halt event blocks new runs: {} ({} of run {} at {}: {})",
+        first.severity,
+        first.id,
+        first.halt_reason,
+        first.run_id,
+        first.triggered_at,
+        first.description
+    );
+    let halt = crate::halt::Halt {
+        reason,
+        contributors: vec![msg],
+        detail: json!({"cause": "unacknowledged_halt_event", "halt_id": first.id, "open": open.len()}),
+    };
+    let explanation = format!(
+        "{reason}: a person must look at it first: loopexec ack {} --by NAME --resolution resolved (or start with --ack-required=false)",
+        first.id
+    );
+    let facts = crate::receipt::facts::preflight_facts(Some(run_id), &halt);
+    Some(super::run::halt_outcome(
+        Some(run_id),
+        None,
+        &halt,
+        &explanation,
+        None,
+        facts,
+    ))
+}
+
+/// Adds the run's declined agent actions to its verdict (`declined_actions`, and a
+/// human line per action).
+pub(crate) fn attach_declined(o: &mut Outcome, receipt: Option<&Path>) {
+    let Some(path) = receipt else { return };
+    let Ok(lines) = crate::receipt::read(path) else {
+        return;
+    };
+    let traj = crate::trajectory::Trajectory::from_lines(&lines);
+    let declined = crate::gate::declined(&traj);
+    if declined.is_empty() {
+        return;
+    }
+    o.fields
+        .insert("declined_actions".into(), crate::gate::declined_json(&traj));
+    o.human.push_str(&crate::gate::declined_text(&traj));
+}

@@ -1,0 +1,233 @@
+//! `loopexec hold`, `release`, `holds`: a person's stop or suspension of running work
+//! (SPEC §Holds). Workspace and run holds live in the workspace ledger; `--all` holds
+//! live in the user's state directory and cover every workspace.
+
+use crate::cli::{HoldArgs, Outcome, ReleaseArgs};
+use crate::store::{HoldRow, HoldScope, HoldStrength, NewHold, Store};
+use crate::workspace::Workspace;
+use serde_json::{json, Map};
+use std::path::Path;
+
+#[allow(clippy::result_large_err)] // the error is the command's rendered outcome
+fn ledger(workdir: &Path) -> Result<(Workspace, Store), Outcome> {
+    let ws = Workspace::at(workdir).map_err(|e| super::ws_error(&e))?;
+    ws.ensure().map_err(|e| super::ws_error(&e))?;
+    let store = Store::open(&ws.ledger_path()).map_err(|e| store_error(&e))?;
+    Ok((ws, store))
+}
+
+fn store_error(e: &crate::store::StoreError) -> Outcome {
+    Outcome::error(
+        crate::halt::HaltReason::InvariantFailed.exit_code(),
+        e.to_string(),
+        Some("`loopexec check` validates the ledger".into()),
+    )
+}
+
+/// The global hold ledger, created when `create` (taking a global hold).
+#[allow(clippy::result_large_err)] // the error is the command's rendered outcome
+fn global(create: bool) -> Result<Option<Store>, Outcome> {
+    let Some(path) = crate::control::global_holds_path() else {
+        return if create {
+            Err(Outcome::error(
+                super::EXIT_ERROR,
+                "no state directory for global holds: set LOOPEXEC_STATE_DIR, XDG_STATE_HOME or HOME".into(),
+                None,
+            ))
+        } else {
+            Ok(None)
+        };
+    };
+    if !create && !path.is_file() {
+        return Ok(None);
+    }
+    if let Some(dir) = path.parent() {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return Err(Outcome::error(
+                super::EXIT_ERROR,
+                format!("cannot create {}: {e}", dir.display()),
+                Some("set LOOPEXEC_STATE_DIR to a writable directory".into()),
+            ));
+        }
+    }
+    Store::open(&path).map(Some).map_err(|e| store_error(&e))
+}
+
+#[allow(clippy::result_large_err)] // the error is the command's rendered outcome
+fn non_empty(flag: &str, v: &str) -> Result<(), Outcome> {
+    if v.trim().is_empty() {
+        return Err(Outcome::error(
+            2,
+            format!("{flag} must not be empty"),
+            Some(format!(
+                "give {flag} a value a person will understand at 3 a.m."
+            )),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn hold(workdir: &Path, a: &HoldArgs) -> Outcome {
+    if let Err(o) = non_empty("--reason", &a.reason).and(non_empty("--by", &a.by)) {
+        return o;
+    }
+    let scope = match (&a.run, a.all) {
+        (Some(r), _) => {
+            if let Err(e) = crate::workspace::validate_run_id(r) {
+                return Outcome::error(2, e.to_string(), None);
+            }
+            HoldScope::Run(r.clone())
+        }
+        (None, true) => HoldScope::Global,
+        (None, false) => HoldScope::Workspace,
+    };
+    let store = if scope == HoldScope::Global {
+        match global(true) {
+            Ok(Some(s)) => s,
+            Ok(None) => unreachable!("global(true) creates the ledger or fails"),
+            Err(o) => return o,
+        }
+    } else {
+        match ledger(workdir) {
+            Ok((_, s)) => s,
+            Err(o) => return o,
+        }
+    };
+    let strength = if a.suspend {
+        HoldStrength::Suspended
+    } else {
+        HoldStrength::Stopped
+    };
+    let row = match store.take_hold(&NewHold {
+        scope,
+        strength,
+        holder: a.by.trim(),
+        reason: a.reason.trim(),
+    }) {
+        Ok(r) => r,
+        Err(e) => return store_error(&e),
+    };
+    let mut f = Map::new();
+    f.insert("hold_id".into(), json!(row.id));
+    f.insert("hold".into(), json!(row));
+    let effect = match strength {
+        HoldStrength::Stopped => "running steps it covers are ended within a poll; the runs halt human_required and stay latched until a person acks",
+        HoldStrength::Suspended => "the runs it covers park at their next step boundary and go on by themselves when it is released",
+    };
+    Outcome::ok(
+        f,
+        format!(
+            "hold {} taken ({} {}, by {}): {}\n{effect}\nrelease it with: loopexec release {} --by {}\n",
+            row.id,
+            row.scope,
+            row.strength.as_str(),
+            row.holder,
+            row.reason,
+            row.id,
+            row.holder
+        ),
+    )
+}
+
+pub(crate) fn release(workdir: &Path, a: &ReleaseArgs) -> Outcome {
+    if let Err(o) = non_empty("--by", &a.by) {
+        return o;
+    }
+    let mut stores: Vec<Store> = Vec::new();
+    match ledger(workdir) {
+        Ok((_, s)) => stores.push(s),
+        Err(o) => return o,
+    }
+    match global(false) {
+        Ok(Some(g)) => stores.push(g),
+        Ok(None) => {}
+        Err(o) => return o,
+    }
+    for s in &stores {
+        let row = match s.hold(&a.hold_id) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(e) => return store_error(&e),
+        };
+        if let Some(at) = &row.released_at {
+            return Outcome::error(
+                crate::halt::HaltReason::InvariantFailed.exit_code(),
+                format!(
+                    "hold {} was already released by {} at {at}",
+                    row.id,
+                    row.released_by.as_deref().unwrap_or("?")
+                ),
+                Some("`loopexec holds` lists the holds still in force".into()),
+            );
+        }
+        if let Err(e) = s.release_hold(&row.id, a.by.trim()) {
+            return store_error(&e);
+        }
+        let mut f = Map::new();
+        f.insert("hold_id".into(), json!(row.id));
+        f.insert("released_by".into(), json!(a.by.trim()));
+        let after = match row.strength {
+            HoldStrength::Suspended => "parked runs go on by themselves",
+            HoldStrength::Stopped => "runs it stopped stay latched until a person acks their halt event (`loopexec halts --unacked`), then `loopexec run --resume RUN_ID`",
+        };
+        return Outcome::ok(
+            f,
+            format!(
+                "released hold {} ({} {}: {})\n{after}\n",
+                row.id,
+                row.scope,
+                row.strength.as_str(),
+                row.reason
+            ),
+        );
+    }
+    Outcome::error(
+        super::EXIT_ERROR,
+        format!(
+            "no hold `{}` in this workspace or among global holds",
+            a.hold_id
+        ),
+        Some("`loopexec holds` lists hold ids".into()),
+    )
+}
+
+pub(crate) fn list(workdir: &Path) -> Outcome {
+    let mut rows: Vec<HoldRow> = Vec::new();
+    match global(false) {
+        Ok(Some(g)) => match g.active_holds(None) {
+            Ok(v) => rows.extend(v.into_iter().filter(|h| h.scope == "global")),
+            Err(e) => return store_error(&e),
+        },
+        Ok(None) => {}
+        Err(o) => return o,
+    }
+    let ws = match Workspace::at(workdir) {
+        Ok(w) => w,
+        Err(e) => return super::ws_error(&e),
+    };
+    if ws.ledger_path().is_file() {
+        match Store::open(&ws.ledger_path()).and_then(|s| s.active_holds(None)) {
+            Ok(v) => rows.extend(v),
+            Err(e) => return store_error(&e),
+        }
+    }
+    let mut human = if rows.is_empty() {
+        "no holds in force\n".to_string()
+    } else {
+        format!("{} hold(s) in force:\n", rows.len())
+    };
+    for h in &rows {
+        human.push_str(&format!(
+            "  {}  {:<10} {:<9} by {} since {}: {}\n",
+            h.id,
+            h.scope,
+            h.strength.as_str(),
+            h.holder,
+            h.taken_at,
+            h.reason
+        ));
+    }
+    let mut f = Map::new();
+    f.insert("holds".into(), json!(rows));
+    Outcome::ok(f, human)
+}

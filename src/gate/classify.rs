@@ -1,0 +1,719 @@
+//! Pure classification of one tool call (SPEC §Gate, the rule table).
+//!
+//! Shell commands are matched against an ordered table of rules (first destructive
+//! rule wins; a command is read-only only when every part of it is a known reader);
+//! file tools are judged by their path (inside the workdir: reversible, because the
+//! snapshot store can restore it; outside it, or inside `.git/` / `.loopexec/`:
+//! destructive). Independent of the class, the halt-conditions checks add findings:
+//!
+//! | finding               | when                                                  | severity |
+//! |-----------------------|-------------------------------------------------------|----------|
+//! | secrets_exposure      | content being written holds a credential              | critical |
+//! | privilege_escalation  | `sudo`/`su`/`doas`, `chmod`/`chown` of system paths    | high     |
+//! | production_context    | a command names a `[gate] production` context          | high     |
+//! | modifying_unread_code | an edit of an existing file not read earlier this run | medium   |
+//!
+//! A critical finding declines the call even where a person could confirm it.
+
+use super::{ActionClass, Classification, Finding, GatePolicy, ToolCall};
+use regex::Regex;
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+use std::sync::LazyLock;
+
+/// What the classifier knows besides the call.
+#[derive(Debug, Clone)]
+pub struct Context<'a> {
+    /// The run's workdir (absolute), when known.
+    pub workdir: Option<&'a Path>,
+    /// Files (absolute, normalized) the agent read earlier in this run.
+    pub read: &'a BTreeSet<String>,
+    /// The call's target file exists now (for Write).
+    pub target_exists: bool,
+}
+
+/// One built-in shell rule: id, pattern, and the finding it adds (if any).
+struct Rule {
+    id: &'static str,
+    pattern: &'static str,
+    finding: Option<(&'static str, &'static str)>,
+}
+
+/// Destructive shell rules, in order (SPEC §Gate lists them with an example each).
+const DESTRUCTIVE: &[Rule] = &[
+    Rule {
+        id: "privilege-escalation",
+        pattern: r"(^|[;&|(]\s*|\s)(sudo|doas|su)\s",
+        finding: Some(("privilege_escalation", "high")),
+    },
+    Rule {
+        id: "chmod-system-path",
+        pattern: r"\b(chmod|chown|chgrp)\b[^;&|]*\s/(etc|usr|bin|sbin|lib|lib64|boot|var|opt|root|sys|proc)\b",
+        finding: Some(("privilege_escalation", "high")),
+    },
+    Rule {
+        id: "git-push-force",
+        pattern: r"\bgit\s+push\b[^;&|]*(\s--force(-with-lease)?\b|\s-[a-zA-Z]*f\b|\s\+[^\s]+)",
+        finding: None,
+    },
+    Rule {
+        id: "git-reset-hard",
+        pattern: r"\bgit\s+reset\b[^;&|]*\s--hard\b",
+        finding: None,
+    },
+    Rule {
+        id: "git-clean-force",
+        pattern: r"\bgit\s+clean\b[^;&|]*\s-[a-zA-Z]*f",
+        finding: None,
+    },
+    Rule {
+        id: "git-branch-delete",
+        pattern: r"\bgit\s+(branch\s+-D|push\s+[^;&|]*--delete|push\s+\S+\s+:)",
+        finding: None,
+    },
+    Rule {
+        id: "delete-outside-tree",
+        pattern: r"\b(rm|rmdir|shred|unlink)\b[^;&|]*\s(/|~|\$HOME|\.\./)",
+        finding: None,
+    },
+    Rule {
+        id: "sql-drop",
+        pattern: r"(?i)\b(drop\s+(table|database|schema|index)|truncate\s+table|delete\s+from)\b",
+        finding: None,
+    },
+    Rule {
+        id: "http-mutating-request",
+        pattern: r"\b(curl|wget|http|xh)\b[^;&|]*(\s-X\s*(POST|PUT|DELETE|PATCH)\b|--request[ =](POST|PUT|DELETE|PATCH)\b|\s(-d|--data[a-z-]*|--form|-F|--method[ =](POST|PUT|DELETE|PATCH)|--post-data)\b)",
+        finding: None,
+    },
+    Rule {
+        id: "cloud-delete",
+        pattern: r"\b(aws\s+\S+\s+(delete|terminate|remove|rm|rb)[a-z-]*|gcloud\s+[^;&|]*\bdelete\b|az\s+[^;&|]*\bdelete\b|doctl\s+[^;&|]*\bdelete\b)",
+        finding: None,
+    },
+    Rule {
+        id: "cluster-change",
+        pattern: r"\b(kubectl\s+(delete|drain|cordon|scale|apply|replace|patch)|helm\s+(uninstall|delete|upgrade|install)|terraform\s+(destroy|apply)|pulumi\s+(destroy|up))\b",
+        finding: None,
+    },
+    Rule {
+        id: "credential-read",
+        pattern: r"(\.ssh/(id_[a-z0-9]+|[a-z_]*key)|\.aws/credentials|\.netrc|\.pgpass|\.docker/config\.json|\.kube/config|\.gnupg/|\.config/gcloud/|\.pem\b|\.p12\b|/etc/shadow)",
+        finding: None,
+    },
+    Rule {
+        id: "package-publish",
+        pattern: r"\b(npm\s+publish|cargo\s+publish|twine\s+upload|gem\s+push|docker\s+push)\b",
+        finding: None,
+    },
+];
+
+/// Commands that only read (every `;`/`&&`/`|` part must be one of these).
+const READERS: &str = r"^(ls|cat|head|tail|less|more|grep|egrep|fgrep|rg|ag|find|fd|pwd|echo|printf|wc|sort|uniq|cut|tr|diff|cmp|file|stat|du|df|which|type|whoami|id|date|uname|env|printenv|tree|jq|sed\s+-n|awk|git\s+(status|log|diff|show|branch|remote\s+-v|rev-parse|ls-files|blame|grep)|cargo\s+(check|tree|metadata)|true)\b";
+
+/// Credential files a file tool must not read.
+const CREDENTIAL_PATH: &str = r"(/\.ssh/|/\.aws/credentials$|/\.netrc$|/\.pgpass$|/\.docker/config\.json$|/\.kube/config$|/\.gnupg/|\.pem$|\.p12$|\.key$|^/etc/shadow$|(^|/)\.env(\.[a-z]+)?$)";
+
+fn re(p: &str) -> Regex {
+    Regex::new(p).expect("built-in gate pattern compiles")
+}
+
+static DESTRUCTIVE_RE: LazyLock<Vec<Regex>> =
+    LazyLock::new(|| DESTRUCTIVE.iter().map(|r| re(r.pattern)).collect());
+static READERS_RE: LazyLock<Regex> = LazyLock::new(|| re(READERS));
+static CREDENTIAL_RE: LazyLock<Regex> = LazyLock::new(|| re(CREDENTIAL_PATH));
+static SPLIT_RE: LazyLock<Regex> = LazyLock::new(|| re(r"&&|\|\||[;|\n]"));
+
+/// Tools that only read, by agent tool name (Claude Code and Gemini CLI).
+const READ_TOOLS: &[&str] = &[
+    "Read",
+    "Glob",
+    "Grep",
+    "LS",
+    "NotebookRead",
+    "WebSearch",
+    "WebFetch",
+    "TodoWrite",
+    "read_file",
+    "read_many_files",
+    "list_directory",
+    "glob",
+    "search_file_content",
+    "google_web_search",
+    "web_fetch",
+    "read",
+];
+/// Tools that write one file.
+const WRITE_TOOLS: &[&str] = &[
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+    "write_file",
+    "replace",
+    "write",
+    "edit",
+];
+/// Tools that run a shell command.
+const SHELL_TOOLS: &[&str] = &["Bash", "run_shell_command", "shell", "bash"];
+
+/// Normalizes `p` against `base` (no file system access: `..` is resolved lexically).
+#[must_use]
+pub fn normalize(p: &str, base: Option<&Path>) -> String {
+    let path = Path::new(p);
+    let joined: PathBuf = match (path.is_absolute(), base) {
+        (true, _) | (false, None) => path.to_path_buf(),
+        (false, Some(b)) => b.join(path),
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out.display().to_string()
+}
+
+fn finding(halt_type: &str, severity: &str, description: String) -> Finding {
+    Finding {
+        halt_type: halt_type.into(),
+        severity: severity.into(),
+        description,
+    }
+}
+
+fn has_secret(content: &str) -> bool {
+    !content.is_empty() && crate::observe::secrets::redact(content.as_bytes()) != content.as_bytes()
+}
+
+/// Classifies one call. Pure: everything it needs is in its arguments.
+#[must_use]
+pub fn classify(call: &ToolCall, policy: &GatePolicy, ctx: &Context<'_>) -> Classification {
+    let mut findings = Vec::new();
+    let (class, rule) = if SHELL_TOOLS.contains(&call.tool.as_str()) {
+        shell(&call.target, policy, &mut findings)
+    } else if WRITE_TOOLS.contains(&call.tool.as_str()) {
+        let path = normalize(&call.target, ctx.workdir);
+        if has_secret(&call.content) {
+            findings.push(finding(
+                "secrets_exposure",
+                "critical",
+                format!("{} writes a credential into {}", call.tool, call.target),
+            ));
+        }
+        let is_edit = !matches!(call.tool.as_str(), "Write" | "write_file" | "write");
+        if (is_edit || ctx.target_exists) && !ctx.read.contains(&path) {
+            findings.push(finding(
+                "modifying_unread_code",
+                "medium",
+                format!(
+                    "{} changes {} which the agent never read in this run",
+                    call.tool, call.target
+                ),
+            ));
+        }
+        file_write(&path, ctx.workdir)
+    } else if READ_TOOLS.contains(&call.tool.as_str()) {
+        let path = normalize(&call.target, ctx.workdir);
+        if CREDENTIAL_RE.is_match(&path) {
+            (ActionClass::Destructive, "credential-read".to_string())
+        } else {
+            (ActionClass::ReadOnly, "read-tool".to_string())
+        }
+    } else {
+        // An unknown tool may do anything: the gate cannot prove it harmless.
+        (ActionClass::Destructive, "unknown-tool".to_string())
+    };
+    Classification {
+        class,
+        rule,
+        findings,
+    }
+}
+
+fn file_write(path: &str, workdir: Option<&Path>) -> (ActionClass, String) {
+    let Some(w) = workdir else {
+        return (ActionClass::Destructive, "write-without-workdir".into());
+    };
+    let p = Path::new(path);
+    if !p.starts_with(w) {
+        return (ActionClass::Destructive, "write-outside-workdir".into());
+    }
+    let rel = p.strip_prefix(w).unwrap_or(p);
+    if rel.starts_with(".git") || rel.starts_with(".loopexec") {
+        return (
+            ActionClass::Destructive,
+            "write-loopexec-or-git-state".into(),
+        );
+    }
+    (ActionClass::ReversibleWrite, "write-in-workdir".into())
+}
+
+fn shell(cmd: &str, policy: &GatePolicy, findings: &mut Vec<Finding>) -> (ActionClass, String) {
+    let mut destructive: Option<String> = None;
+    for (rule, r) in DESTRUCTIVE.iter().zip(DESTRUCTIVE_RE.iter()) {
+        if r.is_match(cmd) {
+            if let Some((t, sev)) = rule.finding {
+                findings.push(finding(t, sev, format!("`{cmd}` ({})", rule.id)));
+            }
+            destructive.get_or_insert_with(|| rule.id.to_string());
+        }
+    }
+    for p in &policy.destructive {
+        if Regex::new(p).is_ok_and(|r| r.is_match(cmd)) {
+            destructive.get_or_insert_with(|| format!("gate.destructive {p:?}"));
+        }
+    }
+    for name in &policy.production {
+        let word = Regex::new(&format!(
+            r"(^|[^A-Za-z0-9_-]){}($|[^A-Za-z0-9_-])",
+            regex::escape(name)
+        ));
+        if word.is_ok_and(|r| r.is_match(cmd)) {
+            findings.push(finding(
+                "production_context",
+                "high",
+                format!("`{cmd}` names the production context {name:?}"),
+            ));
+            destructive.get_or_insert_with(|| "production-context".to_string());
+        }
+    }
+    if let Some(rule) = destructive {
+        return (ActionClass::Destructive, rule);
+    }
+    let parts: Vec<&str> = SPLIT_RE
+        .split(cmd)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let extra: Vec<Regex> = policy
+        .read_only
+        .iter()
+        .filter_map(|p| Regex::new(p).ok())
+        .collect();
+    let reads = |s: &str| READERS_RE.is_match(s) || extra.iter().any(|r| r.is_match(s));
+    if !parts.is_empty() && !cmd.contains('>') && parts.iter().all(|s| reads(s)) {
+        return (ActionClass::ReadOnly, "read-only-command".into());
+    }
+    (ActionClass::ReversibleWrite, "shell-in-workdir".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bash(cmd: &str) -> ToolCall {
+        ToolCall {
+            agent: "claude".into(),
+            phase: "pre".into(),
+            tool: "Bash".into(),
+            target: cmd.into(),
+            ..ToolCall::default()
+        }
+    }
+
+    /// One row per built-in rule (and the negatives next to them).
+    #[test]
+    fn shell_rule_table() {
+        let policy = GatePolicy {
+            production: vec!["prod-eu".into()],
+            ..GatePolicy::default()
+        };
+        let rows: &[(&str, ActionClass, &str, Option<&str>)] = &[
+            (
+                "git push --force origin main",
+                ActionClass::Destructive,
+                "git-push-force",
+                None,
+            ),
+            (
+                "git push -f",
+                ActionClass::Destructive,
+                "git-push-force",
+                None,
+            ),
+            (
+                "git push origin +main",
+                ActionClass::Destructive,
+                "git-push-force",
+                None,
+            ),
+            (
+                "git push origin main",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "git reset --hard HEAD~3",
+                ActionClass::Destructive,
+                "git-reset-hard",
+                None,
+            ),
+            (
+                "git reset HEAD file",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "git clean -fdx",
+                ActionClass::Destructive,
+                "git-clean-force",
+                None,
+            ),
+            (
+                "git branch -D feature",
+                ActionClass::Destructive,
+                "git-branch-delete",
+                None,
+            ),
+            (
+                "rm -rf /var/lib/app",
+                ActionClass::Destructive,
+                "delete-outside-tree",
+                None,
+            ),
+            (
+                "rm -rf ~/projects",
+                ActionClass::Destructive,
+                "delete-outside-tree",
+                None,
+            ),
+            (
+                "rm -rf ../other",
+                ActionClass::Destructive,
+                "delete-outside-tree",
+                None,
+            ),
+            (
+                "rm -rf build",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "psql -c 'DROP TABLE users'",
+                ActionClass::Destructive,
+                "sql-drop",
+                None,
+            ),
+            (
+                "curl -X POST https://api.example.com/x",
+                ActionClass::Destructive,
+                "http-mutating-request",
+                None,
+            ),
+            (
+                "curl -X DELETE https://api.example.com/x",
+                ActionClass::Destructive,
+                "http-mutating-request",
+                None,
+            ),
+            (
+                "curl -d a=b https://api.example.com",
+                ActionClass::Destructive,
+                "http-mutating-request",
+                None,
+            ),
+            (
+                "curl https://example.com",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "aws s3 rb s3://bucket --force",
+                ActionClass::Destructive,
+                "cloud-delete",
+                None,
+            ),
+            (
+                "aws ec2 terminate-instances --instance-ids i-1",
+                ActionClass::Destructive,
+                "cloud-delete",
+                None,
+            ),
+            (
+                "gcloud compute instances delete vm1",
+                ActionClass::Destructive,
+                "cloud-delete",
+                None,
+            ),
+            (
+                "kubectl delete pod web-1",
+                ActionClass::Destructive,
+                "cluster-change",
+                None,
+            ),
+            (
+                "terraform destroy",
+                ActionClass::Destructive,
+                "cluster-change",
+                None,
+            ),
+            (
+                "sudo apt-get install x",
+                ActionClass::Destructive,
+                "privilege-escalation",
+                Some("privilege_escalation"),
+            ),
+            (
+                "chmod 777 /etc/passwd",
+                ActionClass::Destructive,
+                "chmod-system-path",
+                Some("privilege_escalation"),
+            ),
+            (
+                "chmod +x script.sh",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "cat ~/.ssh/id_ed25519",
+                ActionClass::Destructive,
+                "credential-read",
+                None,
+            ),
+            (
+                "cat ~/.aws/credentials",
+                ActionClass::Destructive,
+                "credential-read",
+                None,
+            ),
+            (
+                "npm publish",
+                ActionClass::Destructive,
+                "package-publish",
+                None,
+            ),
+            (
+                "kubectl --context prod-eu get pods",
+                ActionClass::Destructive,
+                "production-context",
+                Some("production_context"),
+            ),
+            (
+                "kubectl --context prod-eu-2 get pods",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "ls -la && git status",
+                ActionClass::ReadOnly,
+                "read-only-command",
+                None,
+            ),
+            (
+                "grep -r foo src | wc -l",
+                ActionClass::ReadOnly,
+                "read-only-command",
+                None,
+            ),
+            (
+                "cat a > b",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "cargo test",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+        ];
+        let read = BTreeSet::new();
+        let ctx = Context {
+            workdir: Some(Path::new("/w")),
+            read: &read,
+            target_exists: false,
+        };
+        for (cmd, class, rule, finding) in rows {
+            let c = classify(&bash(cmd), &policy, &ctx);
+            assert_eq!((c.class, c.rule.as_str()), (*class, *rule), "{cmd}");
+            assert_eq!(
+                c.findings.first().map(|f| f.halt_type.as_str()),
+                *finding,
+                "{cmd}"
+            );
+        }
+    }
+
+    #[test]
+    fn policy_rules_extend_the_table() {
+        let policy = GatePolicy {
+            destructive: vec![r"\bmake\s+deploy\b".into()],
+            read_only: vec![r"^cargo\s+test\b".into()],
+            ..GatePolicy::default()
+        };
+        let read = BTreeSet::new();
+        let ctx = Context {
+            workdir: Some(Path::new("/w")),
+            read: &read,
+            target_exists: false,
+        };
+        assert_eq!(
+            classify(&bash("make deploy"), &policy, &ctx).class,
+            ActionClass::Destructive
+        );
+        assert_eq!(
+            classify(&bash("cargo test -q"), &policy, &ctx).class,
+            ActionClass::ReadOnly
+        );
+    }
+
+    fn file(tool: &str, path: &str, content: &str) -> ToolCall {
+        ToolCall {
+            agent: "claude".into(),
+            phase: "pre".into(),
+            tool: tool.into(),
+            target: path.into(),
+            content: content.into(),
+            ..ToolCall::default()
+        }
+    }
+
+    #[test]
+    fn file_tool_table() {
+        let read: BTreeSet<String> = ["/w/src/lib.rs".to_string()].into();
+        // (call, target exists, class, rule, findings)
+        let rows: Vec<(ToolCall, bool, ActionClass, &str, Vec<&str>)> = vec![
+            (
+                file("Read", "src/lib.rs", ""),
+                true,
+                ActionClass::ReadOnly,
+                "read-tool",
+                vec![],
+            ),
+            (
+                file("Read", "/home/u/.ssh/id_rsa", ""),
+                true,
+                ActionClass::Destructive,
+                "credential-read",
+                vec![],
+            ),
+            (
+                file("Read", ".env", ""),
+                true,
+                ActionClass::Destructive,
+                "credential-read",
+                vec![],
+            ),
+            (
+                file("Edit", "/w/src/lib.rs", ""),
+                true,
+                ActionClass::ReversibleWrite,
+                "write-in-workdir",
+                vec![],
+            ),
+            (
+                file("Edit", "/w/src/parser.rs", ""),
+                true,
+                ActionClass::ReversibleWrite,
+                "write-in-workdir",
+                vec!["modifying_unread_code"],
+            ),
+            (
+                file("Write", "/w/src/new.rs", "fn main() {}"),
+                false,
+                ActionClass::ReversibleWrite,
+                "write-in-workdir",
+                vec![],
+            ),
+            (
+                file("Write", "/w/src/old.rs", ""),
+                true,
+                ActionClass::ReversibleWrite,
+                "write-in-workdir",
+                vec!["modifying_unread_code"],
+            ),
+            (
+                file("Write", "/etc/hosts", ""),
+                false,
+                ActionClass::Destructive,
+                "write-outside-workdir",
+                vec![],
+            ),
+            (
+                file("Write", "../elsewhere/x", ""),
+                false,
+                ActionClass::Destructive,
+                "write-outside-workdir",
+                vec![],
+            ),
+            (
+                file("Write", "/w/.loopexec/ledger.sqlite", ""),
+                false,
+                ActionClass::Destructive,
+                "write-loopexec-or-git-state",
+                vec![],
+            ),
+            (
+                file(
+                    "Write",
+                    "/w/config/deploy.env",
+                    "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+                ),
+                false,
+                ActionClass::ReversibleWrite,
+                "write-in-workdir",
+                vec!["secrets_exposure"],
+            ),
+            (
+                file("mystery_tool", "x", ""),
+                false,
+                ActionClass::Destructive,
+                "unknown-tool",
+                vec![],
+            ),
+            (
+                file("read_file", "src/lib.rs", ""),
+                true,
+                ActionClass::ReadOnly,
+                "read-tool",
+                vec![],
+            ),
+        ];
+        for (call, exists, class, rule, findings) in rows {
+            let ctx = Context {
+                workdir: Some(Path::new("/w")),
+                read: &read,
+                target_exists: exists,
+            };
+            let c = classify(&call, &GatePolicy::default(), &ctx);
+            let got: Vec<&str> = c.findings.iter().map(|f| f.halt_type.as_str()).collect();
+            assert_eq!(
+                (c.class, c.rule.as_str(), got),
+                (class, rule, findings),
+                "{call:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_secret_is_critical() {
+        let read = BTreeSet::new();
+        let ctx = Context {
+            workdir: Some(Path::new("/w")),
+            read: &read,
+            target_exists: false,
+        };
+        let c = classify(
+            &file(
+                "Write",
+                "/w/k",
+                "GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789\n",
+            ),
+            &GatePolicy::default(),
+            &ctx,
+        );
+        assert!(c.critical(), "{c:?}");
+    }
+}

@@ -1,0 +1,967 @@
+//! The ledger's share of people in control: holds, the latch, halt events one at a
+//! time, and the gate's pending actions.
+//!
+//! * `holds` — one row per hold ever taken (released rows keep `released_at` and
+//!   `released_by`). A hold has a scope (`run` with its run id, `workspace`, or
+//!   `global` when it lives in the user's state directory), a strength (`suspended`
+//!   or `stopped`), a holder and a reason. Several holds may cover one run; each is
+//!   released by its id.
+//! * `runs.stopped_at`, `runs.stopped_reason`, `runs.stopped_halt_id` — the latch: set
+//!   once when a stop hold halts a run (never overwritten while set, so the original
+//!   time survives every nudge), cleared by `run --resume` after a person acknowledged
+//!   the halt event.
+//! * `halt_events.acknowledged_how` — how an acknowledgement was made (terminal or not,
+//!   SSH-signed and by which key), next to the design's `acknowledged_by`.
+//! * `pending_actions` — destructive agent actions waiting for a person (`gate`).
+
+use super::{Store, StoreError};
+use crate::halt::{ExitClass, HaltReason};
+use rusqlite::{params, OptionalExtension};
+
+/// Schema migration 3 (see [`super::USER_VERSION`]).
+pub(super) const MIGRATION: &str = "CREATE TABLE holds (
+        id TEXT PRIMARY KEY,
+        scope TEXT NOT NULL,
+        run_id TEXT,
+        strength TEXT NOT NULL,
+        holder TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        taken_at TEXT NOT NULL,
+        released_at TEXT,
+        released_by TEXT
+    );
+    CREATE INDEX idx_holds_active ON holds(scope, run_id) WHERE released_at IS NULL;
+    ALTER TABLE runs ADD COLUMN stopped_at TEXT;
+    ALTER TABLE runs ADD COLUMN stopped_reason TEXT;
+    ALTER TABLE runs ADD COLUMN stopped_halt_id TEXT;
+    ALTER TABLE halt_events ADD COLUMN acknowledged_how TEXT;
+    ALTER TABLE acks ADD COLUMN method TEXT;
+    CREATE INDEX idx_halt_events_task ON halt_events(task_id);
+    CREATE INDEX idx_halt_events_severity ON halt_events(severity);
+    CREATE INDEX idx_halt_events_triggered ON halt_events(triggered_at);
+    CREATE INDEX idx_halt_events_acknowledged ON halt_events(acknowledged) WHERE acknowledged = 0;
+    CREATE INDEX idx_halt_events_session_type ON halt_events(session_id, halt_type);
+    CREATE TABLE pending_actions (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        hold_id TEXT,
+        tool TEXT NOT NULL,
+        target TEXT NOT NULL,
+        description TEXT NOT NULL,
+        classification TEXT NOT NULL,
+        requested_at TEXT NOT NULL,
+        decision TEXT,
+        decided_by TEXT,
+        decided_at TEXT
+    );
+    CREATE INDEX idx_pending_open ON pending_actions(run_id) WHERE decision IS NULL;
+    CREATE TABLE rate_buckets (
+        kind TEXT PRIMARY KEY,
+        level REAL NOT NULL,
+        updated_ms INTEGER NOT NULL
+    );";
+
+/// Default severity of a halt event by class (SPEC §Halt events). Only integrity
+/// halts are `high` by default, so the everyday rerun after a cap, a budget or a
+/// no-convergence halt is never blocked; `critical` is left to the gate's security
+/// events. `[halt_events.<reason>] severity` overrides it.
+#[must_use]
+pub fn default_severity(reason: HaltReason) -> &'static str {
+    match reason.class() {
+        ExitClass::Integrity => "high",
+        ExitClass::IterationCap
+        | ExitClass::Budget
+        | ExitClass::NoConvergence
+        | ExitClass::TerminalBlocked
+        | ExitClass::ResumableJudgment
+        | ExitClass::OracleUntrusted
+        | ExitClass::CheckInadequate
+        | ExitClass::LivenessDrift
+        | ExitClass::Execution
+        | ExitClass::Internal => "medium",
+        ExitClass::Nominal | ExitClass::Converged | ExitClass::Workspace | ExitClass::Invariant => {
+            "low"
+        }
+    }
+}
+
+/// Severities in increasing order; the wire strings of `severity`.
+pub const SEVERITIES: [&str; 4] = ["low", "medium", "high", "critical"];
+
+/// Where a hold applies.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", content = "run_id", rename_all = "snake_case")]
+pub enum HoldScope {
+    /// Every workspace of this user (lives in the user's state directory).
+    Global,
+    /// Every run of one workspace.
+    Workspace,
+    /// One run.
+    Run(String),
+}
+
+impl HoldScope {
+    /// `global`, `workspace` or `run:<id>`.
+    #[must_use]
+    pub fn label(&self) -> String {
+        match self {
+            HoldScope::Global => "global".into(),
+            HoldScope::Workspace => "workspace".into(),
+            HoldScope::Run(id) => format!("run:{id}"),
+        }
+    }
+    fn rank(&self) -> u8 {
+        match self {
+            HoldScope::Global => 0,
+            HoldScope::Workspace => 1,
+            HoldScope::Run(_) => 2,
+        }
+    }
+}
+
+/// How strongly a hold holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldStrength {
+    /// Park at the next step boundary; go on by itself when released. Never latches.
+    Suspended,
+    /// End the running step and halt `human_required`; latches the run.
+    Stopped,
+}
+
+impl HoldStrength {
+    /// `suspended` or `stopped`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HoldStrength::Suspended => "suspended",
+            HoldStrength::Stopped => "stopped",
+        }
+    }
+}
+
+/// A hold as stored.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HoldRow {
+    pub id: String,
+    /// `global`, `workspace` or `run:<id>`.
+    pub scope: String,
+    pub strength: HoldStrength,
+    pub holder: String,
+    pub reason: String,
+    /// RFC 3339.
+    pub taken_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub released_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub released_by: Option<String>,
+}
+
+/// What `hold` asks for.
+pub struct NewHold<'a> {
+    pub scope: HoldScope,
+    pub strength: HoldStrength,
+    pub holder: &'a str,
+    pub reason: &'a str,
+}
+
+/// The latch of a run, when set.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Latch {
+    /// RFC 3339 time of the first stop.
+    pub stopped_at: String,
+    pub stopped_reason: String,
+    /// The halt event a person must acknowledge.
+    pub halt_id: Option<String>,
+}
+
+/// One halt event as `halts` lists it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HaltEventRow {
+    pub id: String,
+    pub run_id: String,
+    pub halt_reason: String,
+    pub halt_class: String,
+    pub exit_code: i64,
+    pub severity: String,
+    pub description: String,
+    pub iteration: Option<i64>,
+    pub triggered_at: String,
+    pub acknowledged: bool,
+    pub acknowledged_at: Option<String>,
+    pub acknowledged_by: Option<String>,
+    /// How the acknowledgement was made (JSON), when acknowledged.
+    pub acknowledged_how: Option<serde_json::Value>,
+    /// `resolved`, `escalated`, `dismissed` or `timeout`.
+    pub resolution: Option<String>,
+    pub resolution_notes: Option<String>,
+    pub attempt_count: Option<i64>,
+    pub previous_error: Option<String>,
+}
+
+/// Which halt events to list.
+#[derive(Debug, Clone, Default)]
+pub struct HaltEventFilter<'a> {
+    pub unacked: bool,
+    pub run_id: Option<&'a str>,
+    /// At least this severity.
+    pub min_severity: Option<&'a str>,
+}
+
+/// How an acknowledgement was made (stored as JSON in `acknowledged_how` / `acks.method`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AckHow {
+    /// `terminal` (stdin is a terminal), `non_interactive`, or `ssh_signature`.
+    pub method: String,
+    /// The SSH key fingerprint that signed, for `ssh_signature`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The operating-system user that ran `ack`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os_user: Option<String>,
+}
+
+/// A destructive agent action waiting for a person, or answered.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PendingAction {
+    pub id: String,
+    pub run_id: String,
+    pub hold_id: Option<String>,
+    pub tool: String,
+    pub target: String,
+    pub description: String,
+    pub classification: String,
+    pub requested_at: String,
+    /// `confirmed` or `denied` once answered.
+    pub decision: Option<String>,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<String>,
+}
+
+/// Nanoseconds since the epoch, the pid and a per-process counter: never the same
+/// twice in one process, and practically never across processes.
+pub(super) fn unique_suffix() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{nanos}:{}:{n}", std::process::id())
+}
+
+/// A short unique id with a prefix (`hold-1f2e…`), from [`unique_suffix`] and `salt`.
+#[must_use]
+pub fn new_id(prefix: &str, salt: &str) -> String {
+    let h = blake3::hash(format!("{}:{salt}", unique_suffix()).as_bytes());
+    format!("{prefix}-{}", &h.to_hex()[..10])
+}
+
+fn strength_of(s: &str) -> HoldStrength {
+    if s == "suspended" {
+        HoldStrength::Suspended
+    } else {
+        // Unknown strengths fail closed: they stop.
+        HoldStrength::Stopped
+    }
+}
+
+fn row_to_hold(r: &rusqlite::Row<'_>) -> rusqlite::Result<HoldRow> {
+    let scope: String = r.get(1)?;
+    let run: Option<String> = r.get(2)?;
+    Ok(HoldRow {
+        id: r.get(0)?,
+        scope: match (scope.as_str(), run) {
+            ("run", Some(id)) => format!("run:{id}"),
+            (s, _) => s.to_string(),
+        },
+        strength: strength_of(&r.get::<_, String>(3)?),
+        holder: r.get(4)?,
+        reason: r.get(5)?,
+        taken_at: r.get(6)?,
+        released_at: r.get(7)?,
+        released_by: r.get(8)?,
+    })
+}
+
+const HOLD_COLS: &str =
+    "id, scope, run_id, strength, holder, reason, taken_at, released_at, released_by";
+
+fn row_to_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<HaltEventRow> {
+    let how: Option<String> = r.get(13)?;
+    Ok(HaltEventRow {
+        id: r.get(0)?,
+        run_id: r.get(1)?,
+        halt_reason: r.get(2)?,
+        halt_class: r.get(3)?,
+        exit_code: r.get(4)?,
+        severity: r.get(5)?,
+        description: r.get(6)?,
+        iteration: r.get(7)?,
+        triggered_at: r.get(8)?,
+        acknowledged: r.get::<_, i64>(9)? != 0,
+        acknowledged_at: r.get(10)?,
+        acknowledged_by: r.get(11)?,
+        resolution: r.get(12)?,
+        acknowledged_how: how.and_then(|h| serde_json::from_str(&h).ok()),
+        resolution_notes: r.get(14)?,
+        attempt_count: r.get(15)?,
+        previous_error: r.get(16)?,
+    })
+}
+
+const EVENT_COLS: &str = "id, session_id, halt_type, halt_class, exit_code, severity, description,
+    iteration, triggered_at, acknowledged, acknowledged_at, acknowledged_by, resolution,
+    acknowledged_how, resolution_notes, attempt_count, previous_error";
+
+fn severity_rank(s: &str) -> usize {
+    SEVERITIES.iter().position(|x| *x == s).unwrap_or(0)
+}
+
+impl Store {
+    /// Takes a hold; returns its row.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn take_hold(&self, h: &NewHold<'_>) -> Result<HoldRow, StoreError> {
+        let id = new_id("hold", &format!("{}{}", h.holder, h.reason));
+        let now = crate::receipt::now_rfc3339();
+        let (scope, run) = match &h.scope {
+            HoldScope::Global => ("global", None),
+            HoldScope::Workspace => ("workspace", None),
+            HoldScope::Run(r) => ("run", Some(r.as_str())),
+        };
+        self.conn
+            .execute(
+                "INSERT INTO holds (id, scope, run_id, strength, holder, reason, taken_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![id, scope, run, h.strength.as_str(), h.holder, h.reason, now],
+            )
+            .map_err(self.sql())?;
+        Ok(HoldRow {
+            id,
+            scope: h.scope.label(),
+            strength: h.strength,
+            holder: h.holder.to_string(),
+            reason: h.reason.to_string(),
+            taken_at: now,
+            released_at: None,
+            released_by: None,
+        })
+    }
+
+    /// One hold by id (released or not).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn hold(&self, id: &str) -> Result<Option<HoldRow>, StoreError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {HOLD_COLS} FROM holds WHERE id = ?1"),
+                [id],
+                row_to_hold,
+            )
+            .optional()
+            .map_err(self.sql())
+    }
+
+    /// Releases a hold. Returns false when it was already released.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn release_hold(&self, id: &str, by: &str) -> Result<bool, StoreError> {
+        let n = self
+            .conn
+            .execute(
+                "UPDATE holds SET released_at = ?2, released_by = ?3
+                 WHERE id = ?1 AND released_at IS NULL",
+                params![id, crate::receipt::now_rfc3339(), by],
+            )
+            .map_err(self.sql())?;
+        Ok(n > 0)
+    }
+
+    /// Active holds of this ledger: every one when `run_id` is `None`, else those that
+    /// cover that run (global and workspace ones, and the run's own). Broadest scope
+    /// first, then oldest first.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn active_holds(&self, run_id: Option<&str>) -> Result<Vec<HoldRow>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT {HOLD_COLS} FROM holds WHERE released_at IS NULL
+                 AND (?1 IS NULL OR scope <> 'run' OR run_id = ?1) ORDER BY taken_at, rowid"
+            ))
+            .map_err(self.sql())?;
+        let rows = st.query_map([run_id], row_to_hold).map_err(self.sql())?;
+        let mut v = rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())?;
+        v.sort_by_key(|h| scope_rank(&h.scope));
+        Ok(v)
+    }
+
+    /// Runs whose status is `running`, with their loopexec pid.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn running_pids(&self) -> Result<Vec<(String, u32)>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT run_id, pid FROM runs WHERE status = 'running'")
+            .map_err(self.sql())?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    u32::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+                ))
+            })
+            .map_err(self.sql())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())
+    }
+
+    /// Sets the latch of a run unless it is already set (the first stop's time and
+    /// reason survive every later stop).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn latch(&self, run_id: &str, reason: &str, halt_id: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET stopped_at = ?2, stopped_reason = ?3, stopped_halt_id = ?4
+                 WHERE run_id = ?1 AND stopped_at IS NULL",
+                params![run_id, crate::receipt::now_rfc3339(), reason, halt_id],
+            )
+            .map(|_| ())
+            .map_err(self.sql())
+    }
+
+    /// The latch of a run, if set.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn latch_of(&self, run_id: &str) -> Result<Option<Latch>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT stopped_at, stopped_reason, stopped_halt_id FROM runs
+                 WHERE run_id = ?1 AND stopped_at IS NOT NULL",
+                [run_id],
+                |r| {
+                    Ok(Latch {
+                        stopped_at: r.get(0)?,
+                        stopped_reason: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                        halt_id: r.get(2)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(self.sql())
+    }
+
+    /// Clears the latch (only `run --resume` does, after a person's acknowledgement).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn clear_latch(&self, run_id: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET stopped_at = NULL, stopped_reason = NULL, stopped_halt_id = NULL
+                 WHERE run_id = ?1",
+                [run_id],
+            )
+            .map(|_| ())
+            .map_err(self.sql())
+    }
+
+    /// Halt events, newest first.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn halt_events(&self, f: &HaltEventFilter<'_>) -> Result<Vec<HaltEventRow>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT {EVENT_COLS} FROM halt_events
+                 WHERE (?1 = 0 OR acknowledged = 0) AND (?2 IS NULL OR session_id = ?2)
+                 ORDER BY triggered_at DESC, rowid DESC"
+            ))
+            .map_err(self.sql())?;
+        let rows = st
+            .query_map(params![i64::from(f.unacked), f.run_id], row_to_event)
+            .map_err(self.sql())?;
+        let mut v = rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())?;
+        if let Some(min) = f.min_severity {
+            let floor = severity_rank(min);
+            v.retain(|e| severity_rank(&e.severity) >= floor);
+        }
+        Ok(v)
+    }
+
+    /// One halt event by id.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn halt_event(&self, id: &str) -> Result<Option<HaltEventRow>, StoreError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {EVENT_COLS} FROM halt_events WHERE id = ?1"),
+                [id],
+                row_to_event,
+            )
+            .optional()
+            .map_err(self.sql())
+    }
+
+    /// Acknowledges one halt event. Returns false when it was already acknowledged
+    /// (nothing is changed then).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn ack_event(
+        &self,
+        id: &str,
+        by: &str,
+        resolution: &str,
+        notes: Option<&str>,
+        how: &AckHow,
+    ) -> Result<bool, StoreError> {
+        let now = crate::receipt::now_rfc3339();
+        let how = serde_json::to_string(how).unwrap_or_default();
+        let n = self
+            .conn
+            .execute(
+                "UPDATE halt_events SET acknowledged = 1, acknowledged_at = ?2, acknowledged_by = ?3,
+                 resolution = ?4, resolution_notes = ?5, acknowledged_how = ?6, updated_at = ?2
+                 WHERE id = ?1 AND acknowledged = 0",
+                params![id, now, by, resolution, notes, how],
+            )
+            .map_err(self.sql())?;
+        Ok(n > 0)
+    }
+
+    /// Records how the newest acknowledgement of a run (`acks` row) was made, and on the
+    /// halt events it acknowledged.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn set_ack_method(&self, run_id: &str, how: &AckHow) -> Result<(), StoreError> {
+        let how = serde_json::to_string(how).unwrap_or_default();
+        self.conn
+            .execute(
+                "UPDATE acks SET method = ?2 WHERE rowid =
+                 (SELECT MAX(rowid) FROM acks WHERE run_id = ?1)",
+                params![run_id, how],
+            )
+            .map_err(self.sql())?;
+        self.conn
+            .execute(
+                "UPDATE halt_events SET acknowledged_how = ?2
+                 WHERE session_id = ?1 AND acknowledged = 1 AND acknowledged_how IS NULL",
+                params![run_id, how],
+            )
+            .map(|_| ())
+            .map_err(self.sql())
+    }
+
+    /// The methods of a run's acknowledgements (`acks` rows), oldest first; `None` for
+    /// rows written before methods were recorded.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn ack_methods(&self, run_id: &str) -> Result<Vec<Option<AckHow>>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT method FROM acks WHERE run_id = ?1 ORDER BY rowid")
+            .map_err(self.sql())?;
+        let rows = st
+            .query_map([run_id], |r| r.get::<_, Option<String>>(0))
+            .map_err(self.sql())?;
+        let v = rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())?;
+        Ok(v.into_iter()
+            .map(|m| m.and_then(|s| serde_json::from_str(&s).ok()))
+            .collect())
+    }
+
+    /// Sets an event's severity (from `[halt_events.<reason>]`) and its three-strikes
+    /// fields: `attempt_count` is how many events of this type the run has had,
+    /// this one included; `previous_error` is the description of the run's previous
+    /// halt event.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn finish_event(&self, id: &str, severity: Option<&str>) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE halt_events SET
+                   severity = COALESCE(?2, severity),
+                   attempt_count = (SELECT COUNT(*) FROM halt_events o
+                       WHERE o.session_id = halt_events.session_id
+                         AND o.halt_type = halt_events.halt_type
+                         AND o.rowid <= halt_events.rowid),
+                   previous_error = (SELECT o.description FROM halt_events o
+                       WHERE o.session_id = halt_events.session_id
+                         AND o.rowid < halt_events.rowid ORDER BY o.rowid DESC LIMIT 1)
+                 WHERE id = ?1",
+                params![id, severity],
+            )
+            .map(|_| ())
+            .map_err(self.sql())
+    }
+
+    /// Escalates unacknowledged events of `halt_type` older than `older_than` (RFC
+    /// 3339): resolution `timeout`, still unacknowledged. Returns the ids escalated.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn escalate(&self, halt_type: &str, older_than: &str) -> Result<Vec<String>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT id FROM halt_events WHERE halt_type = ?1 AND acknowledged = 0
+                 AND resolution IS NULL AND triggered_at < ?2",
+            )
+            .map_err(self.sql())?;
+        let ids = st
+            .query_map(params![halt_type, older_than], |r| r.get::<_, String>(0))
+            .map_err(self.sql())?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(self.sql())?;
+        for id in &ids {
+            self.conn
+                .execute(
+                    "UPDATE halt_events SET resolution = 'timeout', updated_at = ?2 WHERE id = ?1",
+                    params![id, crate::receipt::now_rfc3339()],
+                )
+                .map_err(self.sql())?;
+        }
+        Ok(ids)
+    }
+
+    /// Records a halt condition the action gate observed as a halt event of the run
+    /// (`halt_class` `gate`; `halt_type` is the finding's). Returns its id.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn record_finding(
+        &self,
+        run_id: &str,
+        iteration: u32,
+        halt_type: &str,
+        severity: &str,
+        description: &str,
+        context: &serde_json::Value,
+    ) -> Result<String, StoreError> {
+        let now = crate::receipt::now_rfc3339();
+        let id = new_id("gate", &format!("{run_id}{halt_type}{description}"));
+        let description =
+            String::from_utf8_lossy(&crate::observe::secrets::redact(description.as_bytes()))
+                .into_owned();
+        self.conn
+            .execute(
+                "INSERT INTO halt_events (id, session_id, task_id, iteration, halt_class, halt_type,
+                 exit_code, severity, description, context, triggered_at, created_at, updated_at)
+                 VALUES (?1, ?2, NULL, ?3, 'gate', ?4, 0, ?5, ?6, ?7, ?8, ?8, ?8)",
+                params![
+                    id,
+                    run_id,
+                    iteration,
+                    halt_type,
+                    severity,
+                    description,
+                    context.to_string(),
+                    now
+                ],
+            )
+            .map_err(self.sql())?;
+        self.finish_event(&id, None)?;
+        Ok(id)
+    }
+
+    /// The level of the workspace's `kind` bucket (`usd` or `tokens`) at `now_ms`,
+    /// refilled at `per_hour` up to a capacity of one hour's worth, after drawing
+    /// `amount` from it (0 to only read it). A bucket never seen starts full. The
+    /// read-refill-write is one immediate transaction, so concurrent runs of the
+    /// workspace share one bucket.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn bucket_draw(
+        &self,
+        kind: &str,
+        per_hour: f64,
+        amount: f64,
+        now_ms: u64,
+    ) -> Result<f64, StoreError> {
+        let tx = rusqlite::Transaction::new_unchecked(
+            &self.conn,
+            rusqlite::TransactionBehavior::Immediate,
+        )
+        .map_err(self.sql())?;
+        let row: Option<(f64, i64)> = tx
+            .query_row(
+                "SELECT level, updated_ms FROM rate_buckets WHERE kind = ?1",
+                [kind],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(self.sql())?;
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        let level = match row {
+            Some((level, at)) => crate::detect::rate::refill(
+                level,
+                per_hour,
+                u64::try_from(now.saturating_sub(at)).unwrap_or(0),
+            ),
+            None => per_hour,
+        } - amount;
+        tx.execute(
+            "INSERT INTO rate_buckets (kind, level, updated_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT(kind) DO UPDATE SET level = ?2, updated_ms = ?3",
+            params![kind, level, now],
+        )
+        .map_err(self.sql())?;
+        tx.commit().map_err(self.sql())?;
+        Ok(level)
+    }
+
+    /// Records a destructive action waiting for a person.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn add_pending(&self, a: &PendingAction) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO pending_actions (id, run_id, hold_id, tool, target, description,
+                 classification, requested_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    a.id,
+                    a.run_id,
+                    a.hold_id,
+                    a.tool,
+                    a.target,
+                    a.description,
+                    a.classification,
+                    a.requested_at
+                ],
+            )
+            .map(|_| ())
+            .map_err(self.sql())
+    }
+
+    /// Pending actions (`open_only`: unanswered ones), oldest first.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn pending(&self, open_only: bool) -> Result<Vec<PendingAction>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT id, run_id, hold_id, tool, target, description, classification,
+                 requested_at, decision, decided_by, decided_at FROM pending_actions
+                 WHERE (?1 = 0 OR decision IS NULL) ORDER BY requested_at, rowid",
+            )
+            .map_err(self.sql())?;
+        let rows = st
+            .query_map([i64::from(open_only)], |r| {
+                Ok(PendingAction {
+                    id: r.get(0)?,
+                    run_id: r.get(1)?,
+                    hold_id: r.get(2)?,
+                    tool: r.get(3)?,
+                    target: r.get(4)?,
+                    description: r.get(5)?,
+                    classification: r.get(6)?,
+                    requested_at: r.get(7)?,
+                    decision: r.get(8)?,
+                    decided_by: r.get(9)?,
+                    decided_at: r.get(10)?,
+                })
+            })
+            .map_err(self.sql())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())
+    }
+
+    /// Answers a pending action (`confirmed` or `denied`). Returns false when it was
+    /// already answered or does not exist.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn decide_pending(&self, id: &str, decision: &str, by: &str) -> Result<bool, StoreError> {
+        let n = self
+            .conn
+            .execute(
+                "UPDATE pending_actions SET decision = ?2, decided_by = ?3, decided_at = ?4
+                 WHERE id = ?1 AND decision IS NULL",
+                params![id, decision, by, crate::receipt::now_rfc3339()],
+            )
+            .map_err(self.sql())?;
+        Ok(n > 0)
+    }
+}
+
+fn scope_rank(label: &str) -> u8 {
+    match label {
+        "global" => HoldScope::Global.rank(),
+        "workspace" => HoldScope::Workspace.rank(),
+        _ => HoldScope::Run(String::new()).rank(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("l.sqlite")).unwrap();
+        (d, s)
+    }
+
+    #[test]
+    fn holds_cover_their_scope_and_release_by_id() {
+        let (_d, s) = store();
+        let a = s
+            .take_hold(&NewHold {
+                scope: HoldScope::Run("r1".into()),
+                strength: HoldStrength::Suspended,
+                holder: "alice",
+                reason: "look",
+            })
+            .unwrap();
+        let b = s
+            .take_hold(&NewHold {
+                scope: HoldScope::Workspace,
+                strength: HoldStrength::Stopped,
+                holder: "bob",
+                reason: "maintenance",
+            })
+            .unwrap();
+        let r1: Vec<String> = s
+            .active_holds(Some("r1"))
+            .unwrap()
+            .into_iter()
+            .map(|h| h.id)
+            .collect();
+        // Workspace-wide first.
+        assert_eq!(r1, vec![b.id.clone(), a.id.clone()]);
+        let r2 = s.active_holds(Some("r2")).unwrap();
+        assert_eq!(r2.len(), 1);
+        assert!(s.release_hold(&b.id, "bob").unwrap());
+        assert!(!s.release_hold(&b.id, "bob").unwrap());
+        assert_eq!(s.active_holds(None).unwrap().len(), 1);
+        assert_eq!(
+            s.hold(&b.id).unwrap().unwrap().released_by.as_deref(),
+            Some("bob")
+        );
+    }
+
+    #[test]
+    fn escalation_times_out_only_old_unacknowledged_events_of_its_type() {
+        let (_d, s) = store();
+        s.run_started("r", "/w", 1, "r.jsonl").unwrap();
+        let ctx = serde_json::json!({});
+        let rec = super::super::HaltRecord {
+            run_id: "r",
+            iteration: 1,
+            reason: HaltReason::MaxIterationsReached,
+            description: "cap",
+            context: &ctx,
+            attempt_count: None,
+            previous_error: None,
+        };
+        let old = s.halted(&rec).unwrap();
+        let acked = s.halted(&rec).unwrap();
+        let how = AckHow {
+            method: "terminal".into(),
+            key: None,
+            os_user: None,
+        };
+        assert!(s
+            .ack_event(&acked, "alice", "resolved", None, &how)
+            .unwrap());
+        // Nothing is older than the distant past.
+        assert!(s
+            .escalate("max_iterations_reached", "2000-01-01T00:00:00.000Z")
+            .unwrap()
+            .is_empty());
+        let ids = s
+            .escalate("max_iterations_reached", "2999-01-01T00:00:00.000Z")
+            .unwrap();
+        assert_eq!(ids, vec![old.clone()]);
+        let e = s.halt_event(&old).unwrap().unwrap();
+        assert_eq!(e.resolution.as_deref(), Some("timeout"));
+        assert!(!e.acknowledged);
+        // Escalated once only.
+        assert!(s
+            .escalate("max_iterations_reached", "2999-01-01T00:00:00.000Z")
+            .unwrap()
+            .is_empty());
+        assert!(s
+            .escalate("budget_exceeded", "2999-01-01T00:00:00.000Z")
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn the_latch_keeps_its_first_time_and_reason() {
+        let (_d, s) = store();
+        s.run_started("r", "/w", 1, "r.jsonl").unwrap();
+        s.latch("r", "first", "h1").unwrap();
+        let first = s.latch_of("r").unwrap().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        s.latch("r", "second", "h2").unwrap();
+        assert_eq!(s.latch_of("r").unwrap().unwrap(), first);
+        s.clear_latch("r").unwrap();
+        assert!(s.latch_of("r").unwrap().is_none());
+    }
+
+    #[test]
+    fn an_event_is_acknowledged_once_and_strikes_count() {
+        let (_d, s) = store();
+        s.run_started("r", "/w", 1, "r.jsonl").unwrap();
+        let ctx = serde_json::json!({});
+        fn rec<'a>(d: &'a str, ctx: &'a serde_json::Value) -> super::super::HaltRecord<'a> {
+            super::super::HaltRecord {
+                run_id: "r",
+                iteration: 1,
+                reason: HaltReason::MaxIterationsReached,
+                description: d,
+                context: ctx,
+                attempt_count: None,
+                previous_error: None,
+            }
+        }
+        let first = s.halted(&rec("one", &ctx)).unwrap();
+        s.finish_event(&first, None).unwrap();
+        let second = s.halted(&rec("two", &ctx)).unwrap();
+        s.finish_event(&second, Some("high")).unwrap();
+        let e = s.halt_event(&second).unwrap().unwrap();
+        assert_eq!(e.attempt_count, Some(2));
+        assert_eq!(e.previous_error.as_deref(), Some("one"));
+        assert_eq!(e.severity, "high");
+        let how = AckHow {
+            method: "terminal".into(),
+            key: None,
+            os_user: None,
+        };
+        assert!(s
+            .ack_event(&first, "alice", "dismissed", None, &how)
+            .unwrap());
+        assert!(!s.ack_event(&first, "bob", "resolved", None, &how).unwrap());
+        let unacked = s
+            .halt_events(&HaltEventFilter {
+                unacked: true,
+                ..HaltEventFilter::default()
+            })
+            .unwrap();
+        assert_eq!(unacked.len(), 1);
+        assert_eq!(unacked[0].id, second);
+        let high = s
+            .halt_events(&HaltEventFilter {
+                min_severity: Some("high"),
+                ..HaltEventFilter::default()
+            })
+            .unwrap();
+        assert_eq!(high.len(), 1);
+    }
+}
