@@ -56,26 +56,8 @@ pub fn settle(parsed: &mut ParsedRun, f: &StepFacts<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::model::{Format, Outcome, TestResult};
-
-    fn run(tests: &[(&str, Outcome)]) -> ParsedRun {
-        ParsedRun {
-            format: Format::Tap,
-            complete: true,
-            unattributed_failure: false,
-            tests: tests
-                .iter()
-                .map(|(id, o)| TestResult {
-                    id: (*id).into(),
-                    outcome: *o,
-                    message: None,
-                })
-                .collect(),
-            diagnostics: Vec::new(),
-            summary: None,
-            not_run: None,
-        }
-    }
+    use crate::check::model::Outcome;
+    use crate::detect::testkit::parsed as run;
 
     /// (tests, exit, signal, truncated, missing reports, failing, complete, unattributed)
     type Row = (

@@ -170,26 +170,7 @@ pub fn verify(t: &Trajectory, cfg: &RunConfig, run: &ParsedRun) -> Option<Halt> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::model::{Format, TestResult};
-
-    fn run(tests: &[(&str, Outcome)]) -> ParsedRun {
-        ParsedRun {
-            format: Format::Tap,
-            complete: true,
-            unattributed_failure: false,
-            tests: tests
-                .iter()
-                .map(|(id, o)| TestResult {
-                    id: (*id).to_string(),
-                    outcome: *o,
-                    message: None,
-                })
-                .collect(),
-            diagnostics: Vec::new(),
-            summary: None,
-            not_run: None,
-        }
-    }
+    use crate::detect::testkit::parsed as run;
 
     #[test]
     fn explicit_entries() {

@@ -306,6 +306,27 @@ pub(super) fn check_latch(
             action_id: p.id,
         });
     }
+    // A judgment halt (class 16: the judge rejected the work, or nobody could decide)
+    // resumes only after a person has acknowledged it.
+    let unacked_judgment = store
+        .halt_events(&crate::store::HaltEventFilter {
+            unacked: true,
+            run_id: Some(run_id),
+            min_severity: None,
+        })?
+        .into_iter()
+        .find(|e| {
+            HaltReason::from_str_opt(&e.halt_reason)
+                .is_some_and(|r| r.class() == crate::halt::ExitClass::ResumableJudgment)
+        });
+    if let Some(e) = unacked_judgment {
+        return Err(EngineError::Latched {
+            run_id: run_id.to_string(),
+            halt_id: e.id,
+            since: e.triggered_at,
+            reason: format!("{} needs a person's acknowledgement", e.halt_reason),
+        });
+    }
     let Some(l) = store.latch_of(run_id)? else {
         return Ok(());
     };

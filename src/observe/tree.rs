@@ -636,12 +636,54 @@ impl TreeObserver {
             .store
             .as_ref()
             .ok_or("the snapshot store is not available")?;
-        let paths = agent_changed_paths(store.dir(), t, after)?;
+        let mut paths = agent_changed_paths(store.dir(), t, after)?;
+        // Files the user's git ignores are left alone by a revert, as git itself would
+        // (a person's local files, a script's output written into the workdir): the
+        // snapshots and the clean room still see them; only the revert spares them.
+        for p in self.user_ignored(&paths) {
+            paths.remove(&p);
+        }
         self.scanner
             .sync_paths(store, snapshot, &paths)
             .map_err(|e| e.to_string())?;
         self.last_tree = None;
         Ok(())
+    }
+
+    /// Which of `paths` the user's repository ignores (`git check-ignore`); empty
+    /// outside a git repository or when git cannot tell.
+    fn user_ignored(&self, paths: &std::collections::BTreeSet<String>) -> Vec<String> {
+        if paths.is_empty() || git::repo_root(&self.dir).is_none() {
+            return Vec::new();
+        }
+        let mut input = Vec::new();
+        for p in paths {
+            input.extend_from_slice(p.as_bytes());
+            input.push(0);
+        }
+        let mut cmd = git::git_cmd(&self.dir);
+        cmd.args(["check-ignore", "-z", "--stdin"]);
+        // check-ignore exits 1 when nothing is ignored: read stdout either way.
+        let out = cmd
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .and_then(|mut c| {
+                if let Some(mut si) = c.stdin.take() {
+                    std::io::Write::write_all(&mut si, &input)?;
+                }
+                c.wait_with_output()
+            });
+        match out {
+            Ok(o) => o
+                .stdout
+                .split(|b| *b == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
     }
 
     /// Re-reads the tree after something outside the observer changed it (a revert,

@@ -10,12 +10,7 @@ fn deleting_the_failing_test_is_metric_integrity_violation() {
     r.write("tests/a.sh", "exit 0\n")
         .write("tests/b.sh", "exit 1\n")
         .write("tests/c.sh", "exit 0\n")
-        .tap_check(
-            r#"set -- tests/*.sh; echo "TAP version 13"; echo "1..$#"; i=0; bad=0
-for t in "$@"; do i=$((i+1)); if sh "$t"; then echo "ok $i - $(basename $t .sh)"; else echo "not ok $i - $(basename $t .sh)"; bad=1; fi; done
-exit $bad
-"#,
-        )
+        .tap_check(DIR_CHECK)
         .commit("fixture");
     let out = r.lx_tap("rm -f tests/b.sh", &["--max-iterations", "5"]);
     let v = out.expect(13, Some("metric_integrity_violation"));
@@ -41,12 +36,7 @@ fn a_deleted_test_is_restored_in_the_clean_room_under_on_edit_restore() {
     r.write("tests/a.sh", "exit 0\n")
         .write("tests/b.sh", "exit 1\n")
         .write("loop.toml", "[oracle]\non_edit = \"restore\"\n")
-        .tap_check(
-            r#"set -- tests/*.sh; echo "TAP version 13"; echo "1..$#"; i=0; bad=0
-for t in "$@"; do i=$((i+1)); if sh "$t"; then echo "ok $i - $(basename $t .sh)"; else echo "not ok $i - $(basename $t .sh)"; bad=1; fi; done
-exit $bad
-"#,
-        )
+        .tap_check(DIR_CHECK)
         .commit("fixture");
     let out = r.lx_tap("rm -f tests/b.sh", &["--max-iterations", "2"]);
     let v = out.expect(12, Some("max_iterations_reached"));

@@ -69,6 +69,37 @@ fn a_rejecting_judge_halts_reviewer_rejected_with_its_reasons_in_the_receipt() {
     let judged: Vec<_> = rows.iter().filter(|r| r["judge"].is_object()).collect();
     assert_eq!(judged.len(), 1, "{rep}");
     assert_eq!(judged[0]["judge"]["verdict"], "reject", "{rep}");
+    // Resumable only after a person acknowledges the rejection.
+    let refused = r.lx(&["run", "--resume", "jr"]);
+    assert_eq!(
+        refused.code,
+        11,
+        "resume before an ack: {}",
+        refused.errors_text()
+    );
+    assert!(
+        refused.errors_text().contains("acknowledg"),
+        "{}",
+        refused.errors_text()
+    );
+    let halts = r.lx(&["halts", "--unacked", "--run", "jr"]).expect(0, None);
+    let id = halts["halts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["halt_reason"] == "reviewer_rejected")
+        .and_then(|h| h["id"].as_str())
+        .expect("the rejection is an unacknowledged halt event")
+        .to_string();
+    r.lx(&["ack", &id, "--by", "alice", "--resolution", "resolved"])
+        .expect(0, None);
+    let resumed = r.lx(&["run", "--resume", "jr"]);
+    assert_ne!(
+        resumed.code,
+        11,
+        "resume after the ack: {}",
+        resumed.errors_text()
+    );
 }
 
 #[test]

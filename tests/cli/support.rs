@@ -568,6 +568,12 @@ for i in $(seq 1 "$n"); do case "$f" in *" t$i "*) echo "not ok $i - t$i"; echo 
 exit $bad
 "#;
 
+/// A TAP check over `tests/*.sh`: each script is one test (exit 0 passes).
+pub const DIR_CHECK: &str = r#"set -- tests/*.sh; echo "TAP version 13"; echo "1..$#"; i=0; bad=0
+for t in "$@"; do i=$((i+1)); if sh "$t"; then echo "ok $i - $(basename $t .sh)"; else echo "not ok $i - $(basename $t .sh)"; bad=1; fi; done
+exit $bad
+"#;
+
 /// An agent that removes the first name from `failing` each iteration (steady progress).
 pub const PROGRESS_AGENT: &str = r#"set -- $(cat failing); shift; echo "$*" > failing"#;
 

@@ -7,12 +7,6 @@
 use crate::support::*;
 use std::time::Duration;
 
-/// A TAP check over `tests/*.sh`: each script is one test (exit 0 passes).
-const DIR_CHECK: &str = r#"set -- tests/*.sh; echo "TAP version 13"; echo "1..$#"; i=0; bad=0
-for t in "$@"; do i=$((i+1)); if sh "$t"; then echo "ok $i - $(basename $t .sh)"; else echo "not ok $i - $(basename $t .sh)"; bad=1; fi; done
-exit $bad
-"#;
-
 fn dir_repo() -> Repo {
     let r = Repo::new();
     r.write("tests/a.sh", "exit 0\n")
