@@ -499,8 +499,28 @@ pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     })?;
     toml::from_str(&text).map_err(|e| ConfigError::Parse {
         path: path.to_path_buf(),
-        message: e.to_string().trim().replace('\n', " "),
+        message: format!(
+            "in {}: {}",
+            toml_table_at(&text, e.span().map_or(0, |s| s.start)),
+            e.to_string().trim()
+        ),
     })
+}
+
+/// The TOML table holding byte `offset` of `text`: `table [budget]`, or `the top
+/// level` before any header. The caret diagram of toml's message stays on its own
+/// lines after it.
+fn toml_table_at(text: &str, offset: usize) -> String {
+    let before = text.get(..offset.min(text.len())).unwrap_or(text);
+    before
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map_or_else(
+            || "the top level".to_string(),
+            |h| format!("table {}", h.split('#').next().unwrap_or(h).trim()),
+        )
 }
 
 fn dur_flag(field: &str, v: Option<&String>) -> Result<Option<Dur>, ConfigError> {
@@ -941,6 +961,27 @@ pub const INIT_TEMPLATE: &str = include_str!("init_loop.toml");
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_toml_error_names_its_table_and_keeps_the_caret_diagram() {
+        let cases = [
+            ("x = 1\n", 0, "the top level"),
+            ("[budget]  # caps\nusd = \"five\"\n", 22, "table [budget]"),
+            ("[halt]\nk = 1\n[budget]\nusd = 1\n", 10, "table [halt]"),
+        ];
+        for (text, at, want) in cases {
+            assert_eq!(super::toml_table_at(text, at), want, "{text:?} @ {at}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("loop.toml");
+        std::fs::write(&p, "[budget]\nusd = \"five\"\n").unwrap();
+        let msg = super::read_file(&p).unwrap_err().to_string();
+        assert!(msg.contains("in table [budget]:"), "{msg}");
+        assert!(
+            msg.lines().any(|l| l.trim_end().ends_with('^')),
+            "caret on its own line: {msg}"
+        );
+    }
+
     use super::*;
 
     #[test]

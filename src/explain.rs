@@ -80,7 +80,10 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::SuccessConditionMet if t.last().is_some_and(|i| i.iteration == 0) => {
             "The check was already green on the untouched tree, so no iteration ran. If work was intended, the check does not yet measure it: add a failing test for the change first.".into()
         }
-        HaltReason::SuccessConditionMet => "Review the diff against t0 and merge it.".into(),
+        HaltReason::SuccessConditionMet => format!(
+            "Review the diff against t0 ({}) and merge it.",
+            t0_command(t, "git --git-dir=.loopexec/snapshots.git diff --text {t0} {last}")
+        ),
         HaltReason::MaxIterationsReached
         | HaltReason::NoProgressDetected
         | HaltReason::SameFailureRepeated
@@ -94,9 +97,23 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::HumanRequired if h.detail.get("cause").and_then(|c| c.as_str()) == Some("hold") => "A person's hold stopped the run. Release the hold (`loopexec holds`, `loopexec release ID --by NAME`), acknowledge the halt event (`loopexec halts --unacked`, `loopexec ack ID --by NAME --resolution resolved`), then `loopexec run --resume RUN_ID`.".into(),
         HaltReason::HumanRequired => "The run was stopped by a signal. Inspect the tree, then start a new run (or `run --resume` this one).".into(),
         HaltReason::EscalationPending if h.detail.get("cause").and_then(|c| c.as_str()) == Some("approval_timeout") => "A destructive agent action waited for a person past the approval timeout. List it with `loopexec pending`, answer with `loopexec confirm ID --by NAME` or `loopexec deny ID --by NAME`, then `loopexec run --resume RUN_ID` (the agent must ask again: a confirmation covers one call, in real time).".into(),
-        HaltReason::MetricIntegrityViolation | HaltReason::BlockedPathModified => "Do not trust the green: revert to t0 (or the last accepted snapshot) and read the diff of the named files.".into(),
+        HaltReason::MetricIntegrityViolation | HaltReason::BlockedPathModified => format!(
+            "Do not trust the green: read the diff of the named files ({}), then revert to t0 ({}).",
+            t0_command(t, "git --git-dir=.loopexec/snapshots.git diff --text {t0} {last}"),
+            t0_command(
+                t,
+                "git --git-dir=.loopexec/snapshots.git --work-tree=. restore --source={t0} --worktree -- ."
+            )
+        ),
         HaltReason::HermeticityViolation => "The check wrote into the working tree: make it write only to ignored or temporary paths (or list its caches in [guards] check_may_write).".into(),
         HaltReason::CheckFlaky => "Quarantine or fix the flaky test(s), then measure the check with `loopexec probe-check`.".into(),
+        HaltReason::BudgetExceeded if summary.improving_at_end => format!(
+            "The loop was still improving when the budget ran out ({}); raise the cap and resume if the spend was expected (`loopexec inspect-cost` shows it per iteration).",
+            summary
+                .best_failing_count
+                .zip(summary.best_iteration)
+                .map_or("no failing count recorded".to_string(), |(c, i)| format!("best {c} failing at iteration {i}"))
+        ),
         HaltReason::BudgetExceeded | HaltReason::CostAnomaly => "Read the per-iteration spend with `loopexec inspect-cost`; raise the cap only if the spend was expected.".into(),
         HaltReason::ModelDriftDetected => "The agent's primary model changed mid-run: pin the model in the agent's own configuration, or accept the new one with --model.".into(),
         HaltReason::HeartbeatStale => "The work step went silent: look at its last output excerpt, then rerun with a longer --stall-timeout if the silence was expected.".into(),
@@ -111,6 +128,29 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::ContextBudgetUnsatisfiable => "Split the task, declare fewer files, or use a model with a larger window ([models.windows] in loop.toml); `loopexec build-context` shows the breakdown.".into(),
         _ => String::new(),
     }
+}
+
+/// A command over the run's snapshots in loopexec's own store: `{t0}` is the t0
+/// snapshot and `{last}` the last iteration's (commit ids from the receipt). Without a
+/// recorded t0 snapshot, says so instead.
+fn t0_command(t: &Trajectory, template: &str) -> String {
+    let Some(t0) = t
+        .started
+        .as_ref()
+        .and_then(|s| s.git.baseline_snapshot.clone())
+    else {
+        return "no t0 snapshot was recorded".to_string();
+    };
+    let last = t
+        .iterations
+        .iter()
+        .rev()
+        .find_map(|i| i.exec.as_ref().and_then(|e| e.snapshot.clone()))
+        .unwrap_or_else(|| t0.clone());
+    format!(
+        "`{}`",
+        template.replace("{t0}", &t0).replace("{last}", &last)
+    )
 }
 
 /// The advice for a halt given the trajectory: the reason's own advice, except that a

@@ -20,7 +20,19 @@ use std::collections::BTreeSet;
 /// is a test the runner itself retried that failed, then passed on a later attempt
 /// (nextest retries, Surefire `flakyFailure`, pytest-rerunfailures, gotestsum
 /// `--rerun-fails`): the final attempt decides, so it is not failing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Passed,
@@ -55,7 +67,7 @@ impl Outcome {
 }
 
 /// One test's result in one check run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestResult {
     /// Stable id, e.g. `tests::fails_assert`, `tests/test_demo.py::test_fail`,
     /// `example.com/godemo/calc::TestTable/wrong_answer`, `demo.test.js > outer > inner fail`.
@@ -74,7 +86,7 @@ pub struct TestResult {
 ///
 /// `ExitCode` is what remains when nothing else is recognised: the verdict is the
 /// exit code alone and a red run is one unattributed failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
     Libtest,
@@ -101,7 +113,7 @@ pub enum Format {
 }
 
 /// Everything loopexec read from one check run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ParsedRun {
     /// The format that supplied the results (for a report file, the report's format).
     pub format: Format,
@@ -137,7 +149,9 @@ pub struct ParsedRun {
 /// How many tests the run reported in each group. Errors count as failed;
 /// xfail/todo/pending/ignored as skipped; a test that failed then passed on a retry
 /// as flaky.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Counts {
     pub passed: u64,
     pub failed: u64,

@@ -28,6 +28,9 @@ pub struct Cli {
     /// The project directory to work in (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
+    /// No progress lines on stderr (errors are still printed).
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -38,7 +41,7 @@ pub enum Command {
     Init(InitArgs),
     /// Run the loop: baseline check, then exec + check until a computed halt.
     #[command(
-        after_help = "Examples:\n  loopexec run --exec ./agent.sh --check 'cargo test'\n  loopexec run --exec 'claude -p \"fix the tests\"' --check 'pytest -q' --budget-usd 3\n  loopexec run --exec ./agent.sh --check 'npx jest --json --outputFile=r.json' --report r.json\n  loopexec run --resume RUN_ID     # continue a halted run (after `loopexec ack`)\n\nThe halt is printed on stdout; the exit code is its class (see exit-codes.md).\nIteration 0 runs only the check, on the untouched tree; a green baseline halts at once."
+        after_help = "Examples:\n  loopexec run --exec ./agent.sh --check 'cargo test'\n  loopexec run --exec 'claude -p \"fix the tests\"' --check 'pytest -q' --budget-usd 3\n  loopexec run --exec ./agent.sh --check 'npx jest --json --outputFile=r.json' --report r.json\n  loopexec run --resume RUN_ID     # continue a halted run (after `loopexec ack`)\n\nThe halt is printed on stdout; the exit code is its class (`loopexec help exit-codes`).\nProgress (a line per step and verdict, a heartbeat while a step runs) goes to stderr;\n--quiet silences it.\nIteration 0 runs only the check, on the untouched tree; a green baseline halts at once.\n\nEnvironment:\n  LOOPEXEC_USAGE_FILE        set for the exec: append usage JSON lines (tokens, cost_usd) here\n  LOOPEXEC_RUN_ID            set for the exec: the run id\n  LOOPEXEC_ITERATION         set for the exec: the iteration\n  LOOPEXEC_KEEP_OUTPUT_BYTES bytes of each check stream kept for `replay --reparse` (default 8 MiB)"
     )]
     Run(Box<RunArgs>),
     /// Show a run's phase, iteration, last verdicts and whether its process is alive.
@@ -46,7 +49,10 @@ pub enum Command {
     /// Explain why a run stopped and what to do, re-deriving the verdict from its receipt.
     ExplainHalt(RunSel),
     /// Show a run as a timeline: per iteration, exec and check exits, durations, sizes, verdict.
-    Report(RunSel),
+    #[command(
+        after_help = "Formats:\n  loopexec report --format markdown >> \"$GITHUB_STEP_SUMMARY\"\n  loopexec report --junit loopexec.xml     # one test case per iteration\n  loopexec report --html loopexec.html     # one self-contained page"
+    )]
+    Report(ReportArgs),
     /// Show what loopexec reads from a captured check run (for debugging a verdict).
     Parse(ParseArgs),
     /// Record that a person reviewed a run's work (clears comprehension debt).
@@ -89,6 +95,93 @@ pub enum Command {
     Confirm(DecideArgs),
     /// Decline one waiting destructive agent action.
     Deny(DecideArgs),
+    /// Re-run the check on a run's recorded snapshots in a clean room and compare with its receipt.
+    #[command(
+        after_help = "Examples:\n  loopexec replay RUN                  # every iteration, once\n  loopexec replay RUN --iteration 3 --runs 5\n  loopexec replay RUN --offline        # re-derive every verdict from the receipt alone\n  loopexec replay RUN --offline --reparse   # re-parse the kept check output\n\nEach check run is compared by its verdict fingerprint (blake3 over the failing set, the\ncollected set, the counts and whether the exit code was the success code; never raw\nbytes or timings). Exit 0 when everything agrees; 20 (status mismatch) when the receipt\ndisagrees with what the check does, naming the first iteration; 14 (status flaky) when\nsome runs agree and some do not."
+    )]
+    Replay(ReplayArgs),
+    /// Generate an ed25519 key pair for `attest` (loopexec.key) and `verify` (loopexec.pub).
+    Keygen(KeygenArgs),
+    /// Sign a run's verdict: a DSSE envelope holding an in-toto statement over its receipt.
+    Attest(AttestArgs),
+    /// Check an attestation's signature and that the receipt it names is unchanged.
+    Verify(VerifyArgs),
+    /// List the runs in the workdir with their verdicts, newest first.
+    Runs,
+    /// Remove old runs: receipts, captured outputs and snapshot refs (keeps the newest N).
+    Gc(GcArgs),
+    /// The exit codes and halt reasons (also: `loopexec help exit-codes`).
+    ExitCodes,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) on stdout.
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The run to replay (default: the latest).
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+    /// Replay only this iteration (0 is the baseline).
+    #[arg(long, value_name = "N")]
+    pub iteration: Option<u32>,
+    /// Check runs per iteration; with more than one, agreement is reported with a Wilson interval.
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: u32,
+    /// Run nothing: re-derive every verdict and fingerprint from the receipt alone.
+    #[arg(long)]
+    pub offline: bool,
+    /// With --offline: re-parse each check's kept output with this loopexec's parser.
+    #[arg(long, requires = "offline")]
+    pub reparse: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// Directory to write loopexec.key and loopexec.pub into (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct AttestArgs {
+    /// The run to attest (default: the latest).
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+    /// The secret key file (from `loopexec keygen`). There is no default key.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub key: PathBuf,
+    /// Where to write the DSSE envelope (default: `.loopexec/runs/<run>.intoto.json`).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The attestation file (a DSSE envelope as written by `attest`).
+    #[arg(value_name = "ATTESTATION")]
+    pub attestation: PathBuf,
+    /// The public key file (from `loopexec keygen`).
+    #[arg(long = "pub", value_name = "FILE", required = true)]
+    pub public: PathBuf,
+    /// The receipt to check (default: the run's receipt under the workdir's .loopexec/runs/).
+    #[arg(long, value_name = "FILE")]
+    pub receipt: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Runs to keep, newest first.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub keep: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
@@ -298,6 +391,23 @@ pub struct InitArgs {
     pub agent: Option<String>,
 }
 
+/// `report`'s arguments.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run to show (default: the latest run in the workdir).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// `text` (default), `markdown` (for $GITHUB_STEP_SUMMARY) or `json` (same as --json).
+    #[arg(long, value_name = "FORMAT", value_parser = ["text", "markdown", "json"])]
+    pub format: Option<String>,
+    /// Also write the run as a JUnit XML test suite (one case per iteration).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also write one self-contained HTML page (the trajectory and spend as inline SVG).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
 /// Selects a run; the newest one when omitted.
 #[derive(Debug, Args)]
 pub struct RunSel {
@@ -401,6 +511,9 @@ pub struct RunArgs {
     /// A used-up [limits] rate: suspend (park until it refills, the default) or halt (budget_exceeded).
     #[arg(long, value_name = "MODE", value_parser = ["suspend", "halt"])]
     pub on_rate_limit: Option<String>,
+    /// Stream the work step's stdout to stderr as it runs (prefixed `agent| `).
+    #[arg(long)]
+    pub show_agent_output: bool,
     /// Run the check in the agent's working tree instead of a clean room copy of the
     /// snapshot. Weaker: the agent's untracked files, background processes and caches
     /// can then reach the check. Recorded in the receipt and stated in every verdict.

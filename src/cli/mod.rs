@@ -13,9 +13,12 @@ pub use args::{
     HoldArgs, InitArgs, InspectCostArgs, ParseArgs, ProbeArgs, ReleaseArgs, RunArgs, RunSel,
     WatchArgs,
 };
+pub use args::{
+    AttestArgs, CompletionsArgs, GcArgs, KeygenArgs, ReplayArgs, ReportArgs, VerifyArgs,
+};
 
 use crate::cmd;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use serde_json::{Map, Value};
 use std::process::ExitCode;
 
@@ -70,16 +73,7 @@ pub fn render(o: &Outcome, json: bool) {
     // errors are ignored, and the exit code still says how the command ended.
     let mut out = std::io::stdout().lock();
     if json {
-        let mut m = Map::new();
-        m.insert("tool".into(), Value::from("loopexec"));
-        m.insert("version".into(), Value::from(env!("CARGO_PKG_VERSION")));
-        m.insert("status".into(), Value::from(o.status.clone()));
-        m.insert("errors".into(), Value::from(o.errors.clone()));
-        m.insert("exit_code".into(), Value::from(o.exit_code));
-        for (k, v) in &o.fields {
-            m.insert(k.clone(), v.clone());
-        }
-        let _ = writeln!(out, "{}", Value::Object(m));
+        let _ = writeln!(out, "{}", crate::output::assemble(o));
         let _ = out.flush();
         return;
     }
@@ -106,7 +100,30 @@ pub fn render(o: &Outcome, json: bool) {
 /// handlers, which are idempotent).
 #[must_use]
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // `loopexec help exit-codes` prints the table itself (clap would print the help of
+    // the `exit-codes` subcommand around it).
+    let args: Vec<std::ffi::OsString> = std::env::args_os()
+        .map(|a| {
+            if a == "help" {
+                "exit-codes-help".into()
+            } else {
+                a
+            }
+        })
+        .collect();
+    let args: Vec<std::ffi::OsString> = match args.iter().position(|a| a == "exit-codes-help") {
+        Some(i) if args.get(i + 1).is_some_and(|n| n == "exit-codes") => args
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, a)| a.clone())
+            .collect(),
+        _ => std::env::args_os().collect(),
+    };
+    let cli = match command()
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(c) => c,
         Err(e) => {
             let code = u8::try_from(e.exit_code()).unwrap_or(2);
@@ -118,13 +135,7 @@ pub fn main() -> ExitCode {
             );
             // `--json` promises one JSON object on stdout, usage errors included.
             if !informational && std::env::args().any(|a| a == "--json") {
-                let msg = e.render().to_string();
-                let first = msg
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .trim_start_matches("error: ")
-                    .to_string();
+                let first = usage_message(&e.render().to_string());
                 let hint =
                     Some("see `loopexec --help` (or `loopexec <command> --help`)".to_string());
                 let mut o = Outcome::error(code, first, hint);
@@ -135,19 +146,55 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let json = cli.json;
+    let json = cli.json
+        || matches!(&cli.command, Command::Report(a) if a.format.as_deref() == Some("json"));
     let outcome = cmd::dispatch(cli);
     render(&outcome, json);
     ExitCode::from(outcome.exit_code)
 }
 
+/// The clap command with the texts computed at run time (the exit-code table).
+#[must_use]
+pub fn command() -> clap::Command {
+    let table = crate::cmd::exit_codes_text();
+    Cli::command().mut_subcommand("exit-codes", |c| {
+        c.after_long_help(table.clone()).after_help(table)
+    })
+}
+
+/// A usage error for `errors[]`: clap's message without its `Usage:` block, on one
+/// line (e.g. "the following required arguments were not provided: --key <FILE>").
+fn usage_message(rendered: &str) -> String {
+    let mut parts = Vec::new();
+    for line in rendered.lines() {
+        let t = line.trim();
+        if t.starts_with("Usage:") || t.starts_with("For more information") {
+            break;
+        }
+        if !t.is_empty() {
+            parts.push(t.trim_start_matches("error: ").to_string());
+        }
+    }
+    parts.join(" ")
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn usage_message_keeps_the_missing_argument() {
+        let m = super::usage_message(
+            "error: the following required arguments were not provided:\n  --key <FILE>\n\nUsage: loopexec attest --key <FILE> [RUN]\n\nFor more information, try '--help'.\n",
+        );
+        assert_eq!(
+            m,
+            "the following required arguments were not provided: --key <FILE>"
+        );
+    }
+
     /// clap's own consistency checks (unique argument names, valid defaults) over every
     /// subcommand; a violation would otherwise only show as a panic in debug builds.
     #[test]
     fn command_line_definition_is_consistent() {
-        use clap::CommandFactory;
-        super::Cli::command().debug_assert();
+        super::command().debug_assert();
     }
 }

@@ -3,9 +3,9 @@
 //! re-derived is reported loudly (status `mismatch`, exit 20): it is a bug.
 
 use crate::cli::Outcome;
+use crate::cmd::bodies::ExplainBody;
 use crate::receipt::Event;
 use crate::trajectory::Trajectory;
-use serde_json::{json, Map};
 use std::path::Path;
 
 pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
@@ -30,29 +30,6 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
     let traj = Trajectory::from_lines(&run.lines[..pos]);
     let ex = crate::explain::explain(&traj, recorded);
     let exempt = matches!(recorded.halt_reason, crate::halt::HaltReason::InternalError);
-    let mut f = Map::new();
-    f.insert("run_id".into(), json!(run.run_id));
-    f.insert("iteration".into(), json!(recorded.iteration));
-    f.insert("halt_reason".into(), json!(recorded.halt_reason.as_str()));
-    f.insert("halt_exit_code".into(), json!(recorded.exit_code));
-    f.insert("receipt".into(), json!(run.receipt.display().to_string()));
-    f.insert(
-        "explanation".into(),
-        serde_json::to_value(&ex).unwrap_or_default(),
-    );
-    f.insert("advice".into(), json!(ex.advice));
-    f.insert("declined_actions".into(), crate::gate::declined_json(&traj));
-    f.insert("actions".into(), crate::gate::summary_json(&traj));
-    f.insert("what_to_do".into(), json!(ex.what_to_do));
-    f.insert("rederived".into(), json!(ex.rederived || exempt));
-    f.insert(
-        "derived_reason".into(),
-        json!(ex.derived_reason.map(|r| r.as_str())),
-    );
-    f.insert(
-        "trajectory".into(),
-        serde_json::to_value(&ex.trajectory).unwrap_or_default(),
-    );
     let mut human = format!(
         "run {} halted at iteration {}: {} (exit {}, class {}, owner {})\n\nwhy:\n",
         run.run_id,
@@ -68,24 +45,48 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
     human.push_str(&format!("\nwhat to do: {}\n", ex.what_to_do));
     human.push_str(&crate::explain::render_summary(&ex.trajectory));
     human.push_str(&crate::gate::declined_text(&traj));
-    if ex.rederived || exempt {
+    let ok = ex.rederived || exempt;
+    if ok {
         human.push_str(&format!(
             "\nverdict re-derived from the receipt: {} (matches)\n",
             recorded.halt_reason
         ));
-        Outcome::ok(f, human)
+    }
+    let mismatch = format!(
+        "RECEIPT MISMATCH: the receipt records {} but its observations derive {}",
+        recorded.halt_reason,
+        ex.derived_reason
+            .map_or("no halt".to_string(), |r| r.to_string())
+    );
+    if !ok {
+        human.push_str(&format!("\n{mismatch}\n"));
+    }
+    let body = ExplainBody {
+        run_id: run.run_id.clone(),
+        iteration: recorded.iteration,
+        halt_reason: recorded.halt_reason.as_str().to_string(),
+        halt_exit_code: recorded.exit_code,
+        receipt: run.receipt.display().to_string(),
+        explanation: serde_json::to_value(&ex).unwrap_or_default(),
+        advice: ex.advice.to_string(),
+        what_to_do: ex.what_to_do.clone(),
+        rederived: ok,
+        derived_reason: ex.derived_reason.map(|r| r.as_str().to_string()),
+        trajectory: serde_json::to_value(&ex.trajectory).unwrap_or_default(),
+        declined_actions: crate::gate::declined_json(&traj),
+        actions: crate::gate::summary_json(&traj),
+        run: crate::receipt::facts::run_facts(&run.run_id, &run.receipt, &run.lines),
+        human,
+    };
+    if ok {
+        Outcome::from_body("ok", 0, &body)
     } else {
-        let msg = format!(
-            "RECEIPT MISMATCH: the receipt records {} but its observations derive {}",
-            recorded.halt_reason,
-            ex.derived_reason
-                .map_or("no halt".to_string(), |r| r.to_string())
+        let mut o = Outcome::from_body(
+            "mismatch",
+            crate::halt::HaltReason::InvariantFailed.exit_code(),
+            &body,
         );
-        human.push_str(&format!("\n{msg}\n"));
-        let mut o = Outcome::ok(f, human);
-        o.status = "mismatch".into();
-        o.exit_code = crate::halt::HaltReason::InvariantFailed.exit_code();
-        o.errors.push(msg);
+        o.errors.push(mismatch);
         o
     }
 }

@@ -94,12 +94,14 @@ pub(crate) fn refuse_new_run(ws: &Workspace, run_id: &str) -> Option<Outcome> {
         "{reason}: a person must look at it first: loopexec ack {} --by NAME --resolution resolved (or start with --ack-required=false)",
         first.id
     );
+    let facts = crate::receipt::facts::preflight_facts(Some(run_id), &halt);
     Some(super::run::halt_outcome(
         Some(run_id),
         None,
         &halt,
         &explanation,
         None,
+        facts,
     ))
 }
 

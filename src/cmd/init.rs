@@ -1,8 +1,9 @@
 //! `loopexec init`: writes a commented `loop.toml` and creates `.loopexec/`.
 
 use crate::cli::Outcome;
+use crate::cmd::bodies::InitBody;
 use crate::workspace::Workspace;
-use serde_json::{json, Map};
+use serde_json::json;
 use std::path::Path;
 
 pub(crate) fn run(workdir: &Path, a: &crate::cli::InitArgs) -> Outcome {
@@ -90,34 +91,50 @@ fn init_config(workdir: &Path, a: &crate::cli::InitArgs) -> Outcome {
     let path = ws.workdir.join("loop.toml");
     let existed = path.exists();
     if existed && !a.force {
-        let mut f = Map::new();
-        f.insert("config".into(), json!(path.display().to_string()));
-        f.insert("written".into(), json!(false));
-        return Outcome::ok(
-            f,
-            format!(
+        let body = InitBody {
+            config: path.display().to_string(),
+            written: false,
+            state_dir: None,
+            check: None,
+            detected_from: None,
+            human: format!(
                 "{} already exists; left unchanged (use --force to overwrite)\n",
                 path.display()
             ),
-        );
+        };
+        return Outcome::from_body("ok", 0, &body);
     }
-    if let Err(e) = std::fs::write(&path, crate::config::INIT_TEMPLATE) {
+    let detected = super::init_detect::detect_check(&ws.workdir);
+    let text = match detected {
+        Some((check, _)) => {
+            super::init_detect::template_with_check(crate::config::INIT_TEMPLATE, check)
+        }
+        None => crate::config::INIT_TEMPLATE.to_string(),
+    };
+    if let Err(e) = std::fs::write(&path, text) {
         return Outcome::error(
             super::EXIT_ERROR,
             format!("cannot write {}: {e}", path.display()),
             None,
         );
     }
-    let mut f = Map::new();
-    f.insert("config".into(), json!(path.display().to_string()));
-    f.insert("state_dir".into(), json!(ws.dir.display().to_string()));
-    f.insert("written".into(), json!(true));
-    Outcome::ok(
-        f,
-        format!(
-            "wrote {}\ncreated {}\nnext: set `check` (and `exec`) in loop.toml, then `loopexec run`\n",
+    let next = match detected {
+        Some((check, from)) => {
+            format!("check: `{check}` (from {from}); set `exec` in loop.toml, then `loopexec run`")
+        }
+        None => "next: set `check` (and `exec`) in loop.toml, then `loopexec run`".to_string(),
+    };
+    let body = InitBody {
+        config: path.display().to_string(),
+        written: true,
+        state_dir: Some(ws.dir.display().to_string()),
+        check: detected.map(|d| d.0.to_string()),
+        detected_from: detected.map(|d| d.1.to_string()),
+        human: format!(
+            "wrote {}\ncreated {}\n{next}\n",
             path.display(),
             ws.dir.display()
         ),
-    )
+    };
+    Outcome::from_body("ok", 0, &body)
 }

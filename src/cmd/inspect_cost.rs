@@ -153,6 +153,10 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
         "unknown_cost_iterations".into(),
         json!(rows.iter().filter(|r| r.1.is_none()).count()),
     );
+    f.insert(
+        "total_known".into(),
+        json!(rows.iter().all(|r| r.1.is_some())),
+    );
     f.insert("p50".into(), json!(p50.map(json_usd)));
     f.insert("p90".into(), json!(p90.map(json_usd)));
     f.insert("p99".into(), json!(p99.map(json_usd)));

@@ -2,21 +2,31 @@
 //! lives here; domain modules never see clap.
 
 mod ack;
+mod attest;
+pub mod bodies;
 mod build_context;
 mod check_state;
 mod doctor;
 mod explain_halt;
 mod gate;
+mod gc;
 pub(crate) mod halts;
 mod holds;
 mod init;
+mod init_detect;
 mod inspect_cost;
+mod meta;
 mod parse;
 mod probe_check;
+mod replay;
 mod report;
+mod report_formats;
 mod run;
+mod runs;
 mod status;
 mod watch;
+
+pub use meta::exit_codes_text;
 
 use crate::cli::{Cli, Command, Outcome};
 use crate::halt::HaltReason;
@@ -39,10 +49,10 @@ pub fn dispatch(cli: Cli) -> Outcome {
     }
     match cli.command {
         Command::Init(a) => init::run(&workdir, &a),
-        Command::Run(a) => run::run(&workdir, &a, cli.json),
+        Command::Run(a) => run::run(&workdir, &a, cli.json, cli.quiet),
         Command::Status(s) => status::run(&workdir, s.run_id.as_deref()),
         Command::ExplainHalt(s) => explain_halt::run(&workdir, s.run_id.as_deref()),
-        Command::Report(s) => report::run(&workdir, s.run_id.as_deref()),
+        Command::Report(a) => report::run(&workdir, &a, cli.json),
         Command::Parse(a) => parse::run(&a),
         Command::Ack(a) => ack::run(&workdir, &a),
         Command::Watch(a) => watch::run(&workdir, &a),
@@ -50,6 +60,15 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Command::Check => check_state::run(&workdir),
         Command::ProbeCheck(a) => probe_check::run(&workdir, &a),
         Command::Doctor(a) => doctor::run(&workdir, &a),
+        Command::Replay(a) => replay::run(&workdir, &a, cli.quiet),
+        Command::Keygen(a) => attest::keygen(&a),
+        Command::Attest(a) => attest::attest(&workdir, &a),
+        Command::Verify(a) => attest::verify(&workdir, &a),
+        Command::Runs => runs::list(&workdir),
+        Command::Gc(a) => gc::run(&workdir, &a),
+        Command::ExitCodes => meta::exit_codes(),
+        Command::Completions(a) => meta::completions(&a),
+        Command::Man => meta::man(),
         Command::Hold(a) => holds::hold(&workdir, &a),
         Command::Release(a) => holds::release(&workdir, &a),
         Command::Holds => holds::list(&workdir),
@@ -104,7 +123,7 @@ pub(crate) fn load_run(
 }
 
 /// Reads a receipt whose last line is torn (killed mid-write): every complete line.
-fn read_complete_lines(path: &std::path::Path) -> Vec<Line> {
+pub(crate) fn read_complete_lines(path: &std::path::Path) -> Vec<Line> {
     let Ok(data) = std::fs::read(path) else {
         return Vec::new();
     };
@@ -120,7 +139,7 @@ fn read_complete_lines(path: &std::path::Path) -> Vec<Line> {
 pub(crate) fn ws_error(e: &WorkspaceError) -> Outcome {
     let hint = match e {
         WorkspaceError::NoRuns(_) => Some("start one with `loopexec run --check CMD`".to_string()),
-        WorkspaceError::UnknownRun(_) => Some("list runs with `ls .loopexec/runs/`".to_string()),
+        WorkspaceError::UnknownRun(_) => Some("list runs with `loopexec runs`".to_string()),
         WorkspaceError::BadRunId(_) => {
             Some("run ids never contain `/` or start with a dot".to_string())
         }

@@ -1,116 +1,159 @@
-//! `loopexec report`: the run as a timeline — per iteration, the exec and check exit,
-//! signal, duration, output sizes, and the verdict.
+//! `loopexec report`: the whole run — per iteration the exec and check exits,
+//! durations, output sizes, failing and collected counts and names, whether the
+//! ratchet accepted it, spend and model; totals; the halt. As text, markdown
+//! (`--format markdown`), JSON, a JUnit suite (`--junit FILE`) or one HTML page
+//! (`--html FILE`).
 
-use crate::cli::Outcome;
+use crate::cli::{Outcome, ReportArgs};
+use crate::cmd::bodies::{IterationRow, ReportBody, ReportTotals, StepRow};
 use crate::receipt::Event;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::path::Path;
 
-pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
-    let run = match super::load_run(workdir, run_id) {
-        Ok(r) => r,
-        Err(o) => return o,
-    };
+fn step_row(s: &crate::proc::StepResult) -> StepRow {
+    StepRow {
+        command: s.command.clone(),
+        exit_code: s.exit_code,
+        signal: s.signal,
+        duration_ms: s.duration_ms,
+        timed_out: s.timed_out,
+        stalled: s.stalled,
+        stdout_bytes: s.stdout.bytes,
+        stderr_bytes: s.stderr.bytes,
+        leaked_processes: s.leaked_processes,
+        format: None,
+        failing: None,
+        collected: None,
+        complete: None,
+        green: None,
+        failing_names: None,
+        fingerprint: None,
+    }
+}
+
+/// Builds the report body from a loaded run.
+pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
     let mut code = 0;
-    let mut rows: Vec<Map<String, Value>> = Vec::new();
+    let mut rows: Vec<IterationRow> = Vec::new();
     let mut halt = Value::Null;
-    let step_json = |s: &crate::proc::StepResult| {
-        json!({
-            "command": s.command, "exit_code": s.exit_code, "signal": s.signal,
-            "duration_ms": s.duration_ms, "timed_out": s.timed_out, "stalled": s.stalled,
-            "stdout_bytes": s.stdout.bytes, "stderr_bytes": s.stderr.bytes,
-            "leaked_processes": s.leaked_processes,
-        })
-    };
     for l in &run.lines {
         match &l.event {
             Event::RunStarted(s) => code = s.config.success_exit_code,
-            Event::IterationStarted(i) => {
-                let mut m = Map::new();
-                m.insert("iteration".into(), json!(i.iteration));
-                m.insert("started_at".into(), json!(l.ts));
-                rows.push(m);
-            }
+            Event::IterationStarted(i) => rows.push(IterationRow {
+                iteration: i.iteration,
+                started_at: l.ts.clone(),
+                exec: None,
+                usage: None,
+                check: None,
+                confirmations: Vec::new(),
+                verdict: None,
+                accepted: None,
+                reverted_to: None,
+                interrupted: None,
+                cost_usd: None,
+                tokens: None,
+                model: None,
+                duration_ms: 0,
+                judge: None,
+                tasks: None,
+                held: None,
+                parked_ms: None,
+                rate_limited: None,
+                actions: None,
+            }),
             Event::ExecFinished(e) => {
                 if let Some(r) = rows.last_mut() {
-                    r.insert("exec".into(), step_json(&e.step));
+                    r.exec = Some(step_row(&e.step));
+                    r.duration_ms += e.step.duration_ms;
                     if !e.usage.is_null() {
-                        r.insert("usage".into(), e.usage.clone());
+                        r.usage = Some(e.usage.clone());
+                        let u = serde_json::from_value::<crate::observe::usage::IterationUsage>(
+                            e.usage.clone(),
+                        )
+                        .ok();
+                        r.cost_usd = u.as_ref().and_then(|u| u.cost_usd);
+                        r.tokens = u
+                            .as_ref()
+                            .map(crate::observe::usage::IterationUsage::total_tokens);
+                        r.model = e
+                            .usage
+                            .pointer("/primary_model/id")
+                            .and_then(Value::as_str)
+                            .map(str::to_string);
                     }
                 }
             }
             Event::CheckFinished(c) => {
                 if let Some(r) = rows.last_mut() {
                     let green = crate::trajectory::is_green(c, code);
-                    let mut cj = step_json(&c.step);
-                    cj["format"] = json!(crate::check::parse::format_name(c.parsed.format));
-                    cj["failing"] = json!(c.parsed.failing().len());
-                    cj["collected"] = json!(c.parsed.collected().len());
-                    cj["complete"] = json!(c.parsed.complete);
-                    cj["green"] = json!(green);
+                    let mut cj = step_row(&c.step);
+                    cj.format = Some(crate::check::parse::format_name(c.parsed.format).into());
+                    cj.failing = Some(c.parsed.failing().len());
+                    cj.collected = Some(c.parsed.collected().len());
+                    cj.complete = Some(c.parsed.complete);
+                    cj.green = Some(green);
+                    cj.failing_names = Some(c.parsed.failing().into_iter().collect());
+                    cj.fingerprint = Some(crate::receipt::fingerprint::recorded(c, code));
+                    r.duration_ms += c.step.duration_ms;
                     if c.attempt == 0 {
-                        r.insert("check".into(), cj);
-                        r.insert("verdict".into(), json!(if green { "green" } else { "red" }));
+                        r.check = Some(cj);
+                        r.verdict = Some(if green { "green" } else { "red" }.into());
+                        r.accepted = Some(true);
                     } else {
-                        if let Some(a) = r
-                            .entry("confirmations")
-                            .or_insert_with(|| json!([]))
-                            .as_array_mut()
-                        {
-                            a.push(cj);
-                        }
+                        r.confirmations.push(cj);
                     }
                 }
             }
             Event::Reverted(v) => {
                 if let Some(r) = rows.last_mut() {
-                    r.insert("reverted_to".into(), json!(v.to_iteration));
-                    r.insert("verdict".into(), json!("rejected"));
+                    r.reverted_to = Some(v.to_iteration);
+                    r.verdict = Some("rejected".into());
+                    r.accepted = Some(false);
                 }
             }
             Event::Interrupted(i) => {
                 if let Some(r) = rows.last_mut() {
-                    r.insert("interrupted".into(), json!(i.signal));
+                    r.interrupted = Some(i.signal);
                 }
             }
             Event::Resumed(_) | Event::ContextBuilt(_) => {}
             Event::Held(h) => {
                 if let Some(r) = rows.last_mut() {
-                    r.insert(
-                        "held".into(),
-                        json!({"verdict": h.verdict, "phase": h.phase, "holds": h.holds}),
-                    );
+                    r.held =
+                        Some(json!({"verdict": h.verdict, "phase": h.phase, "holds": h.holds}));
                 }
             }
             Event::Unheld(u) => {
                 if let Some(r) = rows.last_mut() {
-                    r.insert("parked_ms".into(), json!(u.parked_ms));
+                    r.parked_ms = Some(u.parked_ms);
                 }
             }
             Event::RateLimited(l) => {
                 if let Some(r) = rows.last_mut() {
-                    r.insert("rate_limited".into(), json!(l));
+                    r.rate_limited = Some(json!(l));
                 }
             }
             Event::Actions(a) => {
                 if let Some(r) = rows.last_mut() {
-                    r.insert("actions".into(), json!({"calls": a.calls, "declined": a.declined, "confirmed": a.confirmed, "findings": a.findings}));
+                    r.actions = Some(
+                        json!({"calls": a.calls, "declined": a.declined, "confirmed": a.confirmed, "findings": a.findings}),
+                    );
                 }
             }
             Event::JudgeFinished(j) => {
                 if let Some(r) = rows.last_mut() {
-                    let mut jj = step_json(&j.step);
+                    let mut jj = serde_json::to_value(step_row(&j.step)).unwrap_or_default();
                     jj["verdict"] = match crate::detect::judge::could_not_decide(j) {
                         Some(_) => json!("could_not_decide"),
                         None => crate::detect::judge::parse_verdict(&j.output)
                             .map_or(json!(null), |v| json!(v.verdict)),
                     };
-                    r.insert("judge".into(), jj);
+                    r.judge = Some(jj);
                 }
             }
             Event::TasksObserved(o) => {
                 if let Some(r) = rows.last_mut() {
-                    r.insert("tasks".into(), json!(o.tasks.len()));
+                    r.tasks = Some(o.tasks.len());
                 }
             }
             Event::Halted(h) => {
@@ -118,34 +161,85 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
             }
         }
     }
+    // The ratchet's view: an iteration whose check ran is accepted unless it was
+    // reverted; the last one may be rejected without a revert (the run halted first).
+    let traj = crate::trajectory::Trajectory::from_lines(&run.lines);
+    let views = traj.attempt_views(code);
+    let accepted = crate::detect::progress::accepted(&views);
+    for (v, a) in views.iter().zip(&accepted) {
+        if let Some(r) = rows.iter_mut().rev().find(|r| r.iteration == v.iteration) {
+            if r.reverted_to.is_none() {
+                r.accepted = Some(*a);
+            }
+        }
+    }
+    let mut totals = ReportTotals::default();
+    for r in &rows {
+        totals.iterations += 1;
+        match r.accepted {
+            Some(true) => totals.accepted += 1,
+            Some(false) => totals.rejected += 1,
+            None => {}
+        }
+        totals.exec_ms += r.exec.as_ref().map_or(0, |e| e.duration_ms);
+        totals.check_ms += r.check.as_ref().map_or(0, |e| e.duration_ms)
+            + r.confirmations.iter().map(|c| c.duration_ms).sum::<u64>();
+    }
+    let facts = crate::receipt::facts::run_facts(&run.run_id, &run.receipt, &run.lines);
+    let mut body = ReportBody {
+        run_id: run.run_id.clone(),
+        receipt: run.receipt.display().to_string(),
+        halt_reason: halt
+            .get("halt_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        iteration: halt
+            .get("iteration")
+            .and_then(Value::as_u64)
+            .and_then(|i| u32::try_from(i).ok()),
+        iterations: rows,
+        halt,
+        totals,
+        declined_actions: crate::gate::declined_json(&traj),
+        actions: crate::gate::summary_json(&traj),
+        run: facts,
+        human: String::new(),
+    };
+    body.human = text(&body);
+    body.human.push_str(&crate::gate::declined_text(&traj));
+    body
+}
+
+fn text(b: &ReportBody) -> String {
     let mut human = format!(
         "run {}\n{:>4}  {:>10} {:>8}  {:>10} {:>8} {:>8}  verdict\n",
-        run.run_id, "it", "exec", "ms", "check", "ms", "failing"
+        b.run_id, "it", "exec", "ms", "check", "ms", "failing"
     );
-    for r in &rows {
-        let ex = r.get("exec");
-        let ck = r.get("check");
-        let exit = |v: Option<&Value>| match v {
-            Some(s) => match (s["exit_code"].as_i64(), s["signal"].as_i64()) {
-                (Some(c), _) => format!("exit {c}"),
-                (None, Some(sig)) => format!("sig {sig}"),
-                _ => "-".into(),
-            },
-            None => "-".into(),
-        };
-        let ms = |v: Option<&Value>| v.map_or("-".to_string(), |s| s["duration_ms"].to_string());
+    let exit = |v: Option<&StepRow>| match v {
+        Some(s) => match (s.exit_code, s.signal) {
+            (Some(c), _) => format!("exit {c}"),
+            (None, Some(sig)) => format!("sig {sig}"),
+            _ => "-".into(),
+        },
+        None => "-".into(),
+    };
+    let ms = |v: Option<&StepRow>| v.map_or("-".to_string(), |s| s.duration_ms.to_string());
+    for r in &b.iterations {
         human.push_str(&format!(
             "{:>4}  {:>10} {:>8}  {:>10} {:>8} {:>8}  {}\n",
-            r["iteration"],
-            exit(ex),
-            ms(ex),
-            exit(ck),
-            ms(ck),
-            ck.map_or("-".to_string(), |c| c["failing"].to_string()),
-            r.get("verdict").and_then(Value::as_str).unwrap_or("-")
+            r.iteration,
+            exit(r.exec.as_ref()),
+            ms(r.exec.as_ref()),
+            exit(r.check.as_ref()),
+            ms(r.check.as_ref()),
+            r.check
+                .as_ref()
+                .and_then(|c| c.failing)
+                .map_or("-".to_string(), |f| f.to_string()),
+            r.verdict.as_deref().unwrap_or("-")
         ));
     }
-    if let Some(h) = halt.as_object() {
+    if let Some(h) = b.halt.as_object() {
         human.push_str(&format!(
             "halted: {} (exit {}) at iteration {}\n",
             h["halt_reason"].as_str().unwrap_or(""),
@@ -153,18 +247,45 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
             h["iteration"]
         ));
     }
-    let traj = crate::trajectory::Trajectory::from_lines(&run.lines);
-    human.push_str(&crate::gate::declined_text(&traj));
-    let mut f = Map::new();
-    f.insert("run_id".into(), json!(run.run_id));
-    f.insert("receipt".into(), json!(run.receipt.display().to_string()));
-    f.insert("declined_actions".into(), crate::gate::declined_json(&traj));
-    f.insert("actions".into(), crate::gate::summary_json(&traj));
-    f.insert("iterations".into(), json!(rows));
-    if let Some(h) = halt.as_object() {
-        f.insert("halt_reason".into(), h["halt_reason"].clone());
-        f.insert("iteration".into(), h["iteration"].clone());
+    human
+}
+
+pub(crate) fn run(workdir: &Path, a: &ReportArgs, _json: bool) -> Outcome {
+    let run = match super::load_run(workdir, a.run_id.as_deref()) {
+        Ok(r) => r,
+        Err(o) => return o,
+    };
+    let mut body = build(&run);
+    let mut written = Vec::new();
+    if let Some(p) = &a.junit {
+        if let Err(e) = std::fs::write(p, super::report_formats::junit(&body)) {
+            return Outcome::error(
+                super::EXIT_ERROR,
+                format!("cannot write the JUnit report {}: {e}", p.display()),
+                Some("give --junit a writable path".into()),
+            );
+        }
+        written.push(format!("JUnit report: {}", p.display()));
     }
-    f.insert("halt".into(), halt);
-    Outcome::ok(f, human)
+    if let Some(p) = &a.html {
+        if let Err(e) = std::fs::write(p, super::report_formats::html(&body)) {
+            return Outcome::error(
+                super::EXIT_ERROR,
+                format!("cannot write the HTML report {}: {e}", p.display()),
+                Some("give --html a writable path".into()),
+            );
+        }
+        written.push(format!("HTML report: {}", p.display()));
+    }
+    if a.format.as_deref() == Some("markdown") {
+        body.human = super::report_formats::markdown(&body);
+    } else if a.format.as_deref() == Some("json") {
+        body.human = serde_json::to_string_pretty(&body).unwrap_or_default();
+    }
+    let mut o = Outcome::from_body("ok", 0, &body);
+    if !written.is_empty() && a.format.as_deref() != Some("markdown") {
+        o.human.push_str(&written.join("\n"));
+        o.human.push('\n');
+    }
+    o
 }

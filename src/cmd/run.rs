@@ -9,12 +9,13 @@
 //! opened.
 
 use crate::cli::{Outcome, RunArgs};
+use crate::cmd::bodies::RunBody;
 use crate::config::{self, Overrides};
 use crate::engine::{self, EngineError, RunOutcome, RunRequest, SignalFlag};
 use crate::halt::{Halt, HaltReason};
+use crate::output::RunFacts;
 use crate::workspace::{self, Workspace, WorkspaceError};
-use serde_json::{json, Map};
-use std::io::IsTerminal;
+use serde_json::json;
 use std::path::Path;
 
 fn overrides(a: &RunArgs) -> Overrides {
@@ -65,27 +66,16 @@ fn overrides(a: &RunArgs) -> Overrides {
     }
 }
 
-/// Renders a halt as the command's outcome.
+/// Renders a halt as the command's outcome. `facts` are the run's facts (read back
+/// from its receipt, or the preflight halt's).
 pub(crate) fn halt_outcome(
     run_id: Option<&str>,
     iteration: Option<u32>,
     halt: &Halt,
     explanation: &str,
     receipt: Option<&Path>,
+    facts: RunFacts,
 ) -> Outcome {
-    let mut f = Map::new();
-    f.insert("run_id".into(), json!(run_id));
-    f.insert("iteration".into(), json!(iteration));
-    f.insert("halt_reason".into(), json!(halt.reason.as_str()));
-    f.insert("halt_class".into(), json!(halt.reason.class().as_str()));
-    f.insert("advice".into(), json!(halt.reason.advice().as_str()));
-    f.insert(
-        "receipt".into(),
-        json!(receipt.map(|p| p.display().to_string())),
-    );
-    f.insert("contributors".into(), json!(halt.contributors));
-    f.insert("explanation".into(), json!(explanation));
-    f.insert("detail".into(), halt.detail.clone());
     let mut human = format!(
         "halted: {} (exit {}) at iteration {}\n",
         halt.reason,
@@ -103,19 +93,26 @@ pub(crate) fn halt_outcome(
             "receipt: .loopexec/runs/{id}.jsonl (explain: loopexec explain-halt --run-id {id})\n"
         ));
     }
-    let errors = if halt.reason == HaltReason::SuccessConditionMet {
-        Vec::new()
-    } else {
-        halt.contributors.clone()
-    };
-    Outcome {
-        status: "halted".into(),
-        exit_code: halt.reason.exit_code(),
-        fields: f,
+    let body = RunBody {
+        run_id: run_id.map(str::to_string),
+        iteration,
+        halt_reason: halt.reason.as_str().to_string(),
+        halt_class: halt.reason.class().as_str().to_string(),
+        advice: halt.reason.advice().as_str().to_string(),
+        receipt: receipt.map(|p| p.display().to_string()),
+        contributors: halt.contributors.clone(),
+        explanation: explanation.to_string(),
+        detail: halt.detail.clone(),
+        run: facts,
+        stderr_tail: None,
+        stderr_file: None,
         human,
-        errors,
-        hint: None,
+    };
+    let mut o = Outcome::from_body("halted", halt.reason.exit_code(), &body);
+    if halt.reason != HaltReason::SuccessConditionMet {
+        o.errors.clone_from(&halt.contributors);
     }
+    o
 }
 
 fn preflight(ws: Option<&Workspace>, run_id: &str, reason: HaltReason, message: String) -> Outcome {
@@ -126,10 +123,11 @@ fn preflight(ws: Option<&Workspace>, run_id: &str, reason: HaltReason, message: 
         reason,
         crate::explain::advice_sentence(reason.advice())
     );
-    halt_outcome(Some(run_id), None, &halt, &explanation, None)
+    let facts = crate::receipt::facts::preflight_facts(Some(run_id), &halt);
+    halt_outcome(Some(run_id), None, &halt, &explanation, None, facts)
 }
 
-pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
+pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outcome {
     let resume = a.resume.is_some();
     if resume && (overrides(a) != Overrides::default() || a.config.is_some()) {
         return Outcome::error(
@@ -146,6 +144,7 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
     if let Err(e) = workspace::validate_run_id(&run_id) {
         let mut o = preflight(None, &run_id, HaltReason::InvariantFailed, e.to_string());
         o.fields.insert("run_id".into(), json!(null));
+        o.fields["run"]["run_id"] = json!(null);
         return o;
     }
     let ws = match Workspace::at(workdir) {
@@ -165,11 +164,19 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
                     Some(&ws),
                     &run_id,
                     HaltReason::InvariantFailed,
-                    format!("{e} (hint: {})", e.hint()),
+                    format!("{e}\nhint: {}", e.hint()),
                 )
             }
         }
     };
+    // loopexec's own output files inside the workdir (`2> log.txt`) receive progress
+    // lines while steps run: they are not the agent's work nor the check's writes.
+    let mut cfg = cfg;
+    for own in crate::progress::own_output_files(&ws.workdir) {
+        if !cfg.clean_room.exclude.contains(&own) {
+            cfg.clean_room.exclude.push(own);
+        }
+    }
     if cfg.check.is_none() {
         return preflight(
             Some(&ws),
@@ -207,7 +214,10 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
         config: cfg,
         run_id: run_id.clone(),
         resume,
-        progress: !json && std::io::stderr().is_terminal(),
+        // Progress goes to stderr in every mode (CI logs need signs of life); stdout
+        // stays the API. `--quiet` silences it.
+        progress: !quiet,
+        show_agent_output: a.show_agent_output,
     };
     match engine::run(req, &signals) {
         Ok(RunOutcome {
@@ -220,14 +230,37 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
             ..
         }) => {
             warn_unmetered(receipt.as_deref());
+            let lines = receipt
+                .as_deref()
+                .and_then(|p| crate::receipt::read(p).ok())
+                .unwrap_or_default();
+            let facts = match &receipt {
+                Some(p) if !lines.is_empty() => {
+                    crate::receipt::facts::run_facts(&run_id, p, &lines)
+                }
+                _ => crate::receipt::facts::preflight_facts(Some(&run_id), &halt),
+            };
+            let tail = failed_exec_stderr(&ws.workdir, &halt, &lines);
             let mut o = halt_outcome(
                 Some(&run_id),
                 Some(iteration),
                 &halt,
                 &explanation,
                 receipt.as_deref(),
+                facts,
             );
             o.fields.insert("advice".into(), json!(advice.as_str()));
+            if let Some((text, file)) = tail {
+                o.human.push_str(&format!(
+                    "the work step's stderr ended with:\n{}\n(the rest: {file})\n",
+                    text.lines()
+                        .map(|l| format!("  | {l}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ));
+                o.fields.insert("stderr_tail".into(), json!(text));
+                o.fields.insert("stderr_file".into(), json!(file));
+            }
             crate::cmd::halts::attach_declined(&mut o, receipt.as_deref());
             o
         }
@@ -238,7 +271,8 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
                 "{}: a person must act first (`loopexec halts --unacked --run {run_id}`, `loopexec pending`), then resume",
                 halt.reason
             );
-            halt_outcome(Some(&run_id), None, &halt, &explanation, None)
+            let facts = crate::receipt::facts::preflight_facts(Some(&run_id), &halt);
+            halt_outcome(Some(&run_id), None, &halt, &explanation, None, facts)
         }
         Err(EngineError::Workspace(e @ WorkspaceError::Locked { .. })) => {
             // Refused: the live run's receipt and ledger rows are not touched.
@@ -248,12 +282,43 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, json: bool) -> Outcome {
                 halt.reason,
                 crate::explain::advice_sentence(halt.reason.advice())
             );
-            halt_outcome(Some(&run_id), None, &halt, &explanation, None)
+            let facts = crate::receipt::facts::preflight_facts(Some(&run_id), &halt);
+            halt_outcome(Some(&run_id), None, &halt, &explanation, None, facts)
         }
         // A refused reuse of an existing id must not add rows under that run.
         Err(e @ EngineError::RunExists(_)) => preflight(None, &run_id, e.reason(), e.to_string()),
         Err(e) => preflight(Some(&ws), &run_id, e.reason(), e.to_string()),
     }
+}
+
+/// Lines of a failed work step's stderr shown with the halt.
+const STDERR_TAIL_LINES: usize = 12;
+
+/// For an `execution_failure` of the work step: the last lines of its stderr excerpt
+/// and the excerpt's path (the whole head and tail).
+fn failed_exec_stderr(
+    workdir: &Path,
+    halt: &Halt,
+    lines: &[crate::receipt::Line],
+) -> Option<(String, String)> {
+    if halt.reason != HaltReason::ExecutionFailure
+        || halt.detail.get("step").and_then(serde_json::Value::as_str) != Some("exec")
+    {
+        return None;
+    }
+    let rel = lines.iter().rev().find_map(|l| match &l.event {
+        crate::receipt::Event::ExecFinished(e) => e.step.stderr.excerpt.clone(),
+        _ => None,
+    })?;
+    let path = if Path::new(&rel).is_absolute() {
+        std::path::PathBuf::from(&rel)
+    } else {
+        workdir.join(&rel)
+    };
+    let text = String::from_utf8_lossy(&std::fs::read(&path).ok()?).into_owned();
+    let all: Vec<&str> = text.lines().collect();
+    let tail = all[all.len().saturating_sub(STDERR_TAIL_LINES)..].join("\n");
+    (!tail.trim().is_empty()).then(|| (tail, path.display().to_string()))
 }
 
 /// Says on stderr which iterations' spend escaped the budget caps (not metered), read

@@ -2,8 +2,8 @@
 //! process is alive.
 
 use crate::cli::Outcome;
+use crate::cmd::bodies::{StatusBody, VerdictRow};
 use crate::receipt::Event;
-use serde_json::{json, Map};
 use std::path::Path;
 
 pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
@@ -15,7 +15,7 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
     let mut halted = None;
     let mut phase = "starting".to_string();
     let mut iteration = 0u32;
-    let mut verdicts: Vec<serde_json::Value> = Vec::new();
+    let mut verdicts: Vec<VerdictRow> = Vec::new();
     let mut code = 0;
     for l in &run.lines {
         match &l.event {
@@ -40,7 +40,12 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
                 phase = "deciding".into();
                 if c.attempt == 0 {
                     let green = crate::trajectory::is_green(c, code);
-                    verdicts.push(json!({"iteration": c.iteration, "green": green, "failing": c.parsed.failing().len(), "check_exit": c.step.exit_code}));
+                    verdicts.push(VerdictRow {
+                        iteration: c.iteration,
+                        green,
+                        failing: c.parsed.failing().len(),
+                        check_exit: c.step.exit_code,
+                    });
                 }
             }
             Event::Halted(h) => {
@@ -72,19 +77,6 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
         .rev()
         .cloned()
         .collect::<Vec<_>>();
-    let mut f = Map::new();
-    f.insert("run_id".into(), json!(run.run_id));
-    f.insert("phase".into(), json!(phase));
-    f.insert("iteration".into(), json!(iteration));
-    f.insert("alive".into(), json!(alive));
-    f.insert("pid".into(), json!(pid));
-    f.insert("last_verdicts".into(), json!(last));
-    f.insert("heartbeat".into(), hb.unwrap_or(serde_json::Value::Null));
-    f.insert("receipt".into(), json!(run.receipt.display().to_string()));
-    if let Some(h) = &halted {
-        f.insert("halt_reason".into(), json!(h.halt_reason.as_str()));
-        f.insert("halt_exit_code".into(), json!(h.exit_code));
-    }
     let mut human = format!(
         "run {}\n  phase: {phase}\n  iteration: {iteration}\n  process: {}\n",
         run.run_id,
@@ -103,14 +95,24 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
     for v in &last {
         human.push_str(&format!(
             "  iteration {}: {} ({} failing)\n",
-            v["iteration"],
-            if v["green"].as_bool() == Some(true) {
-                "green"
-            } else {
-                "red"
-            },
-            v["failing"]
+            v.iteration,
+            if v.green { "green" } else { "red" },
+            v.failing
         ));
     }
-    Outcome::ok(f, human)
+    let body = StatusBody {
+        run_id: run.run_id.clone(),
+        phase,
+        iteration,
+        alive,
+        pid,
+        last_verdicts: last,
+        heartbeat: hb.unwrap_or(serde_json::Value::Null),
+        receipt: run.receipt.display().to_string(),
+        halt_reason: halted.as_ref().map(|h| h.halt_reason.as_str().to_string()),
+        halt_exit_code: halted.as_ref().map(|h| h.exit_code),
+        run: crate::receipt::facts::run_facts(&run.run_id, &run.receipt, &run.lines),
+        human,
+    };
+    Outcome::from_body("ok", 0, &body)
 }

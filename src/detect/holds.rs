@@ -21,7 +21,7 @@ use crate::trajectory::Trajectory;
 use serde::{Deserialize, Serialize};
 
 /// A hold as the loop observed it (and the receipt records it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HoldView {
     pub id: String,
     /// `global`, `workspace` or `run:<id>`.

@@ -100,7 +100,12 @@ pub fn summarize_with_window(trajectory: &[AttemptView], window: u32) -> Traject
             }
         })
         .collect();
-    let best = counts.iter().enumerate().min_by_key(|&(i, c)| (*c, i));
+    // "Best" is the ratchet's best: a rejected iteration's count never qualifies.
+    let best = counts
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| acc[i])
+        .min_by_key(|&(i, c)| (*c, i));
     TrajectorySummary {
         sparkline: sparkline(&counts),
         iterations,
@@ -122,6 +127,20 @@ fn improving_at_end(counts: &[usize], window: u32) -> bool {
     }
     let k = usize::try_from(window).unwrap_or(usize::MAX).clamp(1, n);
     (n + 1 - k..=n).any(|i| counts[..i].iter().all(|&c| counts[i] < c))
+}
+
+/// "its only attempt" / "its last N attempts", N never more than the attempts made.
+fn last_attempts(summary: &TrajectorySummary) -> String {
+    let made = summary.failing_counts.len().saturating_sub(1);
+    let n = usize::try_from(summary.window)
+        .unwrap_or(usize::MAX)
+        .min(made);
+    match n {
+        0 => "any attempt".to_string(),
+        1 if made == 1 => "its only attempt".to_string(),
+        1 => "its last attempt".to_string(),
+        n => format!("its last {n} attempts"),
+    }
 }
 
 /// One glyph per count (see [`TrajectorySummary::sparkline`]); empty input, empty string.
@@ -175,8 +194,8 @@ pub fn advice_text(reason: HaltReason, summary: &TrajectorySummary) -> String {
             summary.sparkline
         ),
         HaltReason::MaxIterationsReached => format!(
-            "The loop reached the iteration cap without a new best failing count in its last {} attempts ({best}): do not retry with a higher limit; look at the failures that kept recurring{core} and change the task or the approach.",
-            summary.window
+            "The loop reached the iteration cap without a new best failing count in {} ({best}): do not retry with a higher limit; look at the failures that kept recurring{core} and change the task or the approach.",
+            last_attempts(summary)
         ),
         HaltReason::SameFailureRepeated => format!(
             "The agent produced the same failure attempt after attempt ({best}): do not retry with more budget; give the agent new information (the failure message, the code involved) or change the approach{core}."
@@ -233,6 +252,37 @@ mod tests {
                 view(i as u32, &f, &p)
             })
             .collect()
+    }
+
+    /// A rejected iteration (it broke a test that had passed) never becomes "best",
+    /// even with the smallest failing count.
+    #[test]
+    fn best_never_points_at_a_rejected_iteration() {
+        let t = vec![
+            view(0, &["a", "b", "c"], &["d"]),
+            view(1, &["a", "b"], &["c", "d"]),
+            view(2, &["d"], &["a", "b", "c"]), // d passed before: rejected
+        ];
+        let s = summarize(&t);
+        assert!(!s.iterations[2].accepted);
+        assert_eq!((s.best_failing_count, s.best_iteration), (Some(2), Some(1)));
+    }
+
+    /// The cap's advice never speaks of more attempts than were made.
+    #[test]
+    fn the_cap_advice_counts_only_the_attempts_made() {
+        let cases: [(&[usize], &str); 3] = [
+            (&[2, 2], "its only attempt"),
+            (&[2, 2, 2], "its last 2 attempts"),
+            (&[2, 2, 2, 2, 2, 2], "its last 3 attempts"),
+        ];
+        for (counts, want) in cases {
+            let text = advice_text(
+                HaltReason::MaxIterationsReached,
+                &summarize(&counts_traj(counts)),
+            );
+            assert!(text.contains(want), "{counts:?}: {text}");
+        }
     }
 
     #[test]

@@ -70,6 +70,7 @@ pub fn check(it: u32, attempt: u32, tree: Option<&str>, tests: &[(&str, Outcome)
         changed_during_check: Vec::new(),
         clean_room: None,
         dependencies_changed: Vec::new(),
+        fingerprint: None,
     }))
 }
 

@@ -18,6 +18,7 @@
 pub mod cleanroom;
 mod control;
 mod judgment;
+mod keep;
 mod ratchet;
 mod recorder;
 mod steps;
@@ -37,7 +38,7 @@ use crate::workspace::{Workspace, WorkspaceError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The signal (if any) loopexec has received; set by the signal handlers.
 #[derive(Clone, Default)]
@@ -78,6 +79,8 @@ pub struct RunRequest {
     pub resume: bool,
     /// Show progress lines on stderr.
     pub progress: bool,
+    /// Stream the work step's stdout lines to stderr as they arrive.
+    pub show_agent_output: bool,
 }
 
 /// How a run ended.
@@ -168,8 +171,7 @@ struct Loop<'a> {
     signals: &'a SignalFlag,
     env_stripped: Vec<String>,
     tree: TreeObserver,
-    progress: bool,
-    started: Instant,
+    reporter: crate::progress::Reporter,
     meter_state: crate::observe::usage::CarryOver,
     orphans_ended: Vec<String>,
     control: control::Control,
@@ -273,8 +275,8 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         signals,
         env_stripped,
         tree,
-        progress: req.progress,
-        started: Instant::now(),
+        reporter: crate::progress::Reporter::new(req.progress, req.config.max_iterations)
+            .showing_agent_output(req.show_agent_output),
         meter_state: crate::observe::usage::CarryOver::default(),
         orphans_ended,
         control: control::Control::default(),
@@ -523,14 +525,8 @@ impl Loop<'_> {
     }
 
     pub(super) fn say(&self, what: &str) {
-        if self.progress {
-            let it = self.current_iteration();
-            eprintln!(
-                "loopexec: [{:>6.1}s] iteration {it}/{} · {what}",
-                self.started.elapsed().as_secs_f64(),
-                self.cfg.max_iterations
-            );
-        }
+        self.reporter
+            .step(self.current_iteration(), what, &self.traj);
     }
 
     /// Asks `decide` and acts until it halts.

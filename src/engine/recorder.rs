@@ -23,7 +23,8 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8]) {
 }
 
 impl Loop<'_> {
-    pub(super) fn record(&mut self, event: Event) -> Result<(), EngineError> {
+    pub(super) fn record(&mut self, mut event: Event) -> Result<(), EngineError> {
+        crate::receipt::fingerprint::stamp(&mut event, self.cfg.success_exit_code);
         let line = self
             .receipt
             .append_line(&event)
@@ -32,6 +33,10 @@ impl Loop<'_> {
                 source,
             })?;
         self.traj.apply(&line.event, &line.ts);
+        if matches!(&line.event, Event::CheckFinished(c) if c.attempt == 0) {
+            self.reporter
+                .verdict(&self.traj, self.cfg.success_exit_code);
+        }
         Ok(())
     }
 
@@ -134,6 +139,7 @@ impl Loop<'_> {
                 eprintln!("loopexec: warning: the heartbeat file was not removed: {e}");
             }
         }
+        self.reporter.done();
         RunOutcome {
             run_id: self.run_id.clone(),
             iteration: it,

@@ -45,8 +45,10 @@ impl Loop<'_> {
         let mut last_hb = Instant::now() - Duration::from_secs(5);
         let cfg = self.cfg;
         let traj = &self.traj;
+        let reporter = &self.reporter;
         let this = self;
         let mut poll = |p: &proc::Progress| -> Option<StopCause> {
+            reporter.tick(iteration, &phase_s, p.elapsed, p.output_bytes);
             if last_hb.elapsed() >= Duration::from_millis(500) {
                 last_hb = Instant::now();
                 let quiet = u64::try_from(p.quiet_for.as_millis()).unwrap_or(0);
@@ -138,7 +140,7 @@ impl Loop<'_> {
             &self.meter_state,
             Some(usage_file.clone()),
         );
-        let sink = meter.sink();
+        let sink = self.reporter.agent_sink(meter.sink());
         let stall = self.cfg.liveness.stall_timeout.map(|d| d.0);
         let mut spec = self.step_spec(&cmd, prefix);
         spec.env_set = &env_set;
@@ -328,6 +330,7 @@ impl Loop<'_> {
         if let Some(w) = &witness {
             crate::check::witness::judge(&mut parsed, crate::check::witness::read(w.path()));
         }
+        self.keep_check_output(it, attempt, &spools);
         proc::capture::remove_spool(&spools.stdout);
         proc::capture::remove_spool(&spools.stderr);
         let watchdog = self.take_watchdog(&step);
@@ -391,6 +394,7 @@ impl Loop<'_> {
             clean_room: room_record,
             changed_during_check,
             dependencies_changed,
+            fingerprint: None,
         };
         self.record(Event::CheckFinished(Box::new(ev)))
     }

@@ -18,7 +18,7 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// One audit record.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Record {
     pub seq: u64,
     /// RFC 3339 UTC.

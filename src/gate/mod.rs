@@ -26,7 +26,7 @@ use crate::trajectory::Trajectory;
 use serde::{Deserialize, Serialize};
 
 /// `[gate]` in loop.toml: extra rules on top of the built-in table (SPEC §Gate).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct GatePolicy {
     /// Names of production contexts (kube contexts, hosts, environment names): a
@@ -57,7 +57,7 @@ impl GatePolicy {
 }
 
 /// The three classes of the guardrails harness.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionClass {
     ReadOnly,
@@ -78,7 +78,7 @@ impl ActionClass {
 }
 
 /// One agent tool call as the gate sees it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolCall {
     /// `claude`, `gemini` or `generic`.
     pub agent: String,
@@ -102,7 +102,7 @@ pub struct ToolCall {
 }
 
 /// A halt condition the call makes computable (halt-conditions design).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Finding {
     /// `modifying_unread_code`, `secrets_exposure`, `privilege_escalation`,
     /// `production_context`.
@@ -113,7 +113,7 @@ pub struct Finding {
 }
 
 /// The gate's classification of one call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Classification {
     pub class: ActionClass,
     /// The rule that decided the class (`git-push-force`, `write-outside-workdir`, …).
@@ -130,7 +130,7 @@ impl Classification {
 }
 
 /// One audit record as the receipt carries it (see [`audit::Record`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ActionView {
     pub seq: u64,
     pub ts: String,
@@ -148,7 +148,7 @@ pub struct ActionView {
 }
 
 /// What the gate saw during one exec, folded from the audit log into the receipt.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ActionsSeen {
     pub iteration: u32,
     /// The audit log, relative to the workdir.

@@ -53,7 +53,7 @@ pub fn estimate_tokens(bytes: u64) -> u64 {
 }
 
 /// One part of the context.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextPart {
     /// `task`, `failing_tests`, `test_file` or `declared_file`.
     pub kind: String,
@@ -65,7 +65,7 @@ pub struct ContextPart {
 }
 
 /// What `build-context` measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextReport {
     pub model: String,
     /// The model's window in tokens, when known.

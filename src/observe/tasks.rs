@@ -19,7 +19,7 @@ use std::path::Path;
 pub const MAX_TASK_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Whether a task still needs work, as the file says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     Open,
@@ -27,7 +27,7 @@ pub enum TaskStatus {
 }
 
 /// One task of a task list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Task {
     pub id: String,
     pub title: String,

@@ -67,7 +67,7 @@ impl Default for CaptureLimits {
 }
 
 /// What a finished capture recorded (goes into the receipt).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaptureSummary {
     /// Total bytes the stream carried.
     pub bytes: u64,

@@ -54,7 +54,7 @@ pub struct StepSpec<'a> {
 }
 
 /// Why the caller asked a running step to stop (returned by the poll callback).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StopCause {
     /// loopexec received SIGINT or SIGTERM.
@@ -77,7 +77,7 @@ pub struct Progress {
 }
 
 /// How a step ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepResult {
     pub command: String,
     /// Exit code when the leader exited normally.

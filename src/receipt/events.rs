@@ -8,7 +8,7 @@ use crate::proc::StepResult;
 use serde::{Deserialize, Serialize};
 
 /// One receipt event; the wire tag is `event` (`run_started`, `iteration_started`, …).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     RunStarted(Box<RunStarted>),
@@ -29,7 +29,7 @@ pub enum Event {
 }
 
 /// loopexec received SIGINT or SIGTERM (during a step, the step's `stopped` says so too).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interrupted {
     pub iteration: u32,
     pub signal: i32,
@@ -38,7 +38,7 @@ pub struct Interrupted {
 }
 
 /// Git facts at run start (absent when the workdir is not a git repository).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GitState {
     /// False when the workdir is not inside a git work tree: the git-based guards
     /// cannot run and say so.
@@ -56,7 +56,7 @@ pub struct GitState {
 }
 
 /// First event of a run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunStarted {
     pub run_id: String,
     pub loopexec_version: String,
@@ -89,7 +89,7 @@ pub struct RunStarted {
 }
 
 /// What sandbox the exec ran under.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SandboxRecord {
     /// The mode asked for: `auto`, `landlock`, `off`.
     pub mode: String,
@@ -101,13 +101,13 @@ pub struct SandboxRecord {
 }
 
 /// Start of iteration N (0 is the baseline check).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IterationStarted {
     pub iteration: u32,
 }
 
 /// The work step of an iteration ended.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExecFinished {
     pub iteration: u32,
     pub step: StepResult,
@@ -130,7 +130,7 @@ pub struct ExecFinished {
 
 /// One check run of an iteration. `attempt` 0 is the main run; 1.. are confirmation
 /// runs on the same tree.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckFinished {
     pub iteration: u32,
     #[serde(default)]
@@ -167,10 +167,14 @@ pub struct CheckFinished {
     /// (`[clean_room] dependencies = "frozen"`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dependencies_changed: Vec<String>,
+    /// The verdict fingerprint of this run ([`crate::receipt::fingerprint`]); absent in
+    /// receipts written before it was recorded (readers compute it from `parsed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 /// The clean room of one check run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CleanRoomRecord {
     /// The tree the check was judged on (the snapshot, with frozen files restored
     /// from t0 under `on_edit = "restore"`).
@@ -187,7 +191,7 @@ pub struct CleanRoomRecord {
 }
 
 /// The ratchet restored an accepted tree after a rejected iteration.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Reverted {
     pub iteration: u32,
     /// The accepted iteration whose snapshot was restored.
@@ -197,7 +201,7 @@ pub struct Reverted {
 }
 
 /// A halted run was continued (`run --resume`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Resumed {
     pub pid: u32,
     /// Acknowledgements recorded in the ledger since the halt.
@@ -212,7 +216,7 @@ pub struct Resumed {
 }
 
 /// The last event of a run (or of a resumed segment).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Halted {
     pub iteration: u32,
     pub halt_reason: HaltReason,
@@ -229,7 +233,7 @@ pub struct Halted {
 
 /// The loop saw holds covering the run (SIGNAL-free human control; SPEC §Holds).
 /// Written before the loop acts on them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Held {
     pub iteration: u32,
     /// Where: `before_exec`, `before_check` (a step boundary), `exec` or `check` (the
@@ -245,7 +249,7 @@ pub struct Held {
 }
 
 /// A suspension lifted: the parked loop goes on by itself.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Unheld {
     pub iteration: u32,
     /// The holds that had parked the run (now released).
@@ -255,7 +259,7 @@ pub struct Unheld {
 }
 
 /// A workspace rate-limit bucket was empty before an exec (SPEC §10, rate limits).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RateLimited {
     pub iteration: u32,
     /// `usd` or `tokens`.

@@ -9,7 +9,7 @@ use crate::proc::StepResult;
 use serde::{Deserialize, Serialize};
 
 /// One run of the judge (`--judge`) on a green iteration.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JudgeFinished {
     pub iteration: u32,
     /// The JSON object the judge read on stdin, exactly as given (secrets redacted).
@@ -34,7 +34,7 @@ pub struct JudgeFinished {
 pub const JUDGE_OUTPUT_LIMIT: usize = 64 * 1024;
 
 /// The task list as read at the start of an iteration (`--tasks`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TasksObserved {
     pub iteration: u32,
     /// The task file, as configured.
@@ -47,7 +47,7 @@ pub struct TasksObserved {
 }
 
 /// The context the agent must read, measured before an iteration's exec.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextBuilt {
     pub iteration: u32,
     /// The report of `build-context` (model, window, parts and their token estimates).

@@ -16,8 +16,13 @@
 //! * secrets never reach a line: step excerpts are files and the receipt carries only
 //!   variable *names* that were stripped, never values.
 
+pub mod attest;
 pub mod events;
+pub mod facts;
+pub mod fingerprint;
 pub mod judgment;
+pub mod replay;
+mod schema;
 
 pub use events::{Event, RunStarted};
 

@@ -7,6 +7,7 @@
 //! kills any leftover so a failing test never leaks processes.
 
 mod commands;
+mod contract;
 mod control;
 mod guards;
 mod judgment;

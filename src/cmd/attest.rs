@@ -1,0 +1,298 @@
+//! `keygen`, `attest RUN --key FILE` and `verify ATTESTATION --pub FILE`: signed,
+//! checkable statements of a run's verdict (see [`crate::receipt::attest`]).
+//!
+//! `verify` exits 0 when the signature verifies and the receipt still has the digest
+//! the statement names; 13 (the integrity class) with status `invalid` when either
+//! fails; 1 when a file cannot be read.
+
+use crate::cli::{AttestArgs, KeygenArgs, Outcome, VerifyArgs};
+use crate::cmd::bodies::{AttestBody, KeygenBody, VerifyBody};
+use crate::halt::HaltReason;
+use crate::receipt::attest::{self, Dsse, Statement, Subject, VerdictPredicate};
+use crate::receipt::Event;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn fail(e: &attest::AttestError, hint: &str) -> Outcome {
+    Outcome::error(super::EXIT_ERROR, e.to_string(), Some(hint.into()))
+}
+
+pub(crate) fn keygen(a: &KeygenArgs) -> Outcome {
+    let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("."));
+    let key = match attest::generate() {
+        Ok(k) => k,
+        Err(e) => return fail(&e, "the OS random source is unavailable"),
+    };
+    let (sk, pk) = match attest::write_keys(&dir, &key) {
+        Ok(p) => p,
+        Err(e) => return fail(&e, "choose an empty directory with --out DIR"),
+    };
+    let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let body = KeygenBody {
+        private_key: abs(&sk).display().to_string(),
+        public_key: abs(&pk).display().to_string(),
+        keyid: attest::keyid(&key.verifying_key()),
+        human: format!(
+            "secret key: {} (keep it private; sign with `loopexec attest RUN --key {}`)\npublic key: {} (give it to verifiers: `loopexec verify ATTESTATION --pub {}`)\n",
+            sk.display(),
+            sk.display(),
+            pk.display(),
+            pk.display()
+        ),
+    };
+    Outcome::from_body("ok", 0, &body)
+}
+
+/// The statement over a loaded run.
+fn statement(run: &super::LoadedRun, receipt_bytes: &[u8]) -> Statement {
+    let facts = crate::receipt::facts::run_facts(&run.run_id, &run.receipt, &run.lines);
+    let mut guards = serde_json::json!({});
+    let mut code = 0;
+    let mut last_tree = None;
+    let mut last_fp = None;
+    for l in &run.lines {
+        match &l.event {
+            Event::RunStarted(s) => {
+                code = s.config.success_exit_code;
+                guards = serde_json::json!({
+                    "policy": s.config.guards,
+                    "confirm_runs": s.config.confirm_runs,
+                    "budget": s.config.budget,
+                    "on_regression": s.config.halt,
+                    "unavailable": s.guards_unavailable,
+                });
+                last_tree = s.git.baseline_tree.clone();
+            }
+            Event::ExecFinished(e) if e.tree.is_some() => last_tree.clone_from(&e.tree),
+            Event::CheckFinished(c) if c.attempt == 0 => {
+                last_fp = Some(crate::receipt::fingerprint::recorded(c, code));
+            }
+            _ => {}
+        }
+    }
+    let name = run.receipt.file_name().map_or_else(
+        || "receipt.jsonl".into(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let mut subject = vec![Subject {
+        name: format!("receipt:{name}"),
+        digest: attest::digests(receipt_bytes),
+    }];
+    if let Some(t) = last_tree {
+        let mut d = BTreeMap::new();
+        d.insert("gitTree".into(), t);
+        subject.push(Subject {
+            name: format!("tree:{}", run.run_id),
+            digest: d,
+        });
+    }
+    Statement {
+        statement_type: attest::STATEMENT_TYPE.into(),
+        subject,
+        predicate_type: attest::PREDICATE_TYPE.into(),
+        predicate: VerdictPredicate {
+            run_id: run.run_id.clone(),
+            halt_reason: facts.halt_reason.clone(),
+            halt_class: facts.halt_class.clone(),
+            exit_code: facts.exit_code,
+            iterations: facts.iteration,
+            guards,
+            fingerprint: last_fp,
+            spend: facts.spend.clone(),
+            started_at: facts.started_at.clone(),
+            finished_at: facts.finished_at.clone(),
+            loopexec_version: env!("CARGO_PKG_VERSION").into(),
+        },
+    }
+}
+
+pub(crate) fn attest(workdir: &Path, a: &AttestArgs) -> Outcome {
+    let key = match attest::read_secret(&a.key) {
+        Ok(k) => k,
+        Err(e) => return fail(&e, "create a key pair with `loopexec keygen`"),
+    };
+    let run = match super::load_run(workdir, a.run.as_deref()) {
+        Ok(r) => r,
+        Err(o) => return o,
+    };
+    if let Some((line, what)) = crate::receipt::verify_chain(&run.lines) {
+        return Outcome::error(
+            HaltReason::InvariantFailed.exit_code(),
+            format!(
+                "receipt {} is damaged at line {line} ({what}); it cannot be attested",
+                run.receipt.display()
+            ),
+            Some("`loopexec check` names the first broken record".into()),
+        );
+    }
+    let bytes = match std::fs::read(&run.receipt) {
+        Ok(b) => b,
+        Err(e) => {
+            return Outcome::error(
+                super::EXIT_ERROR,
+                format!("cannot read {}: {e}", run.receipt.display()),
+                None,
+            )
+        }
+    };
+    let st = statement(&run, &bytes);
+    let env = match attest::sign(&st, &key) {
+        Ok(e) => e,
+        Err(e) => return fail(&e, "this is a loopexec bug"),
+    };
+    let out = a.out.clone().unwrap_or_else(|| {
+        run.ws
+            .runs_dir()
+            .join(format!("{}.intoto.json", run.run_id))
+    });
+    let text = serde_json::to_string_pretty(&env).unwrap_or_default();
+    if let Err(e) = std::fs::write(&out, format!("{text}\n")) {
+        return Outcome::error(
+            super::EXIT_ERROR,
+            format!("cannot write {}: {e}", out.display()),
+            Some("give --out a writable path".into()),
+        );
+    }
+    let body = AttestBody {
+        run_id: run.run_id.clone(),
+        attestation_path: out.display().to_string(),
+        human: format!(
+            "attested run {}: {} (exit {}) — {}\nverify with: loopexec verify {} --pub PUBLIC_KEY\n",
+            run.run_id,
+            st.predicate.halt_reason.as_deref().unwrap_or("not halted"),
+            st.predicate
+                .exit_code
+                .map_or("-".to_string(), |c| c.to_string()),
+            out.display(),
+            out.display()
+        ),
+        attestation: env,
+        run: crate::receipt::facts::run_facts(&run.run_id, &run.receipt, &run.lines),
+        statement: st,
+    };
+    Outcome::from_body("ok", 0, &body)
+}
+
+/// Finds the DSSE envelope in a file: the file itself, or the first object in it
+/// (e.g. `attest --json` output) that has `payloadType`, `payload` and `signatures`.
+fn find_envelope(v: &serde_json::Value) -> Option<Dsse> {
+    if let Ok(d) = serde_json::from_value::<Dsse>(v.clone()) {
+        return Some(d);
+    }
+    match v {
+        serde_json::Value::Object(m) => m.values().find_map(find_envelope),
+        serde_json::Value::Array(a) => a.iter().find_map(find_envelope),
+        _ => None,
+    }
+}
+
+pub(crate) fn verify(workdir: &Path, a: &VerifyArgs) -> Outcome {
+    let key = match attest::read_public(&a.public) {
+        Ok(k) => k,
+        Err(e) => {
+            return fail(
+                &e,
+                "give the public key `loopexec keygen` wrote (loopexec.pub)",
+            )
+        }
+    };
+    let text = match std::fs::read(&a.attestation) {
+        Ok(t) => t,
+        Err(e) => {
+            return Outcome::error(
+                super::EXIT_ERROR,
+                format!("cannot read {}: {e}", a.attestation.display()),
+                None,
+            )
+        }
+    };
+    let mut body = VerifyBody {
+        signature_valid: false,
+        receipt_matches: None,
+        receipt: None,
+        run_id: None,
+        keyid: Some(attest::keyid(&key)),
+        predicate: None,
+        human: String::new(),
+    };
+    let invalid = |body: &mut VerifyBody, msg: String| {
+        body.human = format!("INVALID: {msg}\n");
+        let mut o = Outcome::from_body(
+            "invalid",
+            HaltReason::MetricIntegrityViolation.exit_code(),
+            &*body,
+        );
+        o.errors.push(msg);
+        o
+    };
+    let Some(env) = serde_json::from_slice::<serde_json::Value>(&text)
+        .ok()
+        .as_ref()
+        .and_then(find_envelope)
+    else {
+        return invalid(
+            &mut body,
+            format!(
+                "{} holds no DSSE envelope (payloadType, payload, signatures)",
+                a.attestation.display()
+            ),
+        );
+    };
+    let st = match attest::open(&env, &key) {
+        Ok(s) => s,
+        Err(e) => return invalid(&mut body, e.to_string()),
+    };
+    body.signature_valid = true;
+    body.run_id = Some(st.predicate.run_id.clone());
+    body.predicate = serde_json::to_value(&st.predicate).ok();
+    let receipt = a.receipt.clone().or_else(|| {
+        crate::workspace::Workspace::at(workdir)
+            .ok()
+            .map(|ws| ws.receipt_path(&st.predicate.run_id))
+    });
+    let Some(receipt) = receipt else {
+        return invalid(&mut body, "no receipt to check: give --receipt FILE".into());
+    };
+    body.receipt = Some(receipt.display().to_string());
+    let bytes = match std::fs::read(&receipt) {
+        Ok(b) => b,
+        Err(e) => {
+            return invalid(
+                &mut body,
+                format!(
+                    "cannot read the receipt {} ({e}); give --receipt FILE",
+                    receipt.display()
+                ),
+            )
+        }
+    };
+    let got = attest::digests(&bytes);
+    let want = st
+        .subject
+        .iter()
+        .find(|s| s.name.starts_with("receipt:"))
+        .map(|s| s.digest.clone())
+        .unwrap_or_default();
+    let matches = !want.is_empty() && want.iter().all(|(alg, d)| got.get(alg) == Some(d));
+    body.receipt_matches = Some(matches);
+    if !matches {
+        return invalid(
+            &mut body,
+            format!(
+                "the receipt {} differs from the one that was attested (digest mismatch)",
+                receipt.display()
+            ),
+        );
+    }
+    body.human = format!(
+        "valid: signed by key {} — run {} halted {} (exit {}); receipt {} unchanged\n",
+        body.keyid.as_deref().unwrap_or("-"),
+        st.predicate.run_id,
+        st.predicate.halt_reason.as_deref().unwrap_or("-"),
+        st.predicate
+            .exit_code
+            .map_or("-".to_string(), |c| c.to_string()),
+        receipt.display()
+    );
+    Outcome::from_body("ok", 0, &body)
+}

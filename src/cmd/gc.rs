@@ -1,0 +1,88 @@
+//! `loopexec gc [--keep N]`: removes old runs — the receipt, the run's directory of
+//! captured and kept outputs, its attestation file and its snapshot refs — keeping
+//! the newest N. A run whose process is still alive is never removed.
+
+use crate::cli::{GcArgs, Outcome};
+use crate::cmd::bodies::GcBody;
+use crate::workspace::Workspace;
+use std::path::Path;
+
+pub(crate) fn run(workdir: &Path, a: &GcArgs) -> Outcome {
+    let ws = match Workspace::at(workdir) {
+        Ok(w) => w,
+        Err(e) => return super::ws_error(&e),
+    };
+    let runs = super::runs::run_ids(&ws);
+    let mut kept = Vec::new();
+    let mut removed = Vec::new();
+    let mut refs_deleted = 0;
+    let mut errors = Vec::new();
+    for (i, (id, facts)) in runs.iter().enumerate() {
+        let live = facts.halt_reason.is_none() && ws.heartbeat_path(id).is_file();
+        if i < a.keep || live {
+            kept.push(id.clone());
+            continue;
+        }
+        // Snapshot refs live in loopexec's own store (and, for runs recorded before
+        // it, in the user's repository).
+        let store = crate::observe::tree::store_path(&ws.workdir);
+        let mut places = Vec::new();
+        if store.join(crate::observe::store::STORE_MARKER).is_file() {
+            places.push(store);
+        }
+        if crate::observe::git::repo_root(&ws.workdir).is_some() {
+            places.push(ws.workdir.clone());
+        }
+        for dir in places {
+            match crate::observe::git::delete_refs(&dir, id) {
+                Ok(n) => refs_deleted += n,
+                Err(e) => errors.push(format!("run {id}: cannot delete snapshot refs: {e}")),
+            }
+        }
+        let mut ok = true;
+        for p in [
+            ws.receipt_path(id),
+            ws.runs_dir().join(format!("{id}.intoto.json")),
+        ] {
+            if let Err(e) = std::fs::remove_file(&p) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    errors.push(format!("cannot remove {}: {e}", p.display()));
+                    ok = false;
+                }
+            }
+        }
+        if let Err(e) = std::fs::remove_dir_all(ws.run_dir(id)) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                errors.push(format!("cannot remove {}: {e}", ws.run_dir(id).display()));
+                ok = false;
+            }
+        }
+        if ok {
+            removed.push(id.clone());
+        }
+    }
+    let human = format!(
+        "kept {} run(s), removed {} run(s) and {refs_deleted} snapshot ref(s){}\n",
+        kept.len(),
+        removed.len(),
+        if removed.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", removed.join(", "))
+        }
+    );
+    let body = GcBody {
+        kept,
+        removed,
+        refs_deleted,
+        human,
+    };
+    let failed = !errors.is_empty();
+    let mut o = Outcome::from_body(
+        if failed { "error" } else { "ok" },
+        if failed { super::EXIT_ERROR } else { 0 },
+        &body,
+    );
+    o.errors = errors;
+    o
+}

@@ -1,0 +1,68 @@
+//! `loopexec runs`: every run in the workdir with its verdict, newest first.
+
+use crate::cli::Outcome;
+use crate::cmd::bodies::RunsBody;
+use crate::output::RunFacts;
+use crate::workspace::Workspace;
+use std::path::Path;
+
+/// Run ids with a receipt, newest first (by the receipt's first timestamp, then id).
+pub(crate) fn run_ids(ws: &Workspace) -> Vec<(String, RunFacts)> {
+    let Ok(rd) = std::fs::read_dir(ws.runs_dir()) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, RunFacts)> = rd
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let id = name.strip_suffix(".jsonl")?.to_string();
+            let path = e.path();
+            let lines = match crate::receipt::read(&path) {
+                Ok(l) => l,
+                Err(_) => super::read_complete_lines(&path),
+            };
+            let facts = crate::receipt::facts::run_facts(&id, &path, &lines);
+            Some((id, facts))
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.1.started_at
+            .cmp(&a.1.started_at)
+            .then_with(|| b.0.cmp(&a.0))
+    });
+    out
+}
+
+pub(crate) fn list(workdir: &Path) -> Outcome {
+    let ws = match Workspace::at(workdir) {
+        Ok(w) => w,
+        Err(e) => return super::ws_error(&e),
+    };
+    let runs = run_ids(&ws);
+    let mut human = String::new();
+    if runs.is_empty() {
+        human.push_str("no runs yet (start one with `loopexec run --check CMD`)\n");
+    } else {
+        human.push_str(&format!(
+            "{:<28} {:<24} {:>4} {:>5} {:>9}  started\n",
+            "run", "halt", "exit", "iter", "duration"
+        ));
+    }
+    for (id, f) in &runs {
+        human.push_str(&format!(
+            "{:<28} {:<24} {:>4} {:>5} {:>9}  {}\n",
+            id,
+            f.halt_reason.as_deref().unwrap_or("(running or died)"),
+            f.exit_code.map_or("-".into(), |c| c.to_string()),
+            f.iteration,
+            f.duration_ms
+                .map_or("-".into(), |d| format!("{:.1}s", d as f64 / 1000.0)),
+            f.started_at.as_deref().unwrap_or("-")
+        ));
+    }
+    let body = RunsBody {
+        runs: runs.into_iter().map(|(_, f)| f).collect(),
+        human,
+    };
+    Outcome::from_body("ok", 0, &body)
+}

@@ -1,0 +1,26 @@
+//! Keeping each check run's full output (zstd, capped) for `replay --offline
+//! --reparse`; see [`crate::receipt::replay::keep_output`].
+
+use super::Loop;
+use crate::proc::Spools;
+
+impl Loop<'_> {
+    /// Keeps the check run's streams before their spools are removed. Best effort by
+    /// design: a failure is reported on stderr and the run goes on (the receipt, not
+    /// the kept output, is the record).
+    pub(super) fn keep_check_output(&self, iteration: u32, attempt: u32, spools: &Spools) {
+        let dir = self.ws.run_dir(&self.run_id);
+        if let Err(e) = crate::receipt::replay::keep_output(
+            &dir,
+            iteration,
+            attempt,
+            &spools.stdout,
+            &spools.stderr,
+        ) {
+            self.say(&format!(
+                "cannot keep the check's output in {}: {e}",
+                dir.display()
+            ));
+        }
+    }
+}

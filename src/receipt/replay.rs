@@ -1,0 +1,392 @@
+//! Replay: re-run a recorded check on the snapshot it judged, in a clean room, and
+//! re-read kept check output — the observing half of `loopexec replay` (the command
+//! compares fingerprints and re-derives verdicts).
+//!
+//! The clean room is a fresh temporary directory holding exactly the snapshot's files
+//! ([`materialize`]); the check runs there with the run's recorded policy (command,
+//! success exit code, format, reports, timeout, network, stripped secrets), and its
+//! output is parsed by the same parser and completed by the same rules as in the loop
+//! ([`complete_parse`]).
+//!
+//! Kept output: each check run's full stdout and stderr, zstd-compressed and capped
+//! (`LOOPEXEC_KEEP_OUTPUT_BYTES` per stream before compression, default
+//! [`DEFAULT_KEEP_BYTES`], `0` keeps nothing), as `<run-dir>/<it>.check[-<attempt>].
+//! {stdout,stderr}.zst`, so `replay --offline --reparse` can parse it again.
+
+use crate::check::model::ParsedRun;
+use crate::check::parse::{self, CheckInput, FormatChoice};
+use crate::config::RunConfig;
+use crate::proc::{self, StepResult, StepSpec};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Bytes of each stream kept by default (8 MiB, before compression).
+pub const DEFAULT_KEEP_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Problems replaying a run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("cannot materialize snapshot {snapshot}: {message}")]
+    Materialize { snapshot: String, message: String },
+    #[error("cannot run the check in the clean room: {0}")]
+    Run(std::io::Error),
+    #[error("no kept output for iteration {iteration} ({path}); it was recorded before output was kept, or LOOPEXEC_KEEP_OUTPUT_BYTES was 0")]
+    NoKeptOutput { iteration: u32, path: String },
+    #[error("cannot read kept output {path}: {source}")]
+    Kept {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// Writes the files of `snapshot_commit` (a commit or tree id) into the empty
+/// directory `dest`, using a temporary index. The snapshot is read from loopexec's own
+/// store (`.loopexec/snapshots.git`) when the workdir has one, else from the git
+/// repository holding `workdir` (receipts written before the store); neither the
+/// user's index, HEAD nor work tree is touched.
+///
+/// # Errors
+/// [`ReplayError::Materialize`] naming the git step that failed.
+pub fn materialize(workdir: &Path, snapshot_commit: &str, dest: &Path) -> Result<(), ReplayError> {
+    use crate::observe::git::git_cmd;
+    let err = |message: String| ReplayError::Materialize {
+        snapshot: snapshot_commit.to_string(),
+        message,
+    };
+    let store = crate::observe::tree::store_path(workdir);
+    let source = if in_store(workdir, snapshot_commit) {
+        store
+    } else {
+        workdir.to_path_buf()
+    };
+    let idx = tempfile::Builder::new()
+        .prefix("loopexec-replay-index")
+        .tempdir()
+        .map_err(|e| err(e.to_string()))?;
+    let index = idx.path().join("index");
+    let tree = format!("{snapshot_commit}^{{tree}}");
+    let mut read = git_cmd(&source);
+    read.env("GIT_INDEX_FILE", &index)
+        .args(["read-tree", &tree]);
+    crate::observe::git::run(&mut read).map_err(|e| err(e.to_string()))?;
+    let mut co = git_cmd(&source);
+    co.env("GIT_INDEX_FILE", &index)
+        .arg(format!("--work-tree={}", dest.display()))
+        .args(["checkout-index", "-a", "-f"]);
+    crate::observe::git::run(&mut co).map_err(|e| err(e.to_string()))?;
+    Ok(())
+}
+
+/// True when `object` is in the workdir's snapshot store (its snapshots are rooted at
+/// the workdir; older git snapshots are rooted at the repository's top).
+#[must_use]
+pub fn in_store(workdir: &Path, object: &str) -> bool {
+    let store = crate::observe::tree::store_path(workdir);
+    if !store.join(crate::observe::store::STORE_MARKER).is_file() {
+        return false;
+    }
+    let mut c = crate::observe::git::git_cmd(&store);
+    c.args(["cat-file", "-e", &format!("{object}^{{tree}}")]);
+    crate::observe::git::run(&mut c).is_ok()
+}
+
+/// The workdir's path inside its repository (`""` at the top), so the check runs in
+/// the same relative place in the clean room.
+#[must_use]
+pub fn workdir_prefix(workdir: &Path) -> PathBuf {
+    let Some(root) = crate::observe::git::repo_root(workdir) else {
+        return PathBuf::new();
+    };
+    let wd = std::fs::canonicalize(workdir).unwrap_or_else(|_| workdir.to_path_buf());
+    let root = std::fs::canonicalize(&root).unwrap_or(root);
+    wd.strip_prefix(&root)
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// The parse completed by the loop's own rules ([`crate::check::postparse::settle`]),
+/// so fingerprints compare with the recorded ones.
+pub fn complete_parse(
+    parsed: &mut ParsedRun,
+    step: &StepResult,
+    success_exit_code: i32,
+    missing_reports: &[String],
+) {
+    crate::check::postparse::settle(
+        parsed,
+        &crate::check::postparse::StepFacts {
+            exit_code: step.exit_code,
+            signal: step.signal,
+            exited_ok: step.exited_with(success_exit_code),
+            output_truncated: step.stdout.spool_truncated || step.stderr.spool_truncated,
+            missing_reports,
+        },
+    );
+}
+
+fn format_choice(cfg: &RunConfig) -> FormatChoice {
+    if cfg.test_format == "auto" {
+        FormatChoice::Auto
+    } else {
+        parse::format_from_name(&cfg.test_format).map_or(FormatChoice::Auto, FormatChoice::Fixed)
+    }
+}
+
+/// The dependency directories a run's t0 left out of its snapshots (linked into the
+/// clean room as the loop did), from `run_started`'s baseline measures.
+#[must_use]
+pub fn dependencies_of(baseline: &serde_json::Value) -> Vec<String> {
+    let m: crate::detect::integrity::TreeMeasures =
+        serde_json::from_value(baseline.clone()).unwrap_or_default();
+    m.excluded
+        .iter()
+        .filter_map(|e| e.strip_suffix(" (dependencies)"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A clean room for one replayed check run: its directory and environment.
+struct Room {
+    /// The directory the check runs in.
+    cwd: PathBuf,
+    env_set: Vec<(String, String)>,
+    env_remove: Vec<String>,
+}
+
+/// The loop's own clean room ([`crate::engine::cleanroom::CleanRoom`]) under a private
+/// state directory, synced to `snapshot` from the workdir's store, with the same
+/// dependency links and environment as the loop's check runs.
+fn store_room(
+    workdir: &Path,
+    cfg: &RunConfig,
+    snapshot: &str,
+    dependencies: &[String],
+    state: &Path,
+) -> Result<Room, ReplayError> {
+    let err = |message: String| ReplayError::Materialize {
+        snapshot: snapshot.to_string(),
+        message,
+    };
+    let store =
+        crate::observe::store::SnapshotStore::open(&crate::observe::tree::store_path(workdir))
+            .map_err(|e| err(e.to_string()))?;
+    let mut c = crate::observe::git::git_cmd(store.dir());
+    c.args(["rev-parse", "--verify", &format!("{snapshot}^{{tree}}")]);
+    let tree =
+        String::from_utf8_lossy(&crate::observe::git::run(&mut c).map_err(|e| err(e.to_string()))?)
+            .trim()
+            .to_string();
+    let excludes = crate::observe::store::Excludes::new(&cfg.clean_room.exclude)
+        .map_err(|e| err(e.to_string()))?;
+    let mut room =
+        crate::engine::cleanroom::CleanRoom::prepare(state, workdir, excludes, dependencies)
+            .map_err(|e| err(e.to_string()))?;
+    room.sync(&store, &tree).map_err(|e| err(e.to_string()))?;
+    let base_env: Vec<(String, String)> = std::env::vars().collect();
+    let (env_set, env_remove) = room.env(&base_env);
+    Ok(Room {
+        cwd: room.root().to_path_buf(),
+        env_set,
+        env_remove,
+    })
+}
+
+/// Runs the run's check once in a fresh clean room holding `snapshot`; returns the
+/// step and its completed parse. Snapshots in loopexec's store get the loop's own
+/// clean room (dependency links, environment); older git snapshots are checked out
+/// into a temporary directory.
+///
+/// # Errors
+/// [`ReplayError`] when the snapshot cannot be materialized or the check cannot be
+/// started.
+pub fn rerun(
+    workdir: &Path,
+    cfg: &RunConfig,
+    snapshot: &str,
+    dependencies: &[String],
+) -> Result<(StepResult, ParsedRun), ReplayError> {
+    let room = tempfile::Builder::new()
+        .prefix("loopexec-replay")
+        .tempdir()
+        .map_err(ReplayError::Run)?;
+    let mut env_remove = crate::observe::secrets::secret_env_names(&cfg.guards.keep_env);
+    let (cwd, env_set) = if in_store(workdir, snapshot) {
+        let r = store_room(workdir, cfg, snapshot, dependencies, room.path())?;
+        env_remove.extend(r.env_remove);
+        (r.cwd, r.env_set)
+    } else {
+        let tree = room.path().join("tree");
+        std::fs::create_dir_all(&tree).map_err(ReplayError::Run)?;
+        materialize(workdir, snapshot, &tree)?;
+        (tree.join(workdir_prefix(workdir)), Vec::new())
+    };
+    std::fs::create_dir_all(&cwd).map_err(ReplayError::Run)?;
+    let caps = room.path().join("capture");
+    std::fs::create_dir_all(&caps).map_err(ReplayError::Run)?;
+    let check = cfg.check.clone().unwrap_or_default();
+    let wrapped = crate::observe::isolation::wrap_check(&check, &cfg.check_network);
+    let spec = StepSpec {
+        command: &wrapped,
+        cwd: &cwd,
+        env_remove: &env_remove,
+        env_set: &env_set,
+        timeout: cfg.check_timeout.map(|d| d.0),
+        stall_timeout: None,
+        grace: cfg.kill_grace.0,
+        limits: proc::CaptureLimits::default(),
+        capture_prefix: caps.join("check"),
+        workdir: &caps,
+        stdout_sink: None,
+        sandbox: None,
+    };
+    let (step, spools) = proc::run_step(spec, &mut |_| None).map_err(ReplayError::Run)?;
+    let mut reports = Vec::new();
+    let mut missing = Vec::new();
+    for pat in &cfg.reports {
+        let found: Vec<PathBuf> = if pat.contains(['*', '?', '[']) {
+            crate::observe::reports::glob_files(&cwd, pat)
+        } else {
+            Some(cwd.join(pat))
+                .filter(|p| p.is_file())
+                .into_iter()
+                .collect()
+        };
+        if found.is_empty() {
+            missing.push(pat.clone());
+        }
+        reports.extend(found);
+    }
+    let exit = parse::exit_for_parser(step.exit_code, step.signal, cfg.success_exit_code);
+    let mut parsed = parse::parse(
+        &CheckInput {
+            stdout: Some(&spools.stdout),
+            stderr: Some(&spools.stderr),
+            exit_code: exit,
+            reports: &reports,
+        },
+        format_choice(cfg),
+    );
+    complete_parse(&mut parsed, &step, cfg.success_exit_code, &missing);
+    Ok((step, parsed))
+}
+
+/// The cap on kept bytes per stream (`LOOPEXEC_KEEP_OUTPUT_BYTES`).
+#[must_use]
+pub fn keep_limit() -> u64 {
+    std::env::var("LOOPEXEC_KEEP_OUTPUT_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_KEEP_BYTES)
+}
+
+/// Path of a kept stream: `<run_dir>/<it>.check[-<attempt>].<stream>.zst`.
+#[must_use]
+pub fn kept_path(run_dir: &Path, iteration: u32, attempt: u32, stream: &str) -> PathBuf {
+    let suffix = if attempt == 0 {
+        String::new()
+    } else {
+        format!("-{attempt}")
+    };
+    run_dir.join(format!("{iteration}.check{suffix}.{stream}.zst"))
+}
+
+/// Keeps a check run's full streams (from its spool files), zstd-compressed and
+/// capped. Returns how many bytes of each stream were kept.
+///
+/// # Errors
+/// I/O errors reading a spool or writing the kept file.
+pub fn keep_output(
+    run_dir: &Path,
+    iteration: u32,
+    attempt: u32,
+    stdout_spool: &Path,
+    stderr_spool: &Path,
+) -> std::io::Result<(u64, u64)> {
+    let limit = keep_limit();
+    if limit == 0 {
+        return Ok((0, 0));
+    }
+    let mut kept = [0u64; 2];
+    for (i, (stream, spool)) in [("stdout", stdout_spool), ("stderr", stderr_spool)]
+        .into_iter()
+        .enumerate()
+    {
+        let src = match std::fs::File::open(spool) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        let out = std::fs::File::create(kept_path(run_dir, iteration, attempt, stream))?;
+        let mut enc = zstd::Encoder::new(out, 9)?;
+        kept[i] = std::io::copy(&mut src.take(limit), &mut enc)?;
+        enc.finish()?;
+    }
+    Ok((kept[0], kept[1]))
+}
+
+/// Re-parses a recorded check run from its kept output with this loopexec's parser.
+///
+/// # Errors
+/// [`ReplayError::NoKeptOutput`] when nothing was kept; [`ReplayError::Kept`] on read
+/// errors.
+pub fn reparse(
+    run_dir: &Path,
+    cfg: &RunConfig,
+    iteration: u32,
+    attempt: u32,
+    step: &StepResult,
+) -> Result<ParsedRun, ReplayError> {
+    let tmp = tempfile::tempdir().map_err(ReplayError::Run)?;
+    let mut paths = Vec::new();
+    for stream in ["stdout", "stderr"] {
+        let kept = kept_path(run_dir, iteration, attempt, stream);
+        if !kept.is_file() {
+            return Err(ReplayError::NoKeptOutput {
+                iteration,
+                path: kept.display().to_string(),
+            });
+        }
+        let kerr = |source| ReplayError::Kept {
+            path: kept.display().to_string(),
+            source,
+        };
+        let f = std::fs::File::open(&kept).map_err(kerr)?;
+        let mut dec = zstd::Decoder::new(f).map_err(kerr)?;
+        let dest = tmp.path().join(stream);
+        let mut out = std::fs::File::create(&dest).map_err(ReplayError::Run)?;
+        std::io::copy(&mut dec, &mut out).map_err(kerr)?;
+        paths.push(dest);
+    }
+    let exit = parse::exit_for_parser(step.exit_code, step.signal, cfg.success_exit_code);
+    let mut parsed = parse::parse(
+        &CheckInput {
+            stdout: Some(&paths[0]),
+            stderr: Some(&paths[1]),
+            exit_code: exit,
+            reports: &[],
+        },
+        format_choice(cfg),
+    );
+    complete_parse(&mut parsed, step, cfg.success_exit_code, &[]);
+    Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_output_round_trips_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let so = dir.path().join("o.spool");
+        let se = dir.path().join("e.spool");
+        std::fs::write(&so, b"ok 1 - t1\n".repeat(10)).unwrap();
+        std::fs::write(&se, b"").unwrap();
+        let (a, b) = keep_output(dir.path(), 3, 1, &so, &se).unwrap();
+        assert_eq!((a, b), (100, 0));
+        let p = kept_path(dir.path(), 3, 1, "stdout");
+        assert!(p.ends_with("3.check-1.stdout.zst"));
+        let back = zstd::decode_all(std::fs::File::open(p).unwrap()).unwrap();
+        assert_eq!(back, b"ok 1 - t1\n".repeat(10));
+    }
+}
