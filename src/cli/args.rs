@@ -508,7 +508,7 @@ pub struct RunArgs {
     /// Halt after N agent tool-call rounds across the run (seen by `loopexec gate`).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u64>,
-    /// A used-up [limits] rate: suspend (park until it refills, the default) or halt (budget_exceeded).
+    /// A used-up `[limits]` rate: suspend (park until it refills, the default) or halt (budget_exceeded).
     #[arg(long, value_name = "MODE", value_parser = ["suspend", "halt"])]
     pub on_rate_limit: Option<String>,
     /// Stream the work step's stdout to stderr as it runs (prefixed `agent| `).

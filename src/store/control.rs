@@ -249,7 +249,7 @@ pub(super) fn unique_suffix() -> String {
     format!("{nanos}:{}:{n}", std::process::id())
 }
 
-/// A short unique id with a prefix (`hold-1f2e…`), from [`unique_suffix`] and `salt`.
+/// A short unique id with a prefix (`hold-1f2e…`), from `unique_suffix` and `salt`.
 #[must_use]
 pub fn new_id(prefix: &str, salt: &str) -> String {
     let h = blake3::hash(format!("{}:{salt}", unique_suffix()).as_bytes());
