@@ -52,6 +52,13 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     "unittest/**",
     "**/*.dist-info/entry_points.txt",
     "**/*.egg-info/entry_points.txt",
+    // Files that pick the toolchain the check runs with (version managers).
+    ".python-version",
+    ".tool-versions",
+    ".nvmrc",
+    ".node-version",
+    "rust-toolchain",
+    "rust-toolchain.toml",
     "**/usercustomize.py",
     "**/tox.ini",
     "**/noxfile.py",
