@@ -315,9 +315,7 @@ pub(super) fn check_latch(
             min_severity: None,
         })?
         .into_iter()
-        .find(|e| {
-            HaltReason::from_str_opt(&e.halt_reason) == Some(HaltReason::ReviewerRejected)
-        });
+        .find(|e| HaltReason::from_str_opt(&e.halt_reason) == Some(HaltReason::ReviewerRejected));
     if let Some(e) = unacked_judgment {
         return Err(EngineError::Latched {
             run_id: run_id.to_string(),
