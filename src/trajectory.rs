@@ -242,6 +242,20 @@ impl Trajectory {
     }
 }
 
+impl Trajectory {
+    /// The failing set of the newest main check, with its messages, sorted by id
+    /// (empty before any check).
+    #[must_use]
+    pub fn last_failing_messages(&self) -> Vec<(String, String)> {
+        self.iterations
+            .iter()
+            .rev()
+            .find_map(|i| i.main_check())
+            .map(|c| failing_messages(&c.parsed).into_iter().collect())
+            .unwrap_or_default()
+    }
+}
+
 /// Failing ids with their normalized messages ("" when none).
 #[must_use]
 pub fn failing_messages(p: &ParsedRun) -> BTreeMap<String, String> {

@@ -281,14 +281,7 @@ fn ack_run(workdir: &Path, ws: &Workspace, a: &AckArgs) -> Outcome {
     }
     let mut f = Map::new();
     f.insert("run_id".into(), json!(run.run_id));
-    f.insert(
-        "run".into(),
-        json!(crate::receipt::facts::run_facts(
-            &run.run_id,
-            &run.receipt,
-            &run.lines
-        )),
-    );
+    f.insert("run".into(), json!(run.facts()));
     f.insert("reviewer".into(), json!(reviewer));
     f.insert("iteration".into(), json!(iteration));
     f.insert("how".into(), json!(how));

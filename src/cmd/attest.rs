@@ -45,7 +45,7 @@ pub(crate) fn keygen(a: &KeygenArgs) -> Outcome {
 
 /// The statement over a loaded run.
 fn statement(run: &super::LoadedRun, receipt_bytes: &[u8]) -> Statement {
-    let facts = crate::receipt::facts::run_facts(&run.run_id, &run.receipt, &run.lines);
+    let facts = run.facts();
     let mut guards = serde_json::json!({});
     let mut code = 0;
     let mut last_tree = None;
@@ -167,7 +167,7 @@ pub(crate) fn attest(workdir: &Path, a: &AttestArgs) -> Outcome {
             out.display()
         ),
         attestation: env,
-        run: crate::receipt::facts::run_facts(&run.run_id, &run.receipt, &run.lines),
+        run: run.facts(),
         statement: st,
     };
     Outcome::from_body("ok", 0, &body)

@@ -26,16 +26,7 @@ fn failing_of(workdir: &Path, run_id: Option<&str>) -> Result<Vec<(String, Strin
         .cloned()
         .collect();
     let t = Trajectory::from_lines(&lines);
-    Ok(t.iterations
-        .iter()
-        .rev()
-        .find_map(|i| i.main_check())
-        .map(|c| {
-            crate::trajectory::failing_messages(&c.parsed)
-                .into_iter()
-                .collect()
-        })
-        .unwrap_or_default())
+    Ok(t.last_failing_messages())
 }
 
 pub(crate) fn run(workdir: &Path, a: &BuildContextArgs) -> Outcome {

@@ -75,7 +75,7 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
         trajectory: serde_json::to_value(&ex.trajectory).unwrap_or_default(),
         declined_actions: crate::gate::declined_json(&traj),
         actions: crate::gate::summary_json(&traj),
-        run: crate::receipt::facts::run_facts(&run.run_id, &run.receipt, &run.lines),
+        run: run.facts(),
         human,
     };
     if ok {

@@ -92,6 +92,13 @@ pub(crate) struct LoadedRun {
     pub lines: Vec<Line>,
 }
 
+impl LoadedRun {
+    /// The run's facts (the `run` object of every command's JSON).
+    pub fn facts(&self) -> crate::output::RunFacts {
+        crate::receipt::facts::run_facts(&self.run_id, &self.receipt, &self.lines)
+    }
+}
+
 /// Resolves the workdir and `--run-id` (latest by default) and reads the receipt.
 #[allow(clippy::result_large_err)] // the error is the command's rendered outcome
 pub(crate) fn load_run(

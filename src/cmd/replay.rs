@@ -335,7 +335,7 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
         iterations,
         derived_reason,
         recorded_reason,
-        run: crate::receipt::facts::run_facts(&run.run_id, &run.receipt, &run.lines),
+        run: run.facts(),
         human,
     };
     let (status, exit) = if !errors.is_empty() {

@@ -185,7 +185,7 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
         totals.check_ms += r.check.as_ref().map_or(0, |e| e.duration_ms)
             + r.confirmations.iter().map(|c| c.duration_ms).sum::<u64>();
     }
-    let facts = crate::receipt::facts::run_facts(&run.run_id, &run.receipt, &run.lines);
+    let facts = run.facts();
     let mut body = ReportBody {
         run_id: run.run_id.clone(),
         receipt: run.receipt.display().to_string(),

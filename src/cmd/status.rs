@@ -111,7 +111,7 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
         receipt: run.receipt.display().to_string(),
         halt_reason: halted.as_ref().map(|h| h.halt_reason.as_str().to_string()),
         halt_exit_code: halted.as_ref().map(|h| h.exit_code),
-        run: crate::receipt::facts::run_facts(&run.run_id, &run.receipt, &run.lines),
+        run: run.facts(),
         human,
     };
     Outcome::from_body("ok", 0, &body)

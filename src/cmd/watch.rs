@@ -46,14 +46,7 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
     };
     let mut f = Map::new();
     f.insert("run_id".into(), json!(run.run_id));
-    f.insert(
-        "run".into(),
-        json!(crate::receipt::facts::run_facts(
-            &run.run_id,
-            &run.receipt,
-            &run.lines
-        )),
-    );
+    f.insert("run".into(), json!(run.facts()));
     // The run is finished when its newest halt is not followed by a resume.
     let halted = run.lines.iter().rev().find_map(|l| match &l.event {
         Event::Halted(h) => Some(Some(h.clone())),

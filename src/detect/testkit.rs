@@ -7,28 +7,14 @@ use crate::trajectory::Trajectory;
 
 /// A step that exited with `code`.
 pub fn step(code: Option<i32>) -> StepResult {
-    let empty = CaptureSummary {
-        bytes: 0,
-        blake3: String::new(),
-        excerpt: None,
-        elided: false,
-        spool_truncated: false,
-        lines: 0,
-    };
     StepResult {
-        command: "sh x".into(),
-        exit_code: code,
-        signal: None,
-        spawn_error: None,
         duration_ms: 5,
-        timed_out: false,
-        stalled: false,
-        stopped: None,
-        leaked_processes: false,
-        pipe_held_open: false,
-        stdout: empty.clone(),
-        stderr: empty,
-        escaped: Vec::new(),
+        ..StepResult::finished(
+            "sh x",
+            code,
+            CaptureSummary::empty(),
+            CaptureSummary::empty(),
+        )
     }
 }
 

@@ -230,18 +230,7 @@ impl Loop<'_> {
     /// Measures the context of the current iteration and records `context_built`.
     pub(super) fn build_context(&mut self) -> Result<(), EngineError> {
         let it = self.current_iteration();
-        let failing: Vec<(String, String)> = self
-            .traj
-            .iterations
-            .iter()
-            .rev()
-            .find_map(|i| i.main_check())
-            .map(|c| {
-                crate::trajectory::failing_messages(&c.parsed)
-                    .into_iter()
-                    .collect()
-            })
-            .unwrap_or_default();
+        let failing = self.traj.last_failing_messages();
         let model = self.cfg.model.pin.clone().unwrap_or_default();
         let req = crate::observe::context::ContextRequest {
             task_file: self.cfg.task.file.as_deref(),

@@ -473,27 +473,10 @@ fn remove_if_present(path: &Path) -> Result<(), EngineError> {
 }
 
 pub(super) fn noop_step() -> StepResult {
-    let empty = proc::CaptureSummary {
-        bytes: 0,
-        blake3: blake3::hash(b"").to_hex().to_string(),
-        excerpt: None,
-        elided: false,
-        spool_truncated: false,
-        lines: 0,
-    };
-    StepResult {
-        command: String::new(),
-        exit_code: Some(0),
-        signal: None,
-        spawn_error: None,
-        duration_ms: 0,
-        timed_out: false,
-        stalled: false,
-        stopped: None,
-        leaked_processes: false,
-        pipe_held_open: false,
-        escaped: Vec::new(),
-        stdout: empty.clone(),
-        stderr: empty,
-    }
+    StepResult::finished(
+        "",
+        Some(0),
+        proc::CaptureSummary::empty(),
+        proc::CaptureSummary::empty(),
+    )
 }

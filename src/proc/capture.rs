@@ -83,6 +83,21 @@ pub struct CaptureSummary {
     pub lines: u64,
 }
 
+impl CaptureSummary {
+    /// The summary of a stream that printed nothing.
+    #[must_use]
+    pub fn empty() -> CaptureSummary {
+        CaptureSummary {
+            bytes: 0,
+            blake3: blake3::hash(b"").to_hex().to_string(),
+            excerpt: None,
+            elided: false,
+            spool_truncated: false,
+            lines: 0,
+        }
+    }
+}
+
 /// The state of one stream's capture. See the module doc.
 pub struct Capture {
     stream: Stream,

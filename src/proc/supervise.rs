@@ -108,6 +108,32 @@ pub struct StepResult {
 }
 
 impl StepResult {
+    /// A step that ended on its own with `exit_code` after `duration_ms`, with the given
+    /// captures; every stop flag clear, nothing leaked or escaped.
+    #[must_use]
+    pub fn finished(
+        command: &str,
+        exit_code: Option<i32>,
+        stdout: CaptureSummary,
+        stderr: CaptureSummary,
+    ) -> StepResult {
+        StepResult {
+            command: command.to_string(),
+            exit_code,
+            signal: None,
+            spawn_error: None,
+            duration_ms: 0,
+            timed_out: false,
+            stalled: false,
+            stopped: None,
+            leaked_processes: false,
+            pipe_held_open: false,
+            escaped: Vec::new(),
+            stdout,
+            stderr,
+        }
+    }
+
     /// True when the leader exited on its own with `code`.
     #[must_use]
     pub fn exited_with(&self, code: i32) -> bool {
@@ -128,14 +154,7 @@ pub struct Spools {
 }
 
 fn empty_summary() -> CaptureSummary {
-    CaptureSummary {
-        bytes: 0,
-        blake3: blake3::hash(b"").to_hex().to_string(),
-        excerpt: None,
-        elided: false,
-        spool_truncated: false,
-        lines: 0,
-    }
+    CaptureSummary::empty()
 }
 
 fn with_ext(prefix: &Path, ext: &str) -> PathBuf {
@@ -225,19 +244,8 @@ pub fn run_step(
             let (se, _) = err_cap.finish(&ex_err, spec.workdir);
             return Ok((
                 StepResult {
-                    command: spec.command.to_string(),
-                    exit_code: None,
-                    signal: None,
                     spawn_error: Some(format!("cannot start `sh -c {}`: {e}", spec.command)),
-                    duration_ms: 0,
-                    timed_out: false,
-                    stalled: false,
-                    stopped: None,
-                    leaked_processes: false,
-                    pipe_held_open: false,
-                    escaped: Vec::new(),
-                    stdout: so,
-                    stderr: se,
+                    ..StepResult::finished(spec.command, None, so, se)
                 },
                 spools,
             ));
