@@ -138,6 +138,15 @@ pub(crate) fn release(workdir: &Path, a: &ReleaseArgs) -> Outcome {
         Ok((_, s)) => stores.push(s),
         Err(o) => return o,
     }
+    // Releasing a hold is a person's act, as acknowledging is: an agent must not undo
+    // the stop a person put on it.
+    if let Some(why) = crate::control::inside_step(stores.first()) {
+        return Outcome::error(
+            crate::halt::HaltReason::HumanRequired.exit_code(),
+            format!("release refused: it runs inside a loopexec step ({why}); releasing a hold must come from a person"),
+            Some("run `loopexec release` yourself, from your own terminal".into()),
+        );
+    }
     match global(false) {
         Ok(Some(g)) => stores.push(g),
         Ok(None) => {}

@@ -67,6 +67,11 @@ pub(super) const MIGRATION: &str = "CREATE TABLE holds (
 /// events. `[halt_events.<reason>] severity` overrides it.
 #[must_use]
 pub fn default_severity(reason: HaltReason) -> &'static str {
+    // A rejection by the judge leaves the rejected work in the tree: the next run would
+    // start green from it, so it blocks new runs until a person acknowledges it.
+    if reason == HaltReason::ReviewerRejected {
+        return "high";
+    }
     match reason.class() {
         ExitClass::Integrity => "high",
         ExitClass::IterationCap

@@ -872,3 +872,21 @@ fn an_audit_log_edited_by_the_agent_is_named_in_the_receipt() {
         "git push --force origin main"
     );
 }
+
+/// An agent releasing a person's hold from inside its step. Before: the hold was
+/// released and the run went on to exit 10.
+#[test]
+fn release_refuses_inside_a_step() {
+    let r = Repo::with_f();
+    let held = r
+        .lx(&["hold", "--workspace", "--reason", "stop", "--by", "alice"])
+        .expect(0, None);
+    let id = held["hold_id"].as_str().expect("hold_id").to_string();
+    let out = r.lx_env(
+        &["release", &id, "--by", "alice"],
+        &[("LOOPEXEC_RUN_ID", "r1")],
+    );
+    assert_eq!(out.code, 11, "{}", out.errors_text());
+    assert!(out.errors_text().contains("inside a loopexec step"));
+    r.lx(&["release", &id, "--by", "alice"]).expect(0, None);
+}
