@@ -53,7 +53,7 @@ const DESTRUCTIVE: &[Rule] = &[
     },
     Rule {
         id: "git-push-force",
-        pattern: r"\bgit\s+push\b[^;&|]*(\s--force(-with-lease)?\b|\s-[a-zA-Z]*f\b|\s\+[^\s]+)",
+        pattern: r"\bgit\s+(-c\s+\S+\s+)*push\b[^;&|]*(\s--force(-with-lease)?\b|\s--mirror\b|\s-[a-zA-Z]*f\b|\s\+[^\s]+)",
         finding: None,
     },
     Rule {
@@ -77,6 +77,31 @@ const DESTRUCTIVE: &[Rule] = &[
         finding: None,
     },
     Rule {
+        id: "git-history-rewrite",
+        pattern: r"\bgit\s+(-c\s+\S+\s+)*(update-ref\s+-d|filter-branch|filter-repo)\b",
+        finding: None,
+    },
+    Rule {
+        id: "find-delete",
+        pattern: r"\bfind\b[^;&|]*\s(-delete|-exec\s+(rm|shred|unlink))\b|\bxargs\b[^;&|]*\b(rm|shred|unlink)\b",
+        finding: None,
+    },
+    Rule {
+        id: "write-outside-tree",
+        pattern: r"(>>?\s*|\btee\s+(-a\s+)?|\bdd\b[^;&|]*\bof=)(~|\$HOME|/(etc|usr|bin|sbin|lib|lib64|boot|var|opt|root|home|srv|dev/[sh]d|dev/nvme))|\b(cp|mv|install|ln)\b[^;&|]*\s(~|\$HOME|/(etc|usr|bin|sbin|lib|lib64|boot|var|opt|root|home|srv))\S*\s*($|[;&|])",
+        finding: None,
+    },
+    Rule {
+        id: "loopexec-state",
+        pattern: r"\b(rm|mv|truncate|shred|unlink)\b[^;&|]*(^|[\s/'\x22])\.(loopexec|git)(/|\s|$|['\x22])|>>?\s*\S*\.loopexec/|\bloopexec\s+(release|ack|confirm|deny)\b",
+        finding: None,
+    },
+    Rule {
+        id: "decoded-or-inline-delete",
+        pattern: r"base64\s+(-d|--decode)[^;&]*\|\s*(ba|z|da)?sh\b|(shutil\.rmtree|os\.(remove|unlink|rmdir)|fs\.(rm|rmSync|unlinkSync|rmdirSync)|File\.delete)\s*\(",
+        finding: None,
+    },
+    Rule {
         id: "sql-drop",
         pattern: r"(?i)\b(drop\s+(table|database|schema|index)|truncate\s+table|delete\s+from)\b",
         finding: None,
@@ -93,7 +118,7 @@ const DESTRUCTIVE: &[Rule] = &[
     },
     Rule {
         id: "cluster-change",
-        pattern: r"\b(kubectl\s+(delete|drain|cordon|scale|apply|replace|patch)|helm\s+(uninstall|delete|upgrade|install)|terraform\s+(destroy|apply)|pulumi\s+(destroy|up))\b",
+        pattern: r"\b(kubectl\b[^;&|]*\s(delete|drain|cordon|scale|apply|replace|patch)|helm\s+(uninstall|delete|upgrade|install)|terraform\s+(destroy|apply)|pulumi\s+(destroy|up))\b",
         finding: None,
     },
     Rule {
@@ -526,6 +551,120 @@ mod tests {
                 "cargo test",
                 ActionClass::ReversibleWrite,
                 "shell-in-workdir",
+                None,
+            ),
+            (
+                "git -c k=v push -f",
+                ActionClass::Destructive,
+                "git-push-force",
+                None,
+            ),
+            (
+                "git push --mirror origin",
+                ActionClass::Destructive,
+                "git-push-force",
+                None,
+            ),
+            (
+                "git update-ref -d refs/heads/main",
+                ActionClass::Destructive,
+                "git-history-rewrite",
+                None,
+            ),
+            (
+                "git filter-branch --force HEAD",
+                ActionClass::Destructive,
+                "git-history-rewrite",
+                None,
+            ),
+            (
+                "find / -delete",
+                ActionClass::Destructive,
+                "find-delete",
+                None,
+            ),
+            (
+                "find /etc -exec rm {} +",
+                ActionClass::Destructive,
+                "find-delete",
+                None,
+            ),
+            (
+                "ls | xargs rm -rf",
+                ActionClass::Destructive,
+                "find-delete",
+                None,
+            ),
+            (
+                "echo x > /etc/passwd",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "echo x | tee /etc/passwd",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "cp x /etc/passwd",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "mv x ~/.bashrc",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "dd if=/dev/zero of=/dev/sda",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "rm -rf .loopexec",
+                ActionClass::Destructive,
+                "loopexec-state",
+                None,
+            ),
+            (
+                "rm -rf .git",
+                ActionClass::Destructive,
+                "loopexec-state",
+                None,
+            ),
+            (
+                "echo x > .loopexec/ledger.sqlite",
+                ActionClass::Destructive,
+                "loopexec-state",
+                None,
+            ),
+            (
+                "loopexec release hold-1 --by alice",
+                ActionClass::Destructive,
+                "loopexec-state",
+                None,
+            ),
+            (
+                "echo cm0gLXJmIC8K | base64 -d | sh",
+                ActionClass::Destructive,
+                "decoded-or-inline-delete",
+                None,
+            ),
+            (
+                "python3 -c \"import shutil; shutil.rmtree('/etc')\"",
+                ActionClass::Destructive,
+                "decoded-or-inline-delete",
+                None,
+            ),
+            (
+                "kubectl --context prod delete pod x",
+                ActionClass::Destructive,
+                "cluster-change",
                 None,
             ),
         ];
