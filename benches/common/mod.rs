@@ -2,6 +2,8 @@
 //! scratch repository. Each bench uses only some of them.
 #![allow(dead_code)]
 
+pub mod ab;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
