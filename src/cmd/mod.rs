@@ -4,6 +4,8 @@
 mod ack;
 mod attest;
 pub mod bodies;
+pub mod bodies_control;
+pub mod bodies_ops;
 mod build_context;
 mod check_state;
 mod doctor;

@@ -11,7 +11,7 @@ use std::process::Command;
 
 /// A TAP check over `tests` (count) and `failing` (names), and an agent that fixes
 /// one failing test per iteration.
-fn tap_repo(failing: &str) -> Repo {
+pub(crate) fn tap_repo(failing: &str) -> Repo {
     let r = Repo::new();
     r.write("tests", "3\n")
         .write("failing", &format!("{failing}\n"));
@@ -25,9 +25,9 @@ exit $bad
     r
 }
 
-const FIX_ONE: &str = r#"set -- $(cat failing); shift; echo "$*" > failing"#;
+pub(crate) const FIX_ONE: &str = r#"set -- $(cat failing); shift; echo "$*" > failing"#;
 
-fn converged(run_id: &str) -> Repo {
+pub(crate) fn converged(run_id: &str) -> Repo {
     let r = tap_repo("t1 t2");
     r.lx_tap(FIX_ONE, &["--run-id", run_id, "--max-iterations", "5"])
         .expect(10, Some("success_condition_met"));
@@ -41,7 +41,7 @@ fn schema(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(&p).expect("committed schema")).expect("json")
 }
 
-fn assert_valid(name: &str, v: &Value) {
+pub(crate) fn assert_valid(name: &str, v: &Value) {
     let s = schema(name);
     let validator = jsonschema::validator_for(&s).expect("schema compiles");
     let errors: Vec<String> = validator
@@ -386,7 +386,7 @@ fn human(r: &Repo, args: &[&str]) -> String {
 
 /// Replaces what differs between honest runs (times, durations, paths, ids of git
 /// objects, pids, the version) so a snapshot compares the contract's shape and values.
-fn redact(v: &mut Value, repo: &str) {
+pub(crate) fn redact(v: &mut Value, repo: &str) {
     const KEYS: [&str; 17] = [
         "started_at",
         "finished_at",
@@ -427,7 +427,7 @@ fn redact(v: &mut Value, repo: &str) {
     }
 }
 
-fn redact_text(s: &str, repo: &str) -> String {
+pub(crate) fn redact_text(s: &str, repo: &str) -> String {
     let s = s.replace(repo, "[repo]");
     let ts = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z").unwrap();
     let secs = regex::Regex::new(r"\b\d+(\.\d+)?s\b").unwrap();

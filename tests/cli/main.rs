@@ -8,6 +8,7 @@
 
 mod commands;
 mod contract;
+mod contract_commands;
 mod control;
 mod guards;
 mod judgment;
