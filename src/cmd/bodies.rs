@@ -114,6 +114,9 @@ pub struct ExplainBody {
     /// A summary of the agent's gated actions.
     pub actions: Value,
     pub run: RunFacts,
+    /// When the work step failed: the end of its stderr and the file with the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<super::stderr_tail::StderrTail>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,
@@ -237,6 +240,9 @@ pub struct ReportBody {
     /// A summary of the agent's gated actions.
     pub actions: Value,
     pub run: RunFacts,
+    /// When the work step failed: the end of its stderr and the file with the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<super::stderr_tail::StderrTail>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,

@@ -42,6 +42,10 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
     for c in &ex.contributors {
         human.push_str(&format!("  - {c}\n"));
     }
+    let tail = super::stderr_tail::of_run(&run.ws.workdir, &run.lines[..=pos]);
+    if let Some(t) = &tail {
+        human.push_str(&t.render());
+    }
     human.push_str(&format!("\nwhat to do: {}\n", ex.what_to_do));
     human.push_str(&crate::explain::render_summary(&ex.trajectory));
     human.push_str(&crate::gate::declined_text(&traj));
@@ -76,6 +80,7 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
         declined_actions: crate::gate::declined_json(&traj),
         actions: crate::gate::summary_json(&traj),
         run: run.facts(),
+        stderr_tail: tail,
         human,
     };
     if ok {

@@ -26,6 +26,7 @@ mod report_formats;
 mod run;
 mod runs;
 mod status;
+mod stderr_tail;
 mod watch;
 
 pub use meta::exit_codes_text;

@@ -203,6 +203,7 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
         declined_actions: crate::gate::declined_json(&traj),
         actions: crate::gate::summary_json(&traj),
         run: facts,
+        stderr_tail: super::stderr_tail::of_run(&run.ws.workdir, &run.lines),
         human: String::new(),
     };
     body.human = text(&body);
@@ -246,6 +247,9 @@ fn text(b: &ReportBody) -> String {
             h["exit_code"],
             h["iteration"]
         ));
+    }
+    if let Some(t) = &b.stderr_tail {
+        human.push_str(&t.render());
     }
     human
 }

@@ -84,6 +84,12 @@ pub fn markdown(b: &ReportBody) -> String {
             ));
         }
     }
+    if let Some(t) = &b.stderr_tail {
+        s.push_str(&format!(
+            "\nThe work step's stderr ended with (the rest: `{}`):\n\n```text\n{}\n```\n",
+            t.file, t.text
+        ));
+    }
     s.push_str(&format!(
         "\nExplain: `loopexec explain-halt --run-id {}`\n",
         b.run_id

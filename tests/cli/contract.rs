@@ -534,27 +534,73 @@ exit $bad
     assert_eq!(v["first_disagreement"], Value::Null);
 }
 
+/// A real agent script that logs 30 lines on stderr and fails: the halt of `run`,
+/// `explain-halt` and `report` (human, JSON, markdown) show its last lines and the
+/// file holding the rest.
 #[test]
 fn a_failed_work_step_shows_its_stderr_tail_and_the_file_with_the_rest() {
     let r = Repo::with_f();
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        "echo starting >&2; echo 'fatal: no API key' >&2; exit 3",
-        "--check",
-        "false",
-    ]);
-    let v = out.expect(40, Some("execution_failure"));
+    let agent = r.outside().join("agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\nfor i in $(seq 1 30); do echo \"agent log line $i\" >&2; done\necho 'fatal: no API key' >&2\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let exec = agent.display().to_string();
+    let args = [
+        "run", "--run-id", "fail", "--exec", &exec, "--check", "false",
+    ];
+    let v = r.lx(&args).expect(40, Some("execution_failure"));
+    assert_valid("run", &v);
+    let tail = v["stderr_tail"].as_str().unwrap();
+    assert!(tail.ends_with("fatal: no API key"), "{v}");
+    assert!(tail.contains("agent log line 30"), "{tail}");
     assert!(
-        v["stderr_tail"]
-            .as_str()
-            .unwrap()
-            .ends_with("fatal: no API key"),
-        "{v}"
+        !tail.contains("agent log line 19\n") && tail.lines().count() <= 12,
+        "only the last lines: {tail}"
     );
     let file = v["stderr_file"].as_str().unwrap();
-    assert!(std::fs::read_to_string(file).unwrap().contains("starting"));
-    assert_valid("run", &v);
+    assert!(std::fs::read_to_string(file)
+        .unwrap()
+        .contains("agent log line 1\n"));
+
+    // The human verdict: the tail right under the halt's reasons, before the receipt.
+    let r2 = Repo::with_f();
+    let text = human(
+        &r2,
+        &["--quiet", "run", "--exec", &exec, "--check", "false"],
+    );
+    let at = text
+        .find("the work step's stderr ended with:")
+        .expect(&text);
+    assert!(at < text.find("receipt:").unwrap(), "{text}");
+    assert!(
+        text.contains("  | fatal: no API key\n(the rest: "),
+        "{text}"
+    );
+
+    let ex = r.lx(&["explain-halt", "--run-id", "fail"]).expect(0, None);
+    assert_valid("explain-halt", &ex);
+    assert_eq!(ex["stderr_tail"]["text"], tail, "{ex}");
+    assert_eq!(ex["stderr_tail"]["file"], file);
+    let text = human(&r, &["explain-halt", "--run-id", "fail"]);
+    assert!(text.contains("  | fatal: no API key"), "{text}");
+    assert!(text.contains(&format!("(the rest: {file})")), "{text}");
+
+    let rep = r.lx(&["report", "--run-id", "fail"]).expect(0, None);
+    assert_valid("report", &rep);
+    assert_eq!(rep["stderr_tail"]["text"], tail, "{rep}");
+    let text = human(&r, &["report", "--run-id", "fail"]);
+    assert!(text.contains("  | fatal: no API key"), "{text}");
+    let md = human(&r, &["report", "--run-id", "fail", "--format", "markdown"]);
+    assert!(md.contains("fatal: no API key\n```"), "{md}");
+    assert!(md.contains(file), "{md}");
+
+    // A halt that is not a failed work step shows none.
+    let ok = converged("fine");
+    let v = ok.lx(&["explain-halt"]).expect(0, None);
+    assert!(v.get("stderr_tail").is_none(), "{v}");
 }
 
 /// `loopexec run … 2> log` inside the project (usual in CI): the progress lines written
