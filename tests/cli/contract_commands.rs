@@ -326,3 +326,52 @@ fn help_texts_are_snapshotted() {
         insta::assert_snapshot!(snap, text);
     }
 }
+
+/// Every `LOOPEXEC_*` variable loopexec sets for its steps or reads is documented
+/// where a user looks: the README and `run --help`. The list comes from the source,
+/// so a new variable without documentation fails here.
+#[test]
+fn every_loopexec_variable_is_in_the_readme_and_run_help() {
+    // Read only by loopexec's own test suites and sample tooling.
+    const DEVELOPER_ONLY: [&str; 4] = [
+        "LOOPEXEC_BLESS",
+        "LOOPEXEC_PARSE_DUMP",
+        "LOOPEXEC_SAMPLES",
+        "LOOPEXEC_UPDATE_SCHEMAS",
+    ];
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    walk(&root.join("src"), &mut files);
+    let re = regex::Regex::new(r#""(LOOPEXEC_[A-Z_]+)""#).unwrap();
+    let mut vars: Vec<String> = files
+        .iter()
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            re.captures_iter(&text)
+                .map(|c| c[1].to_string())
+                .collect::<Vec<_>>()
+        })
+        .filter(|v| !DEVELOPER_ONLY.contains(&v.as_str()))
+        .collect();
+    vars.sort();
+    vars.dedup();
+    assert!(vars.len() >= 10, "{vars:?}");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut c = Command::new(bin());
+    c.args(["run", "--help"]);
+    let help = String::from_utf8(run_cmd(c).stdout).unwrap();
+    for v in &vars {
+        assert!(readme.contains(&format!("`{v}`")), "README lacks {v}");
+        assert!(help.contains(v.as_str()), "run --help lacks {v}");
+    }
+}
