@@ -48,6 +48,10 @@ pub struct RunBody {
     /// The file holding the rest of that stderr (head and tail excerpt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stderr_file: Option<String>,
+    /// When the last iteration was rejected and not reverted: the accepted tree and
+    /// the command restoring it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_tree: Option<super::halt_notes::RejectedTree>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,
@@ -62,6 +66,8 @@ pub struct VerdictRow {
     /// |F|: failing tests.
     pub failing: usize,
     pub check_exit: Option<i32>,
+    /// The ratchet kept this iteration's tree (false: rejected).
+    pub accepted: bool,
 }
 
 /// `status`: phase, iteration, liveness and last verdicts of a run.
@@ -116,7 +122,11 @@ pub struct ExplainBody {
     pub run: RunFacts,
     /// When the work step failed: the end of its stderr and the file with the rest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stderr_tail: Option<super::stderr_tail::StderrTail>,
+    pub stderr_tail: Option<super::halt_notes::StderrTail>,
+    /// When the last iteration was rejected and not reverted: the accepted tree and
+    /// the command restoring it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_tree: Option<super::halt_notes::RejectedTree>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,
@@ -242,7 +252,11 @@ pub struct ReportBody {
     pub run: RunFacts,
     /// When the work step failed: the end of its stderr and the file with the rest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stderr_tail: Option<super::stderr_tail::StderrTail>,
+    pub stderr_tail: Option<super::halt_notes::StderrTail>,
+    /// When the last iteration was rejected and not reverted: the accepted tree and
+    /// the command restoring it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_tree: Option<super::halt_notes::RejectedTree>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,

@@ -12,6 +12,7 @@ mod doctor;
 mod explain_halt;
 mod gate;
 mod gc;
+mod halt_notes;
 pub(crate) mod halts;
 mod holds;
 mod init;
@@ -26,7 +27,6 @@ mod report_formats;
 mod run;
 mod runs;
 mod status;
-mod stderr_tail;
 mod watch;
 
 pub use meta::exit_codes_text;

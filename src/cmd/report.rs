@@ -170,6 +170,11 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
         if let Some(r) = rows.iter_mut().rev().find(|r| r.iteration == v.iteration) {
             if r.reverted_to.is_none() {
                 r.accepted = Some(*a);
+                // A rejected last iteration (the run halted before reverting it) is
+                // reported as rejected, as `status` and `explain-halt` say.
+                if !*a && r.verdict.is_some() {
+                    r.verdict = Some("rejected".into());
+                }
             }
         }
     }
@@ -203,7 +208,9 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
         declined_actions: crate::gate::declined_json(&traj),
         actions: crate::gate::summary_json(&traj),
         run: facts,
-        stderr_tail: super::stderr_tail::of_run(&run.ws.workdir, &run.lines),
+        stderr_tail: super::halt_notes::of_run(&run.ws.workdir, &run.lines),
+        rejected_tree: halted_run(&run.lines)
+            .and_then(|l| super::halt_notes::rejected_tree(l, &super::halt_notes::acceptance(l))),
         human: String::new(),
     };
     body.human = text(&body);
@@ -251,7 +258,18 @@ fn text(b: &ReportBody) -> String {
     if let Some(t) = &b.stderr_tail {
         human.push_str(&t.render());
     }
+    if let Some(r) = &b.rejected_tree {
+        human.push_str(&r.render());
+    }
     human
+}
+
+/// The receipt's lines before its last `halted` event, when the run halted.
+fn halted_run(lines: &[crate::receipt::Line]) -> Option<&[crate::receipt::Line]> {
+    let pos = lines
+        .iter()
+        .rposition(|l| matches!(l.event, Event::Halted(_)))?;
+    Some(&lines[..pos])
 }
 
 pub(crate) fn run(workdir: &Path, a: &ReportArgs, _json: bool) -> Outcome {

@@ -79,6 +79,18 @@ pub(crate) fn halt_outcome(
     outcome_of(&body, halt)
 }
 
+/// A contributor as a bullet; its further lines (a TOML error's caret diagram, a
+/// hint) stay on their own lines, indented under the bullet so the diagram's columns
+/// keep lining up.
+fn bullet(c: &str) -> String {
+    let mut lines = c.lines();
+    let mut s = format!("  - {}\n", lines.next().unwrap_or(""));
+    for l in lines {
+        s.push_str(&format!("    {l}\n"));
+    }
+    s
+}
+
 /// The halt's outcome from its body: status `halted`, the halt's exit code, and its
 /// contributors as `errors[]` unless it converged.
 fn outcome_of(body: &RunBody, halt: &Halt) -> Outcome {
@@ -98,7 +110,7 @@ fn halt_body(
     explanation: &str,
     receipt: Option<&Path>,
     facts: RunFacts,
-    tail: Option<super::stderr_tail::StderrTail>,
+    tail: Option<super::halt_notes::StderrTail>,
 ) -> RunBody {
     let mut human = format!(
         "halted: {} (exit {}) at iteration {}\n",
@@ -107,7 +119,7 @@ fn halt_body(
         iteration.map_or_else(|| "-".to_string(), |i| i.to_string())
     );
     for c in &halt.contributors {
-        human.push_str(&format!("  - {c}\n"));
+        human.push_str(&bullet(c));
     }
     if let Some(t) = &tail {
         human.push_str(&t.render());
@@ -133,6 +145,7 @@ fn halt_body(
         run: facts,
         stderr_tail: tail.as_ref().map(|t| t.text.clone()),
         stderr_file: tail.map(|t| t.file),
+        rejected_tree: None,
         human,
     }
 }
@@ -267,7 +280,7 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
                 }
                 _ => crate::receipt::facts::preflight_facts(Some(&run_id), &halt),
             };
-            let tail = super::stderr_tail::of_halt(&ws.workdir, halt.reason, &halt.detail, &lines);
+            let tail = super::halt_notes::of_halt(&ws.workdir, halt.reason, &halt.detail, &lines);
             let mut body = halt_body(
                 Some(&run_id),
                 Some(iteration),
@@ -278,6 +291,17 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
                 tail,
             );
             body.advice = advice.as_str().to_string();
+            let before_halt = lines
+                .iter()
+                .rposition(|l| matches!(l.event, crate::receipt::Event::Halted(_)))
+                .map_or(&lines[..], |p| &lines[..p]);
+            body.rejected_tree = super::halt_notes::rejected_tree(
+                before_halt,
+                &super::halt_notes::acceptance(before_halt),
+            );
+            if let Some(r) = &body.rejected_tree {
+                body.human.push_str(&r.render());
+            }
             let mut o = outcome_of(&body, &halt);
             crate::cmd::halts::attach_declined(&mut o, receipt.as_deref());
             o

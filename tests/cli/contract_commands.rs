@@ -375,3 +375,211 @@ fn every_loopexec_variable_is_in_the_readme_and_run_help() {
         assert!(help.contains(v.as_str()), "run --help lacks {v}");
     }
 }
+
+/// Replaces the values of `keys` (anywhere in `v`) with `[redacted]`.
+fn redact_keys(v: &mut Value, keys: &[&str]) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if keys.contains(&k.as_str()) {
+                    *x = Value::from("[redacted]");
+                } else {
+                    redact_keys(x, keys);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| redact_keys(x, keys)),
+        _ => {}
+    }
+}
+
+/// `run` and `report` in human form, and the commands around a finished run —
+/// `init`, `keygen`, `attest`, `verify`, `gc` — in both forms.
+#[test]
+fn run_report_init_and_signing_commands_are_snapshotted() {
+    let r = converged("c");
+    let (_, text) = call(&r, false, &["report", "--run-id", "c"], None);
+    let dur = regex::Regex::new(r"(exit \d+|-)\s+(\d+|-)").unwrap();
+    let report = dur.replace_all(&text, "$1 [ms]").into_owned();
+    insta::assert_snapshot!("report_human", scrub_text(&report, &r));
+    let (_, md) = call(
+        &r,
+        false,
+        &["report", "--run-id", "c", "--format", "markdown"],
+        None,
+    );
+    // Durations (the exec and check columns, the run's length) differ between runs.
+    let md: String = md
+        .lines()
+        .map(|l| {
+            let mut cols: Vec<String> = l.split('|').map(str::to_string).collect();
+            if cols.len() == 10 && cols[1].trim().parse::<u32>().is_ok() {
+                cols[5] = " [ms] ".into();
+                cols[6] = " [ms] ".into();
+            }
+            cols.join("|") + "\n"
+        })
+        .collect();
+    let md = regex::Regex::new(r"after \d+\.\ds")
+        .unwrap()
+        .replace_all(&md, "after [s]")
+        .into_owned();
+    insta::assert_snapshot!("report_markdown", scrub_text(&md, &r));
+
+    let r2 = crate::contract::tap_repo("t1");
+    let mut c = Command::new(bin());
+    c.args(["--quiet", "--workdir"])
+        .arg(r2.path())
+        .args(["run", "--run-id", "one", "--exec", crate::contract::FIX_ONE])
+        .args(["--check", "sh check.sh", "--test-format", "tap"])
+        .current_dir(r2.path());
+    let out = run_cmd(c);
+    assert_eq!(out.code, 10, "{}", out.stderr);
+    let text = String::from_utf8(out.stdout).unwrap();
+    insta::assert_snapshot!("run_human", scrub_text(&text, &r2));
+
+    let keys = r.outside().join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    let kd = keys.display().to_string();
+    let kg = contract(&r, "keygen", 0, &["keygen", "--out", &kd], None);
+    let sk = kg["private_key"].as_str().unwrap().to_string();
+    let pk = kg["public_key"].as_str().unwrap().to_string();
+    let (c, at) = call(&r, true, &["attest", "c", "--key", &sk], None);
+    assert_eq!(c, 0, "{at}");
+    let mut at: Value = serde_json::from_str(at.trim()).unwrap();
+    assert_valid("attest", &at);
+    let env = at["attestation_path"].as_str().unwrap().to_string();
+    redact_keys(&mut at, &["attestation", "digest", "keyid", "fingerprint"]);
+    insta::assert_json_snapshot!("attest_json", scrub_json(at, &r));
+    let (_, text) = call(&r, false, &["attest", "c", "--key", &sk], None);
+    let hex = regex::Regex::new(r"\b[0-9a-f]{16,}\b").unwrap();
+    insta::assert_snapshot!(
+        "attest_human",
+        hex.replace_all(&scrub_text(&text, &r), "[hex]")
+    );
+    let (c, vf) = call(&r, true, &["verify", &env, "--pub", &pk], None);
+    assert_eq!(c, 0, "{vf}");
+    let mut vf: Value = serde_json::from_str(vf.trim()).unwrap();
+    assert_valid("verify", &vf);
+    redact_keys(&mut vf, &["keyid", "fingerprint", "digest"]);
+    insta::assert_json_snapshot!("verify_json", scrub_json(vf, &r));
+    let (_, text) = call(&r, false, &["verify", &env, "--pub", &pk], None);
+    insta::assert_snapshot!(
+        "verify_human",
+        hex.replace_all(&scrub_text(&text, &r), "[hex]")
+    );
+    let fresh = r.outside().join("keys2");
+    std::fs::create_dir(&fresh).unwrap();
+    let fresh = fresh.display().to_string();
+    let (c, text) = call(&r, false, &["keygen", "--out", &fresh], None);
+    assert_eq!(c, 0, "{text}");
+    insta::assert_snapshot!(
+        "keygen_human",
+        hex.replace_all(&scrub_text(&text, &r), "[hex]")
+    );
+    contract(
+        &r,
+        "gc",
+        0,
+        &["gc", "--keep", "1"],
+        Some(&["gc", "--keep", "1"]),
+    );
+}
+
+/// `init` writes the check it detects from the project's files, and a run reads it.
+#[test]
+fn init_detects_the_project_and_writes_its_check() {
+    for (files, check, from) in [
+        (
+            &[("Cargo.toml", "[package]\nname = \"x\"\n")][..],
+            "cargo test",
+            "Cargo.toml",
+        ),
+        (&[("go.mod", "module x\n")][..], "go test ./...", "go.mod"),
+        (
+            &[("package.json", r#"{"scripts": {"test": "jest"}}"#)][..],
+            "npm test",
+            "package.json",
+        ),
+        (
+            &[("pyproject.toml", "[tool.pytest.ini_options]\n")][..],
+            "python3 -m pytest",
+            "pyproject.toml",
+        ),
+        (
+            &[("pyproject.toml", "[project]\n"), ("tests/test_a.py", "")][..],
+            "python3 -m pytest",
+            "pyproject.toml",
+        ),
+    ] {
+        let r = Repo::new();
+        for (f, c) in files {
+            r.write(f, c);
+        }
+        r.commit("project");
+        let v = r.lx(&["init"]).expect(0, None);
+        assert_valid("init", &v);
+        assert_eq!(v["check"], check, "{v}");
+        assert_eq!(v["detected_from"], from, "{v}");
+        let toml = r.read("loop.toml");
+        assert!(
+            toml.lines().any(|l| l == format!("check = \"{check}\"")),
+            "{toml}"
+        );
+    }
+    // Nothing to detect: the check stays a commented example, and init says so.
+    let r = Repo::with_f();
+    let (c, text) = call(&r, false, &["init"], None);
+    assert_eq!(c, 0, "{text}");
+    insta::assert_snapshot!("init_human_undetected", scrub_text(&text, &r));
+    let r = Repo::new();
+    r.write("Cargo.toml", "[package]\nname = \"x\"\n")
+        .commit("p");
+    let (_, text) = call(&r, false, &["init"], None);
+    insta::assert_snapshot!("init_human", scrub_text(&text, &r));
+    let v = scrub_json(r.lx(&["init", "--force"]).expect(0, None), &r);
+    insta::assert_json_snapshot!("init_json", v);
+}
+
+/// A loop.toml error as a user sees it: the file, the TOML table, and the caret
+/// diagram on lines of its own, its columns lined up under the bullet.
+#[test]
+fn a_config_error_names_the_table_and_shows_the_caret_diagram_on_its_own_lines() {
+    let r = Repo::with_f();
+    r.write(
+        "loop.toml",
+        "check = \"true\"\n\n[budget]\nusd = \"lots\"\n",
+    );
+    let v = r
+        .lx(&["run", "--exec", "true"])
+        .expect(20, Some("invariant_failed"));
+    let msg = v["errors"][0].as_str().unwrap();
+    assert!(
+        msg.contains("loop.toml is not valid: in table [budget]"),
+        "{msg}"
+    );
+    let (c, text) = call(&r, false, &["--quiet", "run", "--exec", "true"], None);
+    assert_eq!(c, 20, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let src = lines
+        .iter()
+        .position(|l| l.ends_with("4 | usd = \"lots\""))
+        .unwrap_or_else(|| panic!("the offending line on its own: {text}"));
+    let caret = lines[src + 1];
+    assert_eq!(
+        caret.trim().trim_start_matches('|').trim(),
+        "^^^^^^",
+        "{text}"
+    );
+    // The caret sits under the value: same column as `"lots"` in the source line.
+    assert_eq!(
+        caret.find('^'),
+        lines[src].find("\"lots\""),
+        "caret misaligned: {text}"
+    );
+    assert!(
+        lines[src].starts_with("    "),
+        "indented under the bullet: {text}"
+    );
+    insta::assert_snapshot!("config_error_human", scrub_text(&text, &r));
+}
