@@ -45,7 +45,26 @@ pub fn exit_codes_text() -> String {
         s.push('\n');
     }
     s.push_str("\n`loopexec explain-halt` says what a halt means and what to do next.\n");
+    s.push_str(&command_exit_codes());
     s
+}
+
+/// The exit codes of the commands other than `run`: the section of exit-codes.md
+/// that lists them, so the help and the document cannot disagree.
+fn command_exit_codes() -> String {
+    const DOC: &str = include_str!("../../exit-codes.md");
+    const HEAD: &str = "## Exit codes of the checking commands";
+    let Some(at) = DOC.find(HEAD) else {
+        return String::new();
+    };
+    let section = &DOC[at + HEAD.len()..];
+    let section = section.find("\n## ").map_or(section, |e| &section[..e]);
+    let body: String = section
+        .lines()
+        .skip_while(|l| !l.starts_with("- "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    format!("\nExit codes of the other commands (exit-codes.md):\n{body}")
 }
 
 pub(crate) fn exit_codes() -> Outcome {

@@ -583,3 +583,27 @@ fn a_config_error_names_the_table_and_shows_the_caret_diagram_on_its_own_lines()
     );
     insta::assert_snapshot!("config_error_human", scrub_text(&text, &r));
 }
+
+/// Every command's own exit codes are documented in exit-codes.md and printed by
+/// `loopexec help exit-codes` (the same text); the list of commands comes from the
+/// command definition, so a new command without documentation fails here.
+#[test]
+fn every_command_has_its_exit_codes_in_exit_codes_md_and_help() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("exit-codes.md"))
+        .unwrap();
+    let section = &doc[doc
+        .find("## Exit codes of the checking commands")
+        .expect("the section")..];
+    let mut c = Command::new(bin());
+    c.args(["help", "exit-codes"]);
+    let help = String::from_utf8(run_cmd(c).stdout).unwrap();
+    for sub in loopexec::cli::command().get_subcommands() {
+        let name = sub.get_name();
+        if ["run", "help"].contains(&name) {
+            continue; // `run`'s codes are the table itself
+        }
+        let tag = format!("`{name}`");
+        assert!(section.contains(&tag), "exit-codes.md does not list {name}");
+        assert!(help.contains(&tag), "help exit-codes does not list {name}");
+    }
+}
