@@ -607,3 +607,64 @@ fn every_command_has_its_exit_codes_in_exit_codes_md_and_help() {
         assert!(help.contains(&tag), "help exit-codes does not list {name}");
     }
 }
+
+/// Progress on stderr in `--json` mode too (CI logs see the loop alive): a line per
+/// step start and per verdict with the iteration, the phase, the failing count and
+/// its change, the spend so far and the elapsed time; stdout stays one JSON object.
+#[test]
+fn progress_lines_carry_phase_failing_delta_spend_and_elapsed() {
+    let r = crate::contract::tap_repo("t1 t2");
+    let out = r.lx_tap(crate::contract::FIX_ONE, &["--max-iterations", "5"]);
+    out.expect(10, Some("success_condition_met"));
+    let err = &out.stderr;
+    assert!(
+        err.contains("iteration 1/5 · exec · 2 failing so far"),
+        "{err}"
+    );
+    let verdict = err
+        .lines()
+        .find(|l| l.contains("iteration 1/5 · verdict red"))
+        .unwrap_or_else(|| panic!("no verdict line: {err}"));
+    for part in ["1 failing (-1) of 3 collected", "spend unknown", "elapsed "] {
+        assert!(verdict.contains(part), "{part}: {verdict}");
+    }
+    assert!(
+        err.contains("iteration 2/5 · verdict green: 0 failing (-1)"),
+        "{err}"
+    );
+}
+
+/// Shell completions and the man page come from the command definition, so every
+/// subcommand is in both.
+#[test]
+fn completions_and_man_page_cover_every_command() {
+    let text = |args: &[&str]| {
+        let mut c = Command::new(bin());
+        c.args(args);
+        let out = run_cmd(c);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let bash = text(&["completions", "bash"]);
+    let zsh = text(&["completions", "zsh"]);
+    let fish = text(&["completions", "fish"]);
+    let man = text(&["man"]);
+    assert!(bash.contains("complete -F"), "{bash}");
+    assert!(zsh.starts_with("#compdef loopexec"), "{zsh}");
+    assert!(
+        man.starts_with(".ie \\n(.g") || man.contains(".TH loopexec"),
+        "{man}"
+    );
+    for sub in loopexec::cli::command().get_subcommands() {
+        let name = sub.get_name();
+        for (shell, script) in [("bash", &bash), ("zsh", &zsh), ("fish", &fish)] {
+            assert!(script.contains(name), "{shell} completion lacks {name}");
+        }
+        if name != "help" {
+            assert!(
+                man.contains(&format!(".SS \"loopexec {name}\"")),
+                "man page lacks a section for {name}"
+            );
+        }
+    }
+}
