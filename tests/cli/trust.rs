@@ -449,3 +449,49 @@ fn code_that_reaches_its_runner_is_caught_whatever_the_runner() {
         assert!(mentions(&v, row.needle), "{}: {v}", row.name);
     }
 }
+
+/// The agent fills the disk loopexec records on (a 3 MiB tmpfs holding the repository
+/// and `.loopexec/`, mounted in a private mount namespace). Before: the failed writes
+/// were read as a flaky or failing check (`check_flaky`). Now the halt is
+/// `internal_error` saying the disk is full, and the JSON verdict still reaches
+/// stdout. Skipped where unprivileged user namespaces are off.
+#[test]
+fn a_full_disk_is_named_as_such_never_a_flaky_check() {
+    if !std::process::Command::new("unshare")
+        .args(["-Urm", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("no user namespaces here: skipped");
+        return;
+    }
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = out_dir.path().join("out.json");
+    let script = format!(
+        r#"set -e
+M=$(mktemp -d)
+mount -t tmpfs -o size=3m tmpfs "$M"
+cd "$M"; mkdir repo; cd repo
+git init -q; printf 't1\n' > failing
+printf 'echo 1..1; if grep -q t1 failing; then echo "not ok 1 - t1"; exit 1; else echo "ok 1 - t1"; fi\n' > check.sh
+git add -A; git -c user.email=a@b -c user.name=a commit -qm x
+set +e
+LOOPEXEC_STATE_DIR="$M/state" '{bin}' --json run --exec 'head -c 20000000 /dev/zero > fill 2>/dev/null; : > failing' --check 'sh check.sh' --test-format tap --max-iterations 2 > '{out}'
+echo $? > '{out}.rc'
+"#,
+        bin = bin(),
+        out = out.display()
+    );
+    let st = std::process::Command::new("unshare")
+        .args(["-Urm", "sh", "-c", &script])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let rc = std::fs::read_to_string(out.with_extension("json.rc")).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(rc.trim(), "50", "{v}");
+    assert_eq!(v["halt_reason"], "internal_error", "{v}");
+    assert!(mentions(&v, "the disk is full"), "{v}");
+    assert!(!mentions(&v, "check_flaky"), "{v}");
+}
