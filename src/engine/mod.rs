@@ -325,15 +325,16 @@ fn sandbox_for(
                 home.as_deref(),
                 &cfg.sandbox.writable,
             );
-            // A clean room the exec may write is no clean room: say so in every verdict.
+            // A clean room (or a control journal) the exec may write protects nothing:
+            // say so in every verdict.
             let room = cleanroom::base_dir(&cleanroom::state_dir(), &ws.workdir);
             let exposed = plan.writable.iter().any(|w| room.starts_with(w));
             let rec = crate::receipt::events::SandboxRecord {
                 mode: mode.into(),
                 in_force: if exposed {
                     format!(
-                        "landlock (kernel ABI {abi}); the clean room {} lies inside a path the exec may write: set LOOPEXEC_STATE_DIR outside {}",
-                        room.display(),
+                        "landlock (kernel ABI {abi}); loopexec's state directory {} (the clean room and the control journal of a person's decisions) lies inside a path the exec may write: set LOOPEXEC_STATE_DIR outside {}",
+                        cleanroom::state_dir().display(),
                         plan.writable
                             .iter()
                             .find(|w| room.starts_with(w))
