@@ -232,6 +232,16 @@ pub struct ReportTotals {
     pub check_ms: u64,
 }
 
+/// The halt in `report` (the receipt's last `halted` event).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ReportHalt {
+    pub iteration: u32,
+    pub halt_reason: String,
+    /// The halt's exit code (10–50).
+    pub exit_code: u8,
+    pub contributors: Vec<String>,
+}
+
 /// `report`: the whole run.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ReportBody {
@@ -242,8 +252,8 @@ pub struct ReportBody {
     pub halt_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iteration: Option<u32>,
-    /// `{iteration, halt_reason, exit_code, contributors}` or null.
-    pub halt: Value,
+    /// The run's last halt, or `null` while it runs.
+    pub halt: Option<ReportHalt>,
     pub totals: ReportTotals,
     /// Agent actions the gate declined.
     pub declined_actions: Value,

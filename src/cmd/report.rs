@@ -5,7 +5,7 @@
 //! (`--html FILE`).
 
 use crate::cli::{Outcome, ReportArgs};
-use crate::cmd::bodies::{IterationRow, ReportBody, ReportTotals, StepRow};
+use crate::cmd::bodies::{IterationRow, ReportBody, ReportHalt, ReportTotals, StepRow};
 use crate::receipt::Event;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -35,7 +35,7 @@ fn step_row(s: &crate::proc::StepResult) -> StepRow {
 pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
     let mut code = 0;
     let mut rows: Vec<IterationRow> = Vec::new();
-    let mut halt = Value::Null;
+    let mut halt: Option<ReportHalt> = None;
     for l in &run.lines {
         match &l.event {
             Event::RunStarted(s) => code = s.config.success_exit_code,
@@ -157,7 +157,12 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
                 }
             }
             Event::Halted(h) => {
-                halt = json!({"iteration": h.iteration, "halt_reason": h.halt_reason.as_str(), "exit_code": h.exit_code, "contributors": h.contributors});
+                halt = Some(ReportHalt {
+                    iteration: h.iteration,
+                    halt_reason: h.halt_reason.as_str().into(),
+                    exit_code: h.exit_code,
+                    contributors: h.contributors.clone(),
+                });
             }
         }
     }
@@ -194,14 +199,8 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
     let mut body = ReportBody {
         run_id: run.run_id.clone(),
         receipt: run.receipt.display().to_string(),
-        halt_reason: halt
-            .get("halt_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        iteration: halt
-            .get("iteration")
-            .and_then(Value::as_u64)
-            .and_then(|i| u32::try_from(i).ok()),
+        halt_reason: halt.as_ref().map(|h| h.halt_reason.clone()),
+        iteration: halt.as_ref().map(|h| h.iteration),
         iterations: rows,
         halt,
         totals,
@@ -247,12 +246,10 @@ fn text(b: &ReportBody) -> String {
             r.verdict.as_deref().unwrap_or("-")
         ));
     }
-    if let Some(h) = b.halt.as_object() {
+    if let Some(h) = &b.halt {
         human.push_str(&format!(
             "halted: {} (exit {}) at iteration {}\n",
-            h["halt_reason"].as_str().unwrap_or(""),
-            h["exit_code"],
-            h["iteration"]
+            h.halt_reason, h.exit_code, h.iteration
         ));
     }
     if let Some(t) = &b.stderr_tail {
