@@ -179,6 +179,7 @@ pub fn schemas() -> Vec<NamedSchema> {
         envelope_schema::<b::ExitCodesBody>(),
         envelope_schema::<b::CompletionsBody>(),
         envelope_schema::<b::ManBody>(),
+        envelope_schema::<b::ErrorBody>(),
         envelope_schema::<o::InspectCostBody>(),
         envelope_schema::<o::CheckBody>(),
         envelope_schema::<o::ProbeCheckBody>(),

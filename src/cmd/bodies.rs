@@ -474,3 +474,15 @@ pub struct ManBody {
     pub human: String,
 }
 body!(ManBody, "man");
+
+/// The output of any command that failed before it had a result (`status: error`
+/// or `usage_error`: bad input, an unknown run, a bad flag): the envelope alone,
+/// `errors[]` saying what was wrong. Every command's output is either its own schema
+/// or this one.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub struct ErrorBody {
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub human: String,
+}
+body!(ErrorBody, "error");

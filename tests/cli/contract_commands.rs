@@ -668,3 +668,26 @@ fn completions_and_man_page_cover_every_command() {
         }
     }
 }
+
+/// A command that fails before it has a result prints the envelope alone, which
+/// validates against `schemas/error.json` (every output is its command's schema or
+/// that one).
+#[test]
+fn error_outputs_validate_against_the_error_schema() {
+    let r = Repo::with_f();
+    let ledger = r.outside().join("missing.txt").display().to_string();
+    for (args, code, status) in [
+        (vec!["status", "--run-id", "nope"], 1, "error"),
+        (vec!["report", "--run-id", "../x"], 1, "error"),
+        (vec!["run", "--no-such-flag"], 2, "usage_error"),
+        (vec!["release", "hold-x", "--by", "alice"], 1, "error"),
+        (vec!["confirm", "act-x", "--by", "alice"], 1, "error"),
+        (vec!["inspect-cost", "--ledger", &ledger], 1, "error"),
+    ] {
+        let out = r.lx(&args);
+        let v = out.expect(code, None);
+        assert_eq!(v["status"], status, "{args:?}: {v}");
+        assert!(!out.errors_text().is_empty(), "{args:?}: {v}");
+        assert_valid("error", &v);
+    }
+}
