@@ -691,3 +691,41 @@ fn error_outputs_validate_against_the_error_schema() {
         assert_valid("error", &v);
     }
 }
+
+/// The GitHub Actions example calls loopexec with subcommands and flags that exist.
+#[test]
+fn the_github_actions_example_uses_real_commands_and_flags() {
+    let yml = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/github-actions/loopexec.yml"),
+    )
+    .unwrap();
+    // Join shell continuation lines and blank quoted words (the agent's own flags),
+    // then look at every `loopexec SUB …` call.
+    let joined = yml.replace("\\\n", " ");
+    let joined = regex::Regex::new(r#"'[^']*'|"[^"]*""#)
+        .unwrap()
+        .replace_all(&joined, "Q")
+        .into_owned();
+    let cmd = loopexec::cli::command();
+    let mut calls = 0;
+    for line in joined.lines() {
+        let Some(at) = line.find("loopexec ") else {
+            continue;
+        };
+        let words: Vec<&str> = line[at + "loopexec ".len()..].split_whitespace().collect();
+        let Some(sub) = words.first().and_then(|w| cmd.find_subcommand(w)) else {
+            continue; // prose, e.g. "see loopexec help exit-codes"
+        };
+        calls += 1;
+        for w in words.iter().filter(|w| w.starts_with("--")) {
+            let flag = w.trim_start_matches("--").split('=').next().unwrap();
+            assert!(
+                sub.get_arguments().any(|a| a.get_long() == Some(flag))
+                    || cmd.get_arguments().any(|a| a.get_long() == Some(flag)),
+                "loopexec {} has no --{flag} (examples/github-actions/loopexec.yml)",
+                sub.get_name()
+            );
+        }
+    }
+    assert!(calls >= 4, "found {calls} loopexec calls");
+}
