@@ -421,7 +421,7 @@ impl Loop<'_> {
             git,
             env_stripped: self.env_stripped.clone(),
             guards_unavailable: unavailable,
-            baseline,
+            baseline: Some(baseline),
             orphans_ended: std::mem::take(&mut self.orphans_ended),
             check_placement: if self.room.is_some() {
                 "clean_room".into()
@@ -453,7 +453,7 @@ impl Loop<'_> {
             .traj
             .started
             .as_ref()
-            .map(|s| s.baseline.clone())
+            .and_then(|s| s.baseline.clone())
             .unwrap_or_default();
         self.prepare_room(&baseline)?;
         if from != last_halt {
@@ -484,12 +484,13 @@ impl Loop<'_> {
 
     /// Sets up the clean room (unless the check runs in place), linking the dependency
     /// directories that t0's snapshot left out.
-    fn prepare_room(&mut self, baseline: &serde_json::Value) -> Result<(), EngineError> {
+    fn prepare_room(
+        &mut self,
+        m: &crate::detect::integrity::TreeMeasures,
+    ) -> Result<(), EngineError> {
         if self.cfg.clean_room.in_place {
             return Ok(());
         }
-        let m: crate::detect::integrity::TreeMeasures =
-            serde_json::from_value(baseline.clone()).unwrap_or_default();
         let deps: Vec<String> = m
             .excluded
             .iter()
@@ -512,9 +513,7 @@ impl Loop<'_> {
     }
 
     /// The frozen oracle of t0, for `run_started`.
-    fn oracle_list(&self, baseline: &serde_json::Value) -> Vec<String> {
-        let m: crate::detect::integrity::TreeMeasures =
-            serde_json::from_value(baseline.clone()).unwrap_or_default();
+    fn oracle_list(&self, m: &crate::detect::integrity::TreeMeasures) -> Vec<String> {
         let mut v: Vec<String> = m.frozen.keys().chain(m.manifest.keys()).cloned().collect();
         v.sort();
         v.dedup();
