@@ -340,6 +340,8 @@ fn sandbox_for(
                             .find(|w| room.starts_with(w))
                             .map_or(String::new(), |w| w.display().to_string())
                     )
+                } else if abi >= 6 {
+                    format!("landlock (kernel ABI {abi}; signals and abstract sockets scoped)")
                 } else {
                     format!("landlock (kernel ABI {abi})")
                 },
