@@ -85,6 +85,14 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
     if let Some(h) = crate::detect::holds::detect(t).or_else(|| crate::detect::rate::detect(t)) {
         return halt(h);
     }
+    if let Some(h) = integrity::inherited(
+        t.started
+            .as_ref()
+            .and_then(|s| s.inherits_rejected.as_ref()),
+        cfg,
+    ) {
+        return halt(h);
+    }
     if let Some(h) = execution::detect(t) {
         return halt(h);
     }

@@ -432,9 +432,60 @@ impl Loop<'_> {
             },
             oracle,
             sandbox: Some(self.sandbox_record.clone()),
+            inherits_rejected: None,
         };
+        let mut started = started;
+        started.inherits_rejected = started
+            .git
+            .baseline_tree
+            .as_deref()
+            .and_then(|t| self.rejected_tree_run(t));
         self.record(Event::RunStarted(Box::new(started)))?;
         self.record(Event::IterationStarted(IterationStarted { iteration: 0 }))
+    }
+
+    /// The newest earlier run of this workdir, when it halted for integrity and its last
+    /// exec left exactly `tree` (t0 of this run). Read from the ledger's runs and that
+    /// run's receipt; a receipt that cannot be read answers `None` (its own `check`
+    /// reports it).
+    fn rejected_tree_run(&self, tree: &str) -> Option<crate::receipt::events::InheritedRejection> {
+        let prev = self
+            .store
+            .run_ids()
+            .ok()?
+            .into_iter()
+            .rev()
+            .find(|r| *r != self.run_id)?;
+        let row = self.store.run(&prev).ok()??;
+        let reason = HaltReason::from_str_opt(row.halt_reason.as_deref()?)?;
+        if !matches!(
+            reason,
+            HaltReason::MetricIntegrityViolation
+                | HaltReason::BlockedPathModified
+                | HaltReason::RewardHackingDetected
+        ) {
+            return None;
+        }
+        let lines = crate::receipt::read(Path::new(&row.receipt)).ok()?;
+        let (iteration, last_tree) = lines.iter().rev().find_map(|l| match &l.event {
+            Event::ExecFinished(e) => Some((e.iteration, e.tree.clone()?)),
+            _ => None,
+        })?;
+        let why = lines
+            .iter()
+            .rev()
+            .find_map(|l| match &l.event {
+                Event::Halted(h) => h.contributors.first().cloned(),
+                _ => None,
+            })
+            .unwrap_or_default();
+        (last_tree == tree).then_some(crate::receipt::events::InheritedRejection {
+            run_id: prev,
+            halt_reason: reason,
+            iteration,
+            tree: last_tree,
+            why,
+        })
     }
 
     pub(super) fn resume(&mut self) -> Result<(), EngineError> {

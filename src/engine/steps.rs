@@ -142,8 +142,13 @@ impl Loop<'_> {
         );
         let sink = self.reporter.agent_sink(meter.sink());
         let stall = self.cfg.liveness.stall_timeout.map(|d| d.0);
+        let outside: Vec<String> = proc::sandbox::OUTSIDE_SERVERS
+            .iter()
+            .map(|v| (*v).to_string())
+            .collect();
         let mut spec = self.step_spec(&cmd, prefix);
         spec.env_set = &env_set;
+        spec.env_remove = &outside;
         spec.timeout = self.cfg.exec_timeout.map(|d| d.0);
         spec.stall_timeout = stall;
         spec.stdout_sink = Some(sink);

@@ -35,6 +35,14 @@ use std::path::{Path, PathBuf};
 /// has, and the run records the kernel's ABI).
 const ABI_WANTED: ABI = ABI::V6;
 
+/// Variables naming servers outside the loop that the exec could ask to start
+/// processes for it — a tmux or screen server, the user's D-Bus session bus
+/// (`systemd-run --user`) — which then run outside its process group, its step token
+/// and its sandbox. They are removed from the exec's environment. This only raises
+/// the bar: a process can still find such a server's socket by its well-known path
+/// (SPEC §3.13 lists it as not defended).
+pub const OUTSIDE_SERVERS: &[&str] = &["TMUX", "TMUX_PANE", "STY", "DBUS_SESSION_BUS_ADDRESS"];
+
 /// Errors building the sandbox.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {

@@ -88,6 +88,26 @@ pub struct RunStarted {
     /// The exec's sandbox (`None` in receipts older than the sandbox).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxRecord>,
+    /// The working tree at t0 is the tree an earlier run of this workdir rejected for
+    /// integrity (its last exec's tree): starting from it would freeze the cheat into
+    /// t0. `decide` halts on it unless `[oracle] accept_rejected_tree`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inherits_rejected: Option<InheritedRejection>,
+}
+
+/// An earlier run whose rejected tree this run starts from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct InheritedRejection {
+    pub run_id: String,
+    /// Its halt (an integrity reason).
+    pub halt_reason: HaltReason,
+    /// The iteration whose tree it rejected.
+    pub iteration: u32,
+    /// That tree's id, equal to this run's `git.baseline_tree`.
+    pub tree: String,
+    /// The halt's first contributor (what was wrong with the tree).
+    #[serde(default)]
+    pub why: String,
 }
 
 /// What sandbox the exec ran under.
