@@ -124,7 +124,12 @@ pub(crate) fn rejected_tree(lines: &[Line], accepted: &[(u32, bool)]) -> Option<
         })
     };
     let (good, bad) = (snapshot_of(to)?, snapshot_of(last)?);
-    let git = "git --git-dir=.loopexec/snapshots.git";
+    let workdir = lines.iter().find_map(|l| match &l.event {
+        Event::RunStarted(s) => Some(s.workdir.clone()),
+        _ => None,
+    })?;
+    let store = crate::observe::tree::store_path(Path::new(&workdir));
+    let git = format!("git --git-dir={}", store.display());
     Some(RejectedTree {
         iteration: last,
         accepted_iteration: to,

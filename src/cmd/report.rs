@@ -7,7 +7,7 @@
 use crate::cli::{Outcome, ReportArgs};
 use crate::cmd::bodies::{IterationRow, ReportBody, ReportHalt, ReportTotals, StepRow};
 use crate::receipt::Event;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::Path;
 
 fn step_row(s: &crate::proc::StepResult) -> StepRow {

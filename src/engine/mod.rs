@@ -341,7 +341,7 @@ fn sandbox_for(
                             .map_or(String::new(), |w| w.display().to_string())
                     )
                 } else if abi >= 6 {
-                    format!("landlock (kernel ABI {abi}; signals and abstract sockets scoped)")
+                    format!("landlock (kernel ABI {abi}, signals and abstract sockets scoped)")
                 } else {
                     format!("landlock (kernel ABI {abi})")
                 },

@@ -2,7 +2,7 @@
 //! exec and around every check, and the guard measurements of each snapshot.
 //!
 //! Snapshots live in loopexec's own store ([`super::store`]): commits under
-//! `refs/loopexec/<run-id>/<label>` in `.loopexec/snapshots.git`, made from loopexec's
+//! `refs/loopexec/<run-id>/<label>` in loopexec's snapshot store ([`store_path`]), made from loopexec's
 //! own walk of the workdir. The user's repository (if there is one) is only read for
 //! facts about it (HEAD, dirty, its own configuration files); nothing of it decides what
 //! a snapshot holds. Labels: `0` (t0, before the baseline check), `<i>` (after the exec
@@ -123,10 +123,20 @@ pub fn agent_changed_paths(
     Ok(out)
 }
 
-/// The snapshot store of a workdir: `<workdir>/.loopexec/snapshots.git`.
+/// The snapshot store of a workdir: `<state>/stores/<first 16 hex of
+/// blake3(workdir)>.git`, `<state>` as [`crate::engine::cleanroom::state_dir`].
+///
+/// It lives outside the workdir so that the exec, which may write the workdir, can
+/// reach neither its objects (a blob rewritten in place under its old id would be
+/// what the clean room reads as t0's test) nor its config (a `diff.external` or
+/// `core.pager` there would run when a person reviews the diff). Landlock keeps the
+/// exec out of the state directory; without Landlock the run says so.
 #[must_use]
 pub fn store_path(workdir: &Path) -> PathBuf {
-    workdir.join(".loopexec").join("snapshots.git")
+    let digest = blake3::hash(workdir.as_os_str().as_encoded_bytes()).to_hex();
+    crate::engine::cleanroom::state_dir()
+        .join("stores")
+        .join(format!("{}.git", &digest.as_str()[..16]))
 }
 
 impl TreeObserver {
@@ -493,7 +503,10 @@ impl TreeObserver {
                 let state_tampered = if marker.exists() {
                     Vec::new()
                 } else {
-                    vec![".loopexec/snapshots.git (the snapshot store was deleted)".to_string()]
+                    vec![format!(
+                        "{} (the snapshot store was deleted)",
+                        store_path(&self.dir).display()
+                    )]
                 };
                 let m = TreeMeasures {
                     error: Some(format!("snapshot after the exec failed: {e}")),

@@ -41,7 +41,7 @@ pub enum ReplayError {
 
 /// Writes the files of `snapshot_commit` (a commit or tree id) into the empty
 /// directory `dest`, using a temporary index. The snapshot is read from loopexec's own
-/// store (`.loopexec/snapshots.git`) when the workdir has one, else from the git
+/// store ([`crate::observe::tree::store_path`]) when the workdir has one, else from the git
 /// repository holding `workdir` (receipts written before the store); neither the
 /// user's index, HEAD nor work tree is touched.
 ///

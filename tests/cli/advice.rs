@@ -151,10 +151,8 @@ fn the_review_diff_command_is_exact_and_clean() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["halt_reason"], "success_condition_met", "{v}");
     let cmd = command_after(v["explanation"].as_str().unwrap(), "Review the diff");
-    assert!(
-        cmd.starts_with("git --git-dir=.loopexec/snapshots.git diff"),
-        "{cmd}"
-    );
+    assert!(cmd.starts_with("git --no-pager --git-dir="), "{cmd}");
+    assert!(cmd.contains(" diff "), "{cmd}");
     let diff = sh(&r, &cmd);
     assert!(diff.contains("-t1"), "{diff}");
     let files: Vec<&str> = diff

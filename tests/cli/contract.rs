@@ -333,7 +333,8 @@ fn runs_lists_and_gc_keeps_the_newest() {
     assert!(gc["refs_deleted"].as_u64().unwrap() > 0, "{gc}");
     assert!(!r.receipt("first").exists());
     assert!(r.receipt("second").exists());
-    let store = ["--git-dir=.loopexec/snapshots.git", "for-each-ref"];
+    let git_dir = format!("--git-dir={}", store_dir(r.path()).display());
+    let store = [git_dir.as_str(), "for-each-ref"];
     let left = |run: &str| {
         let mut a = store.to_vec();
         let prefix = format!("refs/loopexec/{run}/");
@@ -419,16 +420,27 @@ pub(crate) fn redact(v: &mut Value, repo: &str) {
         Value::Array(a) => a.iter_mut().for_each(|x| redact(x, repo)),
         Value::String(s) => {
             let sha = regex::Regex::new(r"\b[0-9a-f]{40}\b").unwrap();
+            let store = regex::Regex::new(r"/\S*/stores/[0-9a-f]{16}\.git").unwrap();
+            let s2 = store.replace_all(s, "[store]").into_owned();
+            // Which sandbox protections the kernel offers differs between machines.
+            let s2 = protection_note().replace_all(&s2, "$1").into_owned();
             *s = sha
-                .replace_all(&s.replace(repo, "[repo]"), "[sha]")
+                .replace_all(&s2.replace(repo, "[repo]"), "[sha]")
                 .into_owned();
         }
         _ => {}
     }
 }
 
+/// The verdict's note on protections not in force (it depends on the kernel).
+fn protection_note() -> regex::Regex {
+    regex::Regex::new(r" \(protection not in force: [^\n]*?\)+(\n|$)").unwrap()
+}
+
 pub(crate) fn redact_text(s: &str, repo: &str) -> String {
-    let s = s.replace(repo, "[repo]");
+    let store = regex::Regex::new(r"/\S*/stores/[0-9a-f]{16}\.git").unwrap();
+    let s = store.replace_all(s, "[store]").replace(repo, "[repo]");
+    let s = protection_note().replace_all(&s, "$1").into_owned();
     let ts = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z").unwrap();
     let secs = regex::Regex::new(r"\b\d+(\.\d+)?s\b").unwrap();
     let interval = regex::Regex::new(r"interval \d\.\d\d–\d\.\d\d").unwrap();

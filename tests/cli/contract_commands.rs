@@ -24,13 +24,18 @@ fn call(r: &Repo, json: bool, args: &[&str], stdin: Option<&str>) -> (i32, Strin
         .arg(r.path())
         .args(args)
         .current_dir(r.path())
-        .env("LOOPEXEC_STATE_DIR", r.outside().join("state"))
         .env("USER", "tester")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for v in ["LOOPEXEC_RUN_ID", "LOOPEXEC_ITERATION", "LOOPEXEC_WORKDIR"] {
         c.env_remove(v);
+    }
+    // Global holds live in the user's state directory: the hold commands get their
+    // own, so no other hold shows up. (Runs keep the default one: it also holds the
+    // snapshot stores that `check` and the printed commands name.)
+    if matches!(args.first(), Some(&("hold" | "holds" | "release"))) {
+        c.env("LOOPEXEC_STATE_DIR", r.outside().join("state"));
     }
     let mut child = c.spawn().expect("spawn loopexec");
     let mut input = child.stdin.take().expect("stdin");
