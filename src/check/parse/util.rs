@@ -287,6 +287,14 @@ impl Collector {
         }
     }
 
+    /// Removes test `id` and returns what was recorded for it.
+    pub fn take(&mut self, id: &str) -> Option<TestResult> {
+        let i = *self.index.get(id)?;
+        let t = self.tests[i].clone();
+        self.remove(id);
+        Some(t)
+    }
+
     /// Sets the failure message of `id` when it has none yet.
     pub fn set_message(&mut self, id: &str, message: &str) {
         if let Some(&i) = self.index.get(id) {
