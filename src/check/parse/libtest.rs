@@ -533,5 +533,30 @@ mod tests {
         );
         assert!(r.unattributed_failure && !r.complete);
         assert_eq!(r.failing().len(), 1);
+        assert_eq!(
+            r.tests[0].message.as_deref(),
+            Some("error[E0425]: cannot find value `x`")
+        );
+    }
+
+    /// Rust >= 1.73: `thread 'NAME' panicked at FILE:LINE:COL:` and the message on the
+    /// NEXT line; the message is the assertion's own text, without the location (which
+    /// moves with every edit above it).
+    #[test]
+    fn panic_message_is_the_line_after_the_location() {
+        let out = "\nrunning 1 test\ntest t::f ... FAILED\n\nfailures:\n\n---- t::f stdout ----\n\nthread 't::f' (4242) panicked at src/lib.rs:92:5:\nassertion `left == right` failed: math is broken\n  left: 4\n right: 5\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\n\nfailures:\n    t::f\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n";
+        let r = run(out, "", 101);
+        assert_eq!(
+            r.tests[0].message.as_deref(),
+            Some("assertion `left == right` failed: math is broken\n  left: 4\n right: 5")
+        );
+        // before 1.73 the message was on the location line itself
+        let old = out.replace(
+            "panicked at src/lib.rs:92:5:\nassertion `left == right` failed: math is broken",
+            "panicked at 'math is broken', src/lib.rs:92:5",
+        );
+        let r = run(&old, "", 101);
+        let m = r.tests[0].message.clone().unwrap_or_default();
+        assert!(m.starts_with("'math is broken'"), "{m}");
     }
 }
