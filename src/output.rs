@@ -171,6 +171,7 @@ pub fn schemas() -> Vec<NamedSchema> {
         envelope_schema::<b::ExitCodesBody>(),
         envelope_schema::<b::CompletionsBody>(),
         envelope_schema::<b::ManBody>(),
+        envelope_schema::<crate::cmd::parse::ParseBody>(),
     ];
     v.push(NamedSchema {
         name: "receipt-event",
