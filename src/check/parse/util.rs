@@ -222,6 +222,10 @@ pub fn feed_lines(path: Option<&Path>, diagnostics: &mut Vec<String>, mut f: imp
     }
 }
 
+/// Most tests [`Collector::reserve`] makes room for at once (an announced count is the
+/// runner's word, not a promise).
+pub const RESERVE_LIMIT: usize = 1 << 21;
+
 /// Accumulates test results for one run: one entry per id in first-seen order.
 ///
 /// [`Collector::record`] merges attempts of the same test: a failing attempt followed by
@@ -270,6 +274,33 @@ impl IdIndex {
         }
     }
 
+    /// The position of `id` when indexed; otherwise indexes it at `new` (one hash,
+    /// one probe) and returns `None`.
+    pub fn find_or_insert(&mut self, tests: &[TestResult], id: &str, new: usize) -> Option<usize> {
+        match self.by_hash.entry(id_hash(id)) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(new);
+                None
+            }
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let i = *o.get();
+                if tests.get(i).is_some_and(|t| t.id == id) {
+                    return Some(i);
+                }
+                if let Some(&j) = self.spill.get(id) {
+                    return Some(j);
+                }
+                self.spill.insert(id.to_string(), new);
+                None
+            }
+        }
+    }
+
+    /// Makes room for `n` more ids (no rehash while they are added).
+    pub fn reserve(&mut self, n: usize) {
+        self.by_hash.reserve(n);
+    }
+
     /// Rebuilds the index over `tests` (after an entry was removed).
     pub fn rebuild(&mut self, tests: &[TestResult]) {
         self.by_hash.clear();
@@ -299,9 +330,39 @@ impl Collector {
         Self::default()
     }
 
+    /// Makes room for `n` more tests, as announced by the runner (`running N tests`),
+    /// capped at [`RESERVE_LIMIT`]: growing the index by rehashing holds the old and
+    /// the new table at once, the peak memory of a large parse.
+    pub fn reserve(&mut self, n: usize) {
+        let n = n.min(RESERVE_LIMIT);
+        self.tests.reserve(n);
+        self.index.reserve(n);
+    }
+
     /// The position of `id` in `tests`.
     fn find(&self, id: &str) -> Option<usize> {
         self.index.find(&self.tests, id)
+    }
+
+    /// [`Collector::record`] for an owned id: a new test keeps `id` itself (no copy).
+    pub fn record_owned(&mut self, id: String, outcome: Outcome, message: Option<String>) {
+        if self
+            .index
+            .find_or_insert(&self.tests, &id, self.tests.len())
+            .is_some()
+        {
+            self.record(&id, outcome, message);
+            return;
+        }
+        let message = message
+            .filter(|_| outcome.is_failing())
+            .map(|m| normalize_message(&m))
+            .filter(|m| !m.is_empty());
+        self.tests.push(TestResult {
+            id,
+            outcome,
+            message,
+        });
     }
 
     /// Records one attempt of test `id` (see the type doc for the merge rule).
