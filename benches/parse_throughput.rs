@@ -69,7 +69,11 @@ fn write_junit(path: &Path, cases: usize) -> Counts {
 /// Test names of the libtest input, ~48 bytes per result line (so 1M lines are ~42 MB,
 /// as in the measurement the targets come from).
 fn libtest_name(i: usize) -> String {
-    format!("integration::module_{:04}::case_{:04}_holds", i / 1000, i % 1000)
+    format!(
+        "integration::module_{:04}::case_{:04}_holds",
+        i / 1000,
+        i % 1000
+    )
 }
 
 /// Lines of libtest output for `tests` tests (one binary), as written by
@@ -210,7 +214,11 @@ impl Input {
         if summary {
             assert_eq!(listed, None, "{}: --summary listed the tests", self.name);
         } else {
-            assert_eq!(listed, want, "{}: the binary listed another number of tests", self.name);
+            assert_eq!(
+                listed, want,
+                "{}: the binary listed another number of tests",
+                self.name
+            );
         }
     }
 
@@ -265,7 +273,12 @@ fn main() {
         Input {
             name: format!("junit-{}k", cases / 1000),
             main_file: junit.clone(),
-            args: vec!["--report".into(), s(&junit), "--exit-code".into(), "1".into()],
+            args: vec![
+                "--report".into(),
+                s(&junit),
+                "--exit-code".into(),
+                "1".into(),
+            ],
             expected: junit_counts,
             rss_target_mib: 16.0,
         },
@@ -293,9 +306,16 @@ fn main() {
         .output()
         .expect("run loopexec parse --help");
     let has_summary = String::from_utf8_lossy(&help.stdout).contains("--summary");
-    let shapes: &[bool] = if has_summary { &[false, true] } else { &[false] };
+    let shapes: &[bool] = if has_summary {
+        &[false, true]
+    } else {
+        &[false]
+    };
     if !has_summary {
-        println!("note: {} has no --summary; measuring the default shape only", bin.display());
+        println!(
+            "note: {} has no --summary; measuring the default shape only",
+            bin.display()
+        );
     }
     for input in &inputs {
         for &summary in shapes {

@@ -181,12 +181,7 @@ pub fn body(run: &ParsedRun, summary: bool) -> ParseBody {
         tests: (!summary).then(|| run.tests.iter().filter(|t| named(t)).cloned().collect()),
         counts: run.counts(),
         failing: failing_ids(run).into_iter().map(str::to_string).collect(),
-        collected: (!summary).then(|| {
-            collected_ids(run)
-                .into_iter()
-                .map(str::to_string)
-                .collect()
-        }),
+        collected: (!summary).then(|| collected_ids(run).into_iter().map(str::to_string).collect()),
         diagnostics: run.diagnostics.clone(),
         human: human(run, summary),
     }
@@ -225,7 +220,11 @@ pub fn run_json(a: &ParseArgs) -> ExitCode {
 ///
 /// # Errors
 /// A write error of `w`.
-pub fn print_json(w: &mut impl std::io::Write, run: &ParsedRun, summary: bool) -> std::io::Result<()> {
+pub fn print_json(
+    w: &mut impl std::io::Write,
+    run: &ParsedRun,
+    summary: bool,
+) -> std::io::Result<()> {
     serde_json::to_writer(&mut *w, &Streamed { run, summary }).map_err(std::io::Error::from)?;
     w.write_all(b"\n")?;
     w.flush()

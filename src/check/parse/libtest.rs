@@ -237,8 +237,14 @@ impl State<'_> {
         let line = line.as_ref();
         let r = self.r;
         // the result line of a test, the bulk of any output, without a regex
-        if let Some((name, word)) = split_test_line(line).filter(|_| !line.starts_with("test result: ")) {
-            if self.block.as_ref().is_some_and(|b| !b.ended && b.captured.is_none()) {
+        if let Some((name, word)) =
+            split_test_line(line).filter(|_| !line.starts_with("test result: "))
+        {
+            if self
+                .block
+                .as_ref()
+                .is_some_and(|b| !b.ended && b.captured.is_none())
+            {
                 match result_word(word) {
                     Some(o) => self.record(name, o),
                     None => self.pending = Some(name.to_string()),

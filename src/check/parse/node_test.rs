@@ -47,7 +47,9 @@ fn runner_frame(frame: &str) -> Option<bool> {
     }
     if frame.contains("Suite.processPendingSubtests (") || frame.contains("Suite.run (") {
         Some(true)
-    } else if frame.contains("Test.processPendingSubtests (") || frame.contains("TestContext.test (") {
+    } else if frame.contains("Test.processPendingSubtests (")
+        || frame.contains("TestContext.test (")
+    {
         Some(false)
     } else {
         None
@@ -242,8 +244,8 @@ pub fn parse(t: &TextInput) -> ParsedRun {
             }
         }
     }
-    let complete = file_entries.is_empty()
-        && (summary || (dot_marks && (dot_list || !is_red(t.exit_code))));
+    let complete =
+        file_entries.is_empty() && (summary || (dot_marks && (dot_list || !is_red(t.exit_code))));
     c.finish_text(
         Format::Tap,
         "node",

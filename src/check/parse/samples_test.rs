@@ -121,7 +121,10 @@ fn samples_match_expected() {
     );
     if filter.is_empty() {
         for (n, _) in KNOWN_DIVERGENT {
-            assert!(dir.join(n).is_file(), "KNOWN_DIVERGENT names a missing sample {n}");
+            assert!(
+                dir.join(n).is_file(),
+                "KNOWN_DIVERGENT names a missing sample {n}"
+            );
         }
     }
 }

@@ -316,9 +316,7 @@ impl State {
 /// the run ended early (incomplete), and a failing one is an unattributed failure.
 pub(crate) fn is_script_path(name: &str) -> bool {
     const EXT: [&str; 8] = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx"];
-    name.contains(['/', '\\'])
-        && !name.contains(' ')
-        && EXT.iter().any(|e| name.ends_with(e))
+    name.contains(['/', '\\']) && !name.contains(' ') && EXT.iter().any(|e| name.ends_with(e))
 }
 
 /// The diagnostic for a file-level point of `node --test` (see [`is_script_path`]).
@@ -454,10 +452,16 @@ mod tests {
         let out = "TAP version 13\n# Subtest: /w/bad.test.mjs\nnot ok 1 - /w/bad.test.mjs\n  ---\n  error: 'Cannot find module x'\n  ...\n# Subtest: ok one\nok 2 - ok one\n1..2\n";
         let r = run(out, 1);
         assert!(!r.complete && r.unattributed_failure);
-        assert_eq!(r.failing().into_iter().collect::<Vec<_>>(), vec!["tap::<unattributed>"]);
+        assert_eq!(
+            r.failing().into_iter().collect::<Vec<_>>(),
+            vec!["tap::<unattributed>"]
+        );
         assert_eq!(r.passing().into_iter().collect::<Vec<_>>(), vec!["ok one"]);
         // a test whose name merely mentions a file is a test
-        let r = run("TAP version 13\n# Subtest: reads a/b.js\nok 1 - reads a/b.js\n1..1\n", 0);
+        let r = run(
+            "TAP version 13\n# Subtest: reads a/b.js\nok 1 - reads a/b.js\n1..1\n",
+            0,
+        );
         assert_eq!(r.tests.len(), 1);
         assert!(r.complete);
     }
