@@ -178,10 +178,10 @@ impl Input {
     }
 
     /// One run with its output read back: the counts must be the generated ones.
-    /// The output is decoded into counts and a test count only (`IgnoredAny` per
-    /// test), so this process stays small: a child's peak RSS as `wait4` reports it
-    /// is at least this process's size when it was spawned (the `wc -l` row shows
-    /// that floor).
+    /// The output is streamed from the pipe into counts and a test count only
+    /// (`IgnoredAny` per test), so this process stays small: the peak RSS `wait4`
+    /// reports for a child is at least this process's own peak (the child starts as a
+    /// copy of it before `exec`), which the `wc -l` row shows.
     fn verify(&self, bin: &Path, summary: bool) {
         #[derive(serde::Deserialize)]
         struct Got {
@@ -194,14 +194,16 @@ impl Input {
             failed: u64,
             skipped: u64,
         }
-        let out = self
+        let mut child = self
             .command(bin, summary)
             .stdout(Stdio::piped())
-            .output()
+            .spawn()
             .expect("run loopexec parse");
-        let got: Got =
-            serde_json::from_slice(&out.stdout).expect("loopexec --json parse prints its JSON");
-        drop(out);
+        let stdout = child.stdout.take().expect("piped stdout");
+        let got: Got = serde_json::from_reader(std::io::BufReader::new(stdout))
+            .expect("loopexec --json parse prints its JSON");
+        let st = child.wait().expect("wait for loopexec parse");
+        assert!(st.success(), "{}: loopexec parse failed: {st}", self.name);
         let e = self.expected;
         assert_eq!(
             (got.counts.passed, got.counts.failed, got.counts.skipped),
@@ -320,12 +322,6 @@ fn main() {
     for input in &inputs {
         for &summary in shapes {
             input.verify(&bin, summary);
-            // hand the verification's buffers back to the system (see `verify`)
-            // SAFETY: malloc_trim only releases free heap memory.
-            #[cfg(all(target_os = "linux", target_env = "gnu"))]
-            unsafe {
-                libc::malloc_trim(0);
-            }
             let shape = if summary { "--summary" } else { "default" };
             let name = format!("parse {} ({shape})", input.name);
             ab(
