@@ -63,35 +63,35 @@ impl Body for ParseBody {
 }
 
 /// Validates the arguments and parses; `Err` is the usage or input error to print.
-fn read(a: &ParseArgs) -> Result<ParsedRun, Outcome> {
+fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
     let choice = if a.format == "auto" {
         FormatChoice::Auto
     } else if let Some(f) = parse::format_from_name(&a.format) {
         FormatChoice::Fixed(f)
     } else {
-        return Err(Outcome::error(
+        return Err(Box::new(Outcome::error(
             2,
             format!("unknown --format `{}`", a.format),
             Some(format!(
                 "use auto or one of: {}",
                 parse::format_names().join(", ")
             )),
-        ));
+        )));
     };
     if a.stdout.is_none() && a.stderr.is_none() && a.reports.is_empty() {
-        return Err(Outcome::error(
+        return Err(Box::new(Outcome::error(
             2,
             "nothing to parse".into(),
             Some("give --stdout FILE, --stderr FILE or --report FILE".into()),
-        ));
+        )));
     }
     for p in a.stdout.iter().chain(a.stderr.iter()) {
         if let Err(e) = std::fs::metadata(p) {
-            return Err(Outcome::error(
+            return Err(Box::new(Outcome::error(
                 super::EXIT_ERROR,
                 format!("cannot read {}: {e}", p.display()),
                 Some("pass the file the check's output was saved to".into()),
-            ));
+            )));
         }
     }
     Ok(parse::parse_command(
@@ -190,7 +190,7 @@ pub fn body(run: &ParsedRun, summary: bool) -> ParseBody {
 pub(crate) fn run(a: &ParseArgs) -> Outcome {
     match read(a) {
         Ok(parsed) => Outcome::from_body("ok", 0, &body(&parsed, a.summary)),
-        Err(o) => o,
+        Err(o) => *o,
     }
 }
 

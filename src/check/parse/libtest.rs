@@ -98,7 +98,7 @@ fn split_test_line(line: &str) -> Option<(&str, &str)> {
     let rest = line.strip_prefix("test ")?;
     let first = rest.chars().next()?;
     let from = first.len_utf8();
-    let at = from + memchr::memmem::find(rest[from..].as_bytes(), b" ...")?;
+    let at = from + memchr::memmem::find(&rest.as_bytes()[from..], b" ...")?;
     let word = &rest[at + 4..];
     Some((&rest[..at], word.strip_prefix(' ').unwrap_or(word)))
 }
