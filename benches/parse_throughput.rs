@@ -1,70 +1,52 @@
-//! Test-output parse throughput (MB/s) and peak memory.
+//! `loopexec parse` at read speed: every row is a ratio against `wc -l` on the same
+//! file, measured interleaved in the same run ([`common::ab`]), plus peak-RSS rows.
 //!
 //! Inputs, generated into a temp directory before measuring:
-//! * `junit-100k`: a 100,000-case JUnit XML report
-//!   (`loopexec::check::parse::junit::synthetic_junit`), handed over as a report file;
-//! * `libtest-1M`: 1,000,000 lines of `cargo test` human output on stdout (one test
-//!   binary: `running N tests`, `test mod_i::case_j ... ok|FAILED|ignored[, reason]`,
-//!   the failures section with one `---- NAME stdout ----` block per failure, the name
-//!   list, `test result: FAILED. ...`), plus cargo's `Running` line on stderr.
+//! * `junit-100k`: a 100,000-case JUnit XML report (~7.6 MB,
+//!   `loopexec::check::parse::junit::synthetic_junit`), handed over as `--report`;
+//! * `libtest-1M`: 1,000,000 lines of `cargo test` human output on stdout (~42 MB:
+//!   `running N tests`, `test mod_i::case_j ... ok|FAILED|ignored[, reason]`, one
+//!   `---- NAME stdout ----` block per failure, the name list, `test result: FAILED.
+//!   ...`), plus cargo's `Running` line on stderr.
 //!
-//! Both go through the public dispatcher `loopexec::check::parse::parse` with
-//! `FormatChoice::Auto`, so format detection is part of the measured time. Before
-//! measuring, the result is checked against the generated counts (a broken parser
-//! cannot produce a fast number); every timed parse also checks the test count.
+//! Each input is parsed by the release binary in both output shapes: the default
+//! (every test listed) and `--summary` (counts and failing names only; skipped when
+//! the binary has no such flag, e.g. an older build measured with `LOOPEXEC_BIN`).
+//! Before measuring, one run's `counts` are checked against the generated ones (a
+//! broken parser cannot produce a fast number).
 //!
-//! Peak memory: the release binary runs `loopexec parse --json` on the same files in a
-//! child process under `/usr/bin/time -f %M` (else VmHWM polled from /proc). That
-//! figure is the whole command: parse plus rendering every test as JSON.
+//! Rows (issue 14's targets): wall time ≤ 4× `wc -l` (≥ 25% of its speed); peak RSS
+//! ≤ 16 MiB for the JUnit report, ≤ 64 MiB for the libtest output. CPU rows report
+//! only.
 //!
-//! Run: `cargo bench --bench parse_throughput`. Prints
-//! `parse_throughput: junit-100k X MB/s, libtest-1M Y MB/s` and
-//! `parse_memory: junit-100k <N> KiB, libtest-1M <N> KiB, files <size> MB`.
-//! Under `cargo test --benches` (criterion's test mode) the inputs are 100x smaller.
+//! Run: `cargo bench --bench parse_throughput` (measures `target/release/loopexec`;
+//! set `LOOPEXEC_BIN=/path/to/loopexec` to measure another build, e.g. main's for a
+//! before/after table). Under `cargo test --benches` the inputs are 100× smaller and
+//! each row runs 5 times.
 
 mod common;
-use common::loopexec_bin;
-use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
-use loopexec::check::model::{Format, Outcome, ParsedRun};
-use loopexec::check::parse::{parse, CheckInput, FormatChoice};
-use std::cell::RefCell;
+use common::ab::{ab, measure, Metric, Sample};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-/// True under `cargo bench` (criterion's benchmark mode), false under `cargo test`.
+/// True under `cargo bench`, false under `cargo test --benches`.
 fn bench_mode() -> bool {
     std::env::args().any(|a| a == "--bench")
 }
 
-/// Expected per-outcome counts of a generated input.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Counts {
-    passed: usize,
-    failed: usize,
-    errored: usize,
-    skipped: usize,
+/// The binary to measure: `$LOOPEXEC_BIN` when set, else the release build.
+fn binary() -> PathBuf {
+    std::env::var_os("LOOPEXEC_BIN").map_or_else(common::loopexec_bin, PathBuf::from)
 }
 
-impl Counts {
-    fn total(self) -> usize {
-        self.passed + self.failed + self.errored + self.skipped
-    }
-    fn of(run: &ParsedRun) -> Counts {
-        let mut c = Counts::default();
-        for t in &run.tests {
-            match t.outcome {
-                Outcome::Passed => c.passed += 1,
-                Outcome::Failed => c.failed += 1,
-                Outcome::Errored => c.errored += 1,
-                Outcome::Skipped => c.skipped += 1,
-                Outcome::FlakyPassed => panic!("no flaky test was generated: {}", t.id),
-            }
-        }
-        c
-    }
+/// Expected counts of a generated input (errors count as failed, as in `counts`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Counts {
+    passed: u64,
+    failed: u64,
+    skipped: u64,
 }
 
 /// Writes the JUnit report; returns its expected counts (the generator's pattern:
@@ -76,8 +58,7 @@ fn write_junit(path: &Path, cases: usize) -> Counts {
     let mut c = Counts::default();
     for i in 0..cases {
         match (i % 10, i % 20) {
-            (3, _) => c.failed += 1,
-            (7, _) => c.errored += 1,
+            (3 | 7, _) => c.failed += 1,
             (_, 9) => c.skipped += 1,
             _ => c.passed += 1,
         }
@@ -85,8 +66,14 @@ fn write_junit(path: &Path, cases: usize) -> Counts {
     c
 }
 
+/// Test names of the libtest input, ~48 bytes per result line (so 1M lines are ~42 MB,
+/// as in the measurement the targets come from).
 fn libtest_name(i: usize) -> String {
-    format!("mod_{}::case_{}", i / 1000, i % 1000)
+    format!(
+        "integration::module_{:04}::case_{:04}_holds",
+        i / 1000,
+        i % 1000
+    )
 }
 
 /// Lines of libtest output for `tests` tests (one binary), as written by
@@ -169,255 +156,207 @@ fn write_libtest(stdout: &Path, stderr: &Path, lines: usize) -> Counts {
     c
 }
 
+/// One generated input and how to hand it to `loopexec parse`.
 struct Input {
-    name: &'static str,
-    stdout: Option<PathBuf>,
-    stderr: Option<PathBuf>,
-    reports: Vec<PathBuf>,
-    exit_code: i32,
-    format: Format,
+    name: String,
+    /// The file `wc -l` reads (the bulk of the input).
+    main_file: PathBuf,
+    args: Vec<String>,
     expected: Counts,
-    bytes: u64,
+    rss_target_mib: f64,
 }
 
 impl Input {
-    fn parse(&self) -> ParsedRun {
-        parse(
-            &CheckInput {
-                stdout: self.stdout.as_deref(),
-                stderr: self.stderr.as_deref(),
-                exit_code: Some(self.exit_code),
-                reports: &self.reports,
-            },
-            FormatChoice::Auto,
-        )
+    fn command(&self, bin: &Path, summary: bool) -> Command {
+        let mut c = Command::new(bin);
+        c.args(["--json", "parse"]).args(&self.args);
+        if summary {
+            c.arg("--summary");
+        }
+        c.stdin(Stdio::null()).stderr(Stdio::inherit());
+        c
     }
 
-    /// Full check of one parse against the generated counts.
-    fn verify(&self, run: &ParsedRun) {
-        assert_eq!(run.format, self.format, "{}: wrong format", self.name);
-        assert!(
-            run.complete,
-            "{}: incomplete: {:?}",
-            self.name, run.diagnostics
-        );
-        assert!(
-            !run.unattributed_failure,
-            "{}: unattributed failure: {:?}",
-            self.name, run.diagnostics
-        );
-        assert_eq!(Counts::of(run), self.expected, "{}: counts", self.name);
-        assert_eq!(run.tests.len(), self.expected.total());
-        assert_eq!(
-            run.collected().len(),
-            self.expected.total(),
-            "ids not unique"
-        );
-    }
-
-    /// The same parse through the release binary; returns its peak RSS in KiB.
-    fn peak_rss_kib(&self, bin: &Path, dir: &Path) -> u64 {
-        let out_path = dir.join(format!("{}.out.json", self.name));
-        let mut args: Vec<String> = vec!["parse".into(), "--json".into()];
-        for (flag, p) in [("--stdout", &self.stdout), ("--stderr", &self.stderr)] {
-            if let Some(p) = p {
-                args.push(flag.into());
-                args.push(p.display().to_string());
-            }
+    /// One run with its output read back: the counts must be the generated ones.
+    /// The output is streamed from the pipe into counts and a test count only
+    /// (`IgnoredAny` per test), so this process stays small: the peak RSS `wait4`
+    /// reports for a child is at least this process's own peak (the child starts as a
+    /// copy of it before `exec`), which the `wc -l` row shows.
+    fn verify(&self, bin: &Path, summary: bool) {
+        #[derive(serde::Deserialize)]
+        struct Got {
+            counts: GotCounts,
+            tests: Option<Vec<serde::de::IgnoredAny>>,
         }
-        for r in &self.reports {
-            args.push("--report".into());
-            args.push(r.display().to_string());
+        #[derive(serde::Deserialize)]
+        struct GotCounts {
+            passed: u64,
+            failed: u64,
+            skipped: u64,
         }
-        args.push("--exit-code".into());
-        args.push(self.exit_code.to_string());
-        let out = File::create(&out_path).expect("create output");
-        let time = Path::new("/usr/bin/time");
-        let kib = if time.exists() {
-            let tfile = dir.join("time.out");
-            let st = Command::new(time)
-                .args(["-f", "%M", "-o"])
-                .arg(&tfile)
-                .arg(bin)
-                .args(&args)
-                .stdout(out)
-                .stderr(Stdio::inherit())
-                .status()
-                .expect("run /usr/bin/time");
-            assert!(st.success(), "{}: loopexec parse failed: {st}", self.name);
-            let t = std::fs::read_to_string(&tfile).expect("read time output");
-            t.lines()
-                .rev()
-                .find_map(|l| l.trim().parse::<u64>().ok())
-                .unwrap_or_else(|| panic!("no %M figure in {t:?}"))
-        } else {
-            let mut child = Command::new(bin)
-                .args(&args)
-                .stdout(out)
-                .spawn()
-                .expect("run loopexec");
-            let status = format!("/proc/{}/status", child.id());
-            let mut hwm = 0;
-            loop {
-                if let Ok(s) = std::fs::read_to_string(&status) {
-                    if let Some(v) = s
-                        .lines()
-                        .find_map(|l| l.strip_prefix("VmHWM:"))
-                        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-                    {
-                        hwm = hwm.max(v);
-                    }
-                }
-                if let Some(st) = child.try_wait().expect("wait") {
-                    assert!(st.success(), "{}: loopexec parse failed: {st}", self.name);
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            hwm
-        };
-        // the child must have read the same tests
-        let v: serde_json::Value =
-            serde_json::from_reader(std::io::BufReader::new(File::open(&out_path).unwrap()))
-                .expect("loopexec parse --json prints JSON");
-        let tests = v
-            .pointer("/tests")
-            .or_else(|| v.pointer("/detail/tests"))
-            .and_then(|t| t.as_array())
-            .map(Vec::len);
+        let mut child = self
+            .command(bin, summary)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run loopexec parse");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let got: Got = serde_json::from_reader(std::io::BufReader::new(stdout))
+            .expect("loopexec --json parse prints its JSON");
+        let st = child.wait().expect("wait for loopexec parse");
+        assert!(st.success(), "{}: loopexec parse failed: {st}", self.name);
+        let e = self.expected;
         assert_eq!(
-            tests,
-            Some(self.expected.total()),
-            "{}: the binary read another test count",
+            (got.counts.passed, got.counts.failed, got.counts.skipped),
+            (e.passed, e.failed, e.skipped),
+            "{} (summary: {summary}): the binary read other counts",
             self.name
         );
-        let _ = std::fs::remove_file(&out_path);
-        kib
+        let listed = got.tests.map(|t| t.len() as u64);
+        let want = (!summary).then_some(e.passed + e.failed + e.skipped);
+        if summary {
+            assert_eq!(listed, None, "{}: --summary listed the tests", self.name);
+        } else {
+            assert_eq!(
+                listed, want,
+                "{}: the binary listed another number of tests",
+                self.name
+            );
+        }
+    }
+
+    fn run(&self, bin: &Path, summary: bool) -> Sample {
+        let mut c = self.command(bin, summary);
+        c.stdout(Stdio::null());
+        let (st, s) = measure(&mut c);
+        assert!(st.success(), "{}: loopexec parse failed: {st}", self.name);
+        s
+    }
+
+    fn wc(&self) -> Sample {
+        let mut c = Command::new("wc");
+        c.arg("-l")
+            .arg(&self.main_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        let (st, s) = measure(&mut c);
+        assert!(st.success(), "wc -l failed: {st}");
+        s
     }
 }
 
-thread_local! {
-    static TIMES: RefCell<Vec<(&'static str, u64, Vec<Duration>)>> = const { RefCell::new(Vec::new()) };
-}
-
-fn median(v: &[Duration]) -> Option<Duration> {
-    let mut v = v.to_vec();
-    v.sort();
-    v.get(v.len() / 2).copied()
-}
-
-fn bench_parse(c: &mut Criterion) {
+fn main() {
     let full = bench_mode();
-    let (cases, lines) = if full {
-        (100_000, 1_000_000)
+    let (cases, lines, reps) = if full {
+        (100_000, 1_000_000, 9)
     } else {
-        (1_000, 10_000)
+        (1_000, 10_000, 5)
     };
+    let bin = binary();
     let dir = tempfile::Builder::new()
         .prefix("loopexec-parse-bench")
         .tempdir()
         .expect("tempdir");
     let d = dir.path();
-
     let junit = d.join("junit.xml");
     let junit_counts = write_junit(&junit, cases);
     let (lt_out, lt_err) = (d.join("libtest.stdout"), d.join("libtest.stderr"));
     let lt_counts = write_libtest(&lt_out, &lt_err, lines);
-    let size = |p: &Path| std::fs::metadata(p).expect("stat").len();
+    let mb = |p: &Path| std::fs::metadata(p).map_or(0.0, |m| m.len() as f64 / 1e6);
+    println!(
+        "inputs: {} ({:.1} MB, {cases} cases), {} ({:.1} MB, {lines} lines); binary {}",
+        junit.display(),
+        mb(&junit),
+        lt_out.display(),
+        mb(&lt_out),
+        bin.display()
+    );
+    let s = |p: &Path| p.display().to_string();
     let inputs = [
         Input {
-            name: if full { "junit-100k" } else { "junit-1k" },
-            stdout: None,
-            stderr: None,
-            reports: vec![junit.clone()],
-            exit_code: 1,
-            format: Format::Junit,
+            name: format!("junit-{}k", cases / 1000),
+            main_file: junit.clone(),
+            args: vec![
+                "--report".into(),
+                s(&junit),
+                "--exit-code".into(),
+                "1".into(),
+            ],
             expected: junit_counts,
-            bytes: size(&junit),
+            rss_target_mib: 16.0,
         },
         Input {
-            name: if full { "libtest-1M" } else { "libtest-10k" },
-            stdout: Some(lt_out.clone()),
-            stderr: Some(lt_err.clone()),
-            reports: Vec::new(),
-            exit_code: 101,
-            format: Format::Libtest,
+            name: if full {
+                "libtest-1M".into()
+            } else {
+                format!("libtest-{}k", lines / 1000)
+            },
+            main_file: lt_out.clone(),
+            args: vec![
+                "--stdout".into(),
+                s(&lt_out),
+                "--stderr".into(),
+                s(&lt_err),
+                "--exit-code".into(),
+                "101".into(),
+            ],
             expected: lt_counts,
-            bytes: size(&lt_out) + size(&lt_err),
+            rss_target_mib: 64.0,
         },
     ];
-    for i in &inputs {
-        let run = i.parse();
-        i.verify(&run);
+    let help = Command::new(&bin)
+        .args(["parse", "--help"])
+        .output()
+        .expect("run loopexec parse --help");
+    let has_summary = String::from_utf8_lossy(&help.stdout).contains("--summary");
+    let shapes: &[bool] = if has_summary {
+        &[false, true]
+    } else {
+        &[false]
+    };
+    if !has_summary {
+        println!(
+            "note: {} has no --summary; measuring the default shape only",
+            bin.display()
+        );
     }
-    // the binary prefixes libtest ids with the test binary named on stderr
-    let lt = inputs[1].parse();
-    assert_eq!(lt.tests[0].id, "bench::mod_0::case_0", "libtest id scheme");
-
-    let mut g = c.benchmark_group("parse_throughput");
-    g.sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(5))
-        .sampling_mode(SamplingMode::Flat);
     for input in &inputs {
-        g.throughput(Throughput::Bytes(input.bytes));
-        let mut times = Vec::new();
-        g.bench_function(input.name, |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let start = Instant::now();
-                    let run = input.parse();
-                    let took = start.elapsed();
-                    assert_eq!(run.tests.len(), input.expected.total());
-                    drop(run);
-                    times.push(took);
-                    total += took;
-                }
-                total
-            });
-        });
-        TIMES.with(|t| t.borrow_mut().push((input.name, input.bytes, times)));
+        for &summary in shapes {
+            input.verify(&bin, summary);
+            let shape = if summary { "--summary" } else { "default" };
+            let name = format!("parse {} ({shape})", input.name);
+            ab(
+                &format!("{name} wall vs wc -l"),
+                Metric::Wall,
+                reps,
+                ("loopexec parse", "wc -l"),
+                Some(4.0),
+                || input.run(&bin, summary),
+                || input.wc(),
+            );
+            ab(
+                &format!("{name} CPU vs wc -l"),
+                Metric::Cpu,
+                reps,
+                ("loopexec parse", "wc -l"),
+                None,
+                || input.run(&bin, summary),
+                || input.wc(),
+            );
+            let row = ab(
+                &format!("{name} peak RSS vs wc -l"),
+                Metric::MaxRss,
+                reps,
+                ("loopexec parse", "wc -l"),
+                None,
+                || input.run(&bin, summary),
+                || input.wc(),
+            );
+            let t = input.rss_target_mib;
+            let verdict = if row.a_median <= t { "met" } else { "NOT MET" };
+            println!(
+                "ROW {name} peak RSS: median {:.1} MiB (min {:.1}) · target ≤ {t:.0} MiB: {verdict}",
+                row.a_median, row.a_min
+            );
+        }
     }
-    g.finish();
-
-    let bin = loopexec_bin();
-    let rss: Vec<(String, u64)> = inputs
-        .iter()
-        .map(|i| (i.name.to_string(), i.peak_rss_kib(&bin, d)))
-        .collect();
-
-    TIMES.with(|t| {
-        let t = t.borrow();
-        let parts: Vec<String> = t
-            .iter()
-            .filter_map(|(name, bytes, v)| {
-                let m = median(v)?;
-                #[allow(clippy::cast_precision_loss)]
-                let mbs = *bytes as f64 / 1e6 / m.as_secs_f64();
-                Some(format!(
-                    "{name} {mbs:.1} MB/s ({:.0} ms per parse)",
-                    m.as_secs_f64() * 1000.0
-                ))
-            })
-            .collect();
-        println!("parse_throughput: {}", parts.join(", "));
-    });
-    let mem: Vec<String> = rss.iter().map(|(n, k)| format!("{n} {k} KiB")).collect();
-    #[allow(clippy::cast_precision_loss)]
-    let files: Vec<String> = inputs
-        .iter()
-        .map(|i| format!("{:.1}", i.bytes as f64 / 1e6))
-        .collect();
-    println!(
-        "parse_memory: {}, files {} MB (libtest {} lines, {} tests; junit {} cases)",
-        mem.join(", "),
-        files.join(" / "),
-        lines,
-        inputs[1].expected.total(),
-        inputs[0].expected.total()
-    );
 }
-
-criterion_group!(benches, bench_parse);
-criterion_main!(benches);

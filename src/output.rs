@@ -195,6 +195,7 @@ pub fn schemas() -> Vec<NamedSchema> {
         envelope_schema::<c::PendingBody>(),
         envelope_schema::<c::DecideBody>(),
         envelope_schema_as::<c::DecideBody>("deny"),
+        envelope_schema::<crate::cmd::parse::ParseBody>(),
     ];
     v.push(NamedSchema {
         name: "receipt-event",

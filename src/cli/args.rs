@@ -54,6 +54,9 @@ pub enum Command {
     )]
     Report(ReportArgs),
     /// Show what loopexec reads from a captured check run (for debugging a verdict).
+    #[command(
+        after_help = "Examples:\n  cargo test >out.txt 2>err.txt; loopexec parse --stdout out.txt --stderr err.txt --exit-code $?\n  loopexec --json parse --report junit.xml --exit-code 1 | jq .failing\n  loopexec --json parse --summary --stdout out.txt --exit-code 1   # counts and failing names only\n\nShapes: `--json` prints every named test (`tests`, `collected`) by default, as scripts and\nthe sample checker read it; `--summary` leaves both out, so the output is bounded by the\nfailing tests. (A summary-by-default shape was proposed; the full list stays the default\nbecause existing consumers read `tests`.)"
+    )]
     Parse(ParseArgs),
     /// Record that a person reviewed a run's work (clears comprehension debt).
     Ack(AckArgs),
@@ -594,4 +597,10 @@ pub struct ParseArgs {
     /// alone cannot show, e.g. plain `cargo test` stopping at the first failing target).
     #[arg(long, value_name = "CMD")]
     pub command: Option<String>,
+    /// Print the summary shape: counts, failing names, completeness and diagnostics,
+    /// without `tests` and `collected` (output bounded by the failing tests, not by the
+    /// suite). The default shape keeps the full `tests` list, which scripts and the
+    /// sample checker read.
+    #[arg(long)]
+    pub summary: bool,
 }

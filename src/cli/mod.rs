@@ -148,6 +148,9 @@ pub fn main() -> ExitCode {
     };
     let json = cli.json
         || matches!(&cli.command, Command::Report(a) if a.format.as_deref() == Some("json"));
+    if let (true, Command::Parse(a)) = (json, &cli.command) {
+        return cmd::parse::run_json(a); // streams its JSON (no whole-run Value)
+    }
     let outcome = cmd::dispatch(cli);
     render(&outcome, json);
     ExitCode::from(outcome.exit_code)

@@ -19,7 +19,7 @@ mod init;
 mod init_detect;
 mod inspect_cost;
 mod meta;
-mod parse;
+pub mod parse;
 mod probe_check;
 mod replay;
 mod report;

@@ -1,42 +1,100 @@
 //! `loopexec parse`: what loopexec reads from a captured check run — the format, the
 //! tests and their outcomes, the failing and collected sets, completeness.
+//!
+//! Two shapes (both the [`ParseBody`] contract, `schemas/parse.json`):
+//! * default: every field, with `tests` (every named test) and `collected` (their
+//!   ids, sorted) — what `check-parse` and other scripts read;
+//! * `--summary`: `tests` and `collected` left out (counts, failing names,
+//!   completeness, diagnostics). The output is then bounded by the failing tests, not by
+//!   the suite.
+//!
+//! With `--json` the object is written to stdout as it is serialized ([`print_json`]):
+//! no `serde_json::Value` of the whole run is built, so the memory of a large parse is
+//! the parsed run itself, never a second copy of it.
 
+use crate::check::model::{Counts, Format, ParsedRun, TestResult};
 use crate::check::parse::{self, CheckInput, FormatChoice};
 use crate::cli::{Outcome, ParseArgs};
-use serde_json::{json, Map};
+use crate::output::Body;
+use schemars::JsonSchema;
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+use std::collections::BTreeSet;
+use std::process::ExitCode;
 
-pub(crate) fn run(a: &ParseArgs) -> Outcome {
+/// `parse`: what loopexec read from one check run.
+///
+/// `tests` and `collected` are present in the default shape and absent under
+/// `--summary`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ParseBody {
+    /// The format that supplied the results (kebab-case wire name, e.g. `libtest`).
+    pub format: Format,
+    /// True when the run visibly reached the runner's own end.
+    pub complete: bool,
+    /// True when some failure cannot be pinned on a named test.
+    pub unattributed_failure: bool,
+    /// Every test the runner named, in the order first seen (the synthetic
+    /// `<runner>::<unattributed>` member is not listed here; it is in `failing`).
+    /// Absent under `--summary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests: Option<Vec<TestResult>>,
+    /// How many tests the run reported in each group (named tests joined with the
+    /// runner's own tallies).
+    pub counts: Counts,
+    /// The failing set F (sorted ids), the synthetic member included while red.
+    pub failing: Vec<String>,
+    /// The collected set C (sorted ids of every named test). Absent under `--summary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collected: Option<Vec<String>>,
+    /// Problems met while reading (report missing or not well-formed, unread streams).
+    pub diagnostics: Vec<String>,
+    /// Human rendering (not part of the JSON).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub human: String,
+}
+
+impl Body for ParseBody {
+    const COMMAND: &'static str = "parse";
+    fn human(&self) -> String {
+        self.human.clone()
+    }
+}
+
+/// Validates the arguments and parses; `Err` is the usage or input error to print.
+fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
     let choice = if a.format == "auto" {
         FormatChoice::Auto
     } else if let Some(f) = parse::format_from_name(&a.format) {
         FormatChoice::Fixed(f)
     } else {
-        return Outcome::error(
+        return Err(Box::new(Outcome::error(
             2,
             format!("unknown --format `{}`", a.format),
             Some(format!(
                 "use auto or one of: {}",
                 parse::format_names().join(", ")
             )),
-        );
+        )));
     };
     if a.stdout.is_none() && a.stderr.is_none() && a.reports.is_empty() {
-        return Outcome::error(
+        return Err(Box::new(Outcome::error(
             2,
             "nothing to parse".into(),
             Some("give --stdout FILE, --stderr FILE or --report FILE".into()),
-        );
+        )));
     }
     for p in a.stdout.iter().chain(a.stderr.iter()) {
         if let Err(e) = std::fs::metadata(p) {
-            return Outcome::error(
+            return Err(Box::new(Outcome::error(
                 super::EXIT_ERROR,
                 format!("cannot read {}: {e}", p.display()),
                 Some("pass the file the check's output was saved to".into()),
-            );
+            )));
         }
     }
-    let parsed = parse::parse_command(
+    Ok(parse::parse_command(
         &CheckInput {
             stdout: a.stdout.as_deref(),
             stderr: a.stderr.as_deref(),
@@ -45,58 +103,246 @@ pub(crate) fn run(a: &ParseArgs) -> Outcome {
         },
         choice,
         a.command.as_deref(),
-    );
-    let counts = parsed.counts();
-    let failing = parsed.failing();
-    let collected = parsed.collected();
-    let mut f = Map::new();
-    f.insert("format".into(), json!(parse::format_name(parsed.format)));
-    f.insert("complete".into(), json!(parsed.complete));
-    f.insert(
-        "unattributed_failure".into(),
-        json!(parsed.unattributed_failure),
-    );
-    // The synthetic `<runner>::<unattributed>` member stands for a failure no named
-    // test owns: it is in `failing` (so F is never empty while red) but not in `tests`,
-    // which lists only what the runner named.
-    let named: Vec<&crate::check::model::TestResult> = parsed
+    ))
+}
+
+/// True for a test the runner named (not the synthetic unattributed member).
+fn named(t: &TestResult) -> bool {
+    !t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX)
+}
+
+/// The failing set as sorted borrowed ids.
+fn failing_ids(run: &ParsedRun) -> BTreeSet<&str> {
+    run.tests
+        .iter()
+        .filter(|t| t.outcome.is_failing())
+        .map(|t| t.id.as_str())
+        .collect()
+}
+
+/// The collected set as sorted borrowed ids (one pointer per test, not a copy).
+fn collected_ids(run: &ParsedRun) -> Vec<&str> {
+    let mut v: Vec<&str> = run
         .tests
         .iter()
-        .filter(|t| !t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX))
+        .filter(|t| named(t))
+        .map(|t| t.id.as_str())
         .collect();
-    f.insert(
-        "tests".into(),
-        serde_json::to_value(&named).unwrap_or_default(),
-    );
-    f.insert("counts".into(), json!(counts));
-    f.insert("failing".into(), json!(failing));
-    f.insert("collected".into(), json!(collected));
-    f.insert("diagnostics".into(), json!(parsed.diagnostics));
-    let mut human = format!(
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The human rendering: a header, then each test (all of them, or only the failing
+/// ones under `--summary`) with the first line of a failure's message.
+fn human(run: &ParsedRun, summary: bool) -> String {
+    use std::fmt::Write;
+    let counts = run.counts();
+    let failing = failing_ids(run);
+    let collected = run.tests.iter().filter(|t| named(t)).count();
+    let mut h = format!(
         "format: {}\ncomplete: {}\nunattributed failure: {}\ncollected: {}  failing: {}\ncounts: {} passed, {} failed, {} skipped, {} flaky\n",
-        parse::format_name(parsed.format),
-        parsed.complete,
-        parsed.unattributed_failure,
-        collected.len(),
+        parse::format_name(run.format),
+        run.complete,
+        run.unattributed_failure,
+        collected,
         failing.len(),
         counts.passed,
         counts.failed,
         counts.skipped,
         counts.flaky
     );
-    for t in &parsed.tests {
-        human.push_str(&format!("  {:<12} {}\n", t.outcome.as_str(), t.id));
+    for t in run
+        .tests
+        .iter()
+        .filter(|t| !summary || t.outcome.is_failing())
+    {
+        let _ = writeln!(h, "  {:<12} {}", t.outcome.as_str(), t.id);
         if let Some(m) = &t.message {
             if t.outcome.is_failing() {
-                human.push_str(&format!(
-                    "               {}\n",
-                    m.lines().next().unwrap_or("")
-                ));
+                let _ = writeln!(h, "               {}", m.lines().next().unwrap_or(""));
             }
         }
     }
-    for d in &parsed.diagnostics {
-        human.push_str(&format!("note: {d}\n"));
+    for d in &run.diagnostics {
+        let _ = writeln!(h, "note: {d}");
     }
-    Outcome::ok(f, human)
+    h
+}
+
+/// The typed body of `run` (materialized: for the human rendering and the schema
+/// tests; `--json` streams the same fields with [`print_json`]).
+#[must_use]
+pub fn body(run: &ParsedRun, summary: bool) -> ParseBody {
+    ParseBody {
+        format: run.format,
+        complete: run.complete,
+        unattributed_failure: run.unattributed_failure,
+        tests: (!summary).then(|| run.tests.iter().filter(|t| named(t)).cloned().collect()),
+        counts: run.counts(),
+        failing: failing_ids(run).into_iter().map(str::to_string).collect(),
+        collected: (!summary).then(|| collected_ids(run).into_iter().map(str::to_string).collect()),
+        diagnostics: run.diagnostics.clone(),
+        human: human(run, summary),
+    }
+}
+
+pub(crate) fn run(a: &ParseArgs) -> Outcome {
+    match read(a) {
+        Ok(parsed) => Outcome::from_body("ok", 0, &body(&parsed, a.summary)),
+        Err(o) => *o,
+    }
+}
+
+/// `loopexec --json parse`: prints the envelope and the body as they are serialized
+/// (the same object [`run`] would render; see the module doc) and returns the exit
+/// code. Errors print as every command's do.
+#[must_use]
+pub fn run_json(a: &ParseArgs) -> ExitCode {
+    match read(a) {
+        Ok(parsed) => {
+            let out = std::io::stdout();
+            let mut w = std::io::BufWriter::with_capacity(64 * 1024, out.lock());
+            // A closed stdout (`| head`) is not a parse failure: the exit code still
+            // says the command ran.
+            let _ = print_json(&mut w, &parsed, a.summary);
+            ExitCode::SUCCESS
+        }
+        Err(o) => {
+            crate::cli::render(&o, true);
+            ExitCode::from(o.exit_code)
+        }
+    }
+}
+
+/// Writes the `--json` object of `run` to `w`, one line, fields in the order of
+/// [`ParseBody`] after the envelope's.
+///
+/// # Errors
+/// A write error of `w`.
+pub fn print_json(
+    w: &mut impl std::io::Write,
+    run: &ParsedRun,
+    summary: bool,
+) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *w, &Streamed { run, summary }).map_err(std::io::Error::from)?;
+    w.write_all(b"\n")?;
+    w.flush()
+}
+
+/// The `--json` object of a parse, serialized from borrowed data.
+struct Streamed<'a> {
+    run: &'a ParsedRun,
+    summary: bool,
+}
+
+/// A sequence serialized from an iterator, element by element.
+struct Seq<I>(std::cell::RefCell<Option<I>>);
+
+impl<I, T> Serialize for Seq<I>
+where
+    I: Iterator<Item = T>,
+    T: Serialize,
+{
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(None)?;
+        if let Some(it) = self.0.borrow_mut().take() {
+            for x in it {
+                seq.serialize_element(&x)?;
+            }
+        }
+        seq.end()
+    }
+}
+
+fn seq<I: Iterator>(it: I) -> Seq<I> {
+    Seq(std::cell::RefCell::new(Some(it)))
+}
+
+impl Serialize for Streamed<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let run = self.run;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("tool", "loopexec")?;
+        m.serialize_entry("version", env!("CARGO_PKG_VERSION"))?;
+        m.serialize_entry("status", "ok")?;
+        m.serialize_entry("errors", &[] as &[String])?;
+        m.serialize_entry("exit_code", &0u8)?;
+        m.serialize_entry("format", &run.format)?;
+        m.serialize_entry("complete", &run.complete)?;
+        m.serialize_entry("unattributed_failure", &run.unattributed_failure)?;
+        if !self.summary {
+            m.serialize_entry("tests", &seq(run.tests.iter().filter(|t| named(t))))?;
+        }
+        m.serialize_entry("counts", &run.counts())?;
+        m.serialize_entry("failing", &seq(failing_ids(run).into_iter()))?;
+        if !self.summary {
+            m.serialize_entry("collected", &seq(collected_ids(run).into_iter()))?;
+        }
+        m.serialize_entry("diagnostics", &run.diagnostics)?;
+        m.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::model::Outcome as O;
+
+    fn sample() -> ParsedRun {
+        let t = |id: &str, outcome, message: Option<&str>| TestResult {
+            id: id.into(),
+            outcome,
+            message: message.map(str::to_string),
+        };
+        ParsedRun {
+            format: Format::Libtest,
+            complete: false,
+            unattributed_failure: true,
+            tests: vec![
+                t("b::ok", O::Passed, None),
+                t("a::bad", O::Failed, Some("boom \"quoted\"")),
+                t("c::skip", O::Skipped, None),
+                t("cargo::<unattributed>", O::Failed, Some("error[E0308]: x")),
+            ],
+            diagnostics: vec!["note".into()],
+            summary: None,
+            not_run: None,
+        }
+    }
+
+    /// The streamed `--json` object is exactly the typed body in the envelope, in both
+    /// shapes.
+    #[test]
+    fn streamed_json_equals_the_typed_envelope() {
+        for summary in [false, true] {
+            let run = sample();
+            let mut buf = Vec::new();
+            print_json(&mut buf, &run, summary).unwrap();
+            let text = String::from_utf8(buf).unwrap();
+            assert_eq!(text.matches('\n').count(), 1, "one line: {text}");
+            let streamed: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let typed = crate::output::assemble(&Outcome::from_body("ok", 0, &body(&run, summary)));
+            assert_eq!(streamed, typed, "summary: {summary}");
+            // field order is part of what scripts see
+            let keys = |v: &serde_json::Value| -> Vec<String> {
+                v.as_object().unwrap().keys().cloned().collect()
+            };
+            assert_eq!(keys(&streamed), keys(&typed));
+            assert_eq!(streamed.get("tests").is_some(), !summary);
+            assert_eq!(streamed.get("collected").is_some(), !summary);
+            assert_eq!(
+                streamed["failing"],
+                serde_json::json!(["a::bad", "cargo::<unattributed>"])
+            );
+        }
+    }
+
+    #[test]
+    fn summary_human_lists_only_failing_tests() {
+        let h = human(&sample(), true);
+        assert!(h.contains("a::bad") && !h.contains("b::ok"), "{h}");
+        let h = human(&sample(), false);
+        assert!(h.contains("a::bad") && h.contains("b::ok"), "{h}");
+    }
 }

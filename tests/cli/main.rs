@@ -14,6 +14,7 @@ mod control;
 mod guards;
 mod judgment;
 mod oracle;
+mod parse;
 mod progress;
 mod review_fixes;
 mod run_basic;

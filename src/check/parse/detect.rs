@@ -144,6 +144,10 @@ const SIGNATURES: &[(Kind, u32, &str)] = &[
     (Kind::Libtest, 4, r"^\s+Doc-tests \S+$"),
     (Kind::Libtest, 3, r"^\d+ tests?, \d+ benchmarks?$"),
     (Kind::Libtest, 1, r"^\S+: test$"),
+    // a test build that failed to compile: cargo's own words, so the run is read as
+    // cargo's (incomplete, the compiler's error as the message), not as a bare exit code
+    (Kind::Libtest, 6, r"^error: could not compile `"),
+    (Kind::Libtest, 2, r"^error\[E\d{4}\]: "),
     (
         Kind::Nextest,
         10,

@@ -39,7 +39,6 @@ use std::sync::OnceLock;
 
 struct Res {
     running: Regex,
-    test_line: Regex,
     terse: Regex,
     result: Regex,
     section: Regex,
@@ -54,7 +53,6 @@ fn res() -> Option<&'static Res> {
     R.get_or_init(|| {
         Some(Res {
             running: Regex::new(r"^running (\d+) tests?$").ok()?,
-            test_line: Regex::new(r"^test (.+?) \.\.\. ?(.*)$").ok()?,
             terse: Regex::new(r"^(\S.*) --- (FAILED|ok|ignored)$").ok()?,
             result: Regex::new(
                 r"^test result: (ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored; (\d+) measured",
@@ -91,6 +89,18 @@ fn assertion_text(msg: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Splits `test NAME ... WORD` into (NAME, WORD): the name is everything up to the
+/// first ` ...` after at least one character, the word what follows (one optional
+/// space skipped). The same split as the pattern `^test (.+?) \.\.\. ?(.*)$`.
+fn split_test_line(line: &str) -> Option<(&str, &str)> {
+    let rest = line.strip_prefix("test ")?;
+    let first = rest.chars().next()?;
+    let from = first.len_utf8();
+    let at = from + memchr::memmem::find(&rest.as_bytes()[from..], b" ...")?;
+    let word = &rest[at + 4..];
+    Some((&rest[..at], word.strip_prefix(' ').unwrap_or(word)))
 }
 
 /// Removes libtest's mode suffixes from a test name.
@@ -166,7 +176,9 @@ struct State<'a> {
     section: Option<(String, String)>,
     c: Collector,
     list_seen: bool,
-    first_block: HashMap<String, usize>,
+    /// Block in which each name was first seen; kept only while no binary label is
+    /// known (stderr not captured), the only case [`State::id`] reads it.
+    first_block: HashMap<String, usize, super::util::IdHasher>,
     tally: Option<Counts>,
 }
 
@@ -174,7 +186,13 @@ impl State<'_> {
     fn id(&self, name: &str) -> String {
         let name = clean_name(name);
         match self.block.as_ref().and_then(|b| b.label.as_deref()) {
-            Some(l) => format!("{l}::{name}"),
+            Some(l) => {
+                let mut id = String::with_capacity(l.len() + 2 + name.len());
+                id.push_str(l);
+                id.push_str("::");
+                id.push_str(name);
+                id
+            }
             // no binary names (stderr not captured): a name an earlier binary already
             // used gets the binary's position
             None => match self.first_block.get(name) {
@@ -203,20 +221,42 @@ impl State<'_> {
 
     fn record(&mut self, name: &str, o: Outcome) {
         let id = self.id(name);
-        self.first_block
-            .entry(clean_name(name).to_string())
-            .or_insert(self.blocks);
+        let unlabelled = self.block.as_ref().map_or(true, |b| b.label.is_none());
+        let clean = clean_name(name);
+        if unlabelled && !self.first_block.contains_key(clean) {
+            self.first_block.insert(clean.to_string(), self.blocks);
+        }
         if let Some(b) = self.block.as_mut() {
             b.named += 1;
         }
-        self.c.record(&id, o, None);
+        self.c.record_owned(id, o, None);
     }
 
     fn line(&mut self, raw: &str) {
         let line = strip_ansi(raw);
         let line = line.as_ref();
         let r = self.r;
-        if let Some(m) = r.running.captures(line) {
+        // the result line of a test, the bulk of any output, without a regex
+        if let Some((name, word)) =
+            split_test_line(line).filter(|_| !line.starts_with("test result: "))
+        {
+            if self
+                .block
+                .as_ref()
+                .is_some_and(|b| !b.ended && b.captured.is_none())
+            {
+                match result_word(word) {
+                    Some(o) => self.record(name, o),
+                    None => self.pending = Some(name.to_string()),
+                }
+                return;
+            }
+        }
+        if let Some(m) = line
+            .starts_with("running ")
+            .then(|| r.running.captures(line))
+            .flatten()
+        {
             self.close_block();
             self.blocks += 1;
             let label = if self.targets.is_empty() {
@@ -225,9 +265,11 @@ impl State<'_> {
                 let i = (self.blocks - 1).min(self.targets.len() - 1);
                 self.targets.get(i).cloned()
             };
+            let announced = m[1].parse().unwrap_or(0);
+            self.c.reserve(announced);
             self.block = Some(Block {
                 label,
-                announced: m[1].parse().unwrap_or(0),
+                announced,
                 ..Block::default()
             });
             return;
@@ -245,7 +287,11 @@ impl State<'_> {
         if b.ended {
             return;
         }
-        if let Some(m) = r.result.captures(line) {
+        if let Some(m) = line
+            .starts_with("test result: ")
+            .then(|| r.result.captures(line))
+            .flatten()
+        {
             self.flush_section();
             let n = |i: usize| m[i].parse::<usize>().unwrap_or(0);
             let total = n(2) + n(3) + n(4) + n(5);
@@ -270,7 +316,11 @@ impl State<'_> {
             _ => None,
         };
         if let Some(failing) = b.captured {
-            if let Some(m) = r.section.captures(line) {
+            if let Some(m) = line
+                .starts_with("---- ")
+                .then(|| r.section.captures(line))
+                .flatten()
+            {
                 self.flush_section();
                 self.section = Some((m[1].to_string(), String::new()));
             } else if let Some(a) = area {
@@ -299,11 +349,10 @@ impl State<'_> {
             self.pending = None;
             return;
         }
-        if let Some(m) = r.test_line.captures(line) {
-            let name = m[1].to_string();
-            match result_word(&m[2]) {
-                Some(o) => self.record(&name, o),
-                None => self.pending = Some(name),
+        if let Some((name, word)) = split_test_line(line) {
+            match result_word(word) {
+                Some(o) => self.record(name, o),
+                None => self.pending = Some(name.to_string()),
             }
             return;
         }
@@ -313,7 +362,11 @@ impl State<'_> {
             }
             return;
         }
-        if let Some(m) = r.terse.captures(line) {
+        if let Some(m) = line
+            .contains(" --- ")
+            .then(|| r.terse.captures(line))
+            .flatten()
+        {
             if let Some(b) = self.block.as_mut() {
                 b.terse = true;
             }
@@ -428,7 +481,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         section: None,
         c: Collector::new(),
         list_seen: false,
-        first_block: HashMap::new(),
+        first_block: HashMap::default(),
         tally: None,
     };
     feed_lines(t.stdout, &mut diagnostics, |l| st.line(l));
@@ -533,5 +586,30 @@ mod tests {
         );
         assert!(r.unattributed_failure && !r.complete);
         assert_eq!(r.failing().len(), 1);
+        assert_eq!(
+            r.tests[0].message.as_deref(),
+            Some("error[E0425]: cannot find value `x`")
+        );
+    }
+
+    /// Rust >= 1.73: `thread 'NAME' panicked at FILE:LINE:COL:` and the message on the
+    /// NEXT line; the message is the assertion's own text, without the location (which
+    /// moves with every edit above it).
+    #[test]
+    fn panic_message_is_the_line_after_the_location() {
+        let out = "\nrunning 1 test\ntest t::f ... FAILED\n\nfailures:\n\n---- t::f stdout ----\n\nthread 't::f' (4242) panicked at src/lib.rs:92:5:\nassertion `left == right` failed: math is broken\n  left: 4\n right: 5\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\n\nfailures:\n    t::f\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n";
+        let r = run(out, "", 101);
+        assert_eq!(
+            r.tests[0].message.as_deref(),
+            Some("assertion `left == right` failed: math is broken\n  left: 4\n right: 5")
+        );
+        // before 1.73 the message was on the location line itself
+        let old = out.replace(
+            "panicked at src/lib.rs:92:5:\nassertion `left == right` failed: math is broken",
+            "panicked at 'math is broken', src/lib.rs:92:5",
+        );
+        let r = run(&old, "", 101);
+        let m = r.tests[0].message.clone().unwrap_or_default();
+        assert!(m.starts_with("'math is broken'"), "{m}");
     }
 }

@@ -16,6 +16,9 @@ use super::util::{feed_lines, indent_and_body, strip_ansi, trim_duration, Collec
 use super::TextInput;
 use crate::check::model::{Counts, Format, Outcome, ParsedRun};
 
+/// Ends a failure block's message once its stack trace began (no line is added after).
+const STACK_MARK: &str = "\u{0}";
+
 #[derive(Default)]
 struct State {
     c: Collector,
@@ -29,7 +32,10 @@ struct State {
 
 impl State {
     fn flush(&mut self) {
-        if let Some((parts, titled, msg)) = self.block.take() {
+        if let Some((parts, titled, mut msg)) = self.block.take() {
+            if let Some(m) = msg.strip_suffix(STACK_MARK) {
+                msg = m.to_string();
+            }
             if titled || !parts.is_empty() {
                 let id = parts.join(" ");
                 if self.c.outcome(&id).map_or(true, |o| !o.is_failing()) {
@@ -93,6 +99,12 @@ impl State {
                             *titled = true;
                         }
                         None => parts.push(body.to_string()),
+                    }
+                } else if body.starts_with("at ") || msg.ends_with(STACK_MARK) {
+                    // the stack: locations move with every edit; the message (the
+                    // assertion and its diff) is above it
+                    if !msg.ends_with(STACK_MARK) {
+                        msg.push_str(STACK_MARK);
                     }
                 } else if msg.len() < 1024 {
                     msg.push_str(body);
@@ -189,5 +201,18 @@ mod tests {
         let r = run("\n  suite\n    ✔ a\n");
         assert!(!r.complete);
         assert_eq!(r.tests[0].id, "suite a");
+    }
+
+    /// mocha 12 on node 20: `assert.strictEqual` prints "Expected values to be strictly
+    /// equal:" and the values on the lines after it; the message is those lines, not
+    /// the stack below them.
+    #[test]
+    fn message_is_the_assertion_and_its_diff() {
+        let out = "\n  1 passing (5ms)\n  1 failing\n\n  1) fails with message:\n\n      AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n\n2 !== 3\n\n      + expected - actual\n\n      -2\n      +3\n      \n      at Context.<anonymous> (mocha/demo.spec.js:4:49)\n      at process.processImmediate (node:internal/timers:483:21)\n\n";
+        let r = run(out);
+        assert_eq!(
+            r.tests[0].message.as_deref(),
+            Some("AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n2 !== 3\n+ expected - actual\n-2\n+3")
+        );
     }
 }

@@ -45,6 +45,7 @@
 
 pub mod command;
 pub mod detect;
+pub mod headline;
 pub mod json;
 pub mod junit;
 pub mod structured;
@@ -561,27 +562,13 @@ pub fn runner_name(f: Format) -> &'static str {
     }
 }
 
-/// The last few non-empty lines of stderr (bounded), as a message for the synthetic
-/// member.
+/// The failure text of stderr ([`headline::Headline`]: a compiler's error line, a
+/// traceback's exception, else the last lines), as the synthetic member's message.
 fn stderr_tail(stderr: Option<&Path>) -> Option<String> {
-    let mut last: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    let mut h = headline::Headline::new();
     let mut ignore = Vec::new();
-    util::feed_lines(stderr, &mut ignore, |l| {
-        let l = util::strip_ansi(l);
-        if !l.trim().is_empty() {
-            if last.len() == 6 {
-                last.pop_front();
-            }
-            let mut s = l.into_owned();
-            util::truncate_bytes(&mut s, 300);
-            last.push_back(s);
-        }
-    });
-    if last.is_empty() {
-        None
-    } else {
-        Some(last.into_iter().collect::<Vec<_>>().join("\n"))
-    }
+    util::feed_lines(stderr, &mut ignore, |l| h.line(&util::strip_ansi(l)));
+    h.finish()
 }
 
 #[cfg(test)]
@@ -727,5 +714,50 @@ mod tests {
         );
         assert_eq!(run.format, Format::ExitCode);
         assert!(run.complete && !run.unattributed_failure && run.tests.is_empty());
+    }
+
+    /// Writes `stdout`/`stderr` to a temp folder and runs the dispatcher on them.
+    fn parse_streams(stdout: &str, stderr: &str, exit: i32) -> ParsedRun {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (o, e) = (dir.path().join("out"), dir.path().join("err"));
+        std::fs::write(&o, stdout).expect("write");
+        std::fs::write(&e, stderr).expect("write");
+        parse(
+            &CheckInput {
+                stdout: Some(&o),
+                stderr: Some(&e),
+                exit_code: Some(exit),
+                reports: &[],
+            },
+            FormatChoice::Auto,
+        )
+    }
+
+    /// A test build that does not compile (cargo 1.8x): read as cargo's, incomplete,
+    /// and the message is rustc's error line, never the `92 | }` it quotes.
+    #[test]
+    fn compile_error_message_is_the_error_line() {
+        let err = "   Compiling demo v0.1.0 (/w/demo)\nerror: expected one of `,` or `}`, found `x`\n  --> src/lib.rs:91:5\n   |\n92 | }\n   | ^\n\nerror[E0308]: mismatched types\n  --> src/lib.rs:13:22\n   |\n13 |         let y: i32 = \"x\";\n   |                ---   ^^^ expected `i32`, found `&str`\n\nerror: could not compile `demo` (lib test) due to 2 previous errors\n";
+        let r = parse_streams("", err, 101);
+        assert_eq!(r.format, Format::Libtest);
+        assert!(!r.complete && r.unattributed_failure);
+        let m = r.tests[0].message.clone().unwrap_or_default();
+        assert!(m.starts_with("error"), "{m}");
+        assert!(!m.contains('|'), "{m}");
+    }
+
+    /// `python -m unittest` (3.11) is not a format loopexec reads by name; the red
+    /// run's message is the assertion line, not the traceback's `File ...` line.
+    #[test]
+    fn unrecognised_python_failure_message_is_the_exception_line() {
+        let err = "F\n======================================================================\nFAIL: test_add (test_calc.TestCalc.test_add)\n----------------------------------------------------------------------\nTraceback (most recent call last):\n  File \"/w/test_calc.py\", line 8, in test_add\n    self.assertEqual(3, 4)\nAssertionError: 3 != 4\n\n----------------------------------------------------------------------\nRan 1 test in 0.000s\n\nFAILED (failures=1)\n";
+        let r = parse_streams("", err, 1);
+        let m = r
+            .tests
+            .iter()
+            .find(|t| t.outcome.is_failing())
+            .and_then(|t| t.message.clone())
+            .unwrap_or_default();
+        assert_eq!(m, "AssertionError: 3 != 4");
     }
 }

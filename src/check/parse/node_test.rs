@@ -29,6 +29,62 @@ fn result_re() -> Option<&'static Regex> {
         .as_ref()
 }
 
+/// One entry of the dot reporter's `Failed tests:` list.
+struct DotEntry {
+    id: String,
+    /// `N` of a `'N subtest(s) failed'` message: the entry is a parent.
+    subtests: Option<usize>,
+    /// What ran this entry, from its stack: `Some(true)` a `describe` suite,
+    /// `Some(false)` a test (or the file's root), `None` unknown.
+    run_by_suite: Option<bool>,
+}
+
+/// Which kind of node test-runner object ran the test a stack frame belongs to, from
+/// node's own frame names (`at Suite.processPendingSubtests (node:internal/...)`).
+fn runner_frame(frame: &str) -> Option<bool> {
+    if !frame.contains("(node:internal/test_runner/") {
+        return None;
+    }
+    if frame.contains("Suite.processPendingSubtests (") || frame.contains("Suite.run (") {
+        Some(true)
+    } else if frame.contains("Test.processPendingSubtests (")
+        || frame.contains("TestContext.test (")
+    {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// `N` of node's `'N subtest failed'` / `'N subtests failed'` parent message.
+fn subtests_failed(body: &str) -> Option<usize> {
+    let t = body.trim_matches('\'');
+    let n = t
+        .strip_suffix(" subtests failed")
+        .or_else(|| t.strip_suffix(" subtest failed"))?;
+    n.parse().ok()
+}
+
+/// The ids of the dot list's entries that are `describe` suites (see the module doc).
+fn dot_suites(entries: &[DotEntry]) -> Vec<String> {
+    let mut stack: Vec<usize> = Vec::new();
+    let mut suites = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        if let Some(n) = e.subtests.filter(|&n| n > 0 && n <= stack.len()) {
+            let children = stack.split_off(stack.len() - n);
+            let kinds: Vec<bool> = children
+                .iter()
+                .filter_map(|&c| entries[c].run_by_suite)
+                .collect();
+            if !kinds.is_empty() && kinds.iter().all(|&k| k) {
+                suites.push(e.id.clone());
+            }
+        }
+        stack.push(i);
+    }
+    suites
+}
+
 struct Group {
     indent: usize,
     name: String,
@@ -50,6 +106,8 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     let mut dot_marks = false;
     let mut dot_list = false;
     let mut current: Option<(String, String)> = None;
+    let mut dot_entries: Vec<DotEntry> = Vec::new();
+    let mut file_entries: Vec<String> = Vec::new();
     let Some(re) = result_re() else {
         return c.finish(RunEnd {
             format: Format::Tap,
@@ -114,8 +172,19 @@ pub fn parse(t: &TextInput) -> ParsedRun {
             };
             if dot_list && indent == 0 {
                 c.record(name, o, None);
+                if super::tap::is_script_path(name) {
+                    file_entries.push(name.to_string());
+                }
+                dot_entries.push(DotEntry {
+                    id: name.to_string(),
+                    subtests: None,
+                    run_by_suite: None,
+                });
                 current = Some((name.to_string(), String::new()));
                 return;
+            }
+            if indent == 0 && groups.is_empty() && super::tap::is_script_path(name) {
+                file_entries.push(name.to_string());
             }
             groups.retain(|g| g.indent <= indent);
             let closes = groups
@@ -136,6 +205,16 @@ pub fn parse(t: &TextInput) -> ParsedRun {
             current = Some((id, String::new()));
             return;
         }
+        if dot_list {
+            if let Some(e) = dot_entries.last_mut() {
+                if e.subtests.is_none() {
+                    e.subtests = subtests_failed(body);
+                }
+                if e.run_by_suite.is_none() && body.starts_with("at ") {
+                    e.run_by_suite = runner_frame(body);
+                }
+            }
+        }
         if let Some((_, msg)) = current.as_mut() {
             if msg.len() < 1024 && !body.is_empty() && !body.starts_with("at ") {
                 msg.push_str(body);
@@ -152,12 +231,26 @@ pub fn parse(t: &TextInput) -> ParsedRun {
             c.remove(path);
         }
     }
-    let complete = summary || (dot_marks && (dot_list || !is_red(t.exit_code)));
+    for id in dot_suites(&dot_entries) {
+        c.remove(&id);
+    }
+    let mut file_failure: Option<String> = None;
+    for id in &file_entries {
+        if let Some(r) = c.take(id) {
+            let failed = r.outcome.is_failing();
+            diagnostics.push(super::tap::file_entry_note(id, failed));
+            if failed && file_failure.is_none() {
+                file_failure = Some(r.message.unwrap_or_else(|| format!("{id} failed")));
+            }
+        }
+    }
+    let complete =
+        file_entries.is_empty() && (summary || (dot_marks && (dot_list || !is_red(t.exit_code))));
     c.finish_text(
         Format::Tap,
         "node",
         complete,
-        None,
+        file_failure,
         t.exit_code,
         diagnostics,
     )
@@ -187,5 +280,29 @@ mod tests {
         );
         assert_eq!(r.tests[3].message.as_deref(), Some("Error: boom"));
         assert!(r.complete);
+    }
+
+    /// The dot reporter's failure list: a `describe` suite and a parent test both fail
+    /// with `'1 subtest failed'`; the suite's child was run by node's `Suite` frames.
+    #[test]
+    fn dot_list_drops_suites_keeps_parent_tests() {
+        let out = ".XX.XX\n\nFailed tests:\n\n✖ inner fail (0.2ms)\n  AssertionError [ERR_ASSERTION]: inner broke\n      at TestContext.<anonymous> (file:///w/d.test.mjs:13:35)\n      at Test.run (node:internal/test_runner/test:796:25)\n      at Suite.processPendingSubtests (node:internal/test_runner/test:526:18)\n✖ outer suite (1.2ms)\n  '1 subtest failed'\n✖ sub fail (1.2ms)\n  AssertionError [ERR_ASSERTION]: no\n      at Test.run (node:internal/test_runner/test:796:25)\n      at Test.start (node:internal/test_runner/test:702:17)\n      at TestContext.test (node:internal/test_runner/test:292:20)\n      at async Suite.run (node:internal/test_runner/test:1135:7)\n✖ parent (1.9ms)\n  '1 subtest failed'\n✖ mystery (1.9ms)\n  '1 subtest failed'\n";
+        let r = run(out);
+        let failing: Vec<_> = r.failing().into_iter().collect();
+        assert_eq!(failing, vec!["inner fail", "mystery", "parent", "sub fail"]);
+        assert!(r.complete);
+    }
+
+    /// `node --test --test-reporter=spec` with `process.exit(0)` in a test file: the
+    /// file is the only result line (node 20.20).
+    #[test]
+    fn spec_file_result_means_the_run_ended_early() {
+        let out = "✔ /w/exit.test.mjs (835.9ms)\nℹ tests 1\nℹ suites 0\nℹ pass 1\nℹ fail 0\n";
+        let r = run_text(parse, Some(out.as_bytes()), None, Some(0));
+        assert!(r.tests.is_empty() && !r.complete && !r.unattributed_failure);
+        let out = "✖ /w/bad.test.mjs (5.1ms)\n  Error: Cannot find module 'x'\n✔ fine (0.1ms)\nℹ tests 2\n";
+        let r = run(out);
+        assert!(!r.complete && r.unattributed_failure);
+        assert_eq!(r.passing().into_iter().collect::<Vec<_>>(), vec!["fine"]);
     }
 }

@@ -37,18 +37,20 @@ fn refusals() -> &'static [Regex] {
 /// The first line of `path` (ANSI stripped, trimmed) for which `pick` is true.
 fn first_line(path: Option<&Path>, pick: impl Fn(&str) -> bool) -> Option<String> {
     let mut found = None;
-    let mut ignore = Vec::new();
-    super::util::feed_lines(path, &mut ignore, |l| {
-        if found.is_none() {
+    if let Some(p) = path {
+        // an unreadable stream shows no refusal: nothing to report
+        let _ = super::util::for_each_line(p, |l| {
             let l = super::util::strip_ansi(l);
             let t = l.trim();
             if pick(t) {
                 let mut s = t.to_string();
                 super::util::truncate_bytes(&mut s, 500);
                 found = Some(s);
+                return std::ops::ControlFlow::Break(());
             }
-        }
-    });
+            std::ops::ControlFlow::Continue(())
+        });
+    }
     found
 }
 
@@ -61,6 +63,15 @@ pub fn judge(
     exit_code: Option<i32>,
 ) {
     if !super::util::is_red(exit_code) {
+        return;
+    }
+    // a runner that reported a named test ran the tests (and its output need not be
+    // read a second time)
+    if run
+        .tests
+        .iter()
+        .any(|t| !t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX))
+    {
         return;
     }
     let refused = |l: &str| refusals().iter().any(|r| r.is_match(l));

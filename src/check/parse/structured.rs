@@ -12,7 +12,6 @@
 
 use crate::check::model::{Format, Outcome, ParsedRun, TestResult};
 use crate::check::parse::util;
-use std::collections::HashMap;
 
 /// Why a structured report could not be read at all.
 ///
@@ -39,13 +38,13 @@ pub enum StructuredError {
 
 /// Accumulates per-test results in first-seen order, one entry per id.
 ///
-/// Memory is one [`TestResult`] plus one map entry per distinct id.
+/// Memory is one [`TestResult`] plus one 16-byte map entry per distinct id.
 #[derive(Debug)]
 pub struct RunBuilder {
     format: Format,
     runner: String,
     tests: Vec<TestResult>,
-    index: HashMap<String, usize>,
+    index: util::IdIndex,
     unattributed: bool,
     unattributed_message: Option<String>,
     diagnostics: Vec<String>,
@@ -61,7 +60,7 @@ impl RunBuilder {
             format,
             runner: runner.to_string(),
             tests: Vec::new(),
-            index: HashMap::new(),
+            index: util::IdIndex::default(),
             unattributed: false,
             unattributed_message: None,
             diagnostics: Vec::new(),
@@ -86,8 +85,8 @@ impl RunBuilder {
     pub fn attempt(&mut self, id: &str, outcome: Outcome, message: Option<&str>) {
         let id = &*util::strip_ansi(id);
         let message = message_for(outcome, message);
-        match self.index.get(id) {
-            Some(&i) => {
+        match self.index.find(&self.tests, id) {
+            Some(i) => {
                 let prev = self.tests[i].outcome;
                 let retried_to_pass =
                     outcome.is_passing() && (prev.is_failing() || prev == Outcome::FlakyPassed);
@@ -108,14 +107,34 @@ impl RunBuilder {
     /// stable as long as the runner reports in a stable order). Returns the id used.
     pub fn distinct(&mut self, id: &str, outcome: Outcome, message: Option<&str>) -> String {
         let id = &*util::strip_ansi(id);
-        let mut final_id = id.to_string();
-        let mut n = 2u64;
-        while self.index.contains_key(&final_id) {
-            final_id = format!("{id}#{n}");
-            n += 1;
+        let message = message_for(outcome, message);
+        if self.index.find(&self.tests, id).is_none() {
+            self.push(id.to_string(), outcome, message);
+            return id.to_string();
         }
-        self.push(final_id.clone(), outcome, message_for(outcome, message));
+        let mut n = 2u64;
+        let mut final_id = format!("{id}#{n}");
+        while self.index.find(&self.tests, &final_id).is_some() {
+            n += 1;
+            final_id = format!("{id}#{n}");
+        }
+        self.push(final_id.clone(), outcome, message);
         final_id
+    }
+
+    /// [`RunBuilder::distinct`] for an owned id, without handing the id back (no copy
+    /// of the id is made when it is free, the common case).
+    pub fn add_distinct(&mut self, id: String, outcome: Outcome, message: Option<&str>) {
+        let id = match util::strip_ansi(&id) {
+            std::borrow::Cow::Borrowed(_) => id,
+            std::borrow::Cow::Owned(o) => o,
+        };
+        if self.index.find(&self.tests, &id).is_none() {
+            let message = message_for(outcome, message);
+            self.push(id, outcome, message);
+        } else {
+            self.distinct(&id, outcome, message);
+        }
     }
 
     /// Flags a failure that cannot be pinned on a named test. The first message given
@@ -165,7 +184,7 @@ impl RunBuilder {
     }
 
     fn push(&mut self, id: String, outcome: Outcome, message: Option<String>) {
-        self.index.insert(id.clone(), self.tests.len());
+        self.index.insert(&id, self.tests.len());
         self.tests.push(TestResult {
             id,
             outcome,

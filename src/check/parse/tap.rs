@@ -96,6 +96,10 @@ struct State {
     saw_point: bool,
     prove_summary: bool,
     report_file: Option<String>,
+    /// Ids of node's file-level points (see [`is_script_path`]).
+    file_entries: Vec<String>,
+    /// A test file reported no test of its own (see [`is_script_path`]).
+    ended_early: bool,
 }
 
 impl State {
@@ -268,9 +272,18 @@ impl State {
         // node: children were announced under headers deeper than this point
         self.headers.retain(|h| h.indent <= indent);
         let mut had_children = false;
+        let mut announced = false;
         if self.headers.last().is_some_and(|h| h.indent == indent) {
-            had_children = self.headers.pop().is_some_and(|h| h.has_children);
+            let h = self.headers.pop();
+            had_children = h.as_ref().is_some_and(|h| h.has_children);
+            announced = h.is_some_and(|h| h.name == desc);
         }
+        let file_entry = indent == 0
+            && announced
+            && !had_children
+            && self.file.is_none()
+            && self.braces.is_empty()
+            && is_script_path(&desc);
         for h in &mut self.headers {
             h.has_children = true;
         }
@@ -287,8 +300,31 @@ impl State {
         if let (Some(f), Some(n)) = (&self.file, num) {
             self.numbers.insert((f.clone(), n), id.clone());
         }
+        if file_entry {
+            self.file_entries.push(id.clone());
+        }
         self.last_parent = had_children.then(|| id.clone());
         self.yaml_for = Some(id);
+    }
+}
+
+/// True for a point named by a JavaScript/TypeScript file path. `node --test` runs
+/// each file in its own process and lists that file's tests at the top level; it
+/// reports the file itself as a point only when the process gave it no test results
+/// (a `process.exit()` inside a test file, a file that fails to load, a file that
+/// defines no test). Such a point is not a test: the file's tests never reported, so
+/// the run ended early (incomplete), and a failing one is an unattributed failure.
+pub(crate) fn is_script_path(name: &str) -> bool {
+    const EXT: [&str; 8] = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx"];
+    name.contains(['/', '\\']) && !name.contains(' ') && EXT.iter().any(|e| name.ends_with(e))
+}
+
+/// The diagnostic for a file-level point of `node --test` (see [`is_script_path`]).
+pub(crate) fn file_entry_note(file: &str, failed: bool) -> String {
+    if failed {
+        format!("test file {file} failed before reporting any test (it did not load?); its tests never ran")
+    } else {
+        format!("test file {file} reported no test results (process.exit() inside a test, or no tests defined); the run ended early")
     }
 }
 
@@ -327,8 +363,23 @@ pub fn parse(t: &TextInput) -> ParsedRun {
             st.bail.get_or_insert_with(|| l.trim().to_string());
         }
     });
-    let complete = st.bail.is_none() && !st.file_plan_bad && (st.saw_point || st.prove_summary);
+    // node's file-level points: the file reported no test of its own
+    let mut file_failure: Option<String> = None;
+    for id in std::mem::take(&mut st.file_entries) {
+        if let Some(t) = st.c.take(&id) {
+            diagnostics.push(file_entry_note(&id, t.outcome.is_failing()));
+            if t.outcome.is_failing() && file_failure.is_none() {
+                file_failure = Some(t.message.unwrap_or_else(|| format!("{id} failed")));
+            }
+            st.ended_early = true;
+        }
+    }
+    let complete = st.bail.is_none()
+        && !st.file_plan_bad
+        && !st.ended_early
+        && (st.saw_point || st.prove_summary);
     let unattributed = st.bail.is_some()
+        || file_failure.is_some()
         || (st.file_plan_bad && st.saw_point && is_red(t.exit_code) && !st.c.any_failing());
     st.c.finish(RunEnd {
         format: Format::Tap,
@@ -336,7 +387,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         complete,
         unattributed,
         red: is_red(t.exit_code),
-        message: st.bail,
+        message: st.bail.or(file_failure),
         diagnostics,
     })
 }
@@ -386,5 +437,32 @@ mod tests {
         let r = run(out, 1);
         assert_eq!(r.tests.len(), 1);
         assert_eq!(r.tests[0].id, "f.js > t");
+    }
+
+    /// `node --test` with `process.exit(0)` inside a test file: node reports the file
+    /// as one passing point and none of its tests (node 20.20, default TAP reporter).
+    #[test]
+    fn node_file_point_means_the_run_ended_early() {
+        let out = "TAP version 13\n# Subtest: /w/exit.test.mjs\nok 1 - /w/exit.test.mjs\n  ---\n  duration_ms: 821.77\n  ...\n1..1\n# tests 1\n# suites 0\n# pass 1\n# fail 0\n";
+        let r = run(out, 0);
+        assert!(r.tests.is_empty(), "{:?}", r.tests);
+        assert!(!r.complete && !r.unattributed_failure);
+        assert!(r.diagnostics.iter().any(|d| d.contains("/w/exit.test.mjs")));
+        // a file that fails to load: its error is an unattributed failure
+        let out = "TAP version 13\n# Subtest: /w/bad.test.mjs\nnot ok 1 - /w/bad.test.mjs\n  ---\n  error: 'Cannot find module x'\n  ...\n# Subtest: ok one\nok 2 - ok one\n1..2\n";
+        let r = run(out, 1);
+        assert!(!r.complete && r.unattributed_failure);
+        assert_eq!(
+            r.failing().into_iter().collect::<Vec<_>>(),
+            vec!["tap::<unattributed>"]
+        );
+        assert_eq!(r.passing().into_iter().collect::<Vec<_>>(), vec!["ok one"]);
+        // a test whose name merely mentions a file is a test
+        let r = run(
+            "TAP version 13\n# Subtest: reads a/b.js\nok 1 - reads a/b.js\n1..1\n",
+            0,
+        );
+        assert_eq!(r.tests.len(), 1);
+        assert!(r.complete);
     }
 }

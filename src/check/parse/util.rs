@@ -143,6 +143,10 @@ pub const LINE_LIMIT: usize = 64 * 1024;
 /// removed, each line cut to [`LINE_LIMIT`] bytes) and calls `f` for each until it
 /// returns `Break`.
 ///
+/// Lines are found with `memchr` in a 256 KiB buffer and handed over in place: a line
+/// that lies whole in the buffer and is valid UTF-8 is neither copied nor allocated
+/// (only a line that straddles two reads is assembled in a side buffer).
+///
 /// # Errors
 /// The I/O error opening or reading the file.
 pub fn for_each_line(
@@ -150,46 +154,58 @@ pub fn for_each_line(
     mut f: impl FnMut(&str) -> ControlFlow<()>,
 ) -> std::io::Result<()> {
     let file = File::open(path)?;
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
-    let mut buf: Vec<u8> = Vec::with_capacity(256);
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    // the part of a line seen in earlier reads
+    let mut carry: Vec<u8> = Vec::new();
+    let mut carrying = false;
     loop {
-        let (done, used, eof) = {
-            let chunk = reader.fill_buf()?;
-            if chunk.is_empty() {
-                (true, 0, true)
-            } else {
-                match chunk.iter().position(|&b| b == b'\n') {
-                    Some(i) => {
-                        let room = LINE_LIMIT.saturating_sub(buf.len());
-                        buf.extend_from_slice(&chunk[..i.min(room)]);
-                        (true, i + 1, false)
-                    }
-                    None => {
-                        let room = LINE_LIMIT.saturating_sub(buf.len());
-                        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                        (false, chunk.len(), false)
-                    }
-                }
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            if carrying && deliver(&carry, &mut f).is_break() {
+                return Ok(());
             }
-        };
-        reader.consume(used);
-        if !done {
-            continue;
-        }
-        if eof && buf.is_empty() {
             return Ok(());
         }
-        while matches!(buf.last(), Some(b'\r')) {
-            buf.pop();
+        let len = chunk.len();
+        let mut pos = 0;
+        while let Some(i) = memchr::memchr(b'\n', &chunk[pos..]) {
+            let line = &chunk[pos..pos + i];
+            pos += i + 1;
+            let flow = if carrying {
+                let room = LINE_LIMIT.saturating_sub(carry.len());
+                carry.extend_from_slice(&line[..line.len().min(room)]);
+                carrying = false;
+                let flow = deliver(&carry, &mut f);
+                carry.clear();
+                flow
+            } else {
+                deliver(&line[..line.len().min(LINE_LIMIT)], &mut f)
+            };
+            if flow.is_break() {
+                return Ok(());
+            }
         }
-        let line = String::from_utf8_lossy(&buf);
-        if f(&line).is_break() {
-            return Ok(());
+        let rest = &chunk[pos..];
+        if !rest.is_empty() {
+            let room = LINE_LIMIT.saturating_sub(carry.len());
+            carry.extend_from_slice(&rest[..rest.len().min(room)]);
+            carrying = true;
         }
-        buf.clear();
-        if eof {
-            return Ok(());
-        }
+        reader.consume(len);
+    }
+}
+
+/// Hands one line (without its `\n`) to `f`: trailing `\r`s removed, invalid UTF-8
+/// replaced.
+fn deliver(line: &[u8], f: &mut impl FnMut(&str) -> ControlFlow<()>) -> ControlFlow<()> {
+    let mut end = line.len();
+    while end > 0 && line[end - 1] == b'\r' {
+        end -= 1;
+    }
+    let line = &line[..end];
+    match std::str::from_utf8(line) {
+        Ok(s) => f(s),
+        Err(_) => f(&String::from_utf8_lossy(line)),
     }
 }
 
@@ -206,6 +222,10 @@ pub fn feed_lines(path: Option<&Path>, diagnostics: &mut Vec<String>, mut f: imp
     }
 }
 
+/// Most tests [`Collector::reserve`] makes room for at once (an announced count is the
+/// runner's word, not a promise).
+pub const RESERVE_LIMIT: usize = 1 << 21;
+
 /// Accumulates test results for one run: one entry per id in first-seen order.
 ///
 /// [`Collector::record`] merges attempts of the same test: a failing attempt followed by
@@ -216,8 +236,91 @@ pub fn feed_lines(path: Option<&Path>, diagnostics: &mut Vec<String>, mut f: imp
 pub struct Collector {
     tests: Vec<TestResult>,
     summary: Option<crate::check::model::Counts>,
-    index: HashMap<String, usize>,
-    seen: HashMap<String, usize>,
+    index: IdIndex,
+    seen: HashMap<String, usize, IdHasher>,
+}
+
+/// Positions of tests in a `Vec<TestResult>` by id, keyed by the 64-bit hash of the
+/// id ([`id_hash`]) so that no second copy of each id is kept as a map key. An id
+/// whose hash another id already holds (a 64-bit collision) goes to a small map keyed
+/// by the id itself, so lookups are exact.
+#[derive(Debug, Default)]
+pub struct IdIndex {
+    by_hash: HashMap<u64, usize, IdHasher>,
+    spill: HashMap<String, usize, IdHasher>,
+}
+
+impl IdIndex {
+    /// The position of `id` in `tests` (the vector this index was built over).
+    #[must_use]
+    pub fn find(&self, tests: &[TestResult], id: &str) -> Option<usize> {
+        let i = *self.by_hash.get(&id_hash(id))?;
+        if tests.get(i).is_some_and(|t| t.id == id) {
+            Some(i)
+        } else {
+            self.spill.get(id).copied()
+        }
+    }
+
+    /// Records that `id` (not yet indexed) is at position `i`.
+    pub fn insert(&mut self, id: &str, i: usize) {
+        match self.by_hash.entry(id_hash(id)) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.spill.insert(id.to_string(), i);
+            }
+        }
+    }
+
+    /// The position of `id` when indexed; otherwise indexes it at `new` (one hash,
+    /// one probe) and returns `None`.
+    pub fn find_or_insert(&mut self, tests: &[TestResult], id: &str, new: usize) -> Option<usize> {
+        match self.by_hash.entry(id_hash(id)) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(new);
+                None
+            }
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let i = *o.get();
+                if tests.get(i).is_some_and(|t| t.id == id) {
+                    return Some(i);
+                }
+                if let Some(&j) = self.spill.get(id) {
+                    return Some(j);
+                }
+                self.spill.insert(id.to_string(), new);
+                None
+            }
+        }
+    }
+
+    /// Makes room for `n` more ids (no rehash while they are added).
+    pub fn reserve(&mut self, n: usize) {
+        self.by_hash.reserve(n);
+    }
+
+    /// Rebuilds the index over `tests` (after an entry was removed).
+    pub fn rebuild(&mut self, tests: &[TestResult]) {
+        self.by_hash.clear();
+        self.spill.clear();
+        for (k, t) in tests.iter().enumerate() {
+            self.insert(&t.id, k);
+        }
+    }
+}
+
+/// The hasher of loopexec's per-test maps: foldhash with a fixed seed (fast on short
+/// keys, and the same on every run; the inputs are a check's own test names, not
+/// adversarial keys for which SipHash would be worth its cost).
+pub type IdHasher = foldhash::fast::FixedState;
+
+/// The 64-bit hash of a test id used by [`Collector`]'s index.
+#[must_use]
+pub fn id_hash(id: &str) -> u64 {
+    use std::hash::BuildHasher;
+    IdHasher::with_seed(0x6c6f_6f70_6578_6563).hash_one(id.as_bytes())
 }
 
 impl Collector {
@@ -227,12 +330,47 @@ impl Collector {
         Self::default()
     }
 
+    /// Makes room for `n` more tests, as announced by the runner (`running N tests`),
+    /// capped at [`RESERVE_LIMIT`]: growing the index by rehashing holds the old and
+    /// the new table at once, the peak memory of a large parse.
+    pub fn reserve(&mut self, n: usize) {
+        let n = n.min(RESERVE_LIMIT);
+        self.tests.reserve(n);
+        self.index.reserve(n);
+    }
+
+    /// The position of `id` in `tests`.
+    fn find(&self, id: &str) -> Option<usize> {
+        self.index.find(&self.tests, id)
+    }
+
+    /// [`Collector::record`] for an owned id: a new test keeps `id` itself (no copy).
+    pub fn record_owned(&mut self, id: String, outcome: Outcome, message: Option<String>) {
+        if self
+            .index
+            .find_or_insert(&self.tests, &id, self.tests.len())
+            .is_some()
+        {
+            self.record(&id, outcome, message);
+            return;
+        }
+        let message = message
+            .filter(|_| outcome.is_failing())
+            .map(|m| normalize_message(&m))
+            .filter(|m| !m.is_empty());
+        self.tests.push(TestResult {
+            id,
+            outcome,
+            message,
+        });
+    }
+
     /// Records one attempt of test `id` (see the type doc for the merge rule).
     pub fn record(&mut self, id: &str, outcome: Outcome, message: Option<String>) {
         let message = message
             .map(|m| normalize_message(&m))
             .filter(|m| !m.is_empty());
-        if let Some(&i) = self.index.get(id) {
+        if let Some(i) = self.find(id) {
             let t = &mut self.tests[i];
             let new = if t.outcome.is_failing() && outcome == Outcome::Passed {
                 Outcome::FlakyPassed
@@ -249,7 +387,7 @@ impl Collector {
             }
             return;
         }
-        self.index.insert(id.to_string(), self.tests.len());
+        self.index.insert(id, self.tests.len());
         self.tests.push(TestResult {
             id: id.to_string(),
             outcome,
@@ -277,19 +415,23 @@ impl Collector {
 
     /// Forgets test `id` (a group line that turned out not to be a test).
     pub fn remove(&mut self, id: &str) {
-        if let Some(i) = self.index.remove(id) {
-            self.tests.remove(i);
-            for v in self.index.values_mut() {
-                if *v > i {
-                    *v -= 1;
-                }
-            }
-        }
+        let Some(i) = self.find(id) else { return };
+        self.tests.remove(i);
+        // positions after `i` moved, and a spilled id may now own its hash
+        self.index.rebuild(&self.tests);
+    }
+
+    /// Removes test `id` and returns what was recorded for it.
+    pub fn take(&mut self, id: &str) -> Option<TestResult> {
+        let i = self.find(id)?;
+        let t = self.tests[i].clone();
+        self.remove(id);
+        Some(t)
     }
 
     /// Sets the failure message of `id` when it has none yet.
     pub fn set_message(&mut self, id: &str, message: &str) {
-        if let Some(&i) = self.index.get(id) {
+        if let Some(i) = self.find(id) {
             let t = &mut self.tests[i];
             if t.outcome.is_failing() && t.message.is_none() {
                 let m = normalize_message(message);
@@ -309,7 +451,7 @@ impl Collector {
     /// The outcome currently recorded for `id`.
     #[must_use]
     pub fn outcome(&self, id: &str) -> Option<Outcome> {
-        self.index.get(id).map(|&i| self.tests[i].outcome)
+        self.find(id).map(|i| self.tests[i].outcome)
     }
 
     /// True when no test was recorded.

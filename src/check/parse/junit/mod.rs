@@ -46,6 +46,7 @@
 
 use crate::check::model::{Counts, Format, Outcome, ParsedRun};
 use crate::check::parse::structured::{RunBuilder, StructuredError};
+use crate::check::parse::util;
 use limit::LimitText;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
@@ -471,32 +472,49 @@ impl JunitParser {
 }
 
 /// Emits the direct cases of a closed (or abandoned) suite, resolving repeated ids as
-/// described in the module doc.
+/// described in the module doc. Ids are moved into the run, not copied; the groups of
+/// a repeated id are built only for ids that do repeat.
 fn emit_suite(builder: &mut RunBuilder, frame: SuiteFrame) {
     let count = frame.cases.len() as u64;
     let counts_match = frame.declared_tests == Some(count);
-    let mut groups: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, c) in frame.cases.iter().enumerate() {
-        groups.entry(c.id.as_str()).or_default().push(i);
+    let mut times: HashMap<&str, u32, util::IdHasher> =
+        HashMap::with_capacity_and_hasher(frame.cases.len(), util::IdHasher::default());
+    for c in &frame.cases {
+        *times.entry(c.id.as_str()).or_insert(0) += 1;
+    }
+    let repeated: HashMap<String, Vec<usize>, util::IdHasher> = {
+        let mut g: HashMap<String, Vec<usize>, util::IdHasher> = HashMap::default();
+        for (i, c) in frame.cases.iter().enumerate() {
+            if times.get(c.id.as_str()).is_some_and(|&n| n > 1) {
+                g.entry(c.id.clone()).or_default().push(i);
+            }
+        }
+        g
+    };
+    drop(times);
+    if repeated.is_empty() {
+        for c in frame.cases {
+            builder.add_distinct(c.id, c.outcome, c.message.as_deref());
+        }
+        return;
     }
     let mut emitted = vec![false; frame.cases.len()];
     for (i, c) in frame.cases.iter().enumerate() {
         if emitted[i] {
             continue;
         }
-        let members = &groups[c.id.as_str()];
-        if members.len() == 1 {
-            builder.distinct(&c.id, c.outcome, c.message.as_deref());
+        let Some(members) = repeated.get(c.id.as_str()) else {
+            builder.add_distinct(c.id.clone(), c.outcome, c.message.as_deref());
             emitted[i] = true;
             continue;
-        }
+        };
         let earlier_all_failing = members[..members.len() - 1]
             .iter()
             .all(|&m| frame.cases[m].outcome.is_failing());
         if counts_match && !earlier_all_failing {
             for &m in members {
                 let r = &frame.cases[m];
-                builder.distinct(&r.id, r.outcome, r.message.as_deref());
+                builder.add_distinct(r.id.clone(), r.outcome, r.message.as_deref());
                 emitted[m] = true;
             }
         } else {
@@ -507,7 +525,7 @@ fn emit_suite(builder: &mut RunBuilder, frame: SuiteFrame) {
             } else {
                 last.outcome
             };
-            builder.distinct(&c.id, outcome, last.message.as_deref());
+            builder.add_distinct(c.id.clone(), outcome, last.message.as_deref());
             for &m in members {
                 emitted[m] = true;
             }

@@ -1,0 +1,84 @@
+//! `loopexec parse`: both `--json` shapes validate against `schemas/parse.json`, the
+//! default shape lists every test and `--summary` only counts and failing names, and a
+//! `node --test` run cut short by `process.exit(0)` (node 20.20's real output) is not
+//! read as one passing test.
+
+use crate::support::*;
+use serde_json::Value;
+use std::path::Path;
+
+fn schema() -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/parse.json");
+    serde_json::from_str(&std::fs::read_to_string(p).expect("committed schema")).expect("json")
+}
+
+fn valid(v: &Value) {
+    let s = schema();
+    let validator = jsonschema::validator_for(&s).expect("schema compiles");
+    let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
+    assert!(
+        errors.is_empty(),
+        "parse output does not match schemas/parse.json: {errors:?}\n{v}"
+    );
+}
+
+fn parse(dir: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["parse"];
+    all.extend_from_slice(args);
+    lx_in(dir, &all, &[]).expect(0, None)
+}
+
+#[test]
+fn both_shapes_validate_and_summary_leaves_the_lists_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let tap = dir.path().join("out.tap");
+    std::fs::write(&tap, "TAP version 13\n1..3\nok 1 - a\nnot ok 2 - b\n  ---\n  message: 'want 3'\n  ...\nok 3 - c # SKIP later\n").unwrap();
+    let f = tap.to_str().unwrap();
+    let full = parse(dir.path(), &["--stdout", f, "--exit-code", "1"]);
+    valid(&full);
+    assert_eq!(full["tests"].as_array().map(Vec::len), Some(3), "{full}");
+    assert_eq!(full["collected"], serde_json::json!(["a", "b", "c"]));
+    let summary = parse(
+        dir.path(),
+        &["--stdout", f, "--exit-code", "1", "--summary"],
+    );
+    valid(&summary);
+    assert!(
+        summary.get("tests").is_none() && summary.get("collected").is_none(),
+        "{summary}"
+    );
+    for key in [
+        "format",
+        "complete",
+        "unattributed_failure",
+        "counts",
+        "failing",
+        "diagnostics",
+    ] {
+        assert_eq!(summary[key], full[key], "{key}");
+    }
+    assert_eq!(summary["failing"], serde_json::json!(["b"]));
+    assert_eq!(summary["counts"]["skipped"], 1);
+    let mut redacted = full.clone();
+    redacted["version"] = Value::from("[version]");
+    insta::assert_json_snapshot!("parse_json", redacted);
+}
+
+#[test]
+fn node_test_process_exit_is_not_a_passing_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("node.stdout");
+    // node 20.20 `node --test exit.test.mjs`, the file calling process.exit(0) in its
+    // second test: the file itself is the only point
+    std::fs::write(&out, "TAP version 13\n# Subtest: /w/exit.test.mjs\nok 1 - /w/exit.test.mjs\n  ---\n  duration_ms: 821.774803\n  ...\n1..1\n# tests 1\n# suites 0\n# pass 1\n# fail 0\n# cancelled 0\n# skipped 0\n# todo 0\n# duration_ms 847.220036\n").unwrap();
+    let v = parse(
+        dir.path(),
+        &["--stdout", out.to_str().unwrap(), "--exit-code", "0"],
+    );
+    assert_eq!(v["complete"], false, "{v}");
+    assert_eq!(v["tests"], serde_json::json!([]), "{v}");
+    assert!(
+        v["diagnostics"].to_string().contains("/w/exit.test.mjs"),
+        "{v}"
+    );
+}
