@@ -816,3 +816,6 @@ impl TreeObserver {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
