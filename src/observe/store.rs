@@ -210,10 +210,21 @@ impl SnapshotStore {
     /// # Errors
     /// An entry with a bad object id, or an object that cannot be written.
     pub fn write_tree(&self, entries: &BTreeMap<String, FileEntry>) -> Result<String, StoreError> {
+        self.write_tree_shared(Arc::new(entries.clone()))
+    }
+
+    /// [`Self::write_tree`] of entries the caller shares with the store's memory.
+    ///
+    /// # Errors
+    /// An entry with a bad object id, or an object that cannot be written.
+    pub fn write_tree_shared(
+        &self,
+        entries: Arc<BTreeMap<String, FileEntry>>,
+    ) -> Result<String, StoreError> {
         let items: Vec<(&str, &FileEntry)> = entries.iter().map(|(p, e)| (p.as_str(), e)).collect();
         let oid = self.build_tree(&items)?;
         let tree = odb::to_hex(&oid);
-        self.remember_tree(&tree, Arc::new(entries.clone()));
+        self.remember_tree(&tree, entries.clone());
         Ok(tree)
     }
 
@@ -412,8 +423,8 @@ fn stat_trusted(cached: &Stat, now: &Stat, racy_from: Option<i128>) -> bool {
 pub struct Scanned {
     /// The tree object id.
     pub tree: String,
-    /// Every file in it.
-    pub entries: BTreeMap<String, FileEntry>,
+    /// Every file in it (shared with the store's memory of the tree).
+    pub entries: Arc<BTreeMap<String, FileEntry>>,
     /// Directories left out, with the rule that excluded them (`cache`,
     /// `dependencies`, `declared`), root-relative; `.git` and `.loopexec` not listed.
     pub excluded: Vec<(String, &'static str)>,
@@ -427,7 +438,11 @@ pub struct Scanned {
 pub struct TreeScanner {
     root: PathBuf,
     excludes: Excludes,
-    cache: HashMap<String, (Stat, FileEntry)>,
+    /// Path → stat data, blob, and the scan that last saw it.
+    cache: HashMap<String, (Stat, FileEntry, u64)>,
+    /// The last scan's tree and files.
+    last: Option<(String, Arc<BTreeMap<String, FileEntry>>)>,
+    generation: u64,
     last_scan: Option<SystemTime>,
     /// Changes seen by scans whose result went to a sync, not to the caller: the
     /// next [`Self::scan`] reports them too (`Some(None)`: everything).
@@ -442,6 +457,8 @@ impl TreeScanner {
             root: root.to_path_buf(),
             excludes,
             cache: HashMap::new(),
+            last: None,
+            generation: 0,
             last_scan: None,
             unreported: None,
         }
@@ -482,20 +499,37 @@ impl TreeScanner {
             t.duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
         });
-        let mut found: Vec<(String, Stat, bool)> = Vec::new();
+        self.generation += 1;
+        let generation = self.generation;
+        let mut to_hash: Vec<(String, Stat, bool)> = Vec::new();
         let mut excluded = Vec::new();
-        walk(&self.root, "", &self.excludes, &mut found, &mut excluded)?;
-        let mut entries = BTreeMap::new();
-        let mut changed = BTreeSet::new();
         let mut seen = 0usize;
-        for (rel, st, is_link) in found {
-            let cached = self.cache.get(&rel);
-            seen += usize::from(cached.is_some());
-            let trusted = cached.filter(|(s, _)| stat_trusted(s, &st, racy_from));
-            if let Some((_, e)) = trusted {
-                entries.insert(rel, e.clone());
-                continue;
-            }
+        {
+            let cache = &mut self.cache;
+            let mut visit = |rel: &str, st: Stat, is_link: bool| {
+                if let Some((cached, _, g)) = cache.get_mut(rel) {
+                    seen += 1;
+                    *g = generation;
+                    if stat_trusted(cached, &st, racy_from) {
+                        return;
+                    }
+                }
+                to_hash.push((rel.to_string(), st, is_link));
+            };
+            let mut rel = String::new();
+            walk(
+                &self.root,
+                &mut rel,
+                &self.excludes,
+                &mut visit,
+                &mut excluded,
+            )?;
+        }
+        let mut changed = BTreeSet::new();
+        let mut updates: Vec<(String, Option<FileEntry>)> = Vec::new();
+        // Paths of the previous scan this walk did not see are gone.
+        let gone = self.cache.len() > seen;
+        for (rel, st, is_link) in to_hash {
             let full = self.root.join(&rel);
             let (mode, bytes) = if is_link {
                 let target = std::fs::read_link(&full).map_err(io_err(&full))?;
@@ -519,20 +553,44 @@ impl TreeScanner {
                 mode: mode.into(),
                 oid: odb::to_hex(&oid),
             };
-            if cached.map(|(_, old)| old) != Some(&e) {
+            if self.cache.get(&rel).map(|(_, old, _)| old) != Some(&e) {
                 changed.insert(rel.clone());
+                updates.push((rel.clone(), Some(e.clone())));
             }
-            self.cache.insert(rel.clone(), (st, e.clone()));
-            entries.insert(rel, e);
+            self.cache.insert(rel, (st, e, generation));
         }
-        if seen != self.cache.len() {
-            // Paths gone since the previous scan.
-            for k in self.cache.keys().filter(|k| !entries.contains_key(*k)) {
+        if gone {
+            for (k, _) in self.cache.iter().filter(|(_, v)| v.2 != generation) {
                 changed.insert(k.clone());
+                updates.push((k.clone(), None));
             }
-            self.cache.retain(|k, _| entries.contains_key(k));
+            self.cache.retain(|_, v| v.2 == generation);
         }
-        let tree = store.write_tree(&entries)?;
+        let (tree, entries) = match self.last.take() {
+            // Nothing changed: the previous tree, not rebuilt.
+            Some((tree, entries)) if changed.is_empty() && !first => (tree, entries),
+            Some((_, prev)) if !first => {
+                let mut entries = Arc::unwrap_or_clone(prev);
+                for (k, v) in updates {
+                    match v {
+                        Some(e) => entries.insert(k, e),
+                        None => entries.remove(&k),
+                    };
+                }
+                let entries = Arc::new(entries);
+                (store.write_tree_shared(entries.clone())?, entries)
+            }
+            _ => {
+                let entries: BTreeMap<String, FileEntry> = self
+                    .cache
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.1.clone()))
+                    .collect();
+                let entries = Arc::new(entries);
+                (store.write_tree_shared(entries.clone())?, entries)
+            }
+        };
+        self.last = Some((tree.clone(), entries.clone()));
         self.last_scan = Some(started);
         Ok(Scanned {
             tree,
@@ -589,11 +647,12 @@ impl TreeScanner {
         };
         let want = store.entries_shared(target)?;
         let keep = |p: &String| only.map_or(true, |o| o.contains(p));
-        if only.is_some() {
-            now.entries.retain(|p, _| keep(p));
-        }
         let mut stats = SyncStats::default();
-        for path in now.entries.keys().filter(|p| !want.contains_key(*p)) {
+        for path in now
+            .entries
+            .keys()
+            .filter(|p| keep(p) && !want.contains_key(*p))
+        {
             let full = self.root.join(path);
             std::fs::remove_file(&full).map_err(io_err(&full))?;
             stats.removed += 1;
@@ -687,11 +746,13 @@ fn prune_empty_parents(root: &Path, file: &Path) {
     }
 }
 
+/// Walks `dir` (root-relative path in `rel`, restored on return), calling `visit`
+/// for every regular file and symlink that no rule excludes.
 fn walk(
     dir: &Path,
-    rel: &str,
+    rel: &mut String,
     ex: &Excludes,
-    found: &mut Vec<(String, Stat, bool)>,
+    visit: &mut dyn FnMut(&str, Stat, bool),
     excluded: &mut Vec<(String, &'static str)>,
 ) -> Result<(), StoreError> {
     let rd = std::fs::read_dir(dir).map_err(io_err(dir))?;
@@ -700,6 +761,7 @@ fn walk(
         items.push(e.map_err(io_err(dir))?);
     }
     items.sort_by_key(std::fs::DirEntry::file_name);
+    let base = rel.len();
     for e in items {
         let name_os = e.file_name();
         let Some(name) = name_os.to_str() else {
@@ -708,34 +770,35 @@ fn walk(
         if name.contains('\n') {
             return Err(StoreError::BadName(dir.join(name)));
         }
-        let child_rel = if rel.is_empty() {
-            name.to_string()
-        } else {
-            format!("{rel}/{name}")
-        };
+        rel.truncate(base);
+        if base > 0 {
+            rel.push('/');
+        }
+        rel.push_str(name);
         // The type from the directory listing (no stat for directories); the stat
         // data is read relative to the open directory (no path lookup per file).
         let ft = e.file_type().map_err(io_err(dir))?;
-        if let Some(why) = ex.why(dir, name, &child_rel, ft.is_dir()) {
+        if let Some(why) = ex.why(dir, name, rel, ft.is_dir()) {
             if !matches!(why, "git" | "loopexec") {
-                excluded.push((child_rel, why));
+                excluded.push((rel.clone(), why));
             }
             continue;
         }
         if ft.is_dir() {
-            walk(&e.path(), &child_rel, ex, found, excluded)?;
+            walk(&e.path(), rel, ex, visit, excluded)?;
         } else if ft.is_symlink() || ft.is_file() {
             let meta = e.metadata().map_err(|err| io_err(&e.path())(err))?;
             // The entry may have been replaced between the listing and the stat.
             let ft = meta.file_type();
             if ft.is_dir() {
-                walk(&e.path(), &child_rel, ex, found, excluded)?;
+                walk(&e.path(), rel, ex, visit, excluded)?;
             } else if ft.is_symlink() || ft.is_file() {
-                found.push((child_rel, Stat::of(&meta), ft.is_symlink()));
+                visit(rel, Stat::of(&meta), ft.is_symlink());
             }
         }
         // Sockets, FIFOs and devices hold no content a check can read as a file.
     }
+    rel.truncate(base);
     Ok(())
 }
 

@@ -56,7 +56,7 @@ pub struct TreeObserver {
     t0_entries: Option<BTreeMap<String, FileEntry>>,
     t0_measures: Option<TreeMeasures>,
     last_tree: Option<String>,
-    last_entries: BTreeMap<String, FileEntry>,
+    last_entries: std::sync::Arc<BTreeMap<String, FileEntry>>,
     /// The last snapshot's tree and commit: an unchanged tree reuses the commit.
     last_commit: Option<(String, String)>,
     /// The files of the last snapshot a guard reads ([`Self::in_focus`]), kept up to
@@ -178,7 +178,7 @@ impl TreeObserver {
             t0_entries: None,
             t0_measures: None,
             last_tree: None,
-            last_entries: BTreeMap::new(),
+            last_entries: std::sync::Arc::new(BTreeMap::new()),
             last_commit: None,
             focus: BTreeMap::new(),
             t0_focus: BTreeMap::new(),
@@ -272,7 +272,7 @@ impl TreeObserver {
             Ok((tree, commit, excluded)) => {
                 self.t0_tree = Some(tree.clone());
                 self.t0_commit = Some(commit.clone());
-                self.t0_entries = Some(self.last_entries.clone());
+                self.t0_entries = Some((*self.last_entries).clone());
                 self.learn_test_modules();
                 self.refocus_all();
                 self.t0_focus = self.focus.clone();
@@ -659,7 +659,7 @@ impl TreeObserver {
         if put_back.is_empty() && created.is_empty() {
             return Ok((tree, Vec::new()));
         }
-        let mut entries = now.clone();
+        let mut entries = (**now).clone();
         let mut restored = Vec::new();
         for (path, e) in put_back {
             entries.insert(path.clone(), e.clone());

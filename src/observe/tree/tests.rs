@@ -20,7 +20,10 @@ fn measures(o: &TreeObs) -> TreeMeasures {
 #[test]
 fn an_unchanged_tree_reuses_the_snapshot_and_a_changed_file_is_re_measured() {
     let (tmp, mut obs) = observer(&[
-        ("tests/test_a.py", "def test_a():\n    assert 1\n    assert 2\n"),
+        (
+            "tests/test_a.py",
+            "def test_a():\n    assert 1\n    assert 2\n",
+        ),
         ("src/a.py", "x = 1\n"),
         ("notes.txt", "n\n"),
     ]);
