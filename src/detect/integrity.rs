@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 
 /// Guard measurements of one tree (t0 in `run_started.baseline`, later trees in
 /// `exec_finished.guards`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TreeMeasures {
     /// Paths changed since t0, committed or not (empty for t0 itself).
     #[serde(default)]

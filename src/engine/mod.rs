@@ -325,15 +325,16 @@ fn sandbox_for(
                 home.as_deref(),
                 &cfg.sandbox.writable,
             );
-            // A clean room the exec may write is no clean room: say so in every verdict.
+            // A clean room (or a control journal) the exec may write protects nothing:
+            // say so in every verdict.
             let room = cleanroom::base_dir(&cleanroom::state_dir(), &ws.workdir);
             let exposed = plan.writable.iter().any(|w| room.starts_with(w));
             let rec = crate::receipt::events::SandboxRecord {
                 mode: mode.into(),
                 in_force: if exposed {
                     format!(
-                        "landlock (kernel ABI {abi}); the clean room {} lies inside a path the exec may write: set LOOPEXEC_STATE_DIR outside {}",
-                        room.display(),
+                        "landlock (kernel ABI {abi}); loopexec's state directory {} (the clean room and the control journal of a person's decisions) lies inside a path the exec may write: set LOOPEXEC_STATE_DIR outside {}",
+                        cleanroom::state_dir().display(),
                         plan.writable
                             .iter()
                             .find(|w| room.starts_with(w))
@@ -420,7 +421,7 @@ impl Loop<'_> {
             git,
             env_stripped: self.env_stripped.clone(),
             guards_unavailable: unavailable,
-            baseline,
+            baseline: Some(baseline),
             orphans_ended: std::mem::take(&mut self.orphans_ended),
             check_placement: if self.room.is_some() {
                 "clean_room".into()
@@ -452,7 +453,7 @@ impl Loop<'_> {
             .traj
             .started
             .as_ref()
-            .map(|s| s.baseline.clone())
+            .and_then(|s| s.baseline.clone())
             .unwrap_or_default();
         self.prepare_room(&baseline)?;
         if from != last_halt {
@@ -483,12 +484,13 @@ impl Loop<'_> {
 
     /// Sets up the clean room (unless the check runs in place), linking the dependency
     /// directories that t0's snapshot left out.
-    fn prepare_room(&mut self, baseline: &serde_json::Value) -> Result<(), EngineError> {
+    fn prepare_room(
+        &mut self,
+        m: &crate::detect::integrity::TreeMeasures,
+    ) -> Result<(), EngineError> {
         if self.cfg.clean_room.in_place {
             return Ok(());
         }
-        let m: crate::detect::integrity::TreeMeasures =
-            serde_json::from_value(baseline.clone()).unwrap_or_default();
         let deps: Vec<String> = m
             .excluded
             .iter()
@@ -511,9 +513,7 @@ impl Loop<'_> {
     }
 
     /// The frozen oracle of t0, for `run_started`.
-    fn oracle_list(&self, baseline: &serde_json::Value) -> Vec<String> {
-        let m: crate::detect::integrity::TreeMeasures =
-            serde_json::from_value(baseline.clone()).unwrap_or_default();
+    fn oracle_list(&self, m: &crate::detect::integrity::TreeMeasures) -> Vec<String> {
         let mut v: Vec<String> = m.frozen.keys().chain(m.manifest.keys()).cloned().collect();
         v.sort();
         v.dedup();

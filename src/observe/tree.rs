@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 pub struct TreeObs {
     pub tree: Option<String>,
     pub snapshot: Option<String>,
-    /// [`TreeMeasures`] as JSON.
-    pub measures: serde_json::Value,
+    /// What the guards measured on this tree.
+    pub measures: TreeMeasures,
 }
 
 /// Paths a check changed, split by what happened to them.
@@ -245,7 +245,7 @@ impl TreeObserver {
 
     /// Takes t0: git state, the baseline snapshot and its measurements, and the
     /// list of guards that cannot run here.
-    pub fn baseline(&mut self) -> (GitState, serde_json::Value, Vec<String>) {
+    pub fn baseline(&mut self) -> (GitState, TreeMeasures, Vec<String>) {
         let user_git = git::repo_root(&self.dir).is_some();
         let head = user_git
             .then(|| git::head(&self.dir).ok().flatten())
@@ -263,7 +263,7 @@ impl TreeObserver {
                 error: Some(note.clone()),
                 ..TreeMeasures::default()
             };
-            (g, serde_json::to_value(m).unwrap_or_default(), vec![note])
+            (g, m, vec![note])
         };
         if self.store.is_none() {
             return unavailable(self.note.clone().unwrap_or_default());
@@ -289,7 +289,7 @@ impl TreeObserver {
                         "not a git repository: snapshots come from loopexec's own store".into()
                     }),
                 };
-                (g, serde_json::to_value(m).unwrap_or_default(), Vec::new())
+                (g, m, Vec::new())
             }
             Err(e) => {
                 self.store = None;
@@ -590,7 +590,7 @@ impl TreeObserver {
                 return TreeObs {
                     tree: None,
                     snapshot: None,
-                    measures: serde_json::to_value(m).unwrap_or_default(),
+                    measures: m,
                 };
             }
         };
@@ -615,7 +615,7 @@ impl TreeObserver {
         TreeObs {
             tree: Some(tree),
             snapshot: Some(commit),
-            measures: serde_json::to_value(m).unwrap_or_default(),
+            measures: m,
         }
     }
 
@@ -800,7 +800,7 @@ impl TreeObserver {
         if let Some(s) = &t.started {
             self.t0_tree.clone_from(&s.git.baseline_tree);
             self.t0_commit.clone_from(&s.git.baseline_snapshot);
-            self.t0_measures = serde_json::from_value(s.baseline.clone()).ok();
+            self.t0_measures = s.baseline.clone();
             if let (Some(store), Some(tree)) = (&self.store, &self.t0_tree) {
                 self.t0_entries = store.entries(tree).ok();
             }

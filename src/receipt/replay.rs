@@ -135,9 +135,10 @@ fn format_choice(cfg: &RunConfig) -> FormatChoice {
 /// The dependency directories a run's t0 left out of its snapshots (linked into the
 /// clean room as the loop did), from `run_started`'s baseline measures.
 #[must_use]
-pub fn dependencies_of(baseline: &serde_json::Value) -> Vec<String> {
-    let m: crate::detect::integrity::TreeMeasures =
-        serde_json::from_value(baseline.clone()).unwrap_or_default();
+pub fn dependencies_of(baseline: Option<&crate::detect::integrity::TreeMeasures>) -> Vec<String> {
+    let Some(m) = baseline else {
+        return Vec::new();
+    };
     m.excluded
         .iter()
         .filter_map(|e| e.strip_suffix(" (dependencies)"))
