@@ -373,10 +373,16 @@ impl Excludes {
                 return Some("dependencies");
             }
         }
-        if self.globs.is_match(rel) {
+        if self.declared(rel) {
             return Some("declared");
         }
         None
+    }
+
+    /// True when a user glob leaves `rel` out.
+    #[must_use]
+    pub fn declared(&self, rel: &str) -> bool {
+        !self.globs.is_empty() && self.globs.is_match(rel)
     }
 }
 
@@ -756,14 +762,14 @@ fn walk(
     excluded: &mut Vec<(String, &'static str)>,
 ) -> Result<(), StoreError> {
     let rd = std::fs::read_dir(dir).map_err(io_err(dir))?;
-    let mut items: Vec<std::fs::DirEntry> = Vec::new();
+    let mut items: Vec<(std::ffi::OsString, std::fs::DirEntry)> = Vec::new();
     for e in rd {
-        items.push(e.map_err(io_err(dir))?);
+        let e = e.map_err(io_err(dir))?;
+        items.push((e.file_name(), e));
     }
-    items.sort_by_key(std::fs::DirEntry::file_name);
+    items.sort_by(|a, b| a.0.cmp(&b.0));
     let base = rel.len();
-    for e in items {
-        let name_os = e.file_name();
+    for (name_os, e) in items {
         let Some(name) = name_os.to_str() else {
             return Err(StoreError::BadName(dir.join(&name_os)));
         };
@@ -778,7 +784,14 @@ fn walk(
         // The type from the directory listing (no stat for directories); the stat
         // data is read relative to the open directory (no path lookup per file).
         let ft = e.file_type().map_err(io_err(dir))?;
-        if let Some(why) = ex.why(dir, name, rel, ft.is_dir()) {
+        // A file's user globs are matched by `visit`, once per path and run (the
+        // rules do not change while a scanner lives).
+        let why = if ft.is_dir() || matches!(name, ".git" | ".loopexec") {
+            ex.why(dir, name, rel, ft.is_dir())
+        } else {
+            None
+        };
+        if let Some(why) = why {
             if !matches!(why, "git" | "loopexec") {
                 excluded.push((rel.clone(), why));
             }
