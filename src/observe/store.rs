@@ -102,8 +102,11 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
 pub struct SnapshotStore {
     git_dir: PathBuf,
     odb: odb::Odb,
-    trees: Arc<Mutex<Vec<(String, Arc<BTreeMap<String, FileEntry>>)>>>,
+    trees: Arc<Mutex<Vec<(String, SharedEntries)>>>,
 }
+
+/// The files of a tree, shared between a scan and the store's memory.
+pub type SharedEntries = Arc<BTreeMap<String, FileEntry>>;
 
 /// How many trees a [`SnapshotStore`] remembers the listing of.
 pub const TREE_MEMORY: usize = 8;

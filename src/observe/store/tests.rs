@@ -363,7 +363,7 @@ fn blobs_are_read_in_process_and_packed_ones_through_git() {
     let s = sc.scan(&store).unwrap();
     let oid = s.entries["a.txt"].oid.clone();
     assert_eq!(
-        git::cat_blobs(store.dir(), &[oid.clone()]).unwrap(),
+        git::cat_blobs(store.dir(), std::slice::from_ref(&oid)).unwrap(),
         vec![Some(b"content\n".to_vec())]
     );
     store.commit(&s.tree, "r", "0").unwrap();
