@@ -515,24 +515,26 @@ impl TreeScanner {
         let mut seen = 0usize;
         {
             let cache = &mut self.cache;
+            let excludes = &self.excludes;
+            let mut declared = Vec::new();
             let mut visit = |rel: &str, st: Stat, is_link: bool| {
                 if let Some((cached, _, g)) = cache.get_mut(rel) {
+                    // Known from an earlier scan: not excluded.
                     seen += 1;
                     *g = generation;
                     if stat_trusted(cached, &st, racy_from) {
                         return;
                     }
+                } else if excludes.declared(rel) {
+                    declared.push(rel.to_string());
+                    return;
                 }
                 to_hash.push((rel.to_string(), st, is_link));
             };
             let mut rel = String::new();
-            walk(
-                &self.root,
-                &mut rel,
-                &self.excludes,
-                &mut visit,
-                &mut excluded,
-            )?;
+            walk(&self.root, &mut rel, excludes, &mut visit, &mut excluded)?;
+            excluded.extend(declared.into_iter().map(|p| (p, "declared")));
+            excluded.sort();
         }
         let mut changed = BTreeSet::new();
         let mut updates: Vec<(String, Option<FileEntry>)> = Vec::new();

@@ -376,3 +376,19 @@ fn blobs_are_read_in_process_and_packed_ones_through_git() {
     );
     assert_eq!(git::ls_tree(store.dir(), &s.tree).unwrap().len(), 1);
 }
+
+#[test]
+fn a_declared_file_stays_out_of_every_scan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("w");
+    put(&root, "err.txt", "progress\n");
+    put(&root, "keep.txt", "y");
+    let store = SnapshotStore::open(&tmp.path().join("s.git")).unwrap();
+    let mut sc = TreeScanner::new(&root, Excludes::new(&["err.txt".to_string()]).unwrap());
+    for _ in 0..3 {
+        let s = sc.scan(&store).unwrap();
+        assert_eq!(paths(&s), ["keep.txt"]);
+        assert_eq!(s.excluded, vec![("err.txt".to_string(), "declared")]);
+        put(&root, "err.txt", "more progress\n");
+    }
+}
