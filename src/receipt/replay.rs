@@ -239,7 +239,8 @@ pub fn rerun(
         stdout_sink: None,
         sandbox: None,
     };
-    let (step, spools) = proc::run_step(spec, &mut |_| None).map_err(ReplayError::Run)?;
+    let (step, mut spools) = proc::run_step(spec, &mut |_| None).map_err(ReplayError::Run)?;
+    spools.write_files().map_err(ReplayError::Run)?;
     let mut reports = Vec::new();
     let mut missing = Vec::new();
     for pat in &cfg.reports {
