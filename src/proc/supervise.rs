@@ -335,11 +335,31 @@ impl Supervisor {
         }
     }
 
+    /// True while a member of the group lives, once the leader is reaped. Members
+    /// that exited after their parent did were re-parented to loopexec (a subreaper)
+    /// and wait as zombies in the group: they are reaped here, or the group would
+    /// never look empty.
+    fn rest_of_group_alive(&self) -> bool {
+        if !self.leader_done() {
+            return true;
+        }
+        loop {
+            let mut st = 0;
+            // SAFETY: waitpid on our own children of group `pgid`, without blocking;
+            // the leader was already reaped, so no status the caller needs is taken.
+            let r = unsafe { libc::waitpid(-self.pgid, &mut st, libc::WNOHANG) };
+            if r <= 0 {
+                break;
+            }
+        }
+        group_alive(self.pgid)
+    }
+
     /// Advances the ending: SIGKILL once the grace is over; `Gone` once the leader is
     /// reaped and the group is empty.
     fn advance_end(&mut self) {
         if let Phase::Ending { kill_at, killed } = self.phase {
-            if self.leader_done() && !group_alive(self.pgid) {
+            if self.leader_done() && !self.rest_of_group_alive() {
                 self.phase = Phase::Gone;
             } else if !killed && Instant::now() >= kill_at {
                 killpg(self.pgid, libc::SIGKILL);
@@ -545,7 +565,7 @@ pub fn run_step(
             Phase::Ending { .. } => sv.advance_end(),
             Phase::Running if sv.leader_done() => {
                 // The leader is gone; anything left in its group is a leak.
-                if group_alive(sv.pgid) {
+                if sv.rest_of_group_alive() {
                     leaked = true;
                     sv.begin_end();
                 } else {
