@@ -72,7 +72,10 @@ fn main() {
     let scratch = tempfile::tempdir().expect("tempdir");
     let dir = scratch.path();
     let check = producer(mib);
-    println!("check_output: binary {}, {mib} MiB of output", bin.display());
+    println!(
+        "check_output: binary {}, {mib} MiB of output",
+        bin.display()
+    );
     let rss = ab(
         "check-output/peak-rss",
         Metric::MaxRss,
@@ -82,7 +85,11 @@ fn main() {
         || run_loopexec(&bin, dir, &check),
         || run_cat(dir, &check),
     );
-    let rss_ok = if rss.a_median <= 16.0 { "met" } else { "NOT MET" };
+    let rss_ok = if rss.a_median <= 16.0 {
+        "met"
+    } else {
+        "NOT MET"
+    };
     println!(
         "LIMIT check-output/peak-rss: loopexec median {:.1} MiB · limit ≤ 16 MiB: {rss_ok}",
         rss.a_median

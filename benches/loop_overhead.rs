@@ -146,7 +146,12 @@ fn main() {
         if !only.is_empty() && only != key {
             continue;
         }
-        let t = template(scratch.path(), key, if with_git { 200 } else { 0 }, with_git);
+        let t = template(
+            scratch.path(),
+            key,
+            if with_git { 200 } else { 0 },
+            with_git,
+        );
         let fresh_a = std::cell::RefCell::new(Vec::new());
         let row = ab(
             name,

@@ -464,9 +464,15 @@ mod tests {
         let ex = std::fs::read(dir.path().join("x")).unwrap();
         assert!(ex.starts_with(&data[..4]));
         assert!(ex.ends_with(&data[96..]));
-        assert!(matches!(spooled, Spooled::Memory(_)), "10 bytes stay in memory");
+        assert!(
+            matches!(spooled, Spooled::Memory(_)),
+            "10 bytes stay in memory"
+        );
         assert_eq!(spool_bytes(spooled, &dir.path().join("s")), &data[..10]);
-        assert!(!dir.path().join("s").exists(), "no spool file for a short stream");
+        assert!(
+            !dir.path().join("s").exists(),
+            "no spool file for a short stream"
+        );
     }
 
     /// The tail ring, fed in chunks of every size, always ends holding the stream's
@@ -474,7 +480,15 @@ mod tests {
     #[test]
     fn the_tail_ring_holds_the_last_bytes_whatever_the_chunking() {
         let data: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
-        for (tail, chunk) in [(1, 1), (7, 3), (7, 7), (7, 50), (64, 5), (64, 64), (64, 999)] {
+        for (tail, chunk) in [
+            (1, 1),
+            (7, 3),
+            (7, 7),
+            (7, 50),
+            (64, 5),
+            (64, 64),
+            (64, 999),
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let limits = CaptureLimits {
                 head: 0,
@@ -497,7 +511,13 @@ mod tests {
     /// to the limit either way.
     #[test]
     fn a_long_stream_spills_to_its_file_and_a_short_one_stays_in_memory() {
-        for (len, spilled) in [(0, false), (100, false), (SPILL_AT, false), (SPILL_AT + 1, true), (3 * SPILL_AT, true)] {
+        for (len, spilled) in [
+            (0, false),
+            (100, false),
+            (SPILL_AT, false),
+            (SPILL_AT + 1, true),
+            (3 * SPILL_AT, true),
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("s");
             let data: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
@@ -510,7 +530,11 @@ mod tests {
             assert_eq!(matches!(spooled, Spooled::File), spilled, "length {len}");
             assert_eq!(spool_bytes(spooled, &path), data, "length {len}");
             assert!(!sum.spool_truncated);
-            assert_eq!(sum.excerpt.is_some(), len > 0, "no excerpt for an empty stream");
+            assert_eq!(
+                sum.excerpt.is_some(),
+                len > 0,
+                "no excerpt for an empty stream"
+            );
         }
     }
 
@@ -529,7 +553,11 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             for with_sink in [true, false] {
                 let mut sink = Collect::default();
-                let mut c = Capture::new(Stream::Stdout, CaptureLimits::default(), &dir.path().join("s"));
+                let mut c = Capture::new(
+                    Stream::Stdout,
+                    CaptureLimits::default(),
+                    &dir.path().join("s"),
+                );
                 for ch in chunks {
                     c.feed(ch, with_sink.then_some(&mut sink as &mut dyn LineSink));
                 }
@@ -550,8 +578,15 @@ mod tests {
     fn stderr_lines_reach_only_a_sink_that_asks_for_them() {
         let dir = tempfile::tempdir().unwrap();
         for both in [false, true] {
-            let mut sink = Collect { lines: Vec::new(), both };
-            let mut c = Capture::new(Stream::Stderr, CaptureLimits::default(), &dir.path().join("s"));
+            let mut sink = Collect {
+                lines: Vec::new(),
+                both,
+            };
+            let mut c = Capture::new(
+                Stream::Stderr,
+                CaptureLimits::default(),
+                &dir.path().join("s"),
+            );
             c.feed(b"oops\n", Some(&mut sink));
             let (sum, _) = c.finish(&dir.path().join("x"), dir.path(), Some(&mut sink));
             assert_eq!(sum.lines, 1);
@@ -577,7 +612,11 @@ mod tests {
         );
         assert!(!sum.elided);
         let key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH";
-        let mut c = Capture::new(Stream::Stdout, CaptureLimits::default(), &dir.path().join("s"));
+        let mut c = Capture::new(
+            Stream::Stdout,
+            CaptureLimits::default(),
+            &dir.path().join("s"),
+        );
         c.feed(format!("export ANTHROPIC_API_KEY={key}\n").as_bytes(), None);
         let (sum, _) = c.finish(&dir.path().join("k"), dir.path(), None);
         let written = std::fs::read_to_string(dir.path().join("k")).unwrap();

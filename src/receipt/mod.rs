@@ -521,7 +521,11 @@ mod tests {
         type Edit = fn(&Path);
         let edits: [(&str, Edit); 6] = [
             ("same-size edit before the end", |p| {
-                let t = std::fs::read_to_string(p).unwrap().replacen("\"iteration\":1", "\"iteration\":7", 1);
+                let t = std::fs::read_to_string(p).unwrap().replacen(
+                    "\"iteration\":1",
+                    "\"iteration\":7",
+                    1,
+                );
                 std::fs::write(p, t).unwrap();
             }),
             ("append", |p| {
@@ -563,11 +567,17 @@ mod tests {
             w.append(&Event::IterationStarted(IterationStarted { iteration: 20 }))
                 .unwrap();
             assert_eq!(w.untouched(), Ok(()));
-            assert_eq!(w.watch.full_checks, full, "{what}: the cheap path was not taken");
+            assert_eq!(
+                w.watch.full_checks, full,
+                "{what}: the cheap path was not taken"
+            );
             // … and still an edit is caught.
             edit(&p);
             assert!(w.untouched().is_err(), "{what}: not caught");
-            assert!(w.untouched().is_err(), "{what}: forgotten on the second look");
+            assert!(
+                w.untouched().is_err(),
+                "{what}: forgotten on the second look"
+            );
         }
     }
 
