@@ -542,7 +542,9 @@ mod tests {
     /// without a sink.
     #[test]
     fn lines_reach_the_sink_and_are_counted_alike_without_one() {
-        let cases: [(&[&[u8]], &[&[u8]], u64); 5] = [
+        /// (chunks fed, lines the sink sees, lines counted)
+        type Case<'a> = (&'a [&'a [u8]], &'a [&'a [u8]], u64);
+        let cases: [Case; 5] = [
             (&[b"one\r\ntw", b"o\nthree"], &[b"one", b"two", b"three"], 3),
             (&[b"a\n", b"b\n"], &[b"a", b"b"], 2),
             (&[b"\n\n"], &[b"", b""], 2),
