@@ -519,6 +519,11 @@ pub struct RunArgs {
     /// can then reach the check. Recorded in the receipt and stated in every verdict.
     #[arg(long)]
     pub check_in_place: bool,
+    /// Start even though the working tree is still the one an earlier run rejected for
+    /// integrity (a test edited, a blocked path changed, a gamed green). Without it such
+    /// a run halts at once with the earlier reason: its t0 would freeze the cheat.
+    #[arg(long)]
+    pub accept_rejected_tree: bool,
     /// The exec's filesystem sandbox: auto (Landlock where the kernel has it), landlock
     /// (required: the run does not start without it), off. Under Landlock the agent
     /// writes only the workdir, temp dirs, its CLI's state under $HOME and

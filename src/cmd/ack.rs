@@ -273,10 +273,7 @@ fn ack_run(workdir: &Path, ws: &Workspace, a: &AckArgs) -> Outcome {
         Ok(h) => h,
         Err(o) => return o,
     };
-    if let Err(e) = store
-        .ack(&run.run_id, reviewer, iteration, a.notes.as_deref())
-        .and_then(|()| store.set_ack_method(&run.run_id, &how))
-    {
+    if let Err(e) = store.ack(&run.run_id, reviewer, iteration, a.notes.as_deref(), &how) {
         return Outcome::error(HaltReason::InternalError.exit_code(), e.to_string(), None);
     }
     let mut f = Map::new();

@@ -25,6 +25,10 @@ pub(crate) fn run(workdir: &Path) -> Outcome {
     if ws.ledger_path().is_file() {
         match crate::store::Store::open(&ws.ledger_path()) {
             Ok(s) => {
+                match s.journal_disagreements() {
+                    Ok(v) => problems.extend(v),
+                    Err(e) => problems.push(e.to_string()),
+                }
                 if let Ok(v) = s.user_version() {
                     if v != crate::store::USER_VERSION {
                         problems.push(format!(

@@ -249,10 +249,12 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
             let (_, b, u) = obs.baseline();
             (b, u)
         }
-        Err(e) => (Value::Null, vec![format!("cannot copy the workdir: {e}")]),
+        Err(e) => (
+            crate::detect::integrity::TreeMeasures::default(),
+            vec![format!("cannot copy the workdir: {e}")],
+        ),
     };
-    let m: crate::detect::integrity::TreeMeasures =
-        serde_json::from_value(baseline).unwrap_or_default();
+    let m = baseline;
     let mut oracle: Vec<String> = m.frozen.keys().chain(m.manifest.keys()).cloned().collect();
     oracle.sort();
     oracle.dedup();

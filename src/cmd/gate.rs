@@ -141,6 +141,9 @@ fn classify_here(site: &Site, call: &ToolCall) -> crate::gate::Classification {
         workdir: workdir.as_deref(),
         read: &read,
         target_exists: Path::new(&target).exists(),
+        escapes_by_symlink: workdir
+            .as_deref()
+            .is_some_and(|w| classify::escapes_by_symlink(&target, w)),
     };
     classify::classify(call, &site.cfg.gate, &ctx)
 }

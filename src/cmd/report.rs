@@ -65,21 +65,11 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
                 if let Some(r) = rows.last_mut() {
                     r.exec = Some(step_row(&e.step));
                     r.duration_ms += e.step.duration_ms;
-                    if !e.usage.is_null() {
-                        r.usage = Some(e.usage.clone());
-                        let u = serde_json::from_value::<crate::observe::usage::IterationUsage>(
-                            e.usage.clone(),
-                        )
-                        .ok();
-                        r.cost_usd = u.as_ref().and_then(|u| u.cost_usd);
-                        r.tokens = u
-                            .as_ref()
-                            .map(crate::observe::usage::IterationUsage::total_tokens);
-                        r.model = e
-                            .usage
-                            .pointer("/primary_model/id")
-                            .and_then(Value::as_str)
-                            .map(str::to_string);
+                    if let Some(u) = &e.usage {
+                        r.usage = serde_json::to_value(u).ok();
+                        r.cost_usd = u.cost_usd;
+                        r.tokens = Some(u.total_tokens());
+                        r.model = u.primary_model.as_ref().map(|m| m.model.clone());
                     }
                 }
             }

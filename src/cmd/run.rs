@@ -48,6 +48,7 @@ fn overrides(a: &RunArgs) -> Overrides {
         max_turns: a.max_turns,
         on_rate_limit: a.on_rate_limit.clone(),
         check_in_place: a.check_in_place,
+        accept_rejected_tree: a.accept_rejected_tree,
         sandbox: a.sandbox.as_deref().map(|m| match m {
             "landlock" => crate::config::SandboxMode::Landlock,
             "off" => crate::config::SandboxMode::Off,

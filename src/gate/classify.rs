@@ -30,6 +30,34 @@ pub struct Context<'a> {
     pub read: &'a BTreeSet<String>,
     /// The call's target file exists now (for Write).
     pub target_exists: bool,
+    /// The target's deepest existing ancestor, with symlinks resolved, lies outside
+    /// the (resolved) workdir although its path names a place inside it: a write
+    /// through a symlinked directory. Computed by the caller
+    /// ([`escapes_by_symlink`]); the classifier itself touches no file system.
+    pub escapes_by_symlink: bool,
+}
+
+/// Whether `target` (absolute, normalized) names a place inside `workdir` but its
+/// deepest existing ancestor resolves (symlinks followed) outside the resolved
+/// `workdir`. Reads the file system.
+#[must_use]
+pub fn escapes_by_symlink(target: &str, workdir: &Path) -> bool {
+    let t = Path::new(target);
+    if !t.starts_with(workdir) {
+        return false;
+    }
+    let Ok(real_w) = std::fs::canonicalize(workdir) else {
+        return false;
+    };
+    let mut probe = t.to_path_buf();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&probe) {
+            return !real.starts_with(&real_w);
+        }
+        if !probe.pop() {
+            return false;
+        }
+    }
 }
 
 /// One built-in shell rule: id, pattern, and the finding it adds (if any).
@@ -127,6 +155,11 @@ const DESTRUCTIVE: &[Rule] = &[
         finding: None,
     },
     Rule {
+        id: "agent-hook-config",
+        pattern: r"(>>?\s*|\btee\s+(-a\s+)?|\b(cp|mv|rm|ln|install|sed\s+-i|truncate)\b[^;&|]*)\S*\.(claude/settings(\.local)?\.json|gemini/settings\.json|codex/config\.toml)",
+        finding: None,
+    },
+    Rule {
         id: "package-publish",
         pattern: r"\b(npm\s+publish|cargo\s+publish|twine\s+upload|gem\s+push|docker\s+push)\b",
         finding: None,
@@ -134,7 +167,7 @@ const DESTRUCTIVE: &[Rule] = &[
 ];
 
 /// Commands that only read (every `;`/`&&`/`|` part must be one of these).
-const READERS: &str = r"^(ls|cat|head|tail|less|more|grep|egrep|fgrep|rg|ag|find|fd|pwd|echo|printf|wc|sort|uniq|cut|tr|diff|cmp|file|stat|du|df|which|type|whoami|id|date|uname|env|printenv|tree|jq|sed\s+-n|awk|git\s+(status|log|diff|show|branch|remote\s+-v|rev-parse|ls-files|blame|grep)|cargo\s+(check|tree|metadata)|true)\b";
+const READERS: &str = r"^(cd|pushd|popd|ls|cat|head|tail|less|more|grep|egrep|fgrep|rg|ag|find|fd|pwd|echo|printf|wc|sort|uniq|cut|tr|diff|cmp|file|stat|du|df|which|type|whoami|id|date|uname|env|printenv|tree|jq|sed\s+-n|awk|git\s+(status|log|diff|show|branch|remote\s+-v|rev-parse|ls-files|blame|grep)|cargo\s+(check|tree|metadata)|true)\b";
 
 /// Credential files a file tool must not read.
 const CREDENTIAL_PATH: &str = r"(/\.ssh/|/\.aws/credentials$|/\.netrc$|/\.pgpass$|/\.docker/config\.json$|/\.kube/config$|/\.gnupg/|\.pem$|\.p12$|\.key$|^/etc/shadow$|(^|/)\.env(\.[a-z]+)?$)";
@@ -220,7 +253,7 @@ fn has_secret(content: &str) -> bool {
 pub fn classify(call: &ToolCall, policy: &GatePolicy, ctx: &Context<'_>) -> Classification {
     let mut findings = Vec::new();
     let (class, rule) = if SHELL_TOOLS.contains(&call.tool.as_str()) {
-        shell(&call.target, policy, &mut findings)
+        shell(&call.target, policy, ctx.workdir, &mut findings)
     } else if WRITE_TOOLS.contains(&call.tool.as_str()) {
         let path = normalize(&call.target, ctx.workdir);
         if has_secret(&call.content) {
@@ -241,7 +274,14 @@ pub fn classify(call: &ToolCall, policy: &GatePolicy, ctx: &Context<'_>) -> Clas
                 ),
             ));
         }
-        file_write(&path, ctx.workdir)
+        if ctx.escapes_by_symlink {
+            (
+                ActionClass::Destructive,
+                "write-through-symlink".to_string(),
+            )
+        } else {
+            file_write(&path, ctx.workdir)
+        }
     } else if READ_TOOLS.contains(&call.tool.as_str()) {
         let path = normalize(&call.target, ctx.workdir);
         if CREDENTIAL_RE.is_match(&path) {
@@ -266,9 +306,15 @@ fn file_write(path: &str, workdir: Option<&Path>) -> (ActionClass, String) {
     };
     let p = Path::new(path);
     if !p.starts_with(w) {
+        if AGENT_HOOK_CONFIG.iter().any(|c| p.ends_with(c)) {
+            return (ActionClass::Destructive, "agent-hook-config".into());
+        }
         return (ActionClass::Destructive, "write-outside-workdir".into());
     }
     let rel = p.strip_prefix(w).unwrap_or(p);
+    if AGENT_HOOK_CONFIG.iter().any(|c| rel == Path::new(c)) {
+        return (ActionClass::Destructive, "agent-hook-config".into());
+    }
     if rel.starts_with(".git") || rel.starts_with(".loopexec") {
         return (
             ActionClass::Destructive,
@@ -278,7 +324,35 @@ fn file_write(path: &str, workdir: Option<&Path>) -> (ActionClass, String) {
     (ActionClass::ReversibleWrite, "write-in-workdir".into())
 }
 
-fn shell(cmd: &str, policy: &GatePolicy, findings: &mut Vec<Finding>) -> (ActionClass, String) {
+/// The files through which an agent CLI runs hooks (the gate among them): a write to
+/// one can switch the gate off.
+const AGENT_HOOK_CONFIG: &[&str] = &[
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".gemini/settings.json",
+    ".codex/config.toml",
+];
+
+/// The directory a `cd DIR` / `pushd DIR` segment moves to, normalized against
+/// `cwd`; `None` when the segment is not one, or names no literal directory.
+fn cd_target(seg: &str, cwd: &Path) -> Option<PathBuf> {
+    let mut words = seg.split_whitespace();
+    if !matches!(words.next(), Some("cd" | "pushd")) {
+        return None;
+    }
+    let dir = words.next().unwrap_or("~").trim_matches(['\'', '"']);
+    if dir == "~" || dir.starts_with("~/") || dir.starts_with("$HOME") || dir == "-" {
+        return Some(PathBuf::from("/nonexistent-home"));
+    }
+    Some(PathBuf::from(normalize(dir, Some(cwd))))
+}
+
+fn shell(
+    cmd: &str,
+    policy: &GatePolicy,
+    workdir: Option<&Path>,
+    findings: &mut Vec<Finding>,
+) -> (ActionClass, String) {
     let mut destructive: Option<String> = None;
     for (rule, r) in DESTRUCTIVE.iter().zip(DESTRUCTIVE_RE.iter()) {
         if r.is_match(cmd) {
@@ -323,6 +397,20 @@ fn shell(cmd: &str, policy: &GatePolicy, findings: &mut Vec<Finding>) -> (Action
     let reads = |s: &str| READERS_RE.is_match(s) || extra.iter().any(|r| r.is_match(s));
     if !parts.is_empty() && !cmd.contains('>') && parts.iter().all(|s| reads(s)) {
         return (ActionClass::ReadOnly, "read-only-command".into());
+    }
+    // `cd / && rm -rf etc`: once a segment leaves the workdir, relative paths after it
+    // name things outside the tree; anything but a reader there is destructive.
+    if let Some(w) = workdir {
+        let mut cwd = w.to_path_buf();
+        for seg in &parts {
+            if let Some(to) = cd_target(seg, &cwd) {
+                cwd = to;
+                continue;
+            }
+            if !cwd.starts_with(w) && (!reads(seg) || seg.contains('>')) {
+                return (ActionClass::Destructive, "write-after-leaving-tree".into());
+            }
+        }
     }
     (ActionClass::ReversibleWrite, "shell-in-workdir".into())
 }
@@ -667,12 +755,61 @@ mod tests {
                 "cluster-change",
                 None,
             ),
+            (
+                "cd / && rm -rf etc",
+                ActionClass::Destructive,
+                "write-after-leaving-tree",
+                None,
+            ),
+            (
+                "cd .. ; mv w w.old",
+                ActionClass::Destructive,
+                "write-after-leaving-tree",
+                None,
+            ),
+            (
+                "cd ~ && touch x",
+                ActionClass::Destructive,
+                "write-after-leaving-tree",
+                None,
+            ),
+            (
+                "cd / && ls etc",
+                ActionClass::ReadOnly,
+                "read-only-command",
+                None,
+            ),
+            (
+                "cd /w/src && rm old.rs",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "cd src && cd .. && rm old.rs",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "echo '{}' > .claude/settings.json",
+                ActionClass::Destructive,
+                "agent-hook-config",
+                None,
+            ),
+            (
+                "sed -i s/loopexec/true/ ~/.claude/settings.local.json",
+                ActionClass::Destructive,
+                "agent-hook-config",
+                None,
+            ),
         ];
         let read = BTreeSet::new();
         let ctx = Context {
             workdir: Some(Path::new("/w")),
             read: &read,
             target_exists: false,
+            escapes_by_symlink: false,
         };
         for (cmd, class, rule, finding) in rows {
             let c = classify(&bash(cmd), &policy, &ctx);
@@ -697,6 +834,7 @@ mod tests {
             workdir: Some(Path::new("/w")),
             read: &read,
             target_exists: false,
+            escapes_by_symlink: false,
         };
         assert_eq!(
             classify(&bash("make deploy"), &policy, &ctx).class,
@@ -788,6 +926,20 @@ mod tests {
                 vec![],
             ),
             (
+                file("Write", "/w/.claude/settings.json", "{}"),
+                false,
+                ActionClass::Destructive,
+                "agent-hook-config",
+                vec![],
+            ),
+            (
+                file("Write", "/root/.claude/settings.json", "{}"),
+                false,
+                ActionClass::Destructive,
+                "agent-hook-config",
+                vec![],
+            ),
+            (
                 file("Write", "/w/.loopexec/ledger.sqlite", ""),
                 false,
                 ActionClass::Destructive,
@@ -825,6 +977,7 @@ mod tests {
                 workdir: Some(Path::new("/w")),
                 read: &read,
                 target_exists: exists,
+                escapes_by_symlink: false,
             };
             let c = classify(&call, &GatePolicy::default(), &ctx);
             let got: Vec<&str> = c.findings.iter().map(|f| f.halt_type.as_str()).collect();
@@ -836,6 +989,43 @@ mod tests {
         }
     }
 
+    /// Before: `Write link/x` where `link` is a symlink to `/etc` in the workdir was a
+    /// reversible write inside the tree (the path was compared lexically).
+    #[test]
+    fn a_write_through_a_symlinked_directory_is_outside_the_tree() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().join("w");
+        let out = d.path().join("outside");
+        std::fs::create_dir_all(w.join("src")).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        std::os::unix::fs::symlink(&out, w.join("link")).unwrap();
+        // (target, escapes)
+        let rows = [
+            ("link/x", true),
+            ("link/new/deeper/x", true),
+            ("link", true),
+            ("src/x", false),
+            ("src/new/x", false),
+            ("../outside/x", false), // outside lexically: write-outside-workdir already
+        ];
+        for (t, want) in rows {
+            let target = normalize(t, Some(&w));
+            assert_eq!(escapes_by_symlink(&target, &w), want, "{t}");
+        }
+        let read = BTreeSet::new();
+        let ctx = Context {
+            workdir: Some(&w),
+            read: &read,
+            target_exists: false,
+            escapes_by_symlink: true,
+        };
+        let c = classify(&file("Write", "link/x", ""), &GatePolicy::default(), &ctx);
+        assert_eq!(
+            (c.class, c.rule.as_str()),
+            (ActionClass::Destructive, "write-through-symlink")
+        );
+    }
+
     #[test]
     fn a_secret_is_critical() {
         let read = BTreeSet::new();
@@ -843,6 +1033,7 @@ mod tests {
             workdir: Some(Path::new("/w")),
             read: &read,
             target_exists: false,
+            escapes_by_symlink: false,
         };
         let c = classify(
             &file(

@@ -83,7 +83,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::JsTs],
         name: "assertion library patched",
-        pattern: r"\b\w+(\.strict)?\.(strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|notStrictEqual|match|fail)\s*=[^=]|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b",
+        pattern: r"(\w|\)|\])(\.strict)?\.(strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|notStrictEqual|notDeepStrictEqual|match|fail)\s*=[^=]|\[\s*['\x22`](strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|fail)['\x22`]\s*\]\s*=[^=]|Object\.(assign|defineProperty|defineProperties)\s*\(\s*(require\s*\(\s*['\x22`](node:)?assert|assert\b|expect\b|chai\b)|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b",
         skip_entry_points: false,
     },
     Rule {
@@ -144,7 +144,7 @@ fn compiled() -> &'static Vec<Regex> {
 }
 
 /// One hit of a rule on an added line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TamperHit {
     /// Root-relative path.
     pub path: String,
@@ -302,6 +302,22 @@ mod tests {
                 "const a = require('node:assert'); a.strictEqual = () => {};",
                 Some("assertion library patched"),
             ),
+            (
+                "calc.js",
+                "require('node:assert').strictEqual = () => {};",
+                Some("assertion library patched"),
+            ),
+            (
+                "calc.js",
+                "assert['deepStrictEqual'] = () => {};",
+                Some("assertion library patched"),
+            ),
+            (
+                "calc.js",
+                "Object.assign(require('assert'), { strictEqual() {} });",
+                Some("assertion library patched"),
+            ),
+            ("calc.js", "if (a.strictEqual === b) return;", None),
             (
                 "calc.js",
                 "if (/node:internal\\/test_runner/.test(new Error().stack)) return a + b;",

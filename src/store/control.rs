@@ -14,6 +14,7 @@
 //!   SSH-signed and by which key), next to the design's `acknowledged_by`.
 //! * `pending_actions` — destructive agent actions waiting for a person (`gate`).
 
+use super::journal::{Decision, JournalError, State};
 use super::{Store, StoreError};
 use crate::halt::{ExitClass, HaltReason};
 use rusqlite::{params, OptionalExtension};
@@ -342,6 +343,20 @@ impl Store {
                 params![id, scope, run, h.strength.as_str(), h.holder, h.reason, now],
             )
             .map_err(self.sql())?;
+        // A hold in the ledger alone already stops; the journal makes sure no ledger
+        // edit can release it. Only a sandboxed step (the gate) cannot write the journal.
+        match self.journal.append(Decision::HoldTaken {
+            hold_id: id.clone(),
+            scope: h.scope.label(),
+            strength: h.strength.as_str().into(),
+            holder: h.holder.into(),
+            reason: h.reason.into(),
+            taken_at: now.clone(),
+        }) {
+            Ok(_) => {}
+            Err(JournalError::Io { source, .. }) if denied(&source) => {}
+            Err(e) => return Err(e.into()),
+        }
         Ok(HoldRow {
             id,
             scope: h.scope.label(),
@@ -359,14 +374,35 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn hold(&self, id: &str) -> Result<Option<HoldRow>, StoreError> {
-        self.conn
+        let row = self
+            .conn
             .query_row(
                 &format!("SELECT {HOLD_COLS} FROM holds WHERE id = ?1"),
                 [id],
                 row_to_hold,
             )
             .optional()
-            .map_err(self.sql())
+            .map_err(self.sql())?;
+        // A release the journal does not have is not believed.
+        let j = self.journal.state()?;
+        Ok(match (row, j.holds.get(id)) {
+            (Some(mut h), Some(_)) => {
+                h.released_at = None;
+                h.released_by = None;
+                Some(h)
+            }
+            (None, Some(jh)) => Some(HoldRow {
+                id: id.to_string(),
+                scope: jh.scope.clone(),
+                strength: strength_of(&jh.strength),
+                holder: jh.holder.clone(),
+                reason: jh.reason.clone(),
+                taken_at: jh.taken_at.clone(),
+                released_at: None,
+                released_by: None,
+            }),
+            (row, None) => row,
+        })
     }
 
     /// Releases a hold. Returns false when it was already released.
@@ -374,6 +410,13 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn release_hold(&self, id: &str, by: &str) -> Result<bool, StoreError> {
+        let journaled = self.journal.state()?.holds.contains_key(id);
+        if journaled {
+            self.journal.append(Decision::HoldReleased {
+                hold_id: id.into(),
+                by: by.into(),
+            })?;
+        }
         let n = self
             .conn
             .execute(
@@ -382,7 +425,7 @@ impl Store {
                 params![id, crate::receipt::now_rfc3339(), by],
             )
             .map_err(self.sql())?;
-        Ok(n > 0)
+        Ok(n > 0 || journaled)
     }
 
     /// Active holds of this ledger: every one when `run_id` is `None`, else those that
@@ -392,16 +435,52 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn active_holds(&self, run_id: Option<&str>) -> Result<Vec<HoldRow>, StoreError> {
+        let journal = self.journal.state()?;
         let mut st = self
             .conn
             .prepare(&format!(
-                "SELECT {HOLD_COLS} FROM holds WHERE released_at IS NULL
-                 AND (?1 IS NULL OR scope <> 'run' OR run_id = ?1) ORDER BY taken_at, rowid"
+                "SELECT {HOLD_COLS} FROM holds
+                 WHERE (?1 IS NULL OR scope <> 'run' OR run_id = ?1) ORDER BY taken_at, rowid"
             ))
             .map_err(self.sql())?;
         let rows = st.query_map([run_id], row_to_hold).map_err(self.sql())?;
-        let mut v = rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())?;
-        v.sort_by_key(|h| scope_rank(&h.scope));
+        let all = rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())?;
+        // Active: the ledger says so, or the journal does (a release written only to
+        // the ledger is not believed).
+        let mut v: Vec<HoldRow> = all
+            .into_iter()
+            .filter(|h| h.released_at.is_none() || journal.holds.contains_key(&h.id))
+            .map(|mut h| {
+                if journal.holds.contains_key(&h.id) {
+                    h.released_at = None;
+                    h.released_by = None;
+                }
+                h
+            })
+            .collect();
+        for (id, j) in &journal.holds {
+            let covers = match (run_id, j.scope.strip_prefix("run:")) {
+                (Some(r), Some(of)) => r == of,
+                _ => true,
+            };
+            if covers && !v.iter().any(|h| &h.id == id) {
+                v.push(HoldRow {
+                    id: id.clone(),
+                    scope: j.scope.clone(),
+                    strength: strength_of(&j.strength),
+                    holder: j.holder.clone(),
+                    reason: j.reason.clone(),
+                    taken_at: j.taken_at.clone(),
+                    released_at: None,
+                    released_by: None,
+                });
+            }
+        }
+        v.sort_by(|a, b| {
+            scope_rank(&a.scope)
+                .cmp(&scope_rank(&b.scope))
+                .then_with(|| a.taken_at.cmp(&b.taken_at))
+        });
         Ok(v)
     }
 
@@ -431,6 +510,11 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn latch(&self, run_id: &str, reason: &str, halt_id: &str) -> Result<(), StoreError> {
+        self.journal.append(Decision::Latched {
+            run_id: run_id.into(),
+            reason: reason.into(),
+            halt_id: halt_id.into(),
+        })?;
         self.conn
             .execute(
                 "UPDATE runs SET stopped_at = ?2, stopped_reason = ?3, stopped_halt_id = ?4
@@ -446,7 +530,9 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn latch_of(&self, run_id: &str) -> Result<Option<Latch>, StoreError> {
-        self.conn
+        let journal = self.journal.state()?;
+        let ledger = self
+            .conn
             .query_row(
                 "SELECT stopped_at, stopped_reason, stopped_halt_id FROM runs
                  WHERE run_id = ?1 AND stopped_at IS NOT NULL",
@@ -460,7 +546,18 @@ impl Store {
                 },
             )
             .optional()
-            .map_err(self.sql())
+            .map_err(self.sql())?;
+        // Latched when either says so: a latch cleared only in the ledger still holds.
+        Ok(ledger.or_else(|| {
+            journal
+                .latches
+                .get(run_id)
+                .map(|(reason, halt_id, at)| Latch {
+                    stopped_at: at.clone(),
+                    stopped_reason: reason.clone(),
+                    halt_id: Some(halt_id.clone()),
+                })
+        }))
     }
 
     /// Clears the latch (only `run --resume` does, after a person's acknowledgement).
@@ -468,6 +565,11 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn clear_latch(&self, run_id: &str) -> Result<(), StoreError> {
+        if self.journal.state()?.latches.contains_key(run_id) {
+            self.journal.append(Decision::LatchCleared {
+                run_id: run_id.into(),
+            })?;
+        }
         self.conn
             .execute(
                 "UPDATE runs SET stopped_at = NULL, stopped_reason = NULL, stopped_halt_id = NULL
@@ -487,14 +589,21 @@ impl Store {
             .conn
             .prepare(&format!(
                 "SELECT {EVENT_COLS} FROM halt_events
-                 WHERE (?1 = 0 OR acknowledged = 0) AND (?2 IS NULL OR session_id = ?2)
+                 WHERE (?1 IS NULL OR session_id = ?1)
                  ORDER BY triggered_at DESC, rowid DESC"
             ))
             .map_err(self.sql())?;
         let rows = st
-            .query_map(params![i64::from(f.unacked), f.run_id], row_to_event)
+            .query_map(params![f.run_id], row_to_event)
             .map_err(self.sql())?;
-        let mut v = rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())?;
+        let journal = self.journal.state()?;
+        let mut v = rows
+            .map(|r| r.map(|e| believed(e, &journal)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(self.sql())?;
+        if f.unacked {
+            v.retain(|e| !e.acknowledged);
+        }
         if let Some(min) = f.min_severity {
             let floor = severity_rank(min);
             v.retain(|e| severity_rank(&e.severity) >= floor);
@@ -514,7 +623,10 @@ impl Store {
                 row_to_event,
             )
             .optional()
-            .map_err(self.sql())
+            .map_err(self.sql())?
+            .map(|e| self.journal.state().map(|j| believed(e, &j)))
+            .transpose()
+            .map_err(StoreError::from)
     }
 
     /// Acknowledges one halt event. Returns false when it was already acknowledged
@@ -530,6 +642,15 @@ impl Store {
         notes: Option<&str>,
         how: &AckHow,
     ) -> Result<bool, StoreError> {
+        if self.journal.state()?.event_acks.contains_key(id) {
+            return Ok(false);
+        }
+        self.journal.append(Decision::EventAcked {
+            halt_id: id.into(),
+            by: by.into(),
+            resolution: resolution.into(),
+            how: how.clone(),
+        })?;
         let now = crate::receipt::now_rfc3339();
         let how = serde_json::to_string(how).unwrap_or_default();
         let n = self
@@ -541,7 +662,7 @@ impl Store {
                 params![id, now, by, resolution, notes, how],
             )
             .map_err(self.sql())?;
-        Ok(n > 0)
+        Ok(n > 0 || self.halt_event(id)?.is_some())
     }
 
     /// Records how the newest acknowledgement of a run (`acks` row) was made, and on the
@@ -574,16 +695,14 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn ack_methods(&self, run_id: &str) -> Result<Vec<Option<AckHow>>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare("SELECT method FROM acks WHERE run_id = ?1 ORDER BY rowid")
-            .map_err(self.sql())?;
-        let rows = st
-            .query_map([run_id], |r| r.get::<_, Option<String>>(0))
-            .map_err(self.sql())?;
-        let v = rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())?;
-        Ok(v.into_iter()
-            .map(|m| m.and_then(|s| serde_json::from_str(&s).ok()))
+        Ok(self
+            .journal
+            .state()?
+            .run_acks
+            .remove(run_id)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|a| Some(a.how))
             .collect())
     }
 
@@ -763,11 +882,12 @@ impl Store {
             .prepare(
                 "SELECT id, run_id, hold_id, tool, target, description, classification,
                  requested_at, decision, decided_by, decided_at FROM pending_actions
-                 WHERE (?1 = 0 OR decision IS NULL) ORDER BY requested_at, rowid",
+                 ORDER BY requested_at, rowid",
             )
             .map_err(self.sql())?;
+        let journal = self.journal.state()?;
         let rows = st
-            .query_map([i64::from(open_only)], |r| {
+            .query_map([], |r| {
                 Ok(PendingAction {
                     id: r.get(0)?,
                     run_id: r.get(1)?,
@@ -783,7 +903,26 @@ impl Store {
                 })
             })
             .map_err(self.sql())?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())
+        let mut v = rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())?;
+        // The answer is the journal's: one written only to the ledger is not believed.
+        for a in &mut v {
+            match journal.answers.get(&a.id) {
+                Some((decision, by, at)) => {
+                    a.decision = Some(decision.clone());
+                    a.decided_by = Some(by.clone());
+                    a.decided_at = Some(at.clone());
+                }
+                None => {
+                    a.decision = None;
+                    a.decided_by = None;
+                    a.decided_at = None;
+                }
+            }
+        }
+        if open_only {
+            v.retain(|a| a.decision.is_none());
+        }
+        Ok(v)
     }
 
     /// Answers a pending action (`confirmed` or `denied`). Returns false when it was
@@ -792,6 +931,26 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn decide_pending(&self, id: &str, decision: &str, by: &str) -> Result<bool, StoreError> {
+        if self.journal.state()?.answers.contains_key(id) {
+            return Ok(false);
+        }
+        let exists: bool = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM pending_actions WHERE id = ?1",
+                [id],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(self.sql())?
+            > 0;
+        if !exists {
+            return Ok(false);
+        }
+        self.journal.append(Decision::PendingDecided {
+            action_id: id.into(),
+            decision: decision.into(),
+            by: by.into(),
+        })?;
         let n = self
             .conn
             .execute(
@@ -800,7 +959,129 @@ impl Store {
                 params![id, decision, by, crate::receipt::now_rfc3339()],
             )
             .map_err(self.sql())?;
-        Ok(n > 0)
+        Ok(n > 0 || exists)
+    }
+}
+
+/// True for the errors a sandboxed step gets writing outside what it may write.
+fn denied(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EACCES | libc::EPERM | libc::EROFS)
+    )
+}
+
+/// A halt event as the control journal has it: acknowledged only when the journal
+/// records the acknowledgement (the event's own, or a run acknowledgement made after
+/// it was triggered); the acknowledgement's who, when and how come from the journal.
+fn believed(mut e: HaltEventRow, j: &State) -> HaltEventRow {
+    match j.ack_of(&e.id, &e.run_id, &e.triggered_at) {
+        Some(a) => {
+            e.acknowledged = true;
+            e.acknowledged_by = Some(a.by);
+            e.acknowledged_at = Some(a.at);
+            e.acknowledged_how = serde_json::to_value(&a.how).ok();
+            e.resolution = Some(a.resolution);
+        }
+        None => {
+            e.acknowledged = false;
+            e.acknowledged_by = None;
+            e.acknowledged_at = None;
+            e.acknowledged_how = None;
+            if e.resolution.as_deref() != Some("timeout") {
+                e.resolution = None;
+            }
+        }
+    }
+    e
+}
+
+impl Store {
+    /// Where the ledger says more than the control journal — each is a decision
+    /// written to the ledger outside loopexec (see [`super::journal`]), which loopexec
+    /// does not believe: a hold released, a halt event acknowledged, a run
+    /// acknowledged, a pending action answered, or a latch cleared only in the ledger.
+    /// A journal that does not verify is one entry. `loopexec check` lists these.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn journal_disagreements(&self) -> Result<Vec<String>, StoreError> {
+        let j = match self.journal.state() {
+            Ok(j) => j,
+            Err(e) => return Ok(vec![e.to_string()]),
+        };
+        let at = self.journal.path().display();
+        let mut out = Vec::new();
+        let strings = |sql: &str| -> Result<Vec<(String, String)>, StoreError> {
+            let mut st = self.conn.prepare(sql).map_err(self.sql())?;
+            let rows = st
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+                .map_err(self.sql())?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())
+        };
+        for (id, by) in strings(
+            "SELECT id, COALESCE(released_by, '') FROM holds WHERE released_at IS NOT NULL",
+        )? {
+            if j.holds.contains_key(&id) {
+                out.push(format!(
+                    "hold {id}: the ledger says released (by {by:?}) but the control journal {at} does not: the hold still holds"
+                ));
+            }
+        }
+        for (id, run) in strings("SELECT id, session_id FROM halt_events WHERE acknowledged = 1")? {
+            let triggered: String = self
+                .conn
+                .query_row(
+                    "SELECT triggered_at FROM halt_events WHERE id = ?1",
+                    [&id],
+                    |r| r.get(0),
+                )
+                .map_err(self.sql())?;
+            if j.ack_of(&id, &run, &triggered).is_none() {
+                out.push(format!(
+                    "halt event {id} of run {run}: the ledger says acknowledged but the control journal {at} has no such acknowledgement: it is still unacknowledged"
+                ));
+            }
+        }
+        for (run, n) in strings("SELECT run_id, CAST(COUNT(*) AS TEXT) FROM acks GROUP BY run_id")?
+        {
+            let journaled = j.run_acks.get(&run).map_or(0, Vec::len);
+            if n.parse::<usize>().unwrap_or(0) > journaled {
+                out.push(format!(
+                    "run {run}: the ledger has {n} acknowledgement(s), the control journal {at} {journaled}: the others were not made by `loopexec ack` and do not count"
+                ));
+            }
+        }
+        for (id, decision) in
+            strings("SELECT id, decision FROM pending_actions WHERE decision IS NOT NULL")?
+        {
+            match j.answers.get(&id) {
+                Some((d, _, _)) if *d == decision => {}
+                Some((d, _, _)) => out.push(format!(
+                    "pending action {id}: the ledger says {decision}, the control journal {at} says {d}"
+                )),
+                None => out.push(format!(
+                    "pending action {id}: the ledger says {decision} but the control journal {at} has no answer: it is still open"
+                )),
+            }
+        }
+        for (run, (reason, _, _)) in &j.latches {
+            let latched: bool = self
+                .conn
+                .query_row(
+                    "SELECT COUNT(*) FROM runs WHERE run_id = ?1 AND stopped_at IS NOT NULL",
+                    [run],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_err(self.sql())?
+                > 0;
+            if !latched {
+                out.push(format!(
+                    "run {run}: the ledger's latch is clear but the control journal {at} has it latched ({reason}): it stays latched until a person acknowledges"
+                ));
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -818,7 +1099,7 @@ mod tests {
 
     fn store() -> (tempfile::TempDir, Store) {
         let d = tempfile::tempdir().unwrap();
-        let s = Store::open(&d.path().join("l.sqlite")).unwrap();
+        let s = Store::open_in(&d.path().join("l.sqlite"), d.path()).unwrap();
         (d, s)
     }
 
@@ -918,6 +1199,136 @@ mod tests {
         assert_eq!(s.latch_of("r").unwrap().unwrap(), first);
         s.clear_latch("r").unwrap();
         assert!(s.latch_of("r").unwrap().is_none());
+    }
+
+    /// Each of these ledger edits, made with any SQLite client by an agent that can
+    /// write the workdir, used to let a run go on: the hold was gone, the halt was
+    /// acknowledged as a person's, the destructive action was confirmed, the latch
+    /// was clear. Only the control journal's decisions count now.
+    #[test]
+    fn ledger_writes_alone_let_nothing_go_on() {
+        let (d, s) = store();
+        s.run_started("r", "/w", 1, "r.jsonl").unwrap();
+        let hold = s
+            .take_hold(&NewHold {
+                scope: HoldScope::Workspace,
+                strength: HoldStrength::Stopped,
+                holder: "alice",
+                reason: "look first",
+            })
+            .unwrap();
+        let ctx = serde_json::json!({});
+        let ev = s
+            .halted(&super::super::HaltRecord {
+                run_id: "r",
+                iteration: 1,
+                reason: HaltReason::HumanRequired,
+                description: "held",
+                context: &ctx,
+                attempt_count: None,
+                previous_error: None,
+            })
+            .unwrap();
+        s.latch("r", "held", &ev).unwrap();
+        s.add_pending(&PendingAction {
+            id: "act-1".into(),
+            run_id: "r".into(),
+            hold_id: None,
+            tool: "Bash".into(),
+            target: "rm -rf /".into(),
+            description: "delete".into(),
+            classification: "destructive".into(),
+            requested_at: crate::receipt::now_rfc3339(),
+            decision: None,
+            decided_by: None,
+            decided_at: None,
+        })
+        .unwrap();
+        // A hold that only the ledger has (taken before the journal existed, or by the
+        // gate inside the sandbox) still stops.
+        let raw = rusqlite::Connection::open(d.path().join("l.sqlite")).unwrap();
+        raw.execute(
+            "INSERT INTO holds (id, scope, run_id, strength, holder, reason, taken_at)
+             VALUES ('hold-ledger', 'workspace', NULL, 'stopped', 'gate', 'x', '2026-01-01T00:00:00Z')",
+            [],
+        )
+        .unwrap();
+        // The forgeries.
+        raw.execute_batch(
+            "UPDATE holds SET released_at = '2026-01-01T00:00:00Z', released_by = 'alice' WHERE id <> 'hold-ledger';
+             UPDATE halt_events SET acknowledged = 1, acknowledged_by = 'alice', acknowledged_how = '{\"method\":\"ssh_signature\"}';
+             UPDATE runs SET stopped_at = NULL, stopped_reason = NULL, stopped_halt_id = NULL;
+             UPDATE pending_actions SET decision = 'confirmed', decided_by = 'alice';
+             INSERT INTO acks (run_id, reviewer, iteration, acknowledged_at) VALUES ('r', 'alice', 1, '2030-01-01T00:00:00Z');",
+        )
+        .unwrap();
+        let active: Vec<String> = s
+            .active_holds(Some("r"))
+            .unwrap()
+            .into_iter()
+            .map(|h| h.id)
+            .collect();
+        assert!(
+            active.contains(&hold.id),
+            "the journaled hold still holds: {active:?}"
+        );
+        assert!(active.contains(&"hold-ledger".to_string()), "{active:?}");
+        let e = s.halt_event(&ev).unwrap().unwrap();
+        assert!(!e.acknowledged && e.acknowledged_how.is_none(), "{e:?}");
+        assert_eq!(
+            s.halt_events(&HaltEventFilter {
+                unacked: true,
+                run_id: Some("r"),
+                min_severity: None
+            })
+            .unwrap()
+            .len(),
+            1
+        );
+        assert_eq!(
+            s.latch_of("r").unwrap().unwrap().halt_id.as_deref(),
+            Some(ev.as_str())
+        );
+        assert!(s.pending(true).unwrap().iter().any(|a| a.id == "act-1"));
+        assert!(s.acks("r").unwrap().is_empty());
+        assert!(s.ack_methods("r").unwrap().is_empty());
+        let told = s.journal_disagreements().unwrap();
+        for what in [
+            format!("hold {}", hold.id),
+            format!("halt event {ev}"),
+            "run r: the ledger has 1 acknowledgement".to_string(),
+            "pending action act-1".to_string(),
+            "run r: the ledger's latch is clear".to_string(),
+        ] {
+            assert!(
+                told.iter().any(|t| t.starts_with(&what)),
+                "{what} not in {told:#?}"
+            );
+        }
+        assert_eq!(told.len(), 5, "{told:#?}");
+        // The person's own decisions go through.
+        let how = AckHow {
+            method: "terminal".into(),
+            key: None,
+            os_user: None,
+        };
+        assert!(s.release_hold(&hold.id, "alice").unwrap());
+        assert!(s.ack_event(&ev, "alice", "resolved", None, &how).unwrap());
+        assert!(s.decide_pending("act-1", "denied", "alice").unwrap());
+        s.clear_latch("r").unwrap();
+        let active: Vec<String> = s
+            .active_holds(Some("r"))
+            .unwrap()
+            .into_iter()
+            .map(|h| h.id)
+            .collect();
+        assert_eq!(active, vec!["hold-ledger".to_string()]);
+        assert!(s.halt_event(&ev).unwrap().unwrap().acknowledged);
+        assert!(s.latch_of("r").unwrap().is_none());
+        assert_eq!(
+            s.pending(false).unwrap()[0].decision.as_deref(),
+            Some("denied")
+        );
     }
 
     #[test]

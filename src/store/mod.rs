@@ -16,6 +16,7 @@
 //! rewritten.
 
 mod control;
+pub mod journal;
 
 pub use control::{
     default_severity, new_id, AckHow, HaltEventFilter, HaltEventRow, HoldRow, HoldScope,
@@ -40,6 +41,8 @@ pub enum StoreError {
     },
     #[error("ledger {path} has schema version {found}; this loopexec knows up to {USER_VERSION} (upgrade loopexec)")]
     Newer { path: String, found: i64 },
+    #[error(transparent)]
+    Journal(#[from] journal::JournalError),
 }
 
 const MIGRATIONS: &[&str] = &[
@@ -117,6 +120,8 @@ const MIGRATIONS: &[&str] = &[
 pub struct Store {
     conn: Connection,
     path: String,
+    /// The control journal of this ledger (a person's decisions; see [`journal`]).
+    journal: journal::Journal,
 }
 
 /// A row of `runs`.
@@ -158,11 +163,21 @@ fn severity(reason: HaltReason) -> &'static str {
 }
 
 impl Store {
-    /// Opens (creating and migrating if needed) the ledger at `path`.
+    /// Opens (creating and migrating if needed) the ledger at `path`, with its control
+    /// journal under loopexec's state directory
+    /// ([`crate::engine::cleanroom::state_dir`]).
     ///
     /// # Errors
     /// SQLite errors, or a database newer than this loopexec.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_in(path, &crate::engine::cleanroom::state_dir())
+    }
+
+    /// As [`Store::open`], with the control journal under `state`.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open_in(path: &Path, state: &Path) -> Result<Store, StoreError> {
         let p = path.display().to_string();
         let sql = |source| StoreError::Sql {
             path: p.clone(),
@@ -184,6 +199,7 @@ impl Store {
         let mut store = Store {
             conn,
             path: p.clone(),
+            journal: journal::Journal::at(journal::path_for(state, path)),
         };
         store.migrate()?;
         store
@@ -458,18 +474,27 @@ impl Store {
             .map_err(self.sql())
     }
 
-    /// Records that `reviewer` acknowledged the run's work up to `iteration`, and marks
-    /// the run's unacknowledged halt events acknowledged.
+    /// Records that `reviewer` acknowledged the run's work up to `iteration` (made as
+    /// `how` says), and marks the run's unacknowledged halt events acknowledged. The
+    /// control journal is written first: it is what later reads believe.
     ///
     /// # Errors
-    /// SQLite errors.
+    /// The journal cannot be written (inside a sandboxed step it cannot), or SQLite
+    /// errors.
     pub fn ack(
         &self,
         run_id: &str,
         reviewer: &str,
         iteration: u32,
         notes: Option<&str>,
+        how: &AckHow,
     ) -> Result<(), StoreError> {
+        self.journal.append(journal::Decision::RunAcked {
+            run_id: run_id.to_string(),
+            reviewer: reviewer.to_string(),
+            iteration,
+            how: how.clone(),
+        })?;
         let now = crate::receipt::now_rfc3339();
         self.conn
             .execute(
@@ -484,29 +509,35 @@ impl Store {
                  WHERE session_id = ?1 AND acknowledged = 0",
                 params![run_id, now, reviewer, notes],
             )
-            .map(|_| ())
-            .map_err(self.sql())
+            .map_err(self.sql())?;
+        self.set_ack_method(run_id, how)
     }
 
-    /// Acknowledgements of a run, oldest first.
+    /// Acknowledgements of a run, oldest first, as the control journal records them
+    /// (an `acks` row the journal does not have was not made by `loopexec ack`).
     ///
     /// # Errors
-    /// SQLite errors.
+    /// The journal cannot be read or does not verify.
     pub fn acks(&self, run_id: &str) -> Result<Vec<AckRow>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare("SELECT reviewer, iteration, acknowledged_at FROM acks WHERE run_id = ?1 ORDER BY rowid")
-            .map_err(self.sql())?;
-        let rows = st
-            .query_map([run_id], |r| {
-                Ok(AckRow {
-                    reviewer: r.get(0)?,
-                    iteration: r.get(1)?,
-                    acknowledged_at: r.get(2)?,
-                })
+        Ok(self
+            .journal
+            .state()?
+            .run_acks
+            .remove(run_id)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|a| AckRow {
+                reviewer: a.reviewer,
+                iteration: i64::from(a.iteration),
+                acknowledged_at: a.at,
             })
-            .map_err(self.sql())?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())
+            .collect())
+    }
+
+    /// The control journal of this ledger.
+    #[must_use]
+    pub fn journal(&self) -> &journal::Journal {
+        &self.journal
     }
 
     /// Number of `halt_events` rows of a run.
@@ -560,7 +591,7 @@ mod tests {
     fn migrates_records_and_refuses_newer() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("l.sqlite");
-        let s = Store::open(&p).unwrap();
+        let s = Store::open_in(&p, dir.path()).unwrap();
         assert_eq!(s.user_version().unwrap(), USER_VERSION);
         s.run_started("r1", "/w", 1, "r1.jsonl").unwrap();
         let ctx = serde_json::json!({"k": 1});
@@ -578,13 +609,21 @@ mod tests {
         let r = s.latest_run().unwrap().unwrap();
         assert_eq!(r.halt_reason.as_deref(), Some("max_iterations_reached"));
         assert_eq!(r.exit_code, Some(12));
-        s.ack("r1", "alice", 2, None).unwrap();
+        let how = AckHow {
+            method: "terminal".into(),
+            key: None,
+            os_user: None,
+        };
+        s.ack("r1", "alice", 2, None, &how).unwrap();
         assert_eq!(s.acks("r1").unwrap()[0].reviewer, "alice");
         drop(s);
         let c = Connection::open(&p).unwrap();
         c.pragma_update(None, "user_version", USER_VERSION + 1)
             .unwrap();
         drop(c);
-        assert!(matches!(Store::open(&p), Err(StoreError::Newer { .. })));
+        assert!(matches!(
+            Store::open_in(&p, dir.path()),
+            Err(StoreError::Newer { .. })
+        ));
     }
 }

@@ -333,7 +333,8 @@ fn runs_lists_and_gc_keeps_the_newest() {
     assert!(gc["refs_deleted"].as_u64().unwrap() > 0, "{gc}");
     assert!(!r.receipt("first").exists());
     assert!(r.receipt("second").exists());
-    let store = ["--git-dir=.loopexec/snapshots.git", "for-each-ref"];
+    let git_dir = format!("--git-dir={}", store_dir(r.path()).display());
+    let store = [git_dir.as_str(), "for-each-ref"];
     let left = |run: &str| {
         let mut a = store.to_vec();
         let prefix = format!("refs/loopexec/{run}/");
@@ -419,8 +420,10 @@ fn redact(v: &mut Value, repo: &str) {
         Value::Array(a) => a.iter_mut().for_each(|x| redact(x, repo)),
         Value::String(s) => {
             let sha = regex::Regex::new(r"\b[0-9a-f]{40}\b").unwrap();
+            let store = regex::Regex::new(r"/\S*/stores/[0-9a-f]{16}\.git").unwrap();
+            let s2 = store.replace_all(s, "[store]").into_owned();
             *s = sha
-                .replace_all(&s.replace(repo, "[repo]"), "[sha]")
+                .replace_all(&s2.replace(repo, "[repo]"), "[sha]")
                 .into_owned();
         }
         _ => {}
@@ -428,7 +431,8 @@ fn redact(v: &mut Value, repo: &str) {
 }
 
 fn redact_text(s: &str, repo: &str) -> String {
-    let s = s.replace(repo, "[repo]");
+    let store = regex::Regex::new(r"/\S*/stores/[0-9a-f]{16}\.git").unwrap();
+    let s = store.replace_all(s, "[store]").replace(repo, "[repo]");
     let ts = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z").unwrap();
     let secs = regex::Regex::new(r"\b\d+(\.\d+)?s\b").unwrap();
     let interval = regex::Regex::new(r"interval \d\.\d\d–\d\.\d\d").unwrap();

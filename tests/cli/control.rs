@@ -890,3 +890,142 @@ fn release_refuses_inside_a_step() {
     assert!(out.errors_text().contains("inside a loopexec step"));
     r.lx(&["release", &id, "--by", "alice"]).expect(0, None);
 }
+
+/// Before: the agent, which may write the workdir, released a person's suspension by
+/// writing `.loopexec/ledger.sqlite` itself (`UPDATE holds SET released_at = …`), and
+/// the loop went on at the next step boundary as if the person had released it;
+/// `loopexec check` said ok. Now the release is not believed (only the control
+/// journal, which the sandboxed agent cannot write, releases a hold), the run stays
+/// parked, `check` names the forged row, and the person's own release goes on.
+#[test]
+fn a_hold_released_by_the_agent_writing_the_ledger_still_holds() {
+    let r = tap_repo(2);
+    let st = tempfile::tempdir().unwrap();
+    let forge = st.path().join("forge.py");
+    std::fs::write(
+        &forge,
+        r#"import sqlite3, time
+open('started', 'w').write('yes')
+db = sqlite3.connect('.loopexec/ledger.sqlite', timeout=10)
+for _ in range(300):
+    if db.execute("SELECT COUNT(*) FROM holds WHERE released_at IS NULL").fetchone()[0]:
+        break
+    time.sleep(0.1)
+db.execute("UPDATE holds SET released_at = '2026-01-01T00:00:00Z', released_by = 'alice'")
+db.commit()
+open('forged', 'w').write('yes')
+"#,
+    )
+    .unwrap();
+    let exec = format!(
+        "test -f forged || python3 {}; {PROGRESS_AGENT}",
+        forge.display()
+    );
+    let mut run = ChildGuard(Some(r.spawn(&[
+        "run",
+        "--run-id",
+        "forge",
+        "--exec",
+        &exec,
+        "--check",
+        "sh check.sh",
+        "--test-format",
+        "tap",
+    ])));
+    // The person suspends the run while the agent works.
+    assert!(wait_until(Duration::from_secs(30), || r
+        .path()
+        .join("started")
+        .exists()));
+    let h = hold_id(&r.lx(&[
+        "hold",
+        "--run",
+        "forge",
+        "--suspend",
+        "--reason",
+        "look",
+        "--by",
+        "alice",
+    ]));
+    assert!(
+        wait_until(Duration::from_secs(30), || r.path().join("forged").exists()),
+        "the agent's forgery ran"
+    );
+    std::thread::sleep(Duration::from_millis(3000));
+    assert!(
+        run.child().try_wait().unwrap().is_none(),
+        "the run went on after a release written only to the ledger"
+    );
+    assert_eq!(r.read("failing").trim(), "t2", "parked after iteration 1");
+    let held = r.lx(&["holds"]).expect(0, None);
+    assert!(mentions(&held, &h), "the hold is still listed: {held}");
+    let chk = r.lx(&["check"]);
+    assert_eq!(chk.code, 20, "check must report the forged release");
+    assert!(
+        chk.errors_text().contains(&format!("hold {h}"))
+            && chk.errors_text().contains("control journal"),
+        "{}",
+        chk.errors_text()
+    );
+    r.lx(&["release", &h, "--by", "alice"]).expect(0, None);
+    finish(&mut run, Duration::from_secs(60)).expect(10, Some("success_condition_met"));
+    let lines = verify_receipt(&r.receipt("forge"));
+    assert_eq!(events(&lines, "held").len(), 1);
+    assert_eq!(events(&lines, "unheld").len(), 1);
+}
+
+/// Before: an agent waiting on the gate for a person's answer could answer itself — a
+/// background process wrote `decision = 'confirmed'` into the ledger's pending row —
+/// and the gate let its `git reset --hard` through. Now only the control journal's
+/// answer counts: the call is still declined when nobody answers, the run halts
+/// `escalation_pending`, and `check` names the forged answer.
+#[test]
+fn an_answer_the_agent_writes_into_the_ledger_is_not_a_persons() {
+    let r = tap_repo(2);
+    let st = tempfile::tempdir().unwrap();
+    let s = st.path().display();
+    std::fs::write(
+        st.path().join("forge.py"),
+        r#"import sqlite3, time
+db = sqlite3.connect('.loopexec/ledger.sqlite', timeout=10)
+for _ in range(100):
+    n = db.execute("UPDATE pending_actions SET decision = 'confirmed', decided_by = 'alice' WHERE decision IS NULL").rowcount
+    db.commit()
+    if n:
+        break
+    time.sleep(0.05)
+"#,
+    )
+    .unwrap();
+    let agent = hook_agent(
+        st.path(),
+        &format!(
+            "[ -e {s}/asked ] || {{ touch {s}/asked; python3 {s}/forge.py & hook push '\"tool_name\":\"Bash\",\"tool_input\":{{\"command\":\"git reset --hard HEAD~1\"}}'; wait; }}\n{PROGRESS_AGENT}"
+        ),
+    );
+    std::fs::write(st.path().join("agent.sh"), agent).unwrap();
+    let exec = format!("sh {s}/agent.sh");
+    let v = r
+        .lx_tap(
+            &exec,
+            &["--run-id", "self", "--attended", "--approval-timeout", "3s"],
+        )
+        .expect(16, Some("escalation_pending"));
+    assert!(mentions(&v, "git reset --hard"), "{v}");
+    assert!(denied(
+        &std::fs::read_to_string(st.path().join("push.out")).unwrap()
+    ));
+    let pending = r.lx(&["pending"]).expect(0, None);
+    assert_eq!(
+        pending["pending"].as_array().map(Vec::len),
+        Some(1),
+        "still open: {pending}"
+    );
+    let chk = r.lx(&["check"]);
+    assert_eq!(chk.code, 20);
+    assert!(
+        chk.errors_text().contains("pending action"),
+        "{}",
+        chk.errors_text()
+    );
+}

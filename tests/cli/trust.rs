@@ -316,3 +316,264 @@ fn a_truncated_receipt_or_deleted_ledger_rows_fail_check() {
     let c = r.lx(&["check"]).expect(20, Some("invariant_failed"));
     assert!(mentions(&c, "no halt event"), "{c}");
 }
+
+/// One cheat per row, each by code under test reaching its runner from inside, against
+/// real pytest and `node --test` (rows skip themselves where the runner is missing).
+/// Before, each turned a red check green and the run exited 10:
+/// * `'pytest' in sys.modules` — code that answers right only under the runner;
+/// * `assert.strictEqual = …` — the assertion library patched on import;
+/// * a `pytest/` package in the tree — `python3 -m pytest` ran the agent's runner;
+/// * a pytest plugin registered from the code under test (`pytest_runtest_makereport`)
+///   rewriting every report as passed.
+#[test]
+fn code_that_reaches_its_runner_is_caught_whatever_the_runner() {
+    struct Row {
+        name: &'static str,
+        needs: &'static str,
+        files: &'static [(&'static str, &'static str)],
+        cheat: &'static [(&'static str, &'static str)],
+        check: &'static str,
+        format: &'static str,
+        needle: &'static str,
+    }
+    let has_pytest = std::process::Command::new("python3")
+        .args(["-c", "import pytest"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let has_node = std::process::Command::new("node")
+        .arg("--version")
+        .status()
+        .is_ok_and(|s| s.success());
+    let py_files: &[(&str, &str)] = &[
+        ("calc.py", "def add(a, b):\n    return a - b\n"),
+        (
+            "test_calc.py",
+            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        ),
+    ];
+    let rows = [
+        Row {
+            name: "detects the runner",
+            needs: "pytest",
+            files: py_files,
+            cheat: &[(
+                "calc.py",
+                "import sys\n\ndef add(a, b):\n    if 'pytest' in sys.modules:\n        return 5\n    return a - b\n",
+            )],
+            check: "python3 -m pytest -q",
+            format: "pytest",
+            needle: "calc.py",
+        },
+        Row {
+            name: "plugin from the code under test",
+            needs: "pytest",
+            files: py_files,
+            cheat: &[(
+                "calc.py",
+                "import pytest\n\ndef add(a, b):\n    return a - b\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    out = yield\n    out.get_result().outcome = 'passed'\n",
+            ), (
+                "conftest.py",
+                "pytest_plugins = ['calc']\n",
+            )],
+            check: "python3 -m pytest -q",
+            format: "pytest",
+            needle: "conftest.py",
+        },
+        Row {
+            name: "shadows the runner",
+            needs: "pytest",
+            files: py_files,
+            cheat: &[
+                ("pytest/__init__.py", ""),
+                (
+                    "pytest/__main__.py",
+                    "print('test_calc.py .')\nprint('1 passed in 0.01s')\n",
+                ),
+            ],
+            check: "python3 -m pytest -q",
+            format: "pytest",
+            needle: "pytest/__main__.py",
+        },
+        Row {
+            name: "patches the assertion library",
+            needs: "node",
+            files: &[
+                ("calc.js", "exports.add = (a, b) => a - b;\n"),
+                (
+                    "test/calc.test.js",
+                    "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../calc');\ntest('add', () => { assert.strictEqual(add(2, 3), 5); });\n",
+                ),
+            ],
+            cheat: &[(
+                "calc.js",
+                "require('node:assert').strictEqual = () => {};\nexports.add = (a, b) => a - b;\n",
+            )],
+            check: "node --test test/",
+            format: "auto",
+            needle: "calc.js",
+        },
+    ];
+    for row in rows {
+        if (row.needs == "pytest" && !has_pytest) || (row.needs == "node" && !has_node) {
+            eprintln!("{}: no {} here, skipped", row.name, row.needs);
+            continue;
+        }
+        let r = Repo::new();
+        for (p, c) in row.files {
+            r.write(p, c);
+        }
+        r.commit("fixture");
+        let cheats = tempfile::tempdir().unwrap();
+        let mut exec = String::new();
+        for (i, (p, c)) in row.cheat.iter().enumerate() {
+            let src = cheats.path().join(format!("{i}"));
+            std::fs::write(&src, c).unwrap();
+            exec.push_str(&format!(
+                "mkdir -p \"$(dirname '{p}')\" && cp '{}' '{p}'; ",
+                src.display()
+            ));
+        }
+        let out = r.lx(&[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            row.check,
+            "--test-format",
+            row.format,
+            "--max-iterations",
+            "2",
+        ]);
+        assert_ne!(out.code, 10, "{}: the cheat was believed", row.name);
+        let v = out.expect(13, None);
+        assert!(mentions(&v, row.needle), "{}: {v}", row.name);
+    }
+}
+
+/// The agent fills the disk loopexec records on (a 3 MiB tmpfs holding the repository
+/// and `.loopexec/`, mounted in a private mount namespace). Before: the failed writes
+/// were read as a flaky or failing check (`check_flaky`). Now the halt is
+/// `internal_error` saying the disk is full, and the JSON verdict still reaches
+/// stdout. Skipped where unprivileged user namespaces are off.
+#[test]
+fn a_full_disk_is_named_as_such_never_a_flaky_check() {
+    if !std::process::Command::new("unshare")
+        .args(["-Urm", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("no user namespaces here: skipped");
+        return;
+    }
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = out_dir.path().join("out.json");
+    let script = format!(
+        r#"set -e
+M=$(mktemp -d)
+mount -t tmpfs -o size=3m tmpfs "$M"
+cd "$M"; mkdir repo; cd repo
+git init -q; printf 't1\n' > failing
+printf 'echo 1..1; if grep -q t1 failing; then echo "not ok 1 - t1"; exit 1; else echo "ok 1 - t1"; fi\n' > check.sh
+git add -A; git -c user.email=a@b -c user.name=a commit -qm x
+set +e
+LOOPEXEC_STATE_DIR="$M/state" '{bin}' --json run --exec 'head -c 20000000 /dev/zero > fill 2>/dev/null; : > failing' --check 'sh check.sh' --test-format tap --max-iterations 2 > '{out}'
+echo $? > '{out}.rc'
+"#,
+        bin = bin(),
+        out = out.display()
+    );
+    let st = std::process::Command::new("unshare")
+        .args(["-Urm", "sh", "-c", &script])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let rc = std::fs::read_to_string(out.with_extension("json.rc")).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(rc.trim(), "50", "{v}");
+    assert_eq!(v["halt_reason"], "internal_error", "{v}");
+    assert!(mentions(&v, "the disk is full"), "{v}");
+    assert!(!mentions(&v, "check_flaky"), "{v}");
+}
+
+/// Before: run from inside tmux, the exec inherited `TMUX` and could ask the tmux
+/// server (outside loopexec's process tree, its step token and its sandbox) to start a
+/// process that swapped files while the check ran. The variables naming such servers
+/// are not passed to the exec.
+#[test]
+fn the_exec_is_not_told_where_servers_outside_the_loop_are() {
+    let r = tap_repo(1);
+    let exec =
+        format!("test -z \"$TMUX$TMUX_PANE$STY$DBUS_SESSION_BUS_ADDRESS\" && {PROGRESS_AGENT}");
+    let out = r.lx_env(
+        &[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "sh check.sh",
+            "--test-format",
+            "tap",
+            "--max-iterations",
+            "1",
+        ],
+        &[
+            ("TMUX", "/tmp/tmux-0/default,1,0"),
+            ("TMUX_PANE", "%1"),
+            ("STY", "1.pts-0.host"),
+            ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/0/bus"),
+        ],
+    );
+    out.expect(10, Some("success_condition_met"));
+}
+
+/// Before: after a run halted 13 for an edited test, the edit stayed in the working
+/// tree; a person who acknowledged the halt (or passed `--ack-required false`, as the
+/// refusal suggested) started a new run, whose t0 froze the weakened test, and it went
+/// green at iteration 0 — exit 10. Now the new run halts at once with the earlier
+/// reason, naming the run, unless `--accept-rejected-tree`.
+#[test]
+fn a_new_run_does_not_start_from_a_tree_an_earlier_run_rejected() {
+    let r = tap_repo(1);
+    let first = r
+        .lx_tap(
+            "printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh",
+            &["--run-id", "cheat", "--max-iterations", "2"],
+        )
+        .expect(13, None);
+    assert_eq!(
+        first["halt_reason"], "metric_integrity_violation",
+        "{first}"
+    );
+    let again = r
+        .lx_tap(
+            "true",
+            &[
+                "--run-id",
+                "again",
+                "--ack-required",
+                "false",
+                "--max-iterations",
+                "2",
+            ],
+        )
+        .expect(13, Some("metric_integrity_violation"));
+    assert_eq!(again["iteration"], 0, "{again}");
+    assert!(mentions(&again, "run cheat rejected"), "{again}");
+    let ex = r.lx(&["explain-halt", "--run-id", "again"]).expect(0, None);
+    assert_eq!(ex["rederived"], true, "{ex}");
+    // A person who means it says so.
+    let out = r.lx_tap(
+        "true",
+        &[
+            "--run-id",
+            "meant",
+            "--ack-required",
+            "false",
+            "--accept-rejected-tree",
+            "--max-iterations",
+            "1",
+        ],
+    );
+    assert_ne!(out.code, 13, "{}", out.errors_text());
+}

@@ -1,0 +1,442 @@
+//! The control journal: a person's decisions, kept where the agent cannot write.
+//!
+//! The ledger (`.loopexec/ledger.sqlite`) lives in the workdir, and the sandbox cannot
+//! carve it out of the tree the exec may write (Landlock grants whole hierarchies). An
+//! agent that writes the ledger with any SQLite client could release a hold, answer
+//! its own pending action, or acknowledge the halt that latched its run. So every
+//! decision that lets a run go on is also appended to this journal, in loopexec's
+//! state directory (`<state>/journals/<ledger digest>.jsonl`, `state` as
+//! [`crate::control::state_dir`]), which the sandbox does not let the exec write; and
+//! the decisions loopexec acts on are read from the journal, not from the ledger:
+//!
+//! | decision | ledger alone (the agent can write it) | the journal |
+//! |---|---|---|
+//! | hold taken | stops (a hold is never ignored) | stops |
+//! | hold released | not believed: the hold still holds | releases |
+//! | halt event acknowledged | not believed: still unacknowledged | acknowledges |
+//! | run acknowledged (`ack RUN`) | not counted | counted |
+//! | pending action answered | not believed: still open | answers |
+//! | latch set / cleared | set: latched; cleared: not believed | sets / clears |
+//!
+//! Every rule fails closed: what only the ledger says can stop a run, never let one go
+//! on. `loopexec check` lists every place where the ledger says more than the journal.
+//!
+//! Format: JSON Lines, one [`Line`] per decision: `seq` (0, 1, …), `at` (RFC 3339),
+//! `prev` (hex blake3 of the previous line's bytes without its newline, `null` first)
+//! and the decision, tagged by `kind`. Appends take an exclusive `flock` on the file,
+//! are written with one `write` and fsynced. Reading verifies `seq` and the chain; a
+//! broken journal is an error, and every caller treats an error as "nothing can be
+//! ruled out" (holds stop, nothing is acknowledged).
+//!
+//! What the journal does not defend: an exec that may write the state directory (no
+//! Landlock, `--sandbox off`, or a state directory inside a writable path — the run
+//! says so in `run_started.sandbox`); see SPEC §3.13.
+
+use super::control::AckHow;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Errors reading or appending the journal.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("control journal {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("control journal {path}, line {line}: {why} — it was written outside loopexec; nothing it records is believed until a person has looked (move it aside to start a new one)")]
+    Broken {
+        path: PathBuf,
+        line: u64,
+        why: String,
+    },
+}
+
+/// One decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Decision {
+    /// `hold`: scope label (`global`, `workspace`, `run:<id>`), strength, who, why.
+    HoldTaken {
+        hold_id: String,
+        scope: String,
+        strength: String,
+        holder: String,
+        reason: String,
+        taken_at: String,
+    },
+    /// `release`.
+    HoldReleased { hold_id: String, by: String },
+    /// `ack RUN`: every halt event of the run triggered up to `at` is acknowledged.
+    RunAcked {
+        run_id: String,
+        reviewer: String,
+        iteration: u32,
+        how: AckHow,
+    },
+    /// `ack EVENT`.
+    EventAcked {
+        halt_id: String,
+        by: String,
+        resolution: String,
+        how: AckHow,
+    },
+    /// `confirm` / `deny` of a pending action.
+    PendingDecided {
+        action_id: String,
+        decision: String,
+        by: String,
+    },
+    /// The loop latched a run (a stop that needs a person before resuming).
+    Latched {
+        run_id: String,
+        reason: String,
+        halt_id: String,
+    },
+    /// `run --resume` cleared the latch after the acknowledgement.
+    LatchCleared { run_id: String },
+}
+
+/// One journal line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Line {
+    pub seq: u64,
+    /// RFC 3339.
+    pub at: String,
+    /// Hex blake3 of the previous line's bytes (without the newline); `None` first.
+    pub prev: Option<String>,
+    #[serde(flatten)]
+    pub decision: Decision,
+}
+
+/// A journal file (it need not exist: a missing journal has no decisions).
+#[derive(Debug, Clone)]
+pub struct Journal {
+    path: PathBuf,
+}
+
+/// The journal of the ledger at `ledger`, under `state`: `<state>/journals/<first 16
+/// hex of blake3(absolute ledger path)>.jsonl`.
+#[must_use]
+pub fn path_for(state: &Path, ledger: &Path) -> PathBuf {
+    let abs = ledger
+        .parent()
+        .and_then(|d| std::fs::canonicalize(d).ok())
+        .map_or_else(
+            || ledger.to_path_buf(),
+            |d| d.join(ledger.file_name().unwrap_or_default()),
+        );
+    let h = blake3::hash(abs.as_os_str().as_encoded_bytes()).to_hex();
+    state
+        .join("journals")
+        .join(format!("{}.jsonl", &h.as_str()[..16]))
+}
+
+impl Journal {
+    /// The journal at `path`.
+    #[must_use]
+    pub fn at(path: PathBuf) -> Journal {
+        Journal { path }
+    }
+
+    /// Where it lives.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn io(&self) -> impl Fn(std::io::Error) -> JournalError + '_ {
+        move |source| JournalError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Every line, verified (sequence and chain).
+    ///
+    /// # Errors
+    /// [`JournalError::Io`] when it cannot be read; [`JournalError::Broken`] at the
+    /// first line that is not valid JSON of a [`Line`], out of sequence, or whose `prev`
+    /// is not the previous line's blake3.
+    pub fn lines(&self) -> Result<Vec<Line>, JournalError> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(self.io()(e)),
+        };
+        self.parse(&bytes).map(|(v, _)| v)
+    }
+
+    /// Parses `bytes`; returns the lines and the last line's hash.
+    fn parse(&self, bytes: &[u8]) -> Result<(Vec<Line>, Option<String>), JournalError> {
+        let broken = |line: u64, why: String| JournalError::Broken {
+            path: self.path.clone(),
+            line,
+            why,
+        };
+        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            return Err(broken(
+                bytes.iter().filter(|b| **b == b'\n').count() as u64 + 1,
+                "the last line is incomplete".into(),
+            ));
+        }
+        let mut out = Vec::new();
+        let mut prev: Option<String> = None;
+        let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        let pieces = if body.is_empty() {
+            Vec::new()
+        } else {
+            body.split(|b| *b == b'\n').collect()
+        };
+        for (i, raw) in pieces.into_iter().enumerate() {
+            let n = i as u64 + 1;
+            let l: Line = serde_json::from_slice(raw)
+                .map_err(|e| broken(n, format!("not a journal line: {e}")))?;
+            if l.seq != i as u64 {
+                return Err(broken(n, format!("seq {} where {i} was expected", l.seq)));
+            }
+            if l.prev != prev {
+                return Err(broken(
+                    n,
+                    "prev is not the previous line's blake3 (a line was edited, inserted or removed)".into(),
+                ));
+            }
+            prev = Some(blake3::hash(raw).to_hex().to_string());
+            out.push(l);
+        }
+        Ok((out, prev))
+    }
+
+    /// Appends `decision` (creating the journal and its directory, mode 0700).
+    ///
+    /// # Errors
+    /// [`JournalError::Io`] when it cannot be written (inside a sandboxed step it
+    /// cannot: that is the point); [`JournalError::Broken`] when the journal does not
+    /// verify (nothing is appended to a broken chain).
+    pub fn append(&self, decision: Decision) -> Result<Line, JournalError> {
+        use std::io::{Read, Seek};
+        if let Some(dir) = self.path.parent() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(self.io())?;
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&self.path)
+            .map_err(self.io())?;
+        let _lock = Flock::exclusive(&f).map_err(self.io())?;
+        let mut bytes = Vec::new();
+        f.seek(std::io::SeekFrom::Start(0)).map_err(self.io())?;
+        f.read_to_end(&mut bytes).map_err(self.io())?;
+        let (lines, prev) = self.parse(&bytes)?;
+        let line = Line {
+            seq: lines.len() as u64,
+            at: crate::receipt::now_rfc3339(),
+            prev,
+            decision,
+        };
+        let mut text = serde_json::to_vec(&line).map_err(|e| self.io()(e.into()))?;
+        text.push(b'\n');
+        f.write_all(&text).map_err(self.io())?;
+        f.sync_all().map_err(self.io())?;
+        Ok(line)
+    }
+
+    /// The decisions folded into what is in force.
+    ///
+    /// # Errors
+    /// As [`Journal::lines`].
+    pub fn state(&self) -> Result<State, JournalError> {
+        Ok(State::fold(&self.lines()?))
+    }
+}
+
+/// An exclusive `flock` held until dropped.
+struct Flock(i32);
+
+impl Flock {
+    fn exclusive(f: &std::fs::File) -> std::io::Result<Flock> {
+        use std::os::fd::AsRawFd;
+        let fd = f.as_raw_fd();
+        // SAFETY: flock on a descriptor this process owns; no memory is passed.
+        if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Flock(fd))
+    }
+}
+
+impl Drop for Flock {
+    fn drop(&mut self) {
+        // SAFETY: unlocking the descriptor locked in `exclusive`, still open (the file
+        // outlives the guard in `append`).
+        unsafe {
+            libc::flock(self.0, libc::LOCK_UN);
+        }
+    }
+}
+
+/// A hold the journal says was taken.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JournalHold {
+    pub scope: String,
+    pub strength: String,
+    pub holder: String,
+    pub reason: String,
+    pub taken_at: String,
+}
+
+/// An acknowledgement the journal records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JournalAck {
+    pub by: String,
+    pub at: String,
+    pub resolution: String,
+    pub how: AckHow,
+}
+
+/// A run acknowledgement the journal records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JournalRunAck {
+    pub reviewer: String,
+    pub iteration: u32,
+    pub at: String,
+    pub how: AckHow,
+}
+
+/// What the journal holds in force: a pure fold of its lines.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct State {
+    /// Holds taken and not released, by id.
+    pub holds: BTreeMap<String, JournalHold>,
+    /// Ids of holds released.
+    pub released: BTreeSet<String>,
+    /// `ack EVENT` by halt id (the first one; later ones are refused by `ack`).
+    pub event_acks: BTreeMap<String, JournalAck>,
+    /// `ack RUN` by run id, oldest first.
+    pub run_acks: BTreeMap<String, Vec<JournalRunAck>>,
+    /// Answers by pending-action id: (decision, by, at).
+    pub answers: BTreeMap<String, (String, String, String)>,
+    /// Runs latched, with (reason, halt id, at); cleared latches are removed.
+    pub latches: BTreeMap<String, (String, String, String)>,
+}
+
+impl State {
+    /// Folds `lines` in order.
+    #[must_use]
+    pub fn fold(lines: &[Line]) -> State {
+        let mut s = State::default();
+        for l in lines {
+            match &l.decision {
+                Decision::HoldTaken {
+                    hold_id,
+                    scope,
+                    strength,
+                    holder,
+                    reason,
+                    taken_at,
+                } => {
+                    if !s.released.contains(hold_id) {
+                        s.holds.insert(
+                            hold_id.clone(),
+                            JournalHold {
+                                scope: scope.clone(),
+                                strength: strength.clone(),
+                                holder: holder.clone(),
+                                reason: reason.clone(),
+                                taken_at: taken_at.clone(),
+                            },
+                        );
+                    }
+                }
+                Decision::HoldReleased { hold_id, .. } => {
+                    s.holds.remove(hold_id);
+                    s.released.insert(hold_id.clone());
+                }
+                Decision::EventAcked {
+                    halt_id,
+                    by,
+                    resolution,
+                    how,
+                } => {
+                    s.event_acks
+                        .entry(halt_id.clone())
+                        .or_insert_with(|| JournalAck {
+                            by: by.clone(),
+                            at: l.at.clone(),
+                            resolution: resolution.clone(),
+                            how: how.clone(),
+                        });
+                }
+                Decision::RunAcked {
+                    run_id,
+                    reviewer,
+                    iteration,
+                    how,
+                } => s
+                    .run_acks
+                    .entry(run_id.clone())
+                    .or_default()
+                    .push(JournalRunAck {
+                        reviewer: reviewer.clone(),
+                        iteration: *iteration,
+                        at: l.at.clone(),
+                        how: how.clone(),
+                    }),
+                Decision::PendingDecided {
+                    action_id,
+                    decision,
+                    by,
+                } => {
+                    s.answers
+                        .entry(action_id.clone())
+                        .or_insert_with(|| (decision.clone(), by.clone(), l.at.clone()));
+                }
+                Decision::Latched {
+                    run_id,
+                    reason,
+                    halt_id,
+                } => {
+                    s.latches
+                        .entry(run_id.clone())
+                        .or_insert_with(|| (reason.clone(), halt_id.clone(), l.at.clone()));
+                }
+                Decision::LatchCleared { run_id } => {
+                    s.latches.remove(run_id);
+                }
+            }
+        }
+        s
+    }
+
+    /// The acknowledgement of halt event `halt_id` of run `run_id` triggered at
+    /// `triggered_at` (RFC 3339): its own `ack EVENT`, else the first `ack RUN` of the
+    /// run made at or after the event was triggered.
+    #[must_use]
+    pub fn ack_of(&self, halt_id: &str, run_id: &str, triggered_at: &str) -> Option<JournalAck> {
+        if let Some(a) = self.event_acks.get(halt_id) {
+            return Some(a.clone());
+        }
+        self.run_acks
+            .get(run_id)?
+            .iter()
+            .find(|a| a.at.as_str() >= triggered_at)
+            .map(|a| JournalAck {
+                by: a.reviewer.clone(),
+                at: a.at.clone(),
+                resolution: "resolved".into(),
+                how: a.how.clone(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests;
