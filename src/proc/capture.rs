@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 /// Longest line handed to a [`LineSink`], in bytes (1 MiB).
 pub const MAX_LINE: usize = 1 << 20;
 
-/// Bytes of a stream kept in memory before its spool file is created (1 MiB).
-pub const SPILL_AT: usize = 1 << 20;
+/// Bytes of a stream kept in memory before its spool file is created (256 KiB).
+pub const SPILL_AT: usize = 256 << 10;
 
 /// Which stream a line or chunk came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
