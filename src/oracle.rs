@@ -142,7 +142,8 @@ pub fn run_check(
         workdir: caps.path(),
         stdout_sink: None,
     };
-    let (step, spools) = proc::run_step(step_spec, &mut |_| None)?;
+    let (step, mut spools) = proc::run_step(step_spec, &mut |_| None)?;
+    spools.write_files()?;
     drop(burners);
     let exit = parse::exit_for_parser(step.exit_code, step.signal, spec.success_exit_code);
     let parsed = parse::parse(

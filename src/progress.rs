@@ -222,7 +222,8 @@ impl Reporter {
     }
 }
 
-/// Forwards agent lines to the meter and copies them to stderr.
+/// Forwards agent lines to the meter and copies them to stderr: stdout lines prefixed
+/// `agent| `, stderr lines `agent! ` (stdout stays loopexec's API).
 struct TeeSink {
     inner: Box<dyn crate::proc::capture::LineSink>,
     bar: Option<indicatif::ProgressBar>,
@@ -230,8 +231,12 @@ struct TeeSink {
 
 impl crate::proc::capture::LineSink for TeeSink {
     fn line(&mut self, stream: crate::proc::capture::Stream, line: &[u8]) {
+        let prefix = match stream {
+            crate::proc::capture::Stream::Stdout => "agent| ",
+            crate::proc::capture::Stream::Stderr => "agent! ",
+        };
         let text = format!(
-            "agent| {}",
+            "{prefix}{}",
             String::from_utf8_lossy(line).trim_end_matches(['\n', '\r'])
         );
         match &self.bar {
@@ -241,7 +246,12 @@ impl crate::proc::capture::LineSink for TeeSink {
                 let _ = writeln!(std::io::stderr().lock(), "{text}");
             }
         }
-        self.inner.line(stream, line);
+        if self.inner.wants(stream) {
+            self.inner.line(stream, line);
+        }
+    }
+    fn wants(&self, _stream: crate::proc::capture::Stream) -> bool {
+        true
     }
 }
 

@@ -514,7 +514,8 @@ pub struct RunArgs {
     /// A used-up `[limits]` rate: suspend (park until it refills, the default) or halt (budget_exceeded).
     #[arg(long, value_name = "MODE", value_parser = ["suspend", "halt"])]
     pub on_rate_limit: Option<String>,
-    /// Stream the work step's stdout to stderr as it runs (prefixed `agent| `).
+    /// Stream the work step's stdout and stderr to loopexec's stderr as it runs (prefixed
+    /// `agent| ` and `agent! `).
     #[arg(long)]
     pub show_agent_output: bool,
     /// Run the check in the agent's working tree instead of a clean room copy of the

@@ -31,18 +31,31 @@ pub enum Unverified {
     NotPassed(String, Vec<(String, Outcome)>),
 }
 
-/// Does `entry` (an exact id or a glob) name `id`?
-fn matches(entry: &str, id: &str) -> bool {
-    if entry == id {
-        return true;
+/// An objective entry, compiled once per check: an exact id, or a glob.
+struct Entry<'a> {
+    text: &'a str,
+    glob: Option<globset::GlobMatcher>,
+}
+
+impl<'a> Entry<'a> {
+    fn new(text: &'a str) -> Entry<'a> {
+        let glob = text
+            .contains(['*', '?', '['])
+            .then(|| {
+                globset::GlobBuilder::new(text)
+                    .literal_separator(false)
+                    .build()
+                    .ok()
+                    .map(|g| g.compile_matcher())
+            })
+            .flatten();
+        Entry { text, glob }
     }
-    if entry.contains(['*', '?', '[']) {
-        return globset::GlobBuilder::new(entry)
-            .literal_separator(false)
-            .build()
-            .is_ok_and(|g| g.compile_matcher().is_match(id));
+
+    /// Does this entry name `id`?
+    fn matches(&self, id: &str) -> bool {
+        self.text == id || self.glob.as_ref().is_some_and(|g| g.is_match(id))
     }
-    false
 }
 
 /// Checks explicit objective entries against one run.
@@ -50,10 +63,11 @@ fn matches(entry: &str, id: &str) -> bool {
 pub fn check_explicit(entries: &[String], run: &ParsedRun) -> Vec<Unverified> {
     let mut out = Vec::new();
     for e in entries {
+        let entry = Entry::new(e);
         let hits: Vec<_> = run
             .tests
             .iter()
-            .filter(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX) && matches(e, &t.id))
+            .filter(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX) && entry.matches(&t.id))
             .collect();
         if hits.is_empty() {
             out.push(Unverified::Missing(e.clone()));

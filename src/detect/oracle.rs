@@ -38,6 +38,11 @@ pub const DEFAULT_CHECK_MAY_WRITE: &[&str] = &[
 /// `hermeticity_violation` for one check run.
 #[must_use]
 pub fn hermeticity(cfg: &RunConfig, c: &CheckFinished) -> Option<Halt> {
+    // `decide` asks this for every check of the trajectory at every step: the glob set
+    // is built only when there is a write to judge.
+    if c.check_wrote.is_empty() {
+        return None;
+    }
     let globs: Vec<&str> = DEFAULT_CHECK_MAY_WRITE
         .iter()
         .copied()

@@ -193,7 +193,13 @@ impl Loop<'_> {
                 .map_or(JUDGE_DEFAULT_TIMEOUT, |d| d.0),
         );
         spec.stdout_sink = Some(meter.sink());
-        let (step, spools) = self.run_supervised(spec, "judge", None)?;
+        let (step, mut spools) = self.run_supervised(spec, "judge", None)?;
+        spools
+            .write_files()
+            .map_err(|source| EngineError::Capture {
+                path: spools.stdout.clone(),
+                source,
+            })?;
         let (output, output_truncated) =
             read_bounded(&spools.stdout, JUDGE_OUTPUT_LIMIT).unwrap_or_default();
         proc::capture::remove_spool(&spools.stdout);

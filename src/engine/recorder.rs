@@ -60,9 +60,10 @@ impl Loop<'_> {
             .as_ref()
             .and_then(|e| e.usage.as_ref())
             .and_then(|u| u.cost_usd);
-        let r = self
-            .store
-            .iteration(
+        // The iteration's row and the receipt's head commit together.
+        let (head, lines) = self.receipt.head();
+        let r = self.store.in_transaction(|s| {
+            s.iteration(
                 &self.run_id,
                 it,
                 obs.exec.as_ref().and_then(|e| e.step.exit_code),
@@ -70,8 +71,9 @@ impl Loop<'_> {
                 verdict,
                 check.map(|c| c.parsed.failing().len()),
                 cost,
-            )
-            .and_then(|()| self.ledger_head());
+            )?;
+            s.receipt_head(&self.run_id, head.as_deref(), lines)
+        });
         // The ledger is an index of the receipt (which holds every fact): a failed
         // row is said, and `check` reports the mismatch later.
         if let Err(e) = r {

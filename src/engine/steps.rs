@@ -29,6 +29,16 @@ impl Loop<'_> {
         }
     }
 
+    /// Runs one step under the supervisor with this run's poll callback: progress
+    /// ticks, the heartbeat, signals, the live budget and holds.
+    ///
+    /// The heartbeat file (`Heartbeat`) is written only once a step has run for
+    /// [`HEARTBEAT_AFTER`], then every [`HEARTBEAT_EVERY`], and removed when that step
+    /// ends: a tight loop of short steps writes none. What it serves — `watch` and the
+    /// next run's cleanup of a dead run's process groups — concerns steps that live
+    /// long enough to be watched or left behind; a run killed within the first
+    /// [`HEARTBEAT_AFTER`] of a step leaves that step's group to the kernel's usual
+    /// fate (its escapees were re-parented to the dead loopexec's reaper).
     pub(super) fn run_supervised(
         &self,
         spec: StepSpec<'_>,
@@ -42,15 +52,19 @@ impl Loop<'_> {
         let signals = self.signals.clone();
         let phase_s = phase.to_string();
         let step_start_ms = unix_ms();
-        let mut last_hb = Instant::now() - Duration::from_secs(5);
+        let mut last_hb: Option<Instant> = None;
         let cfg = self.cfg;
         let traj = &self.traj;
         let reporter = &self.reporter;
         let this = self;
         let mut poll = |p: &proc::Progress| -> Option<StopCause> {
             reporter.tick(iteration, &phase_s, p.elapsed, p.output_bytes);
-            if last_hb.elapsed() >= Duration::from_millis(500) {
-                last_hb = Instant::now();
+            let due = match last_hb {
+                None => p.elapsed >= HEARTBEAT_AFTER,
+                Some(t) => t.elapsed() >= HEARTBEAT_EVERY,
+            };
+            if due {
+                last_hb = Some(Instant::now());
                 let quiet = u64::try_from(p.quiet_for.as_millis()).unwrap_or(0);
                 let hb = Heartbeat {
                     run_id: run_id.clone(),
@@ -80,24 +94,21 @@ impl Loop<'_> {
         let r = proc::run_step(spec, &mut poll).map_err(|source| EngineError::Capture {
             path: prefix.clone(),
             source,
-        })?;
-        // Redaction is a must-succeed write: an excerpt that keeps a secret is never
-        // left behind silently (an excerpt that was never written is not an error).
-        for ext in ["stdout", "stderr"] {
-            let mut p = prefix.as_os_str().to_owned();
-            p.push(format!(".{ext}"));
-            match crate::observe::secrets::redact_file(Path::new(&p)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => {
-                    return Err(EngineError::Capture {
-                        path: PathBuf::from(p),
-                        source,
-                    })
+        });
+        if last_hb.is_some() {
+            // The step it described is over (a heartbeat that outlives its step would
+            // read as a stale one to `watch`).
+            if let Err(e) = std::fs::remove_file(&hb_path) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    eprintln!(
+                        "loopexec: warning: the heartbeat file {} was not removed: {e}",
+                        hb_path.display()
+                    );
                 }
             }
         }
-        Ok(r)
+        // The excerpts were redacted in memory before they were written (proc::capture).
+        r
     }
 
     pub(super) fn exec(&mut self) -> Result<(), EngineError> {
@@ -158,8 +169,7 @@ impl Loop<'_> {
             })?);
         }
         let (step, spools) = self.run_supervised(spec, "exec", Some(&meter))?;
-        proc::capture::remove_spool(&spools.stdout);
-        proc::capture::remove_spool(&spools.stderr);
+        spools.remove();
         let usage = meter.finish(&mut self.meter_state);
         let watchdog = self.take_watchdog(&step);
         let mut obs = self.tree.observe(it);
@@ -277,7 +287,14 @@ impl Loop<'_> {
         spec.env_remove = &env_remove;
         spec.env_set = &env_set;
         spec.timeout = timeout;
-        let (step, spools) = self.run_supervised(spec, "check", None)?;
+        let (step, mut spools) = self.run_supervised(spec, "check", None)?;
+        // The parsers and the kept output read files; a short stream is still in memory.
+        spools
+            .write_files()
+            .map_err(|source| EngineError::Capture {
+                path: spools.stdout.clone(),
+                source,
+            })?;
         // A check that failed because the disk filled up says nothing about the code:
         // name the full disk instead of recording a red (or flaky) check.
         for d in [self.ws.run_dir(&self.run_id), check_dir.clone()] {
@@ -335,8 +352,7 @@ impl Loop<'_> {
             crate::check::witness::judge(&mut parsed, crate::check::witness::read(w.path()));
         }
         self.keep_check_output(it, attempt, &spools);
-        proc::capture::remove_spool(&spools.stdout);
-        proc::capture::remove_spool(&spools.stderr);
+        spools.remove();
         let watchdog = self.take_watchdog(&step);
         let tree_after = self.tree.after_check(it, attempt);
         let mut changed_during_check = Vec::new();
@@ -450,6 +466,12 @@ impl Loop<'_> {
         out
     }
 }
+
+/// A step writes its first heartbeat after running this long.
+const HEARTBEAT_AFTER: Duration = Duration::from_millis(250);
+
+/// Time between heartbeats of a long step.
+const HEARTBEAT_EVERY: Duration = Duration::from_millis(500);
 
 /// Below this many free bytes the disk counts as full (ENOSPC is near or has happened).
 const DISK_FULL_BELOW: u64 = 1 << 20;

@@ -116,14 +116,41 @@ fn cmdline(pid: i32) -> String {
     s.chars().take(300).collect()
 }
 
+/// Whether this process has a child (live or exited) other than `exclude`, from
+/// `/proc/self/task/*/children`; `None` when the kernel does not list children there
+/// (no `CONFIG_PROC_CHILDREN`).
+fn has_children(exclude: &[i32]) -> Option<bool> {
+    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+    for t in tasks.flatten() {
+        let list = std::fs::read_to_string(t.path().join("children")).ok()?;
+        if list
+            .split_whitespace()
+            .filter_map(|p| p.parse::<i32>().ok())
+            .any(|p| !exclude.contains(&p))
+        {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
 /// Finds the live processes that descend from the step with `token` (by token, or as
 /// orphans re-parented to this subreaper), ends them with SIGKILL, reaps the ones that
 /// became our children, and returns `pid N: command line` for each, sorted by pid.
 /// `exclude` are pids not to touch (running step leaders).
+///
+/// Called after the step's group is gone. When this process is a subreaper and has
+/// no child left, nothing escaped and `/proc` is not scanned: every descendant of the
+/// step that outlived the group was re-parented to the nearest living ancestor that
+/// reaps orphans — this process, or an escaped process whose own chain of parents
+/// ends at one of our children — so an escapee always shows as a child of ours.
 #[must_use]
 pub fn end_escapees(token: &str, exclude: &[i32]) -> Vec<String> {
     let me = i32::try_from(std::process::id()).unwrap_or(0);
     let subreaper = is_subreaper();
+    if subreaper && has_children(exclude) == Some(false) {
+        return Vec::new();
+    }
     let mut found = Vec::new();
     // A few rounds: a process may fork while we look.
     for _ in 0..5 {

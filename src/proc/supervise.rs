@@ -3,26 +3,30 @@
 //! Invariants:
 //! * the child is the leader of its own process group (`setpgid(0, 0)` at spawn),
 //!   with stdin from `/dev/null`, so a stop can reach everything it started;
-//! * stdout and stderr are drained on two threads into bounded [`Capture`]s, so a
-//!   child that prints gigabytes never grows loopexec's memory;
+//! * one thread waits for everything at once: a pidfd of the leader and both output
+//!   pipes in one `poll(2)`, whose timeout is the nearest deadline (the step timeout,
+//!   the stall timeout, the next tick of the caller's poll callback, the grace before
+//!   SIGKILL). Nothing sleeps: a step that exits is reaped the moment it does. Where
+//!   the kernel has no `pidfd_open` (before Linux 5.3), the loop also wakes when the
+//!   pipes close and otherwise every few milliseconds to reap the leader;
+//! * output goes into bounded [`Capture`]s, so a child that prints gigabytes never
+//!   grows loopexec's memory;
 //! * every way the step can end — it exits, it times out, it stops printing for the
 //!   stall timeout, the caller asks it to stop (a signal to loopexec, a budget crossed
-//!   mid-stream, a watchdog) — ends the *whole group*: SIGTERM, a grace period,
-//!   SIGKILL;
+//!   mid-stream, a hold, a watchdog) — ends the *whole group*: SIGTERM, a grace period
+//!   (while the output is still read), SIGKILL;
 //! * when the leader exits and members of its group remain (`sleep 300 &`), they are
 //!   ended the same way and the leak is recorded;
-//! * loopexec never blocks on a pipe held open by a grandchild that escaped the group:
-//!   after the group is gone, the drain threads get a short deadline and are then
-//!   abandoned (recorded as `pipe_held_open`).
+//! * loopexec never blocks on a pipe held open by a process that escaped the group:
+//!   after the group is gone, the pipes get a short deadline and are then abandoned
+//!   (recorded as `pipe_held_open`; the capture keeps what arrived).
 
 use super::capture::{Capture, CaptureLimits, CaptureSummary, LineSink, Stream};
 use serde::{Deserialize, Serialize};
-use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// Everything needed to run one step.
@@ -47,7 +51,8 @@ pub struct StepSpec<'a> {
     pub capture_prefix: PathBuf,
     /// The workdir, to make recorded capture paths relative.
     pub workdir: &'a Path,
-    /// Receives stdout lines as they arrive (the agent usage meter).
+    /// Receives stdout lines as they arrive (the agent usage meter), and stderr lines
+    /// when it asks for them ([`LineSink::wants`]; `--show-agent-output`).
     pub stdout_sink: Option<Box<dyn LineSink>>,
     /// The filesystem sandbox the child runs under, if any.
     pub sandbox: Option<super::sandbox::Prepared>,
@@ -65,7 +70,7 @@ pub enum StopCause {
     Hold { holds: Vec<String> },
 }
 
-/// What the poll callback sees on each tick (every ~50 ms).
+/// What the poll callback sees on each tick (every [`TICK`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Progress {
     pub pgid: i32,
@@ -147,15 +152,7 @@ impl StepResult {
     }
 }
 
-/// Paths of the spooled full streams, for the parser (removed by the caller after).
-pub struct Spools {
-    pub stdout: PathBuf,
-    pub stderr: PathBuf,
-}
-
-fn empty_summary() -> CaptureSummary {
-    CaptureSummary::empty()
-}
+pub use super::capture::Spools;
 
 fn with_ext(prefix: &Path, ext: &str) -> PathBuf {
     let mut s = prefix.as_os_str().to_owned();
@@ -193,27 +190,304 @@ pub fn end_group(pgid: i32, grace: Duration) -> bool {
     true
 }
 
-/// Runs one step to its end. `poll` is called about every 50 ms while the child runs;
-/// returning `Some(cause)` ends the group and records the cause.
+/// How often the poll callback runs while a step runs.
+pub const TICK: Duration = Duration::from_millis(50);
+
+/// How long the pipes may stay open after the step's group is gone.
+const PIPE_GRACE: Duration = Duration::from_secs(2);
+
+/// Bytes read from a pipe per `read(2)`; the pipes are widened to this size where
+/// the kernel allows, so a check printing gigabytes costs one wakeup per 256 KiB
+/// (larger buffers only add to peak memory: 4096 reads per GiB cost no measurable CPU).
+const READ_CHUNK: usize = 256 << 10;
+
+/// A pidfd for `pid` (Linux ≥ 5.3), `None` where the kernel has none.
+fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Makes `fd` non-blocking and widens its pipe buffer (best effort).
+fn prepare_pipe(fd: &OwnedFd) {
+    let raw = fd.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own; F_GETFL/F_SETFL/F_SETPIPE_SZ take ints.
+    unsafe {
+        let fl = libc::fcntl(raw, libc::F_GETFL);
+        if fl >= 0 {
+            libc::fcntl(raw, libc::F_SETFL, fl | libc::O_NONBLOCK);
+        }
+        libc::fcntl(raw, libc::F_SETPIPE_SZ, READ_CHUNK as libc::c_int);
+    }
+}
+
+/// The sink as a short-lived borrow (the capture hands it lines while it feeds).
+fn sink_mut(sink: &mut Option<Box<dyn LineSink>>) -> Option<&mut dyn LineSink> {
+    match sink {
+        Some(b) => Some(&mut **b),
+        None => None,
+    }
+}
+
+/// One output pipe of the step and its capture.
+struct Pipe {
+    fd: Option<OwnedFd>,
+    cap: Capture,
+}
+
+/// What reading a pipe found.
+enum Drained {
+    /// Read this many bytes; the pipe may hold more.
+    Bytes(usize),
+    /// Nothing to read now.
+    Empty,
+    /// Every writer is gone (or the pipe failed): closed.
+    Closed,
+}
+
+impl Pipe {
+    fn read_once(&mut self, buf: &mut [u8], sink: Option<&mut dyn LineSink>) -> Drained {
+        let Some(fd) = self.fd.as_ref() else {
+            return Drained::Closed;
+        };
+        // SAFETY: reading into a buffer we own, at most its length.
+        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        match usize::try_from(n) {
+            Ok(0) => {
+                self.fd = None;
+                Drained::Closed
+            }
+            Ok(n) => {
+                self.cap.feed(&buf[..n], sink);
+                Drained::Bytes(n)
+            }
+            Err(_) => match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EAGAIN | libc::EINTR) => Drained::Empty,
+                _ => {
+                    self.fd = None;
+                    Drained::Closed
+                }
+            },
+        }
+    }
+}
+
+/// Where the step is in its ending.
+#[derive(Clone, Copy)]
+enum Phase {
+    /// Running; nobody asked it to stop.
+    Running,
+    /// SIGTERM was sent to the group; SIGKILL follows at `kill_at`.
+    Ending { kill_at: Instant, killed: bool },
+    /// The leader is reaped and no member of the group is left.
+    Gone,
+}
+
+/// The event loop of one step: reads both pipes, reaps the leader, applies the
+/// deadlines, and ends the group when asked to. Returns when the leader is reaped and
+/// the group is gone.
+struct Supervisor {
+    child: Child,
+    pidfd: Option<OwnedFd>,
+    pgid: i32,
+    pipes: [Pipe; 2],
+    sink: Option<Box<dyn LineSink>>,
+    buf: Vec<u8>,
+    total: u64,
+    last_output: Instant,
+    status: Option<ExitStatus>,
+    wait_failed: bool,
+    phase: Phase,
+    grace: Duration,
+    /// The fallback's poll interval without a pidfd (grows to 25 ms).
+    nap: Duration,
+}
+
+impl Supervisor {
+    /// Tries to reap the leader (without blocking).
+    fn reap(&mut self) {
+        if self.status.is_some() || self.wait_failed {
+            return;
+        }
+        match self.child.try_wait() {
+            Ok(Some(st)) => {
+                self.status = Some(st);
+                self.pidfd = None;
+            }
+            Ok(None) => {}
+            Err(_) => self.wait_failed = true,
+        }
+    }
+
+    fn leader_done(&self) -> bool {
+        self.status.is_some() || self.wait_failed
+    }
+
+    /// Sends SIGTERM to the group and starts the grace period.
+    fn begin_end(&mut self) {
+        if matches!(self.phase, Phase::Running) {
+            killpg(self.pgid, libc::SIGTERM);
+            self.phase = Phase::Ending {
+                kill_at: Instant::now() + self.grace,
+                killed: false,
+            };
+        }
+    }
+
+    /// True while a member of the group lives, once the leader is reaped. Members
+    /// that exited after their parent did were re-parented to loopexec (a subreaper)
+    /// and wait as zombies in the group: they are reaped here, or the group would
+    /// never look empty.
+    fn rest_of_group_alive(&self) -> bool {
+        if !self.leader_done() {
+            return true;
+        }
+        loop {
+            let mut st = 0;
+            // SAFETY: waitpid on our own children of group `pgid`, without blocking;
+            // the leader was already reaped, so no status the caller needs is taken.
+            let r = unsafe { libc::waitpid(-self.pgid, &mut st, libc::WNOHANG) };
+            if r <= 0 {
+                break;
+            }
+        }
+        group_alive(self.pgid)
+    }
+
+    /// Advances the ending: SIGKILL once the grace is over; `Gone` once the leader is
+    /// reaped and the group is empty.
+    fn advance_end(&mut self) {
+        if let Phase::Ending { kill_at, killed } = self.phase {
+            if self.leader_done() && !self.rest_of_group_alive() {
+                self.phase = Phase::Gone;
+            } else if !killed && Instant::now() >= kill_at {
+                killpg(self.pgid, libc::SIGKILL);
+                self.phase = Phase::Ending {
+                    kill_at,
+                    killed: true,
+                };
+            }
+        }
+    }
+
+    /// Reads what the pipes hold now (a bounded number of reads per pipe, so one
+    /// stream cannot starve the deadlines). Returns true when something was read.
+    fn drain(&mut self, ready: [bool; 2]) -> bool {
+        let mut any = false;
+        for (i, is_ready) in ready.into_iter().enumerate() {
+            if !is_ready {
+                continue;
+            }
+            for _ in 0..16 {
+                let sink = sink_mut(&mut self.sink);
+                match self.pipes[i].read_once(&mut self.buf, sink) {
+                    Drained::Bytes(n) => {
+                        self.total += n as u64;
+                        any = true;
+                        if n < self.buf.len() {
+                            break;
+                        }
+                    }
+                    Drained::Empty | Drained::Closed => break,
+                }
+            }
+        }
+        if any {
+            self.last_output = Instant::now();
+        }
+        any
+    }
+
+    /// One `poll(2)` over the pidfd (while the leader runs) and the open pipes, for at
+    /// most until `deadline`. Reads what became readable and reaps the leader when it
+    /// exited. Returns true when a signal interrupted the wait.
+    fn wait(&mut self, deadline: Option<Instant>) -> bool {
+        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(3);
+        let mut slots = [usize::MAX; 2];
+        for (i, p) in self.pipes.iter().enumerate() {
+            if let Some(fd) = &p.fd {
+                slots[i] = fds.len();
+                fds.push(libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+            }
+        }
+        let pid_slot = match (&self.pidfd, self.leader_done()) {
+            (Some(fd), false) => {
+                fds.push(libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+                Some(fds.len() - 1)
+            }
+            _ => None,
+        };
+        let mut deadline = deadline;
+        let leader_unwatched = self.pidfd.is_none() && !self.leader_done();
+        // Without a pidfd (or, while ending, for the rest of the group, which has no
+        // descriptor) the loop must look again soon.
+        if leader_unwatched || matches!(self.phase, Phase::Ending { .. }) {
+            let soon = Instant::now() + self.nap;
+            self.nap = (self.nap * 2).min(Duration::from_millis(25));
+            deadline = Some(deadline.map_or(soon, |d| d.min(soon)));
+        }
+        let timeout_ms = deadline.map_or(-1, |d| {
+            let left = d.saturating_duration_since(Instant::now());
+            // Round up: waking a moment early would only spin.
+            i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
+        });
+        // SAFETY: `fds` is a valid array of pollfd of the given length for the call.
+        let rc = unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                libc::nfds_t::try_from(fds.len()).unwrap_or(0),
+                timeout_ms,
+            )
+        };
+        if rc > 0 {
+            let ready = [0, 1].map(|i| {
+                slots[i] != usize::MAX
+                    && fds[slots[i]].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0
+            });
+            self.drain(ready);
+        }
+        // A signal (EINTR) or a timeout: the caller re-evaluates its deadlines.
+        if pid_slot.is_some_and(|s| rc > 0 && fds[s].revents != 0) || self.pidfd.is_none() {
+            self.reap();
+        }
+        rc < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+    }
+
+    fn pipes_open(&self) -> bool {
+        self.pipes.iter().any(|p| p.fd.is_some())
+    }
+}
+
+/// Runs one step to its end. `poll` is called every [`TICK`] while the child runs
+/// (and at once when a signal interrupts the wait); returning `Some(cause)` ends the
+/// group and records the cause.
 ///
 /// # Errors
-/// Only when the capture files cannot be created (the step is then not started);
-/// a command that cannot be spawned is a [`StepResult`] with `spawn_error`.
+/// None today (kept for callers: capture files are created only when output spills,
+/// and a spill that fails marks the spool truncated); a command that cannot be
+/// spawned is a [`StepResult`] with `spawn_error`.
 pub fn run_step(
     mut spec: StepSpec<'_>,
     poll: &mut dyn FnMut(&Progress) -> Option<StopCause>,
 ) -> std::io::Result<(StepResult, Spools)> {
-    let spools = Spools {
-        stdout: with_ext(&spec.capture_prefix, "stdout.spool"),
-        stderr: with_ext(&spec.capture_prefix, "stderr.spool"),
-    };
-    let out_cap = Capture::new(
-        Stream::Stdout,
-        spec.limits,
-        &spools.stdout,
-        spec.stdout_sink.take(),
-    )?;
-    let err_cap = Capture::new(Stream::Stderr, spec.limits, &spools.stderr, None)?;
+    let mut spools = Spools::on_disk(
+        with_ext(&spec.capture_prefix, "stdout.spool"),
+        with_ext(&spec.capture_prefix, "stderr.spool"),
+    );
+    let out_cap = Capture::new(Stream::Stdout, spec.limits, &spools.stdout);
+    let err_cap = Capture::new(Stream::Stderr, spec.limits, &spools.stderr);
+    let ex_out = with_ext(&spec.capture_prefix, "stdout");
+    let ex_err = with_ext(&spec.capture_prefix, "stderr");
 
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
@@ -238,10 +512,8 @@ pub fn run_step(
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            let ex_out = with_ext(&spec.capture_prefix, "stdout");
-            let ex_err = with_ext(&spec.capture_prefix, "stderr");
-            let (so, _) = out_cap.finish(&ex_out, spec.workdir);
-            let (se, _) = err_cap.finish(&ex_err, spec.workdir);
+            let (so, _) = out_cap.finish(&ex_out, spec.workdir, None);
+            let (se, _) = err_cap.finish(&ex_err, spec.workdir, None);
             return Ok((
                 StepResult {
                     spawn_error: Some(format!("cannot start `sh -c {}`: {e}", spec.command)),
@@ -251,112 +523,123 @@ pub fn run_step(
             ));
         }
     };
-    let pgid = i32::try_from(child.id()).unwrap_or(i32::MAX);
-    let total = Arc::new(AtomicU64::new(0));
-    let last_output_ms = Arc::new(AtomicU64::new(0));
-
-    let (tx, rx) = mpsc::channel::<(Stream, Capture)>();
-    let spawn_drain = |mut pipe: Box<dyn Read + Send>, mut cap: Capture, stream: Stream| {
-        let tx = tx.clone();
-        let total = total.clone();
-        let last = last_output_ms.clone();
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 64 << 10];
-            loop {
-                match pipe.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        total.fetch_add(n as u64, Ordering::Relaxed);
-                        let ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-                        last.store(ms, Ordering::Relaxed);
-                        cap.feed(&buf[..n]);
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
-            let _ = tx.send((stream, cap));
-        });
+    let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+    let out_fd = child.stdout.take().map(OwnedFd::from);
+    let err_fd = child.stderr.take().map(OwnedFd::from);
+    for fd in [&out_fd, &err_fd].into_iter().flatten() {
+        prepare_pipe(fd);
+    }
+    let mut sv = Supervisor {
+        pidfd: pidfd_open(pid),
+        child,
+        pgid: pid,
+        pipes: [
+            Pipe {
+                fd: out_fd,
+                cap: out_cap,
+            },
+            Pipe {
+                fd: err_fd,
+                cap: err_cap,
+            },
+        ],
+        sink: spec.stdout_sink.take(),
+        buf: vec![0u8; READ_CHUNK],
+        total: 0,
+        last_output: start,
+        status: None,
+        wait_failed: false,
+        phase: Phase::Running,
+        grace: spec.grace,
+        nap: Duration::from_millis(1),
     };
-    if let Some(p) = child.stdout.take() {
-        spawn_drain(Box::new(p), out_cap, Stream::Stdout);
-    }
-    if let Some(p) = child.stderr.take() {
-        spawn_drain(Box::new(p), err_cap, Stream::Stderr);
-    }
-    drop(tx);
 
     let mut timed_out = false;
     let mut stalled = false;
     let mut stopped = None;
-    // Poll fast at first (most steps of a tight loop end within milliseconds), then
-    // back off to 25 ms: the poll interval is loopexec's floor per step.
-    let mut nap = Duration::from_millis(1);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break Some(st),
-            Ok(None) => {}
-            Err(_) => break None,
+    let mut leaked = false;
+    let mut next_tick = start + TICK;
+    loop {
+        sv.reap();
+        match sv.phase {
+            Phase::Gone => break,
+            Phase::Ending { .. } => sv.advance_end(),
+            Phase::Running if sv.leader_done() => {
+                // The leader is gone; anything left in its group is a leak.
+                if sv.rest_of_group_alive() {
+                    leaked = true;
+                    sv.begin_end();
+                } else {
+                    sv.phase = Phase::Gone;
+                }
+                continue;
+            }
+            Phase::Running => {
+                let now = Instant::now();
+                let elapsed = now - start;
+                let quiet_for = now - sv.last_output;
+                if spec.timeout.is_some_and(|t| elapsed >= t) {
+                    timed_out = true;
+                } else if spec.stall_timeout.is_some_and(|t| quiet_for >= t) {
+                    stalled = true;
+                } else if now >= next_tick {
+                    next_tick = now + TICK;
+                    let progress = Progress {
+                        pgid: sv.pgid,
+                        elapsed,
+                        output_bytes: sv.total,
+                        quiet_for,
+                    };
+                    stopped = poll(&progress);
+                }
+                if timed_out || stalled || stopped.is_some() {
+                    sv.begin_end();
+                    continue;
+                }
+            }
         }
-        let elapsed = start.elapsed();
-        let quiet_ms = u64::try_from(elapsed.as_millis())
-            .unwrap_or(u64::MAX)
-            .saturating_sub(last_output_ms.load(Ordering::Relaxed));
-        let progress = Progress {
-            pgid,
-            elapsed,
-            output_bytes: total.load(Ordering::Relaxed),
-            quiet_for: Duration::from_millis(quiet_ms),
+        if matches!(sv.phase, Phase::Gone) {
+            break;
+        }
+        let deadline = match sv.phase {
+            Phase::Running => [
+                Some(next_tick),
+                spec.timeout.map(|t| start + t),
+                spec.stall_timeout.map(|t| sv.last_output + t),
+            ]
+            .into_iter()
+            .flatten()
+            .min(),
+            Phase::Ending { kill_at, killed } => (!killed).then_some(kill_at),
+            Phase::Gone => None,
         };
-        if spec.timeout.is_some_and(|t| elapsed >= t) {
-            timed_out = true;
-        } else if spec.stall_timeout.is_some_and(|t| progress.quiet_for >= t) {
-            stalled = true;
-        } else if let Some(cause) = poll(&progress) {
-            stopped = Some(cause);
+        // A signal to loopexec interrupts the wait: the callback sees it at once.
+        if sv.wait(deadline) {
+            next_tick = Instant::now();
         }
-        if timed_out || stalled || stopped.is_some() {
-            end_group(pgid, spec.grace);
-            break child.wait().ok();
-        }
-        std::thread::sleep(nap);
-        nap = (nap * 2).min(Duration::from_millis(25));
-    };
-    // The leader is gone; anything left in its group is a leak (or the rest of a
-    // group we were already ending).
-    let leaked = group_alive(pgid) && !(timed_out || stalled || stopped.is_some());
-    if group_alive(pgid) {
-        end_group(pgid, spec.grace);
     }
     let escaped = super::escape::end_escapees(&token, &[]);
-    // Drain threads end when every writer of the pipes is gone; a process that left
-    // the group may still hold them, so wait only briefly.
-    let mut out_done = None;
-    let mut err_done = None;
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while out_done.is_none() || err_done.is_none() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok((Stream::Stdout, c)) => out_done = Some(c),
-            Ok((Stream::Stderr, c)) => err_done = Some(c),
-            Err(_) => break,
-        }
+    // The pipes close when every writer is gone; a process that left the group may
+    // still hold them, so wait only briefly.
+    let pipe_deadline = Instant::now() + PIPE_GRACE;
+    while sv.pipes_open() && Instant::now() < pipe_deadline {
+        let _interrupted = sv.wait(Some(pipe_deadline));
     }
-    let pipe_held_open = out_done.is_none() || err_done.is_none();
-    let finish = |c: Option<Capture>, ext: &str| match c {
-        Some(c) => {
-            c.finish(&with_ext(&spec.capture_prefix, ext), spec.workdir)
-                .0
-        }
-        None => empty_summary(),
-    };
-    let stdout = finish(out_done, "stdout");
-    let stderr = finish(err_done, "stderr");
+    let pipe_held_open = sv.pipes_open();
     let duration_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let (exit_code, signal) = match status {
+    let (exit_code, signal) = match sv.status {
         Some(st) => (st.code(), st.signal()),
         None => (None, None),
     };
+    let Supervisor {
+        pipes: [out, err],
+        mut sink,
+        ..
+    } = sv;
+    let (stdout, so) = out.cap.finish(&ex_out, spec.workdir, sink_mut(&mut sink));
+    let (stderr, se) = err.cap.finish(&ex_err, spec.workdir, sink_mut(&mut sink));
+    spools.set(Stream::Stdout, so);
+    spools.set(Stream::Stderr, se);
     Ok((
         StepResult {
             command: spec.command.to_string(),

@@ -75,6 +75,8 @@ pub struct Writer {
     /// to notice a receipt modified behind its back ([`Writer::untouched`]).
     digest: blake3::Hasher,
     len: u64,
+    /// What makes [`Writer::untouched`] cheap: see [`Watch`].
+    watch: Watch,
 }
 
 /// RFC 3339 UTC timestamp with milliseconds, e.g. `2026-11-29T18:02:12.345Z`.
@@ -105,6 +107,7 @@ impl Writer {
             prev: None,
             digest: blake3::Hasher::new(),
             len: 0,
+            watch: Watch::new(path),
         })
     }
 
@@ -147,6 +150,7 @@ impl Writer {
                 prev,
                 digest,
                 len: bytes.len() as u64,
+                watch: Watch::new(path),
             },
             lines,
         ))
@@ -157,7 +161,10 @@ impl Writer {
     ///
     /// # Errors
     /// A description of the difference (length, content, or the file is gone).
-    pub fn untouched(&self) -> Result<(), String> {
+    pub fn untouched(&mut self) -> Result<(), String> {
+        if self.watch.unchanged(&self.path, self.len) {
+            return Ok(());
+        }
         let bytes = std::fs::read(&self.path).map_err(|e| format!("cannot be read ({e})"))?;
         if bytes.len() as u64 != self.len {
             return Err(format!(
@@ -169,6 +176,7 @@ impl Writer {
         if blake3::hash(&bytes) != self.digest.finalize() {
             return Err("its content differs from what loopexec wrote".into());
         }
+        self.watch.verified(&self.path, self.len);
         Ok(())
     }
 
@@ -215,6 +223,7 @@ impl Writer {
         let mut line = crate::observe::secrets::redact(&line);
         let hash = blake3::hash(&line).to_hex().to_string();
         line.push(b'\n');
+        self.watch.before_write();
         self.file.write_all(&line)?;
         self.file.flush()?;
         if matches!(event, Event::Halted(_)) {
@@ -222,6 +231,7 @@ impl Writer {
         }
         self.digest.update(&line);
         self.len += line.len() as u64;
+        self.watch.after_write(&self.file);
         self.prev = Some(hash);
         self.next_seq += 1;
         let raw = &line[..line.len() - 1];
@@ -241,6 +251,137 @@ impl Writer {
     pub fn head(&self) -> (Option<String>, u64) {
         (self.prev.clone(), self.next_seq)
     }
+}
+
+/// Notices, without reading the receipt, whether anything but this writer touched
+/// it — so [`Writer::untouched`], asked after every exec, re-hashes the whole file
+/// only when something may have changed it, instead of every time (a receipt grows by
+/// ~10 KB per iteration; re-hashing it after each exec made a long run quadratic).
+///
+/// The receipt counts as unchanged, with no read, only when all of these hold:
+/// * an inotify watch on it (modify, attribute change, open, close after writing,
+///   move, delete) saw no event between this writer's own appends (events are
+///   collected just before each append, so an edit made between two appends is
+///   never taken for ours);
+/// * `stat` gives the inode, length, mtime and ctime this writer saw after its own
+///   last append (a write through a memory mapping raises no inotify event but moves
+///   mtime and ctime; replacing the file changes the inode);
+/// * the receipt has not doubled in length since its last full check (so even an
+///   edit that slipped past both — a writer racing one of our appends within the same
+///   clock tick, through a mapping made before — is caught after at most as many
+///   bytes again, and the total re-hashing of a run stays linear in its length).
+///
+/// Otherwise, and wherever inotify is unavailable, the file is read and hashed in
+/// full, as before. An edit before the recorded length is therefore still caught at
+/// the next exec; the hash chain and the ledger's recorded head catch it again at
+/// `check` and `--resume`.
+struct Watch {
+    /// The inotify descriptor (`None`: unavailable, always re-hash).
+    fd: Option<std::os::fd::OwnedFd>,
+    /// An event not explained by our own append was seen since the last full check.
+    dirty: bool,
+    /// (dev, inode, length, mtime ns, ctime ns) after our last append.
+    stat: Option<(u64, u64, u64, i128, i128)>,
+    /// Length at the last full check.
+    verified_len: u64,
+    /// Full checks made (for tests: the cheap path must be the one tested).
+    full_checks: u64,
+}
+
+impl Watch {
+    fn new(path: &Path) -> Watch {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        // SAFETY: inotify_init1 takes flags and returns a new descriptor or -1.
+        let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        let fd = (raw >= 0).then(|| {
+            // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+            unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) }
+        });
+        let fd = fd.filter(|fd| {
+            use std::os::fd::AsRawFd;
+            let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+                return false;
+            };
+            let mask = libc::IN_MODIFY
+                | libc::IN_ATTRIB
+                | libc::IN_OPEN
+                | libc::IN_CLOSE_WRITE
+                | libc::IN_MOVE_SELF
+                | libc::IN_DELETE_SELF;
+            // SAFETY: a valid descriptor and a NUL-terminated path.
+            unsafe { libc::inotify_add_watch(fd.as_raw_fd(), c.as_ptr(), mask) >= 0 }
+        });
+        let mut w = Watch {
+            fd,
+            dirty: true,
+            stat: None,
+            verified_len: 0,
+            full_checks: 0,
+        };
+        // Whatever happened before the watch existed is checked in full once.
+        w.drain();
+        w
+    }
+
+    /// Reads every queued event; returns true when there was one.
+    fn drain(&mut self) -> bool {
+        use std::os::fd::AsRawFd;
+        let Some(fd) = &self.fd else { return true };
+        let mut any = false;
+        let mut buf = [0u8; 4096];
+        loop {
+            // SAFETY: reading into a buffer we own, at most its length.
+            let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            any = true;
+        }
+        any
+    }
+
+    fn before_write(&mut self) {
+        if self.drain() {
+            self.dirty = true;
+        }
+    }
+
+    fn after_write(&mut self, file: &File) {
+        // Our own append's events.
+        self.drain();
+        self.stat = file.metadata().ok().map(|m| stat_key(&m));
+    }
+
+    fn verified(&mut self, path: &Path, len: u64) {
+        self.drain();
+        self.dirty = false;
+        self.verified_len = len;
+        self.full_checks += 1;
+        self.stat = std::fs::metadata(path).ok().map(|m| stat_key(&m));
+    }
+
+    fn unchanged(&mut self, path: &Path, len: u64) -> bool {
+        if self.drain() {
+            self.dirty = true;
+        }
+        if self.fd.is_none() || self.dirty || len >= self.verified_len.saturating_mul(2).max(1) {
+            return false;
+        }
+        let now = std::fs::metadata(path).ok().map(|m| stat_key(&m));
+        now.is_some() && now == self.stat && now.is_some_and(|k| k.2 == len)
+    }
+}
+
+fn stat_key(m: &std::fs::Metadata) -> (u64, u64, u64, i128, i128) {
+    use std::os::unix::fs::MetadataExt;
+    (
+        m.dev(),
+        m.ino(),
+        m.len(),
+        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+    )
 }
 
 /// Reads every line of a receipt.
@@ -371,6 +512,74 @@ pub fn verify_chain(lines: &[Line]) -> Option<(u64, String)> {
 mod tests {
     use super::*;
     use events::IterationStarted;
+
+    /// Every way of changing the receipt behind the writer's back is caught by
+    /// `untouched`, however many clean checks came before (the cheap path must
+    /// never hide an edit).
+    #[test]
+    fn untouched_catches_every_edit_and_passes_an_untouched_receipt() {
+        type Edit = fn(&Path);
+        let edits: [(&str, Edit); 6] = [
+            ("same-size edit before the end", |p| {
+                let t = std::fs::read_to_string(p).unwrap().replacen(
+                    "\"iteration\":1",
+                    "\"iteration\":7",
+                    1,
+                );
+                std::fs::write(p, t).unwrap();
+            }),
+            ("append", |p| {
+                let mut f = OpenOptions::new().append(true).open(p).unwrap();
+                f.write_all(b"{\"forged\":1}\n").unwrap();
+            }),
+            ("truncate", |p| {
+                let f = OpenOptions::new().write(true).open(p).unwrap();
+                let n = f.metadata().unwrap().len();
+                f.set_len(n - 1).unwrap();
+            }),
+            ("replace by rename", |p| {
+                let t = std::fs::read(p).unwrap();
+                let mut t2 = t.clone();
+                t2[10] ^= 1;
+                let tmp = p.with_extension("tmp");
+                std::fs::write(&tmp, t2).unwrap();
+                std::fs::rename(&tmp, p).unwrap();
+            }),
+            ("same-size edit at byte 0 through pwrite", |p| {
+                use std::os::unix::fs::FileExt;
+                let f = OpenOptions::new().write(true).open(p).unwrap();
+                f.write_at(b"[", 0).unwrap();
+            }),
+            ("delete", |p| std::fs::remove_file(p).unwrap()),
+        ];
+        for (what, edit) in edits {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("r.jsonl");
+            let mut w = Writer::create(&p).unwrap();
+            for i in 0..20 {
+                w.append(&Event::IterationStarted(IterationStarted { iteration: i }))
+                    .unwrap();
+                assert_eq!(w.untouched(), Ok(()), "{what}: clean after line {i}");
+                assert_eq!(w.untouched(), Ok(()), "{what}: clean when asked twice");
+            }
+            // The last clean checks took the cheap path (no re-hash) …
+            let full = w.watch.full_checks;
+            w.append(&Event::IterationStarted(IterationStarted { iteration: 20 }))
+                .unwrap();
+            assert_eq!(w.untouched(), Ok(()));
+            assert_eq!(
+                w.watch.full_checks, full,
+                "{what}: the cheap path was not taken"
+            );
+            // … and still an edit is caught.
+            edit(&p);
+            assert!(w.untouched().is_err(), "{what}: not caught");
+            assert!(
+                w.untouched().is_err(),
+                "{what}: forgotten on the second look"
+            );
+        }
+    }
 
     /// Before: `guards` and `usage` were untyped JSON, and a payload of the wrong
     /// shape read as "no measurements" or "no usage" — the guards off and the spend 0.

@@ -240,7 +240,8 @@ pub fn rerun(
         stdout_sink: None,
         sandbox: None,
     };
-    let (step, spools) = proc::run_step(spec, &mut |_| None).map_err(ReplayError::Run)?;
+    let (step, mut spools) = proc::run_step(spec, &mut |_| None).map_err(ReplayError::Run)?;
+    spools.write_files().map_err(ReplayError::Run)?;
     let mut reports = Vec::new();
     let mut missing = Vec::new();
     for pat in &cfg.reports {
@@ -318,7 +319,11 @@ pub fn keep_output(
             Err(e) => return Err(e),
         };
         let out = std::fs::File::create(kept_path(run_dir, iteration, attempt, stream))?;
-        let mut enc = zstd::Encoder::new(out, 9)?;
+        // Level 3: level 9's match tables alone take ~16 MiB, which would double
+        // loopexec's peak memory on a check that prints a lot (limit: 16 MiB).
+        let mut enc = zstd::Encoder::new(out, 3)?;
+        // A 512 KiB window (level 3's own is 2 MiB): repeats in test logs are near.
+        enc.window_log(19)?;
         kept[i] = std::io::copy(&mut src.take(limit), &mut enc)?;
         enc.finish()?;
     }

@@ -183,11 +183,18 @@ impl Store {
             path: p.clone(),
             source,
         };
+        let fresh = !path.exists();
         let conn = Connection::open(path).map_err(sql)?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(sql)?;
+        // A ledger created now holds nothing yet: building it (the switch to WAL and
+        // the migrations) is not worth the five fsyncs SQLite would spend on it. A
+        // power cut in those milliseconds can only cost an empty ledger; every later
+        // write is synchronous = NORMAL (WAL: durable at each checkpoint).
+        if fresh {
+            conn.pragma_update(None, "synchronous", "OFF")
+                .map_err(sql)?;
+        }
         conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(sql)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(sql)?;
         let mut store = Store {
             conn,
@@ -195,7 +202,26 @@ impl Store {
             journal: journal::Journal::at(journal::path_for(state, path)),
         };
         store.migrate()?;
+        store
+            .conn
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sql)?;
         Ok(store)
+    }
+
+    /// Runs `f` in one transaction: its writes commit together (one WAL commit for
+    /// an iteration's rows), or none of them does when it fails.
+    ///
+    /// # Errors
+    /// What `f` returns, or SQLite errors of the transaction itself.
+    pub fn in_transaction<T>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let tx = self.conn.unchecked_transaction().map_err(self.sql())?;
+        let out = f(self)?;
+        tx.commit().map_err(self.sql())?;
+        Ok(out)
     }
 
     fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {

@@ -304,3 +304,61 @@ fn sigint_during_the_check_ends_the_check_and_halts_human_required() {
     let lines = receipt_of(&v);
     assert_eq!(lines.last().unwrap()["event"], "halted");
 }
+
+#[test]
+fn show_agent_output_streams_both_of_the_agents_streams_to_stderr() {
+    let r = Repo::with_file("c", "0\n");
+    let out = r.lx(&[
+        "--quiet",
+        "run",
+        "--show-agent-output",
+        "--exec",
+        "echo to-out; echo to-err >&2; printf 'no newline' >&2; echo 1 > c",
+        "--check",
+        "grep -q 1 c",
+    ]);
+    let v = out.expect(10, Some("success_condition_met"));
+    let mut lines: Vec<&str> = out.stderr.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        ["agent! no newline", "agent! to-err", "agent| to-out"],
+        "{}",
+        out.stderr
+    );
+    // Stdout stays the one JSON object; the check's output is never streamed.
+    assert_eq!(v["halt_reason"], "success_condition_met");
+}
+
+#[test]
+fn a_step_that_prints_nothing_leaves_no_capture_files() {
+    let r = Repo::with_f();
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "true",
+        "--check",
+        "false",
+        "--max-iterations",
+        "1",
+    ]);
+    let v = out.expect(12, Some("max_iterations_reached"));
+    let run_dir = r
+        .path()
+        .join(".loopexec/runs")
+        .join(v["run_id"].as_str().unwrap());
+    let names: Vec<String> = std::fs::read_dir(&run_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.ends_with(".spool") && !n.ends_with(".stdout") && !n.ends_with(".stderr")),
+        "spools or empty excerpts left: {names:?}"
+    );
+    let lines = receipt_of(&v);
+    let check = &events(&lines, "check_finished")[0];
+    assert_eq!(check["step"]["stdout"]["excerpt"], serde_json::Value::Null);
+    assert_eq!(check["step"]["stdout"]["bytes"], 0);
+}
