@@ -9,23 +9,24 @@
 //!   check `cargo test --offline` (the clean room has its own target directory, warmed
 //!   by an untimed run first, as a user's second run would find it).
 //!
-//! Runs of the two modes are interleaved (A B A B …), [`REPEATS`] of each; the report
-//! gives median and min per mode, the added cost per iteration (median difference /
-//! iterations) and the ratio of medians.
+//! Runs of the two modes are interleaved by the shared harness (`common::ab`, A B A B
+//! …, [`REPEATS`] of each after a warm-up); each prints its row
+//! `ROW clean_room/<workload>: clean room … · in place … · ratio …` (no target: the
+//! row reports what the clean room adds).
 //!
 //! Run: `cargo bench --bench clean_room`. Set `CLEAN_ROOM_BENCH=files` or `crate` to
 //! run one workload.
 
 mod common;
+use common::ab::{ab, measure, Metric, Sample};
 use common::{git, loopexec_bin};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 const ITERATIONS: u32 = 3;
 const REPEATS: usize = 5;
 
-fn run(bin: &Path, dir: &Path, state: &Path, check: &str, in_place: bool) -> Duration {
+fn run(bin: &Path, dir: &Path, state: &Path, check: &str, in_place: bool) -> Sample {
     let mut cmd = Command::new(bin);
     cmd.args(["--json", "run", "--exec", "echo '// touched' >> src/lib.rs"])
         .args(["--check", check, "--max-iterations"])
@@ -40,16 +41,9 @@ fn run(bin: &Path, dir: &Path, state: &Path, check: &str, in_place: bool) -> Dur
     if in_place {
         cmd.arg("--check-in-place");
     }
-    let t = Instant::now();
-    let st = cmd.status().expect("run loopexec");
-    let d = t.elapsed();
+    let (st, s) = measure(&mut cmd);
     assert!(st.code().is_some(), "loopexec was killed");
-    d
-}
-
-fn stats(mut v: Vec<Duration>) -> (Duration, Duration) {
-    v.sort();
-    (v[v.len() / 2], v[0])
+    s
 }
 
 fn fresh_copy(src: &Path, dst: &Path) {
@@ -66,36 +60,34 @@ fn bench(name: &str, template: &Path, check: &str) {
     let bin = loopexec_bin();
     let scratch = tempfile::tempdir().expect("tempdir");
     let state = scratch.path().join("state");
-    let mut clean = Vec::new();
-    let mut inplace = Vec::new();
-    for i in 0..REPEATS {
-        for in_place in [false, true] {
-            let dir = scratch.path().join(format!("w{i}-{in_place}"));
-            fresh_copy(template, &dir);
-            // Both modes are timed warm: an untimed first run builds what a user's
-            // second run would find (the clean room and its target directory, or the
-            // workdir's `target/`), then the tree and `.loopexec` are reset.
-            run(&bin, &dir, &state, check, in_place);
-            std::fs::remove_dir_all(dir.join(".loopexec")).expect("reset");
-            git(&dir, &["checkout", "-q", "--", "."]);
-            let d = run(&bin, &dir, &state, check, in_place);
-            if in_place {
-                inplace.push(d);
-            } else {
-                clean.push(d);
-            }
-        }
-    }
-    let (cm, cmin) = stats(clean);
-    let (im, imin) = stats(inplace);
-    let added = cm.saturating_sub(im).as_secs_f64() * 1000.0 / f64::from(ITERATIONS + 1);
+    let mut n = 0;
+    // One repetition: a fresh copy, an untimed first run that builds what a user's
+    // second run would find (the clean room and its target directory, or the
+    // workdir's `target/`), the tree and `.loopexec` reset, then the timed run.
+    let mut one = |in_place: bool| {
+        n += 1;
+        let dir = scratch.path().join(format!("w{n}"));
+        fresh_copy(template, &dir);
+        run(&bin, &dir, &state, check, in_place);
+        std::fs::remove_dir_all(dir.join(".loopexec")).expect("reset");
+        git(&dir, &["checkout", "-q", "--", "."]);
+        let s = run(&bin, &dir, &state, check, in_place);
+        std::fs::remove_dir_all(&dir).expect("clean up");
+        s
+    };
+    let one = std::cell::RefCell::new(&mut one);
+    let row = ab(
+        &format!("clean_room/{name}"),
+        Metric::Wall,
+        REPEATS,
+        ("clean room", "in place"),
+        None,
+        || (one.borrow_mut())(false),
+        || (one.borrow_mut())(true),
+    );
     println!(
-        "clean_room/{name}: clean room median {:.0} ms (min {:.0}), in place median {:.0} ms (min {:.0}); +{added:.1} ms per check; ratio {:.2}",
-        cm.as_secs_f64() * 1000.0,
-        cmin.as_secs_f64() * 1000.0,
-        im.as_secs_f64() * 1000.0,
-        imin.as_secs_f64() * 1000.0,
-        cm.as_secs_f64() / im.as_secs_f64()
+        "clean_room/{name}: +{:.1} ms per check",
+        (row.a_median - row.b_median) / f64::from(ITERATIONS + 1)
     );
 }
 

@@ -100,9 +100,11 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::MetricIntegrityViolation | HaltReason::BlockedPathModified => format!(
             "Do not trust the green: read the diff of the named files ({}), then revert to t0 ({}).",
             t0_command(t, "git --no-pager --git-dir={store} diff --no-ext-diff --no-textconv --text {t0} {last}"),
+            // Restore t0's files, then remove the files added since t0 (restore
+            // alone leaves them).
             t0_command(
                 t,
-                "git --git-dir={store} --work-tree=. restore --source={t0} --worktree -- ."
+                "git --git-dir={store} --work-tree=. restore --source={t0} --worktree -- . && git --git-dir={store} diff -z --no-renames --name-only --diff-filter=A {t0} {last} | xargs -0 rm -f --"
             )
         ),
         HaltReason::HermeticityViolation => "The check wrote into the working tree: make it write only to ignored or temporary paths (or list its caches in [guards] check_may_write).".into(),

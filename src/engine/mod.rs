@@ -184,7 +184,7 @@ struct Loop<'a> {
 }
 
 /// Heartbeat written while a step runs (`.loopexec/runs/<id>/heartbeat`).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Heartbeat {
     pub run_id: String,
     /// RFC 3339 time of this write.

@@ -19,6 +19,7 @@
 //! * Paths are repository-root relative, `/`-separated, as git prints them (with
 //!   `-z`); paths that are not UTF-8 are converted lossily.
 
+use super::store::odb;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -494,11 +495,23 @@ pub fn restore(dir: &Path, snapshot_commit: &str) -> Result<(), GitError> {
 ///
 /// Uses `git diff-tree -r -z --name-status --no-renames`: a rename is a `Deleted`
 /// plus an `Added` entry, so a guard sees both sides.
+///
+/// In loopexec's snapshot store, two loose trees are compared in-process, skipping
+/// identical subtrees by id.
 pub fn changed_paths(
     dir: &Path,
     from_tree: &str,
     to_tree: &str,
 ) -> Result<Vec<PathChange>, GitError> {
+    if let Some(odb) = in_store(dir) {
+        if let (Some(a), Some(b)) = (store_tree(&odb, from_tree), store_tree(&odb, to_tree)) {
+            let mut out = Vec::new();
+            if a == b || store_diff(&odb, Some(&a), Some(&b), "", &mut out).is_some() {
+                out.sort();
+                return Ok(out);
+            }
+        }
+    }
     let out = run(git_cmd(dir).args([
         "diff-tree",
         "-r",
@@ -535,7 +548,17 @@ pub fn changed_paths(
 }
 
 /// Every entry of `tree` (a tree or commit id), recursively, in git's order.
+///
+/// In loopexec's snapshot store, a loose tree is listed in-process.
 pub fn ls_tree(dir: &Path, tree: &str) -> Result<Vec<TreeEntry>, GitError> {
+    if let Some(odb) = in_store(dir) {
+        if let Some(t) = store_tree(&odb, tree) {
+            let mut out = Vec::new();
+            if store_ls_tree(&odb, &t, "", &mut out).is_some() {
+                return Ok(out);
+            }
+        }
+    }
     let out = run(git_cmd(dir).args(["ls-tree", "-r", "-z", "--full-tree", tree]))?;
     let mut entries = Vec::new();
     for rec in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
@@ -570,7 +593,165 @@ pub fn list_files(dir: &Path, tree: &str) -> Result<Vec<String>, GitError> {
 /// `specs` are object names (`<oid>` or `<rev>:<path>`); the result has one entry per
 /// spec, in order: `Some(bytes)` for a blob, `None` when missing. A non-blob object is
 /// [`GitError::NotABlob`]; a spec containing a newline is [`GitError::InvalidPath`].
+///
+/// In loopexec's snapshot store, loose objects named by id are read in-process
+/// ([`in_store`]); only the others (packed objects, `<rev>:<path>` specs) cost a git
+/// process.
 pub fn cat_blobs(dir: &Path, specs: &[String]) -> Result<Vec<Option<Vec<u8>>>, GitError> {
+    if specs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(odb) = in_store(dir) else {
+        return cat_blobs_git(dir, specs);
+    };
+    let mut out: Vec<Option<Option<Vec<u8>>>> = Vec::with_capacity(specs.len());
+    let mut rest = Vec::new();
+    for s in specs {
+        match odb::from_hex(s).and_then(|o| odb.read(&o)) {
+            Some((kind, _)) if kind != "blob" => {
+                return Err(GitError::NotABlob {
+                    spec: s.clone(),
+                    kind,
+                })
+            }
+            Some((_, body)) => out.push(Some(Some(body))),
+            None => {
+                out.push(None);
+                rest.push(s.clone());
+            }
+        }
+    }
+    let mut from_git = cat_blobs_git(dir, &rest)?.into_iter();
+    Ok(out
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| from_git.next().flatten()))
+        .collect())
+}
+
+/// The object database of loopexec's snapshot store when `dir` is one (its marker
+/// file), for reading its loose objects without a git process.
+fn in_store(dir: &Path) -> Option<odb::Odb> {
+    dir.join(super::store::STORE_MARKER)
+        .is_file()
+        .then(|| odb::Odb::new(dir))
+}
+
+/// The tree named by `spec` (a tree or commit id) when the store holds it loose.
+fn store_tree(odb: &odb::Odb, spec: &str) -> Option<odb::Oid> {
+    let oid = odb::from_hex(spec)?;
+    let (kind, body) = odb.read(&oid)?;
+    match kind.as_str() {
+        "tree" => Some(oid),
+        "commit" => {
+            let first = body.split(|b| *b == b'\n').next()?;
+            odb::from_hex(std::str::from_utf8(first.strip_prefix(b"tree ")?).ok()?)
+        }
+        _ => None,
+    }
+}
+
+/// The entries of a loose tree object of the store; `None` when it is not one.
+fn store_tree_entries(odb: &odb::Odb, oid: &odb::Oid) -> Option<Vec<odb::RawEntry>> {
+    let (kind, body) = odb.read(oid)?;
+    if kind != "tree" {
+        return None;
+    }
+    odb::decode_tree(&body)
+}
+
+/// `ls-tree -r` of a loose tree of the store, in git's order.
+fn store_ls_tree(
+    odb: &odb::Odb,
+    tree: &odb::Oid,
+    prefix: &str,
+    out: &mut Vec<TreeEntry>,
+) -> Option<()> {
+    for e in store_tree_entries(odb, tree)? {
+        let path = format!("{prefix}{}", e.name);
+        if e.is_tree() {
+            store_ls_tree(odb, &e.oid, &format!("{path}/"), out)?;
+        } else {
+            out.push(TreeEntry {
+                kind: if e.mode == "160000" { "commit" } else { "blob" }.into(),
+                mode: e.mode,
+                oid: odb::to_hex(&e.oid),
+                path,
+            });
+        }
+    }
+    Some(())
+}
+
+/// `diff-tree -r --no-renames` of two loose trees of the store; identical subtrees are
+/// skipped by id.
+fn store_diff(
+    odb: &odb::Odb,
+    a: Option<&odb::Oid>,
+    b: Option<&odb::Oid>,
+    prefix: &str,
+    out: &mut Vec<PathChange>,
+) -> Option<()> {
+    use std::collections::BTreeMap;
+    let list = |t: Option<&odb::Oid>| -> Option<BTreeMap<String, odb::RawEntry>> {
+        Some(match t {
+            Some(t) => store_tree_entries(odb, t)?
+                .into_iter()
+                .map(|e| (e.name.clone(), e))
+                .collect(),
+            None => BTreeMap::new(),
+        })
+    };
+    let (la, lb) = (list(a)?, list(b)?);
+    let class = |m: &str| match m {
+        "120000" => 1,
+        "160000" => 2,
+        _ => 0,
+    };
+    let names: std::collections::BTreeSet<&String> = la.keys().chain(lb.keys()).collect();
+    for name in names {
+        let path = format!("{prefix}{name}");
+        let sub = format!("{path}/");
+        let push = |out: &mut Vec<PathChange>, status| {
+            out.push(PathChange {
+                path: path.clone(),
+                status,
+            });
+        };
+        match (la.get(name), lb.get(name)) {
+            (Some(x), Some(y)) if x == y => {}
+            (Some(x), Some(y)) if x.is_tree() && y.is_tree() => {
+                store_diff(odb, Some(&x.oid), Some(&y.oid), &sub, out)?;
+            }
+            (Some(x), Some(y)) if !x.is_tree() && !y.is_tree() => push(
+                out,
+                if class(&x.mode) == class(&y.mode) {
+                    ChangeKind::Modified
+                } else {
+                    ChangeKind::TypeChanged
+                },
+            ),
+            (x, y) => {
+                if let Some(x) = x {
+                    if x.is_tree() {
+                        store_diff(odb, Some(&x.oid), None, &sub, out)?;
+                    } else {
+                        push(out, ChangeKind::Deleted);
+                    }
+                }
+                if let Some(y) = y {
+                    if y.is_tree() {
+                        store_diff(odb, None, Some(&y.oid), &sub, out)?;
+                    } else {
+                        push(out, ChangeKind::Added);
+                    }
+                }
+            }
+        }
+    }
+    Some(())
+}
+
+fn cat_blobs_git(dir: &Path, specs: &[String]) -> Result<Vec<Option<Vec<u8>>>, GitError> {
     if specs.is_empty() {
         return Ok(Vec::new());
     }

@@ -13,8 +13,9 @@
 //!   refs off (`GIT_NO_REPLACE_OBJECTS`), and `info/attributes` unsetting every
 //!   content-changing attribute, so a blob is always the file's bytes
 //!   ([`super::git::git_cmd`] recognises the store by its marker file);
-//! * blobs are written with `hash-object --no-filters`; trees are built from a
-//!   throw-away index fed with `update-index --index-info`, never from a work tree.
+//! * objects are written in-process ([`odb`]: blobs are the files' bytes, trees and
+//!   commits built from loopexec's own listing), never by git from a work tree; a
+//!   snapshot of an unchanged tree writes nothing but its ref.
 //!
 //! What a snapshot holds: every regular file, executable bit and symlink below the
 //! root, ignored files included, except
@@ -25,13 +26,15 @@
 //!
 //! Files are re-hashed only when their size, mtime, ctime, inode or mode changed since
 //! the last scan, or when they changed within [`RACY_WINDOW`] of it (a same-size write
-//! in the same clock tick as a scan would otherwise be missed).
+//! in the same clock tick as a scan would otherwise be missed). Each scan also says
+//! which paths changed since the scanner's previous scan ([`Scanned::changed`]), so the
+//! guards re-measure only those.
 
-use super::git::{self, GitError, TreeEntry};
-use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
+use super::git::{self, GitError};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 /// Name of the marker file that makes [`super::git::git_cmd`] treat a directory as a
@@ -82,6 +85,8 @@ pub enum StoreError {
     BadName(PathBuf),
 }
 
+pub mod odb;
+
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io {
         path: path.to_path_buf(),
@@ -90,10 +95,22 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
 }
 
 /// The private object store of one workdir ([`crate::observe::tree::store_path`]).
+///
+/// Objects are written and read in-process ([`odb`]); trees this process built are
+/// remembered (the last [`TREE_MEMORY`]), so the clean room's sync and the guards do not
+/// read them back.
 #[derive(Debug, Clone)]
 pub struct SnapshotStore {
     git_dir: PathBuf,
+    odb: odb::Odb,
+    trees: Arc<Mutex<Vec<(String, SharedEntries)>>>,
 }
+
+/// The files of a tree, shared between a scan and the store's memory.
+pub type SharedEntries = Arc<BTreeMap<String, FileEntry>>;
+
+/// How many trees a [`SnapshotStore`] remembers the listing of.
+pub const TREE_MEMORY: usize = 8;
 
 impl SnapshotStore {
     /// Opens the store at `git_dir`, creating it when absent.
@@ -126,6 +143,8 @@ impl SnapshotStore {
         }
         Ok(SnapshotStore {
             git_dir: git_dir.to_path_buf(),
+            odb: odb::Odb::new(git_dir),
+            trees: Arc::new(Mutex::new(Vec::new())),
         })
     }
 
@@ -136,69 +155,159 @@ impl SnapshotStore {
         &self.git_dir
     }
 
+    /// The store's object database.
+    #[must_use]
+    pub fn odb(&self) -> &odb::Odb {
+        &self.odb
+    }
+
     /// A commit for `tree` under `refs/loopexec/<run_id>/<label>` (no parent; the
     /// author is loopexec). Returns the commit id.
     ///
     /// # Errors
-    /// A bad ref component or a failing git step.
+    /// A bad ref component, or the object or ref cannot be written.
     pub fn commit(&self, tree: &str, run_id: &str, label: &str) -> Result<String, StoreError> {
         let refname = git::snapshot_ref(run_id, label)?;
-        let mut ct = git::git_cmd(&self.git_dir);
-        ct.args(["commit-tree", "--no-gpg-sign", tree, "-m"])
-            .arg(format!("loopexec snapshot {run_id}/{label}"))
-            .env("GIT_AUTHOR_NAME", "loopexec")
-            .env("GIT_AUTHOR_EMAIL", "loopexec@localhost")
-            .env("GIT_COMMITTER_NAME", "loopexec")
-            .env("GIT_COMMITTER_EMAIL", "loopexec@localhost")
-            .env("GIT_AUTHOR_DATE", "1970-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "1970-01-01T00:00:00Z");
-        let commit = String::from_utf8_lossy(&git::run(&mut ct)?)
-            .trim()
-            .to_string();
-        if commit.is_empty() {
-            return Err(GitError::BadOutput("commit-tree printed no id".into()).into());
-        }
-        git::run(git::git_cmd(&self.git_dir).args(["update-ref", &refname, &commit]))?;
+        let body = odb::encode_commit(tree, &format!("loopexec snapshot {run_id}/{label}"));
+        let commit = self
+            .odb
+            .write("commit", &body)
+            .map_err(io_err(&self.git_dir))?;
+        let commit = odb::to_hex(&commit);
+        self.set_ref(&refname, &commit)?;
         Ok(commit)
+    }
+
+    /// Points `refname` (`refs/…`) at `oid`: `<ref>.lock` written, then renamed over
+    /// the ref, as git does. A loose ref overrides a packed one of the same name.
+    ///
+    /// # Errors
+    /// The ref cannot be written (a ref being written by another process: its lock
+    /// exists).
+    pub fn set_ref(&self, refname: &str, oid: &str) -> Result<(), StoreError> {
+        let path = self.git_dir.join(refname);
+        let dir = path.parent().unwrap_or(&self.git_dir);
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let lock = path.with_file_name(format!(
+            "{}.lock",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("ref")
+        ));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&lock)
+            .map_err(io_err(&lock))?;
+        let written = std::io::Write::write_all(&mut f, format!("{oid}\n").as_bytes())
+            .and_then(|()| std::fs::rename(&lock, &path));
+        if let Err(e) = written {
+            // Best effort: a lock left behind would block this ref for good.
+            if std::fs::remove_file(&lock).is_err() {
+                eprintln!("loopexec: warning: {} could not be removed", lock.display());
+            }
+            return Err(io_err(&path)(e));
+        }
+        Ok(())
     }
 
     /// Builds the tree object of `entries` (path → entry) and returns its id.
     ///
     /// # Errors
-    /// A failing git step.
+    /// An entry with a bad object id, or an object that cannot be written.
     pub fn write_tree(&self, entries: &BTreeMap<String, FileEntry>) -> Result<String, StoreError> {
-        let tmp = tempfile::Builder::new()
-            .prefix("loopexec-tree")
-            .tempdir()
-            .map_err(io_err(Path::new("temporary index")))?;
-        let index = tmp.path().join("index");
-        let mut input = Vec::with_capacity(entries.len() * 64);
-        for (path, e) in entries {
-            write!(input, "{} {}\t{}\0", e.mode, e.oid, path).map_err(io_err(Path::new(path)))?;
-        }
-        let mut ui = git::git_cmd(&self.git_dir);
-        ui.env("GIT_INDEX_FILE", &index)
-            .args(["update-index", "--add", "-z", "--index-info"]);
-        git::run_with_input(&mut ui, input)?;
-        let mut wt = git::git_cmd(&self.git_dir);
-        wt.env("GIT_INDEX_FILE", &index).arg("write-tree");
-        let tree = String::from_utf8_lossy(&git::run(&mut wt)?)
-            .trim()
-            .to_string();
-        if tree.is_empty() {
-            return Err(GitError::BadOutput("write-tree printed no id".into()).into());
-        }
+        self.write_tree_shared(Arc::new(entries.clone()))
+    }
+
+    /// [`Self::write_tree`] of entries the caller shares with the store's memory.
+    ///
+    /// # Errors
+    /// An entry with a bad object id, or an object that cannot be written.
+    pub fn write_tree_shared(
+        &self,
+        entries: Arc<BTreeMap<String, FileEntry>>,
+    ) -> Result<String, StoreError> {
+        let items: Vec<(&str, &FileEntry)> = entries.iter().map(|(p, e)| (p.as_str(), e)).collect();
+        let oid = self.build_tree(&items)?;
+        let tree = odb::to_hex(&oid);
+        self.remember_tree(&tree, entries.clone());
         Ok(tree)
     }
 
-    /// The entries of `tree` (regular files and symlinks), keyed by path.
+    /// Writes the tree of `items` (paths relative to it, sorted) and its subtrees.
+    fn build_tree(&self, items: &[(&str, &FileEntry)]) -> Result<odb::Oid, StoreError> {
+        let mut raw = Vec::new();
+        let mut i = 0;
+        while i < items.len() {
+            let (path, e) = items[i];
+            if let Some((dir, _)) = path.split_once('/') {
+                // Paths sharing `dir/` are adjacent in byte order.
+                let prefix_len = dir.len() + 1;
+                let mut j = i;
+                let mut sub = Vec::new();
+                while j < items.len()
+                    && items[j].0.len() > prefix_len
+                    && items[j].0.as_bytes()[..prefix_len] == path.as_bytes()[..prefix_len]
+                {
+                    sub.push((&items[j].0[prefix_len..], items[j].1));
+                    j += 1;
+                }
+                let oid = self.build_tree(&sub)?;
+                raw.push(odb::RawEntry {
+                    mode: "40000".into(),
+                    name: dir.to_string(),
+                    oid,
+                });
+                i = j;
+            } else {
+                let oid = odb::from_hex(&e.oid).ok_or_else(|| {
+                    GitError::BadOutput(format!("{path}: {:?} is not an object id", e.oid))
+                })?;
+                raw.push(odb::RawEntry {
+                    mode: e.mode.clone(),
+                    name: path.to_string(),
+                    oid,
+                });
+                i += 1;
+            }
+        }
+        let body = odb::encode_tree(&mut raw);
+        self.odb.write("tree", &body).map_err(io_err(&self.git_dir))
+    }
+
+    fn remember_tree(&self, tree: &str, entries: Arc<BTreeMap<String, FileEntry>>) {
+        if let Ok(mut t) = self.trees.lock() {
+            t.retain(|(id, _)| id != tree);
+            t.push((tree.to_string(), entries));
+            if t.len() > TREE_MEMORY {
+                t.remove(0);
+            }
+        }
+    }
+
+    /// The entries of `tree` (regular files and symlinks), keyed by path: from memory
+    /// when this process built or read it recently, else read from the store.
     ///
     /// # Errors
-    /// A failing git step.
+    /// A failing read of the store.
     pub fn entries(&self, tree: &str) -> Result<BTreeMap<String, FileEntry>, StoreError> {
-        Ok(git::ls_tree(&self.git_dir, tree)?
+        Ok((*self.entries_shared(tree)?).clone())
+    }
+
+    /// [`Self::entries`] without a copy.
+    ///
+    /// # Errors
+    /// A failing read of the store.
+    pub fn entries_shared(
+        &self,
+        tree: &str,
+    ) -> Result<Arc<BTreeMap<String, FileEntry>>, StoreError> {
+        if let Ok(t) = self.trees.lock() {
+            if let Some((_, e)) = t.iter().find(|(id, _)| id == tree) {
+                return Ok(e.clone());
+            }
+        }
+        let entries: BTreeMap<String, FileEntry> = git::ls_tree(&self.git_dir, tree)?
             .into_iter()
-            .filter(|e: &TreeEntry| e.kind == "blob")
+            .filter(|e| e.kind == "blob")
             .map(|e| {
                 (
                     e.path,
@@ -208,7 +317,13 @@ impl SnapshotStore {
                     },
                 )
             })
-            .collect())
+            .collect();
+        let entries = Arc::new(entries);
+        // Only an object id names the same tree for good (a ref can move).
+        if odb::from_hex(tree).is_some() {
+            self.remember_tree(tree, entries.clone());
+        }
+        Ok(entries)
     }
 }
 
@@ -262,10 +377,16 @@ impl Excludes {
                 return Some("dependencies");
             }
         }
-        if self.globs.is_match(rel) {
+        if self.declared(rel) {
             return Some("declared");
         }
         None
+    }
+
+    /// True when a user glob leaves `rel` out.
+    #[must_use]
+    pub fn declared(&self, rel: &str) -> bool {
+        !self.globs.is_empty() && self.globs.is_match(rel)
     }
 }
 
@@ -300,16 +421,26 @@ impl Stat {
     }
 }
 
+/// True when a file's cached blob id may be reused: its stat data equals the cached
+/// one and both its mtime and ctime are older than `racy_from` (the previous scan's
+/// start minus [`RACY_WINDOW`], in ns since the epoch; `None` before any scan).
+fn stat_trusted(cached: &Stat, now: &Stat, racy_from: Option<i128>) -> bool {
+    *cached == *now && racy_from.is_some_and(|r| now.ctime_ns < r && now.mtime_ns < r)
+}
+
 /// The result of one scan.
 #[derive(Debug, Clone)]
 pub struct Scanned {
     /// The tree object id.
     pub tree: String,
-    /// Every file in it.
-    pub entries: BTreeMap<String, FileEntry>,
+    /// Every file in it (shared with the store's memory of the tree).
+    pub entries: Arc<BTreeMap<String, FileEntry>>,
     /// Directories left out, with the rule that excluded them (`cache`,
     /// `dependencies`, `declared`), root-relative; `.git` and `.loopexec` not listed.
     pub excluded: Vec<(String, &'static str)>,
+    /// Paths added, removed or changed (content, mode, kind) since the scanner's
+    /// previous scan; `None` for its first scan (everything is new).
+    pub changed: Option<BTreeSet<String>>,
 }
 
 /// Scans one directory tree into the store, re-hashing only what changed.
@@ -317,8 +448,15 @@ pub struct Scanned {
 pub struct TreeScanner {
     root: PathBuf,
     excludes: Excludes,
-    cache: HashMap<String, (Stat, FileEntry)>,
+    /// Path → stat data, blob, and the scan that last saw it.
+    cache: HashMap<String, (Stat, FileEntry, u64)>,
+    /// The last scan's tree and files.
+    last: Option<(String, Arc<BTreeMap<String, FileEntry>>)>,
+    generation: u64,
     last_scan: Option<SystemTime>,
+    /// Changes seen by scans whose result went to a sync, not to the caller: the
+    /// next [`Self::scan`] reports them too (`Some(None)`: everything).
+    unreported: Option<Option<BTreeSet<String>>>,
 }
 
 impl TreeScanner {
@@ -329,7 +467,10 @@ impl TreeScanner {
             root: root.to_path_buf(),
             excludes,
             cache: HashMap::new(),
+            last: None,
+            generation: 0,
             last_scan: None,
+            unreported: None,
         }
     }
 
@@ -341,95 +482,133 @@ impl TreeScanner {
 
     /// Walks the tree, writes new and changed blobs into `store` and returns the tree.
     ///
+    /// A file's cached blob id is reused only when its stat data (size, mtime, ctime,
+    /// inode, mode) is unchanged since it was hashed *and* its mtime and ctime are
+    /// older than the previous scan's start minus [`RACY_WINDOW`]; every other file is
+    /// read and hashed again.
+    ///
     /// # Errors
-    /// An unreadable directory or file, an unusable file name, a failing git step.
-    /// A file that cannot be read is an error, never a silent omission.
+    /// An unreadable directory or file, an unusable file name, a store that cannot be
+    /// written. A file that cannot be read is an error, never a silent omission.
     pub fn scan(&mut self, store: &SnapshotStore) -> Result<Scanned, StoreError> {
+        let mut s = self.scan_inner(store)?;
+        match (self.unreported.take(), &mut s.changed) {
+            (None, _) => {}
+            (Some(None), c) => *c = None,
+            (Some(Some(more)), Some(c)) => c.extend(more),
+            (Some(Some(_)), None) => {}
+        }
+        Ok(s)
+    }
+
+    fn scan_inner(&mut self, store: &SnapshotStore) -> Result<Scanned, StoreError> {
         let started = SystemTime::now();
+        let first = self.last_scan.is_none();
         let racy_from = self.last_scan.map(|t| {
             let t = t.checked_sub(RACY_WINDOW).unwrap_or(t);
             t.duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
         });
-        let mut found: Vec<(String, Stat, bool)> = Vec::new();
-        let mut excluded = Vec::new();
-        walk(&self.root, "", &self.excludes, &mut found, &mut excluded)?;
-        let mut entries = BTreeMap::new();
+        self.generation += 1;
+        let generation = self.generation;
         let mut to_hash: Vec<(String, Stat, bool)> = Vec::new();
-        for (rel, st, is_link) in found {
-            let trusted = self.cache.get(&rel).filter(|(s, _)| {
-                *s == st && racy_from.is_some_and(|r| st.ctime_ns < r && st.mtime_ns < r)
-            });
-            if let Some((_, e)) = trusted {
-                entries.insert(rel, e.clone());
-            } else {
-                to_hash.push((rel, st, is_link));
-            }
+        let mut excluded = Vec::new();
+        let mut seen = 0usize;
+        {
+            let cache = &mut self.cache;
+            let excludes = &self.excludes;
+            let mut declared = Vec::new();
+            let mut visit = |rel: &str, st: Stat, is_link: bool| {
+                if let Some((cached, _, g)) = cache.get_mut(rel) {
+                    // Known from an earlier scan: not excluded.
+                    seen += 1;
+                    *g = generation;
+                    if stat_trusted(cached, &st, racy_from) {
+                        return;
+                    }
+                } else if excludes.declared(rel) {
+                    declared.push(rel.to_string());
+                    return;
+                }
+                to_hash.push((rel.to_string(), st, is_link));
+            };
+            let mut rel = String::new();
+            walk(&self.root, &mut rel, excludes, &mut visit, &mut excluded)?;
+            excluded.extend(declared.into_iter().map(|p| (p, "declared")));
+            excluded.sort();
         }
-        let (links, files): (Vec<_>, Vec<_>) = to_hash.into_iter().partition(|(_, _, l)| *l);
-        if !files.is_empty() {
-            let mut input = Vec::new();
-            for (rel, _, _) in &files {
-                input.extend_from_slice(rel.as_bytes());
-                input.push(b'\n');
-            }
-            let mut cmd = git::git_cmd(&store.git_dir);
-            cmd.current_dir(&self.root).args([
-                "hash-object",
-                "-w",
-                "--no-filters",
-                "--stdin-paths",
-            ]);
-            let out = git::run_with_input(&mut cmd, input)?;
-            let oids: Vec<&str> = std::str::from_utf8(&out)
-                .map_err(|_| GitError::BadOutput("hash-object printed non-UTF-8".into()))?
-                .lines()
-                .collect();
-            if oids.len() != files.len() {
-                return Err(GitError::BadOutput(format!(
-                    "hash-object printed {} ids for {} files",
-                    oids.len(),
-                    files.len()
-                ))
-                .into());
-            }
-            for ((rel, st, _), oid) in files.into_iter().zip(oids) {
+        let mut changed = BTreeSet::new();
+        let mut updates: Vec<(String, Option<FileEntry>)> = Vec::new();
+        // Paths of the previous scan this walk did not see are gone.
+        let gone = self.cache.len() > seen;
+        for (rel, st, is_link) in to_hash {
+            let full = self.root.join(&rel);
+            let (mode, bytes) = if is_link {
+                let target = std::fs::read_link(&full).map_err(io_err(&full))?;
+                (
+                    "120000",
+                    std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()).to_vec(),
+                )
+            } else {
                 let mode = if st.mode & 0o111 != 0 {
                     "100755"
                 } else {
                     "100644"
                 };
-                let e = FileEntry {
-                    mode: mode.into(),
-                    oid: oid.to_string(),
-                };
-                self.cache.insert(rel.clone(), (st, e.clone()));
-                entries.insert(rel, e);
-            }
-        }
-        for (rel, st, _) in links {
-            let full = self.root.join(&rel);
-            let target = std::fs::read_link(&full).map_err(io_err(&full))?;
-            let mut cmd = git::git_cmd(&store.git_dir);
-            cmd.args(["hash-object", "-w", "--no-filters", "--stdin"]);
-            let out = git::run_with_input(
-                &mut cmd,
-                std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()).to_vec(),
-            )?;
-            let e = FileEntry {
-                mode: "120000".into(),
-                oid: String::from_utf8_lossy(&out).trim().to_string(),
+                (mode, std::fs::read(&full).map_err(io_err(&full))?)
             };
-            self.cache.insert(rel.clone(), (st, e.clone()));
-            entries.insert(rel, e);
+            let oid = store
+                .odb
+                .write("blob", &bytes)
+                .map_err(io_err(&store.git_dir))?;
+            let e = FileEntry {
+                mode: mode.into(),
+                oid: odb::to_hex(&oid),
+            };
+            if self.cache.get(&rel).map(|(_, old, _)| old) != Some(&e) {
+                changed.insert(rel.clone());
+                updates.push((rel.clone(), Some(e.clone())));
+            }
+            self.cache.insert(rel, (st, e, generation));
         }
-        self.cache.retain(|k, _| entries.contains_key(k));
-        let tree = store.write_tree(&entries)?;
+        if gone {
+            for (k, _) in self.cache.iter().filter(|(_, v)| v.2 != generation) {
+                changed.insert(k.clone());
+                updates.push((k.clone(), None));
+            }
+            self.cache.retain(|_, v| v.2 == generation);
+        }
+        let (tree, entries) = match self.last.take() {
+            // Nothing changed: the previous tree, not rebuilt.
+            Some((tree, entries)) if changed.is_empty() && !first => (tree, entries),
+            Some((_, prev)) if !first => {
+                let mut entries = Arc::unwrap_or_clone(prev);
+                for (k, v) in updates {
+                    match v {
+                        Some(e) => entries.insert(k, e),
+                        None => entries.remove(&k),
+                    };
+                }
+                let entries = Arc::new(entries);
+                (store.write_tree_shared(entries.clone())?, entries)
+            }
+            _ => {
+                let entries: BTreeMap<String, FileEntry> = self
+                    .cache
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.1.clone()))
+                    .collect();
+                let entries = Arc::new(entries);
+                (store.write_tree_shared(entries.clone())?, entries)
+            }
+        };
+        self.last = Some((tree.clone(), entries.clone()));
         self.last_scan = Some(started);
         Ok(Scanned {
             tree,
             entries,
             excluded,
+            changed: (!first).then_some(changed),
         })
     }
 
@@ -469,14 +648,23 @@ impl TreeScanner {
         target: &str,
         only: Option<&std::collections::BTreeSet<String>>,
     ) -> Result<SyncStats, StoreError> {
-        let mut now = self.scan(store)?;
-        let mut want = store.entries(target)?;
-        if let Some(only) = only {
-            now.entries.retain(|p, _| only.contains(p));
-            want.retain(|p, _| only.contains(p));
-        }
+        let mut now = self.scan_inner(store)?;
+        self.unreported = match (self.unreported.take(), now.changed.take()) {
+            (Some(None), _) | (_, None) => Some(None),
+            (Some(Some(mut a)), Some(b)) => {
+                a.extend(b);
+                Some(Some(a))
+            }
+            (None, Some(b)) => Some(Some(b)),
+        };
+        let want = store.entries_shared(target)?;
+        let keep = |p: &String| only.map_or(true, |o| o.contains(p));
         let mut stats = SyncStats::default();
-        for path in now.entries.keys().filter(|p| !want.contains_key(*p)) {
+        for path in now
+            .entries
+            .keys()
+            .filter(|p| keep(p) && !want.contains_key(*p))
+        {
             let full = self.root.join(path);
             std::fs::remove_file(&full).map_err(io_err(&full))?;
             stats.removed += 1;
@@ -484,7 +672,7 @@ impl TreeScanner {
         }
         let to_write: Vec<(&String, &FileEntry)> = want
             .iter()
-            .filter(|(p, e)| now.entries.get(*p) != Some(*e))
+            .filter(|(p, e)| keep(p) && now.entries.get(*p) != Some(*e))
             .collect();
         let blobs = git::cat_blobs(
             &store.git_dir,
@@ -570,50 +758,66 @@ fn prune_empty_parents(root: &Path, file: &Path) {
     }
 }
 
+/// Walks `dir` (root-relative path in `rel`, restored on return), calling `visit`
+/// for every regular file and symlink that no rule excludes.
 fn walk(
     dir: &Path,
-    rel: &str,
+    rel: &mut String,
     ex: &Excludes,
-    found: &mut Vec<(String, Stat, bool)>,
+    visit: &mut dyn FnMut(&str, Stat, bool),
     excluded: &mut Vec<(String, &'static str)>,
 ) -> Result<(), StoreError> {
     let rd = std::fs::read_dir(dir).map_err(io_err(dir))?;
-    let mut items: Vec<std::fs::DirEntry> = Vec::new();
+    let mut items: Vec<(std::ffi::OsString, std::fs::DirEntry)> = Vec::new();
     for e in rd {
-        items.push(e.map_err(io_err(dir))?);
+        let e = e.map_err(io_err(dir))?;
+        items.push((e.file_name(), e));
     }
-    items.sort_by_key(std::fs::DirEntry::file_name);
-    for e in items {
-        let name_os = e.file_name();
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    let base = rel.len();
+    for (name_os, e) in items {
         let Some(name) = name_os.to_str() else {
             return Err(StoreError::BadName(dir.join(&name_os)));
         };
         if name.contains('\n') {
             return Err(StoreError::BadName(dir.join(name)));
         }
-        let child_rel = if rel.is_empty() {
-            name.to_string()
+        rel.truncate(base);
+        if base > 0 {
+            rel.push('/');
+        }
+        rel.push_str(name);
+        // The type from the directory listing (no stat for directories); the stat
+        // data is read relative to the open directory (no path lookup per file).
+        let ft = e.file_type().map_err(io_err(dir))?;
+        // A file's user globs are matched by `visit`, once per path and run (the
+        // rules do not change while a scanner lives).
+        let why = if ft.is_dir() || matches!(name, ".git" | ".loopexec") {
+            ex.why(dir, name, rel, ft.is_dir())
         } else {
-            format!("{rel}/{name}")
+            None
         };
-        let path = e.path();
-        let meta = std::fs::symlink_metadata(&path).map_err(io_err(&path))?;
-        let ft = meta.file_type();
-        if let Some(why) = ex.why(dir, name, &child_rel, ft.is_dir()) {
+        if let Some(why) = why {
             if !matches!(why, "git" | "loopexec") {
-                excluded.push((child_rel, why));
+                excluded.push((rel.clone(), why));
             }
             continue;
         }
         if ft.is_dir() {
-            walk(&path, &child_rel, ex, found, excluded)?;
-        } else if ft.is_symlink() {
-            found.push((child_rel, Stat::of(&meta), true));
-        } else if ft.is_file() {
-            found.push((child_rel, Stat::of(&meta), false));
+            walk(&e.path(), rel, ex, visit, excluded)?;
+        } else if ft.is_symlink() || ft.is_file() {
+            let meta = e.metadata().map_err(|err| io_err(&e.path())(err))?;
+            // The entry may have been replaced between the listing and the stat.
+            let ft = meta.file_type();
+            if ft.is_dir() {
+                walk(&e.path(), rel, ex, visit, excluded)?;
+            } else if ft.is_symlink() || ft.is_file() {
+                visit(rel, Stat::of(&meta), ft.is_symlink());
+            }
         }
         // Sockets, FIFOs and devices hold no content a check can read as a file.
     }
+    rel.truncate(base);
     Ok(())
 }
 

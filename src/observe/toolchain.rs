@@ -15,7 +15,7 @@
 //! by mode and content (blake3), so a version manager rewriting its shims with the same
 //! bytes is no change.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -67,16 +67,62 @@ pub fn resolve(name: &str, path: &str) -> Option<PathBuf> {
 
 /// blake3 of the file's mode and content (a shim rewritten with the same bytes, as
 /// version managers do on every package install, is the same file).
+///
+/// A toolchain binary is tens of megabytes and is measured at every snapshot: the
+/// digest is kept per path with the file's stat data (size, mode, inode, mtime,
+/// ctime) and reused while that is unchanged and the file had not been changed within
+/// [`super::store::RACY_WINDOW`] of the hashing (the same rule as the snapshot
+/// store's; ctime cannot be set back, so a rewrite is always seen).
 fn content_digest(p: &Path) -> String {
+    type Key = (u64, u32, u64, i64, i64, i64, i64);
+    static CACHE: std::sync::Mutex<Option<HashMap<PathBuf, (Key, String)>>> =
+        std::sync::Mutex::new(None);
     let Ok(m) = std::fs::metadata(p) else {
         return "missing".into();
     };
+    let key: Key = (
+        m.len(),
+        m.mode(),
+        m.ino(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    );
+    if let Ok(c) = CACHE.lock() {
+        if let Some((k, d)) = c.as_ref().and_then(|c| c.get(p)) {
+            if *k == key {
+                return d.clone();
+            }
+        }
+    }
+    let hashed_at = std::time::SystemTime::now();
     let mut h = blake3::Hasher::new();
     h.update(&u64::from(m.mode() & 0o7777).to_le_bytes());
     match std::fs::File::open(p).and_then(|mut f| std::io::copy(&mut f, &mut h)) {
-        Ok(_) => h.finalize().to_hex()[..16].to_string(),
+        Ok(_) => {
+            let d = h.finalize().to_hex()[..16].to_string();
+            if settled_before(&m, hashed_at) {
+                if let Ok(mut c) = CACHE.lock() {
+                    c.get_or_insert_with(HashMap::new)
+                        .insert(p.to_path_buf(), (key, d.clone()));
+                }
+            }
+            d
+        }
         Err(e) => format!("unreadable ({e})"),
     }
+}
+
+/// True when the file's mtime and ctime are older than `at` minus the racy window.
+fn settled_before(m: &std::fs::Metadata, at: std::time::SystemTime) -> bool {
+    let Ok(at) = at.duration_since(std::time::UNIX_EPOCH) else {
+        return false;
+    };
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    let limit = i128::try_from(at.saturating_sub(super::store::RACY_WINDOW).as_nanos())
+        .unwrap_or(i128::MAX);
+    ns(m.ctime(), m.ctime_nsec()) < limit && ns(m.mtime(), m.mtime_nsec()) < limit
 }
 
 /// The site directories of a Python interpreter (asked once; empty when it cannot

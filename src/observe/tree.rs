@@ -56,7 +56,17 @@ pub struct TreeObserver {
     t0_entries: Option<BTreeMap<String, FileEntry>>,
     t0_measures: Option<TreeMeasures>,
     last_tree: Option<String>,
-    last_entries: BTreeMap<String, FileEntry>,
+    last_entries: std::sync::Arc<BTreeMap<String, FileEntry>>,
+    /// The last snapshot's tree and commit: an unchanged tree reuses the commit.
+    last_commit: Option<(String, String)>,
+    /// The files of the last snapshot a guard reads ([`Self::in_focus`]), kept up to
+    /// date from each scan's changed paths instead of re-filtering every file.
+    focus: BTreeMap<String, FileEntry>,
+    /// t0's files in focus.
+    t0_focus: BTreeMap<String, FileEntry>,
+    /// Runner-tampering hits per (path, t0 blob, current blob).
+    tamper_cache:
+        std::collections::HashMap<(String, Option<String>, String), Vec<super::tamper::TamperHit>>,
     git_dir: Option<PathBuf>,
     toolchain_words: Vec<String>,
     toolchain_path: String,
@@ -178,7 +188,11 @@ impl TreeObserver {
             t0_entries: None,
             t0_measures: None,
             last_tree: None,
-            last_entries: BTreeMap::new(),
+            last_entries: std::sync::Arc::new(BTreeMap::new()),
+            last_commit: None,
+            focus: BTreeMap::new(),
+            t0_focus: BTreeMap::new(),
+            tamper_cache: std::collections::HashMap::new(),
             git_dir: None,
             toolchain_words: Vec::new(),
             toolchain_path: String::new(),
@@ -268,8 +282,10 @@ impl TreeObserver {
             Ok((tree, commit, excluded)) => {
                 self.t0_tree = Some(tree.clone());
                 self.t0_commit = Some(commit.clone());
-                self.t0_entries = Some(self.last_entries.clone());
+                self.t0_entries = Some((*self.last_entries).clone());
                 self.learn_test_modules();
+                self.refocus_all();
+                self.t0_focus = self.focus.clone();
                 let mut m = self.measure(&tree, Vec::new());
                 m.excluded = excluded;
                 self.t0_measures = Some(m.clone());
@@ -325,7 +341,9 @@ impl TreeObserver {
             };
         };
         let sdir = store.dir().to_path_buf();
-        let entries = to_tree_entries(&self.last_entries);
+        // Only the files in focus can be tests, runner configuration, the frozen
+        // oracle or sources with test regions: the guards below read nothing else.
+        let entries = to_tree_entries(&self.focus);
         let mut error = None;
         let assertions =
             match guards::assertion_total_in(&sdir, &entries, &self.test_globs, &mut self.cache) {
@@ -342,15 +360,15 @@ impl TreeObserver {
                 BTreeMap::new()
             }
         };
-        let frozen = self.rules.frozen(&self.last_entries);
+        let frozen = self.rules.frozen(&self.focus);
         let oracle_edits = match (&self.t0_measures, &self.t0_entries) {
-            (Some(t0), Some(e0)) if t0.error.is_none() => match frozen::edits(
+            (Some(t0), Some(_)) if t0.error.is_none() => match frozen::edits(
                 &sdir,
                 &t0.frozen,
                 &t0.manifest,
                 &manifest,
-                e0,
-                &self.last_entries,
+                &self.t0_focus,
+                &self.focus,
                 &self.rules,
             ) {
                 Ok(v) => v,
@@ -361,7 +379,7 @@ impl TreeObserver {
             },
             _ => Vec::new(),
         };
-        let runner_tampering = match self.tampering(&sdir, &manifest) {
+        let runner_tampering = match self.tampering(&sdir, &manifest, &changed_since_t0) {
             Ok(v) => v,
             Err(e) => {
                 error = Some(format!("runner tampering scan: {e}"));
@@ -392,32 +410,43 @@ impl TreeObserver {
         }
     }
 
-    /// [`super::tamper::scan`] over the files changed since t0 that are neither tests,
-    /// the frozen oracle nor runner configuration.
+    /// [`super::tamper::scan`] over the files changed since t0 (`changed`) that are
+    /// neither tests, the frozen oracle nor runner configuration. Results are cached
+    /// per (path, t0 blob, current blob): an unchanged file is not read again.
     fn tampering(
-        &self,
+        &mut self,
         sdir: &Path,
         manifest: &BTreeMap<String, String>,
+        changed: &[String],
     ) -> Result<Vec<super::tamper::TamperHit>, git::GitError> {
         let Some(e0) = &self.t0_entries else {
             return Ok(Vec::new());
         };
-        let changed: Vec<(&String, Option<&FileEntry>, &FileEntry)> = self
-            .last_entries
+        let keys: Vec<(String, Option<String>, String)> = changed
             .iter()
+            .filter_map(|p| Some((p, self.last_entries.get(p)?)))
             .filter(|(p, e)| e0.get(*p) != Some(*e))
             .filter(|(p, _)| {
-                self.rules.frozen_as(p).is_none()
+                // The scan finds nothing in other languages' files.
+                !matches!(super::lex::Lang::from_path(p), super::lex::Lang::Other)
+                    && self.rules.frozen_as(p).is_none()
                     && !manifest.contains_key(*p)
                     && guards::is_test_file(p, &self.test_globs).is_none()
             })
-            .map(|(p, e)| (p, e0.get(p), e))
+            .map(|(p, e)| (p.clone(), e0.get(p).map(|a| a.oid.clone()), e.oid.clone()))
             .collect();
         let mut oids: Vec<String> = Vec::new();
-        for (_, a, b) in &changed {
-            oids.extend(a.map(|a| a.oid.clone()));
-            oids.push(b.oid.clone());
+        for (p, a, b) in &keys {
+            if !self
+                .tamper_cache
+                .contains_key(&(p.clone(), a.clone(), b.clone()))
+            {
+                oids.extend(a.iter().cloned());
+                oids.push(b.clone());
+            }
         }
+        oids.sort();
+        oids.dedup();
         let blobs: BTreeMap<String, Vec<u8>> = oids
             .iter()
             .cloned()
@@ -431,11 +460,55 @@ impl TreeObserver {
                 .unwrap_or_default()
         };
         let mut hits = Vec::new();
-        for (p, a, b) in changed {
-            let old = a.map(|a| text(&a.oid)).unwrap_or_default();
-            hits.extend(super::tamper::scan(p, &old, &text(&b.oid)));
+        for key in keys {
+            if let Some(h) = self.tamper_cache.get(&key) {
+                hits.extend(h.iter().cloned());
+                continue;
+            }
+            let (p, a, b) = &key;
+            let old = a.as_deref().map(text).unwrap_or_default();
+            let found = super::tamper::scan(p, &old, &text(b));
+            hits.extend(found.iter().cloned());
+            self.tamper_cache.insert(key, found);
         }
         Ok(hits)
+    }
+
+    /// True for a path some guard reads: a test file or Rust/Python source
+    /// (assertions, test regions), runner configuration (the protected manifest), the
+    /// frozen oracle. Depends on the path only (and t0's test modules).
+    fn in_focus(&self, path: &str) -> bool {
+        matches!(
+            super::lex::Lang::from_path(path),
+            super::lex::Lang::Rust | super::lex::Lang::Python
+        ) || guards::is_test_file(path, &self.test_globs).is_some()
+            || self.protected.is_match(path)
+            || self.rules.frozen_as(path).is_some()
+    }
+
+    /// Recomputes [`Self::focus`] from every file of the last snapshot.
+    fn refocus_all(&mut self) {
+        let focus = self
+            .last_entries
+            .iter()
+            .filter(|(p, _)| self.in_focus(p))
+            .map(|(p, e)| (p.clone(), e.clone()))
+            .collect();
+        self.focus = focus;
+    }
+
+    /// Updates [`Self::focus`] for the paths that changed in the last scan.
+    fn refocus(&mut self, changed: &std::collections::BTreeSet<String>) {
+        for p in changed {
+            match self.last_entries.get(p) {
+                Some(e) if self.in_focus(p) => {
+                    self.focus.insert(p.clone(), e.clone());
+                }
+                _ => {
+                    self.focus.remove(p);
+                }
+            }
+        }
     }
 
     /// blake3 of the user repository's own configuration files (`config`, `hooks/*`,
@@ -480,11 +553,25 @@ impl TreeObserver {
     fn snap(&mut self, label: &str) -> Result<(String, String, Vec<String>), String> {
         let store = self.store.as_ref().ok_or("no snapshot store")?;
         let s = self.scanner.scan(store).map_err(|e| e.to_string())?;
-        let commit = store
-            .commit(&s.tree, &self.run_id, label)
-            .map_err(|e| e.to_string())?;
+        let commit = match &self.last_commit {
+            // The same tree as the last snapshot: its commit is reused, only the ref of
+            // this label is written.
+            Some((tree, commit)) if *tree == s.tree => {
+                let refname = git::snapshot_ref(&self.run_id, label).map_err(|e| e.to_string())?;
+                store.set_ref(&refname, commit).map_err(|e| e.to_string())?;
+                commit.clone()
+            }
+            _ => store
+                .commit(&s.tree, &self.run_id, label)
+                .map_err(|e| e.to_string())?,
+        };
+        self.last_commit = Some((s.tree.clone(), commit.clone()));
         self.last_tree = Some(s.tree.clone());
         self.last_entries = s.entries;
+        match &s.changed {
+            Some(changed) => self.refocus(changed),
+            None => self.refocus_all(),
+        }
         let excluded = s
             .excluded
             .into_iter()
@@ -562,26 +649,39 @@ impl TreeObserver {
             return Ok((tree, Vec::new()));
         };
         let now = &self.last_entries;
-        let mut entries = now.clone();
-        let mut restored = Vec::new();
+        let mut put_back: Vec<(&String, &FileEntry)> = Vec::new();
         for path in t0.frozen.keys().chain(t0.manifest.keys()) {
             if let Some(e) = e0.get(path) {
                 if now.get(path) != Some(e) {
-                    entries.insert(path.clone(), e.clone());
-                    restored.push(path.clone());
+                    put_back.push((path, e));
                 }
             }
         }
-        let manifest_now =
-            super::manifest::manifest_in(store.dir(), &to_tree_entries(now), &self.protected)
-                .map_err(|e| e.to_string())?;
-        for path in manifest_now.files.keys() {
-            if !t0.manifest.contains_key(path) && entries.remove(path).is_some() {
+        // Runner configuration is in focus: its manifest needs no other file.
+        let manifest_now = super::manifest::manifest_in(
+            store.dir(),
+            &to_tree_entries(&self.focus),
+            &self.protected,
+        )
+        .map_err(|e| e.to_string())?;
+        let created: Vec<&String> = manifest_now
+            .files
+            .keys()
+            .filter(|p| !t0.manifest.contains_key(*p) && now.contains_key(*p))
+            .collect();
+        if put_back.is_empty() && created.is_empty() {
+            return Ok((tree, Vec::new()));
+        }
+        let mut entries = (**now).clone();
+        let mut restored = Vec::new();
+        for (path, e) in put_back {
+            entries.insert(path.clone(), e.clone());
+            restored.push(path.clone());
+        }
+        for path in created {
+            if entries.remove(path).is_some() {
                 restored.push(path.clone());
             }
-        }
-        if restored.is_empty() {
-            return Ok((tree, restored));
         }
         restored.sort();
         restored.dedup();
@@ -718,6 +818,17 @@ impl TreeObserver {
                 self.t0_entries = store.entries(tree).ok();
             }
             self.learn_test_modules();
+            if let Some(e0) = &self.t0_entries {
+                self.t0_focus = e0
+                    .iter()
+                    .filter(|(p, _)| self.in_focus(p))
+                    .map(|(p, e)| (p.clone(), e.clone()))
+                    .collect();
+            }
+            self.refocus_all();
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

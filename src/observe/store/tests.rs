@@ -1,4 +1,5 @@
 use super::*;
+use std::collections::BTreeSet;
 use std::fs;
 
 fn setup() -> (tempfile::TempDir, SnapshotStore, TreeScanner) {
@@ -193,4 +194,201 @@ fn commit_records_a_ref() {
     let c = store.commit(&s.tree, "run1", "0").unwrap();
     assert!(git::ref_exists(store.dir(), "refs/loopexec/run1/0").unwrap());
     assert_eq!(c.len(), 40);
+}
+
+#[test]
+fn a_cached_blob_id_is_reused_only_for_identical_stat_data_outside_the_racy_window() {
+    let st = |size, mtime_ns, ctime_ns, ino| Stat {
+        size,
+        mtime_ns,
+        ctime_ns,
+        ino,
+        mode: 0o100_644,
+    };
+    let old = st(4, 1_000, 1_000, 7);
+    // (cached, now, racy_from, trusted)
+    let cases = [
+        (old.clone(), old.clone(), Some(5_000), true),
+        // No scan before: nothing is trusted.
+        (old.clone(), old.clone(), None, false),
+        // Same size, same timestamps, written within the racy window of the last scan.
+        (
+            st(4, 5_100, 5_100, 7),
+            st(4, 5_100, 5_100, 7),
+            Some(5_000),
+            false,
+        ),
+        // Only the ctime is recent (mtime set back after a same-size write).
+        (
+            st(4, 1_000, 5_001, 7),
+            st(4, 1_000, 5_001, 7),
+            Some(5_000),
+            false,
+        ),
+        // Any stat field that moved.
+        (old.clone(), st(5, 1_000, 1_000, 7), Some(5_000), false),
+        (old.clone(), st(4, 1_001, 1_000, 7), Some(5_000), false),
+        (old.clone(), st(4, 1_000, 1_001, 7), Some(5_000), false),
+        (old.clone(), st(4, 1_000, 1_000, 8), Some(5_000), false),
+    ];
+    for (i, (cached, now, racy, want)) in cases.iter().enumerate() {
+        assert_eq!(stat_trusted(cached, now, *racy), *want, "case {i}");
+    }
+}
+
+#[test]
+fn each_scan_names_the_paths_changed_since_the_previous_one() {
+    let (_t, store, mut sc) = setup();
+    let root = sc.root().to_path_buf();
+    put(&root, "a.txt", "one\n");
+    put(&root, "b/c.txt", "two\n");
+    let first = sc.scan(&store).unwrap();
+    assert_eq!(first.changed, None, "a first scan has no previous one");
+    let again = sc.scan(&store).unwrap();
+    assert_eq!(again.tree, first.tree);
+    assert_eq!(again.changed, Some(BTreeSet::new()));
+    // Same size, same clock tick as the scan before: still seen.
+    put(&root, "a.txt", "ONE\n");
+    fs::remove_file(root.join("b/c.txt")).unwrap();
+    put(&root, "d.txt", "new\n");
+    let third = sc.scan(&store).unwrap();
+    let want: BTreeSet<String> = ["a.txt", "b/c.txt", "d.txt"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    assert_eq!(third.changed, Some(want));
+    // A sync's own scan does not swallow changes: the next scan reports them.
+    put(&root, "a.txt", "once more\n");
+    sc.sync_paths(&store, &third.tree, &BTreeSet::new())
+        .unwrap();
+    let fourth = sc.scan(&store).unwrap();
+    assert!(fourth.changed.unwrap().contains("a.txt"));
+}
+
+/// git itself, with the store's marker moved away so nothing is answered in-process.
+fn with_git<T>(store: &SnapshotStore, f: impl FnOnce() -> T) -> T {
+    let marker = store.dir().join(STORE_MARKER);
+    let away = store.dir().join("marker-away");
+    fs::rename(&marker, &away).unwrap();
+    let out = f();
+    fs::rename(&away, &marker).unwrap();
+    out
+}
+
+#[test]
+fn objects_written_in_process_are_the_ones_git_reads_and_diffs() {
+    let (_t, store, mut sc) = setup();
+    let root = sc.root().to_path_buf();
+    put(&root, "a.txt", "a\n");
+    put(&root, "a0", "zero\n");
+    put(&root, "a/b.txt", "b\n");
+    put(&root, "x/y/z.txt", "deep\n");
+    put(&root, "mode.sh", "#!/bin/sh\n");
+    put(&root, "was_file", "f\n");
+    put(&root, "to_link", "l\n");
+    put(&root, "gone/only.txt", "o\n");
+    let s1 = sc.scan(&store).unwrap();
+    put(&root, "a/b.txt", "b changed\n");
+    put(&root, "x/y/new.txt", "n\n");
+    fs::set_permissions(root.join("mode.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::remove_file(root.join("was_file")).unwrap();
+    put(&root, "was_file/inside.txt", "now a directory\n");
+    fs::remove_file(root.join("to_link")).unwrap();
+    std::os::unix::fs::symlink("a.txt", root.join("to_link")).unwrap();
+    fs::remove_dir_all(root.join("gone")).unwrap();
+    let s2 = sc.scan(&store).unwrap();
+    let commit = store.commit(&s2.tree, "r", "1").unwrap();
+
+    let ours = (
+        git::ls_tree(store.dir(), &s2.tree).unwrap(),
+        git::ls_tree(store.dir(), &commit).unwrap(),
+        git::changed_paths(store.dir(), &s1.tree, &s2.tree).unwrap(),
+    );
+    let theirs = with_git(&store, || {
+        git::run(git::git_cmd(store.dir()).args(["fsck", "--strict", "--no-dangling"])).unwrap();
+        (
+            git::ls_tree(store.dir(), &s2.tree).unwrap(),
+            git::ls_tree(store.dir(), &commit).unwrap(),
+            git::changed_paths(store.dir(), &s1.tree, &s2.tree).unwrap(),
+        )
+    });
+    assert_eq!(ours, theirs);
+    let kinds: Vec<(&str, git::ChangeKind)> =
+        ours.2.iter().map(|c| (c.path.as_str(), c.status)).collect();
+    assert!(
+        kinds.contains(&("to_link", git::ChangeKind::TypeChanged)),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&("mode.sh", git::ChangeKind::Modified)),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&("was_file/inside.txt", git::ChangeKind::Added)),
+        "{kinds:?}"
+    );
+    // The entries listed in memory are the ones git lists.
+    let listed: Vec<(String, String, String)> = ours
+        .0
+        .iter()
+        .map(|e| (e.path.clone(), e.mode.clone(), e.oid.clone()))
+        .collect();
+    let remembered: Vec<(String, String, String)> = store
+        .entries(&s2.tree)
+        .unwrap()
+        .into_iter()
+        .map(|(p, e)| (p, e.mode, e.oid))
+        .collect();
+    assert_eq!(listed, remembered);
+    // A commit is what `git commit-tree` writes for the same input.
+    let by_git = with_git(&store, || {
+        let mut ct = git::git_cmd(store.dir());
+        ct.env("GIT_DIR", store.dir())
+            .args(["commit-tree", &s2.tree, "-m", "loopexec snapshot r/1"])
+            .env("GIT_AUTHOR_NAME", "loopexec")
+            .env("GIT_AUTHOR_EMAIL", "loopexec@localhost")
+            .env("GIT_COMMITTER_NAME", "loopexec")
+            .env("GIT_COMMITTER_EMAIL", "loopexec@localhost")
+            .env("GIT_AUTHOR_DATE", "1970-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "1970-01-01T00:00:00Z");
+        String::from_utf8(git::run(&mut ct).unwrap()).unwrap()
+    });
+    assert_eq!(by_git.trim(), commit);
+}
+
+#[test]
+fn blobs_are_read_in_process_and_packed_ones_through_git() {
+    let (_t, store, mut sc) = setup();
+    put(sc.root(), "a.txt", "content\n");
+    let s = sc.scan(&store).unwrap();
+    let oid = s.entries["a.txt"].oid.clone();
+    assert_eq!(
+        git::cat_blobs(store.dir(), std::slice::from_ref(&oid)).unwrap(),
+        vec![Some(b"content\n".to_vec())]
+    );
+    store.commit(&s.tree, "r", "0").unwrap();
+    // Someone packs the store: the objects are no longer loose.
+    git::run(git::git_cmd(store.dir()).args(["gc", "-q", "--prune=now"])).unwrap();
+    assert!(store.odb().read(&odb::from_hex(&oid).unwrap()).is_none());
+    assert_eq!(
+        git::cat_blobs(store.dir(), &[oid]).unwrap(),
+        vec![Some(b"content\n".to_vec())]
+    );
+    assert_eq!(git::ls_tree(store.dir(), &s.tree).unwrap().len(), 1);
+}
+
+#[test]
+fn a_declared_file_stays_out_of_every_scan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("w");
+    put(&root, "err.txt", "progress\n");
+    put(&root, "keep.txt", "y");
+    let store = SnapshotStore::open(&tmp.path().join("s.git")).unwrap();
+    let mut sc = TreeScanner::new(&root, Excludes::new(&["err.txt".to_string()]).unwrap());
+    for _ in 0..3 {
+        let s = sc.scan(&store).unwrap();
+        assert_eq!(paths(&s), ["keep.txt"]);
+        assert_eq!(s.excluded, vec![("err.txt".to_string(), "declared")]);
+        put(&root, "err.txt", "more progress\n");
+    }
 }
