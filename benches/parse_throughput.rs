@@ -21,8 +21,8 @@
 //!
 //! Run: `cargo bench --bench parse_throughput` (measures `target/release/loopexec`;
 //! set `LOOPEXEC_BIN=/path/to/loopexec` to measure another build, e.g. main's for a
-//! before/after table). Under `cargo test --benches` the inputs are 100× smaller and
-//! each row runs 5 times.
+//! before/after table; `PARSE_BENCH_REPS=N` sets the repetitions, default 9). Under
+//! `cargo test --benches` the inputs are 100× smaller and each row runs 5 times.
 
 mod common;
 use common::ab::{ab, measure, Metric, Sample};
@@ -246,11 +246,18 @@ impl Input {
 
 fn main() {
     let full = bench_mode();
-    let (cases, lines, reps) = if full {
+    let (cases, lines, mut reps) = if full {
         (100_000, 1_000_000, 9)
     } else {
         (1_000, 10_000, 5)
     };
+    // fewer repetitions for a slow build (at least 5, see `ab`)
+    if let Some(n) = std::env::var("PARSE_BENCH_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        reps = n;
+    }
     let bin = binary();
     let dir = tempfile::Builder::new()
         .prefix("loopexec-parse-bench")
