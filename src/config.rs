@@ -123,6 +123,25 @@ pub struct OracleConfig {
     /// `check_flaky` fires when the Wilson lower bound (95 %) of the agreement rate of
     /// same-tree check runs falls below this (default 0.95; SPEC §9.5).
     pub confidence_target: f64,
+    /// Whether test files the agent added since t0 run inside the judged check
+    /// (`[oracle] new_tests`, default `exclude`; [`crate::observe::oracle_scope`]).
+    pub new_tests: NewTestPolicy,
+}
+
+/// What the judged check does with test files the agent added (`[oracle] new_tests`).
+///
+/// The verdict is the frozen oracle's: a new test file runs inside the same runner as
+/// t0's tests and can patch the runner or the code under test from there (SPEC §3.10).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NewTestPolicy {
+    /// Added test files are left out of the tree synced into the clean room; the check
+    /// record and the verdict name them.
+    #[default]
+    Exclude,
+    /// Added test files run with t0's; their added lines are scanned by the runner
+    /// tampering rules like the rest of the agent's code.
+    Run,
 }
 
 impl Default for OracleConfig {
@@ -131,6 +150,7 @@ impl Default for OracleConfig {
             frozen: Vec::new(),
             on_edit: OnOracleEdit::default(),
             confidence_target: 0.95,
+            new_tests: NewTestPolicy::default(),
         }
     }
 }

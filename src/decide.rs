@@ -130,6 +130,9 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         if let Some(h) = now.as_ref().and_then(|m| integrity::frozen_oracle(cfg, m)) {
             return halt(h);
         }
+        if let Some(h) = now.as_ref().and_then(crate::detect::scope::escaping_links) {
+            return halt(h);
+        }
         if let Some(h) = now
             .as_ref()
             .and_then(|m| integrity::toolchain(t0.as_ref(), m))
@@ -154,6 +157,9 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
             return halt(h);
         }
         if let Some(h) = oracle::hermeticity(cfg, c) {
+            return halt(h);
+        }
+        if let Some(h) = crate::detect::scope::room_writes(cfg, c) {
             return halt(h);
         }
     }
@@ -184,6 +190,13 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
             return halt(h);
         }
         // Fail closed: a green run is believed only on positive evidence.
+        if let Some(h) = last
+            .checks
+            .iter()
+            .find_map(crate::detect::scope::watch_unavailable)
+        {
+            return halt(h);
+        }
         let t0 = t.started.as_ref().and_then(|s| measures(&s.baseline));
         let judged = if last.iteration == 0 {
             t0.as_ref()
@@ -227,6 +240,7 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
                 cfg.confirm_runs
             ));
         }
+        contributors.extend(crate::detect::scope::left_out_note(main));
         return halt(Halt {
             reason: HaltReason::SuccessConditionMet,
             contributors,

@@ -62,6 +62,8 @@ pub struct TreeObserver {
     toolchain_path: String,
     site_dirs: Vec<PathBuf>,
     config_files: Vec<PathBuf>,
+    new_tests: crate::config::NewTestPolicy,
+    indirect: super::toolchain_scope::Scope,
 }
 
 fn to_tree_entries(entries: &BTreeMap<String, FileEntry>) -> Vec<TreeEntry> {
@@ -174,6 +176,8 @@ impl TreeObserver {
             toolchain_path: String::new(),
             site_dirs: Vec::new(),
             config_files: Vec::new(),
+            new_tests: cfg.oracle.new_tests,
+            indirect: super::toolchain_scope::Scope::for_run(workdir, cfg),
         }
         .with_toolchain(cfg.check.as_deref())
     }
@@ -221,6 +225,12 @@ impl TreeObserver {
     #[must_use]
     pub fn rules(&self) -> &OracleRules {
         &self.rules
+    }
+
+    /// Files of the last snapshot.
+    #[must_use]
+    pub fn entries_now(&self) -> &BTreeMap<String, FileEntry> {
+        &self.last_entries
     }
 
     /// Files of t0's tree (after [`Self::baseline`] or [`Self::adopt_baseline`]).
@@ -358,7 +368,17 @@ impl TreeObserver {
                 Vec::new()
             }
         };
+        let escaping_links = super::oracle_scope::escaping_links(
+            &sdir,
+            self.t0_entries.as_ref(),
+            &self.last_entries,
+        )
+        .unwrap_or_else(|e| {
+            error = Some(format!("links of the tree: {e}"));
+            Vec::new()
+        });
         TreeMeasures {
+            escaping_links,
             toolchain: {
                 let mut t = super::toolchain::measure(
                     &self.toolchain_words,
@@ -366,6 +386,10 @@ impl TreeObserver {
                     &self.site_dirs,
                 );
                 t.extend(super::toolchain::measure_files(&self.config_files));
+                t.extend(
+                    self.indirect
+                        .measure(&self.toolchain_words, &self.toolchain_path),
+                );
                 t
             },
             runner_tampering,
@@ -392,14 +416,17 @@ impl TreeObserver {
         let Some(e0) = &self.t0_entries else {
             return Ok(Vec::new());
         };
+        let added_tests =
+            super::oracle_scope::scanned_tests(self.new_tests, e0, &self.last_entries, &self.rules);
         let changed: Vec<(&String, Option<&FileEntry>, &FileEntry)> = self
             .last_entries
             .iter()
             .filter(|(p, e)| e0.get(*p) != Some(*e))
             .filter(|(p, _)| {
-                self.rules.frozen_as(p).is_none()
-                    && !manifest.contains_key(*p)
-                    && guards::is_test_file(p, &self.test_globs).is_none()
+                added_tests.contains(p)
+                    || (self.rules.frozen_as(p).is_none()
+                        && !manifest.contains_key(*p)
+                        && guards::is_test_file(p, &self.test_globs).is_none())
             })
             .map(|(p, e)| (p, e0.get(p), e))
             .collect();
@@ -424,6 +451,7 @@ impl TreeObserver {
         for (p, a, b) in changed {
             let old = a.map(|a| text(&a.oid)).unwrap_or_default();
             hits.extend(super::tamper::scan(p, &old, &text(&b.oid)));
+            hits.extend(super::tamper_more::scan(p, &old, &text(&b.oid)));
         }
         Ok(hits)
     }
