@@ -79,18 +79,26 @@ pub fn directories_of<'a>(files: impl IntoIterator<Item = &'a String>) -> BTreeS
 
 /// The message for a watch that could not be added (`ENOSPC`: the per-user watch limit).
 fn setup_error(e: &std::io::Error, added: usize, total: usize) -> String {
-    let limit = |f: &str| {
-        std::fs::read_to_string(format!("/proc/sys/fs/inotify/{f}"))
-            .map_or_else(|_| "unknown".into(), |s| s.trim().to_string())
+    // The global limit, and the one of the user namespace loopexec runs in (a
+    // container's can be lower).
+    let limit = |global: &str, userns: &str| {
+        let read = |p: String| {
+            std::fs::read_to_string(p).map_or_else(|_| "unknown".into(), |s| s.trim().to_string())
+        };
+        format!(
+            "fs.inotify.{global} = {}, user.{userns} = {}",
+            read(format!("/proc/sys/fs/inotify/{global}")),
+            read(format!("/proc/sys/user/{userns}"))
+        )
     };
     match e.raw_os_error() {
         Some(libc::ENOSPC) => format!(
-            "the clean room could not be watched during the check: inotify's watch limit was reached after {added} of {total} directories (fs.inotify.max_user_watches = {}); raise it, e.g. `sudo sysctl fs.inotify.max_user_watches=524288`",
-            limit("max_user_watches")
+            "the clean room could not be watched during the check: inotify's watch limit was reached after {added} of {total} directories ({}); raise it, e.g. `sudo sysctl fs.inotify.max_user_watches=524288`",
+            limit("max_user_watches", "max_inotify_watches")
         ),
         Some(libc::EMFILE) => format!(
-            "the clean room could not be watched during the check: no inotify instance is left (fs.inotify.max_user_instances = {}); raise it, e.g. `sudo sysctl fs.inotify.max_user_instances=1024`, or end processes holding instances",
-            limit("max_user_instances")
+            "the clean room could not be watched during the check: no inotify instance is left ({}); raise it, e.g. `sudo sysctl fs.inotify.max_user_instances=1024`, or end processes holding instances",
+            limit("max_user_instances", "max_inotify_instances")
         ),
         _ => format!("the clean room could not be watched during the check: {e}"),
     }
