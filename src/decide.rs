@@ -94,9 +94,22 @@ fn measures(v: &serde_json::Value) -> Option<TreeMeasures> {
     )
 }
 
-/// The pure join. See the module table.
+/// The pure join. See the module table. A halt after a check whose clean room left
+/// out test files the agent added also names them ([`crate::detect::scope::left_out_note`]).
 #[must_use]
 pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
+    let mut d = decide_inner(t, cfg);
+    if let Verdict::Halt(h) = &mut d.verdict {
+        let note = t
+            .last()
+            .and_then(|l| l.main_check())
+            .and_then(crate::detect::scope::left_out_note);
+        h.contributors.extend(note);
+    }
+    d
+}
+
+fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     let Some(last) = t.last() else {
         return go(Next::Check);
     };
@@ -240,7 +253,6 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
                 cfg.confirm_runs
             ));
         }
-        contributors.extend(crate::detect::scope::left_out_note(main));
         return halt(Halt {
             reason: HaltReason::SuccessConditionMet,
             contributors,

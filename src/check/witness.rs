@@ -129,6 +129,15 @@ pub fn is_pytest_word(word: &str) -> bool {
     name == "pytest" || name == "py.test" || crate::observe::toolchain::is_python(name)
 }
 
+/// An option (`-m`), a `VAR=value` assignment or a number (`timeout 60`, `5s`).
+fn is_option_or_assignment(w: &str) -> bool {
+    let assignment = w.contains('=') && !w.starts_with('=');
+    let number = w
+        .chars()
+        .all(|c| c.is_ascii_digit() || c == '.' || c == 's');
+    w.starts_with('-') || assignment || number
+}
+
 /// True when `check` certainly starts pytest (or Python) with loopexec's environment:
 /// a part of the command line whose program (after `VAR=value`, `env`, `exec`,
 /// `time`, `nice`, `timeout N`) is an interpreter or pytest by name, or one of
@@ -143,13 +152,7 @@ pub fn certain(check: &str) -> bool {
         let words: Vec<&str> = part
             .split_whitespace()
             .map(|w| w.trim_matches(['\'', '"']))
-            .filter(|w| {
-                !(w.contains('=') && !w.starts_with('=') && !w.starts_with('-'))
-                    && !w.starts_with('-')
-                    && !w
-                        .chars()
-                        .all(|c| c.is_ascii_digit() || c == '.' || c == 's')
-            })
+            .filter(|w| !is_option_or_assignment(w))
             .skip_while(|w| {
                 matches!(
                     *w,

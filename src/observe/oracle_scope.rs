@@ -188,9 +188,7 @@ pub fn link_destination(path: &str, target: &str) -> Option<String> {
 pub fn escapes(path: &str, links: &BTreeMap<String, String>) -> Option<String> {
     let mut at = path.to_string();
     for _ in 0..40 {
-        let Some(target) = links.get(&at) else {
-            return None;
-        };
+        let target = links.get(&at)?;
         let Some(next) = link_destination(&at, target) else {
             return Some(if at == path {
                 format!("{path} -> {target}")
@@ -231,6 +229,9 @@ fn resolve_prefix(dest: &str, links: &BTreeMap<String, String>) -> Option<String
     Some(dest.to_string())
 }
 
+/// Reads link targets for blob ids (`None`: no such blob).
+pub type TargetReader<'a> = dyn Fn(&[String]) -> Result<Vec<Option<String>>, String> + 'a;
+
 /// The links of `now` added or changed since `t0` that lead out of the tree
 /// (`path -> target`, sorted). `target_of` reads a link's target from its blob id.
 ///
@@ -239,7 +240,7 @@ fn resolve_prefix(dest: &str, links: &BTreeMap<String, String>) -> Option<String
 pub fn escaping_links_with(
     t0: &BTreeMap<String, FileEntry>,
     now: &BTreeMap<String, FileEntry>,
-    target_of: &dyn Fn(&[String]) -> Result<Vec<Option<String>>, String>,
+    target_of: &TargetReader<'_>,
 ) -> Result<Vec<String>, String> {
     let link_paths: Vec<&String> = now
         .iter()

@@ -163,7 +163,10 @@ pub fn parse_shebang(line: &str) -> Option<(String, Option<String>)> {
         return Some((prog, words.next().map(str::to_string)));
     }
     // env's own options and VAR=value assignments come before the program.
-    let next = words.find(|w| !w.starts_with('-') && !(w.contains('=') && !w.starts_with('=')));
+    let next = words.find(|w| {
+        let assignment = w.contains('=') && !w.starts_with('=');
+        !(w.starts_with('-') || assignment)
+    });
     Some((prog, next.map(str::to_string)))
 }
 

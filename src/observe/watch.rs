@@ -341,7 +341,13 @@ mod tests {
         let files = set(&["calc.py", "src/lib.rs"]);
         let dirs = directories_of(&files);
         // (dir, name, mask, expected entry)
-        let table: &[(&str, Option<&str>, EventMask, Option<(&str, &str)>)] = &[
+        type Row<'a> = (
+            &'a str,
+            Option<&'a str>,
+            EventMask,
+            Option<(&'a str, &'a str)>,
+        );
+        let table: &[Row] = &[
             (
                 "src",
                 Some("lib.rs"),

@@ -589,6 +589,10 @@ fn a_new_test_file_cannot_patch_pytest_or_the_code_under_test() {
         let r = pytest_repo();
         let v = r.lx(&args).expect(12, Some("max_iterations_reached"));
         assert!(left_out(&v).contains(path), "{name}: {v}");
+        assert!(
+            mentions(&v, "left out of the judged check"),
+            "the verdict says so: {v}"
+        );
         let r = pytest_repo();
         r.write("loop.toml", "[oracle]\nnew_tests = \"run\"\n");
         let v = r.lx(&args).expect(13, Some("metric_integrity_violation"));
