@@ -186,9 +186,28 @@ pub fn link_destination(path: &str, target: &str) -> Option<String> {
 /// through that directory's link.
 #[must_use]
 pub fn escapes(path: &str, links: &BTreeMap<String, String>) -> Option<String> {
+    escapes_in(path, links, &|_| true)
+}
+
+/// [`escapes`], where a link whose destination inside the tree is not part of the
+/// snapshot (`in_snapshot` says no: an excluded cache, a build directory, nothing at
+/// all) also leads out of it: the clean room holds whatever a check left there.
+#[must_use]
+pub fn escapes_in(
+    path: &str,
+    links: &BTreeMap<String, String>,
+    in_snapshot: &dyn Fn(&str) -> bool,
+) -> Option<String> {
     let mut at = path.to_string();
     for _ in 0..40 {
-        let target = links.get(&at)?;
+        let Some(target) = links.get(&at) else {
+            if at == path || at.is_empty() || in_snapshot(&at) {
+                return None;
+            }
+            return Some(format!(
+                "{path} -> {at} (a path no snapshot holds: the clean room has whatever a check left there)"
+            ));
+        };
         let Some(next) = link_destination(&at, target) else {
             return Some(if at == path {
                 format!("{path} -> {target}")
@@ -203,9 +222,6 @@ pub fn escapes(path: &str, links: &BTreeMap<String, String>) -> Option<String> {
             ));
         };
         at = through;
-        if at.is_empty() {
-            return None;
-        }
     }
     Some(format!("{path}: a chain of more than 40 links"))
 }
@@ -257,10 +273,26 @@ pub fn escaping_links_with(
         .zip(targets)
         .map(|(p, t)| ((*p).clone(), t.unwrap_or_else(|| "/".into())))
         .collect();
+    let dirs: std::collections::BTreeSet<&str> = now
+        .keys()
+        .flat_map(|p| {
+            p.char_indices()
+                .filter(|(_, c)| *c == '/')
+                .map(move |(i, _)| &p[..i])
+        })
+        .collect();
+    // Dependency directories are linked into the clean room (and hashed), not
+    // snapshotted: a link into one reads what the room links.
+    let in_snapshot = |p: &str| {
+        now.contains_key(p)
+            || dirs.contains(p)
+            || p.split('/')
+                .any(|c| super::store::DEPENDENCY_DIRS.contains(&c))
+    };
     let mut out: Vec<String> = links
         .keys()
         .filter(|p| t0.get(*p) != now.get(*p))
-        .filter_map(|p| escapes(p, &links))
+        .filter_map(|p| escapes_in(p, &links, &in_snapshot))
         .collect();
     out.sort();
     Ok(out)
@@ -433,6 +465,28 @@ mod tests {
                 .collect())
         };
         let t0 = BTreeMap::from([("words".to_string(), link("l_old"))]);
+        // A link to a path inside the tree that no snapshot holds (an excluded build
+        // directory) leads out of it too; one into a dependency directory does not.
+        let in_tree = BTreeMap::from([
+            ("calc.py".to_string(), link("l_build")),
+            ("tool".to_string(), link("l_dep")),
+            ("ok.py".to_string(), link("l_in")),
+            ("calc_impl.py".to_string(), entry("x")),
+        ]);
+        let targets2: BTreeMap<&str, &str> = BTreeMap::from([
+            ("l_build", "build/calc.py"),
+            ("l_dep", "node_modules/.bin/tool"),
+            ("l_in", "calc_impl.py"),
+        ]);
+        let read2 = |oids: &[String]| -> Result<Vec<Option<String>>, String> {
+            Ok(oids
+                .iter()
+                .map(|o| targets2.get(o.as_str()).map(|t| (*t).to_string()))
+                .collect())
+        };
+        let got = escaping_links_with(&BTreeMap::new(), &in_tree, &read2).unwrap();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got[0].starts_with("calc.py -> build/calc.py"), "{got:?}");
         let now = BTreeMap::from([
             ("words".to_string(), link("l_old")),
             ("calc.py".to_string(), link("l_new")),
