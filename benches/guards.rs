@@ -196,7 +196,7 @@ fn bench_guards(c: &mut Criterion) {
     let (git_state, measures, unavailable) = obs.baseline();
     let baseline = t0.elapsed();
     assert!(git_state.available, "git unavailable: {unavailable:?}");
-    let asserted = measures["assertions"].as_object().map_or(0, |m| m.len());
+    let asserted = measures.assertions.len();
     let rust_tests = sources
         .iter()
         .enumerate()
@@ -207,7 +207,7 @@ fn bench_guards(c: &mut Criterion) {
         tests.len() + rust_tests,
         "assertion counts per test file at t0"
     );
-    let manifest = measures["manifest"].as_object().map_or(0, |m| m.len());
+    let manifest = measures.manifest.len();
     assert_eq!(manifest, PROTECTED.len(), "protected manifest at t0");
 
     let split = RefCell::new(Split::default());
@@ -245,10 +245,8 @@ fn bench_guards(c: &mut Criterion) {
                 let took = start.elapsed();
 
                 // the measurements saw the edits
-                let changed = o.measures["changed_since_t0"]
-                    .as_array()
-                    .expect("changed_since_t0");
-                assert!(changed.iter().any(|p| p == test.as_str()), "{test} unseen");
+                let changed = &o.measures.changed_since_t0;
+                assert!(changed.iter().any(|p| p == test), "{test} unseen");
                 assert!(w.changed.is_empty() && w.created.is_empty());
                 let mut s = split.borrow_mut();
                 s.observe.push(observed);

@@ -123,6 +123,9 @@ pub struct OracleConfig {
     /// `check_flaky` fires when the Wilson lower bound (95 %) of the agreement rate of
     /// same-tree check runs falls below this (default 0.95; SPEC §9.5).
     pub confidence_target: f64,
+    /// Start from a working tree an earlier run rejected for integrity
+    /// (`--accept-rejected-tree`; default false: such a run halts at t0).
+    pub accept_rejected_tree: bool,
     /// Whether test files the agent added since t0 run inside the judged check
     /// (`[oracle] new_tests`, default `exclude`; [`crate::observe::oracle_scope`]).
     pub new_tests: NewTestPolicy,
@@ -150,6 +153,7 @@ impl Default for OracleConfig {
             frozen: Vec::new(),
             on_edit: OnOracleEdit::default(),
             confidence_target: 0.95,
+            accept_rejected_tree: false,
             new_tests: NewTestPolicy::default(),
         }
     }
@@ -378,6 +382,8 @@ pub struct Overrides {
     pub on_rate_limit: Option<String>,
     /// `--check-in-place`.
     pub check_in_place: bool,
+    /// `--accept-rejected-tree`.
+    pub accept_rejected_tree: bool,
     /// `--sandbox auto|landlock|off`.
     pub sandbox: Option<SandboxMode>,
     pub exec_failures: Option<u32>,
@@ -710,6 +716,9 @@ fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     }
     if o.check_in_place {
         c.clean_room.in_place = true;
+    }
+    if o.accept_rejected_tree {
+        c.oracle.accept_rejected_tree = true;
     }
     if let Some(m) = o.sandbox {
         c.sandbox.mode = m;

@@ -30,7 +30,6 @@
 //! again.
 
 use crate::config::RunConfig;
-use crate::detect::integrity::TreeMeasures;
 use crate::detect::{execution, integrity, liveness, objective, oracle, progress, spend};
 use crate::halt::{Halt, HaltReason, Verdict};
 use crate::trajectory::{is_green, Trajectory};
@@ -77,23 +76,6 @@ fn go(next: Next) -> Decision {
     }
 }
 
-/// Reads the guard measurements stored in an exec event or the run's baseline. A
-/// payload of the wrong shape is never "no measurements": it reads as measures that
-/// failed (`error` set), so the guards fail closed on it.
-fn measures(v: &serde_json::Value) -> Option<TreeMeasures> {
-    if v.is_null() {
-        return None;
-    }
-    Some(
-        serde_json::from_value(v.clone()).unwrap_or_else(|e| TreeMeasures {
-            error: Some(format!(
-                "the recorded guard measurements have the wrong shape: {e}"
-            )),
-            ..TreeMeasures::default()
-        }),
-    )
-}
-
 /// The pure join. See the module table. A halt after a check whose clean room left
 /// out test files the agent added also names them ([`crate::detect::scope::left_out_note`]).
 #[must_use]
@@ -116,6 +98,14 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     if let Some(h) = crate::detect::holds::detect(t).or_else(|| crate::detect::rate::detect(t)) {
         return halt(h);
     }
+    if let Some(h) = integrity::inherited(
+        t.started
+            .as_ref()
+            .and_then(|s| s.inherits_rejected.as_ref()),
+        cfg,
+    ) {
+        return halt(h);
+    }
     if let Some(h) = execution::detect(t) {
         return halt(h);
     }
@@ -131,9 +121,9 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
         }
         return go(Next::Exec);
     }
-    let now = last.exec.as_ref().and_then(|e| measures(&e.guards));
+    let now = last.exec.as_ref().and_then(|e| e.guards.clone());
     if last.iteration > 0 && last.exec.is_some() {
-        let t0 = t.started.as_ref().and_then(|s| measures(&s.baseline));
+        let t0 = t.started.as_ref().and_then(|s| s.baseline.clone());
         if let Some(h) = now
             .as_ref()
             .and_then(|m| integrity::blocked_paths(cfg, t0.as_ref(), m))
@@ -189,7 +179,7 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     // short with exit 0 leaves failing tests unreported, never "red").
     let exit_green = main.step.exited_with(code);
     if green || this_accepted || exit_green {
-        let t0 = t.started.as_ref().and_then(|s| measures(&s.baseline));
+        let t0 = t.started.as_ref().and_then(|s| s.baseline.clone());
         if let Some(base) = t.baseline_check() {
             if let Some(h) =
                 integrity::metric_integrity(base, main, code, t0.as_ref(), now.as_ref())
@@ -210,7 +200,7 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
         {
             return halt(h);
         }
-        let t0 = t.started.as_ref().and_then(|s| measures(&s.baseline));
+        let t0 = t.started.as_ref().and_then(|s| s.baseline.clone());
         let judged = if last.iteration == 0 {
             t0.as_ref()
         } else {

@@ -82,7 +82,7 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         }
         HaltReason::SuccessConditionMet => format!(
             "Review the diff against t0 ({}) and merge it.",
-            t0_command(t, "git --git-dir=.loopexec/snapshots.git diff --text {t0} {last}")
+            t0_command(t, "git --no-pager --git-dir={store} diff --no-ext-diff --no-textconv --text {t0} {last}")
         ),
         HaltReason::MaxIterationsReached
         | HaltReason::NoProgressDetected
@@ -99,10 +99,12 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::EscalationPending if h.detail.get("cause").and_then(|c| c.as_str()) == Some("approval_timeout") => "A destructive agent action waited for a person past the approval timeout. List it with `loopexec pending`, answer with `loopexec confirm ID --by NAME` or `loopexec deny ID --by NAME`, then `loopexec run --resume RUN_ID` (the agent must ask again: a confirmation covers one call, in real time).".into(),
         HaltReason::MetricIntegrityViolation | HaltReason::BlockedPathModified => format!(
             "Do not trust the green: read the diff of the named files ({}), then revert to t0 ({}).",
-            t0_command(t, "git --git-dir=.loopexec/snapshots.git diff --text {t0} {last}"),
+            t0_command(t, "git --no-pager --git-dir={store} diff --no-ext-diff --no-textconv --text {t0} {last}"),
+            // Restore t0's files, then remove the files added since t0 (restore
+            // alone leaves them).
             t0_command(
                 t,
-                "git --git-dir=.loopexec/snapshots.git --work-tree=. restore --source={t0} --worktree -- ."
+                "git --git-dir={store} --work-tree=. restore --source={t0} --worktree -- . && git --git-dir={store} diff -z --no-renames --name-only --diff-filter=A {t0} {last} | xargs -0 rm -f --"
             )
         ),
         HaltReason::HermeticityViolation => "The check wrote into the working tree: make it write only to ignored or temporary paths (or list its caches in [guards] check_may_write).".into(),
@@ -147,9 +149,20 @@ fn t0_command(t: &Trajectory, template: &str) -> String {
         .rev()
         .find_map(|i| i.exec.as_ref().and_then(|e| e.snapshot.clone()))
         .unwrap_or_else(|| t0.clone());
+    let store = t.started.as_ref().map_or_else(
+        || "STORE".to_string(),
+        |s| {
+            crate::observe::tree::store_path(std::path::Path::new(&s.workdir))
+                .display()
+                .to_string()
+        },
+    );
     format!(
         "`{}`",
-        template.replace("{t0}", &t0).replace("{last}", &last)
+        template
+            .replace("{t0}", &t0)
+            .replace("{last}", &last)
+            .replace("{store}", &store)
     )
 }
 

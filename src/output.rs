@@ -145,8 +145,14 @@ pub struct NamedSchema {
 }
 
 fn envelope_schema<B: Body>() -> NamedSchema {
+    envelope_schema_as::<B>(B::COMMAND)
+}
+
+/// The schema of a command whose body is another command's type (`deny` prints
+/// what `confirm` prints).
+fn envelope_schema_as<B: Body>(name: &'static str) -> NamedSchema {
     NamedSchema {
-        name: B::COMMAND,
+        name,
         schema: schemars::schema_for!(Envelope<B>),
         body_fields: schema_properties(&schemars::schema_for!(B)),
     }
@@ -156,6 +162,8 @@ fn envelope_schema<B: Body>() -> NamedSchema {
 #[must_use]
 pub fn schemas() -> Vec<NamedSchema> {
     use crate::cmd::bodies as b;
+    use crate::cmd::bodies_control as c;
+    use crate::cmd::bodies_ops as o;
     let mut v = vec![
         envelope_schema::<b::RunBody>(),
         envelope_schema::<b::StatusBody>(),
@@ -171,6 +179,22 @@ pub fn schemas() -> Vec<NamedSchema> {
         envelope_schema::<b::ExitCodesBody>(),
         envelope_schema::<b::CompletionsBody>(),
         envelope_schema::<b::ManBody>(),
+        envelope_schema::<b::ErrorBody>(),
+        envelope_schema::<o::InspectCostBody>(),
+        envelope_schema::<o::CheckBody>(),
+        envelope_schema::<o::ProbeCheckBody>(),
+        envelope_schema::<o::DoctorBody>(),
+        envelope_schema::<o::BuildContextBody>(),
+        envelope_schema::<c::HoldBody>(),
+        envelope_schema::<c::ReleaseBody>(),
+        envelope_schema::<c::HoldsBody>(),
+        envelope_schema::<c::HaltsBody>(),
+        envelope_schema::<c::AckBody>(),
+        envelope_schema::<c::WatchBody>(),
+        envelope_schema::<c::GateBody>(),
+        envelope_schema::<c::PendingBody>(),
+        envelope_schema::<c::DecideBody>(),
+        envelope_schema_as::<c::DecideBody>("deny"),
     ];
     v.push(NamedSchema {
         name: "receipt-event",

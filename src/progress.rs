@@ -172,7 +172,10 @@ impl Reporter {
             self.prefix(obs.iteration),
             if green { "green" } else { "red" },
             delta.unwrap_or_default(),
-            c.parsed.collected().len()
+            // Quiet runner modes name few tests but still count them.
+            u64::try_from(c.parsed.collected().len())
+                .unwrap_or(u64::MAX)
+                .max(c.parsed.counts().total())
         );
         if let Some(sp) = spend_text(t) {
             s.push_str(&format!(" · spend {sp}"));

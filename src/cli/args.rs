@@ -9,7 +9,7 @@ use std::path::PathBuf;
 /// person's stop — never because the agent said it was done.
 ///
 /// Every halt has a stable `halt_reason`, an exit code CI can branch on (see
-/// exit-codes.md), and a receipt under .loopexec/runs/ from which `explain-halt`
+/// `loopexec help exit-codes`), and a receipt under .loopexec/runs/ from which `explain-halt`
 /// re-derives the verdict offline.
 #[derive(Debug, Parser)]
 #[command(
@@ -19,7 +19,7 @@ use std::path::PathBuf;
     max_term_width = 100
 )]
 #[command(
-    after_help = "Quick start:\n  loopexec init\n  loopexec run --exec 'claude -p \"fix the failing tests\"' --check 'cargo test'\n  loopexec explain-halt\n\nExit codes: 0 ok, 10 converged, 11 human stop, 12 iteration cap, 13 integrity,\n14 untrusted check, 15 inadequate check, 16 judgment pending, 17 no convergence, 18 budget,\n19 liveness/drift, 20 invalid config, 30 workspace, 40 execution, 50 internal, 2 usage."
+    after_help = "Quick start:\n  loopexec init\n  loopexec run --exec 'claude -p \"fix the failing tests\"' --check 'cargo test'\n  loopexec explain-halt\n\nExit codes: 0 ok, 10 converged, 11 human stop, 12 iteration cap, 13 integrity,\n14 untrusted check, 15 inadequate check, 16 judgment pending, 17 no convergence, 18 budget,\n19 liveness/drift, 20 invariant or invalid config, 30 workspace, 40 execution, 50 internal,\n2 usage. The whole table: `loopexec help exit-codes`."
 )]
 pub struct Cli {
     /// Print exactly one JSON object on stdout (tool, version, status, errors[], …).
@@ -41,7 +41,7 @@ pub enum Command {
     Init(InitArgs),
     /// Run the loop: baseline check, then exec + check until a computed halt.
     #[command(
-        after_help = "Examples:\n  loopexec run --exec ./agent.sh --check 'cargo test'\n  loopexec run --exec 'claude -p \"fix the tests\"' --check 'pytest -q' --budget-usd 3\n  loopexec run --exec ./agent.sh --check 'npx jest --json --outputFile=r.json' --report r.json\n  loopexec run --resume RUN_ID     # continue a halted run (after `loopexec ack`)\n\nThe halt is printed on stdout; the exit code is its class (`loopexec help exit-codes`).\nProgress (a line per step and verdict, a heartbeat while a step runs) goes to stderr;\n--quiet silences it.\nIteration 0 runs only the check, on the untouched tree; a green baseline halts at once.\n\nEnvironment:\n  LOOPEXEC_USAGE_FILE        set for the exec: append usage JSON lines (tokens, cost_usd) here\n  LOOPEXEC_RUN_ID            set for the exec: the run id\n  LOOPEXEC_ITERATION         set for the exec: the iteration\n  LOOPEXEC_KEEP_OUTPUT_BYTES bytes of each check stream kept for `replay --reparse` (default 8 MiB)"
+        after_help = "Examples:\n  loopexec run --exec ./agent.sh --check 'cargo test'\n  loopexec run --exec 'claude -p \"fix the tests\"' --check 'pytest -q' --budget-usd 3\n  loopexec run --exec ./agent.sh --check 'npx jest --json --outputFile=r.json' --report r.json\n  loopexec run --resume RUN_ID     # continue a halted run (after `loopexec ack`)\n\nThe halt is printed on stdout; the exit code is its class (`loopexec help exit-codes`).\nProgress (a line per step and verdict, a heartbeat while a step runs) goes to stderr;\n--quiet silences it.\nIteration 0 runs only the check, on the untouched tree; a green baseline halts at once.\n\nEnvironment set for the exec:\n  LOOPEXEC_RUN_ID, LOOPEXEC_ITERATION   the run id and the iteration\n  LOOPEXEC_USAGE_FILE        append usage JSON lines (tokens, cost_usd) here (also set for --judge)\n  LOOPEXEC_WORKDIR           the project directory (`loopexec gate` finds the run through it)\n  LOOPEXEC_AUDIT_LOG         the run's log of gated agent actions\n  LOOPEXEC_TASK_ID, LOOPEXEC_TASK_FILE  with --tasks: the selected task and its JSON file\n  LOOPEXEC_RESUME_REASON, LOOPEXEC_RESUME_FILE  first exec after --resume: why the run had stopped\n  LOOPEXEC_STEP_TOKEN        loopexec's mark on its own steps (never set it yourself)\nSet for the --judge: LOOPEXEC_JUDGE_INPUT (the JSON file to judge). Set for a pytest check:\n  LOOPEXEC_WITNESS_FILE (loopexec's witness plugin writes there).\nRead by loopexec:\n  LOOPEXEC_KEEP_OUTPUT_BYTES bytes of each check stream kept for `replay --reparse` (default 8 MiB)\n  LOOPEXEC_STATE_DIR         the user's state directory for global holds\n  NO_COLOR, TERM=dumb        no live status line"
     )]
     Run(Box<RunArgs>),
     /// Show a run's phase, iteration, last verdicts and whether its process is alive.
@@ -519,6 +519,11 @@ pub struct RunArgs {
     /// can then reach the check. Recorded in the receipt and stated in every verdict.
     #[arg(long)]
     pub check_in_place: bool,
+    /// Start even though the working tree is still the one an earlier run rejected for
+    /// integrity (a test edited, a blocked path changed, a gamed green). Without it such
+    /// a run halts at once with the earlier reason: its t0 would freeze the cheat.
+    #[arg(long)]
+    pub accept_rejected_tree: bool,
     /// The exec's filesystem sandbox: auto (Landlock where the kernel has it), landlock
     /// (required: the run does not start without it), off. Under Landlock the agent
     /// writes only the workdir, temp dirs, its CLI's state under $HOME and

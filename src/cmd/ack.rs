@@ -8,13 +8,13 @@
 //! which key), and, when the run's policy says `[review] require_signed_ack`, accepts
 //! only an SSH signature that verifies against `[review] allowed_signers`.
 
+use super::bodies_control::AckBody;
 use crate::cli::{AckArgs, Outcome};
 use crate::config::RunConfig;
 use crate::halt::HaltReason;
 use crate::receipt::Event;
 use crate::store::{AckHow, Store};
 use crate::workspace::Workspace;
-use serde_json::{json, Map};
 use std::path::{Path, PathBuf};
 
 /// Exit code of a refused acknowledgement (a person must do it): human_required's.
@@ -208,12 +208,6 @@ fn ack_event(ws: &Workspace, store: Option<Store>, a: &AckArgs, id: &str) -> Out
             return Outcome::error(HaltReason::InternalError.exit_code(), e.to_string(), None)
         }
     }
-    let mut f = Map::new();
-    f.insert("halt_id".into(), json!(id));
-    f.insert("run_id".into(), json!(ev.run_id));
-    f.insert("acknowledged_by".into(), json!(by));
-    f.insert("resolution".into(), json!(resolution));
-    f.insert("how".into(), json!(how));
     // Resuming helps where a person was the missing piece; a cap or a failed
     // convergence halts again at once.
     let resumable = matches!(
@@ -228,13 +222,22 @@ fn ack_event(ws: &Workspace, store: Option<Store>, a: &AckArgs, id: &str) -> Out
     } else {
         String::new()
     };
-    Outcome::ok(
-        f,
-        format!(
-            "acknowledged halt event {id} ({} of run {}) by {by}: {resolution} ({})\n{next}",
-            ev.halt_reason, ev.run_id, how.method
-        ),
-    )
+    let human = format!(
+        "acknowledged halt event {id} ({} of run {}) by {by}: {resolution} ({})\n{next}",
+        ev.halt_reason, ev.run_id, how.method
+    );
+    let body = AckBody {
+        run_id: ev.run_id,
+        halt_id: Some(id.into()),
+        acknowledged_by: Some(by.into()),
+        resolution: Some(resolution.into()),
+        reviewer: None,
+        iteration: None,
+        how,
+        run: None,
+        human,
+    };
+    Outcome::from_body("ok", 0, &body)
 }
 
 fn ack_run(workdir: &Path, ws: &Workspace, a: &AckArgs) -> Outcome {
@@ -276,17 +279,20 @@ fn ack_run(workdir: &Path, ws: &Workspace, a: &AckArgs) -> Outcome {
     if let Err(e) = store.ack(&run.run_id, reviewer, iteration, a.notes.as_deref(), &how) {
         return Outcome::error(HaltReason::InternalError.exit_code(), e.to_string(), None);
     }
-    let mut f = Map::new();
-    f.insert("run_id".into(), json!(run.run_id));
-    f.insert("run".into(), json!(run.facts()));
-    f.insert("reviewer".into(), json!(reviewer));
-    f.insert("iteration".into(), json!(iteration));
-    f.insert("how".into(), json!(how));
-    Outcome::ok(
-        f,
-        format!(
-            "acknowledged run {} through iteration {iteration} by {reviewer} ({})\ncontinue it with: loopexec run --resume {}\n",
-            run.run_id, how.method, run.run_id
-        ),
-    )
+    let human = format!(
+        "acknowledged run {} through iteration {iteration} by {reviewer} ({})\ncontinue it with: loopexec run --resume {}\n",
+        run.run_id, how.method, run.run_id
+    );
+    let body = AckBody {
+        run_id: run.run_id.clone(),
+        halt_id: None,
+        acknowledged_by: None,
+        resolution: None,
+        reviewer: Some(reviewer.into()),
+        iteration: Some(iteration),
+        how,
+        run: Some(run.facts()),
+        human,
+    };
+    Outcome::from_body("ok", 0, &body)
 }

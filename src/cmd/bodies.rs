@@ -48,6 +48,10 @@ pub struct RunBody {
     /// The file holding the rest of that stderr (head and tail excerpt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stderr_file: Option<String>,
+    /// When the last iteration was rejected and not reverted: the accepted tree and
+    /// the command restoring it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_tree: Option<super::halt_notes::RejectedTree>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,
@@ -62,6 +66,8 @@ pub struct VerdictRow {
     /// |F|: failing tests.
     pub failing: usize,
     pub check_exit: Option<i32>,
+    /// The ratchet kept this iteration's tree (false: rejected).
+    pub accepted: bool,
 }
 
 /// `status`: phase, iteration, liveness and last verdicts of a run.
@@ -114,6 +120,13 @@ pub struct ExplainBody {
     /// A summary of the agent's gated actions.
     pub actions: Value,
     pub run: RunFacts,
+    /// When the work step failed: the end of its stderr and the file with the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<super::halt_notes::StderrTail>,
+    /// When the last iteration was rejected and not reverted: the accepted tree and
+    /// the command restoring it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_tree: Option<super::halt_notes::RejectedTree>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,
@@ -219,6 +232,16 @@ pub struct ReportTotals {
     pub check_ms: u64,
 }
 
+/// The halt in `report` (the receipt's last `halted` event).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ReportHalt {
+    pub iteration: u32,
+    pub halt_reason: String,
+    /// The halt's exit code (10–50).
+    pub exit_code: u8,
+    pub contributors: Vec<String>,
+}
+
 /// `report`: the whole run.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ReportBody {
@@ -229,14 +252,21 @@ pub struct ReportBody {
     pub halt_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iteration: Option<u32>,
-    /// `{iteration, halt_reason, exit_code, contributors}` or null.
-    pub halt: Value,
+    /// The run's last halt, or `null` while it runs.
+    pub halt: Option<ReportHalt>,
     pub totals: ReportTotals,
     /// Agent actions the gate declined.
     pub declined_actions: Value,
     /// A summary of the agent's gated actions.
     pub actions: Value,
     pub run: RunFacts,
+    /// When the work step failed: the end of its stderr and the file with the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<super::halt_notes::StderrTail>,
+    /// When the last iteration was rejected and not reverted: the accepted tree and
+    /// the command restoring it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_tree: Option<super::halt_notes::RejectedTree>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,
@@ -444,3 +474,15 @@ pub struct ManBody {
     pub human: String,
 }
 body!(ManBody, "man");
+
+/// The output of any command that failed before it had a result (`status: error`
+/// or `usage_error`: bad input, an unknown run, a bad flag): the envelope alone,
+/// `errors[]` saying what was wrong. Every command's output is either its own schema
+/// or this one.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub struct ErrorBody {
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub human: String,
+}
+body!(ErrorBody, "error");

@@ -2,11 +2,11 @@
 //! the model's context window (SPEC §9.4). The same measurement a run makes before
 //! each exec when given `--task`/`--context-file` and `--model`.
 
+use super::bodies_ops::BuildContextBody;
 use crate::cli::{BuildContextArgs, Outcome};
 use crate::observe::context::{self, ContextRequest};
 use crate::receipt::Event;
 use crate::trajectory::Trajectory;
-use serde_json::{json, Map};
 use std::path::Path;
 
 /// Failing tests (id, message) of the run's last main check, when a run exists.
@@ -86,19 +86,17 @@ pub(crate) fn run(workdir: &Path, a: &BuildContextArgs) -> Outcome {
             report.model
         )),
     }
-    let mut f = Map::new();
-    f.insert("fits".into(), json!(fits));
-    if fits == Some(false) {
-        f.insert(
-            "halt_reason".into(),
-            json!(crate::halt::HaltReason::ContextBudgetUnsatisfiable.as_str()),
-        );
-    }
-    f.insert(
-        "report".into(),
-        serde_json::to_value(&report).unwrap_or_default(),
-    );
-    let mut o = Outcome::ok(f, human);
+    let body = BuildContextBody {
+        fits,
+        halt_reason: (fits == Some(false)).then(|| {
+            crate::halt::HaltReason::ContextBudgetUnsatisfiable
+                .as_str()
+                .to_string()
+        }),
+        report: report.clone(),
+        human,
+    };
+    let mut o = Outcome::from_body("ok", 0, &body);
     if !report.missing.is_empty() {
         o.errors = report
             .missing

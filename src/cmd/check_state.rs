@@ -2,11 +2,11 @@
 //! hash chain and sequence, and that the snapshot refs the receipts name still exist.
 //! The first broken record is named and the command exits 20 (`invariant_failed`).
 
+use super::bodies_ops::CheckBody;
 use crate::cli::Outcome;
 use crate::halt::HaltReason;
 use crate::receipt::{self, Event};
 use crate::workspace::Workspace;
-use serde_json::{json, Map};
 use std::path::Path;
 
 pub(crate) fn run(workdir: &Path) -> Outcome {
@@ -88,32 +88,30 @@ pub(crate) fn run(workdir: &Path) -> Outcome {
             }
         }
     }
-    let mut f = Map::new();
-    f.insert("receipts".into(), json!(receipts));
-    f.insert("snapshots".into(), json!(snapshots));
-    f.insert("problems".into(), json!(problems));
+    let mut body = CheckBody {
+        receipts,
+        snapshots,
+        problems: problems.clone(),
+        halt_reason: None,
+        human: String::new(),
+    };
     if problems.is_empty() {
-        return Outcome::ok(
-            f,
-            format!("ok: ledger, {receipts} receipt(s) and {snapshots} snapshot(s) verified\n"),
-        );
+        body.human =
+            format!("ok: ledger, {receipts} receipt(s) and {snapshots} snapshot(s) verified\n");
+        return Outcome::from_body("ok", 0, &body);
     }
-    f.insert(
-        "halt_reason".into(),
-        json!(HaltReason::InvariantFailed.as_str()),
-    );
-    let human = problems
+    body.halt_reason = Some(HaltReason::InvariantFailed.as_str().into());
+    body.human = problems
         .iter()
         .map(|p| format!("broken: {p}\n"))
         .collect::<String>();
-    Outcome {
-        status: "halted".into(),
-        exit_code: HaltReason::InvariantFailed.exit_code(),
-        fields: f,
-        human,
-        errors: problems,
-        hint: Some("the first broken record is listed first; receipts are append-only and must not be edited".into()),
-    }
+    let mut o = Outcome::from_body("halted", HaltReason::InvariantFailed.exit_code(), &body);
+    o.errors = problems;
+    o.hint = Some(
+        "the first broken record is listed first; receipts are append-only and must not be edited"
+            .into(),
+    );
+    o
 }
 
 /// Every `halted` event must be what `decide` derives from the observations before it

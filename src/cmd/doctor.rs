@@ -18,6 +18,7 @@
 //! false` in its JSON line. `--probe-runs` below 2 and a `--diff-base` that is not a
 //! revision are usage errors (exit 2), found before anything runs.
 
+use super::bodies_ops::{DoctorBody, DoctorLine};
 use super::probe_check::{
     cannot_start, check_spec, describe, fresh_run, halted, sandbox, timed_out,
 };
@@ -26,7 +27,7 @@ use crate::halt::HaltReason;
 use crate::observe::{git, guards, mutate, secrets};
 use crate::oracle::{self, Sandbox};
 use crate::workspace::Workspace;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::path::Path;
 
 struct Line {
@@ -209,10 +210,10 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
             Ok(r) => r,
             Err(o) => return o,
         };
-        if let Some(o) = cannot_start(&spec, &r, Map::new()) {
+        if let Some(o) = cannot_start(&spec, &r, DoctorBody::default()) {
             return o;
         }
-        if let Some(o) = timed_out(&spec, &r, Map::new()) {
+        if let Some(o) = timed_out(&spec, &r, DoctorBody::default()) {
             return o;
         }
         runs.push(r);
@@ -249,10 +250,12 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
             let (_, b, u) = obs.baseline();
             (b, u)
         }
-        Err(e) => (Value::Null, vec![format!("cannot copy the workdir: {e}")]),
+        Err(e) => (
+            crate::detect::integrity::TreeMeasures::default(),
+            vec![format!("cannot copy the workdir: {e}")],
+        ),
     };
-    let m: crate::detect::integrity::TreeMeasures =
-        serde_json::from_value(baseline).unwrap_or_default();
+    let m = baseline;
     let mut oracle: Vec<String> = m.frozen.keys().chain(m.manifest.keys()).cloned().collect();
     oracle.sort();
     oracle.dedup();
@@ -276,14 +279,20 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
         json!({"frozen": oracle, "excluded": m.excluded}),
     ));
 
-    let mut f = Map::new();
-    f.insert(
-        "checks".into(),
-        json!(lines
+    let mut body = DoctorBody {
+        checks: lines
             .iter()
-            .map(|l| json!({"name": l.name, "ok": l.ok, "measured": l.measured, "reason": l.reason.map(|r| r.as_str()), "text": l.text, "detail": l.detail}))
-            .collect::<Vec<_>>()),
-    );
+            .map(|l| DoctorLine {
+                name: l.name.into(),
+                ok: l.ok,
+                measured: l.measured,
+                reason: l.reason.map(|r| r.as_str().into()),
+                text: l.text.clone(),
+                detail: l.detail.clone(),
+            })
+            .collect(),
+        ..DoctorBody::default()
+    };
     let mut human = String::new();
     for l in &lines {
         human.push_str(&format!(
@@ -298,7 +307,10 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
         ));
     }
     match lines.iter().find(|l| !l.ok) {
-        None => Outcome::ok(f, human),
+        None => {
+            body.human = human;
+            Outcome::from_body("ok", 0, &body)
+        }
         Some(l) => {
             let reason = l.reason.unwrap_or(HaltReason::InternalError);
             let contributors: Vec<String> = lines
@@ -306,7 +318,7 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
                 .filter(|x| !x.ok)
                 .map(|x| format!("{}: {}", x.name, x.text))
                 .collect();
-            halted(reason, f, human, contributors)
+            halted(reason, body, human, contributors)
         }
     }
 }

@@ -42,8 +42,19 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
     for c in &ex.contributors {
         human.push_str(&format!("  - {c}\n"));
     }
+    let tail = super::halt_notes::of_run(&run.ws.workdir, &run.lines[..=pos]);
+    if let Some(t) = &tail {
+        human.push_str(&t.render());
+    }
     human.push_str(&format!("\nwhat to do: {}\n", ex.what_to_do));
     human.push_str(&crate::explain::render_summary(&ex.trajectory));
+    let rejected = super::halt_notes::rejected_tree(
+        &run.lines[..pos],
+        &super::halt_notes::acceptance(&run.lines[..pos]),
+    );
+    if let Some(r) = &rejected {
+        human.push_str(&r.render());
+    }
     human.push_str(&crate::gate::declined_text(&traj));
     let ok = ex.rederived || exempt;
     if ok {
@@ -76,6 +87,8 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
         declined_actions: crate::gate::declined_json(&traj),
         actions: crate::gate::summary_json(&traj),
         run: run.facts(),
+        stderr_tail: tail,
+        rejected_tree: rejected,
         human,
     };
     if ok {

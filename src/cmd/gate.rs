@@ -9,6 +9,7 @@
 //! person runs `loopexec confirm`/`deny` or `--approval-timeout` passes (then the call
 //! is declined and the run halts `escalation_pending` at the next step boundary).
 
+use super::bodies_control::{DecideBody, GateBody, PendingBody};
 use crate::cli::{DecideArgs, Outcome};
 use crate::config::RunConfig;
 use crate::gate::audit::{self, Record};
@@ -17,7 +18,6 @@ use crate::gate::protocol::{self, Decision};
 use crate::gate::{ActionClass, ToolCall};
 use crate::store::{HoldScope, HoldStrength, NewHold, PendingAction, Store};
 use crate::workspace::Workspace;
-use serde_json::{json, Map};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -98,20 +98,31 @@ pub(crate) fn run(workdir: &Path) -> Outcome {
 
 /// An outcome that prints `stdout` verbatim (the hook protocol, not loopexec's JSON).
 fn raw(stdout: String, code: u8) -> Outcome {
-    let mut o = Outcome::ok(Map::new(), stdout);
-    o.status = "gate".into();
-    o.exit_code = code;
-    o.fields.insert("raw".into(), json!(true));
-    o
+    let body = GateBody {
+        raw: true,
+        hook_output: hook_output(&stdout),
+        human: stdout,
+    };
+    Outcome::from_body("gate", code, &body)
+}
+
+/// The hook's stdout as JSON when it is JSON, else as a string (`null` when empty).
+fn hook_output(stdout: &str) -> Option<serde_json::Value> {
+    let t = stdout.trim();
+    (!t.is_empty()).then(|| {
+        serde_json::from_str(t).unwrap_or_else(|_| serde_json::Value::from(stdout.to_string()))
+    })
 }
 
 fn blocked(message: String) -> Outcome {
-    let mut o = Outcome::error(
-        2,
-        format!("loopexec gate: {message}"),
-        Some("the call is blocked because the gate cannot judge it".into()),
-    );
-    o.fields.insert("raw".into(), json!(true));
+    let body = GateBody {
+        raw: true,
+        hook_output: None,
+        human: String::new(),
+    };
+    let mut o = Outcome::from_body("error", 2, &body);
+    o.errors = vec![format!("loopexec gate: {message}")];
+    o.hint = Some("the call is blocked because the gate cannot judge it".into());
     o
 }
 
@@ -344,9 +355,14 @@ pub(crate) fn pending(workdir: &Path) -> Outcome {
     if !rows.is_empty() {
         human.push_str("answer with: loopexec confirm ACTION_ID --by NAME  |  loopexec deny ACTION_ID --by NAME\n");
     }
-    let mut f = Map::new();
-    f.insert("pending".into(), json!(rows));
-    Outcome::ok(f, human)
+    Outcome::from_body(
+        "ok",
+        0,
+        &PendingBody {
+            pending: rows,
+            human,
+        },
+    )
 }
 
 pub(crate) fn decide(workdir: &Path, a: &DecideArgs, decision: &str) -> Outcome {
@@ -376,14 +392,13 @@ pub(crate) fn decide(workdir: &Path, a: &DecideArgs, decision: &str) -> Outcome 
     }
     match store.decide_pending(&a.action_id, decision, a.by.trim()) {
         Ok(true) => {
-            let mut f = Map::new();
-            f.insert("action_id".into(), json!(a.action_id));
-            f.insert("decision".into(), json!(decision));
-            f.insert("by".into(), json!(a.by.trim()));
-            Outcome::ok(
-                f,
-                format!("{decision} action {} by {}\n", a.action_id, a.by.trim()),
-            )
+            let body = DecideBody {
+                action_id: a.action_id.clone(),
+                decision: decision.into(),
+                by: a.by.trim().into(),
+                human: format!("{decision} action {} by {}\n", a.action_id, a.by.trim()),
+            };
+            Outcome::from_body("ok", 0, &body)
         }
         Ok(false) => Outcome::error(
             super::EXIT_ERROR,

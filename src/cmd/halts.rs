@@ -2,10 +2,11 @@
 //! (SPEC §Halt events); also the new-run gate (an unacknowledged high or critical
 //! event refuses a new run) and the declined actions attached to a run's verdict.
 
+use super::bodies_control::HaltsBody;
 use crate::cli::{HaltsArgs, Outcome};
 use crate::store::{HaltEventFilter, Store};
 use crate::workspace::Workspace;
-use serde_json::{json, Map};
+use serde_json::json;
 use std::path::Path;
 
 pub(crate) fn list(workdir: &Path, a: &HaltsArgs) -> Outcome {
@@ -55,9 +56,14 @@ pub(crate) fn list(workdir: &Path, a: &HaltsArgs) -> Outcome {
     if events.iter().any(|e| !e.acknowledged) {
         human.push_str("acknowledge one with: loopexec ack HALT_ID --by NAME --resolution resolved|escalated|dismissed\n");
     }
-    let mut f = Map::new();
-    f.insert("halts".into(), json!(events));
-    Outcome::ok(f, human)
+    Outcome::from_body(
+        "ok",
+        0,
+        &HaltsBody {
+            halts: events,
+            human,
+        },
+    )
 }
 
 /// A new run refuses to start while an unacknowledged high or critical halt event

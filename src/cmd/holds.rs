@@ -2,10 +2,10 @@
 //! (SPEC §Holds). Workspace and run holds live in the workspace ledger; `--all` holds
 //! live in the user's state directory and cover every workspace.
 
+use super::bodies_control::{HoldBody, HoldsBody, ReleaseBody};
 use crate::cli::{HoldArgs, Outcome, ReleaseArgs};
 use crate::store::{HoldRow, HoldScope, HoldStrength, NewHold, Store};
 use crate::workspace::Workspace;
-use serde_json::{json, Map};
 use std::path::Path;
 
 #[allow(clippy::result_large_err)] // the error is the command's rendered outcome
@@ -107,26 +107,26 @@ pub(crate) fn hold(workdir: &Path, a: &HoldArgs) -> Outcome {
         Ok(r) => r,
         Err(e) => return store_error(&e),
     };
-    let mut f = Map::new();
-    f.insert("hold_id".into(), json!(row.id));
-    f.insert("hold".into(), json!(row));
     let effect = match strength {
         HoldStrength::Stopped => "running steps it covers are ended within a poll; the runs halt human_required and stay latched until a person acks",
         HoldStrength::Suspended => "the runs it covers park at their next step boundary and go on by themselves when it is released",
     };
-    Outcome::ok(
-        f,
-        format!(
-            "hold {} taken ({} {}, by {}): {}\n{effect}\nrelease it with: loopexec release {} --by {}\n",
-            row.id,
-            row.scope,
-            row.strength.as_str(),
-            row.holder,
-            row.reason,
-            row.id,
-            row.holder
-        ),
-    )
+    let human = format!(
+        "hold {} taken ({} {}, by {}): {}\n{effect}\nrelease it with: loopexec release {} --by {}\n",
+        row.id,
+        row.scope,
+        row.strength.as_str(),
+        row.holder,
+        row.reason,
+        row.id,
+        row.holder
+    );
+    let body = HoldBody {
+        hold_id: row.id.clone(),
+        hold: row,
+        human,
+    };
+    Outcome::from_body("ok", 0, &body)
 }
 
 pub(crate) fn release(workdir: &Path, a: &ReleaseArgs) -> Outcome {
@@ -172,23 +172,22 @@ pub(crate) fn release(workdir: &Path, a: &ReleaseArgs) -> Outcome {
         if let Err(e) = s.release_hold(&row.id, a.by.trim()) {
             return store_error(&e);
         }
-        let mut f = Map::new();
-        f.insert("hold_id".into(), json!(row.id));
-        f.insert("released_by".into(), json!(a.by.trim()));
         let after = match row.strength {
             HoldStrength::Suspended => "parked runs go on by themselves",
             HoldStrength::Stopped => "runs it stopped stay latched until a person acks their halt event (`loopexec halts --unacked`), then `loopexec run --resume RUN_ID`",
         };
-        return Outcome::ok(
-            f,
-            format!(
+        let body = ReleaseBody {
+            hold_id: row.id.clone(),
+            released_by: a.by.trim().into(),
+            human: format!(
                 "released hold {} ({} {}: {})\n{after}\n",
                 row.id,
                 row.scope,
                 row.strength.as_str(),
                 row.reason
             ),
-        );
+        };
+        return Outcome::from_body("ok", 0, &body);
     }
     Outcome::error(
         super::EXIT_ERROR,
@@ -236,7 +235,5 @@ pub(crate) fn list(workdir: &Path) -> Outcome {
             h.reason
         ));
     }
-    let mut f = Map::new();
-    f.insert("holds".into(), json!(rows));
-    Outcome::ok(f, human)
+    Outcome::from_body("ok", 0, &HoldsBody { holds: rows, human })
 }

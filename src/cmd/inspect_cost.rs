@@ -9,11 +9,12 @@
 //! Exit 0 when nothing is wrong; exit 18 (`budget_exceeded` or `cost_anomaly`) when
 //! the figures cross the cap or hold an anomaly, so a dashboard job can alert on it.
 
+use super::bodies_ops::{CostAnomaly, CostRow, InspectCostBody};
 use crate::cli::{InspectCostArgs, Outcome};
 use crate::halt::HaltReason;
 use crate::stats;
 use crate::trajectory::Trajectory;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::path::Path;
 
 /// `x` rounded to `decimals` places, with a negative zero (an empty `f64` sum, or a
@@ -30,8 +31,8 @@ fn round_to(x: f64, decimals: i32) -> f64 {
 }
 
 /// A USD figure for `--json`: 6 decimals, never `-0.0`.
-fn json_usd(x: f64) -> Value {
-    json!(round_to(x, 6))
+fn json_usd(x: f64) -> f64 {
+    round_to(x, 6)
 }
 
 /// A USD figure for the human text: 4 decimals, never `-0.0000`.
@@ -127,42 +128,17 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
     for (i, c, _) in &rows {
         if let Some(c) = c {
             if let Some(an) = stats::is_anomalous(&history, *c, sigma, min_history) {
-                anomalies.push(json!({
-                    "iteration": i,
-                    "cost_usd": json_usd(*c),
-                    "threshold": json_usd(an.threshold),
-                    "z": json_usd(an.z),
-                }));
+                anomalies.push(CostAnomaly {
+                    iteration: *i,
+                    cost_usd: json_usd(*c),
+                    threshold: json_usd(an.threshold),
+                    z: json_usd(an.z),
+                });
             }
             history.push(*c);
         }
     }
     let over_cap = cap.is_some_and(|c| total > c);
-    let mut f = Map::new();
-    f.insert("source".into(), json!(source));
-    f.insert(
-        "iterations".into(),
-        json!(rows
-            .iter()
-            .map(|(i, c, d)| json!({"iteration": i, "cost_usd": c.map(json_usd), "usage": d}))
-            .collect::<Vec<_>>()),
-    );
-    f.insert("total_usd".into(), json_usd(total));
-    f.insert("total_tokens".into(), json!(tokens));
-    f.insert(
-        "unknown_cost_iterations".into(),
-        json!(rows.iter().filter(|r| r.1.is_none()).count()),
-    );
-    f.insert(
-        "total_known".into(),
-        json!(rows.iter().all(|r| r.1.is_some())),
-    );
-    f.insert("p50".into(), json!(p50.map(json_usd)));
-    f.insert("p90".into(), json!(p90.map(json_usd)));
-    f.insert("p99".into(), json!(p99.map(json_usd)));
-    f.insert("cap_usd".into(), json!(cap));
-    f.insert("cost_sigma".into(), json!(sigma));
-    f.insert("anomalies".into(), json!(anomalies));
     let mut human = format!("{source}\n{:>5}  {:>12}\n", "it", "cost (USD)");
     for (i, c, _) in &rows {
         human.push_str(&format!(
@@ -193,9 +169,9 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
     for an in &anomalies {
         human.push_str(&format!(
             "anomaly: iteration {} cost ${} (threshold ${})\n",
-            an["iteration"],
-            human_usd(an["cost_usd"].as_f64().unwrap_or(0.0)),
-            human_usd(an["threshold"].as_f64().unwrap_or(0.0))
+            an.iteration,
+            human_usd(an.cost_usd),
+            human_usd(an.threshold)
         ));
     }
     let reason = if over_cap {
@@ -205,10 +181,32 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
     } else {
         None
     };
+    let body = InspectCostBody {
+        source,
+        total_usd: json_usd(total),
+        total_tokens: tokens,
+        unknown_cost_iterations: unknown,
+        total_known: unknown == 0,
+        iterations: rows
+            .into_iter()
+            .map(|(iteration, c, usage)| CostRow {
+                iteration,
+                cost_usd: c.map(json_usd),
+                usage,
+            })
+            .collect(),
+        p50: p50.map(json_usd),
+        p90: p90.map(json_usd),
+        p99: p99.map(json_usd),
+        cap_usd: cap,
+        cost_sigma: sigma,
+        halt_reason: reason.map(|r| r.as_str().to_string()),
+        anomalies,
+        human,
+    };
     match reason {
-        None => Outcome::ok(f, human),
+        None => Outcome::from_body("ok", 0, &body),
         Some(r) => {
-            f.insert("halt_reason".into(), json!(r.as_str()));
             let msg = if over_cap {
                 format!(
                     "total ${} exceeds the cap ${:.2}",
@@ -218,17 +216,12 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
             } else {
                 format!(
                     "{} anomalous iteration(s) at sigma {sigma}",
-                    anomalies.len()
+                    body.anomalies.len()
                 )
             };
-            Outcome {
-                status: "halted".into(),
-                exit_code: r.exit_code(),
-                fields: f,
-                human,
-                errors: vec![msg],
-                hint: None,
-            }
+            let mut o = Outcome::from_body("halted", r.exit_code(), &body);
+            o.errors = vec![msg];
+            o
         }
     }
 }
@@ -263,7 +256,7 @@ mod tests {
             assert!(o.human.contains("total $0.0000"), "{}", o.human);
         }
         assert_eq!(human_usd(-0.00001), "0.0000");
-        assert_eq!(json_usd(-0.0000001), json!(0.0));
+        assert_eq!(json_usd(-0.0000001).to_bits(), 0.0f64.to_bits());
     }
 
     #[test]
@@ -281,6 +274,6 @@ mod tests {
             "{}",
             o.human
         );
-        assert_eq!(json_usd(0.123_456_789), json!(0.123_457));
+        assert_eq!(json_usd(0.123_456_789), 0.123_457);
     }
 }

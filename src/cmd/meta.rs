@@ -45,7 +45,26 @@ pub fn exit_codes_text() -> String {
         s.push('\n');
     }
     s.push_str("\n`loopexec explain-halt` says what a halt means and what to do next.\n");
+    s.push_str(&command_exit_codes());
     s
+}
+
+/// The exit codes of the commands other than `run`: the section of exit-codes.md
+/// that lists them, so the help and the document cannot disagree.
+fn command_exit_codes() -> String {
+    const DOC: &str = include_str!("../../exit-codes.md");
+    const HEAD: &str = "## Exit codes of the checking commands";
+    let Some(at) = DOC.find(HEAD) else {
+        return String::new();
+    };
+    let section = &DOC[at + HEAD.len()..];
+    let section = section.find("\n## ").map_or(section, |e| &section[..e]);
+    let body: String = section
+        .lines()
+        .skip_while(|l| !l.starts_with("- "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    format!("\nExit codes of the other commands (exit-codes.md):\n{body}")
 }
 
 pub(crate) fn exit_codes() -> Outcome {
@@ -77,17 +96,49 @@ pub(crate) fn completions(a: &CompletionsArgs) -> Outcome {
     Outcome::from_body("ok", 0, &body)
 }
 
+/// The COMMANDS section of the man page: every subcommand's full `--help`, so the
+/// one page documents them all (the SUBCOMMANDS list names pages that are not
+/// installed separately).
+fn commands_section(cmd: &mut clap::Command) -> String {
+    let mut s = String::from(".SH COMMANDS\n");
+    for sub in cmd.get_subcommands_mut() {
+        if sub.get_name() == "help" {
+            continue;
+        }
+        s.push_str(&format!(".SS \"loopexec {}\"\n.nf\n", sub.get_name()));
+        for line in sub.render_long_help().to_string().lines() {
+            s.push_str(&roff_line(line));
+            s.push('\n');
+        }
+        s.push_str(".fi\n");
+    }
+    s
+}
+
+/// One line of text for a no-fill roff block: backslashes escaped, and a leading
+/// `.` or `'` kept from being read as a request.
+fn roff_line(line: &str) -> String {
+    let l = line.replace('\\', "\\e");
+    if l.starts_with('.') || l.starts_with('\'') {
+        format!("\\&{l}")
+    } else {
+        l
+    }
+}
+
 pub(crate) fn man() -> Outcome {
-    let cmd = crate::cli::command();
+    let mut cmd = crate::cli::command();
+    cmd.build();
     let mut buf = Vec::new();
-    if let Err(e) = clap_mangen::Man::new(cmd).render(&mut buf) {
+    if let Err(e) = clap_mangen::Man::new(cmd.clone()).render(&mut buf) {
         return Outcome::error(
             super::EXIT_ERROR,
             format!("cannot render the man page: {e}"),
             None,
         );
     }
-    let roff = String::from_utf8_lossy(&buf).into_owned();
+    let mut roff = String::from_utf8_lossy(&buf).into_owned();
+    roff.push_str(&commands_section(&mut cmd));
     let body = ManBody {
         roff: roff.clone(),
         human: roff,

@@ -4,12 +4,15 @@
 mod ack;
 mod attest;
 pub mod bodies;
+pub mod bodies_control;
+pub mod bodies_ops;
 mod build_context;
 mod check_state;
 mod doctor;
 mod explain_halt;
 mod gate;
 mod gc;
+mod halt_notes;
 pub(crate) mod halts;
 mod holds;
 mod init;

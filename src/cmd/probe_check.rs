@@ -20,12 +20,15 @@
 //! is a usage error, and a run ended by `--check-timeout` ends the probe with
 //! `execution_failure`: a timed-out run has no verdict to compare.
 
+use super::bodies_ops::{
+    DimensionReport, DimensionVariant, FlakeRateBound, HaltSlot, ProbeCheckBody, WilsonInterval,
+};
 use crate::check::parse::{self, FormatChoice};
 use crate::cli::{CheckOpts, Outcome, ProbeArgs};
 use crate::halt::HaltReason;
 use crate::oracle::{self, CheckSpec, Dimension, ProbeRun, Sandbox};
+use crate::output::Body;
 use crate::workspace::Workspace;
-use serde_json::{json, Map, Value};
 use std::io::IsTerminal;
 use std::path::Path;
 
@@ -114,29 +117,26 @@ pub(crate) fn fresh_run(
     })
 }
 
-pub(crate) fn halted(
+/// A computed halt of a measuring command: the body with the halt's reason and
+/// contributors, `human` as its text, the contributors as its errors.
+pub(crate) fn halted<B: Body + HaltSlot>(
     reason: HaltReason,
-    mut f: Map<String, Value>,
+    mut body: B,
     human: String,
     contributors: Vec<String>,
 ) -> Outcome {
-    f.insert("halt_reason".into(), json!(reason.as_str()));
-    f.insert("contributors".into(), json!(contributors));
-    Outcome {
-        status: "halted".into(),
-        exit_code: reason.exit_code(),
-        fields: f,
-        human,
-        errors: contributors,
-        hint: None,
-    }
+    body.set_halt(reason, contributors.clone());
+    let mut o = Outcome::from_body("halted", reason.exit_code(), &body);
+    o.human = human;
+    o.errors = contributors;
+    o
 }
 
 /// A check that cannot start (exit 126/127) is an execution failure, never a verdict.
-pub(crate) fn cannot_start(
+pub(crate) fn cannot_start<B: Body + HaltSlot>(
     spec: &CheckSpec,
     r: &ProbeRun,
-    f: Map<String, Value>,
+    body: B,
 ) -> Option<Outcome> {
     matches!(r.exit_code, Some(126 | 127)).then(|| {
         let msg = format!(
@@ -146,7 +146,7 @@ pub(crate) fn cannot_start(
         );
         halted(
             HaltReason::ExecutionFailure,
-            f,
+            body,
             format!("{msg}\n"),
             vec![msg],
         )
@@ -155,7 +155,11 @@ pub(crate) fn cannot_start(
 
 /// A run ended by `--check-timeout` has no verdict to compare: the probe ends with an
 /// execution failure naming the limit, never a red run counted as agreement.
-pub(crate) fn timed_out(spec: &CheckSpec, r: &ProbeRun, f: Map<String, Value>) -> Option<Outcome> {
+pub(crate) fn timed_out<B: Body + HaltSlot>(
+    spec: &CheckSpec,
+    r: &ProbeRun,
+    body: B,
+) -> Option<Outcome> {
     r.timed_out.then(|| {
         let limit = spec
             .timeout
@@ -166,7 +170,7 @@ pub(crate) fn timed_out(spec: &CheckSpec, r: &ProbeRun, f: Map<String, Value>) -
         );
         halted(
             HaltReason::ExecutionFailure,
-            f,
+            body,
             format!(
                 "execution_failure (exit {})\n  - {msg}\n",
                 HaltReason::ExecutionFailure.exit_code()
@@ -177,8 +181,8 @@ pub(crate) fn timed_out(spec: &CheckSpec, r: &ProbeRun, f: Map<String, Value>) -
 }
 
 /// Either run ends the probe without a verdict: it cannot start, or it timed out.
-fn unusable(spec: &CheckSpec, r: &ProbeRun, f: &Map<String, Value>) -> Option<Outcome> {
-    cannot_start(spec, r, f.clone()).or_else(|| timed_out(spec, r, f.clone()))
+fn unusable(spec: &CheckSpec, r: &ProbeRun, body: &ProbeCheckBody) -> Option<Outcome> {
+    cannot_start(spec, r, body.clone()).or_else(|| timed_out(spec, r, body.clone()))
 }
 
 /// A dimension whose perturbation changed the verdict: which, the setting, the run.
@@ -248,14 +252,16 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
         Ok(s) => s,
         Err(o) => return o,
     };
-    let mut f = Map::new();
-    f.insert("check".into(), json!(a.check.command));
-    f.insert("planned_runs".into(), json!(planned));
-    f.insert("runs_needed".into(), json!(needed));
-    f.insert("max_flake_rate".into(), json!(a.max_flake_rate));
-    f.insert("confidence".into(), json!(a.confidence));
     // Only a probe that got to the end with the bound at the target certifies.
-    f.insert("certified".into(), json!(false));
+    let mut f = ProbeCheckBody {
+        check: a.check.command.clone(),
+        planned_runs: planned,
+        runs_needed: needed,
+        max_flake_rate: a.max_flake_rate,
+        confidence: a.confidence,
+        certified: false,
+        ..ProbeCheckBody::default()
+    };
 
     // Phase 1: fresh copies.
     let mut runs: Vec<ProbeRun> = Vec::new();
@@ -290,24 +296,22 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
         .iter()
         .filter(|r| r.verdict() != reference.verdict())
         .count() as u64;
-    f.insert("fresh_runs".into(), json!(n));
-    f.insert(
-        "fresh_verdicts".into(),
-        json!(runs.iter().map(describe).collect::<Vec<_>>()),
-    );
-    f.insert("reference_verdict".into(), json!(describe(&reference)));
+    f.fresh_runs = Some(n);
+    f.fresh_verdicts = Some(runs.iter().map(describe).collect());
+    f.reference_verdict = Some(describe(&reference));
     if flips > 0 {
         let (lo, hi) = crate::stats::wilson_interval(flips, n, a.confidence);
         let odd = runs
             .iter()
             .position(|r| r.verdict() != reference.verdict())
             .unwrap_or(0);
-        f.insert("flips".into(), json!(flips));
-        f.insert("flake_rate".into(), json!(flips as f64 / n as f64));
-        f.insert(
-            "wilson".into(),
-            json!({"confidence": a.confidence, "lower": lo, "upper": hi}),
-        );
+        f.flips = Some(flips);
+        f.flake_rate = Some(flips as f64 / n as f64);
+        f.wilson = Some(WilsonInterval {
+            confidence: a.confidence,
+            lower: lo,
+            upper: hi,
+        });
         let c = vec![
             format!(
                 "fresh copies disagree: run 1 was {}, run {} was {} (identical input)",
@@ -326,11 +330,13 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
     let bound = 1.0 - (1.0_f64 - a.confidence).powf(1.0 / n as f64);
     // The criterion `runs_needed` solves, so the default run count always meets it.
     let meets_target = (1.0 - a.max_flake_rate).powf(n as f64) <= 1.0 - a.confidence;
-    f.insert("flips".into(), json!(0));
-    f.insert(
-        "flake_rate_bound".into(),
-        json!({"method": "clopper-pearson one-sided, zero flips", "confidence": a.confidence, "upper": bound, "meets_target": meets_target}),
-    );
+    f.flips = Some(0);
+    f.flake_rate_bound = Some(FlakeRateBound {
+        method: "clopper-pearson one-sided, zero flips".into(),
+        confidence: a.confidence,
+        upper: bound,
+        meets_target,
+    });
 
     // Phase 2: reruns in one copy.
     let copy = match sb.fresh() {
@@ -361,10 +367,7 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
             }
         }
     }
-    f.insert(
-        "reruns_in_one_copy".into(),
-        json!(reruns.iter().map(describe).collect::<Vec<_>>()),
-    );
+    f.reruns_in_one_copy = Some(reruns.iter().map(describe).collect());
     if let Some(pos) = reruns
         .iter()
         .position(|r| r.verdict() != reference.verdict())
@@ -393,14 +396,21 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
                 return o;
             }
             let agrees = r.verdict() == reference.verdict();
-            variants.push(json!({"env": env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(), "verdict": describe(&r), "agrees": agrees}));
+            variants.push(DimensionVariant {
+                env: env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+                verdict: describe(&r),
+                agrees,
+            });
             if !agrees && broken.is_none() {
                 broken = Some((*d, env.clone(), r.clone()));
             }
         }
-        dim_reports.push(json!({"dimension": d.as_str(), "variants": variants}));
+        dim_reports.push(DimensionReport {
+            dimension: d.as_str().into(),
+            variants,
+        });
     }
-    f.insert("dimensions".into(), json!(dim_reports));
+    f.dimensions = Some(dim_reports);
     if let Some((d, env, r)) = broken {
         let setting = if env.is_empty() {
             "CPU load on every core".to_string()
@@ -416,7 +426,7 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
             describe(&r),
             describe(&reference)
         )];
-        f.insert("dimension".into(), json!(d.as_str()));
+        f.dimension = Some(d.as_str().into());
         let human = format!("check_not_hermetic (exit 14)\n  - {}\n", c[0]);
         return halted(HaltReason::CheckNotHermetic, f, human, c);
     }
@@ -435,31 +445,27 @@ pub(crate) fn run(workdir: &Path, a: &ProbeArgs) -> Outcome {
             "not certified: {n} runs bound the flake rate below {bound:.4}, above the target {}; run without --runs or with --runs >= {needed}",
             a.max_flake_rate
         );
-        return Outcome {
-            status: "inconclusive".into(),
-            ..Outcome::ok(
-                f,
-                format!(
-                    "{text}\n{agreed}\nflake rate < {bound:.4} at {:.0}% confidence (target {})\n",
-                    a.confidence * 100.0,
-                    a.max_flake_rate
-                ),
-            )
-        };
+        f.human = format!(
+            "{text}\n{agreed}\nflake rate < {bound:.4} at {:.0}% confidence (target {})\n",
+            a.confidence * 100.0,
+            a.max_flake_rate
+        );
+        return Outcome::from_body("inconclusive", 0, &f);
     }
-    f.insert("certified".into(), json!(true));
-    let human = format!(
+    f.certified = true;
+    f.human = format!(
         "the check is stable: {agreed}\nflake rate < {bound:.4} at {:.0}% confidence (target {})\n",
         a.confidence * 100.0,
         a.max_flake_rate
     );
-    Outcome::ok(f, human)
+    Outcome::from_body("ok", 0, &f)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cli::CheckOpts;
+    use serde_json::json;
 
     fn args(command: &str, runs: Option<u64>) -> ProbeArgs {
         ProbeArgs {

@@ -89,7 +89,7 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
         .lines
         .iter()
         .find_map(|l| match &l.event {
-            Event::RunStarted(s) => Some(rp::dependencies_of(&s.baseline)),
+            Event::RunStarted(s) => Some(rp::dependencies_of(s.baseline.as_ref())),
             _ => None,
         })
         .unwrap_or_default();

@@ -5,9 +5,9 @@
 //! (`--html FILE`).
 
 use crate::cli::{Outcome, ReportArgs};
-use crate::cmd::bodies::{IterationRow, ReportBody, ReportTotals, StepRow};
+use crate::cmd::bodies::{IterationRow, ReportBody, ReportHalt, ReportTotals, StepRow};
 use crate::receipt::Event;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::Path;
 
 fn step_row(s: &crate::proc::StepResult) -> StepRow {
@@ -35,7 +35,7 @@ fn step_row(s: &crate::proc::StepResult) -> StepRow {
 pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
     let mut code = 0;
     let mut rows: Vec<IterationRow> = Vec::new();
-    let mut halt = Value::Null;
+    let mut halt: Option<ReportHalt> = None;
     for l in &run.lines {
         match &l.event {
             Event::RunStarted(s) => code = s.config.success_exit_code,
@@ -65,21 +65,11 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
                 if let Some(r) = rows.last_mut() {
                     r.exec = Some(step_row(&e.step));
                     r.duration_ms += e.step.duration_ms;
-                    if !e.usage.is_null() {
-                        r.usage = Some(e.usage.clone());
-                        let u = serde_json::from_value::<crate::observe::usage::IterationUsage>(
-                            e.usage.clone(),
-                        )
-                        .ok();
-                        r.cost_usd = u.as_ref().and_then(|u| u.cost_usd);
-                        r.tokens = u
-                            .as_ref()
-                            .map(crate::observe::usage::IterationUsage::total_tokens);
-                        r.model = e
-                            .usage
-                            .pointer("/primary_model/id")
-                            .and_then(Value::as_str)
-                            .map(str::to_string);
+                    if let Some(u) = &e.usage {
+                        r.usage = serde_json::to_value(u).ok();
+                        r.cost_usd = u.cost_usd;
+                        r.tokens = Some(u.total_tokens());
+                        r.model = u.primary_model.as_ref().map(|m| m.model.clone());
                     }
                 }
             }
@@ -157,7 +147,12 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
                 }
             }
             Event::Halted(h) => {
-                halt = json!({"iteration": h.iteration, "halt_reason": h.halt_reason.as_str(), "exit_code": h.exit_code, "contributors": h.contributors});
+                halt = Some(ReportHalt {
+                    iteration: h.iteration,
+                    halt_reason: h.halt_reason.as_str().into(),
+                    exit_code: h.exit_code,
+                    contributors: h.contributors.clone(),
+                });
             }
         }
     }
@@ -170,6 +165,11 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
         if let Some(r) = rows.iter_mut().rev().find(|r| r.iteration == v.iteration) {
             if r.reverted_to.is_none() {
                 r.accepted = Some(*a);
+                // A rejected last iteration (the run halted before reverting it) is
+                // reported as rejected, as `status` and `explain-halt` say.
+                if !*a && r.verdict.is_some() {
+                    r.verdict = Some("rejected".into());
+                }
             }
         }
     }
@@ -189,20 +189,17 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
     let mut body = ReportBody {
         run_id: run.run_id.clone(),
         receipt: run.receipt.display().to_string(),
-        halt_reason: halt
-            .get("halt_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        iteration: halt
-            .get("iteration")
-            .and_then(Value::as_u64)
-            .and_then(|i| u32::try_from(i).ok()),
+        halt_reason: halt.as_ref().map(|h| h.halt_reason.clone()),
+        iteration: halt.as_ref().map(|h| h.iteration),
         iterations: rows,
         halt,
         totals,
         declined_actions: crate::gate::declined_json(&traj),
         actions: crate::gate::summary_json(&traj),
         run: facts,
+        stderr_tail: super::halt_notes::of_run(&run.ws.workdir, &run.lines),
+        rejected_tree: halted_run(&run.lines)
+            .and_then(|l| super::halt_notes::rejected_tree(l, &super::halt_notes::acceptance(l))),
         human: String::new(),
     };
     body.human = text(&body);
@@ -239,15 +236,27 @@ fn text(b: &ReportBody) -> String {
             r.verdict.as_deref().unwrap_or("-")
         ));
     }
-    if let Some(h) = b.halt.as_object() {
+    if let Some(h) = &b.halt {
         human.push_str(&format!(
             "halted: {} (exit {}) at iteration {}\n",
-            h["halt_reason"].as_str().unwrap_or(""),
-            h["exit_code"],
-            h["iteration"]
+            h.halt_reason, h.exit_code, h.iteration
         ));
     }
+    if let Some(t) = &b.stderr_tail {
+        human.push_str(&t.render());
+    }
+    if let Some(r) = &b.rejected_tree {
+        human.push_str(&r.render());
+    }
     human
+}
+
+/// The receipt's lines before its last `halted` event, when the run halted.
+fn halted_run(lines: &[crate::receipt::Line]) -> Option<&[crate::receipt::Line]> {
+    let pos = lines
+        .iter()
+        .rposition(|l| matches!(l.event, Event::Halted(_)))?;
+    Some(&lines[..pos])
 }
 
 pub(crate) fn run(workdir: &Path, a: &ReportArgs, _json: bool) -> Outcome {

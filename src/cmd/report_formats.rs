@@ -84,6 +84,12 @@ pub fn markdown(b: &ReportBody) -> String {
             ));
         }
     }
+    if let Some(t) = &b.stderr_tail {
+        s.push_str(&format!(
+            "\nThe work step's stderr ended with (the rest: `{}`):\n\n```text\n{}\n```\n",
+            t.file, t.text
+        ));
+    }
     s.push_str(&format!(
         "\nExplain: `loopexec explain-halt --run-id {}`\n",
         b.run_id
@@ -217,17 +223,12 @@ pub fn html(b: &ReportBody) -> String {
         ));
     }
     s.push_str("</table>");
-    if let Some(h) = b.halt.as_object() {
-        let contributors = h
-            .get("contributors")
-            .and_then(serde_json::Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(serde_json::Value::as_str)
-                    .map(|c| format!("<li>{}</li>", esc(c)))
-                    .collect::<String>()
-            })
-            .unwrap_or_default();
+    if let Some(h) = &b.halt {
+        let contributors: String = h
+            .contributors
+            .iter()
+            .map(|c| format!("<li>{}</li>", esc(c)))
+            .collect();
         s.push_str(&format!("<h2>Why it halted</h2><ul>{contributors}</ul>"));
     }
     s.push_str(&format!(

@@ -15,7 +15,6 @@ use crate::engine::{self, EngineError, RunOutcome, RunRequest, SignalFlag};
 use crate::halt::{Halt, HaltReason};
 use crate::output::RunFacts;
 use crate::workspace::{self, Workspace, WorkspaceError};
-use serde_json::json;
 use std::path::Path;
 
 fn overrides(a: &RunArgs) -> Overrides {
@@ -48,6 +47,7 @@ fn overrides(a: &RunArgs) -> Overrides {
         max_turns: a.max_turns,
         on_rate_limit: a.on_rate_limit.clone(),
         check_in_place: a.check_in_place,
+        accept_rejected_tree: a.accept_rejected_tree,
         sandbox: a.sandbox.as_deref().map(|m| match m {
             "landlock" => crate::config::SandboxMode::Landlock,
             "off" => crate::config::SandboxMode::Off,
@@ -76,6 +76,43 @@ pub(crate) fn halt_outcome(
     receipt: Option<&Path>,
     facts: RunFacts,
 ) -> Outcome {
+    let body = halt_body(run_id, iteration, halt, explanation, receipt, facts, None);
+    outcome_of(&body, halt)
+}
+
+/// A contributor as a bullet; its further lines (a TOML error's caret diagram, a
+/// hint) stay on their own lines, indented under the bullet so the diagram's columns
+/// keep lining up.
+fn bullet(c: &str) -> String {
+    let mut lines = c.lines();
+    let mut s = format!("  - {}\n", lines.next().unwrap_or(""));
+    for l in lines {
+        s.push_str(&format!("    {l}\n"));
+    }
+    s
+}
+
+/// The halt's outcome from its body: status `halted`, the halt's exit code, and its
+/// contributors as `errors[]` unless it converged.
+fn outcome_of(body: &RunBody, halt: &Halt) -> Outcome {
+    let mut o = Outcome::from_body("halted", halt.reason.exit_code(), body);
+    if halt.reason != HaltReason::SuccessConditionMet {
+        o.errors.clone_from(&halt.contributors);
+    }
+    o
+}
+
+/// The body of a halt; a failed work step's stderr `tail` is shown right under the
+/// halt's contributors (and in `stderr_tail`/`stderr_file`).
+fn halt_body(
+    run_id: Option<&str>,
+    iteration: Option<u32>,
+    halt: &Halt,
+    explanation: &str,
+    receipt: Option<&Path>,
+    facts: RunFacts,
+    tail: Option<super::halt_notes::StderrTail>,
+) -> RunBody {
     let mut human = format!(
         "halted: {} (exit {}) at iteration {}\n",
         halt.reason,
@@ -83,7 +120,10 @@ pub(crate) fn halt_outcome(
         iteration.map_or_else(|| "-".to_string(), |i| i.to_string())
     );
     for c in &halt.contributors {
-        human.push_str(&format!("  - {c}\n"));
+        human.push_str(&bullet(c));
+    }
+    if let Some(t) = &tail {
+        human.push_str(&t.render());
     }
     if !explanation.is_empty() {
         human.push_str(&format!("{explanation}\n"));
@@ -93,7 +133,7 @@ pub(crate) fn halt_outcome(
             "receipt: .loopexec/runs/{id}.jsonl (explain: loopexec explain-halt --run-id {id})\n"
         ));
     }
-    let body = RunBody {
+    RunBody {
         run_id: run_id.map(str::to_string),
         iteration,
         halt_reason: halt.reason.as_str().to_string(),
@@ -104,15 +144,11 @@ pub(crate) fn halt_outcome(
         explanation: explanation.to_string(),
         detail: halt.detail.clone(),
         run: facts,
-        stderr_tail: None,
-        stderr_file: None,
+        stderr_tail: tail.as_ref().map(|t| t.text.clone()),
+        stderr_file: tail.map(|t| t.file),
+        rejected_tree: None,
         human,
-    };
-    let mut o = Outcome::from_body("halted", halt.reason.exit_code(), &body);
-    if halt.reason != HaltReason::SuccessConditionMet {
-        o.errors.clone_from(&halt.contributors);
     }
-    o
 }
 
 fn preflight(ws: Option<&Workspace>, run_id: &str, reason: HaltReason, message: String) -> Outcome {
@@ -142,10 +178,15 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
         .or_else(|| a.run_id.clone())
         .unwrap_or_else(workspace::new_run_id);
     if let Err(e) = workspace::validate_run_id(&run_id) {
-        let mut o = preflight(None, &run_id, HaltReason::InvariantFailed, e.to_string());
-        o.fields.insert("run_id".into(), json!(null));
-        o.fields["run"]["run_id"] = json!(null);
-        return o;
+        // No valid id: nothing is recorded, and the output names no run.
+        let halt = Halt::new(HaltReason::InvariantFailed, vec![e.to_string()]);
+        let explanation = format!(
+            "{}: {}",
+            halt.reason,
+            crate::explain::advice_sentence(halt.reason.advice())
+        );
+        let facts = crate::receipt::facts::preflight_facts(None, &halt);
+        return halt_outcome(None, None, &halt, &explanation, None, facts);
     }
     let ws = match Workspace::at(workdir) {
         Ok(w) => w,
@@ -240,27 +281,29 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
                 }
                 _ => crate::receipt::facts::preflight_facts(Some(&run_id), &halt),
             };
-            let tail = failed_exec_stderr(&ws.workdir, &halt, &lines);
-            let mut o = halt_outcome(
+            let tail = super::halt_notes::of_halt(&ws.workdir, halt.reason, &halt.detail, &lines);
+            let mut body = halt_body(
                 Some(&run_id),
                 Some(iteration),
                 &halt,
                 &explanation,
                 receipt.as_deref(),
                 facts,
+                tail,
             );
-            o.fields.insert("advice".into(), json!(advice.as_str()));
-            if let Some((text, file)) = tail {
-                o.human.push_str(&format!(
-                    "the work step's stderr ended with:\n{}\n(the rest: {file})\n",
-                    text.lines()
-                        .map(|l| format!("  | {l}"))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                ));
-                o.fields.insert("stderr_tail".into(), json!(text));
-                o.fields.insert("stderr_file".into(), json!(file));
+            body.advice = advice.as_str().to_string();
+            let before_halt = lines
+                .iter()
+                .rposition(|l| matches!(l.event, crate::receipt::Event::Halted(_)))
+                .map_or(&lines[..], |p| &lines[..p]);
+            body.rejected_tree = super::halt_notes::rejected_tree(
+                before_halt,
+                &super::halt_notes::acceptance(before_halt),
+            );
+            if let Some(r) = &body.rejected_tree {
+                body.human.push_str(&r.render());
             }
+            let mut o = outcome_of(&body, &halt);
             crate::cmd::halts::attach_declined(&mut o, receipt.as_deref());
             o
         }
@@ -289,36 +332,6 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
         Err(e @ EngineError::RunExists(_)) => preflight(None, &run_id, e.reason(), e.to_string()),
         Err(e) => preflight(Some(&ws), &run_id, e.reason(), e.to_string()),
     }
-}
-
-/// Lines of a failed work step's stderr shown with the halt.
-const STDERR_TAIL_LINES: usize = 12;
-
-/// For an `execution_failure` of the work step: the last lines of its stderr excerpt
-/// and the excerpt's path (the whole head and tail).
-fn failed_exec_stderr(
-    workdir: &Path,
-    halt: &Halt,
-    lines: &[crate::receipt::Line],
-) -> Option<(String, String)> {
-    if halt.reason != HaltReason::ExecutionFailure
-        || halt.detail.get("step").and_then(serde_json::Value::as_str) != Some("exec")
-    {
-        return None;
-    }
-    let rel = lines.iter().rev().find_map(|l| match &l.event {
-        crate::receipt::Event::ExecFinished(e) => e.step.stderr.excerpt.clone(),
-        _ => None,
-    })?;
-    let path = if Path::new(&rel).is_absolute() {
-        std::path::PathBuf::from(&rel)
-    } else {
-        workdir.join(&rel)
-    };
-    let text = String::from_utf8_lossy(&std::fs::read(&path).ok()?).into_owned();
-    let all: Vec<&str> = text.lines().collect();
-    let tail = all[all.len().saturating_sub(STDERR_TAIL_LINES)..].join("\n");
-    (!tail.trim().is_empty()).then(|| (tail, path.display().to_string()))
 }
 
 /// Says on stderr which iterations' spend escaped the budget caps (not metered), read

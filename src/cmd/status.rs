@@ -45,6 +45,7 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
                         green,
                         failing: c.parsed.failing().len(),
                         check_exit: c.step.exit_code,
+                        accepted: true,
                     });
                 }
             }
@@ -70,6 +71,16 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
     let hb: Option<serde_json::Value> = std::fs::read(run.ws.heartbeat_path(&run.run_id))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
+    // Rejected is said the same way as in `report` and `explain-halt`: the ratchet's
+    // acceptance of each iteration.
+    let traj = crate::trajectory::Trajectory::from_lines(&run.lines);
+    let views = traj.attempt_views(code);
+    let accepted = crate::detect::progress::accepted(&views);
+    for v in &mut verdicts {
+        if let Some(k) = views.iter().position(|a| a.iteration == v.iteration) {
+            v.accepted = accepted.get(k).copied().unwrap_or(true);
+        }
+    }
     let last = verdicts
         .iter()
         .rev()
@@ -96,7 +107,11 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
         human.push_str(&format!(
             "  iteration {}: {} ({} failing)\n",
             v.iteration,
-            if v.green { "green" } else { "red" },
+            match (v.accepted, v.green) {
+                (false, _) => "rejected",
+                (true, true) => "green",
+                (true, false) => "red",
+            },
             v.failing
         ));
     }

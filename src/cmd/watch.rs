@@ -13,11 +13,12 @@
 //! groups the heartbeat names (TERM, grace, KILL). The run's own loop sees its step
 //! end, reads that record into the receipt, and halts `heartbeat_stale`.
 
+use super::bodies_control::WatchBody;
 use crate::cli::{Outcome, WatchArgs};
 use crate::engine::Heartbeat;
 use crate::halt::HaltReason;
 use crate::receipt::Event;
-use serde_json::{json, Map};
+use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
 
@@ -44,9 +45,18 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
         Ok(r) => r,
         Err(o) => return o,
     };
-    let mut f = Map::new();
-    f.insert("run_id".into(), json!(run.run_id));
-    f.insert("run".into(), json!(run.facts()));
+    let mut body = WatchBody {
+        run_id: run.run_id.clone(),
+        run: run.facts(),
+        run_halt_reason: None,
+        iteration: None,
+        pid: None,
+        heartbeat: None,
+        halt_reason: None,
+        contributors: Vec::new(),
+        killed_process_groups: None,
+        human: String::new(),
+    };
     // The run is finished when its newest halt is not followed by a resume.
     let halted = run.lines.iter().rev().find_map(|l| match &l.event {
         Event::Halted(h) => Some(Some(h.clone())),
@@ -54,17 +64,13 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
         _ => None,
     });
     if let Some(Some(h)) = halted {
-        f.insert("run_halt_reason".into(), json!(h.halt_reason.as_str()));
-        f.insert("iteration".into(), json!(h.iteration));
-        let mut o = Outcome::ok(
-            f,
-            format!(
-                "run {} finished: {} (exit {})\n",
-                run.run_id, h.halt_reason, h.exit_code
-            ),
+        body.run_halt_reason = Some(h.halt_reason.as_str().into());
+        body.iteration = Some(h.iteration);
+        body.human = format!(
+            "run {} finished: {} (exit {})\n",
+            run.run_id, h.halt_reason, h.exit_code
         );
-        o.status = "finished".into();
-        return o;
+        return Outcome::from_body("finished", 0, &body);
     }
     let pid = run.lines.iter().rev().find_map(|l| match &l.event {
         Event::RunStarted(s) => Some(s.pid),
@@ -103,15 +109,11 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
     } else {
         None
     };
-    f.insert("pid".into(), json!(pid));
-    f.insert(
-        "heartbeat".into(),
-        serde_json::to_value(&hb).unwrap_or_default(),
-    );
+    body.pid = Some(pid);
+    body.heartbeat = Some(hb.clone());
     let Some(reason) = stale_reason else {
-        let mut o = Outcome::ok(f, format!("run {} is alive\n", run.run_id));
-        o.status = "alive".into();
-        return o;
+        body.human = format!("run {} is alive\n", run.run_id);
+        return Outcome::from_body("alive", 0, &body);
     };
     let mut killed = Vec::new();
     if a.kill {
@@ -142,12 +144,8 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
             }
         }
     }
-    f.insert(
-        "halt_reason".into(),
-        json!(HaltReason::HeartbeatStale.as_str()),
-    );
-    f.insert("contributors".into(), json!([reason]));
-    f.insert("killed_process_groups".into(), json!(killed));
+    body.halt_reason = Some(HaltReason::HeartbeatStale.as_str().into());
+    body.contributors = vec![reason.clone()];
     let mut human = format!("run {} is wedged: {reason}\n", run.run_id);
     if !killed.is_empty() {
         human.push_str(&format!(
@@ -156,12 +154,9 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
     } else if a.kill && !alive {
         human.push_str("nothing to kill: the loopexec process and its steps are already gone\n");
     }
-    Outcome {
-        status: "halted".into(),
-        exit_code: HaltReason::HeartbeatStale.exit_code(),
-        fields: f,
-        human,
-        errors: vec![reason],
-        hint: None,
-    }
+    body.killed_process_groups = Some(killed);
+    body.human = human;
+    let mut o = Outcome::from_body("halted", HaltReason::HeartbeatStale.exit_code(), &body);
+    o.errors = vec![reason];
+    o
 }

@@ -191,9 +191,9 @@ fn failed(s: &StepResult) -> bool {
 /// result `subtype` when it is an error (`error_max_turns`, `error_during_execution`)
 /// or `is_error`; codex's failed turn.
 fn agent_error(it: &crate::trajectory::IterationObs) -> Option<String> {
-    let u = &it.exec.as_ref()?.usage;
-    let subtype = u.get("subtype").and_then(serde_json::Value::as_str);
-    let is_error = u.get("is_error").and_then(serde_json::Value::as_bool) == Some(true);
+    let u = it.exec.as_ref()?.usage.as_ref()?;
+    let subtype = u.subtype.as_deref();
+    let is_error = u.is_error == Some(true);
     match subtype {
         Some(st) if st.starts_with("error") => Some(st.to_string()),
         _ if is_error => {

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 
 /// Guard measurements of one tree (t0 in `run_started.baseline`, later trees in
 /// `exec_finished.guards`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TreeMeasures {
     /// Paths changed since t0, committed or not (empty for t0 itself).
     #[serde(default)]
@@ -452,10 +452,75 @@ pub fn toolchain(t0: Option<&TreeMeasures>, m: &TreeMeasures) -> Option<Halt> {
     })
 }
 
+/// The halt for a run whose t0 is the tree an earlier run rejected for integrity
+/// (`run_started.inherits_rejected`): the earlier reason again, naming the run, unless
+/// `[oracle] accept_rejected_tree`. Before this, a person who acknowledged the halt and
+/// started a new run froze the agent's edit (a weakened test) into the new t0, and the
+/// new run went green at iteration 0.
+#[must_use]
+pub fn inherited(
+    r: Option<&crate::receipt::events::InheritedRejection>,
+    cfg: &RunConfig,
+) -> Option<Halt> {
+    let r = r?;
+    if cfg.oracle.accept_rejected_tree {
+        return None;
+    }
+    let mut why = format!(
+        "the working tree is the tree run {} rejected at iteration {} ({}",
+        r.run_id,
+        r.iteration,
+        r.halt_reason.as_str()
+    );
+    if !r.why.is_empty() {
+        why.push_str(": ");
+        why.push_str(&r.why);
+    }
+    why.push_str(
+        "); a run starting from it would freeze that into t0. Restore the last accepted tree (`loopexec explain-halt --run-id RUN` prints the command), or pass --accept-rejected-tree to start from it anyway",
+    );
+    Some(Halt::new(r.halt_reason, vec![why]))
+}
+
 #[cfg(test)]
 mod trust_tests {
     use super::*;
     use crate::observe::frozen::{EditKind, OracleEdit};
+
+    #[test]
+    fn a_tree_rejected_earlier_halts_with_the_earlier_reason_unless_accepted() {
+        let r = crate::receipt::events::InheritedRejection {
+            run_id: "r1".into(),
+            halt_reason: HaltReason::BlockedPathModified,
+            iteration: 2,
+            tree: "t".into(),
+            why: ".github/workflows/ci.yml changed".into(),
+        };
+        let mut accept = RunConfig::defaults();
+        accept.oracle.accept_rejected_tree = true;
+        // (case, inherited, config, halt)
+        let rows = [
+            ("nothing inherited", None, RunConfig::defaults(), None),
+            (
+                "inherited",
+                Some(&r),
+                RunConfig::defaults(),
+                Some(HaltReason::BlockedPathModified),
+            ),
+            ("accepted", Some(&r), accept, None),
+        ];
+        for (name, inh, cfg, want) in rows {
+            let got = inherited(inh, &cfg);
+            assert_eq!(got.as_ref().map(|h| h.reason), want, "{name}");
+            if let Some(h) = got {
+                assert!(
+                    h.contributors[0].contains("run r1 rejected at iteration 2"),
+                    "{h:?}"
+                );
+                assert!(h.contributors[0].contains("ci.yml"), "{h:?}");
+            }
+        }
+    }
 
     fn edit(kind: EditKind) -> OracleEdit {
         OracleEdit {

@@ -17,7 +17,6 @@
 
 use crate::config::RunConfig;
 use crate::halt::{Halt, HaltReason};
-use crate::observe::usage::IterationUsage;
 use crate::receipt::judgment::JudgeFinished;
 use crate::trajectory::{is_green, Trajectory};
 use schemars::JsonSchema;
@@ -122,7 +121,7 @@ pub fn spend(t: &Trajectory) -> (f64, u64) {
     t.iterations
         .iter()
         .filter_map(|i| i.judged.as_ref())
-        .filter_map(|j| serde_json::from_value::<IterationUsage>(j.usage.clone()).ok())
+        .filter_map(|j| j.usage.clone())
         .fold((0.0, 0), |(c, n), u| {
             (c + u.cost_usd.unwrap_or(0.0), n + u.total_tokens())
         })

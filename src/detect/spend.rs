@@ -35,7 +35,7 @@ pub fn usages(t: &Trajectory) -> Vec<(u32, IterationUsage)> {
         .iter()
         .filter_map(|i| {
             let e = i.exec.as_ref()?;
-            let u = serde_json::from_value::<IterationUsage>(e.usage.clone()).ok()?;
+            let u = e.usage.clone()?;
             Some((i.iteration, u))
         })
         .collect()
@@ -119,8 +119,8 @@ pub fn unmetered(cfg: &RunConfig, u: &IterationUsage) -> Option<&'static str> {
 pub fn unmetered_warning(t: &Trajectory, cfg: &RunConfig) -> Option<String> {
     let last = t.last()?;
     let e = last.exec.as_ref()?;
-    let u = serde_json::from_value::<IterationUsage>(e.usage.clone()).ok()?;
-    let why = unmetered(cfg, &u)?;
+    let u = e.usage.as_ref()?;
+    let why = unmetered(cfg, u)?;
     Some(format!(
         "spend not metered in iteration {}: {why}; the budget cap cannot count it (cost unknown; --on-unmetered halt stops the run)",
         last.iteration

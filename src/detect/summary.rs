@@ -112,21 +112,32 @@ pub fn summarize_with_window(trajectory: &[AttemptView], window: u32) -> Traject
         best_failing_count: best.map(|(_, c)| *c),
         best_iteration: best.map(|(i, _)| trajectory[i].iteration),
         window,
-        improving_at_end: improving_at_end(&counts, window),
+        improving_at_end: improving_at_end(&counts, &acc, window),
         never_passed: never_passed_core(trajectory),
         failing_counts: counts,
     }
 }
 
-fn improving_at_end(counts: &[usize], window: u32) -> bool {
+/// A new best within the last `window` attempts. Only the ratchet's accepted
+/// iterations count, as bar and as new best: a rejected iteration's lower count was
+/// thrown away, so a run whose last attempts were rejected is not "improving".
+fn improving_at_end(counts: &[usize], accepted: &[bool], window: u32) -> bool {
     let Some(n) = counts.len().checked_sub(1) else {
         return false;
     };
     if n == 0 {
         return false;
     }
+    let acc = |i: usize| accepted.get(i).copied().unwrap_or(true);
     let k = usize::try_from(window).unwrap_or(usize::MAX).clamp(1, n);
-    (n + 1 - k..=n).any(|i| counts[..i].iter().all(|&c| counts[i] < c))
+    (n + 1 - k..=n).any(|i| {
+        acc(i)
+            && counts[..i]
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| acc(j))
+                .all(|(_, &c)| counts[i] < c)
+    })
 }
 
 /// "its only attempt" / "its last N attempts", N never more than the attempts made.
@@ -162,13 +173,15 @@ pub fn sparkline(counts: &[usize]) -> String {
 }
 
 /// The advice class once the trajectory is known: `max_iterations_reached` while
-/// not improving is [`Advice::DoNotRetry`]; everything else is [`HaltReason::advice`].
+/// not improving is [`Advice::DoNotRetry`]; `budget_exceeded` while still improving
+/// is [`Advice::RaiseTheLimit`] (the money ran out, not the progress); everything
+/// else is [`HaltReason::advice`].
 #[must_use]
 pub fn refined_advice(reason: HaltReason, summary: &TrajectorySummary) -> Advice {
-    if reason == HaltReason::MaxIterationsReached && !summary.improving_at_end {
-        Advice::DoNotRetry
-    } else {
-        reason.advice()
+    match reason {
+        HaltReason::MaxIterationsReached if !summary.improving_at_end => Advice::DoNotRetry,
+        HaltReason::BudgetExceeded if summary.improving_at_end => Advice::RaiseTheLimit,
+        _ => reason.advice(),
     }
 }
 
@@ -268,6 +281,50 @@ mod tests {
         assert_eq!((s.best_failing_count, s.best_iteration), (Some(2), Some(1)));
     }
 
+    /// "Still improving" counts only accepted iterations: a lower count the ratchet
+    /// rejected neither is a new best nor sets the bar for one.
+    #[test]
+    fn a_rejected_iteration_is_not_improvement() {
+        // (trajectory, improving at the end)
+        let cases: [(Vec<AttemptView>, bool); 3] = [
+            // 3 -> 2 (accepted) -> 1 (rejected: c passed before) -> 1 (rejected)
+            (
+                vec![
+                    view(0, &["a", "b", "c"], &[]),
+                    view(1, &["a", "b"], &["c"]),
+                    view(2, &["c"], &["a", "b"]),
+                    view(3, &["c"], &["a", "b"]),
+                ],
+                true, // iteration 1 is within the last 3 attempts
+            ),
+            (
+                vec![
+                    view(0, &["a", "b", "c"], &[]),
+                    view(1, &["a", "b"], &["c"]),
+                    view(2, &["c"], &["a", "b"]),
+                    view(3, &["c"], &["a", "b"]),
+                    view(4, &["c"], &["a", "b"]),
+                    view(5, &["c"], &["a", "b"]),
+                ],
+                false,
+            ),
+            // A rejected low count does not raise the bar for a later accepted one.
+            (
+                vec![
+                    view(0, &["a", "b", "c", "d"], &[]),
+                    view(1, &["a", "b", "c"], &["d"]),
+                    view(2, &["d"], &["a", "b", "c"]),
+                    view(3, &["a", "b"], &["c", "d"]),
+                ],
+                true,
+            ),
+        ];
+        for (t, want) in cases {
+            let s = summarize(&t);
+            assert_eq!(s.improving_at_end, want, "{:?}", s.failing_counts);
+        }
+    }
+
     /// The cap's advice never speaks of more attempts than were made.
     #[test]
     fn the_cap_advice_counts_only_the_attempts_made() {
@@ -298,6 +355,25 @@ mod tests {
         let text = advice_text(HaltReason::MaxIterationsReached, &s);
         assert!(text.contains("raise the limit"), "{text}");
         assert!(!text.contains("do not retry"));
+    }
+
+    /// A budget halt says "raise the cap" only while the loop was improving, and
+    /// never both that and "do not retry".
+    #[test]
+    fn a_budget_halt_follows_the_trend() {
+        let cases: [(&[usize], Advice); 3] = [
+            (&[3, 2], Advice::RaiseTheLimit),
+            (&[6, 5, 4, 3], Advice::RaiseTheLimit),
+            (&[4, 2, 3, 2, 2], Advice::DoNotRetry),
+        ];
+        for (counts, want) in cases {
+            let s = summarize(&counts_traj(counts));
+            assert_eq!(
+                refined_advice(HaltReason::BudgetExceeded, &s),
+                want,
+                "{counts:?}"
+            );
+        }
     }
 
     #[test]

@@ -68,8 +68,8 @@ pub fn exec(it: u32) -> Event {
         step: step(Some(0)),
         tree: None,
         snapshot: None,
-        usage: serde_json::Value::Null,
-        guards: serde_json::Value::Null,
+        usage: None,
+        guards: None,
         watchdog: None,
     }))
 }

@@ -485,10 +485,7 @@ impl Loop<'_> {
             .traj
             .last()
             .and_then(|i| i.exec.as_ref())
-            .and_then(|e| {
-                serde_json::from_value::<crate::observe::usage::IterationUsage>(e.usage.clone())
-                    .ok()
-            })
+            .and_then(|e| e.usage.clone())
         else {
             return;
         };

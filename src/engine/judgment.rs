@@ -205,7 +205,7 @@ impl Loop<'_> {
             step,
             output,
             output_truncated,
-            usage,
+            usage: Some(usage),
             dir: dir.display().to_string(),
         };
         self.record(Event::JudgeFinished(Box::new(ev)))

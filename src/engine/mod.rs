@@ -184,7 +184,7 @@ struct Loop<'a> {
 }
 
 /// Heartbeat written while a step runs (`.loopexec/runs/<id>/heartbeat`).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Heartbeat {
     pub run_id: String,
     /// RFC 3339 time of this write.
@@ -340,6 +340,8 @@ fn sandbox_for(
                             .find(|w| room.starts_with(w))
                             .map_or(String::new(), |w| w.display().to_string())
                     )
+                } else if abi >= 6 {
+                    format!("landlock (kernel ABI {abi}, signals and abstract sockets scoped)")
                 } else {
                     format!("landlock (kernel ABI {abi})")
                 },
@@ -421,7 +423,7 @@ impl Loop<'_> {
             git,
             env_stripped: self.env_stripped.clone(),
             guards_unavailable: unavailable,
-            baseline,
+            baseline: Some(baseline),
             orphans_ended: std::mem::take(&mut self.orphans_ended),
             check_placement: if self.room.is_some() {
                 "clean_room".into()
@@ -430,9 +432,60 @@ impl Loop<'_> {
             },
             oracle,
             sandbox: Some(self.sandbox_record.clone()),
+            inherits_rejected: None,
         };
+        let mut started = started;
+        started.inherits_rejected = started
+            .git
+            .baseline_tree
+            .as_deref()
+            .and_then(|t| self.rejected_tree_run(t));
         self.record(Event::RunStarted(Box::new(started)))?;
         self.record(Event::IterationStarted(IterationStarted { iteration: 0 }))
+    }
+
+    /// The newest earlier run of this workdir, when it halted for integrity and its last
+    /// exec left exactly `tree` (t0 of this run). Read from the ledger's runs and that
+    /// run's receipt; a receipt that cannot be read answers `None` (its own `check`
+    /// reports it).
+    fn rejected_tree_run(&self, tree: &str) -> Option<crate::receipt::events::InheritedRejection> {
+        let prev = self
+            .store
+            .run_ids()
+            .ok()?
+            .into_iter()
+            .rev()
+            .find(|r| *r != self.run_id)?;
+        let row = self.store.run(&prev).ok()??;
+        let reason = HaltReason::from_str_opt(row.halt_reason.as_deref()?)?;
+        if !matches!(
+            reason,
+            HaltReason::MetricIntegrityViolation
+                | HaltReason::BlockedPathModified
+                | HaltReason::RewardHackingDetected
+        ) {
+            return None;
+        }
+        let lines = crate::receipt::read(Path::new(&row.receipt)).ok()?;
+        let (iteration, last_tree) = lines.iter().rev().find_map(|l| match &l.event {
+            Event::ExecFinished(e) => Some((e.iteration, e.tree.clone()?)),
+            _ => None,
+        })?;
+        let why = lines
+            .iter()
+            .rev()
+            .find_map(|l| match &l.event {
+                Event::Halted(h) => h.contributors.first().cloned(),
+                _ => None,
+            })
+            .unwrap_or_default();
+        (last_tree == tree).then_some(crate::receipt::events::InheritedRejection {
+            run_id: prev,
+            halt_reason: reason,
+            iteration,
+            tree: last_tree,
+            why,
+        })
     }
 
     pub(super) fn resume(&mut self) -> Result<(), EngineError> {
@@ -453,7 +506,7 @@ impl Loop<'_> {
             .traj
             .started
             .as_ref()
-            .map(|s| s.baseline.clone())
+            .and_then(|s| s.baseline.clone())
             .unwrap_or_default();
         self.prepare_room(&baseline)?;
         if from != last_halt {
@@ -484,12 +537,13 @@ impl Loop<'_> {
 
     /// Sets up the clean room (unless the check runs in place), linking the dependency
     /// directories that t0's snapshot left out.
-    fn prepare_room(&mut self, baseline: &serde_json::Value) -> Result<(), EngineError> {
+    fn prepare_room(
+        &mut self,
+        m: &crate::detect::integrity::TreeMeasures,
+    ) -> Result<(), EngineError> {
         if self.cfg.clean_room.in_place {
             return Ok(());
         }
-        let m: crate::detect::integrity::TreeMeasures =
-            serde_json::from_value(baseline.clone()).unwrap_or_default();
         let deps: Vec<String> = m
             .excluded
             .iter()
@@ -512,9 +566,7 @@ impl Loop<'_> {
     }
 
     /// The frozen oracle of t0, for `run_started`.
-    fn oracle_list(&self, baseline: &serde_json::Value) -> Vec<String> {
-        let m: crate::detect::integrity::TreeMeasures =
-            serde_json::from_value(baseline.clone()).unwrap_or_default();
+    fn oracle_list(&self, m: &crate::detect::integrity::TreeMeasures) -> Vec<String> {
         let mut v: Vec<String> = m.frozen.keys().chain(m.manifest.keys()).cloned().collect();
         v.sort();
         v.dedup();

@@ -58,8 +58,8 @@ impl Loop<'_> {
         let cost = obs
             .exec
             .as_ref()
-            .and_then(|e| e.usage.get("cost_usd"))
-            .and_then(serde_json::Value::as_f64);
+            .and_then(|e| e.usage.as_ref())
+            .and_then(|u| u.cost_usd);
         let r = self
             .store
             .iteration(

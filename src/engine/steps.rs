@@ -110,8 +110,8 @@ impl Loop<'_> {
                 step: noop_step(),
                 tree: obs.tree,
                 snapshot: obs.snapshot,
-                usage: serde_json::Value::Null,
-                guards: obs.measures,
+                usage: None,
+                guards: Some(obs.measures),
                 watchdog: None,
             };
             return self.record(Event::ExecFinished(Box::new(ev)));
@@ -142,8 +142,13 @@ impl Loop<'_> {
         );
         let sink = self.reporter.agent_sink(meter.sink());
         let stall = self.cfg.liveness.stall_timeout.map(|d| d.0);
+        let outside: Vec<String> = proc::sandbox::OUTSIDE_SERVERS
+            .iter()
+            .map(|v| (*v).to_string())
+            .collect();
         let mut spec = self.step_spec(&cmd, prefix);
         spec.env_set = &env_set;
+        spec.env_remove = &outside;
         spec.timeout = self.cfg.exec_timeout.map(|d| d.0);
         spec.stall_timeout = stall;
         spec.stdout_sink = Some(sink);
@@ -160,23 +165,22 @@ impl Loop<'_> {
         let mut obs = self.tree.observe(it);
         if let Err(what) = self.receipt.untouched() {
             // The step wrote into loopexec's own record: a blocked path, observed.
-            let mut m: crate::detect::integrity::TreeMeasures =
-                serde_json::from_value(obs.measures.clone()).unwrap_or_default();
             let rel = self
                 .receipt
                 .path()
                 .strip_prefix(&self.ws.workdir)
                 .unwrap_or(self.receipt.path());
-            m.state_tampered.push(format!("{} ({what})", rel.display()));
-            obs.measures = serde_json::to_value(m).unwrap_or_default();
+            obs.measures
+                .state_tampered
+                .push(format!("{} ({what})", rel.display()));
         }
         let ev = ExecFinished {
             iteration: it,
             step,
             tree: obs.tree,
             snapshot: obs.snapshot,
-            usage,
-            guards: obs.measures,
+            usage: Some(usage),
+            guards: Some(obs.measures),
             watchdog,
         };
         self.record(Event::ExecFinished(Box::new(ev)))?;

@@ -46,7 +46,9 @@ pub const TEST_DIRS: &[&str] = &[
 ];
 
 /// How a frozen file or region was edited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum EditKind {
     /// A frozen file's content or mode changed.
@@ -60,7 +62,7 @@ pub enum EditKind {
 }
 
 /// One edit of the frozen oracle (recorded in `exec_finished.guards.oracle_edits`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OracleEdit {
     /// Root-relative path.
     pub path: String,

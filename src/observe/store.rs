@@ -4,7 +4,8 @@
 //! directory itself, so `.gitignore`, global excludes files, `update-index
 //! --skip-worktree/--assume-unchanged`, `git replace`, clean/smudge filters, hooks and
 //! a nested repository cannot hide or disguise a file. git is used only as an object
-//! database, in a private bare repository at `.loopexec/snapshots.git` that works the
+//! database, in a private bare repository in loopexec's state directory
+//! ([`crate::observe::tree::store_path`]) that works the
 //! same whether or not the workdir is a git repository:
 //!
 //! * every command runs with `GIT_DIR` set to the store, the system and global git
@@ -88,7 +89,7 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
     }
 }
 
-/// The private object store of one workdir (`.loopexec/snapshots.git`).
+/// The private object store of one workdir ([`crate::observe::tree::store_path`]).
 #[derive(Debug, Clone)]
 pub struct SnapshotStore {
     git_dir: PathBuf,

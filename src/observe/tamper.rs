@@ -144,7 +144,7 @@ fn compiled() -> &'static Vec<Regex> {
 }
 
 /// One hit of a rule on an added line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TamperHit {
     /// Root-relative path.
     pub path: String,

@@ -2,7 +2,7 @@
 //! exec and around every check, and the guard measurements of each snapshot.
 //!
 //! Snapshots live in loopexec's own store ([`super::store`]): commits under
-//! `refs/loopexec/<run-id>/<label>` in `.loopexec/snapshots.git`, made from loopexec's
+//! `refs/loopexec/<run-id>/<label>` in loopexec's snapshot store ([`store_path`]), made from loopexec's
 //! own walk of the workdir. The user's repository (if there is one) is only read for
 //! facts about it (HEAD, dirty, its own configuration files); nothing of it decides what
 //! a snapshot holds. Labels: `0` (t0, before the baseline check), `<i>` (after the exec
@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 pub struct TreeObs {
     pub tree: Option<String>,
     pub snapshot: Option<String>,
-    /// [`TreeMeasures`] as JSON.
-    pub measures: serde_json::Value,
+    /// What the guards measured on this tree.
+    pub measures: TreeMeasures,
 }
 
 /// Paths a check changed, split by what happened to them.
@@ -125,10 +125,20 @@ pub fn agent_changed_paths(
     Ok(out)
 }
 
-/// The snapshot store of a workdir: `<workdir>/.loopexec/snapshots.git`.
+/// The snapshot store of a workdir: `<state>/stores/<first 16 hex of
+/// blake3(workdir)>.git`, `<state>` as [`crate::engine::cleanroom::state_dir`].
+///
+/// It lives outside the workdir so that the exec, which may write the workdir, can
+/// reach neither its objects (a blob rewritten in place under its old id would be
+/// what the clean room reads as t0's test) nor its config (a `diff.external` or
+/// `core.pager` there would run when a person reviews the diff). Landlock keeps the
+/// exec out of the state directory; without Landlock the run says so.
 #[must_use]
 pub fn store_path(workdir: &Path) -> PathBuf {
-    workdir.join(".loopexec").join("snapshots.git")
+    let digest = blake3::hash(workdir.as_os_str().as_encoded_bytes()).to_hex();
+    crate::engine::cleanroom::state_dir()
+        .join("stores")
+        .join(format!("{}.git", &digest.as_str()[..16]))
 }
 
 impl TreeObserver {
@@ -241,7 +251,7 @@ impl TreeObserver {
 
     /// Takes t0: git state, the baseline snapshot and its measurements, and the
     /// list of guards that cannot run here.
-    pub fn baseline(&mut self) -> (GitState, serde_json::Value, Vec<String>) {
+    pub fn baseline(&mut self) -> (GitState, TreeMeasures, Vec<String>) {
         let user_git = git::repo_root(&self.dir).is_some();
         let head = user_git
             .then(|| git::head(&self.dir).ok().flatten())
@@ -259,7 +269,7 @@ impl TreeObserver {
                 error: Some(note.clone()),
                 ..TreeMeasures::default()
             };
-            (g, serde_json::to_value(m).unwrap_or_default(), vec![note])
+            (g, m, vec![note])
         };
         if self.store.is_none() {
             return unavailable(self.note.clone().unwrap_or_default());
@@ -283,7 +293,7 @@ impl TreeObserver {
                         "not a git repository: snapshots come from loopexec's own store".into()
                     }),
                 };
-                (g, serde_json::to_value(m).unwrap_or_default(), Vec::new())
+                (g, m, Vec::new())
             }
             Err(e) => {
                 self.store = None;
@@ -521,7 +531,10 @@ impl TreeObserver {
                 let state_tampered = if marker.exists() {
                     Vec::new()
                 } else {
-                    vec![".loopexec/snapshots.git (the snapshot store was deleted)".to_string()]
+                    vec![format!(
+                        "{} (the snapshot store was deleted)",
+                        store_path(&self.dir).display()
+                    )]
                 };
                 let m = TreeMeasures {
                     error: Some(format!("snapshot after the exec failed: {e}")),
@@ -531,7 +544,7 @@ impl TreeObserver {
                 return TreeObs {
                     tree: None,
                     snapshot: None,
-                    measures: serde_json::to_value(m).unwrap_or_default(),
+                    measures: m,
                 };
             }
         };
@@ -556,7 +569,7 @@ impl TreeObserver {
         TreeObs {
             tree: Some(tree),
             snapshot: Some(commit),
-            measures: serde_json::to_value(m).unwrap_or_default(),
+            measures: m,
         }
     }
 
@@ -728,7 +741,7 @@ impl TreeObserver {
         if let Some(s) = &t.started {
             self.t0_tree.clone_from(&s.git.baseline_tree);
             self.t0_commit.clone_from(&s.git.baseline_snapshot);
-            self.t0_measures = serde_json::from_value(s.baseline.clone()).ok();
+            self.t0_measures = s.baseline.clone();
             if let (Some(store), Some(tree)) = (&self.store, &self.t0_tree) {
                 self.t0_entries = store.entries(tree).ok();
             }

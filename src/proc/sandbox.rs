@@ -8,8 +8,15 @@
 //!   instead: Landlock grants whole hierarchies and cannot carve `.loopexec/` out),
 //! * temporary directories (`/tmp`, `/var/tmp`, `$TMPDIR`) and `/dev`,
 //! * the agent CLIs' own state under `$HOME` that exists (`.claude`, `.claude.json`,
-//!   `.codex`, `.gemini`, `.config`, `.cache`, `.npm`, `.cargo`),
+//!   `.config/claude`, `.codex`, `.gemini`), and package caches (`.cache`, `.npm`,
+//!   `.cargo/registry`, `.cargo/git`) — never `.cargo/bin` (first on a rustup user's
+//!   `PATH`: a shim there would run as the check's `rustc`), never the rest of
+//!   `.config` (git's `core.fsmonitor`, loopexec's signing key),
 //! * paths the user declares (`[sandbox] writable`).
+//!
+//! Where the kernel has Landlock ABI 6 or newer, the exec is also scoped: it cannot
+//! signal processes outside its sandbox (loopexec, the check, the person's shell) nor
+//! connect to abstract Unix sockets created outside it.
 //!
 //! The ruleset is built in loopexec before the fork and applied in the child between
 //! fork and exec (`restrict_self`), so it holds for the agent and everything it starts.
@@ -18,14 +25,23 @@
 
 use landlock::{
     path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr,
-    ABI,
+    Scope, ABI,
 };
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
-/// The Landlock ABI loopexec asks for (features of newer kernels are used when there).
-const ABI_WANTED: ABI = ABI::V5;
+/// The Landlock ABI loopexec asks for (best effort: an older kernel enforces what it
+/// has, and the run records the kernel's ABI).
+const ABI_WANTED: ABI = ABI::V6;
+
+/// Variables naming servers outside the loop that the exec could ask to start
+/// processes for it — a tmux or screen server, the user's D-Bus session bus
+/// (`systemd-run --user`) — which then run outside its process group, its step token
+/// and its sandbox. They are removed from the exec's environment. This only raises
+/// the bar: a process can still find such a server's socket by its well-known path
+/// (SPEC §3.13 lists it as not defended).
+pub const OUTSIDE_SERVERS: &[&str] = &["TMUX", "TMUX_PANE", "STY", "DBUS_SESSION_BUS_ADDRESS"];
 
 /// Errors building the sandbox.
 #[derive(Debug, thiserror::Error)]
@@ -76,12 +92,13 @@ impl SandboxPlan {
             for d in [
                 ".claude",
                 ".claude.json",
+                ".config/claude",
                 ".codex",
                 ".gemini",
-                ".config",
                 ".cache",
                 ".npm",
-                ".cargo",
+                ".cargo/registry",
+                ".cargo/git",
             ] {
                 w.push(h.join(d));
             }
@@ -107,6 +124,8 @@ impl SandboxPlan {
         let err = |e: &dyn std::fmt::Display| SandboxError::Landlock(e.to_string());
         let rs = Ruleset::default()
             .handle_access(AccessFs::from_all(ABI_WANTED))
+            .map_err(|e| err(&e))?
+            .scope(Scope::Signal | Scope::AbstractUnixSocket)
             .map_err(|e| err(&e))?
             .create()
             .map_err(|e| err(&e))?
@@ -176,5 +195,43 @@ mod tests {
         assert!(!st.success(), "the write outside the plan must fail");
         assert!(wd.join("in").exists());
         assert!(!outside.join("out").exists());
+    }
+
+    /// Before: the exec could `kill -STOP` loopexec or the check (same user), and its
+    /// plan let it write `~/.cargo/bin` and `~/.config`.
+    #[test]
+    fn the_exec_cannot_signal_outside_its_sandbox_nor_write_tool_bins() {
+        let home = tempfile::tempdir().unwrap();
+        for d in [".cargo/bin", ".cargo/registry", ".config/git", ".claude"] {
+            std::fs::create_dir_all(home.path().join(d)).unwrap();
+        }
+        let wd = tempfile::tempdir().unwrap();
+        let plan = SandboxPlan::for_workdir(wd.path(), Some(home.path()), &[]);
+        let has = |p: &str| plan.writable.contains(&home.path().join(p));
+        assert!(has(".cargo/registry") && has(".claude"), "{plan:?}");
+        assert!(
+            !has(".cargo") && !has(".cargo/bin") && !has(".config"),
+            "{plan:?}"
+        );
+        if kernel_abi().is_none_or(|a| a < 6) {
+            eprintln!("no Landlock ABI 6 on this kernel: signal scoping skipped");
+            return;
+        }
+        let mut cmd = Command::new("sh");
+        // $PPID is this test process, outside the sandbox.
+        cmd.arg("-c").arg("kill -0 $PPID");
+        plan.prepare().unwrap().apply_to(&mut cmd);
+        let st = cmd.stderr(std::process::Stdio::null()).status().unwrap();
+        assert!(
+            !st.success(),
+            "a signal to a process outside the sandbox must fail"
+        );
+        let mut inside = Command::new("sh");
+        inside.arg("-c").arg("sleep 5 & kill $!");
+        plan.prepare().unwrap().apply_to(&mut inside);
+        assert!(
+            inside.status().unwrap().success(),
+            "its own children it may signal"
+        );
     }
 }

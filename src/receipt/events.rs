@@ -70,9 +70,11 @@ pub struct RunStarted {
     /// Guards that cannot run here and why (e.g. no git).
     #[serde(default)]
     pub guards_unavailable: Vec<String>,
-    /// Baseline measurements the integrity guards compare against (t0).
+    /// Baseline measurements the integrity guards compare against (t0); `None` in
+    /// receipts written before they were recorded. A value of the wrong shape is an
+    /// error when the receipt is read, never "no measurements".
     #[serde(default)]
-    pub baseline: serde_json::Value,
+    pub baseline: Option<crate::detect::integrity::TreeMeasures>,
     /// Process groups of earlier runs whose loopexec died (SIGKILL) and that were still
     /// working in this workdir; they were ended before this run started.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -86,6 +88,26 @@ pub struct RunStarted {
     /// The exec's sandbox (`None` in receipts older than the sandbox).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxRecord>,
+    /// The working tree at t0 is the tree an earlier run of this workdir rejected for
+    /// integrity (its last exec's tree): starting from it would freeze the cheat into
+    /// t0. `decide` halts on it unless `[oracle] accept_rejected_tree`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inherits_rejected: Option<InheritedRejection>,
+}
+
+/// An earlier run whose rejected tree this run starts from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct InheritedRejection {
+    pub run_id: String,
+    /// Its halt (an integrity reason).
+    pub halt_reason: HaltReason,
+    /// The iteration whose tree it rejected.
+    pub iteration: u32,
+    /// That tree's id, equal to this run's `git.baseline_tree`.
+    pub tree: String,
+    /// The halt's first contributor (what was wrong with the tree).
+    #[serde(default)]
+    pub why: String,
 }
 
 /// What sandbox the exec ran under.
@@ -117,12 +139,15 @@ pub struct ExecFinished {
     /// The snapshot commit under `refs/loopexec/<run>/<iteration>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,
-    /// Agent usage observed in this step (tokens, cost, model identity).
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub usage: serde_json::Value,
-    /// Guard measurements of the tree after the exec (paths changed since t0, …).
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub guards: serde_json::Value,
+    /// Agent usage observed in this step (tokens, cost, model identity); `None` when
+    /// no exec ran. A value of the wrong shape is an error when the receipt is read,
+    /// never "no usage".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::observe::usage::IterationUsage>,
+    /// Guard measurements of the tree after the exec (paths changed since t0, …); a
+    /// value of the wrong shape is an error when the receipt is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guards: Option<crate::detect::integrity::TreeMeasures>,
     /// Set when an external watchdog ended this step (`loopexec watch --kill`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watchdog: Option<serde_json::Value>,

@@ -28,8 +28,7 @@ pub fn spend_of(t: &Trajectory) -> Spend {
         if e.step.command.is_empty() {
             continue; // no work step ran
         }
-        let u =
-            serde_json::from_value::<crate::observe::usage::IterationUsage>(e.usage.clone()).ok();
+        let u = e.usage.clone();
         s.tokens += u.as_ref().map_or(0, |u| u.total_tokens());
         match u.and_then(|u| u.cost_usd) {
             Some(c) => {

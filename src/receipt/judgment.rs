@@ -23,8 +23,8 @@ pub struct JudgeFinished {
     #[serde(default)]
     pub output_truncated: bool,
     /// The judge's spend, metered like the agent's (`null` when it reported none).
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub usage: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::observe::usage::IterationUsage>,
     /// The directory the judge ran in.
     #[serde(default)]
     pub dir: String,

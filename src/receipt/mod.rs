@@ -372,6 +372,35 @@ mod tests {
     use super::*;
     use events::IterationStarted;
 
+    /// Before: `guards` and `usage` were untyped JSON, and a payload of the wrong
+    /// shape read as "no measurements" or "no usage" — the guards off and the spend 0.
+    /// Now the line does not parse: reading the receipt fails, naming the line.
+    #[test]
+    fn a_payload_of_the_wrong_shape_fails_when_read() {
+        let good = r#"{"schema":1,"seq":0,"ts":"t","prev":null,"event":"exec_finished","iteration":1,"step":{"command":"x","exit_code":0,"signal":null,"spawn_error":null,"duration_ms":1,"timed_out":false,"stalled":false,"stopped":null,"leaked_processes":false,"pipe_held_open":false,"stdout":{"bytes":0,"blake3":"","excerpt":"","elided":false,"spool_truncated":false,"lines":0},"stderr":{"bytes":0,"blake3":"","excerpt":"","elided":false,"spool_truncated":false,"lines":0}}}"#;
+        let v: Value = serde_json::from_str(good).unwrap();
+        assert!(parse_value(v.clone(), good.as_bytes()).is_ok());
+        // (field, value of the wrong shape)
+        let rows = [
+            ("guards", serde_json::json!("measured")),
+            (
+                "guards",
+                serde_json::json!({"changed_since_t0": "src/lib.rs"}),
+            ),
+            ("usage", serde_json::json!({"cost_usd": "0.5"})),
+            ("usage", serde_json::json!([1, 2])),
+        ];
+        for (field, bad) in rows {
+            let mut w = v.clone();
+            w[field] = bad.clone();
+            let raw = w.to_string();
+            match parse_value(w, raw.as_bytes()) {
+                Err(LineError::Bad(m)) => assert!(!m.is_empty(), "{field}: {bad}"),
+                _ => panic!("{field} = {bad} was read"),
+            }
+        }
+    }
+
     #[test]
     fn chain_round_trips_and_detects_edits() {
         let dir = tempfile::tempdir().unwrap();

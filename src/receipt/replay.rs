@@ -41,7 +41,7 @@ pub enum ReplayError {
 
 /// Writes the files of `snapshot_commit` (a commit or tree id) into the empty
 /// directory `dest`, using a temporary index. The snapshot is read from loopexec's own
-/// store (`.loopexec/snapshots.git`) when the workdir has one, else from the git
+/// store ([`crate::observe::tree::store_path`]) when the workdir has one, else from the git
 /// repository holding `workdir` (receipts written before the store); neither the
 /// user's index, HEAD nor work tree is touched.
 ///
@@ -135,9 +135,10 @@ fn format_choice(cfg: &RunConfig) -> FormatChoice {
 /// The dependency directories a run's t0 left out of its snapshots (linked into the
 /// clean room as the loop did), from `run_started`'s baseline measures.
 #[must_use]
-pub fn dependencies_of(baseline: &serde_json::Value) -> Vec<String> {
-    let m: crate::detect::integrity::TreeMeasures =
-        serde_json::from_value(baseline.clone()).unwrap_or_default();
+pub fn dependencies_of(baseline: Option<&crate::detect::integrity::TreeMeasures>) -> Vec<String> {
+    let Some(m) = baseline else {
+        return Vec::new();
+    };
     m.excluded
         .iter()
         .filter_map(|e| e.strip_suffix(" (dependencies)"))

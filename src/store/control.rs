@@ -126,7 +126,9 @@ impl HoldScope {
 }
 
 /// How strongly a hold holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum HoldStrength {
     /// Park at the next step boundary; go on by itself when released. Never latches.
@@ -147,7 +149,7 @@ impl HoldStrength {
 }
 
 /// A hold as stored.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct HoldRow {
     pub id: String,
     /// `global`, `workspace` or `run:<id>`.
@@ -182,7 +184,7 @@ pub struct Latch {
 }
 
 /// One halt event as `halts` lists it.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct HaltEventRow {
     pub id: String,
     pub run_id: String,
@@ -215,7 +217,7 @@ pub struct HaltEventFilter<'a> {
 }
 
 /// How an acknowledgement was made (stored as JSON in `acknowledged_how` / `acks.method`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AckHow {
     /// `terminal` (stdin is a terminal), `non_interactive`, or `ssh_signature`.
     pub method: String,
@@ -228,7 +230,7 @@ pub struct AckHow {
 }
 
 /// A destructive agent action waiting for a person, or answered.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct PendingAction {
     pub id: String,
     pub run_id: String,

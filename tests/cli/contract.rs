@@ -11,7 +11,7 @@ use std::process::Command;
 
 /// A TAP check over `tests` (count) and `failing` (names), and an agent that fixes
 /// one failing test per iteration.
-fn tap_repo(failing: &str) -> Repo {
+pub(crate) fn tap_repo(failing: &str) -> Repo {
     let r = Repo::new();
     r.write("tests", "3\n")
         .write("failing", &format!("{failing}\n"));
@@ -25,9 +25,9 @@ exit $bad
     r
 }
 
-const FIX_ONE: &str = r#"set -- $(cat failing); shift; echo "$*" > failing"#;
+pub(crate) const FIX_ONE: &str = r#"set -- $(cat failing); shift; echo "$*" > failing"#;
 
-fn converged(run_id: &str) -> Repo {
+pub(crate) fn converged(run_id: &str) -> Repo {
     let r = tap_repo("t1 t2");
     r.lx_tap(FIX_ONE, &["--run-id", run_id, "--max-iterations", "5"])
         .expect(10, Some("success_condition_met"));
@@ -41,7 +41,7 @@ fn schema(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(&p).expect("committed schema")).expect("json")
 }
 
-fn assert_valid(name: &str, v: &Value) {
+pub(crate) fn assert_valid(name: &str, v: &Value) {
     let s = schema(name);
     let validator = jsonschema::validator_for(&s).expect("schema compiles");
     let errors: Vec<String> = validator
@@ -333,7 +333,8 @@ fn runs_lists_and_gc_keeps_the_newest() {
     assert!(gc["refs_deleted"].as_u64().unwrap() > 0, "{gc}");
     assert!(!r.receipt("first").exists());
     assert!(r.receipt("second").exists());
-    let store = ["--git-dir=.loopexec/snapshots.git", "for-each-ref"];
+    let git_dir = format!("--git-dir={}", store_dir(r.path()).display());
+    let store = [git_dir.as_str(), "for-each-ref"];
     let left = |run: &str| {
         let mut a = store.to_vec();
         let prefix = format!("refs/loopexec/{run}/");
@@ -386,7 +387,7 @@ fn human(r: &Repo, args: &[&str]) -> String {
 
 /// Replaces what differs between honest runs (times, durations, paths, ids of git
 /// objects, pids, the version) so a snapshot compares the contract's shape and values.
-fn redact(v: &mut Value, repo: &str) {
+pub(crate) fn redact(v: &mut Value, repo: &str) {
     const KEYS: [&str; 17] = [
         "started_at",
         "finished_at",
@@ -419,16 +420,27 @@ fn redact(v: &mut Value, repo: &str) {
         Value::Array(a) => a.iter_mut().for_each(|x| redact(x, repo)),
         Value::String(s) => {
             let sha = regex::Regex::new(r"\b[0-9a-f]{40}\b").unwrap();
+            let store = regex::Regex::new(r"/\S*/stores/[0-9a-f]{16}\.git").unwrap();
+            let s2 = store.replace_all(s, "[store]").into_owned();
+            // Which sandbox protections the kernel offers differs between machines.
+            let s2 = protection_note().replace_all(&s2, "$1").into_owned();
             *s = sha
-                .replace_all(&s.replace(repo, "[repo]"), "[sha]")
+                .replace_all(&s2.replace(repo, "[repo]"), "[sha]")
                 .into_owned();
         }
         _ => {}
     }
 }
 
-fn redact_text(s: &str, repo: &str) -> String {
-    let s = s.replace(repo, "[repo]");
+/// The verdict's note on protections not in force (it depends on the kernel).
+fn protection_note() -> regex::Regex {
+    regex::Regex::new(r" \(protection not in force: [^\n]*?\)+(\n|$)").unwrap()
+}
+
+pub(crate) fn redact_text(s: &str, repo: &str) -> String {
+    let store = regex::Regex::new(r"/\S*/stores/[0-9a-f]{16}\.git").unwrap();
+    let s = store.replace_all(s, "[store]").replace(repo, "[repo]");
+    let s = protection_note().replace_all(&s, "$1").into_owned();
     let ts = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z").unwrap();
     let secs = regex::Regex::new(r"\b\d+(\.\d+)?s\b").unwrap();
     let interval = regex::Regex::new(r"interval \d\.\d\d–\d\.\d\d").unwrap();
@@ -534,27 +546,73 @@ exit $bad
     assert_eq!(v["first_disagreement"], Value::Null);
 }
 
+/// A real agent script that logs 30 lines on stderr and fails: the halt of `run`,
+/// `explain-halt` and `report` (human, JSON, markdown) show its last lines and the
+/// file holding the rest.
 #[test]
 fn a_failed_work_step_shows_its_stderr_tail_and_the_file_with_the_rest() {
     let r = Repo::with_f();
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        "echo starting >&2; echo 'fatal: no API key' >&2; exit 3",
-        "--check",
-        "false",
-    ]);
-    let v = out.expect(40, Some("execution_failure"));
+    let agent = r.outside().join("agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\nfor i in $(seq 1 30); do echo \"agent log line $i\" >&2; done\necho 'fatal: no API key' >&2\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let exec = agent.display().to_string();
+    let args = [
+        "run", "--run-id", "fail", "--exec", &exec, "--check", "false",
+    ];
+    let v = r.lx(&args).expect(40, Some("execution_failure"));
+    assert_valid("run", &v);
+    let tail = v["stderr_tail"].as_str().unwrap();
+    assert!(tail.ends_with("fatal: no API key"), "{v}");
+    assert!(tail.contains("agent log line 30"), "{tail}");
     assert!(
-        v["stderr_tail"]
-            .as_str()
-            .unwrap()
-            .ends_with("fatal: no API key"),
-        "{v}"
+        !tail.contains("agent log line 19\n") && tail.lines().count() <= 12,
+        "only the last lines: {tail}"
     );
     let file = v["stderr_file"].as_str().unwrap();
-    assert!(std::fs::read_to_string(file).unwrap().contains("starting"));
-    assert_valid("run", &v);
+    assert!(std::fs::read_to_string(file)
+        .unwrap()
+        .contains("agent log line 1\n"));
+
+    // The human verdict: the tail right under the halt's reasons, before the receipt.
+    let r2 = Repo::with_f();
+    let text = human(
+        &r2,
+        &["--quiet", "run", "--exec", &exec, "--check", "false"],
+    );
+    let at = text
+        .find("the work step's stderr ended with:")
+        .expect(&text);
+    assert!(at < text.find("receipt:").unwrap(), "{text}");
+    assert!(
+        text.contains("  | fatal: no API key\n(the rest: "),
+        "{text}"
+    );
+
+    let ex = r.lx(&["explain-halt", "--run-id", "fail"]).expect(0, None);
+    assert_valid("explain-halt", &ex);
+    assert_eq!(ex["stderr_tail"]["text"], tail, "{ex}");
+    assert_eq!(ex["stderr_tail"]["file"], file);
+    let text = human(&r, &["explain-halt", "--run-id", "fail"]);
+    assert!(text.contains("  | fatal: no API key"), "{text}");
+    assert!(text.contains(&format!("(the rest: {file})")), "{text}");
+
+    let rep = r.lx(&["report", "--run-id", "fail"]).expect(0, None);
+    assert_valid("report", &rep);
+    assert_eq!(rep["stderr_tail"]["text"], tail, "{rep}");
+    let text = human(&r, &["report", "--run-id", "fail"]);
+    assert!(text.contains("  | fatal: no API key"), "{text}");
+    let md = human(&r, &["report", "--run-id", "fail", "--format", "markdown"]);
+    assert!(md.contains("fatal: no API key\n```"), "{md}");
+    assert!(md.contains(file), "{md}");
+
+    // A halt that is not a failed work step shows none.
+    let ok = converged("fine");
+    let v = ok.lx(&["explain-halt"]).expect(0, None);
+    assert!(v.get("stderr_tail").is_none(), "{v}");
 }
 
 /// `loopexec run … 2> log` inside the project (usual in CI): the progress lines written

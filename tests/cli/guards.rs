@@ -267,7 +267,7 @@ fn snapshot_sees_same_size_edit_in_same_second_as_index_write() {
     let ex = events(&lines, "exec_finished");
     let tree = ex[0]["tree"].as_str().expect("exec_finished tree");
     let recorded = Command::new("git")
-        .env("GIT_DIR", r.path().join(".loopexec/snapshots.git"))
+        .env("GIT_DIR", store_dir(r.path()))
         .args(["show", &format!("{tree}:count")])
         .output()
         .unwrap();

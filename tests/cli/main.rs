@@ -6,8 +6,10 @@
 //! markers (`sleep 41xx`) so tests can prove nothing was left running, and a drop guard
 //! kills any leftover so a failing test never leaks processes.
 
+mod advice;
 mod commands;
 mod contract;
+mod contract_commands;
 mod control;
 mod guards;
 mod judgment;

@@ -635,3 +635,8 @@ pub fn mentions(v: &Value, needle: &str) -> bool {
         .to_lowercase()
         .contains(&needle.to_lowercase())
 }
+
+/// loopexec's snapshot store of the workdir `dir` (in its state directory).
+pub fn store_dir(dir: &Path) -> PathBuf {
+    loopexec::observe::tree::store_path(&std::fs::canonicalize(dir).expect("workdir exists"))
+}

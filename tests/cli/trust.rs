@@ -496,6 +496,88 @@ echo $? > '{out}.rc'
     assert!(!mentions(&v, "check_flaky"), "{v}");
 }
 
+/// Before: run from inside tmux, the exec inherited `TMUX` and could ask the tmux
+/// server (outside loopexec's process tree, its step token and its sandbox) to start a
+/// process that swapped files while the check ran. The variables naming such servers
+/// are not passed to the exec.
+#[test]
+fn the_exec_is_not_told_where_servers_outside_the_loop_are() {
+    let r = tap_repo(1);
+    let exec =
+        format!("test -z \"$TMUX$TMUX_PANE$STY$DBUS_SESSION_BUS_ADDRESS\" && {PROGRESS_AGENT}");
+    let out = r.lx_env(
+        &[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "sh check.sh",
+            "--test-format",
+            "tap",
+            "--max-iterations",
+            "1",
+        ],
+        &[
+            ("TMUX", "/tmp/tmux-0/default,1,0"),
+            ("TMUX_PANE", "%1"),
+            ("STY", "1.pts-0.host"),
+            ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/0/bus"),
+        ],
+    );
+    out.expect(10, Some("success_condition_met"));
+}
+
+/// Before: after a run halted 13 for an edited test, the edit stayed in the working
+/// tree; a person who acknowledged the halt (or passed `--ack-required false`, as the
+/// refusal suggested) started a new run, whose t0 froze the weakened test, and it went
+/// green at iteration 0 — exit 10. Now the new run halts at once with the earlier
+/// reason, naming the run, unless `--accept-rejected-tree`.
+#[test]
+fn a_new_run_does_not_start_from_a_tree_an_earlier_run_rejected() {
+    let r = tap_repo(1);
+    let first = r
+        .lx_tap(
+            "printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh",
+            &["--run-id", "cheat", "--max-iterations", "2"],
+        )
+        .expect(13, None);
+    assert_eq!(
+        first["halt_reason"], "metric_integrity_violation",
+        "{first}"
+    );
+    let again = r
+        .lx_tap(
+            "true",
+            &[
+                "--run-id",
+                "again",
+                "--ack-required",
+                "false",
+                "--max-iterations",
+                "2",
+            ],
+        )
+        .expect(13, Some("metric_integrity_violation"));
+    assert_eq!(again["iteration"], 0, "{again}");
+    assert!(mentions(&again, "run cheat rejected"), "{again}");
+    let ex = r.lx(&["explain-halt", "--run-id", "again"]).expect(0, None);
+    assert_eq!(ex["rederived"], true, "{ex}");
+    // A person who means it says so.
+    let out = r.lx_tap(
+        "true",
+        &[
+            "--run-id",
+            "meant",
+            "--ack-required",
+            "false",
+            "--accept-rejected-tree",
+            "--max-iterations",
+            "1",
+        ],
+    );
+    assert_ne!(out.code, 13, "{}", out.errors_text());
+}
+
 fn has(program: &str, args: &[&str]) -> bool {
     std::process::Command::new(program)
         .args(args)

@@ -15,7 +15,7 @@ fn judged(it: u32, code: Option<i32>, timed_out: bool, output: &str) -> JudgeFin
         step: s,
         output: output.to_string(),
         output_truncated: false,
-        usage: serde_json::Value::Null,
+        usage: None,
         dir: String::new(),
     }
 }
@@ -150,13 +150,12 @@ fn when_the_judge_is_consulted() {
 #[test]
 fn the_judges_cap_stops_further_judging() {
     let mut spent = judged(1, Some(0), false, APPROVE);
-    spent.usage = serde_json::to_value(IterationUsage {
+    spent.usage = Some(crate::observe::usage::IterationUsage {
         cost_usd: Some(0.5),
         input_tokens: 10,
         output_tokens: 5,
-        ..IterationUsage::default()
-    })
-    .unwrap();
+        ..crate::observe::usage::IterationUsage::default()
+    });
     let ev = vec![
         start(0),
         check(0, 0, None, &[("t1", Failed)]),

@@ -29,7 +29,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Cumulative token totals of one codex thread, as its last `turn.completed` said.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct CodexTotals {
     /// All input tokens, cached ones included.
     pub input_tokens: u64,

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Which model did the work, as the agent reported it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ModelIdentity {
     /// Provider, e.g. `"anthropic"`, `"openai"`, `"google"`: from the source when it says
     /// so (usage file), otherwise inferred from the model id prefix; `None` if unknown.

@@ -125,10 +125,8 @@ impl LiveMeter {
     }
 
     /// Ends the iteration: reads the rest of the usage file (a last line without a
-    /// newline counts), updates `carry`, and returns the figures as the JSON the
-    /// receipt stores (the serialised [`IterationUsage`]; `Null` if it cannot be
-    /// serialised).
-    pub fn finish(&self, carry: &mut CarryOver) -> serde_json::Value {
+    /// newline counts), updates `carry`, and returns the iteration's figures.
+    pub fn finish(&self, carry: &mut CarryOver) -> IterationUsage {
         let usage = {
             let mut s = self.lock();
             s.pull_file();
@@ -140,7 +138,7 @@ impl LiveMeter {
             s.meter.snapshot()
         };
         carry.codex_threads.clone_from(&usage.codex_threads);
-        serde_json::to_value(&usage).unwrap_or(serde_json::Value::Null)
+        usage
     }
 }
 
@@ -201,14 +199,8 @@ mod tests {
         drop(f);
 
         let v = live.finish(&mut carry);
-        assert_eq!(
-            v.get("input_tokens").and_then(serde_json::Value::as_u64),
-            Some(67)
-        );
-        assert_eq!(
-            v.get("output_tokens").and_then(serde_json::Value::as_u64),
-            Some(10)
-        );
+        assert_eq!(v.input_tokens, 67);
+        assert_eq!(v.output_tokens, 10);
         assert_eq!(
             carry.codex_threads.get("t1"),
             Some(&CodexTotals {

@@ -60,7 +60,19 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 pub const MAX_PENDING_BYTES: usize = 4 * 1024 * 1024;
 
 /// Where a figure came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum UsageSource {
     /// Claude Code `-p --output-format json` (one `result` object).
@@ -76,7 +88,7 @@ pub enum UsageSource {
 }
 
 /// Whether a figure was reported by the agent or estimated by loopexec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FigureKind {
     /// Printed by the agent (Claude's own cost figure is itself a client-side estimate,
@@ -87,7 +99,7 @@ pub enum FigureKind {
 }
 
 /// What the agent spent in one iteration (so far, when taken mid-stream).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IterationUsage {
     /// Sources seen, in order of first appearance, each once.
     pub sources: Vec<UsageSource>,
