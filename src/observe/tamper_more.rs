@@ -10,6 +10,7 @@
 //! |---|---|
 //! | loopexec detection | `LOOPEXEC_…` variables, the pytest witness (`loopexec_witness`, its directory), the clean room (`cleanrooms`, loopexec's state directory): code that behaves differently when loopexec judges it, or forges its witness |
 //! | process exit through the C library | `ctypes.CDLL(None)._exit(0)`, `libc._exit`, `PyDLL(None)`, `ctypes.pythonapi`, `find_library("c")`: an exit `os._exit` rules do not see |
+//! | always-equal object | a `def __eq__(…):` whose next line is `return True` (or `__ne__` … `return False`), the two-line form of the one-line rule of [`super::tamper`] |
 //! | name assembled from pieces | string pieces joined by `+`, by adjacency or by `join`/`concat!` that spell a runner module, a process-exit function or loopexec's names (`"_py" + "test"`, `"ex" + "it"`, `"".join(["LOOP", "EXEC_"])`): the general form of hiding `importlib.import_module("_pytest…")`, `__import__`, `getattr(os, …)` or `process[…]` from the rules above. A single literal is not assembled: ordinary imports are not flagged |
 //!
 //! Rules are a deterministic floor, not a proof (SPEC §3.13): code written to evade
@@ -151,6 +152,16 @@ pub fn assembled_name(lang: Lang, line: &str) -> Option<String> {
     })
 }
 
+/// True when `def_line` opens `__eq__` (or `__ne__`) and `body` answers the same
+/// whatever it is compared with (`return True`, `return False` for `__ne__`): an
+/// object that equals everything makes every `assert x == expected` pass.
+#[must_use]
+pub fn always_equal(def_line: &str, body: &str) -> bool {
+    let body = body.trim().trim_end_matches(';');
+    (def_line.starts_with("def __eq__(") && body == "return True")
+        || (def_line.starts_with("def __ne__(") && body == "return False")
+}
+
 /// True when `path` looks like a test file by any runner's naming (what the scan is
 /// handed only under `[oracle] new_tests = "run"`: the test files the agent added).
 #[must_use]
@@ -282,15 +293,24 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
     };
     let diff = similar::TextDiff::from_lines(old, new);
     let mut out = Vec::new();
+    // The previous added code line (an always-equal `__eq__` spans two lines).
+    let mut prev = String::new();
     for change in diff.iter_all_changes() {
         if change.tag() != similar::ChangeTag::Insert {
+            prev.clear();
             continue;
         }
         let line = change.value().trim_end_matches(['\n', '\r']);
         let t = line.trim_start();
-        if t.starts_with("//") || t.starts_with('#') || t.starts_with("/*") || t.starts_with('*') {
+        if t.is_empty()
+            || t.starts_with("//")
+            || t.starts_with('#')
+            || t.starts_with("/*")
+            || t.starts_with('*')
+        {
             continue;
         }
+        let after_eq = std::mem::replace(&mut prev, t.to_string());
         let hit = |rule: &str| TamperHit {
             path: path.to_string(),
             line: change.new_index().map_or(0, |i| i + 1),
@@ -306,6 +326,8 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             .map(|(r, _)| r.name);
         if let Some(name) = by_rule {
             out.push(hit(name));
+        } else if lang == Lang::Python && always_equal(&after_eq, t) {
+            out.push(hit("always-equal object"));
         } else if assembled_name(lang, line).is_some() {
             out.push(hit("name assembled from pieces"));
         } else if test_file && patches_import(lang, line, &imported).is_some() {
@@ -401,6 +423,11 @@ mod tests {
                 Some("name assembled from pieces"),
             ),
             // Ordinary code: no hit.
+            (
+                "calc.py",
+                "    def __eq__(self, other):\n        return isinstance(other, P) and self.x == other.x",
+                None,
+            ),
             ("calc.py", "import importlib", None),
             ("calc.py", "mod = importlib.import_module('json')", None),
             (
@@ -487,6 +514,22 @@ mod tests {
                 .map(|h| h.text.as_str());
             assert_eq!(got, *want, "{path}");
         }
+    }
+
+    #[test]
+    fn an_always_equal_method_over_two_lines_is_flagged() {
+        let text = "class _R(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n";
+        let hits = scan("calc.py", "", text);
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!(
+            (hits[0].rule.as_str(), hits[0].line),
+            ("always-equal object", 3)
+        );
+        let ne = "    def __ne__(self, other):\n        return False\n";
+        assert_eq!(scan("calc.py", "", ne).len(), 1);
+        // An honest comparison is no hit.
+        let honest = "    def __eq__(self, other):\n        return self.v == other.v\n";
+        assert!(scan("calc.py", "", honest).is_empty());
     }
 
     #[test]
