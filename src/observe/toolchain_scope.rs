@@ -14,7 +14,8 @@
 //!   files, resolved as the kernel and `env` would (`/usr/bin/env bash` → `bash` on the
 //!   check's `PATH`), keyed `interp:<script>`.
 //!
-//! Values are `<resolved file> <digest of mode and content>`; a file that appears,
+//! Values are `<resolved file> <digest>` (for `exec:` the file's stat identity, which
+//! any write changes; for `interp:` its mode and content); a file that appears,
 //! disappears or changes is `hermeticity_violation` naming it
 //! ([`crate::detect::integrity::toolchain`]). Content digests are cached per inode and
 //! stat data (a write moves ctime, which no user can set back), so a large unchanged
@@ -92,7 +93,7 @@ impl Scope {
                 files.truncate(MAX_PER_DIR);
             }
             for f in files {
-                out.insert(format!("exec:{}", f.display()), described(&f));
+                out.insert(format!("exec:{}", f.display()), identity(&f));
                 scripts.push(f);
             }
         }
@@ -117,6 +118,25 @@ fn executables(dir: &Path) -> Vec<PathBuf> {
         .collect();
     out.sort();
     out
+}
+
+/// `<resolved file> <stat identity>` of `p`: device, inode, size, mode, mtime and
+/// ctime. Any write moves ctime, which no user can set back, and a replacement has
+/// another inode, so this sees every change without reading the file (a directory of
+/// large binaries such as `~/.cargo/bin` costs a `stat` per file).
+fn identity(p: &Path) -> String {
+    let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let Ok(m) = std::fs::metadata(&real) else {
+        return format!("{} missing", real.display());
+    };
+    let mut h = blake3::Hasher::new();
+    for v in [m.dev(), m.ino(), m.size(), u64::from(m.mode())] {
+        h.update(&v.to_le_bytes());
+    }
+    for v in [m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()] {
+        h.update(&v.to_le_bytes());
+    }
+    format!("{} stat:{}", real.display(), &h.finalize().to_hex()[..16])
 }
 
 /// `<resolved file> <digest>` of `p`.

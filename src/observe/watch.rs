@@ -39,7 +39,7 @@ type Raw = (String, Option<String>, EventMask);
 
 /// A running watch over a clean room.
 pub struct RoomWatch {
-    stop: Arc<AtomicBool>,
+    stop: Arc<Stop>,
     thread: Option<JoinHandle<Result<Vec<Raw>, String>>>,
     files: BTreeSet<String>,
     dirs: BTreeSet<String>,
@@ -113,7 +113,7 @@ impl RoomWatch {
         let files: BTreeSet<String> = files.into_iter().cloned().collect();
         let dirs = directories_of(&files);
         let mut w = RoomWatch {
-            stop: Arc::new(AtomicBool::new(false)),
+            stop: Arc::new(Stop::new()),
             thread: None,
             files,
             dirs,
@@ -152,7 +152,7 @@ impl RoomWatch {
     #[must_use]
     pub fn failed(error: String) -> RoomWatch {
         RoomWatch {
-            stop: Arc::new(AtomicBool::new(false)),
+            stop: Arc::new(Stop::new()),
             thread: None,
             files: BTreeSet::new(),
             dirs: BTreeSet::new(),
@@ -163,7 +163,7 @@ impl RoomWatch {
     /// Stops the watch and reports what happened to the judged tree's files.
     #[must_use]
     pub fn finish(mut self) -> WatchReport {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop.set();
         let raw = match self.thread.take().map(JoinHandle::join) {
             Some(Ok(Ok(raw))) => raw,
             Some(Ok(Err(e))) => {
@@ -190,7 +190,7 @@ impl RoomWatch {
 impl Drop for RoomWatch {
     fn drop(&mut self) {
         // A check step that failed before `finish` must not leave the thread polling.
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop.set();
     }
 }
 
@@ -224,24 +224,65 @@ pub fn record(report: Option<WatchReport>, rec: &mut crate::receipt::events::Cle
     }
 }
 
+/// The stop signal of a watch thread: a flag, and an eventfd that wakes the thread's
+/// `poll` at once (so ending a watch costs no polling interval).
+struct Stop {
+    flag: AtomicBool,
+    wake: Option<std::os::fd::OwnedFd>,
+}
+
+impl Stop {
+    fn new() -> Stop {
+        // SAFETY: eventfd takes no pointers; a valid descriptor is owned from here on.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        let wake = (fd >= 0).then(|| {
+            // SAFETY: `fd` was just returned by eventfd and is owned by nothing else.
+            unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+        });
+        Stop {
+            flag: AtomicBool::new(false),
+            wake,
+        }
+    }
+
+    fn set(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        if let Some(fd) = &self.wake {
+            let one = 1u64.to_ne_bytes();
+            // SAFETY: writes 8 bytes we own to an eventfd we own. Should the write fail,
+            // the thread still sees the flag at its next timeout.
+            let written = unsafe { libc::write(fd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+            debug_assert!(written == 8 || written == -1);
+        }
+    }
+
+    fn is_set(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+}
+
 /// Reads events until told to stop, then drains what is queued.
-fn drain(
-    ino: &mut Inotify,
-    by_wd: &HashMap<i32, String>,
-    stop: &AtomicBool,
-) -> Result<Vec<Raw>, String> {
+fn drain(ino: &mut Inotify, by_wd: &HashMap<i32, String>, stop: &Stop) -> Result<Vec<Raw>, String> {
     let mut buf = vec![0u8; 64 * 1024];
     let mut out = Vec::new();
     loop {
-        let stopping = stop.load(Ordering::SeqCst);
-        let mut pfd = libc::pollfd {
-            fd: ino.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: poll reads one pollfd we own, for a descriptor the Inotify keeps open.
-        let ready = unsafe { libc::poll(&mut pfd, 1, if stopping { 0 } else { 50 }) };
-        if ready > 0 {
+        let stopping = stop.is_set();
+        let wake = stop.wake.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+        let mut pfd = [
+            libc::pollfd {
+                fd: ino.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: wake,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: poll reads two pollfds we own; poll ignores a negative descriptor.
+        let ready = unsafe { libc::poll(pfd.as_mut_ptr(), 2, if stopping { 0 } else { 500 }) };
+        if ready > 0 && pfd[0].revents != 0 {
             match ino.read_events(&mut buf) {
                 Ok(events) => {
                     for e in events {

@@ -927,11 +927,15 @@ fn code_that_reaches_for_loopexec_or_assembles_runner_names_is_runner_tampering(
 /// `metric_integrity_violation` (completeness).
 #[test]
 fn a_pytest_check_through_an_interpreter_path_needs_the_witness() {
-    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
-        .into_iter()
-        .find(|p| has(p, &["-c", "import pytest"]));
-    let Some(python) = python else {
-        eprintln!("no pytest under a fixed interpreter path here: skipped");
+    // The interpreter's own absolute path (not a shim on PATH).
+    let python = std::process::Command::new("python3")
+        .args(["-c", "import sys, pytest; print(sys.executable)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let Some(python) = python.filter(|p| p.starts_with('/')) else {
+        eprintln!("no pytest here: skipped");
         return;
     };
     let r = pytest_repo();
