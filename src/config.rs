@@ -126,6 +126,25 @@ pub struct OracleConfig {
     /// Start from a working tree an earlier run rejected for integrity
     /// (`--accept-rejected-tree`; default false: such a run halts at t0).
     pub accept_rejected_tree: bool,
+    /// Whether test files the agent added since t0 run inside the judged check
+    /// (`[oracle] new_tests`, default `exclude`; [`crate::observe::oracle_scope`]).
+    pub new_tests: NewTestPolicy,
+}
+
+/// What the judged check does with test files the agent added (`[oracle] new_tests`).
+///
+/// The verdict is the frozen oracle's: a new test file runs inside the same runner as
+/// t0's tests and can patch the runner or the code under test from there (SPEC §3.10).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NewTestPolicy {
+    /// Added test files are left out of the tree synced into the clean room; the check
+    /// record and the verdict name them.
+    #[default]
+    Exclude,
+    /// Added test files run with t0's; their added lines are scanned by the runner
+    /// tampering rules like the rest of the agent's code.
+    Run,
 }
 
 impl Default for OracleConfig {
@@ -135,6 +154,7 @@ impl Default for OracleConfig {
             on_edit: OnOracleEdit::default(),
             confidence_target: 0.95,
             accept_rejected_tree: false,
+            new_tests: NewTestPolicy::default(),
         }
     }
 }

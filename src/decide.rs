@@ -76,9 +76,22 @@ fn go(next: Next) -> Decision {
     }
 }
 
-/// The pure join. See the module table.
+/// The pure join. See the module table. A halt after a check whose clean room left
+/// out test files the agent added also names them ([`crate::detect::scope::left_out_note`]).
 #[must_use]
 pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
+    let mut d = decide_inner(t, cfg);
+    if let Verdict::Halt(h) = &mut d.verdict {
+        let note = t
+            .last()
+            .and_then(|l| l.main_check())
+            .and_then(crate::detect::scope::left_out_note);
+        h.contributors.extend(note);
+    }
+    d
+}
+
+fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     let Some(last) = t.last() else {
         return go(Next::Check);
     };
@@ -120,6 +133,9 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
         if let Some(h) = now.as_ref().and_then(|m| integrity::frozen_oracle(cfg, m)) {
             return halt(h);
         }
+        if let Some(h) = now.as_ref().and_then(crate::detect::scope::escaping_links) {
+            return halt(h);
+        }
         if let Some(h) = now
             .as_ref()
             .and_then(|m| integrity::toolchain(t0.as_ref(), m))
@@ -144,6 +160,9 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
             return halt(h);
         }
         if let Some(h) = oracle::hermeticity(cfg, c) {
+            return halt(h);
+        }
+        if let Some(h) = crate::detect::scope::room_writes(cfg, c) {
             return halt(h);
         }
     }
@@ -174,6 +193,13 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
             return halt(h);
         }
         // Fail closed: a green run is believed only on positive evidence.
+        if let Some(h) = last
+            .checks
+            .iter()
+            .find_map(crate::detect::scope::watch_unavailable)
+        {
+            return halt(h);
+        }
         let t0 = t.started.as_ref().and_then(|s| s.baseline.clone());
         let judged = if last.iteration == 0 {
             t0.as_ref()

@@ -106,6 +106,100 @@ pub fn judge(parsed: &mut ParsedRun, witness: Option<PytestWitness>) {
     }
 }
 
+/// Whether a check gets the witness: every check does. Putting loopexec's directory
+/// first on `PYTHONPATH` and naming the plugin in `PYTEST_PLUGINS` changes nothing for
+/// a check that never starts pytest, and a check that starts it indirectly (`make
+/// test`, `tox`, `sh run_tests.sh`, `uv run pytest`, `.venv/bin/python -m pytest`, an
+/// absolute interpreter path) loads it wherever the environment passes through.
+#[must_use]
+pub fn wanted(_check: &str) -> bool {
+    true
+}
+
+/// Programs that run their arguments in the caller's environment (`uv run pytest`).
+const RUNNERS: &[&str] = &[
+    "uv", "uvx", "poetry", "pdm", "hatch", "rye", "pipenv", "pipx",
+];
+
+/// True when a word names a Python interpreter or pytest, by its file name
+/// (`python3`, `/usr/bin/python3.12`, `.venv/bin/python`, `pytest`, `py.test`).
+#[must_use]
+pub fn is_pytest_word(word: &str) -> bool {
+    let name = word.rsplit('/').next().unwrap_or(word);
+    name == "pytest" || name == "py.test" || crate::observe::toolchain::is_python(name)
+}
+
+/// An option (`-m`), a `VAR=value` assignment or a number (`timeout 60`, `5s`).
+fn is_option_or_assignment(w: &str) -> bool {
+    let assignment = w.contains('=') && !w.starts_with('=');
+    let number = w
+        .chars()
+        .all(|c| c.is_ascii_digit() || c == '.' || c == 's');
+    w.starts_with('-') || assignment || number
+}
+
+/// True when `check` certainly starts pytest (or Python) with loopexec's environment:
+/// a part of the command line whose program (after `VAR=value`, `env`, `exec`,
+/// `time`, `nice`, `timeout N`) is an interpreter or pytest by name, or one of
+/// [`RUNNERS`] running one (`uv run pytest`, `poetry run python -m pytest`).
+#[must_use]
+pub fn certain(check: &str) -> bool {
+    let mut normalized = check.to_string();
+    for sep in ["&&", "||", ";", "|", "\n", "(", ")"] {
+        normalized = normalized.replace(sep, "\u{1}");
+    }
+    normalized.split('\u{1}').any(|part| {
+        let words: Vec<&str> = part
+            .split_whitespace()
+            .map(|w| w.trim_matches(['\'', '"']))
+            .filter(|w| !is_option_or_assignment(w))
+            .skip_while(|w| {
+                matches!(
+                    *w,
+                    "env" | "exec" | "time" | "nice" | "command" | "timeout" | "!"
+                )
+            })
+            .collect();
+        match words.as_slice() {
+            [first, ..] if is_pytest_word(first) => true,
+            [first, rest @ ..] if RUNNERS.contains(&first.rsplit('/').next().unwrap_or(first)) => {
+                rest.iter().take(3).any(|w| is_pytest_word(w))
+            }
+            _ => false,
+        }
+    })
+}
+
+/// True when a run of `check` must leave a witness when its output parses as pytest:
+/// the command certainly starts pytest ([`certain`]), or t0's run of the check wrote
+/// one (`t0_wrote`, from the baseline's `check_finished.pytest_witness`: the frozen
+/// check passed the environment through then, and the frozen oracle has not changed).
+#[must_use]
+pub fn expected(check: &str, t0_wrote: Option<bool>) -> bool {
+    certain(check) || t0_wrote == Some(true)
+}
+
+/// [`judge`] when the witness was `expected` ([`expected`]); otherwise a missing
+/// witness is no evidence either way.
+///
+/// What happens when the output parses as pytest with tests in it but no witness was
+/// written:
+/// * for a command that should have loaded it (an interpreter or pytest by name,
+///   `uv run pytest`…, or a check whose t0 run wrote one), the session did not reach
+///   pytest's own end — the code under test printed the transcript and exited, or
+///   killed the runner — so the parse is marked incomplete and a green exit is
+///   `metric_integrity_violation` (layer `completeness`), never success;
+/// * for a command that may not pass the environment through (`tox` and `nox` filter
+///   it, a container or `env -i` drops it) and whose t0 run wrote none either, the
+///   transcript is judged as printed, as before the witness existed; the receipt
+///   records `pytest_witness: false`.
+pub fn judge_expected(parsed: &mut ParsedRun, witness: Option<PytestWitness>, expected: bool) {
+    if witness.is_none() && !expected {
+        return;
+    }
+    judge(parsed, witness);
+}
+
 /// Reads the witness file, if the run wrote one.
 #[must_use]
 pub fn read(path: &Path) -> Option<PytestWitness> {
@@ -167,6 +261,60 @@ mod tests {
             judge(&mut r, *wit);
             assert_eq!(r.complete, *complete, "{p} {f} {wit:?}");
         }
+    }
+
+    #[test]
+    fn certain_table() {
+        let table: &[(&str, bool)] = &[
+            ("python3 -m pytest -q", true),
+            ("pytest -q", true),
+            (".venv/bin/python -m pytest -q", true),
+            ("/usr/bin/python3.12 -m pytest", true),
+            ("venv/bin/pytest tests", true),
+            ("uv run pytest", true),
+            ("uv run --frozen python -m pytest", true),
+            ("poetry run pytest -x", true),
+            ("PYTHONHASHSEED=0 timeout 60 python -m pytest", true),
+            ("cd sub && python3 -m pytest", true),
+            ("py.test", true),
+            // Not certain: learned from t0's run instead.
+            ("make test", false),
+            ("tox -e py312", false),
+            ("sh run_tests.sh", false),
+            ("cargo test", false),
+            ("node --test", false),
+            ("uv sync", false),
+            ("pythonic-tool run", false),
+        ];
+        for (cmd, want) in table {
+            assert_eq!(certain(cmd), *want, "{cmd}");
+        }
+        assert!(expected("make test", Some(true)));
+        assert!(!expected("make test", Some(false)));
+        assert!(!expected("tox", None));
+    }
+
+    #[test]
+    fn judge_expected_table() {
+        // (witness, expected) -> complete, for a green pytest transcript
+        let table: &[(Option<PytestWitness>, bool, bool)] = &[
+            (None, true, false),
+            (None, false, true),
+            (Some(w(3, 0)), false, true),
+            (Some(w(2, 1)), false, false),
+            (Some(w(3, 0)), true, true),
+        ];
+        for (wit, exp, complete) in table {
+            let mut r = pytest_run(3, 0);
+            judge_expected(&mut r, *wit, *exp);
+            assert_eq!(r.complete, *complete, "{wit:?} {exp}");
+        }
+    }
+
+    #[test]
+    fn the_plugin_keeps_no_module_attribute_naming_the_file() {
+        assert!(!PYTEST_PLUGIN.contains("_PATH ="));
+        assert!(PYTEST_PLUGIN.contains("os.environ.pop(\"LOOPEXEC_WITNESS_FILE\""));
     }
 
     #[test]

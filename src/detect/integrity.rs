@@ -69,6 +69,10 @@ pub struct TreeMeasures {
     /// Why a measurement failed, when one did: the guards fail closed on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Links added or changed since t0 that lead out of the tree (`path -> target`;
+    /// [`crate::observe::oracle_scope::escaping_links`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escaping_links: Vec<String>,
 }
 
 /// `blocked_path_modified` from the tree after the exec: tree paths matching the

@@ -12,6 +12,7 @@ pub mod objective;
 pub mod oracle;
 pub mod progress;
 pub mod rate;
+pub mod scope;
 pub mod spend;
 pub mod summary;
 pub mod tasks;

@@ -57,6 +57,7 @@ pub fn check(it: u32, attempt: u32, tree: Option<&str>, tests: &[(&str, Outcome)
         clean_room: None,
         dependencies_changed: Vec::new(),
         fingerprint: None,
+        pytest_witness: None,
     }))
 }
 

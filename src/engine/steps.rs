@@ -225,6 +225,12 @@ impl Loop<'_> {
             let (judged, restored) = self.tree.judged_tree(restore).map_err(|e| {
                 EngineError::Tree(format!("the tree to judge could not be built: {e}"))
             })?;
+            let (judged, left_out) = crate::observe::oracle_scope::judged_without_new_tests(
+                &self.tree,
+                judged,
+                self.cfg.oracle.new_tests,
+            )
+            .map_err(EngineError::Tree)?;
             let store = self
                 .tree
                 .store()
@@ -241,6 +247,9 @@ impl Loop<'_> {
                 restored,
                 synced_written: stats.written,
                 synced_removed: stats.removed,
+                left_out,
+                touched: std::collections::BTreeMap::new(),
+                watch_error: None,
             });
         }
         let check_dir = self
@@ -266,10 +275,7 @@ impl Loop<'_> {
             .map(|r| r.env(&base_env))
             .unwrap_or_default();
         // pytest checks carry loopexec's witness plugin (check::witness).
-        let witness = if crate::observe::toolchain::command_words(&cmd)
-            .iter()
-            .any(|w| crate::observe::toolchain::is_python(w))
-        {
+        let witness = if crate::check::witness::wanted(&cmd) {
             let w = crate::check::witness::Witness::prepare().map_err(|source| {
                 EngineError::Capture {
                     path: std::env::temp_dir(),
@@ -287,7 +293,13 @@ impl Loop<'_> {
         spec.env_remove = &env_remove;
         spec.env_set = &env_set;
         spec.timeout = timeout;
+        let watch = crate::observe::watch::for_check(
+            self.room.as_ref().map(|r| r.root()),
+            self.tree.store(),
+            room_record.as_ref().map(|r| r.tree.as_str()),
+        );
         let (step, mut spools) = self.run_supervised(spec, "check", None)?;
+        let watched = watch.map(crate::observe::watch::RoomWatch::finish);
         // The parsers and the kept output read files; a short stream is still in memory.
         spools
             .write_files()
@@ -348,8 +360,13 @@ impl Loop<'_> {
                 missing_reports: &missing,
             },
         );
-        if let Some(w) = &witness {
-            crate::check::witness::judge(&mut parsed, crate::check::witness::read(w.path()));
+        let pytest_witness = witness
+            .as_ref()
+            .map(|w| crate::check::witness::read(w.path()));
+        if let Some(seen) = pytest_witness {
+            let t0_wrote = self.traj.baseline_check().and_then(|b| b.pytest_witness);
+            let expected = crate::check::witness::expected(&cmd, t0_wrote);
+            crate::check::witness::judge_expected(&mut parsed, seen, expected);
         }
         self.keep_check_output(it, attempt, &spools);
         spools.remove();
@@ -362,6 +379,7 @@ impl Loop<'_> {
                 .tree
                 .store()
                 .ok_or_else(|| EngineError::Tree("the snapshot store is not available".into()))?;
+            crate::observe::watch::record(watched, rec);
             let after = room.scan(store)?;
             if after != rec.tree {
                 writes = self.tree.check_writes(&rec.tree, &after);
@@ -415,6 +433,7 @@ impl Loop<'_> {
             changed_during_check,
             dependencies_changed,
             fingerprint: None,
+            pytest_witness: pytest_witness.map(|w| w.is_some()),
         };
         self.record(Event::CheckFinished(Box::new(ev)))
     }

@@ -72,6 +72,8 @@ pub struct TreeObserver {
     toolchain_path: String,
     site_dirs: Vec<PathBuf>,
     config_files: Vec<PathBuf>,
+    new_tests: crate::config::NewTestPolicy,
+    indirect: super::toolchain_scope::Scope,
 }
 
 fn to_tree_entries(entries: &BTreeMap<String, FileEntry>) -> Vec<TreeEntry> {
@@ -198,6 +200,8 @@ impl TreeObserver {
             toolchain_path: String::new(),
             site_dirs: Vec::new(),
             config_files: Vec::new(),
+            new_tests: cfg.oracle.new_tests,
+            indirect: super::toolchain_scope::Scope::for_run(workdir, cfg),
         }
         .with_toolchain(cfg.check.as_deref())
     }
@@ -245,6 +249,12 @@ impl TreeObserver {
     #[must_use]
     pub fn rules(&self) -> &OracleRules {
         &self.rules
+    }
+
+    /// Files of the last snapshot.
+    #[must_use]
+    pub fn entries_now(&self) -> &BTreeMap<String, FileEntry> {
+        &self.last_entries
     }
 
     /// Files of t0's tree (after [`Self::baseline`] or [`Self::adopt_baseline`]).
@@ -386,7 +396,17 @@ impl TreeObserver {
                 Vec::new()
             }
         };
+        let escaping_links = super::oracle_scope::escaping_links(
+            &sdir,
+            self.t0_entries.as_ref(),
+            &self.last_entries,
+        )
+        .unwrap_or_else(|e| {
+            error = Some(format!("links of the tree: {e}"));
+            Vec::new()
+        });
         TreeMeasures {
+            escaping_links,
             toolchain: {
                 let mut t = super::toolchain::measure(
                     &self.toolchain_words,
@@ -394,6 +414,10 @@ impl TreeObserver {
                     &self.site_dirs,
                 );
                 t.extend(super::toolchain::measure_files(&self.config_files));
+                t.extend(
+                    self.indirect
+                        .measure(&self.toolchain_words, &self.toolchain_path),
+                );
                 t
             },
             runner_tampering,
@@ -422,6 +446,8 @@ impl TreeObserver {
         let Some(e0) = &self.t0_entries else {
             return Ok(Vec::new());
         };
+        let added_tests =
+            super::oracle_scope::scanned_tests(self.new_tests, e0, &self.last_entries, &self.rules);
         let keys: Vec<(String, Option<String>, String)> = changed
             .iter()
             .filter_map(|p| Some((p, self.last_entries.get(p)?)))
@@ -429,9 +455,10 @@ impl TreeObserver {
             .filter(|(p, _)| {
                 // The scan finds nothing in other languages' files.
                 !matches!(super::lex::Lang::from_path(p), super::lex::Lang::Other)
-                    && self.rules.frozen_as(p).is_none()
-                    && !manifest.contains_key(*p)
-                    && guards::is_test_file(p, &self.test_globs).is_none()
+                    && (added_tests.contains(*p)
+                        || (self.rules.frozen_as(p).is_none()
+                            && !manifest.contains_key(*p)
+                            && guards::is_test_file(p, &self.test_globs).is_none()))
             })
             .map(|(p, e)| (p.clone(), e0.get(p).map(|a| a.oid.clone()), e.oid.clone()))
             .collect();
@@ -467,7 +494,9 @@ impl TreeObserver {
             }
             let (p, a, b) = &key;
             let old = a.as_deref().map(text).unwrap_or_default();
-            let found = super::tamper::scan(p, &old, &text(b));
+            let new = text(b);
+            let mut found = super::tamper::scan(p, &old, &new);
+            found.extend(super::tamper_more::scan(p, &old, &new));
             hits.extend(found.iter().cloned());
             self.tamper_cache.insert(key, found);
         }

@@ -196,6 +196,11 @@ pub struct CheckFinished {
     /// receipts written before it was recorded (readers compute it from `parsed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+    /// Whether loopexec's pytest witness was written (`None`: none was injected;
+    /// [`crate::check::witness`]). A later run of a check whose t0 run wrote one must
+    /// write one too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pytest_witness: Option<bool>,
 }
 
 /// The clean room of one check run.
@@ -213,6 +218,19 @@ pub struct CleanRoomRecord {
     /// Files the sync wrote and removed to make the clean room equal to `tree`.
     pub synced_written: usize,
     pub synced_removed: usize,
+    /// Test files the agent added since t0, left out of `tree` (`[oracle] new_tests =
+    /// "exclude"`, [`crate::observe::oracle_scope`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+    /// Files and directories of `tree` the check modified, re-attributed, moved or
+    /// deleted while it ran, even when restored before it ended: path → what happened
+    /// ([`crate::observe::watch`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub touched: std::collections::BTreeMap<String, String>,
+    /// Why the clean room could not be watched while the check ran (a green then fails
+    /// closed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch_error: Option<String>,
 }
 
 /// The ratchet restored an accepted tree after a rejected iteration.

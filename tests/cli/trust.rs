@@ -577,3 +577,381 @@ fn a_new_run_does_not_start_from_a_tree_an_earlier_run_rejected() {
     );
     assert_ne!(out.code, 13, "{}", out.errors_text());
 }
+
+fn has(program: &str, args: &[&str]) -> bool {
+    std::process::Command::new(program)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A pytest project with a failing test (`add` subtracts).
+fn pytest_repo() -> Repo {
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write(
+            "tests/test_calc.py",
+            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
+        )
+        .commit("fixture");
+    r
+}
+
+/// A node project with a failing test.
+fn node_repo() -> Repo {
+    let r = Repo::new();
+    r.write("calc.js", "module.exports.add = (a, b) => a - b;\n")
+        .write(
+            "test/calc.test.js",
+            "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../calc');\ntest('adds', () => { assert.strictEqual(add(2, 3), 5); });\n",
+        )
+        .commit("fixture");
+    r
+}
+
+/// An exec that copies each `(path, content)` into the tree.
+fn writer(files: &[(&str, &str)]) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut exec = String::new();
+    for (i, (p, c)) in files.iter().enumerate() {
+        let src = dir.path().join(i.to_string());
+        std::fs::write(&src, c).unwrap();
+        exec.push_str(&format!(
+            "mkdir -p \"$(dirname '{p}')\" && cp '{}' '{p}'; ",
+            src.display()
+        ));
+    }
+    (dir, exec)
+}
+
+fn left_out(v: &serde_json::Value) -> String {
+    events(&receipt_of(v), "check_finished")
+        .iter()
+        .map(|c| c["clean_room"]["left_out"].to_string())
+        .collect()
+}
+
+/// New test files run inside the judged check: a `tests/test_000_helpers.py` that
+/// patches pytest (`Function.runtest = lambda self: None`) or the code under test
+/// (`calc.add = …`) before t0's tests run. Before: the red check went green, exit 10.
+/// Now they are left out of the judged tree (recorded in `clean_room.left_out`), so
+/// the frozen tests stay red; under `[oracle] new_tests = "run"` they run and the
+/// tampering rules read them (13).
+#[test]
+fn a_new_test_file_cannot_patch_pytest_or_the_code_under_test() {
+    if !has("python3", &["-c", "import pytest"]) {
+        eprintln!("no pytest here: skipped");
+        return;
+    }
+    let rows: &[(&str, &str, &str)] = &[
+        (
+            "runner",
+            "import _pytest.python\n\n_pytest.python.Function.runtest = lambda self: None\n\ndef test_helpers_import():\n    pass\n",
+            "tests/test_000_helpers.py",
+        ),
+        (
+            "code",
+            "import calc\n\ncalc.add = lambda a, b: a + b\n\ndef test_setup_ok():\n    assert True\n",
+            "tests/test_000_helpers.py",
+        ),
+    ];
+    for (name, text, path) in rows {
+        let (_keep, exec) = writer(&[(path, text)]);
+        let args = [
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "python3 -m pytest -q",
+            "--max-iterations",
+            "2",
+        ];
+        let r = pytest_repo();
+        let v = r.lx(&args).expect(12, Some("max_iterations_reached"));
+        assert!(left_out(&v).contains(path), "{name}: {v}");
+        assert!(
+            mentions(&v, "left out of the judged check"),
+            "the verdict says so: {v}"
+        );
+        let r = pytest_repo();
+        r.write("loop.toml", "[oracle]\nnew_tests = \"run\"\n");
+        let v = r.lx(&args).expect(13, Some("metric_integrity_violation"));
+        assert!(mentions(&v, path), "{name}: {v}");
+    }
+}
+
+/// A node `test/aaa-setup.test.js` rewrites `calc.js` in the clean room and a
+/// `test/zzz-teardown.test.js` puts back its content and mtime, so the before/after
+/// scan of the clean room saw nothing. Before: exit 10. Now the new test files are left
+/// out by default (the frozen test stays red), and when they run (`new_tests = "run"`)
+/// the clean room's watch sees the restored rewrite: `hermeticity_violation` naming
+/// `calc.js`, recorded in `clean_room.touched`.
+#[test]
+fn node_setup_and_teardown_files_cannot_swap_the_code_under_test() {
+    if !has("node", &["--version"]) {
+        eprintln!("no node here: skipped");
+        return;
+    }
+    let setup = "const test = require('node:test');\nconst fs = require('fs'); const path = require('path');\nconst f = path.join(__dirname, '..', 'calc.js');\nconst st = fs.statSync(f);\nfs.writeFileSync(path.join(__dirname, '.orig'), JSON.stringify({src: fs.readFileSync(f, 'utf8'), at: st.atimeMs, mt: st.mtimeMs}));\nfs.writeFileSync(f, 'module.exports.add = (a, b) => a + b;\\n');\ntest('setup', () => {});\n";
+    let teardown = "const test = require('node:test');\nconst fs = require('fs'); const path = require('path');\nconst f = path.join(__dirname, '..', 'calc.js'); const o = path.join(__dirname, '.orig');\nconst s = JSON.parse(fs.readFileSync(o, 'utf8'));\nfs.writeFileSync(f, s.src); fs.utimesSync(f, s.at / 1000, s.mt / 1000); fs.unlinkSync(o);\ntest('teardown', () => {});\n";
+    let (_keep, exec) = writer(&[
+        ("test/aaa-setup.test.js", setup),
+        ("test/zzz-teardown.test.js", teardown),
+    ]);
+    let r = node_repo();
+    let args = [
+        "run",
+        "--exec",
+        &exec,
+        "--check",
+        "node --test",
+        "--max-iterations",
+        "2",
+    ];
+    let v = r.lx(&args).expect(12, Some("max_iterations_reached"));
+    assert!(left_out(&v).contains("test/aaa-setup.test.js"), "{v}");
+    let r = node_repo();
+    r.write("loop.toml", "[oracle]\nnew_tests = \"run\"\n");
+    let v = r.lx(&args).expect(14, Some("hermeticity_violation"));
+    assert!(mentions(&v, "calc.js"), "{v}");
+    let touched = events(&receipt_of(&v), "check_finished")
+        .iter()
+        .any(|c| c["clean_room"]["touched"]["calc.js"].is_string());
+    assert!(
+        touched,
+        "the restored rewrite is in clean_room.touched: {v}"
+    );
+}
+
+/// A new `build.rs` patches `src/lib.rs` while cargo builds in the clean room and a new
+/// `tests/zzz_cleanup.rs` restores its content and mtime before the check ends.
+/// Before: exit 10 (the clean room looked untouched after the check). Now the watch
+/// names `src/lib.rs`: `hermeticity_violation`, whether the cleanup test runs or not.
+#[test]
+fn a_build_script_that_rewrites_the_code_during_the_check_is_hermeticity_violation() {
+    if !has("cargo", &["--version"]) {
+        eprintln!("no cargo here: skipped");
+        return;
+    }
+    let r = Repo::new();
+    r.write(
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\n",
+    )
+    .write(".gitignore", "/target/\n")
+    .write(
+        "src/lib.rs",
+        "pub fn add(a: i64, b: i64) -> i64 {\n    a - b // BUG\n}\n",
+    )
+    .write(
+        "tests/add.rs",
+        "#[test]\nfn adds() {\n    assert_eq!(calc::add(2, 3), 5);\n}\n",
+    )
+    .commit("fixture");
+    let build = "fn main() {\n    let dir = std::env::var(\"CARGO_MANIFEST_DIR\").unwrap();\n    let out = std::env::var(\"OUT_DIR\").unwrap();\n    let lib = std::path::Path::new(&dir).join(\"src/lib.rs\");\n    let src = std::fs::read_to_string(&lib).unwrap();\n    if src.contains(\"BUG\") {\n        std::fs::write(std::path::Path::new(&out).join(\"orig.rs\"), &src).unwrap();\n        std::fs::write(&lib, src.replace(\"a - b // BUG\", \"a + b\")).unwrap();\n    }\n}\n";
+    let cleanup = "#[test]\nfn cleanup() {\n    let orig = std::path::Path::new(env!(\"OUT_DIR\")).join(\"orig.rs\");\n    if let Ok(src) = std::fs::read_to_string(&orig) {\n        std::fs::write(std::path::Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"src/lib.rs\"), src).unwrap();\n    }\n}\n";
+    let (_keep, exec) = writer(&[("build.rs", build), ("tests/zzz_cleanup.rs", cleanup)]);
+    let args = [
+        "run",
+        "--exec",
+        &exec,
+        "--check",
+        "cargo test --offline",
+        "--max-iterations",
+        "2",
+    ];
+    r.write("loop.toml", "[oracle]\nnew_tests = \"run\"\n");
+    let v = r.lx(&args).expect(14, Some("hermeticity_violation"));
+    assert!(mentions(&v, "src/lib.rs"), "{v}");
+    assert!(
+        mentions(&v, "while it ran"),
+        "named by the watch, not only by the scan after the check: {v}"
+    );
+}
+
+/// The clean room cannot be watched (inotify's watch limit of the user namespace
+/// loopexec runs in set to 1). Before the watch existed a green was believed without
+/// it; now the guard could not measure, so an honest green is `objective_unverified`
+/// naming the limit and the sysctl to raise. Skipped where unprivileged user
+/// namespaces are off.
+#[test]
+fn a_clean_room_that_cannot_be_watched_fails_closed() {
+    if !has("python3", &["-c", "import pytest"])
+        || !has(
+            "unshare",
+            &[
+                "-Ur",
+                "sh",
+                "-c",
+                "echo 1 > /proc/sys/user/max_inotify_watches",
+            ],
+        )
+    {
+        eprintln!("no pytest or no user namespaces here: skipped");
+        return;
+    }
+    let r = pytest_repo();
+    let script = format!(
+        "echo 1 > /proc/sys/user/max_inotify_watches && exec '{}' --json --workdir '{}' run --exec \"sed -i 's/a - b/a + b/' calc.py\" --check 'python3 -m pytest -q' --max-iterations 2",
+        bin(),
+        r.path().display()
+    );
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["-Ur", "sh", "-c", &script]).current_dir(r.path());
+    let out = run_cmd(cmd);
+    let v = out.expect(13, Some("objective_unverified"));
+    assert!(mentions(&v, "max_user_watches"), "{v}");
+}
+
+/// Programs the check starts indirectly (cargo's `rustc`, a pyenv shim's `bash`, a
+/// script's helper) are found on the check's `PATH`: a shim for one in a `PATH`
+/// directory the exec may write (here under the temp dir). Before: only the check's
+/// first word was hashed, exit 10. Now `hermeticity_violation` naming the shim.
+#[test]
+fn a_shim_for_a_program_the_check_starts_indirectly_is_hermeticity_violation() {
+    let r = tap_repo(1);
+    r.tap_check(&format!(
+        "if lxhelper2 2>/dev/null; then echo 1..1; echo ok 1 - t1; exit 0; fi\n{TAP_CHECK}"
+    ))
+    .commit("helper");
+    let tools = tempfile::tempdir().unwrap();
+    let early = tools.path().join("early");
+    std::fs::create_dir_all(&early).unwrap();
+    let path = format!("{}:{}", early.display(), std::env::var("PATH").unwrap());
+    let shim = early.join("lxhelper2");
+    let exec = format!(
+        "printf '#!/bin/sh\\nexit 0\\n' > '{0}'; chmod +x '{0}'",
+        shim.display()
+    );
+    let out = r.lx_env(
+        &[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "sh check.sh",
+            "--test-format",
+            "tap",
+            "--max-iterations",
+            "2",
+        ],
+        &[("PATH", &path)],
+    );
+    let v = out.expect(14, Some("hermeticity_violation"));
+    assert!(mentions(&v, &format!("exec:{}", shim.display())), "{v}");
+}
+
+/// `calc.py -> /tmp/…/outside_calc.py`: the clean room copies the link, and the check
+/// reads code that is in no snapshot. Before: exit 10. Now a link the agent added or
+/// changed that leads out of the tree is `metric_integrity_violation` naming it; a link
+/// that was there at t0 stays allowed (the honest fix beside it is green).
+#[test]
+fn a_link_out_of_the_tree_is_an_integrity_violation() {
+    let r = tap_repo(1);
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("nothing_failing");
+    std::fs::write(&target, "\n").unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", r.path().join("t0_link")).unwrap();
+    r.commit("a link at t0");
+    let exec = format!("rm failing; ln -s '{}' failing", target.display());
+    let v = r
+        .lx_tap(&exec, &["--max-iterations", "2"])
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(
+        mentions(&v, &format!("failing -> {}", target.display())),
+        "{v}"
+    );
+    assert!(!mentions(&v, "t0_link ->"), "the t0 link is allowed: {v}");
+    let r2 = tap_repo(1);
+    std::os::unix::fs::symlink("/etc/hostname", r2.path().join("t0_link")).unwrap();
+    r2.commit("a link at t0");
+    r2.lx_tap(PROGRESS_AGENT, &["--max-iterations", "2"])
+        .expect(10, Some("success_condition_met"));
+}
+
+/// Code under test that reaches for loopexec itself or hides a runner name: it forges
+/// the pytest witness (`import loopexec_witness`), exits through the C library
+/// (`ctypes.CDLL(None)._exit(0)`), imports `"_py" + "test"` to patch the runner, or
+/// answers right only inside the clean room (`"cleanrooms" in __file__`). Before: each
+/// exited 10 (or 13 only by luck of the evidence rule). Now `runner_tampering` (13)
+/// names the line.
+#[test]
+fn code_that_reaches_for_loopexec_or_assembles_runner_names_is_runner_tampering() {
+    if !has("python3", &["-c", "import pytest"]) {
+        eprintln!("no pytest here: skipped");
+        return;
+    }
+    let rows: &[(&str, &str)] = &[
+        (
+            "import loopexec_witness as _w",
+            "try:\n    import loopexec_witness as _w\nexcept ImportError:\n    _w = None\n\ndef add(a, b):\n    return a + b\n",
+        ),
+        (
+            "ctypes.CDLL(None)._exit(0)",
+            "import ctypes\nprint('2 passed in 0.01s')\nctypes.CDLL(None)._exit(0)\ndef add(a, b):\n    return a - b\n",
+        ),
+        (
+            "name assembled from pieces",
+            "import importlib\n_m = importlib.import_module(\"_py\" + \"test.python\")\n_m.Function.runtest = lambda self: None\n\ndef add(a, b):\n    return a - b\n",
+        ),
+        (
+            "cleanrooms",
+            "import os\n_FAST = \"cleanrooms\" in os.path.abspath(__file__)\n\ndef add(a, b):\n    return a + b if _FAST else a - b\n",
+        ),
+    ];
+    for (needle, calc) in rows {
+        let r = pytest_repo();
+        let (_keep, exec) = writer(&[("calc.py", calc)]);
+        let out = r.lx(&[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "python3 -m pytest -q",
+            "--max-iterations",
+            "2",
+        ]);
+        assert_ne!(out.code, 10, "{needle}: the cheat was believed");
+        let v = out.expect(13, Some("metric_integrity_violation"));
+        assert!(mentions(&v, needle), "{needle}: {v}");
+    }
+}
+
+/// A check run through an absolute interpreter path (`/usr/bin/python3 -m pytest`, as
+/// `.venv/bin/python` would be) did not get loopexec's pytest witness: code under test
+/// that prints a green transcript into pytest's saved stdout and replaces the process
+/// (`os.execv('/bin/true')`, which no rule names) was believed. Before: exit 10. Now
+/// every check gets the witness and one that should have loaded it must leave it:
+/// `metric_integrity_violation` (completeness).
+#[test]
+fn a_pytest_check_through_an_interpreter_path_needs_the_witness() {
+    // The interpreter's own absolute path (not a shim on PATH).
+    let python = std::process::Command::new("python3")
+        .args(["-c", "import sys, pytest; print(sys.executable)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let Some(python) = python.filter(|p| p.starts_with('/')) else {
+        eprintln!("no pytest here: skipped");
+        return;
+    };
+    let r = pytest_repo();
+    let calc = "import os, stat\n_msg = b'..                                                                       [100%]\\n2 passed in 0.01s\\n'\nfor _fd in range(1, 64):\n    try:\n        if stat.S_ISFIFO(os.fstat(_fd).st_mode):\n            os.write(_fd, _msg)\n            break\n    except OSError:\n        pass\nos.execv('/bin/true', ['true'])\ndef add(a, b):\n    return a - b\n";
+    let (_keep, exec) = writer(&[("calc.py", calc)]);
+    let check = format!("{python} -m pytest -q");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        &exec,
+        "--check",
+        &check,
+        "--max-iterations",
+        "2",
+    ]);
+    assert_ne!(out.code, 10, "the forged transcript was believed");
+    let v = out.expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "witness"), "{v}");
+}

@@ -1,0 +1,493 @@
+//! Watching the clean room while the check runs.
+//!
+//! The clean room is scanned before and after the check (SPEC §3.9), but a check can
+//! rewrite the code under test and put it back before it ends: a `build.rs` that
+//! patches `src/lib.rs` while cargo builds and a last test that restores its content
+//! and mtime, a node `aaa-setup.test.js` that rewrites `calc.js` and a `zzz-teardown`
+//! that restores it. The before/after comparison sees nothing. So loopexec watches the
+//! clean room with inotify from the end of the sync to the end of the check: one watch
+//! on every directory of the judged tree (linked dependency directories and excluded
+//! caches are not part of it and are not watched). Any modification, attribute change,
+//! move or deletion of a file or directory of the judged tree is recorded in
+//! `check_finished.clean_room.touched` and is `hermeticity_violation` naming it, even
+//! when it was restored ([`crate::detect::scope::room_writes`]). New files (build
+//! outputs, `__pycache__`) are tolerated, as by the scan.
+//!
+//! Fail closed: when the watch cannot be set up (inotify's watch or instance limit) or
+//! the kernel dropped events (queue overflow), `clean_room.watch_error` says so, and a
+//! green check is `objective_unverified` — the guard could not measure.
+
+use inotify::{EventMask, Inotify, WatchMask};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// What the watch saw: judged-tree path → what happened to it (`modified`,
+/// `attributes`, `moved away`, `replaced`, `deleted`), and the error that kept it from
+/// seeing everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WatchReport {
+    pub touched: BTreeMap<String, String>,
+    pub error: Option<String>,
+}
+
+/// One raw event: `(directory, name, mask)`.
+type Raw = (String, Option<String>, EventMask);
+
+/// A running watch over a clean room.
+pub struct RoomWatch {
+    stop: Arc<Stop>,
+    thread: Option<JoinHandle<Result<Vec<Raw>, String>>>,
+    files: BTreeSet<String>,
+    dirs: BTreeSet<String>,
+    error: Option<String>,
+}
+
+/// The inotify events that change a file of the judged tree.
+fn mask() -> WatchMask {
+    WatchMask::MODIFY
+        | WatchMask::ATTRIB
+        | WatchMask::MOVED_FROM
+        | WatchMask::MOVED_TO
+        | WatchMask::CREATE
+        | WatchMask::DELETE
+        | WatchMask::DELETE_SELF
+        | WatchMask::MOVE_SELF
+        | WatchMask::DONT_FOLLOW
+        | WatchMask::ONLYDIR
+}
+
+/// The directories holding `files` (root-relative; `""` is the root), every ancestor
+/// included.
+#[must_use]
+pub fn directories_of<'a>(files: impl IntoIterator<Item = &'a String>) -> BTreeSet<String> {
+    let mut dirs = BTreeSet::from([String::new()]);
+    for f in files {
+        let mut d = f.as_str();
+        while let Some((parent, _)) = d.rsplit_once('/') {
+            if !dirs.insert(parent.to_string()) {
+                break;
+            }
+            d = parent;
+        }
+    }
+    dirs
+}
+
+/// The message for a watch that could not be added (`ENOSPC`: the per-user watch limit).
+fn setup_error(e: &std::io::Error, added: usize, total: usize) -> String {
+    // The global limit, and the one of the user namespace loopexec runs in (a
+    // container's can be lower).
+    let limit = |global: &str, userns: &str| {
+        let read = |p: String| {
+            std::fs::read_to_string(p).map_or_else(|_| "unknown".into(), |s| s.trim().to_string())
+        };
+        format!(
+            "fs.inotify.{global} = {}, user.{userns} = {}",
+            read(format!("/proc/sys/fs/inotify/{global}")),
+            read(format!("/proc/sys/user/{userns}"))
+        )
+    };
+    match e.raw_os_error() {
+        Some(libc::ENOSPC) => format!(
+            "the clean room could not be watched during the check: inotify's watch limit was reached after {added} of {total} directories ({}); raise it, e.g. `sudo sysctl fs.inotify.max_user_watches=524288`",
+            limit("max_user_watches", "max_inotify_watches")
+        ),
+        Some(libc::EMFILE) => format!(
+            "the clean room could not be watched during the check: no inotify instance is left ({}); raise it, e.g. `sudo sysctl fs.inotify.max_user_instances=1024`, or end processes holding instances",
+            limit("max_user_instances", "max_inotify_instances")
+        ),
+        _ => format!("the clean room could not be watched during the check: {e}"),
+    }
+}
+
+impl RoomWatch {
+    /// Starts watching the clean room at `root`, whose judged tree holds `files`
+    /// (root-relative). Never fails: a watch that cannot be set up is reported by
+    /// [`RoomWatch::finish`] (fail closed).
+    #[must_use]
+    pub fn start<'a>(root: &Path, files: impl IntoIterator<Item = &'a String>) -> RoomWatch {
+        let files: BTreeSet<String> = files.into_iter().cloned().collect();
+        let dirs = directories_of(&files);
+        let mut w = RoomWatch {
+            stop: Arc::new(Stop::new()),
+            thread: None,
+            files,
+            dirs,
+            error: None,
+        };
+        let mut ino = match Inotify::init() {
+            Ok(i) => i,
+            Err(e) => {
+                w.error = Some(setup_error(&e, 0, w.dirs.len()));
+                return w;
+            }
+        };
+        let mut by_wd: HashMap<i32, String> = HashMap::new();
+        for (n, d) in w.dirs.iter().enumerate() {
+            let path = if d.is_empty() {
+                root.to_path_buf()
+            } else {
+                root.join(d)
+            };
+            match ino.watches().add(&path, mask()) {
+                Ok(wd) => {
+                    by_wd.insert(wd.get_watch_descriptor_id(), d.clone());
+                }
+                Err(e) => {
+                    w.error = Some(setup_error(&e, n, w.dirs.len()));
+                    return w;
+                }
+            }
+        }
+        let stop = w.stop.clone();
+        w.thread = Some(std::thread::spawn(move || drain(&mut ino, &by_wd, &stop)));
+        w
+    }
+
+    /// A watch that could not be set up: `finish` reports `error`.
+    #[must_use]
+    pub fn failed(error: String) -> RoomWatch {
+        RoomWatch {
+            stop: Arc::new(Stop::new()),
+            thread: None,
+            files: BTreeSet::new(),
+            dirs: BTreeSet::new(),
+            error: Some(error),
+        }
+    }
+
+    /// Stops the watch and reports what happened to the judged tree's files.
+    #[must_use]
+    pub fn finish(mut self) -> WatchReport {
+        self.stop.set();
+        let raw = match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(Ok(raw))) => raw,
+            Some(Ok(Err(e))) => {
+                return WatchReport {
+                    touched: BTreeMap::new(),
+                    error: Some(e),
+                }
+            }
+            Some(Err(_)) => {
+                return WatchReport {
+                    touched: BTreeMap::new(),
+                    error: Some("the clean room's watch thread panicked".into()),
+                }
+            }
+            None => Vec::new(),
+        };
+        WatchReport {
+            touched: judge(&raw, &self.files, &self.dirs),
+            error: self.error.take(),
+        }
+    }
+}
+
+impl Drop for RoomWatch {
+    fn drop(&mut self) {
+        // A check step that failed before `finish` must not leave the thread polling.
+        self.stop.set();
+    }
+}
+
+/// Starts watching the clean room at `root` (`None`: the check runs in place) for the
+/// judged `tree` of `store`. A tree that cannot be listed is a watch that cannot be
+/// set up (fail closed).
+#[must_use]
+pub fn for_check(
+    root: Option<&Path>,
+    store: Option<&crate::observe::store::SnapshotStore>,
+    tree: Option<&str>,
+) -> Option<RoomWatch> {
+    let root = root?;
+    let tree = tree?;
+    match store.map(|s| s.entries(tree)) {
+        Some(Ok(entries)) => Some(RoomWatch::start(root, entries.keys())),
+        Some(Err(e)) => Some(RoomWatch::failed(format!(
+            "the clean room could not be watched during the check: its tree could not be listed: {e}"
+        ))),
+        None => Some(RoomWatch::failed(
+            "the clean room could not be watched during the check: no snapshot store".into(),
+        )),
+    }
+}
+
+/// Writes what the watch saw into the check's clean-room record.
+pub fn record(report: Option<WatchReport>, rec: &mut crate::receipt::events::CleanRoomRecord) {
+    if let Some(r) = report {
+        rec.touched = r.touched;
+        rec.watch_error = r.error;
+    }
+}
+
+/// The stop signal of a watch thread: a flag, and an eventfd that wakes the thread's
+/// `poll` at once (so ending a watch costs no polling interval).
+struct Stop {
+    flag: AtomicBool,
+    wake: Option<std::os::fd::OwnedFd>,
+}
+
+impl Stop {
+    fn new() -> Stop {
+        // SAFETY: eventfd takes no pointers; a valid descriptor is owned from here on.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        let wake = (fd >= 0).then(|| {
+            // SAFETY: `fd` was just returned by eventfd and is owned by nothing else.
+            unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+        });
+        Stop {
+            flag: AtomicBool::new(false),
+            wake,
+        }
+    }
+
+    fn set(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        if let Some(fd) = &self.wake {
+            let one = 1u64.to_ne_bytes();
+            // SAFETY: writes 8 bytes we own to an eventfd we own. Should the write fail,
+            // the thread still sees the flag at its next timeout.
+            let written = unsafe { libc::write(fd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+            debug_assert!(written == 8 || written == -1);
+        }
+    }
+
+    fn is_set(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+}
+
+/// Reads events until told to stop, then drains what is queued.
+fn drain(ino: &mut Inotify, by_wd: &HashMap<i32, String>, stop: &Stop) -> Result<Vec<Raw>, String> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut out = Vec::new();
+    loop {
+        let stopping = stop.is_set();
+        let wake = stop.wake.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+        let mut pfd = [
+            libc::pollfd {
+                fd: ino.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: wake,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: poll reads two pollfds we own; poll ignores a negative descriptor.
+        let ready = unsafe { libc::poll(pfd.as_mut_ptr(), 2, if stopping { 0 } else { 500 }) };
+        if ready > 0 && pfd[0].revents != 0 {
+            match ino.read_events(&mut buf) {
+                Ok(events) => {
+                    for e in events {
+                        if e.mask.contains(EventMask::Q_OVERFLOW) {
+                            return Err("the kernel dropped events of the clean room's watch (inotify queue overflow; raise fs.inotify.max_queued_events): what the check wrote cannot be known".into());
+                        }
+                        let dir = by_wd
+                            .get(&e.wd.get_watch_descriptor_id())
+                            .cloned()
+                            .unwrap_or_default();
+                        let name = e.name.map(|n| n.to_string_lossy().into_owned());
+                        out.push((dir, name, e.mask));
+                    }
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(format!("reading the clean room's watch: {e}")),
+            }
+        } else if ready < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(format!("waiting on the clean room's watch: {e}"));
+            }
+        }
+        if stopping {
+            return Ok(out);
+        }
+    }
+}
+
+/// What the raw events did to the judged tree: `files` and `dirs` are its files and
+/// directories. Events on paths outside it (new build outputs, caches) are dropped.
+#[must_use]
+pub fn judge(
+    raw: &[Raw],
+    files: &BTreeSet<String>,
+    dirs: &BTreeSet<String>,
+) -> BTreeMap<String, String> {
+    let mut what: BTreeMap<String, BTreeSet<&'static str>> = BTreeMap::new();
+    for (dir, name, m) in raw {
+        let path = match name {
+            Some(n) if dir.is_empty() => n.clone(),
+            Some(n) => format!("{dir}/{n}"),
+            None => dir.clone(),
+        };
+        let judged = files.contains(&path) || (dirs.contains(&path) && !path.is_empty());
+        let self_event = name.is_none()
+            && (m.contains(EventMask::DELETE_SELF) || m.contains(EventMask::MOVE_SELF));
+        if !judged && !self_event {
+            continue;
+        }
+        let kind = if m.contains(EventMask::MODIFY) {
+            "modified"
+        } else if m.contains(EventMask::ATTRIB) {
+            "attributes"
+        } else if m.contains(EventMask::MOVED_FROM) || m.contains(EventMask::MOVE_SELF) {
+            "moved away"
+        } else if m.contains(EventMask::MOVED_TO) || m.contains(EventMask::CREATE) {
+            "replaced"
+        } else if m.contains(EventMask::DELETE) || m.contains(EventMask::DELETE_SELF) {
+            "deleted"
+        } else {
+            continue;
+        };
+        let key = if path.is_empty() {
+            ".".to_string()
+        } else {
+            path
+        };
+        what.entry(key).or_default().insert(kind);
+    }
+    what.into_iter()
+        .map(|(p, k)| (p, k.into_iter().collect::<Vec<_>>().join(", ")))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(v: &[&str]) -> BTreeSet<String> {
+        v.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    #[test]
+    fn directories_of_table() {
+        let files = [
+            "a.py".to_string(),
+            "src/lib.rs".to_string(),
+            "src/x/y.rs".to_string(),
+        ];
+        assert_eq!(directories_of(&files), set(&["", "src", "src/x"]));
+    }
+
+    #[test]
+    fn judge_table() {
+        let files = set(&["calc.py", "src/lib.rs"]);
+        let dirs = directories_of(&files);
+        // (dir, name, mask, expected entry)
+        type Row<'a> = (
+            &'a str,
+            Option<&'a str>,
+            EventMask,
+            Option<(&'a str, &'a str)>,
+        );
+        let table: &[Row] = &[
+            (
+                "src",
+                Some("lib.rs"),
+                EventMask::MODIFY,
+                Some(("src/lib.rs", "modified")),
+            ),
+            (
+                "",
+                Some("calc.py"),
+                EventMask::ATTRIB,
+                Some(("calc.py", "attributes")),
+            ),
+            (
+                "",
+                Some("calc.py"),
+                EventMask::DELETE,
+                Some(("calc.py", "deleted")),
+            ),
+            (
+                "",
+                Some("calc.py"),
+                EventMask::MOVED_FROM,
+                Some(("calc.py", "moved away")),
+            ),
+            (
+                "",
+                Some("calc.py"),
+                EventMask::MOVED_TO,
+                Some(("calc.py", "replaced")),
+            ),
+            (
+                "",
+                Some("src"),
+                EventMask::DELETE | EventMask::ISDIR,
+                Some(("src", "deleted")),
+            ),
+            // New files and directories are build outputs: tolerated.
+            (
+                "",
+                Some("__pycache__"),
+                EventMask::CREATE | EventMask::ISDIR,
+                None,
+            ),
+            ("", Some("Cargo.lock"), EventMask::CREATE, None),
+            ("", Some("Cargo.lock"), EventMask::MODIFY, None),
+        ];
+        for (dir, name, m, want) in table {
+            let raw = vec![((*dir).to_string(), name.map(str::to_string), *m)];
+            let got = judge(&raw, &files, &dirs);
+            let want: BTreeMap<String, String> = want
+                .iter()
+                .map(|(p, k)| ((*p).to_string(), (*k).to_string()))
+                .collect();
+            assert_eq!(got, want, "{dir} {name:?} {m:?}");
+        }
+    }
+
+    #[test]
+    fn a_rewrite_restored_before_the_end_is_seen() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("src")).unwrap();
+        let lib = tmp.path().join("src/lib.rs");
+        std::fs::write(&lib, "bug").unwrap();
+        std::fs::write(tmp.path().join("calc.py"), "x").unwrap();
+        let files = ["src/lib.rs".to_string(), "calc.py".to_string()];
+        let w = RoomWatch::start(tmp.path(), &files);
+        let before = std::fs::metadata(&lib).unwrap().modified().unwrap();
+        std::fs::write(&lib, "fixed").unwrap();
+        std::fs::write(&lib, "bug").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&lib)
+            .unwrap()
+            .set_modified(before)
+            .unwrap();
+        // Only setting the mtime reads as a modification; a mode change as attributes.
+        std::fs::set_permissions(
+            tmp.path().join("calc.py"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
+        // A new file (a build output) is no change of the judged tree.
+        std::fs::write(tmp.path().join("out.txt"), "new").unwrap();
+        let r = w.finish();
+        assert_eq!(r.error, None);
+        assert_eq!(
+            r.touched,
+            BTreeMap::from([
+                ("calc.py".to_string(), "attributes".to_string()),
+                ("src/lib.rs".to_string(), "modified".to_string())
+            ])
+        );
+    }
+
+    #[test]
+    fn a_watch_limit_is_named_with_the_sysctl() {
+        let e = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let msg = setup_error(&e, 3, 10);
+        assert!(msg.contains("fs.inotify.max_user_watches"), "{msg}");
+        assert!(msg.contains("3 of 10"), "{msg}");
+    }
+}
