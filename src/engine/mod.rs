@@ -604,7 +604,12 @@ impl Loop<'_> {
             }
             let decision = decide(&self.traj, self.cfg);
             let step = match (decision.verdict, decision.next) {
-                (Verdict::Halt(h), _) => return self.finish(h),
+                (Verdict::Halt(h), _) => {
+                    if let Err(e) = self.leave_accepted_tree(&h) {
+                        return self.internal(&e.to_string());
+                    }
+                    return self.finish(h);
+                }
                 (Verdict::Continue, Some(next)) => self.act(next),
                 (Verdict::Continue, None) => Ok(()),
             };

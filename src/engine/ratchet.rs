@@ -5,6 +5,43 @@ use crate::receipt::events::Reverted;
 use crate::receipt::Event;
 
 impl Loop<'_> {
+    /// At a halt that ends the run's work (the cap, no convergence, a budget), when the
+    /// last iteration was rejected by the ratchet, restores the last accepted tree
+    /// first, as the next iteration would have: the run leaves the tree it would
+    /// stand behind, never a rejected one. The `reverted` line precedes `halted`;
+    /// `decide` does not read it, so the verdict re-derives the same.
+    ///
+    /// # Errors
+    /// A restore that fails ([`Loop::revert`]).
+    pub(super) fn leave_accepted_tree(&mut self, h: &crate::halt::Halt) -> Result<(), EngineError> {
+        use crate::halt::ExitClass;
+        if !matches!(
+            h.reason.class(),
+            ExitClass::IterationCap | ExitClass::NoConvergence | ExitClass::Budget
+        ) {
+            return Ok(());
+        }
+        let views = self.traj.attempt_views(self.cfg.success_exit_code);
+        let accepted = crate::detect::progress::accepted(&views);
+        if accepted.last() != Some(&false) {
+            return Ok(());
+        }
+        let Some(to) = views
+            .iter()
+            .zip(&accepted)
+            .rev()
+            .find(|(_, a)| **a)
+            .map(|(v, _)| v.iteration)
+        else {
+            return Ok(());
+        };
+        let it = self.current_iteration();
+        if it == to || self.traj.last().is_some_and(|i| i.reverted.is_some()) {
+            return Ok(());
+        }
+        self.revert(it, to)
+    }
+
     pub(super) fn revert(&mut self, it: u32, to: u32) -> Result<(), EngineError> {
         let Some(snap) = self.tree.snapshot_of(to, &self.traj) else {
             return Ok(());

@@ -64,6 +64,9 @@ fn a_budget_halt_while_still_improving_says_so_and_only_so() {
 
 /// Iteration 1 fixes t1; every later attempt "fixes" t2 and t3 but breaks t1 again:
 /// a lower count that the ratchet rejects. The run hits the cap on a rejected one.
+/// Before: the run ended with the rejected tree in the workdir (and only printed a
+/// command to restore the accepted one); now it restores iteration 1's tree itself,
+/// recorded as a `reverted` line before `halted`, and the verdict re-derives the same.
 #[test]
 fn a_rejected_iteration_is_reported_as_rejected_everywhere_and_never_best() {
     let r = three_tests("t1 t2 t3");
@@ -75,8 +78,21 @@ fn a_rejected_iteration_is_reported_as_rejected_everywhere_and_never_best() {
     let v = r
         .lx_tap(&exec, &["--run-id", "rj", "--max-iterations", "3"])
         .expect(12, Some("max_iterations_reached"));
-    assert_eq!(v["rejected_tree"]["iteration"], 3, "{v}");
-    assert_eq!(v["rejected_tree"]["accepted_iteration"], 1, "{v}");
+    // The run left the accepted tree: nothing to restore by hand.
+    assert!(v["rejected_tree"].is_null(), "{v}");
+    assert_eq!(r.read("failing").trim(), "t2 t3");
+    assert!(
+        !r.path().join("junk.txt").exists(),
+        "an added file survived"
+    );
+    let lines = receipt_of(&v);
+    let reverted = events(&lines, "reverted");
+    assert_eq!(reverted.last().unwrap()["to_iteration"], 1, "{reverted:?}");
+    assert_eq!(
+        lines[lines.len() - 2]["event"],
+        "reverted",
+        "the restore is recorded before the halt"
+    );
 
     let ex = r.lx(&["explain-halt", "--run-id", "rj"]).expect(0, None);
     let t = &ex["trajectory"];
@@ -92,6 +108,7 @@ fn a_rejected_iteration_is_reported_as_rejected_everywhere_and_never_best() {
         .map(|i| i["accepted"].as_bool().unwrap())
         .collect();
     assert_eq!(accepted, [true, true, false, false]);
+    assert_eq!(ex["rederived"], true, "{ex}");
     assert_eq!(ex["rejected_tree"], v["rejected_tree"]);
 
     let rep = r.lx(&["report", "--run-id", "rj"]).expect(0, None);
@@ -113,15 +130,6 @@ fn a_rejected_iteration_is_reported_as_rejected_everywhere_and_never_best() {
         .map(|x| x["accepted"].as_bool().unwrap())
         .collect();
     assert_eq!(acc, accepted, "{st}");
-
-    // The printed command leaves the tree at the accepted iteration 1.
-    assert_eq!(r.read("failing").trim(), "t1");
-    sh(&r, v["rejected_tree"]["restore_command"].as_str().unwrap());
-    assert_eq!(r.read("failing").trim(), "t2 t3");
-    assert!(
-        !r.path().join("junk.txt").exists(),
-        "an added file survived"
-    );
 }
 
 #[test]
