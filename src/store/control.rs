@@ -936,15 +936,7 @@ impl Store {
         if self.journal.state()?.answers.contains_key(id) {
             return Ok(false);
         }
-        let exists: bool = self
-            .conn
-            .query_row(
-                "SELECT COUNT(*) FROM pending_actions WHERE id = ?1",
-                [id],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_err(self.sql())?
-            > 0;
+        let exists = self.any("SELECT COUNT(*) FROM pending_actions WHERE id = ?1", id)?;
         if !exists {
             return Ok(false);
         }
@@ -999,6 +991,14 @@ fn believed(mut e: HaltEventRow, j: &State) -> HaltEventRow {
 }
 
 impl Store {
+    /// Whether `count_sql` (a `SELECT COUNT(*) … ?1` query) counts any row for `param`.
+    fn any(&self, count_sql: &str, param: &str) -> Result<bool, StoreError> {
+        self.conn
+            .query_row(count_sql, [param], |r| r.get::<_, i64>(0))
+            .map(|n| n > 0)
+            .map_err(self.sql())
+    }
+
     /// Where the ledger says more than the control journal — each is a decision
     /// written to the ledger outside loopexec (see [`super::journal`]), which loopexec
     /// does not believe: a hold released, a halt event acknowledged, a run
@@ -1068,15 +1068,10 @@ impl Store {
             }
         }
         for (run, (reason, _, _)) in &j.latches {
-            let latched: bool = self
-                .conn
-                .query_row(
-                    "SELECT COUNT(*) FROM runs WHERE run_id = ?1 AND stopped_at IS NOT NULL",
-                    [run],
-                    |r| r.get::<_, i64>(0),
-                )
-                .map_err(self.sql())?
-                > 0;
+            let latched = self.any(
+                "SELECT COUNT(*) FROM runs WHERE run_id = ?1 AND stopped_at IS NOT NULL",
+                run,
+            )?;
             if !latched {
                 out.push(format!(
                     "run {run}: the ledger's latch is clear but the control journal {at} has it latched ({reason}): it stays latched until a person acknowledges"
