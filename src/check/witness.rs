@@ -141,7 +141,7 @@ fn is_option_or_assignment(w: &str) -> bool {
 /// True when `check` certainly starts pytest (or Python) with loopexec's environment:
 /// a part of the command line whose program (after `VAR=value`, `env`, `exec`,
 /// `time`, `nice`, `timeout N`) is an interpreter or pytest by name, or one of
-/// [`RUNNERS`] running one (`uv run pytest`, `poetry run python -m pytest`).
+/// `RUNNERS` running one (`uv run pytest`, `poetry run python -m pytest`).
 #[must_use]
 pub fn certain(check: &str) -> bool {
     let mut normalized = check.to_string();

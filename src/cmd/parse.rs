@@ -195,7 +195,7 @@ pub(crate) fn run(a: &ParseArgs) -> Outcome {
 }
 
 /// `loopexec --json parse`: prints the envelope and the body as they are serialized
-/// (the same object [`run`] would render; see the module doc) and returns the exit
+/// (the same object `run` would render; see the module doc) and returns the exit
 /// code. Errors print as every command's do.
 #[must_use]
 pub fn run_json(a: &ParseArgs) -> ExitCode {

@@ -595,7 +595,7 @@ pub fn list_files(dir: &Path, tree: &str) -> Result<Vec<String>, GitError> {
 /// [`GitError::NotABlob`]; a spec containing a newline is [`GitError::InvalidPath`].
 ///
 /// In loopexec's snapshot store, loose objects named by id are read in-process
-/// ([`in_store`]); only the others (packed objects, `<rev>:<path>` specs) cost a git
+/// (`in_store`); only the others (packed objects, `<rev>:<path>` specs) cost a git
 /// process.
 pub fn cat_blobs(dir: &Path, specs: &[String]) -> Result<Vec<Option<Vec<u8>>>, GitError> {
     if specs.is_empty() {
