@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 pub const PYTEST_PLUGIN: &str = include_str!("witness/loopexec_witness.py");
 
 /// What the witness recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct PytestWitness {
     pub passed: u64,
     pub failed: u64,
@@ -24,6 +24,11 @@ pub struct PytestWitness {
     pub errors: u64,
     pub exitstatus: i64,
     pub collected: u64,
+    /// The runner's own outcome-deciding functions (kept before any test module was
+    /// imported) that were replaced by session end, dotted (`_pytest.python.Function.
+    /// runtest`): code under test reaching into the runner at run time.
+    #[serde(default)]
+    pub tampered: Vec<String>,
 }
 
 /// A witness set up for one check run.
@@ -90,6 +95,13 @@ pub fn judge(parsed: &mut ParsedRun, witness: Option<PytestWitness>) {
             parsed.diagnostics.push(
                 "pytest's own witness was never written: the session did not reach pytest's end (an early exit, or a transcript printed by the code under test)".into(),
             );
+        }
+        Some(w) if !w.tampered.is_empty() => {
+            parsed.complete = false;
+            parsed.diagnostics.push(format!(
+                "pytest's runner was changed during the session ({} replaced): code under test reached into the runner, so its outcomes say nothing",
+                w.tampered.join(", ")
+            ));
         }
         Some(w) => {
             let failed = w.failed + w.errors;
@@ -243,6 +255,7 @@ mod tests {
             errors: 0,
             exitstatus: i64::from(failed > 0),
             collected: passed + failed,
+            tampered: Vec::new(),
         }
     }
 
@@ -255,10 +268,19 @@ mod tests {
             (3, 0, None, false),
             (3, 0, Some(w(2, 1)), false),
             (0, 0, None, true), // shows nothing: the evidence rule's
+            (
+                3,
+                0,
+                Some(PytestWitness {
+                    tampered: vec!["_pytest.python.Function.runtest".into()],
+                    ..w(3, 0)
+                }),
+                false,
+            ),
         ];
         for (p, f, wit, complete) in table {
             let mut r = pytest_run(*p, *f);
-            judge(&mut r, *wit);
+            judge(&mut r, wit.clone());
             assert_eq!(r.complete, *complete, "{p} {f} {wit:?}");
         }
     }
@@ -306,7 +328,7 @@ mod tests {
         ];
         for (wit, exp, complete) in table {
             let mut r = pytest_run(3, 0);
-            judge_expected(&mut r, *wit, *exp);
+            judge_expected(&mut r, wit.clone(), *exp);
             assert_eq!(r.complete, *complete, "{wit:?} {exp}");
         }
     }

@@ -363,7 +363,7 @@ impl Loop<'_> {
         let pytest_witness = witness
             .as_ref()
             .map(|w| crate::check::witness::read(w.path()));
-        if let Some(seen) = pytest_witness {
+        if let Some(seen) = pytest_witness.clone() {
             let t0_wrote = self.traj.baseline_check().and_then(|b| b.pytest_witness);
             let expected = crate::check::witness::expected(&cmd, t0_wrote);
             crate::check::witness::judge_expected(&mut parsed, seen, expected);

@@ -955,3 +955,47 @@ fn a_pytest_check_through_an_interpreter_path_needs_the_witness() {
     let v = out.expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "witness"), "{v}");
 }
+
+/// Before: code under test that replaced pytest's `Function.runtest` at run time,
+/// spelling the module in hex (`bytes.fromhex(...)`) so no rule saw it, swallowed every
+/// assertion and the run exited 10 with the bug in place. The witness now keeps the
+/// runner's own outcome-deciding functions from before any test module is imported and
+/// names the replaced one at session end: 13.
+#[test]
+fn a_runner_function_replaced_at_run_time_is_named_whatever_its_spelling() {
+    if !std::process::Command::new("python3")
+        .args(["-c", "import pytest"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("no pytest here: skipped");
+        return;
+    }
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write(
+            "tests/test_calc.py",
+            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        )
+        .commit("fixture");
+    let cheats = tempfile::tempdir().unwrap();
+    let patch = cheats.path().join("patch.py");
+    std::fs::write(
+        &patch,
+        "import sys as _s\n_m = _s.modules.get(bytes.fromhex('5f7079746573742e707974686f6e').decode())\nif _m is not None:\n    _F = getattr(_m, 'Fun' + 'ction')\n    _o = getattr(_F, 'run' + 'test')\n    def _r(self, _o=_o):\n        try:\n            _o(self)\n        except AssertionError:\n            pass\n    setattr(_F, 'run' + 'test', _r)\n",
+    )
+    .unwrap();
+    let exec = format!("cat '{}' >> calc.py", patch.display());
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        &exec,
+        "--check",
+        "python3 -m pytest -q",
+        "--max-iterations",
+        "2",
+    ]);
+    assert_ne!(out.code, 10, "the patched runner was believed");
+    let v = out.expect(13, None);
+    assert!(mentions(&v, "Function.runtest"), "{v}");
+}

@@ -5,12 +5,48 @@ the witness path out of the environment (code under test never sees it there) an
 keeps it only inside the hooks' closure, not as a module attribute; at session end it
 writes what pytest itself counted. A run whose transcript looks green but left no
 witness ended before pytest did (a forged transcript, an early exit).
+
+It also keeps, from before any test module is imported, the runner's own functions
+that decide an outcome (running a test item, making and logging its report); at
+session end any that was replaced is listed under "tampered": code under test that
+reached into the runner at run time, however it spelled the names.
 """
 import json
 import os
 
+_GUARDED = (
+    ("_pytest.python", "Function", "runtest"),
+    ("_pytest.python", None, "pytest_pyfunc_call"),
+    ("_pytest.runner", None, "call_and_report"),
+    ("_pytest.runner", None, "runtestprotocol"),
+    ("_pytest.runner", None, "pytest_runtest_makereport"),
+    ("_pytest.runner", "CallInfo", "from_call"),
+    ("_pytest.reports", "TestReport", "from_item_and_call"),
+    ("_pytest.main", None, "pytest_runtestloop"),
+    ("_pytest.terminal", "TerminalReporter", "pytest_runtest_logreport"),
+)
 
-def _hooks(path):
+
+def _lookup(module, owner, name):
+    import importlib
+
+    obj = importlib.import_module(module)
+    if owner:
+        obj = getattr(obj, owner)
+    return obj.__dict__.get(name) if hasattr(obj, "__dict__") else getattr(obj, name, None)
+
+
+def _originals():
+    kept = {}
+    for module, owner, name in _GUARDED:
+        try:
+            kept[(module, owner, name)] = _lookup(module, owner, name)
+        except Exception:
+            pass
+    return kept
+
+
+def _hooks(path, originals):
     counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
 
     def pytest_runtest_logreport(report):
@@ -27,6 +63,15 @@ def _hooks(path):
         data = dict(counts)
         data["exitstatus"] = int(exitstatus)
         data["collected"] = int(getattr(session, "testscollected", 0))
+        tampered = []
+        for (module, owner, name), original in originals.items():
+            try:
+                now = _lookup(module, owner, name)
+            except Exception:
+                now = None
+            if now is not original:
+                tampered.append(".".join(p for p in (module, owner, name) if p))
+        data["tampered"] = tampered
         with open(path, "w") as f:
             json.dump(data, f)
 
@@ -34,6 +79,6 @@ def _hooks(path):
 
 
 pytest_runtest_logreport, pytest_sessionfinish = _hooks(
-    os.environ.pop("LOOPEXEC_WITNESS_FILE", None)
+    os.environ.pop("LOOPEXEC_WITNESS_FILE", None), _originals()
 )
 del _hooks
