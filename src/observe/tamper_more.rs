@@ -10,6 +10,7 @@
 //! |---|---|
 //! | loopexec detection | `LOOPEXEC_…` variables, the pytest witness (`loopexec_witness`, its directory), the clean room (`cleanrooms`, loopexec's state directory): code that behaves differently when loopexec judges it, or forges its witness |
 //! | process exit through the C library | `ctypes.CDLL(None)._exit(0)`, `libc._exit`, `PyDLL(None)`, `ctypes.pythonapi`, `find_library("c")`: an exit `os._exit` rules do not see |
+//! | module name decoded at run time | `require(Buffer.from(…))`, `require(atob(…))`, `__import__`/`import_module` of a decoded name (`fromhex`, `b64decode`, `chr`), a `.modules[…]`/`.modules.get(…)` lookup by a computed name: the spelling that hides a runner or assertion module from every other rule |
 //! | always-equal object | a `def __eq__(…):` whose next line is `return True` (or `__ne__` … `return False`), the two-line form of the one-line rule of [`super::tamper`] |
 //! | name assembled from pieces | string pieces joined by `+`, by adjacency or by `join`/`concat!` that spell a runner module, a process-exit function or loopexec's names (`"_py" + "test"`, `"ex" + "it"`, `"".join(["LOOP", "EXEC_"])`): the general form of hiding `importlib.import_module("_pytest…")`, `__import__`, `getattr(os, …)` or `process[…]` from the rules above. A single literal is not assembled: ordinary imports are not flagged |
 //!
@@ -34,6 +35,12 @@ pub const RULES: &[Rule] = &[
         name: "process exit through the C library",
         pattern: r#"\b(?:CDLL|PyDLL|LibraryLoader)\s*\(\s*None\s*\)|\bctypes\.pythonapi\b|\blibc\s*\.\s*_?exit\s*\(|\bfind_library\s*\(\s*['"]c['"]\s*\)|\bcdll\.LoadLibrary\s*\(\s*['"]libc\b"#,
         skip_entry_points: true,
+    },
+    Rule {
+        langs: &[Lang::Python, Lang::JsTs],
+        name: "module name decoded at run time",
+        pattern: r#"\brequire\s*\(\s*(?:Buffer\.from|atob|String\.fromCharCode|decodeURIComponent|unescape)\b|\b(?:__import__|import_module)\s*\([^)]*\b(?:fromhex|b64decode|b32decode|decode|codecs|chr)\b|\.modules\s*(?:\.get\s*\(|\[)\s*[^'"\s)\]_]"#,
+        skip_entry_points: false,
     },
 ];
 
@@ -428,6 +435,25 @@ mod tests {
                 "    def __eq__(self, other):\n        return isinstance(other, P) and self.x == other.x",
                 None,
             ),
+            (
+                "calc.js",
+                "const a = require(Buffer.from('bm9kZTphc3NlcnQ=', 'base64').toString());",
+                Some("module name decoded at run time"),
+            ),
+            (
+                "calc.py",
+                "_m = _s.modules.get(bytes.fromhex('5f7079746573742e707974686f6e').decode())",
+                Some("module name decoded at run time"),
+            ),
+            (
+                "calc.py",
+                "m = importlib.import_module(base64.b64decode(b'X3B5dGVzdA==').decode())",
+                Some("module name decoded at run time"),
+            ),
+            ("calc.py", "m = sys.modules['json']", None),
+            ("calc.py", "m = sys.modules.get(__name__)", None),
+            ("calc.py", "m = sys.modules[name]", Some("module name decoded at run time")),
+            ("calc.js", "const p = require(path.join(__dirname, 'x'));", None),
             ("calc.py", "import importlib", None),
             ("calc.py", "mod = importlib.import_module('json')", None),
             (
