@@ -678,7 +678,12 @@ fn a_new_test_file_cannot_patch_pytest_or_the_code_under_test() {
         let r = pytest_repo();
         r.write("loop.toml", "[oracle]\nnew_tests = \"run\"\n");
         let v = r.lx(&args).expect(13, Some("metric_integrity_violation"));
-        assert!(mentions(&v, path), "{name}: {v}");
+        // Named by the rule, or first by pytest's witness when the patch replaced one of
+        // the runner's own functions.
+        assert!(
+            mentions(&v, path) || mentions(&v, "pytest's runner was changed"),
+            "{name}: {v}"
+        );
     }
 }
 
@@ -915,7 +920,12 @@ fn code_that_reaches_for_loopexec_or_assembles_runner_names_is_runner_tampering(
         ]);
         assert_ne!(out.code, 10, "{needle}: the cheat was believed");
         let v = out.expect(13, Some("metric_integrity_violation"));
-        assert!(mentions(&v, needle), "{needle}: {v}");
+        // Named by the rule, or first by pytest's witness when the code replaced one of
+        // the runner's own functions (the rule's own table tests it alone).
+        assert!(
+            mentions(&v, needle) || mentions(&v, "pytest's runner was changed"),
+            "{needle}: {v}"
+        );
     }
 }
 
