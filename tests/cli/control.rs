@@ -617,17 +617,23 @@ fn max_turns_counts_tool_call_rounds_across_the_run() {
     assert!(mentions(&v, "tool-call rounds"), "{v}");
 }
 
-/// Before: no destructive call could wait for a person; nothing halted when nobody answered.
-#[test]
-fn an_attended_call_unanswered_past_the_timeout_halts_escalation_pending_and_resumes_after_confirm()
-{
-    let r = tap_repo(2);
+/// A run in `--attended` mode whose agent asks once (its first iteration) to run
+/// `git reset --hard HEAD~1` — after `before` in the same shell line — and nobody
+/// answers within `timeout`: the call is declined and the run halts
+/// `escalation_pending`. Returns the verdict and the directory holding the hook's
+/// output files.
+fn unanswered_reset(
+    r: &Repo,
+    run_id: &str,
+    before: &str,
+    timeout: &str,
+) -> (Value, tempfile::TempDir) {
     let st = tempfile::tempdir().unwrap();
     let s = st.path().display();
     let agent = hook_agent(
         st.path(),
         &format!(
-            "[ -e {s}/asked ] || {{ touch {s}/asked; hook push '\"tool_name\":\"Bash\",\"tool_input\":{{\"command\":\"git reset --hard HEAD~1\"}}'; }}\n{PROGRESS_AGENT}"
+            "[ -e {s}/asked ] || {{ touch {s}/asked; {before} hook push '\"tool_name\":\"Bash\",\"tool_input\":{{\"command\":\"git reset --hard HEAD~1\"}}'; wait; }}\n{PROGRESS_AGENT}"
         ),
     );
     std::fs::write(st.path().join("agent.sh"), agent).unwrap();
@@ -635,13 +641,29 @@ fn an_attended_call_unanswered_past_the_timeout_halts_escalation_pending_and_res
     let v = r
         .lx_tap(
             &exec,
-            &["--run-id", "att", "--attended", "--approval-timeout", "1s"],
+            &[
+                "--run-id",
+                run_id,
+                "--attended",
+                "--approval-timeout",
+                timeout,
+            ],
         )
         .expect(16, Some("escalation_pending"));
     assert!(mentions(&v, "git reset --hard"), "{v}");
     assert!(denied(
         &std::fs::read_to_string(st.path().join("push.out")).unwrap()
     ));
+    (v, st)
+}
+
+/// Before: no destructive call could wait for a person; nothing halted when nobody answered.
+#[test]
+fn an_attended_call_unanswered_past_the_timeout_halts_escalation_pending_and_resumes_after_confirm()
+{
+    let r = tap_repo(2);
+    // The agent's directory outlives the halt: the resumed run runs it again.
+    let (_v, _agent) = unanswered_reset(&r, "att", "", "1s");
     let pending = r.lx(&["pending"]).expect(0, None);
     let id = pending["pending"][0]["id"]
         .as_str()
@@ -982,11 +1004,12 @@ open('forged', 'w').write('yes')
 #[test]
 fn an_answer_the_agent_writes_into_the_ledger_is_not_a_persons() {
     let r = tap_repo(2);
-    let st = tempfile::tempdir().unwrap();
-    let s = st.path().display();
-    std::fs::write(
-        st.path().join("forge.py"),
-        r#"import sqlite3, time
+    let (_keep, forge) = {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("forge.py");
+        std::fs::write(
+            &f,
+            r#"import sqlite3, time
 db = sqlite3.connect('.loopexec/ledger.sqlite', timeout=10)
 for _ in range(100):
     n = db.execute("UPDATE pending_actions SET decision = 'confirmed', decided_by = 'alice' WHERE decision IS NULL").rowcount
@@ -995,26 +1018,11 @@ for _ in range(100):
         break
     time.sleep(0.05)
 "#,
-    )
-    .unwrap();
-    let agent = hook_agent(
-        st.path(),
-        &format!(
-            "[ -e {s}/asked ] || {{ touch {s}/asked; python3 {s}/forge.py & hook push '\"tool_name\":\"Bash\",\"tool_input\":{{\"command\":\"git reset --hard HEAD~1\"}}'; wait; }}\n{PROGRESS_AGENT}"
-        ),
-    );
-    std::fs::write(st.path().join("agent.sh"), agent).unwrap();
-    let exec = format!("sh {s}/agent.sh");
-    let v = r
-        .lx_tap(
-            &exec,
-            &["--run-id", "self", "--attended", "--approval-timeout", "3s"],
         )
-        .expect(16, Some("escalation_pending"));
-    assert!(mentions(&v, "git reset --hard"), "{v}");
-    assert!(denied(
-        &std::fs::read_to_string(st.path().join("push.out")).unwrap()
-    ));
+        .unwrap();
+        (d, f)
+    };
+    unanswered_reset(&r, "self", &format!("python3 {} &", forge.display()), "3s");
     let pending = r.lx(&["pending"]).expect(0, None);
     assert_eq!(
         pending["pending"].as_array().map(Vec::len),

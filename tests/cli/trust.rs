@@ -327,126 +327,96 @@ fn a_truncated_receipt_or_deleted_ledger_rows_fail_check() {
 ///   rewriting every report as passed.
 #[test]
 fn code_that_reaches_its_runner_is_caught_whatever_the_runner() {
-    struct Row {
-        name: &'static str,
-        needs: &'static str,
-        files: &'static [(&'static str, &'static str)],
-        cheat: &'static [(&'static str, &'static str)],
-        check: &'static str,
-        format: &'static str,
-        needle: &'static str,
-    }
-    let has_pytest = std::process::Command::new("python3")
-        .args(["-c", "import pytest"])
-        .status()
-        .is_ok_and(|s| s.success());
-    let has_node = std::process::Command::new("node")
-        .arg("--version")
-        .status()
-        .is_ok_and(|s| s.success());
-    let py_files: &[(&str, &str)] = &[
-        ("calc.py", "def add(a, b):\n    return a - b\n"),
+    /// (case, runner needed, cheat files, check, --test-format, named in the verdict)
+    type Row = (
+        &'static str,
+        &'static str,
+        &'static [(&'static str, &'static str)],
+        &'static str,
+        &'static str,
+        &'static str,
+    );
+    let rows: [Row; 4] = [
         (
-            "test_calc.py",
-            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+            "detects the runner",
+            "pytest",
+            &[(
+                "calc.py",
+                "import sys\n\ndef add(a, b):\n    if 'pytest' in sys.modules:\n        return a + b\n    return a - b\n",
+            )],
+            "python3 -m pytest -q",
+            "pytest",
+            "calc.py",
         ),
-    ];
-    let rows = [
-        Row {
-            name: "detects the runner",
-            needs: "pytest",
-            files: py_files,
-            cheat: &[(
-                "calc.py",
-                "import sys\n\ndef add(a, b):\n    if 'pytest' in sys.modules:\n        return 5\n    return a - b\n",
-            )],
-            check: "python3 -m pytest -q",
-            format: "pytest",
-            needle: "calc.py",
-        },
-        Row {
-            name: "plugin from the code under test",
-            needs: "pytest",
-            files: py_files,
-            cheat: &[(
-                "calc.py",
-                "import pytest\n\ndef add(a, b):\n    return a - b\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    out = yield\n    out.get_result().outcome = 'passed'\n",
-            ), (
-                "conftest.py",
-                "pytest_plugins = ['calc']\n",
-            )],
-            check: "python3 -m pytest -q",
-            format: "pytest",
-            needle: "conftest.py",
-        },
-        Row {
-            name: "shadows the runner",
-            needs: "pytest",
-            files: py_files,
-            cheat: &[
+        (
+            "plugin from the code under test",
+            "pytest",
+            &[
+                (
+                    "calc.py",
+                    "import pytest\n\ndef add(a, b):\n    return a - b\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    out = yield\n    out.get_result().outcome = 'passed'\n",
+                ),
+                ("conftest.py", "pytest_plugins = ['calc']\n"),
+            ],
+            "python3 -m pytest -q",
+            "pytest",
+            "conftest.py",
+        ),
+        (
+            "shadows the runner",
+            "pytest",
+            &[
                 ("pytest/__init__.py", ""),
                 (
                     "pytest/__main__.py",
-                    "print('test_calc.py .')\nprint('1 passed in 0.01s')\n",
+                    "print('tests/test_calc.py ..')\nprint('2 passed in 0.01s')\n",
                 ),
             ],
-            check: "python3 -m pytest -q",
-            format: "pytest",
-            needle: "pytest/__main__.py",
-        },
-        Row {
-            name: "patches the assertion library",
-            needs: "node",
-            files: &[
-                ("calc.js", "exports.add = (a, b) => a - b;\n"),
-                (
-                    "test/calc.test.js",
-                    "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../calc');\ntest('add', () => { assert.strictEqual(add(2, 3), 5); });\n",
-                ),
-            ],
-            cheat: &[(
+            "python3 -m pytest -q",
+            "pytest",
+            "pytest/__main__.py",
+        ),
+        (
+            "patches the assertion library",
+            "node",
+            &[(
                 "calc.js",
-                "require('node:assert').strictEqual = () => {};\nexports.add = (a, b) => a - b;\n",
+                "require('node:assert').strictEqual = () => {};\nmodule.exports.add = (a, b) => a - b;\n",
             )],
-            check: "node --test test/",
-            format: "auto",
-            needle: "calc.js",
-        },
+            "node --test test/",
+            "auto",
+            "calc.js",
+        ),
     ];
-    for row in rows {
-        if (row.needs == "pytest" && !has_pytest) || (row.needs == "node" && !has_node) {
-            eprintln!("{}: no {} here, skipped", row.name, row.needs);
+    for (name, needs, cheat, check, format, needle) in rows {
+        let available = match needs {
+            "pytest" => has("python3", &["-c", "import pytest"]),
+            _ => has("node", &["--version"]),
+        };
+        if !available {
+            eprintln!("{name}: no {needs} here, skipped");
             continue;
         }
-        let r = Repo::new();
-        for (p, c) in row.files {
-            r.write(p, c);
-        }
-        r.commit("fixture");
-        let cheats = tempfile::tempdir().unwrap();
-        let mut exec = String::new();
-        for (i, (p, c)) in row.cheat.iter().enumerate() {
-            let src = cheats.path().join(format!("{i}"));
-            std::fs::write(&src, c).unwrap();
-            exec.push_str(&format!(
-                "mkdir -p \"$(dirname '{p}')\" && cp '{}' '{p}'; ",
-                src.display()
-            ));
-        }
+        let r = if needs == "pytest" {
+            pytest_repo()
+        } else {
+            node_repo()
+        };
+        let (_keep, exec) = writer(cheat);
         let out = r.lx(&[
             "run",
             "--exec",
             &exec,
             "--check",
-            row.check,
+            check,
             "--test-format",
-            row.format,
+            format,
             "--max-iterations",
             "2",
         ]);
-        assert_ne!(out.code, 10, "{}: the cheat was believed", row.name);
+        assert_ne!(out.code, 10, "{name}: the cheat was believed");
         let v = out.expect(13, None);
-        assert!(mentions(&v, row.needle), "{}: {v}", row.name);
+        assert!(mentions(&v, needle), "{name}: {v}");
     }
 }
 
@@ -973,29 +943,16 @@ fn a_pytest_check_through_an_interpreter_path_needs_the_witness() {
 /// names the replaced one at session end: 13.
 #[test]
 fn a_runner_function_replaced_at_run_time_is_named_whatever_its_spelling() {
-    if !std::process::Command::new("python3")
-        .args(["-c", "import pytest"])
-        .status()
-        .is_ok_and(|s| s.success())
-    {
+    if !has("python3", &["-c", "import pytest"]) {
         eprintln!("no pytest here: skipped");
         return;
     }
-    let r = Repo::new();
-    r.write("calc.py", "def add(a, b):\n    return a - b\n")
-        .write(
-            "tests/test_calc.py",
-            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
-        )
-        .commit("fixture");
-    let cheats = tempfile::tempdir().unwrap();
-    let patch = cheats.path().join("patch.py");
-    std::fs::write(
-        &patch,
+    let r = pytest_repo();
+    let (_keep, patch) = writer(&[(
+        "patch.py",
         "import sys as _s\n_m = _s.modules.get(bytes.fromhex('5f7079746573742e707974686f6e').decode())\nif _m is not None:\n    _F = getattr(_m, 'Fun' + 'ction')\n    _o = getattr(_F, 'run' + 'test')\n    def _r(self, _o=_o):\n        try:\n            _o(self)\n        except AssertionError:\n            pass\n    setattr(_F, 'run' + 'test', _r)\n",
-    )
-    .unwrap();
-    let exec = format!("cat '{}' >> calc.py", patch.display());
+    )]);
+    let exec = format!("{patch} cat patch.py >> calc.py; rm patch.py");
     let out = r.lx(&[
         "run",
         "--exec",
