@@ -31,23 +31,16 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// The user's state directory for loopexec: `$LOOPEXEC_STATE_DIR`, else
-/// `$XDG_STATE_HOME/loopexec`, else `$HOME/.local/state/loopexec`, else
-/// `<tmp>/loopexec-<uid>`.
+/// The user's state directory for loopexec ([`crate::control::state_dir`]: from
+/// `$LOOPEXEC_STATE_DIR`, `$XDG_STATE_HOME` or `$HOME`), else `<tmp>/loopexec-<uid>`
+/// when none of those is set.
 #[must_use]
 pub fn state_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("LOOPEXEC_STATE_DIR").filter(|v| !v.is_empty()) {
-        return PathBuf::from(d);
-    }
-    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(d).join("loopexec");
-    }
-    if let Some(h) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(h).join(".local/state/loopexec");
-    }
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
-    std::env::temp_dir().join(format!("loopexec-{uid}"))
+    crate::control::state_dir().unwrap_or_else(|| {
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        std::env::temp_dir().join(format!("loopexec-{uid}"))
+    })
 }
 
 /// `<state>/cleanrooms/<workdir digest>`: where the clean room of `workdir` lives.
