@@ -77,11 +77,26 @@ pub const DEFAULT_BLOCKED: &[&str] = &[
 /// Compiles globs with the module's matching rules (`*` stays within one path
 /// component). Errors: [`GuardError::Glob`] naming the first bad pattern.
 pub fn build_globset<S: AsRef<str>>(globs: &[S]) -> Result<GlobSet, GuardError> {
+    globset_with_case(globs, false)
+}
+
+/// As [`build_globset`], matching without regard to case: for protected files, where
+/// a differently cased name is still found by the tool that reads it (Python's
+/// `importlib.metadata` lower-cases `X.DIST-INFO`; case-insensitive file systems).
+///
+/// # Errors
+/// [`GuardError::Glob`] naming a pattern that does not parse.
+pub fn build_globset_ignoring_case<S: AsRef<str>>(globs: &[S]) -> Result<GlobSet, GuardError> {
+    globset_with_case(globs, true)
+}
+
+fn globset_with_case<S: AsRef<str>>(globs: &[S], ignore_case: bool) -> Result<GlobSet, GuardError> {
     let mut b = GlobSetBuilder::new();
     for g in globs {
         let pattern = g.as_ref();
         let glob = GlobBuilder::new(pattern)
             .literal_separator(true)
+            .case_insensitive(ignore_case)
             .build()
             .map_err(|source| GuardError::Glob {
                 pattern: pattern.to_string(),

@@ -50,8 +50,14 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     "pluggy/**",
     "unittest.py",
     "unittest/**",
+    // The same modules compiled: a loose `pytest.pyc` (or an extension module) in the
+    // root is imported before the installed runner too.
+    "{pytest,_pytest,pluggy,unittest}.{pyc,so,pyd}",
+    "{pytest,_pytest,pluggy,unittest}.*.{so,pyd}",
+    // Matched without regard to case: `importlib.metadata` finds `X.DIST-INFO` too.
     "**/*.dist-info/entry_points.txt",
     "**/*.egg-info/entry_points.txt",
+    "**/*.egg/egg-info/entry_points.txt",
     // Files that pick the toolchain the check runs with (version managers).
     ".python-version",
     ".tool-versions",
@@ -343,6 +349,28 @@ mod tests {
     use crate::observe::git::snapshot;
     use crate::observe::git::testutil::{commit_all, repo, write};
     use crate::observe::guards::build_globset;
+
+    /// Before: `pytest.pyc` in the root and `X.DIST-INFO/entry_points.txt` (Python
+    /// finds both) were not protected, and each turned a red pytest run green.
+    #[test]
+    fn runner_shadows_are_protected_in_every_importable_form_and_case() {
+        let globs = crate::observe::guards::build_globset_ignoring_case(DEFAULT_PROTECTED).unwrap();
+        // (path, protected)
+        let rows = [
+            ("pytest.py", true),
+            ("pytest.pyc", true),
+            ("_pytest.cpython-311-x86_64-linux-gnu.so", true),
+            ("pluggy.so", true),
+            ("speedplug-1.0.DIST-INFO/entry_points.txt", true),
+            ("lib/x-1.0.dist-info/entry_points.txt", true),
+            ("x.egg/EGG-INFO/entry_points.txt", true),
+            ("calc.pyc", false),
+            ("src/pytest_helpers.py", false),
+        ];
+        for (path, want) in rows {
+            assert_eq!(globs.is_match(path), want, "{path}");
+        }
+    }
 
     #[test]
     fn digest_changes_only_when_protected_content_changes() {

@@ -10,6 +10,7 @@
 //! |---|---|
 //! | loopexec detection | `LOOPEXEC_…` variables, the pytest witness (`loopexec_witness`, its directory), the clean room (`cleanrooms`, loopexec's state directory): code that behaves differently when loopexec judges it, or forges its witness |
 //! | process exit through the C library | `ctypes.CDLL(None)._exit(0)`, `libc._exit`, `PyDLL(None)`, `ctypes.pythonapi`, `find_library("c")`: an exit `os._exit` rules do not see |
+//! | imports from outside the tree | code under test (not an entry point) that edits `sys.path`, adds a site dir or loads a module from a file path: code the snapshot never holds, which no rule can read |
 //! | module name decoded at run time | `require(Buffer.from(…))`, `require(atob(…))`, `__import__`/`import_module` of a decoded name (`fromhex`, `b64decode`, `chr`), a `.modules[…]`/`.modules.get(…)` lookup by a computed name: the spelling that hides a runner or assertion module from every other rule |
 //! | always-equal object | a `def __eq__(…):` whose next line is `return True` (or `__ne__` … `return False`), the two-line form of the one-line rule of [`super::tamper`] |
 //! | name assembled from pieces | string pieces joined by `+`, by adjacency or by `join`/`concat!` that spell a runner module, a process-exit function or loopexec's names (`"_py" + "test"`, `"ex" + "it"`, `"".join(["LOOP", "EXEC_"])`): the general form of hiding `importlib.import_module("_pytest…")`, `__import__`, `getattr(os, …)` or `process[…]` from the rules above. A single literal is not assembled: ordinary imports are not flagged |
@@ -34,6 +35,12 @@ pub const RULES: &[Rule] = &[
         langs: &[Lang::Python],
         name: "process exit through the C library",
         pattern: r#"\b(?:CDLL|PyDLL|LibraryLoader)\s*\(\s*None\s*\)|\bctypes\.pythonapi\b|\blibc\s*\.\s*_?exit\s*\(|\bfind_library\s*\(\s*['"]c['"]\s*\)|\bcdll\.LoadLibrary\s*\(\s*['"]libc\b"#,
+        skip_entry_points: true,
+    },
+    Rule {
+        langs: &[Lang::Python],
+        name: "imports from outside the tree",
+        pattern: r#"\bsys\.path\s*(?:\.\s*(?:append|insert|extend)\s*\(|\[[^\]]*\]\s*=|\+=)|\bsite\.addsitedir\s*\(|\bspec_from_file_location\s*\(|\bSourceFileLoader\s*\("#,
         skip_entry_points: true,
     },
     Rule {
@@ -451,6 +458,17 @@ mod tests {
                 Some("module name decoded at run time"),
             ),
             ("calc.py", "m = sys.modules['json']", None),
+            (
+                "calc.py",
+                "sys.path.append(\"/tmp/.cv\")",
+                Some("imports from outside the tree"),
+            ),
+            (
+                "calc.py",
+                "site.addsitedir(d)",
+                Some("imports from outside the tree"),
+            ),
+            ("calc.py", "print(sys.path)", None),
             ("calc.py", "m = sys.modules.get(__name__)", None),
             ("calc.py", "m = sys.modules[name]", Some("module name decoded at run time")),
             ("calc.js", "const p = require(path.join(__dirname, 'x'));", None),

@@ -182,7 +182,7 @@ impl TreeObserver {
             note,
             rules: OracleRules::new(test_globs.clone(), frozen_globs, cfg.check.as_deref()),
             test_globs,
-            protected: guards::build_globset(&protected)
+            protected: guards::build_globset_ignoring_case(&protected)
                 .unwrap_or_else(|_| globset::GlobSet::empty()),
             cache: AssertionCache::default(),
             t0_tree: None,

@@ -22,6 +22,12 @@ _GUARDED = (
     ("_pytest.runner", None, "pytest_runtest_makereport"),
     ("_pytest.runner", "CallInfo", "from_call"),
     ("_pytest.reports", "TestReport", "from_item_and_call"),
+    ("_pytest.reports", "TestReport", "__init__"),
+    ("_pytest.reports", "BaseReport", "passed"),
+    ("_pytest.reports", "BaseReport", "failed"),
+    ("_pytest.runner", "CallInfo", "__init__"),
+    ("_pytest.runner", None, "call_runtest_hook"),
+    ("_pytest.main", "Session", "perform_collect"),
     ("_pytest.main", None, "pytest_runtestloop"),
     ("_pytest.terminal", "TerminalReporter", "pytest_runtest_logreport"),
 )
