@@ -438,6 +438,10 @@ pub struct Scanned {
     /// Directories left out, with the rule that excluded them (`cache`,
     /// `dependencies`, `declared`), root-relative; `.git` and `.loopexec` not listed.
     pub excluded: Vec<(String, &'static str)>,
+    /// Every directory the walk read, root-relative (`""` is the root; excluded ones
+    /// not listed): what a watch must cover to see any change to the tree
+    /// ([`crate::observe::watch::QuietWatch`]).
+    pub dirs: Vec<String>,
     /// Paths added, removed or changed (content, mode, kind) since the scanner's
     /// previous scan; `None` for its first scan (everything is new).
     pub changed: Option<BTreeSet<String>>,
@@ -457,6 +461,11 @@ pub struct TreeScanner {
     /// Changes seen by scans whose result went to a sync, not to the caller: the
     /// next [`Self::scan`] reports them too (`Some(None)`: everything).
     unreported: Option<Option<BTreeSet<String>>>,
+    /// Whether [`Self::scan`] starts a watch the next sync may rely on
+    /// ([`Self::watch_between_scans`]).
+    quiet_wanted: bool,
+    /// The last [`Self::scan`]'s result and the watch started right after it.
+    quiet: Option<(Scanned, crate::observe::watch::QuietWatch)>,
 }
 
 impl TreeScanner {
@@ -471,13 +480,56 @@ impl TreeScanner {
             generation: 0,
             last_scan: None,
             unreported: None,
+            quiet_wanted: false,
+            quiet: None,
         }
+    }
+
+    /// With `on`, each [`Self::scan`] starts a [`crate::observe::watch::QuietWatch`]
+    /// over the directories it read, and the next sync skips its walk when that watch
+    /// stayed quiet: nothing under the tree changed since the scan, so the scan's
+    /// result is the tree's state. Only for a tree no unwatched writer can reach: the
+    /// engine turns it on for the clean room when the exec runs sandboxed (inotify
+    /// does not report writes through a shared memory mapping, which the sandbox
+    /// forbids the exec by denying it a writable descriptor).
+    pub fn watch_between_scans(&mut self, on: bool) {
+        self.quiet_wanted = on;
+        self.quiet = None;
     }
 
     /// The directory this scanner reads.
     #[must_use]
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Takes the tree to hold exactly `tree` of `store`, as a watch observed it (the
+    /// clean room after a check whose watch saw no event: it holds what was synced),
+    /// and, when [`Self::watch_between_scans`] is on, starts a watch over `tree`'s
+    /// directories that the next sync may rely on instead of walking. No walk here.
+    ///
+    /// # Errors
+    /// `tree` cannot be listed from `store`.
+    pub fn settle_as(&mut self, store: &SnapshotStore, tree: &str) -> Result<(), StoreError> {
+        self.quiet = None;
+        if !self.quiet_wanted {
+            return Ok(());
+        }
+        let entries = store.entries_shared(tree)?;
+        let dirs: Vec<String> = crate::observe::watch::directories_of(entries.keys())
+            .into_iter()
+            .collect();
+        if let Some(w) = crate::observe::watch::QuietWatch::start(&self.root, &dirs) {
+            let known = Scanned {
+                tree: tree.to_string(),
+                entries,
+                excluded: Vec::new(),
+                dirs,
+                changed: None,
+            };
+            self.quiet = Some((known, w));
+        }
+        Ok(())
     }
 
     /// Walks the tree, writes new and changed blobs into `store` and returns the tree.
@@ -491,7 +543,13 @@ impl TreeScanner {
     /// An unreadable directory or file, an unusable file name, a store that cannot be
     /// written. A file that cannot be read is an error, never a silent omission.
     pub fn scan(&mut self, store: &SnapshotStore) -> Result<Scanned, StoreError> {
+        self.quiet = None;
         let mut s = self.scan_inner(store)?;
+        if self.quiet_wanted {
+            if let Some(w) = crate::observe::watch::QuietWatch::start(&self.root, &s.dirs) {
+                self.quiet = Some((s.clone(), w));
+            }
+        }
         match (self.unreported.take(), &mut s.changed) {
             (None, _) => {}
             (Some(None), c) => *c = None,
@@ -513,6 +571,7 @@ impl TreeScanner {
         let generation = self.generation;
         let mut to_hash: Vec<(String, Stat, bool)> = Vec::new();
         let mut excluded = Vec::new();
+        let mut dirs = Vec::new();
         let mut seen = 0usize;
         {
             let cache = &mut self.cache;
@@ -533,7 +592,14 @@ impl TreeScanner {
                 to_hash.push((rel.to_string(), st, is_link));
             };
             let mut rel = String::new();
-            walk(&self.root, &mut rel, excludes, &mut visit, &mut excluded)?;
+            walk(
+                &self.root,
+                &mut rel,
+                excludes,
+                &mut visit,
+                &mut excluded,
+                &mut dirs,
+            )?;
             excluded.extend(declared.into_iter().map(|p| (p, "declared")));
             excluded.sort();
         }
@@ -608,6 +674,7 @@ impl TreeScanner {
             tree,
             entries,
             excluded,
+            dirs,
             changed: (!first).then_some(changed),
         })
     }
@@ -648,7 +715,18 @@ impl TreeScanner {
         target: &str,
         only: Option<&std::collections::BTreeSet<String>>,
     ) -> Result<SyncStats, StoreError> {
-        let mut now = self.scan_inner(store)?;
+        // The last scan stands when the watch started after it stayed quiet.
+        let last = self
+            .quiet
+            .take()
+            .and_then(|(last, mut w)| w.quiet().then_some(last));
+        let mut now = match last {
+            Some(last) => Scanned {
+                changed: Some(BTreeSet::new()),
+                ..last
+            },
+            None => self.scan_inner(store)?,
+        };
         self.unreported = match (self.unreported.take(), now.changed.take()) {
             (Some(None), _) | (_, None) => Some(None),
             (Some(Some(mut a)), Some(b)) => {
@@ -766,7 +844,9 @@ fn walk(
     ex: &Excludes,
     visit: &mut dyn FnMut(&str, Stat, bool),
     excluded: &mut Vec<(String, &'static str)>,
+    dirs: &mut Vec<String>,
 ) -> Result<(), StoreError> {
+    dirs.push(rel.clone());
     let rd = std::fs::read_dir(dir).map_err(io_err(dir))?;
     let mut items: Vec<(std::ffi::OsString, std::fs::DirEntry)> = Vec::new();
     for e in rd {
@@ -804,13 +884,13 @@ fn walk(
             continue;
         }
         if ft.is_dir() {
-            walk(&e.path(), rel, ex, visit, excluded)?;
+            walk(&e.path(), rel, ex, visit, excluded, dirs)?;
         } else if ft.is_symlink() || ft.is_file() {
             let meta = e.metadata().map_err(|err| io_err(&e.path())(err))?;
             // The entry may have been replaced between the listing and the stat.
             let ft = meta.file_type();
             if ft.is_dir() {
-                walk(&e.path(), rel, ex, visit, excluded)?;
+                walk(&e.path(), rel, ex, visit, excluded, dirs)?;
             } else if ft.is_symlink() || ft.is_file() {
                 visit(rel, Stat::of(&meta), ft.is_symlink());
             }

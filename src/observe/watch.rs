@@ -32,6 +32,19 @@ use std::thread::JoinHandle;
 pub struct WatchReport {
     pub touched: BTreeMap<String, String>,
     pub error: Option<String>,
+    /// Every event the watch read, on any path of the watched directories (new build
+    /// outputs included): 0 with no `error` means nothing under the room's judged
+    /// directories changed at all ([`WatchReport::quiet`]).
+    pub events: usize,
+}
+
+impl WatchReport {
+    /// True when the watch saw no event of any kind and no error: the room still holds
+    /// exactly what was synced into it.
+    #[must_use]
+    pub fn quiet(&self) -> bool {
+        self.error.is_none() && self.events == 0
+    }
 }
 
 /// One raw event: `(directory, name, mask)`.
@@ -170,12 +183,14 @@ impl RoomWatch {
                 return WatchReport {
                     touched: BTreeMap::new(),
                     error: Some(e),
+                    events: 0,
                 }
             }
             Some(Err(_)) => {
                 return WatchReport {
                     touched: BTreeMap::new(),
                     error: Some("the clean room's watch thread panicked".into()),
+                    events: 0,
                 }
             }
             None => Vec::new(),
@@ -183,6 +198,7 @@ impl RoomWatch {
         WatchReport {
             touched: judge(&raw, &self.files, &self.dirs),
             error: self.error.take(),
+            events: raw.len(),
         }
     }
 }
@@ -191,6 +207,54 @@ impl Drop for RoomWatch {
     fn drop(&mut self) {
         // A check step that failed before `finish` must not leave the thread polling.
         self.stop.set();
+    }
+}
+
+/// A watch that answers one question: did anything change under a tree's directories
+/// since it started? No thread: the kernel queues the events, and [`QuietWatch::quiet`]
+/// reads them without blocking. Used to skip a stat walk of the agent's tree after a
+/// red check run in the clean room (SPEC §14): only a quiet watch lets the last scan
+/// stand; any event, a queue overflow or a read error means "walk again".
+pub struct QuietWatch {
+    ino: Inotify,
+}
+
+impl std::fmt::Debug for QuietWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QuietWatch")
+    }
+}
+
+impl QuietWatch {
+    /// Watches every directory of `dirs` (root-relative, `""` the root; as listed by
+    /// the scan, [`crate::observe::store::Scanned::dirs`]). `None` when a watch cannot
+    /// be added (limits, a directory that is a symlink or gone): the caller walks.
+    #[must_use]
+    pub fn start<'a>(
+        root: &Path,
+        dirs: impl IntoIterator<Item = &'a String>,
+    ) -> Option<QuietWatch> {
+        let ino = Inotify::init().ok()?;
+        for d in dirs {
+            let path = if d.is_empty() {
+                root.to_path_buf()
+            } else {
+                root.join(d)
+            };
+            ino.watches().add(&path, mask()).ok()?;
+        }
+        Some(QuietWatch { ino })
+    }
+
+    /// True when no event of any kind was queued since [`QuietWatch::start`] (and the
+    /// queue never overflowed). Reads (and so drops) what was queued.
+    #[must_use]
+    pub fn quiet(&mut self) -> bool {
+        let mut buf = [0u8; 4096];
+        match self.ino.read_events(&mut buf) {
+            Ok(mut events) => events.next().is_none(),
+            Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+        }
     }
 }
 
@@ -217,10 +281,10 @@ pub fn for_check(
 }
 
 /// Writes what the watch saw into the check's clean-room record.
-pub fn record(report: Option<WatchReport>, rec: &mut crate::receipt::events::CleanRoomRecord) {
+pub fn record(report: Option<&WatchReport>, rec: &mut crate::receipt::events::CleanRoomRecord) {
     if let Some(r) = report {
-        rec.touched = r.touched;
-        rec.watch_error = r.error;
+        rec.touched = r.touched.clone();
+        rec.watch_error = r.error.clone();
     }
 }
 
@@ -480,6 +544,47 @@ mod tests {
                 ("calc.py".to_string(), "attributes".to_string()),
                 ("src/lib.rs".to_string(), "modified".to_string())
             ])
+        );
+    }
+
+    #[test]
+    fn a_quiet_watch_sees_any_change_in_any_directory_even_an_empty_one() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("a/empty")).unwrap();
+        std::fs::write(d.path().join("a/f.txt"), "x").unwrap();
+        let dirs = [String::new(), "a".to_string(), "a/empty".to_string()];
+        let mut w = QuietWatch::start(d.path(), &dirs).expect("watch");
+        assert!(w.quiet(), "nothing changed");
+        type Change = fn(&Path);
+        let changes: &[(&str, Change)] = &[
+            ("a file in an empty directory", |p| {
+                std::fs::write(p.join("a/empty/new.py"), "").unwrap();
+            }),
+            ("a rewrite", |p| {
+                std::fs::write(p.join("a/f.txt"), "y").unwrap()
+            }),
+            ("a chmod", |p| {
+                std::fs::set_permissions(
+                    p.join("a/f.txt"),
+                    std::os::unix::fs::PermissionsExt::from_mode(0o755),
+                )
+                .unwrap();
+            }),
+            ("a removal", |p| {
+                std::fs::remove_file(p.join("a/f.txt")).unwrap()
+            }),
+            ("a file at the root", |p| {
+                std::fs::write(p.join("top"), "").unwrap()
+            }),
+        ];
+        for (what, change) in changes {
+            let mut w = QuietWatch::start(d.path(), &dirs).expect("watch");
+            change(d.path());
+            assert!(!w.quiet(), "{what} was not seen");
+        }
+        assert!(
+            QuietWatch::start(d.path(), &["gone".to_string()]).is_none(),
+            "a directory that cannot be watched gives no watch"
         );
     }
 
