@@ -328,7 +328,7 @@ impl SnapshotStore {
 }
 
 /// One file of a snapshot: git mode (`100644`, `100755`, `120000`) and blob id.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct FileEntry {
     pub mode: String,
     pub oid: String,
@@ -720,6 +720,12 @@ impl TreeScanner {
             .quiet
             .take()
             .and_then(|(last, mut w)| w.quiet().then_some(last));
+        // A state the watch vouches for is a tree of the store: what to change is the
+        // diff of two trees (identical subtrees skipped), not a pass over every file.
+        let diff = match &last {
+            Some(l) => Some(git::changed_paths(&store.git_dir, &l.tree, target)?),
+            None => None,
+        };
         let mut now = match last {
             Some(last) => Scanned {
                 changed: Some(BTreeSet::new()),
@@ -738,20 +744,41 @@ impl TreeScanner {
         let want = store.entries_shared(target)?;
         let keep = |p: &String| only.map_or(true, |o| o.contains(p));
         let mut stats = SyncStats::default();
-        for path in now
-            .entries
-            .keys()
-            .filter(|p| keep(p) && !want.contains_key(*p))
-        {
+        let (gone, differ): (Vec<&String>, Vec<&String>) = match &diff {
+            Some(d) => (
+                d.iter()
+                    .filter(|c| c.status == git::ChangeKind::Deleted)
+                    .map(|c| &c.path)
+                    .collect(),
+                d.iter()
+                    .filter(|c| c.status != git::ChangeKind::Deleted)
+                    .map(|c| &c.path)
+                    .collect(),
+            ),
+            None => (
+                now.entries
+                    .keys()
+                    .filter(|p| !want.contains_key(*p))
+                    .collect(),
+                want.iter()
+                    .filter(|(p, e)| now.entries.get(*p) != Some(*e))
+                    .map(|(p, _)| p)
+                    .collect(),
+            ),
+        };
+        for path in gone.into_iter().filter(|p| keep(p)) {
             let full = self.root.join(path);
             std::fs::remove_file(&full).map_err(io_err(&full))?;
             stats.removed += 1;
             prune_empty_parents(&self.root, &full);
         }
-        let to_write: Vec<(&String, &FileEntry)> = want
-            .iter()
-            .filter(|(p, e)| keep(p) && now.entries.get(*p) != Some(*e))
-            .collect();
+        let mut to_write: Vec<(&String, &FileEntry)> = Vec::new();
+        for p in differ.into_iter().filter(|p| keep(p)) {
+            let kv = want.get_key_value(p).ok_or_else(|| {
+                GitError::BadOutput(format!("{p} differs in tree {target} but is not in it"))
+            })?;
+            to_write.push(kv);
+        }
         let blobs = git::cat_blobs(
             &store.git_dir,
             &to_write

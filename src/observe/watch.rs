@@ -54,7 +54,7 @@ type Raw = (String, Option<String>, EventMask);
 pub struct RoomWatch {
     stop: Arc<Stop>,
     thread: Option<JoinHandle<Result<Vec<Raw>, String>>>,
-    files: BTreeSet<String>,
+    files: Arc<BTreeMap<String, crate::observe::store::FileEntry>>,
     dirs: BTreeSet<String>,
     error: Option<String>,
 }
@@ -122,9 +122,11 @@ impl RoomWatch {
     /// (root-relative). Never fails: a watch that cannot be set up is reported by
     /// [`RoomWatch::finish`] (fail closed).
     #[must_use]
-    pub fn start<'a>(root: &Path, files: impl IntoIterator<Item = &'a String>) -> RoomWatch {
-        let files: BTreeSet<String> = files.into_iter().cloned().collect();
-        let dirs = directories_of(&files);
+    pub fn start(
+        root: &Path,
+        files: Arc<BTreeMap<String, crate::observe::store::FileEntry>>,
+    ) -> RoomWatch {
+        let dirs = directories_of(files.keys());
         let mut w = RoomWatch {
             stop: Arc::new(Stop::new()),
             thread: None,
@@ -157,7 +159,11 @@ impl RoomWatch {
             }
         }
         let stop = w.stop.clone();
-        w.thread = Some(std::thread::spawn(move || drain(&mut ino, &by_wd, &stop)));
+        w.thread = Some(std::thread::spawn(move || {
+            let raw = drain(&mut ino, &by_wd, &stop);
+            close_in_background(ino);
+            raw
+        }));
         w
     }
 
@@ -167,7 +173,7 @@ impl RoomWatch {
         RoomWatch {
             stop: Arc::new(Stop::new()),
             thread: None,
-            files: BTreeSet::new(),
+            files: Arc::default(),
             dirs: BTreeSet::new(),
             error: Some(error),
         }
@@ -196,7 +202,7 @@ impl RoomWatch {
             None => Vec::new(),
         };
         WatchReport {
-            touched: judge(&raw, &self.files, &self.dirs),
+            touched: judge(&raw, &|p| self.files.contains_key(p), &self.dirs),
             error: self.error.take(),
             events: raw.len(),
         }
@@ -210,13 +216,52 @@ impl Drop for RoomWatch {
     }
 }
 
+/// Closes an inotify instance on a thread of its own. Closing one waits for the
+/// kernel to retire its watches (an RCU grace period: 5–20 ms measured), which a loop
+/// that watches every iteration must not wait for. The instance's events are no
+/// longer read; its descriptor is gone when the closer thread gets to it.
+fn close_in_background(ino: Inotify) {
+    use std::sync::mpsc::{channel, Sender};
+    use std::sync::{Mutex, OnceLock};
+    static CLOSER: OnceLock<Option<Mutex<Sender<Inotify>>>> = OnceLock::new();
+    let closer = CLOSER.get_or_init(|| {
+        let (tx, rx) = channel::<Inotify>();
+        std::thread::Builder::new()
+            .name("inotify-closer".into())
+            .spawn(move || {
+                for ino in rx {
+                    drop(ino);
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let sent = closer.as_ref().map(|tx| {
+        tx.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .send(ino)
+    });
+    // without the thread (it could not be started) or its channel, close here
+    if let Some(Err(e)) = sent {
+        drop(e.0);
+    }
+}
+
 /// A watch that answers one question: did anything change under a tree's directories
 /// since it started? No thread: the kernel queues the events, and [`QuietWatch::quiet`]
 /// reads them without blocking. Used to skip a stat walk of the agent's tree after a
 /// red check run in the clean room (SPEC §14): only a quiet watch lets the last scan
 /// stand; any event, a queue overflow or a read error means "walk again".
 pub struct QuietWatch {
-    ino: Inotify,
+    ino: Option<Inotify>,
+}
+
+impl Drop for QuietWatch {
+    fn drop(&mut self) {
+        if let Some(ino) = self.ino.take() {
+            close_in_background(ino);
+        }
+    }
 }
 
 impl std::fmt::Debug for QuietWatch {
@@ -234,7 +279,10 @@ impl QuietWatch {
         root: &Path,
         dirs: impl IntoIterator<Item = &'a String>,
     ) -> Option<QuietWatch> {
-        let ino = Inotify::init().ok()?;
+        let w = QuietWatch {
+            ino: Some(Inotify::init().ok()?),
+        };
+        let ino = w.ino.as_ref()?;
         for d in dirs {
             let path = if d.is_empty() {
                 root.to_path_buf()
@@ -243,7 +291,7 @@ impl QuietWatch {
             };
             ino.watches().add(&path, mask()).ok()?;
         }
-        Some(QuietWatch { ino })
+        Some(w)
     }
 
     /// True when no event of any kind was queued since [`QuietWatch::start`] (and the
@@ -251,7 +299,10 @@ impl QuietWatch {
     #[must_use]
     pub fn quiet(&mut self) -> bool {
         let mut buf = [0u8; 4096];
-        match self.ino.read_events(&mut buf) {
+        let Some(ino) = self.ino.as_mut() else {
+            return false;
+        };
+        match ino.read_events(&mut buf) {
             Ok(mut events) => events.next().is_none(),
             Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
         }
@@ -269,8 +320,8 @@ pub fn for_check(
 ) -> Option<RoomWatch> {
     let root = root?;
     let tree = tree?;
-    match store.map(|s| s.entries(tree)) {
-        Some(Ok(entries)) => Some(RoomWatch::start(root, entries.keys())),
+    match store.map(|s| s.entries_shared(tree)) {
+        Some(Ok(entries)) => Some(RoomWatch::start(root, entries)),
         Some(Err(e)) => Some(RoomWatch::failed(format!(
             "the clean room could not be watched during the check: its tree could not be listed: {e}"
         ))),
@@ -382,7 +433,7 @@ fn drain(ino: &mut Inotify, by_wd: &HashMap<i32, String>, stop: &Stop) -> Result
 #[must_use]
 pub fn judge(
     raw: &[Raw],
-    files: &BTreeSet<String>,
+    files: &dyn Fn(&str) -> bool,
     dirs: &BTreeSet<String>,
 ) -> BTreeMap<String, String> {
     let mut what: BTreeMap<String, BTreeSet<&'static str>> = BTreeMap::new();
@@ -392,7 +443,7 @@ pub fn judge(
             Some(n) => format!("{dir}/{n}"),
             None => dir.clone(),
         };
-        let judged = files.contains(&path) || (dirs.contains(&path) && !path.is_empty());
+        let judged = files(&path) || (dirs.contains(&path) && !path.is_empty());
         let self_event = name.is_none()
             && (m.contains(EventMask::DELETE_SELF) || m.contains(EventMask::MOVE_SELF));
         if !judged && !self_event {
@@ -501,7 +552,7 @@ mod tests {
         ];
         for (dir, name, m, want) in table {
             let raw = vec![((*dir).to_string(), name.map(str::to_string), *m)];
-            let got = judge(&raw, &files, &dirs);
+            let got = judge(&raw, &|p| files.contains(p), &dirs);
             let want: BTreeMap<String, String> = want
                 .iter()
                 .map(|(p, k)| ((*p).to_string(), (*k).to_string()))
@@ -517,8 +568,11 @@ mod tests {
         let lib = tmp.path().join("src/lib.rs");
         std::fs::write(&lib, "bug").unwrap();
         std::fs::write(tmp.path().join("calc.py"), "x").unwrap();
-        let files = ["src/lib.rs".to_string(), "calc.py".to_string()];
-        let w = RoomWatch::start(tmp.path(), &files);
+        let files: BTreeMap<String, crate::observe::store::FileEntry> = ["src/lib.rs", "calc.py"]
+            .into_iter()
+            .map(|p| (p.to_string(), crate::observe::store::FileEntry::default()))
+            .collect();
+        let w = RoomWatch::start(tmp.path(), Arc::new(files));
         let before = std::fs::metadata(&lib).unwrap().modified().unwrap();
         std::fs::write(&lib, "fixed").unwrap();
         std::fs::write(&lib, "bug").unwrap();
