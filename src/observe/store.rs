@@ -25,8 +25,10 @@
 //! * the caches and dependency directories of [`Excludes`] (listed in `run_started`).
 //!
 //! Files are re-hashed only when their size, mtime, ctime, inode or mode changed since
-//! the last scan, or when they changed within [`RACY_WINDOW`] of it (a same-size write
-//! in the same clock tick as a scan would otherwise be missed). Each scan also says
+//! the last scan, or when they changed within the racy window of it (a same-size write
+//! in the same clock tick as a scan would otherwise be missed): [`RACY_WINDOW_FINE`]
+//! for a file whose timestamps carry sub-second parts, [`RACY_WINDOW`] for one whose
+//! do not (a filesystem that keeps whole seconds). Each scan also says
 //! which paths changed since the scanner's previous scan ([`Scanned::changed`]), so the
 //! guards re-measure only those.
 
@@ -41,9 +43,15 @@ use std::time::{Duration, SystemTime};
 /// snapshot store (isolated configuration, `GIT_DIR` set).
 pub const STORE_MARKER: &str = "loopexec-snapshot-store";
 
-/// A file changed this close (ctime) to the previous scan is hashed again, whatever
-/// its stat data says.
+/// A file changed this close (ctime or mtime) to the previous scan is hashed again,
+/// whatever its stat data says, when its timestamps are whole seconds (a filesystem
+/// with coarse timestamps: FAT keeps 2 s).
 pub const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// The racy window of a file whose timestamps carry nanoseconds (ext4, xfs, btrfs,
+/// tmpfs): their clock advances by a kernel tick (1–10 ms) or finer, so a change 100 ms
+/// before a scan began can no longer share a timestamp with a change during it.
+pub const RACY_WINDOW_FINE: Duration = Duration::from_millis(100);
 
 /// Directory names excluded at any depth: caches that tools rebuild from the tree.
 pub const CACHE_DIRS: &[&str] = &[
@@ -422,10 +430,23 @@ impl Stat {
 }
 
 /// True when a file's cached blob id may be reused: its stat data equals the cached
-/// one and both its mtime and ctime are older than `racy_from` (the previous scan's
-/// start minus [`RACY_WINDOW`], in ns since the epoch; `None` before any scan).
-fn stat_trusted(cached: &Stat, now: &Stat, racy_from: Option<i128>) -> bool {
-    *cached == *now && racy_from.is_some_and(|r| now.ctime_ns < r && now.mtime_ns < r)
+/// one and both its mtime and ctime are older than the previous scan's start
+/// (`scan_start`, ns since the epoch; `None` before any scan) minus the file's racy
+/// window ([`RACY_WINDOW_FINE`], or [`RACY_WINDOW`] for whole-second timestamps).
+fn stat_trusted(cached: &Stat, now: &Stat, scan_start: Option<i128>) -> bool {
+    const SECOND: i128 = 1_000_000_000;
+    let coarse = now.ctime_ns % SECOND == 0 && now.mtime_ns % SECOND == 0;
+    let window = if coarse {
+        RACY_WINDOW
+    } else {
+        RACY_WINDOW_FINE
+    };
+    let window = i128::try_from(window.as_nanos()).unwrap_or(i128::MAX);
+    *cached == *now
+        && scan_start.is_some_and(|s| {
+            let r = s - window;
+            now.ctime_ns < r && now.mtime_ns < r
+        })
 }
 
 /// The result of one scan.
@@ -536,7 +557,7 @@ impl TreeScanner {
     ///
     /// A file's cached blob id is reused only when its stat data (size, mtime, ctime,
     /// inode, mode) is unchanged since it was hashed *and* its mtime and ctime are
-    /// older than the previous scan's start minus [`RACY_WINDOW`]; every other file is
+    /// older than the previous scan's start minus the racy window; every other file is
     /// read and hashed again.
     ///
     /// # Errors
@@ -563,7 +584,6 @@ impl TreeScanner {
         let started = SystemTime::now();
         let first = self.last_scan.is_none();
         let racy_from = self.last_scan.map(|t| {
-            let t = t.checked_sub(RACY_WINDOW).unwrap_or(t);
             t.duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
         });

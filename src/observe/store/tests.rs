@@ -258,31 +258,40 @@ fn a_cached_blob_id_is_reused_only_for_identical_stat_data_outside_the_racy_wind
         ino,
         mode: 0o100_644,
     };
+    const S: i128 = 1_000_000_000;
+    const MS: i128 = 1_000_000;
+    // the previous scan started at 10 s
+    let start = Some(10 * S);
     let old = st(4, 1_000, 1_000, 7);
-    // (cached, now, racy_from, trusted)
+    let same = |ns: i128| (st(4, ns, ns, 7), st(4, ns, ns, 7));
+    let (fine_in_c, fine_in) = same(10 * S - 50 * MS);
+    let (fine_out_c, fine_out) = same(10 * S - 150 * MS);
+    let (coarse_in_c, coarse_in) = same(9 * S);
+    let (coarse_out_c, coarse_out) = same(7 * S);
+    // (cached, now, previous scan's start, trusted)
     let cases = [
-        (old.clone(), old.clone(), Some(5_000), true),
+        (old.clone(), old.clone(), start, true),
         // No scan before: nothing is trusted.
         (old.clone(), old.clone(), None, false),
-        // Same size, same timestamps, written within the racy window of the last scan.
-        (
-            st(4, 5_100, 5_100, 7),
-            st(4, 5_100, 5_100, 7),
-            Some(5_000),
-            false,
-        ),
+        // Sub-second timestamps: within 100 ms of the last scan's start, hashed again;
+        // older, trusted.
+        (fine_in_c, fine_in, start, false),
+        (fine_out_c, fine_out, start, true),
+        // Whole-second timestamps (a coarse filesystem): the 2 s window.
+        (coarse_in_c, coarse_in, start, false),
+        (coarse_out_c, coarse_out, start, true),
         // Only the ctime is recent (mtime set back after a same-size write).
         (
-            st(4, 1_000, 5_001, 7),
-            st(4, 1_000, 5_001, 7),
-            Some(5_000),
+            st(4, 1_000, 10 * S - MS, 7),
+            st(4, 1_000, 10 * S - MS, 7),
+            start,
             false,
         ),
         // Any stat field that moved.
-        (old.clone(), st(5, 1_000, 1_000, 7), Some(5_000), false),
-        (old.clone(), st(4, 1_001, 1_000, 7), Some(5_000), false),
-        (old.clone(), st(4, 1_000, 1_001, 7), Some(5_000), false),
-        (old.clone(), st(4, 1_000, 1_000, 8), Some(5_000), false),
+        (old.clone(), st(5, 1_000, 1_000, 7), start, false),
+        (old.clone(), st(4, 1_001, 1_000, 7), start, false),
+        (old.clone(), st(4, 1_000, 1_001, 7), start, false),
+        (old.clone(), st(4, 1_000, 1_000, 8), start, false),
     ];
     for (i, (cached, now, racy, want)) in cases.iter().enumerate() {
         assert_eq!(stat_trusted(cached, now, *racy), *want, "case {i}");
