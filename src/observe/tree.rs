@@ -597,6 +597,17 @@ impl TreeObserver {
     /// Scans the workdir into the store and records it under `label`:
     /// `(tree, commit, excluded directories)`.
     fn snap(&mut self, label: &str) -> Result<(String, String, Vec<String>), String> {
+        self.snap_with(label, true)
+    }
+
+    /// [`Self::snap`]; with `ref_if_same` false, a tree equal to the last snapshot's
+    /// writes no ref for `label` (its commit is reachable under the earlier label):
+    /// the snapshot after a check that changed nothing costs no file in the store.
+    fn snap_with(
+        &mut self,
+        label: &str,
+        ref_if_same: bool,
+    ) -> Result<(String, String, Vec<String>), String> {
         // a watch covers the time since the scan it follows, not since this one
         self.quiet = None;
         let store = self.store.as_ref().ok_or("no snapshot store")?;
@@ -606,8 +617,11 @@ impl TreeObserver {
             // The same tree as the last snapshot: its commit is reused, only the ref of
             // this label is written.
             Some((tree, commit)) if *tree == s.tree => {
-                let refname = git::snapshot_ref(&self.run_id, label).map_err(|e| e.to_string())?;
-                store.set_ref(&refname, commit).map_err(|e| e.to_string())?;
+                if ref_if_same {
+                    let refname =
+                        git::snapshot_ref(&self.run_id, label).map_err(|e| e.to_string())?;
+                    store.set_ref(&refname, commit).map_err(|e| e.to_string())?;
+                }
                 commit.clone()
             }
             _ => store
@@ -772,7 +786,9 @@ impl TreeObserver {
                 return self.last_tree.clone();
             }
         }
-        self.snap(&format!("{it}-check{attempt}")).ok().map(|s| s.0)
+        self.snap_with(&format!("{it}-check{attempt}"), false)
+            .ok()
+            .map(|s| s.0)
     }
 
     /// What changed between two trees of the store.
