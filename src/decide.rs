@@ -156,7 +156,9 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
         return go(Next::Check);
     };
     for c in &last.checks {
-        if let Some(h) = integrity::check_tampering(c) {
+        if let Some(h) = integrity::check_tampering(c)
+            .or_else(|| integrity::tree_moved_under_green(c, cfg.success_exit_code))
+        {
             return halt(h);
         }
         if let Some(h) = oracle::hermeticity(cfg, c) {

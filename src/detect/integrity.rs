@@ -315,6 +315,26 @@ pub fn check_tampering(c: &CheckFinished) -> Option<Halt> {
     })
 }
 
+/// `objective_unverified` for a green check run while the working tree changed under it
+/// (`changed_during_check`): the tree a success would leave is not the tree the check
+/// judged. Whoever wrote it — a person, a process outside the loop, or code under test
+/// reaching out of the clean room by an absolute path — loopexec cannot vouch for it.
+/// A red check's changes are only recorded (the next exec's snapshot carries them).
+#[must_use]
+pub fn tree_moved_under_green(c: &CheckFinished, success_exit_code: i32) -> Option<Halt> {
+    if c.changed_during_check.is_empty() || !crate::trajectory::is_green(c, success_exit_code) {
+        return None;
+    }
+    Some(Halt {
+        reason: HaltReason::ObjectiveUnverified,
+        contributors: vec![format!(
+            "the working tree changed while the green check ran, so it is not the tree that was judged: {}",
+            c.changed_during_check.join(", ")
+        )],
+        detail: serde_json::json!({"changed_during_check": c.changed_during_check}),
+    })
+}
+
 /// What a check run's output shows of the tests, for [`evidence`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Shown {
@@ -528,6 +548,44 @@ mod trust_tests {
                     "{h:?}"
                 );
                 assert!(h.contributors[0].contains("ci.yml"), "{h:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_tree_moved_under_a_green_check_is_unverified_under_a_red_one_recorded() {
+        use crate::check::model::Outcome;
+        let with = |c: crate::receipt::Event, moved: &[&str]| match c {
+            crate::receipt::Event::CheckFinished(mut c) => {
+                c.changed_during_check = moved.iter().map(|p| (*p).to_string()).collect();
+                *c
+            }
+            _ => unreachable!("testkit::check builds a check"),
+        };
+        let green = || crate::detect::testkit::check(1, 0, Some("t"), &[("a", Outcome::Passed)]);
+        let red = || {
+            let mut c = with(
+                crate::detect::testkit::check(1, 0, Some("t"), &[("a", Outcome::Failed)]),
+                &["calc.py"],
+            );
+            c.step.exit_code = Some(1);
+            c
+        };
+        // (case, check, halt)
+        let rows = [
+            ("green, tree still", with(green(), &[]), None),
+            (
+                "green, tree moved",
+                with(green(), &["calc.py"]),
+                Some(HaltReason::ObjectiveUnverified),
+            ),
+            ("red, tree moved", red(), None),
+        ];
+        for (name, c, want) in rows {
+            let got = tree_moved_under_green(&c, 0);
+            assert_eq!(got.as_ref().map(|h| h.reason), want, "{name}");
+            if let Some(h) = got {
+                assert!(h.contributors[0].contains("calc.py"), "{h:?}");
             }
         }
     }

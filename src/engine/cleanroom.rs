@@ -178,21 +178,17 @@ impl CleanRoom {
         self.scanner.watch_between_scans(on);
     }
 
-    /// Takes the room to hold `tree` unchanged (its check-time watch saw no event; see
-    /// [`TreeScanner::settle_as`]).
-    ///
-    /// # Errors
-    /// A store error.
-    pub fn settle_as(&mut self, store: &SnapshotStore, tree: &str) -> Result<(), CleanRoomError> {
-        Ok(self.scanner.settle_as(store, tree)?)
-    }
-
-    /// The clean room's tree as the check left it.
+    /// The clean room's tree as the check left it, and the files whose stat data moved
+    /// since the sync wrote or last saw them ([`crate::observe::store::Scanned::restat`]).
     ///
     /// # Errors
     /// A store or file error.
-    pub fn scan(&mut self, store: &SnapshotStore) -> Result<String, CleanRoomError> {
-        Ok(self.scanner.scan(store)?.tree)
+    pub fn scan_after_check(
+        &mut self,
+        store: &SnapshotStore,
+    ) -> Result<(String, std::collections::BTreeSet<String>), CleanRoomError> {
+        let s = self.scanner.scan(store)?;
+        Ok((s.tree, s.restat))
     }
 
     /// Files of the dependency directories that differ from t0 (root-relative,

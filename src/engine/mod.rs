@@ -565,9 +565,15 @@ impl Loop<'_> {
         if self.cfg.clean_room.dependencies == crate::config::DependencyPolicy::Agent {
             room.rebase_dependencies();
         }
-        // a sandboxed exec cannot write the room: between checks it stays as scanned
-        // unless its watch says otherwise (TreeScanner::watch_between_scans)
-        room.watch_between_checks(self.sandbox.is_some());
+        // An exec sandboxed away from the room cannot write it: between checks it stays
+        // as scanned unless its watch says otherwise (TreeScanner::watch_between_scans).
+        // Not when the room lies inside a path the exec may write (a state directory
+        // under /tmp): a write through a memory mapping would go unseen.
+        let sealed = self
+            .sandbox
+            .as_ref()
+            .is_some_and(|plan| !plan.writable.iter().any(|w| room.root().starts_with(w)));
+        room.watch_between_checks(sealed);
         self.room = Some(room);
         // the check runs elsewhere: a quiet agent's tree need not be walked after a red
         // check (TreeObserver::after_check)

@@ -3,7 +3,6 @@
 use super::recorder::{unix_ms, write_atomic};
 use super::{EngineError, Heartbeat, Loop};
 use crate::check::parse::{self, CheckInput, FormatChoice};
-use crate::observe::watch::WatchReport;
 use crate::proc::{self, StepResult, StepSpec, StopCause};
 use crate::receipt::events::{CheckFinished, CleanRoomRecord, ExecFinished};
 use crate::receipt::Event;
@@ -276,6 +275,21 @@ impl Loop<'_> {
             .as_ref()
             .map(|r| r.env(&base_env))
             .unwrap_or_default();
+        // Python bytecode goes to a directory of this check's own, discarded after it:
+        // a `.pyc` planted in a `__pycache__` (by the exec in the working tree, or by
+        // an earlier check in the clean room, where caches outlive syncs) is never
+        // read. Python and pytest's assertion rewriter both follow the prefix.
+        let pycache = tempfile::Builder::new()
+            .prefix("loopexec-pycache")
+            .tempdir()
+            .map_err(|source| EngineError::Capture {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        env_set.push((
+            "PYTHONPYCACHEPREFIX".into(),
+            pycache.path().display().to_string(),
+        ));
         // pytest checks carry loopexec's witness plugin (check::witness).
         let witness = if crate::check::witness::wanted(&cmd) {
             let w = crate::check::witness::Witness::prepare().map_err(|source| {
@@ -385,15 +399,21 @@ impl Loop<'_> {
                 .store()
                 .ok_or_else(|| EngineError::Tree("the snapshot store is not available".into()))?;
             crate::observe::watch::record(watched.as_ref(), rec);
-            // A red check whose watch saw nothing at all left the room as synced: no
-            // walk (a check that may converge is always walked, so a change no watch
-            // can see — a write through a memory mapping — never passes as green).
-            let after = if red && watched.as_ref().is_some_and(WatchReport::quiet) {
-                room.settle_as(store, &rec.tree)?;
-                rec.tree.clone()
-            } else {
-                room.scan(store)?
-            };
+            // Always walked: inotify does not see a write through a shared memory
+            // mapping, so a quiet watch cannot vouch for the room after a check (the
+            // code under test ran there); the walk sees the write's new mtime.
+            let (after, restat) = room.scan_after_check(store)?;
+            // A judged file whose stat moved was written during the check even if its
+            // bytes are back (a rewrite through a memory mapping or a hard link made
+            // outside the watched directories raises no inotify event).
+            let judged = store.entries_shared(&rec.tree).map_err(|e| {
+                EngineError::Tree(format!("the judged tree could not be listed: {e}"))
+            })?;
+            for p in restat.into_iter().filter(|p| judged.contains_key(p)) {
+                rec.touched
+                    .entry(p)
+                    .or_insert_with(|| "rewritten (its inode's times moved)".into());
+            }
             if after != rec.tree {
                 writes = self.tree.check_writes(&rec.tree, &after);
             }

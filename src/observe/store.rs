@@ -466,6 +466,10 @@ pub struct Scanned {
     /// Paths added, removed or changed (content, mode, kind) since the scanner's
     /// previous scan; `None` for its first scan (everything is new).
     pub changed: Option<BTreeSet<String>>,
+    /// Files whose stat data (size, mtime, ctime, inode, mode) moved since the scanner
+    /// last saw or wrote them, whatever their content now: a file rewritten and put
+    /// back still has a new ctime (no user can set it back). New files are not listed.
+    pub restat: BTreeSet<String>,
 }
 
 /// Scans one directory tree into the store, re-hashing only what changed.
@@ -487,6 +491,10 @@ pub struct TreeScanner {
     quiet_wanted: bool,
     /// The last [`Self::scan`]'s result and the watch started right after it.
     quiet: Option<(Scanned, crate::observe::watch::QuietWatch)>,
+    /// Stat data of the files the last sync wrote, taken right after writing them:
+    /// with the cache's (for files it left alone), what the next scan compares each
+    /// file's stat with ([`Scanned::restat`]).
+    written: HashMap<String, Stat>,
 }
 
 impl TreeScanner {
@@ -503,6 +511,7 @@ impl TreeScanner {
             unreported: None,
             quiet_wanted: false,
             quiet: None,
+            written: HashMap::new(),
         }
     }
 
@@ -522,35 +531,6 @@ impl TreeScanner {
     #[must_use]
     pub fn root(&self) -> &Path {
         &self.root
-    }
-
-    /// Takes the tree to hold exactly `tree` of `store`, as a watch observed it (the
-    /// clean room after a check whose watch saw no event: it holds what was synced),
-    /// and, when [`Self::watch_between_scans`] is on, starts a watch over `tree`'s
-    /// directories that the next sync may rely on instead of walking. No walk here.
-    ///
-    /// # Errors
-    /// `tree` cannot be listed from `store`.
-    pub fn settle_as(&mut self, store: &SnapshotStore, tree: &str) -> Result<(), StoreError> {
-        self.quiet = None;
-        if !self.quiet_wanted {
-            return Ok(());
-        }
-        let entries = store.entries_shared(tree)?;
-        let dirs: Vec<String> = crate::observe::watch::directories_of(entries.keys())
-            .into_iter()
-            .collect();
-        if let Some(w) = crate::observe::watch::QuietWatch::start(&self.root, &dirs) {
-            let known = Scanned {
-                tree: tree.to_string(),
-                entries,
-                excluded: Vec::new(),
-                dirs,
-                changed: None,
-            };
-            self.quiet = Some((known, w));
-        }
-        Ok(())
     }
 
     /// Walks the tree, writes new and changed blobs into `store` and returns the tree.
@@ -593,8 +573,10 @@ impl TreeScanner {
         let mut excluded = Vec::new();
         let mut dirs = Vec::new();
         let mut seen = 0usize;
+        let mut restat = BTreeSet::new();
         {
             let cache = &mut self.cache;
+            let written = &self.written;
             let excludes = &self.excludes;
             let mut declared = Vec::new();
             let mut visit = |rel: &str, st: Stat, is_link: bool| {
@@ -602,6 +584,9 @@ impl TreeScanner {
                     // Known from an earlier scan: not excluded.
                     seen += 1;
                     *g = generation;
+                    if *written.get(rel).unwrap_or(cached) != st {
+                        restat.insert(rel.to_string());
+                    }
                     if stat_trusted(cached, &st, racy_from) {
                         return;
                     }
@@ -690,12 +675,14 @@ impl TreeScanner {
         };
         self.last = Some((tree.clone(), entries.clone()));
         self.last_scan = Some(started);
+        self.written.clear();
         Ok(Scanned {
             tree,
             entries,
             excluded,
             dirs,
             changed: (!first).then_some(changed),
+            restat,
         })
     }
 
@@ -746,6 +733,7 @@ impl TreeScanner {
             Some(l) => Some(git::changed_paths(&store.git_dir, &l.tree, target)?),
             None => None,
         };
+        self.written.clear();
         let mut now = match last {
             Some(last) => Scanned {
                 changed: Some(BTreeSet::new()),
@@ -815,6 +803,8 @@ impl TreeScanner {
                 ))
             })?;
             write_entry(&full, e, &bytes)?;
+            let st = std::fs::symlink_metadata(&full).map_err(io_err(&full))?;
+            self.written.insert(path.clone(), Stat::of(&st));
             stats.written += 1;
         }
         // The scan at the start stays the reference: files written since have a newer

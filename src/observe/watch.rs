@@ -32,19 +32,6 @@ use std::thread::JoinHandle;
 pub struct WatchReport {
     pub touched: BTreeMap<String, String>,
     pub error: Option<String>,
-    /// Every event the watch read, on any path of the watched directories (new build
-    /// outputs included): 0 with no `error` means nothing under the room's judged
-    /// directories changed at all ([`WatchReport::quiet`]).
-    pub events: usize,
-}
-
-impl WatchReport {
-    /// True when the watch saw no event of any kind and no error: the room still holds
-    /// exactly what was synced into it.
-    #[must_use]
-    pub fn quiet(&self) -> bool {
-        self.error.is_none() && self.events == 0
-    }
 }
 
 /// One raw event: `(directory, name, mask)`.
@@ -189,14 +176,12 @@ impl RoomWatch {
                 return WatchReport {
                     touched: BTreeMap::new(),
                     error: Some(e),
-                    events: 0,
                 }
             }
             Some(Err(_)) => {
                 return WatchReport {
                     touched: BTreeMap::new(),
                     error: Some("the clean room's watch thread panicked".into()),
-                    events: 0,
                 }
             }
             None => Vec::new(),
@@ -204,7 +189,6 @@ impl RoomWatch {
         WatchReport {
             touched: judge(&raw, &|p| self.files.contains_key(p), &self.dirs),
             error: self.error.take(),
-            events: raw.len(),
         }
     }
 }

@@ -89,8 +89,9 @@ fn a_green_run_that_shows_no_tests_is_objective_unverified() {
 
 /// A process outside the check rewrites a file of the working tree while the check
 /// runs: the check runs in the clean room, so the write cannot reach it (before: the
-/// check read the agent's tree). The change is recorded, not judged — a person editing
-/// files during a run is no cheat — and a revert leaves a file no exec touched alone.
+/// check read the agent's tree). The change is recorded, and a green check under a
+/// moving tree is not a success: the tree it would leave is not the one judged (the
+/// writer may be code under test reaching out of the room by an absolute path).
 #[test]
 fn the_tree_changing_while_the_check_runs_is_recorded_and_cannot_reach_the_check() {
     let r = tap_repo(1);
@@ -110,7 +111,10 @@ fn the_tree_changing_while_the_check_runs_is_recorded_and_cannot_reach_the_check
     let out = r.lx_tap(PROGRESS_AGENT, &["--max-iterations", "2"]);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
-    let v = out.expect(10, Some("success_condition_met"));
+    // Green on the judged tree, but the tree a success would leave is another one.
+    // Before: exit 10 with the change in the receipt only.
+    let v = out.expect(13, Some("objective_unverified"));
+    assert!(mentions(&v, "scratch.txt"), "{v}");
     let lines = receipt_of(&v);
     let recorded = events(&lines, "check_finished").iter().any(|c| {
         c["changed_during_check"]
@@ -968,14 +972,12 @@ fn a_runner_function_replaced_at_run_time_is_named_whatever_its_spelling() {
 }
 
 /// Code under test that, after a red run's assertion, rewrites an input of the tests in
-/// the clean room through a shared memory mapping — a write inotify does not report,
-/// so the red check's watch stays quiet and loopexec skips the walks after it
-/// (SPEC §14). The next check reads the rewritten input and goes green; that check may
-/// converge, so it is walked, and the difference from the judged tree is named.
-/// Guards the performance shortcut: without the walk of a green check this would be
-/// exit 10.
+/// the clean room through a shared memory mapping — a write inotify does not report.
+/// The room is walked after every check (no watch may stand for that walk), so the
+/// write is named at once. Before (a walk skipped after a quiet red check): the next
+/// check read the rewritten input, and with `--confirm-runs 0` the run got exit 10.
 #[test]
-fn a_write_no_watch_sees_cannot_carry_a_green_through_the_skipped_walks() {
+fn a_write_no_watch_sees_is_found_by_the_walk_after_the_check() {
     let r = Repo::new();
     r.write("tests/a.sh", "exit 0\n")
         .write(
@@ -992,18 +994,103 @@ m[0:1] = b"5"
 m.flush()'
 "#;
     let exec = format!("cat > hook.sh <<'HOOK'\n{hook}HOOK\n");
-    let out = r.lx_tap(&exec, &["--max-iterations", "4"]);
+    let out = r.lx_tap(&exec, &["--max-iterations", "4", "--confirm-runs", "0"]);
     let v = out.expect(14, Some("hermeticity_violation"));
     assert!(mentions(&v, "value"), "{v}");
-    // the shortcut was taken: the red check's room was not walked
-    let lines = receipt_of(&v);
-    let checks = events(&lines, "check_finished");
-    let red = checks
-        .iter()
-        .find(|c| c["iteration"] == 1)
-        .expect("iteration 1's check");
     assert_eq!(
-        red["clean_room"]["after"], red["clean_room"]["tree"],
-        "a quiet red check settles the room as synced: {red}"
+        v["iteration"], 1,
+        "named after the red check that wrote it: {v}"
     );
+}
+
+/// Code under test rewrites a test through a hard link made in a directory of its own
+/// (inotify reports a write to the watches of the directory it was made through, so
+/// the room's watches see nothing) and the rewritten test puts the original back when
+/// it runs. Before: exit 10, the room's content equal before and after. The test's
+/// inode times moved, which no writer can undo.
+#[test]
+fn a_test_rewritten_through_a_hard_link_and_put_back_is_named() {
+    let r = Repo::new();
+    r.write("tests/a.sh", "[ -f hook.sh ] && . ./hook.sh\nexit 0\n")
+        .write("tests/b.sh", "exit 1\n")
+        .tap_check(DIR_CHECK)
+        .commit("fixture");
+    let hook = r#"d=$(mktemp -d); ln tests/b.sh "$d/l"; cp tests/b.sh "$d/orig"
+printf 'cat %s/orig > %s/l\nexit 0\n' "$d" "$d" > "$d/l"
+"#;
+    let exec = format!("cat > hook.sh <<'HOOK'\n{hook}HOOK\n");
+    let out = r.lx_tap(&exec, &["--max-iterations", "3"]);
+    let v = out.expect(14, Some("hermeticity_violation"));
+    assert!(mentions(&v, "tests/b.sh"), "{v}");
+}
+
+/// An earlier check (red) plants a forged bytecode file for a test in the clean room's
+/// `__pycache__` (caches outlive syncs); a later check would load it instead of the
+/// test's source. Each check's bytecode goes to a directory of its own
+/// (`PYTHONPYCACHEPREFIX`), so the planted file is never read. Before: exit 10 with a
+/// one-line diff.
+#[test]
+fn bytecode_planted_by_an_earlier_check_is_never_loaded() {
+    if !has("python3", &["-c", "import pytest"]) {
+        eprintln!("no pytest here: skipped");
+        return;
+    }
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write("tests/__init__.py", "")
+        .write(
+            "tests/test_add.py",
+            "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        )
+        .commit("fixture");
+    // The agent's first calc.py, imported by the check, writes a passing test under
+    // pytest's own bytecode name for the real test (found without naming pytest),
+    // stamped with the real source's hash; its second version only adds a comment.
+    let agent = r#"if [ "$LOOPEXEC_ITERATION" != 1 ]; then printf '# tidy\ndef add(a, b):\n    return a - b\n' > calc.py; exit 0; fi
+cat > calc.py <<'PY'
+import importlib.util as _u
+import marshal as _ma
+import os as _o
+import sys as _sy
+_D = _o.path.join(_o.path.dirname(_o.path.abspath(__file__)), "tests")
+_S = _o.path.join(_D, "test_add.py")
+_tail = None
+for _m in list(_sy.modules.values()):
+    _tail = getattr(_m, "PYC_TAIL", None) or _tail
+if _tail:
+    _o.makedirs(_o.path.join(_D, "__pycache__"), exist_ok=True)
+    _src = open(_S, "rb").read()
+    _code = compile("def test_add():\n    pass\n", _S, "exec")
+    with open(_o.path.join(_D, "__pycache__", "test_add" + _tail), "wb") as _f:
+        _f.write(_u.MAGIC_NUMBER + b"\x03\x00\x00\x00" + _u.source_hash(_src)[:8] + _ma.dumps(_code))
+def add(a, b):
+    return a - b
+PY
+"#;
+    r.write("agent.sh", agent).commit("agent");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "sh agent.sh",
+        "--check",
+        "python3 -m pytest -q -p no:cacheprovider",
+        "--max-iterations",
+        "3",
+    ]);
+    let v = out.json();
+    assert_ne!(out.code, 10, "a planted .pyc made the run green: {v}");
+    // the real test ran, and failed, in every check
+    let lines = receipt_of(&v);
+    for c in events(&lines, "check_finished") {
+        assert!(
+            c["parsed"].to_string().contains("test_add"),
+            "check {} did not run the real test: {c}",
+            c["iteration"]
+        );
+        assert_ne!(
+            c["step"]["exit_code"], 0,
+            "check {} was green: {c}",
+            c["iteration"]
+        );
+    }
 }
