@@ -244,6 +244,7 @@ mod tests {
                 flaky: 0,
             }),
             not_run: None,
+            unlisted: crate::check::model::Counts::default(),
         }
     }
 

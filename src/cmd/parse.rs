@@ -6,7 +6,8 @@
 //!   ids, sorted) — what `check-parse` and other scripts read;
 //! * `--summary`: `tests` and `collected` left out (counts, failing names,
 //!   completeness, diagnostics). The output is then bounded by the failing tests, not by
-//!   the suite.
+//!   the suite, and so is the parse's memory: it reads with
+//!   [`parse::Listing::Failing`] (passing tests kept as 64-bit id hashes).
 //!
 //! With `--json` the object is written to stdout as it is serialized ([`print_json`]):
 //! no `serde_json::Value` of the whole run is built, so the memory of a large parse is
@@ -94,7 +95,13 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
             )));
         }
     }
-    Ok(parse::parse_command(
+    // the summary shape prints no passing test: they need not be kept by name
+    let listing = if a.summary {
+        parse::Listing::Failing
+    } else {
+        parse::Listing::Full
+    };
+    Ok(parse::parse_command_with(
         &CheckInput {
             stdout: a.stdout.as_deref(),
             stderr: a.stderr.as_deref(),
@@ -103,6 +110,7 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
         },
         choice,
         a.command.as_deref(),
+        listing,
     ))
 }
 
@@ -139,7 +147,7 @@ fn human(run: &ParsedRun, summary: bool) -> String {
     use std::fmt::Write;
     let counts = run.counts();
     let failing = failing_ids(run);
-    let collected = run.tests.iter().filter(|t| named(t)).count();
+    let collected = run.tests.iter().filter(|t| named(t)).count() as u64 + run.unlisted.total();
     let mut h = format!(
         "format: {}\ncomplete: {}\nunattributed failure: {}\ncollected: {}  failing: {}\ncounts: {} passed, {} failed, {} skipped, {} flaky\n",
         parse::format_name(run.format),
@@ -308,6 +316,7 @@ mod tests {
             diagnostics: vec!["note".into()],
             summary: None,
             not_run: None,
+            unlisted: Counts::default(),
         }
     }
 

@@ -479,7 +479,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         inconsistent: false,
         pending: None,
         section: None,
-        c: Collector::new(),
+        c: Collector::with_listing(t.listing),
         list_seen: false,
         first_block: HashMap::default(),
         tally: None,

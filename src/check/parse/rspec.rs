@@ -224,7 +224,7 @@ impl State {
 pub fn parse(t: &TextInput) -> ParsedRun {
     let mut diagnostics = Vec::new();
     let mut st = State {
-        c: Collector::new(),
+        c: Collector::with_listing(t.listing),
         section: Section::Tree,
         stack: Vec::new(),
         pending_line: None,

@@ -6,6 +6,7 @@
 //! Invariants: nothing here panics on any input (invalid UTF-8 is replaced per line);
 //! a file is read line by line and never held whole in memory.
 
+use super::hashed::{HashedTests, MessageRule};
 use crate::check::model::{Format, Outcome, ParsedRun, TestResult, UNATTRIBUTED_SUFFIX};
 use regex::Regex;
 use std::borrow::Cow;
@@ -232,12 +233,41 @@ pub const RESERVE_LIMIT: usize = 1 << 21;
 /// a passing one becomes `FlakyPassed`; otherwise the later attempt decides.
 /// [`Collector::record_distinct`] is for runners that print the same name for
 /// different tests: a repeated id gets a ` #2`, ` #3`, ... suffix.
+///
+/// Under [`Listing::Failing`] the tests are kept in a [`HashedTests`] instead (the
+/// same merge rule, ids kept only for failing tests; see [`Collector::with_listing`]).
 #[derive(Debug, Default)]
 pub struct Collector {
     tests: Vec<TestResult>,
     summary: Option<crate::check::model::Counts>,
     index: IdIndex,
     seen: HashMap<String, usize, IdHasher>,
+    /// The store under [`Listing::Failing`] (then `tests` and `index` stay empty).
+    hashed: Option<HashedTests>,
+    /// `seen` under [`Listing::Failing`], by id hash.
+    seen_hashed: HashMap<u64, usize, IdHasher>,
+}
+
+/// Which tests a parse lists by name in [`ParsedRun::tests`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Listing {
+    /// Every test, by id: what the engine's detectors and `parse`'s default shape read.
+    #[default]
+    Full,
+    /// Only the failing tests (and the synthetic member); every other test is kept as
+    /// a 64-bit id hash and only counted, in [`ParsedRun::unlisted`]. Counts, the
+    /// failing set, completeness and diagnostics are those of [`Listing::Full`]; the
+    /// collected and passing sets are not known. For `parse --summary`.
+    Failing,
+}
+
+/// The merge rule of [`Collector::record`]: a passing attempt after a failing one is
+/// `FlakyPassed`; otherwise the later attempt decides.
+fn merge_attempt(prev: Option<Outcome>, outcome: Outcome) -> Outcome {
+    match prev {
+        Some(p) if p.is_failing() && outcome == Outcome::Passed => Outcome::FlakyPassed,
+        _ => outcome,
+    }
 }
 
 /// Positions of tests in a `Vec<TestResult>` by id, keyed by the 64-bit hash of the
@@ -330,11 +360,24 @@ impl Collector {
         Self::default()
     }
 
+    /// An empty collector that keeps its tests as `listing` asks.
+    #[must_use]
+    pub fn with_listing(listing: Listing) -> Self {
+        Self {
+            hashed: super::hashed::for_listing(listing),
+            ..Self::default()
+        }
+    }
+
     /// Makes room for `n` more tests, as announced by the runner (`running N tests`),
     /// capped at [`RESERVE_LIMIT`]: growing the index by rehashing holds the old and
     /// the new table at once, the peak memory of a large parse.
     pub fn reserve(&mut self, n: usize) {
         let n = n.min(RESERVE_LIMIT);
+        if let Some(h) = self.hashed.as_mut() {
+            h.reserve(n);
+            return;
+        }
         self.tests.reserve(n);
         self.index.reserve(n);
     }
@@ -346,6 +389,10 @@ impl Collector {
 
     /// [`Collector::record`] for an owned id: a new test keeps `id` itself (no copy).
     pub fn record_owned(&mut self, id: String, outcome: Outcome, message: Option<String>) {
+        if self.hashed.is_some() {
+            self.record(&id, outcome, message);
+            return;
+        }
         if self
             .index
             .find_or_insert(&self.tests, &id, self.tests.len())
@@ -367,16 +414,25 @@ impl Collector {
 
     /// Records one attempt of test `id` (see the type doc for the merge rule).
     pub fn record(&mut self, id: &str, outcome: Outcome, message: Option<String>) {
+        if let Some(h) = self.hashed.as_mut() {
+            let message = message
+                .filter(|_| outcome.is_failing())
+                .map(|m| normalize_message(&m))
+                .filter(|m| !m.is_empty());
+            h.record(
+                id,
+                |prev| merge_attempt(prev, outcome),
+                message,
+                MessageRule::KeepWhenNone,
+            );
+            return;
+        }
         let message = message
             .map(|m| normalize_message(&m))
             .filter(|m| !m.is_empty());
         if let Some(i) = self.find(id) {
             let t = &mut self.tests[i];
-            let new = if t.outcome.is_failing() && outcome == Outcome::Passed {
-                Outcome::FlakyPassed
-            } else {
-                outcome
-            };
+            let new = merge_attempt(Some(t.outcome), outcome);
             t.outcome = new;
             if new.is_failing() {
                 if message.is_some() {
@@ -402,7 +458,11 @@ impl Collector {
         outcome: Outcome,
         message: Option<String>,
     ) -> String {
-        let n = self.seen.entry(id.to_string()).or_insert(0);
+        let n = if self.hashed.is_some() {
+            self.seen_hashed.entry(id_hash(id)).or_insert(0)
+        } else {
+            self.seen.entry(id.to_string()).or_insert(0)
+        };
         *n += 1;
         let real = if *n == 1 {
             id.to_string()
@@ -415,6 +475,10 @@ impl Collector {
 
     /// Forgets test `id` (a group line that turned out not to be a test).
     pub fn remove(&mut self, id: &str) {
+        if let Some(h) = self.hashed.as_mut() {
+            h.remove(id);
+            return;
+        }
         let Some(i) = self.find(id) else { return };
         self.tests.remove(i);
         // positions after `i` moved, and a spilled id may now own its hash
@@ -423,6 +487,9 @@ impl Collector {
 
     /// Removes test `id` and returns what was recorded for it.
     pub fn take(&mut self, id: &str) -> Option<TestResult> {
+        if let Some(h) = self.hashed.as_mut() {
+            return h.remove(id);
+        }
         let i = self.find(id)?;
         let t = self.tests[i].clone();
         self.remove(id);
@@ -431,6 +498,10 @@ impl Collector {
 
     /// Sets the failure message of `id` when it has none yet.
     pub fn set_message(&mut self, id: &str, message: &str) {
+        if let Some(h) = self.hashed.as_mut() {
+            h.set_message(id, || normalize_message(message));
+            return;
+        }
         if let Some(i) = self.find(id) {
             let t = &mut self.tests[i];
             if t.outcome.is_failing() && t.message.is_none() {
@@ -451,30 +522,45 @@ impl Collector {
     /// The outcome currently recorded for `id`.
     #[must_use]
     pub fn outcome(&self, id: &str) -> Option<Outcome> {
+        if let Some(h) = &self.hashed {
+            return h.outcome(id);
+        }
         self.find(id).map(|i| self.tests[i].outcome)
     }
 
     /// True when no test was recorded.
     #[must_use]
     pub fn is_empty(&self) -> bool {
+        if let Some(h) = &self.hashed {
+            return h.is_empty();
+        }
         self.tests.is_empty()
     }
 
     /// Number of tests recorded.
     #[must_use]
     pub fn len(&self) -> usize {
+        if let Some(h) = &self.hashed {
+            return h.len();
+        }
         self.tests.len()
     }
 
     /// True when some recorded test is failing.
     #[must_use]
     pub fn any_failing(&self) -> bool {
+        if let Some(h) = &self.hashed {
+            return h.any_failing();
+        }
         self.tests.iter().any(|t| t.outcome.is_failing())
     }
 
     /// Number of recorded tests with the given outcome.
     #[must_use]
     pub fn count(&self, o: Outcome) -> usize {
+        if let Some(h) = &self.hashed {
+            return h.count(o);
+        }
         self.tests.iter().filter(|t| t.outcome == o).count()
     }
 
@@ -508,7 +594,10 @@ impl Collector {
     #[must_use]
     pub fn finish(self, end: RunEnd<'_>) -> ParsedRun {
         let summary = self.summary;
-        let mut tests = self.tests;
+        let (mut tests, unlisted) = match self.hashed {
+            Some(h) => h.finish(),
+            None => (self.tests, crate::check::model::Counts::default()),
+        };
         let mut unattr = end.unattributed;
         if end.red && !tests.iter().any(|t| t.outcome.is_failing()) {
             unattr = true;
@@ -524,6 +613,7 @@ impl Collector {
             diagnostics: end.diagnostics,
             summary,
             not_run: None,
+            unlisted,
         }
     }
 }
@@ -650,6 +740,7 @@ pub(crate) fn run_text(
         stdout: out.as_deref(),
         stderr: err.as_deref(),
         exit_code: exit,
+        listing: Listing::Full,
     })
 }
 

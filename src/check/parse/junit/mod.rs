@@ -65,9 +65,20 @@ const MAX_CAPTURE: usize = 8 * 1024;
 /// `<testsuites>`/`<testsuite>` root, [`StructuredError::Io`] when reading fails before
 /// any root element.
 pub fn parse_junit<R: BufRead>(r: R) -> Result<ParsedRun, StructuredError> {
+    parse_junit_with(r, util::Listing::Full)
+}
+
+/// [`parse_junit`] keeping the tests as `listing` asks.
+///
+/// # Errors
+/// As [`parse_junit`].
+pub fn parse_junit_with<R: BufRead>(
+    r: R,
+    listing: util::Listing,
+) -> Result<ParsedRun, StructuredError> {
     let mut reader = Reader::from_reader(LimitText::new(r));
     reader.config_mut().check_end_names = true;
-    let mut p = JunitParser::new();
+    let mut p = JunitParser::new(listing);
     let mut buf = Vec::new();
     loop {
         buf.clear();
@@ -184,9 +195,9 @@ fn add_tally(a: Option<Counts>, b: Option<Counts>) -> Option<Counts> {
 }
 
 impl JunitParser {
-    fn new() -> Self {
+    fn new(listing: util::Listing) -> Self {
         JunitParser {
-            builder: RunBuilder::new(Format::Junit, "junit"),
+            builder: RunBuilder::with_listing(Format::Junit, "junit", listing),
             stack: Vec::new(),
             suites: Vec::new(),
             case: None,

@@ -1,0 +1,642 @@
+//! [`HashedTests`]: the test store of a parse that lists only failing tests
+//! ([`Listing::Failing`], what `loopexec parse --summary` asks for).
+//!
+//! Every test is one 16-byte slot of an open-addressed table keyed by the 64-bit hash
+//! of its id ([`id_hash`]): its outcome and the position it was first seen at. No id
+//! text is kept for a test until an attempt of it fails; from then on its id and
+//! message are kept beside the slot (they are what the failing set prints). So memory
+//! is 32 bytes per test (the table is kept at most half full) plus the failing tests'
+//! text, and recording a passing test allocates nothing.
+//!
+//! The merge rules are the caller's ([`super::util::Collector`] and
+//! [`super::structured::RunBuilder`] apply their own to the outcome a slot holds);
+//! this type keeps outcomes, first-seen order and messages exactly as the full store
+//! does. The one inexactness: two different ids with the same 64-bit hash are one test
+//! here. When both are seen failing the clash is detected and the later id gets a
+//! private key of its own; a clash involving a test that never fails cannot be seen
+//! and merges the two (chance about n²/2⁶⁵ for n tests: 2·10⁻⁸ for a million).
+
+use super::util::{id_hash, IdHasher, Listing};
+use crate::check::model::{Counts, Outcome, TestResult};
+use std::collections::HashMap;
+
+/// A table slot. `state` is [`EMPTY`], [`REMOVED`] or an outcome code ([`code`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    hash: u64,
+    first: u32,
+    state: u8,
+}
+
+const EMPTY: u8 = 0;
+const REMOVED: u8 = 1;
+
+fn code(o: Outcome) -> u8 {
+    match o {
+        Outcome::Passed => 2,
+        Outcome::Failed => 3,
+        Outcome::Errored => 4,
+        Outcome::Skipped => 5,
+        Outcome::FlakyPassed => 6,
+    }
+}
+
+fn outcome_of(state: u8) -> Option<Outcome> {
+    Some(match state {
+        2 => Outcome::Passed,
+        3 => Outcome::Failed,
+        4 => Outcome::Errored,
+        5 => Outcome::Skipped,
+        6 => Outcome::FlakyPassed,
+        _ => return None,
+    })
+}
+
+/// The text kept for a test once an attempt of it failed.
+#[derive(Debug)]
+struct Named {
+    id: String,
+    message: Option<String>,
+}
+
+/// How a recorded attempt treats the message already kept for its test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageRule {
+    /// A failing attempt without a message keeps the earlier one
+    /// ([`super::util::Collector`]).
+    KeepWhenNone,
+    /// Every attempt replaces the message ([`super::structured::RunBuilder`]).
+    Replace,
+}
+
+/// Tests of one run kept as 64-bit id hashes, failing ones with their text (see the
+/// module doc).
+#[derive(Debug)]
+pub struct HashedTests {
+    /// The id hash ([`id_hash`]; another only in tests, to force clashes).
+    hash: fn(&str) -> u64,
+    /// Length 0 or a power of two; at most half of it in use (live or removed).
+    slots: Vec<Slot>,
+    /// Slots not [`EMPTY`].
+    used: usize,
+    /// Slots holding a test.
+    live: usize,
+    /// Attempts numbered in order, for first-seen order.
+    next: u32,
+    /// Id and message of every test with a failing attempt, by key.
+    named: HashMap<u64, Named, IdHasher>,
+    /// Ids whose hash another failing id already holds, with their private keys.
+    spill: HashMap<String, u64, IdHasher>,
+}
+
+impl Default for HashedTests {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HashedTests {
+    /// An empty store.
+    #[must_use]
+    pub fn new() -> Self {
+        HashedTests {
+            hash: id_hash,
+            slots: Vec::new(),
+            used: 0,
+            live: 0,
+            next: 0,
+            named: HashMap::default(),
+            spill: HashMap::default(),
+        }
+    }
+
+    /// The key of `id`: its hash, or its private key after a detected clash.
+    fn key(&self, id: &str) -> u64 {
+        if !self.spill.is_empty() {
+            if let Some(&k) = self.spill.get(id) {
+                return k;
+            }
+        }
+        (self.hash)(id)
+    }
+
+    /// A private key for `id`, whose hash a different failing id holds.
+    fn spill_key(&mut self, id: &str, hash: u64) -> u64 {
+        let mut p = hash;
+        loop {
+            p = p.rotate_left(29) ^ 0x9e37_79b9_7f4a_7c15;
+            if !self.named.contains_key(&p) && self.find(p).is_none() {
+                break;
+            }
+        }
+        self.spill.insert(id.to_string(), p);
+        p
+    }
+
+    /// Makes room for `n` more tests without growing the table while they come.
+    pub fn reserve(&mut self, n: usize) {
+        let need = (self.used + n).saturating_mul(2);
+        if need > self.slots.len() {
+            self.grow(need.next_power_of_two());
+        }
+    }
+
+    fn grow(&mut self, cap: usize) {
+        let cap = cap.max(16);
+        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); cap]);
+        self.used = 0;
+        for s in old.into_iter().filter(|s| s.state > REMOVED) {
+            let i = self.probe(s.hash);
+            self.slots[i] = s;
+            self.used += 1;
+        }
+    }
+
+    /// The slot holding `hash` (live or removed), else the empty slot where it goes.
+    fn probe(&self, hash: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        // the table is never full: an empty slot ends every probe
+        let mut i = (hash as usize) & mask;
+        loop {
+            let s = &self.slots[i];
+            if s.state == EMPTY || s.hash == hash {
+                return i;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// The live slot of `key`.
+    fn find(&self, key: u64) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let i = self.probe(key);
+        (self.slots[i].state > REMOVED).then_some(i)
+    }
+
+    /// The outcome recorded for `id`.
+    #[must_use]
+    pub fn outcome(&self, id: &str) -> Option<Outcome> {
+        self.find(self.key(id))
+            .and_then(|i| outcome_of(self.slots[i].state))
+    }
+
+    /// Records one attempt of `id`: the outcome kept is `merge(previous outcome)`
+    /// (`None` for a test not seen before); `message` (already normalized, `None`
+    /// for a passing attempt) is kept by `rule` while the outcome is failing.
+    pub fn record(
+        &mut self,
+        id: &str,
+        merge: impl FnOnce(Option<Outcome>) -> Outcome,
+        message: Option<String>,
+        rule: MessageRule,
+    ) {
+        // room for this test and a private key
+        if (self.used + 2) * 2 > self.slots.len() {
+            self.grow(self.slots.len() * 2);
+        }
+        let mut key = self.key(id);
+        let mut i = self.probe(key);
+        let mut prev = outcome_of(self.slots[i].state);
+        let clash = match self.named.get(&key) {
+            // a test that never failed: no text is read or kept while it passes
+            None => {
+                let o = merge(prev);
+                self.put(i, key, prev.is_none(), o);
+                if o.is_failing() {
+                    self.named.insert(
+                        key,
+                        Named {
+                            id: id.to_string(),
+                            message,
+                        },
+                    );
+                }
+                return;
+            }
+            Some(n) => n.id != id,
+        };
+        if clash {
+            key = self.spill_key(id, key);
+            i = self.probe(key);
+            prev = None;
+        }
+        let o = merge(prev);
+        self.put(i, key, prev.is_none(), o);
+        let entry = self.named.entry(key).or_insert_with(|| Named {
+            id: id.to_string(),
+            message: None,
+        });
+        match (o.is_failing(), rule, message) {
+            (true, _, Some(m)) => entry.message = Some(m),
+            (true, MessageRule::KeepWhenNone, None) => {}
+            _ => entry.message = None,
+        }
+    }
+
+    /// Stores outcome `o` for `key` in slot `i` (a new test when `new`).
+    fn put(&mut self, i: usize, key: u64, new: bool, o: Outcome) {
+        let s = &mut self.slots[i];
+        if new {
+            if s.state == EMPTY {
+                self.used += 1;
+            }
+            self.live += 1;
+            *s = Slot {
+                hash: key,
+                first: self.next,
+                state: code(o),
+            };
+            self.next = self.next.saturating_add(1);
+        } else {
+            s.state = code(o);
+        }
+    }
+
+    /// Sets the message of `id` when it is failing and has none yet.
+    pub fn set_message(&mut self, id: &str, message: impl FnOnce() -> String) {
+        let key = self.key(id);
+        if !self.outcome(id).is_some_and(Outcome::is_failing) {
+            return;
+        }
+        if let Some(n) = self.named.get_mut(&key) {
+            if n.message.is_none() {
+                let m = message();
+                if !m.is_empty() {
+                    n.message = Some(m);
+                }
+            }
+        }
+    }
+
+    /// Forgets `id`; returns what was recorded for it.
+    pub fn remove(&mut self, id: &str) -> Option<TestResult> {
+        let key = self.key(id);
+        let i = self.find(key)?;
+        let outcome = outcome_of(self.slots[i].state)?;
+        self.slots[i].state = REMOVED;
+        self.live -= 1;
+        let message = self.named.remove(&key).and_then(|n| n.message);
+        Some(TestResult {
+            id: id.to_string(),
+            outcome,
+            message: message.filter(|_| outcome.is_failing()),
+        })
+    }
+
+    /// Number of tests recorded.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// True when no test was recorded.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    fn live_outcomes(&self) -> impl Iterator<Item = Outcome> + '_ {
+        self.slots.iter().filter_map(|s| outcome_of(s.state))
+    }
+
+    /// True when some recorded test is failing.
+    #[must_use]
+    pub fn any_failing(&self) -> bool {
+        self.named.keys().any(|&k| {
+            self.find(k)
+                .and_then(|i| outcome_of(self.slots[i].state))
+                .is_some_and(Outcome::is_failing)
+        })
+    }
+
+    /// Number of recorded tests with outcome `o`.
+    #[must_use]
+    pub fn count(&self, o: Outcome) -> usize {
+        self.live_outcomes().filter(|&x| x == o).count()
+    }
+
+    /// The failing tests with their ids and messages, in first-seen order, and the
+    /// counts of all the others.
+    #[must_use]
+    pub fn finish(self) -> (Vec<TestResult>, Counts) {
+        let mut failing = Vec::new();
+        let mut rest = Counts::default();
+        let mut named = self.named;
+        for s in &self.slots {
+            let Some(o) = outcome_of(s.state) else {
+                continue;
+            };
+            match o {
+                Outcome::Failed | Outcome::Errored => {
+                    if let Some(n) = named.remove(&s.hash) {
+                        failing.push((
+                            s.first,
+                            TestResult {
+                                id: n.id,
+                                outcome: o,
+                                message: n.message,
+                            },
+                        ));
+                    }
+                }
+                Outcome::Passed => rest.passed += 1,
+                Outcome::Skipped => rest.skipped += 1,
+                Outcome::FlakyPassed => rest.flaky += 1,
+            }
+        }
+        failing.sort_unstable_by_key(|(first, _)| *first);
+        (failing.into_iter().map(|(_, t)| t).collect(), rest)
+    }
+}
+
+/// The store a [`Listing`] asks for: `Some` for [`Listing::Failing`].
+#[must_use]
+pub fn for_listing(listing: Listing) -> Option<HashedTests> {
+    (listing == Listing::Failing).then(HashedTests::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::model::Outcome::{Errored, Failed, FlakyPassed, Passed, Skipped};
+    use crate::check::model::{Format, ParsedRun};
+    use crate::check::parse::structured::RunBuilder;
+    use crate::check::parse::util::Collector;
+
+    /// One attempt: id, outcome, message.
+    type Attempt = (&'static str, Outcome, Option<&'static str>);
+
+    /// What a failing-only parse must equal: counts, and the failing tests in order
+    /// with their messages.
+    fn view(r: &ParsedRun) -> (Counts, Vec<(String, Outcome, Option<String>)>) {
+        let failing = r
+            .tests
+            .iter()
+            .filter(|t| t.outcome.is_failing())
+            .map(|t| (t.id.clone(), t.outcome, t.message.clone()))
+            .collect();
+        (r.counts(), failing)
+    }
+
+    fn counts(passed: u64, failed: u64, skipped: u64, flaky: u64) -> Counts {
+        Counts {
+            passed,
+            failed,
+            skipped,
+            flaky,
+        }
+    }
+
+    /// Each case: attempts, then the expected counts and failing ids in order.
+    /// A case: name, attempts, expected (passed, failed, skipped, flaky), failing ids.
+    type Case = (
+        &'static str,
+        &'static [Attempt],
+        (u64, u64, u64, u64),
+        &'static [&'static str],
+    );
+
+    const CASES: &[Case] = &[
+        (
+            "distinct tests",
+            &[
+                ("a", Passed, None),
+                ("b", Skipped, None),
+                ("c", Failed, Some("x")),
+            ],
+            (1, 1, 1, 0),
+            &["c"],
+        ),
+        (
+            "duplicate passes count once",
+            &[
+                ("a", Passed, None),
+                ("a", Passed, None),
+                ("a", Passed, None),
+            ],
+            (1, 0, 0, 0),
+            &[],
+        ),
+        (
+            "fail then pass is flaky",
+            &[("a", Failed, Some("boom")), ("a", Passed, None)],
+            (0, 0, 0, 1),
+            &[],
+        ),
+        (
+            "pass then fail: later attempt decides",
+            &[
+                ("a", Passed, None),
+                ("b", Passed, None),
+                ("a", Errored, Some("teardown")),
+            ],
+            (1, 1, 0, 0),
+            &["a"],
+        ),
+        (
+            "fail, pass, fail again",
+            &[
+                ("a", Failed, Some("one")),
+                ("a", Passed, None),
+                ("a", Failed, None),
+            ],
+            (0, 1, 0, 0),
+            &["a"],
+        ),
+        (
+            "skip then pass",
+            &[("a", Skipped, None), ("a", Passed, None)],
+            (1, 0, 0, 0),
+            &[],
+        ),
+        (
+            "first-seen order of failing tests",
+            &[
+                ("b", Passed, None),
+                ("a", Failed, None),
+                ("b", Failed, Some("late")),
+            ],
+            (0, 2, 0, 0),
+            &["b", "a"],
+        ),
+    ];
+
+    fn attempts_into(c: &mut Collector, attempts: &[Attempt]) {
+        for (id, o, m) in attempts {
+            c.record(id, *o, m.map(str::to_string));
+        }
+    }
+
+    fn finish(c: Collector) -> ParsedRun {
+        c.finish_text(Format::Lines, "lines", true, None, Some(0), Vec::new())
+    }
+
+    #[test]
+    fn collector_merge_rules_match_the_full_store() {
+        for (name, attempts, (p, f, s, fl), failing) in CASES {
+            let mut full = Collector::new();
+            let mut hashed = Collector::with_listing(Listing::Failing);
+            attempts_into(&mut full, attempts);
+            attempts_into(&mut hashed, attempts);
+            for (id, _, _) in *attempts {
+                assert_eq!(hashed.outcome(id), full.outcome(id), "{name}: {id}");
+            }
+            assert_eq!(hashed.len(), full.len(), "{name}");
+            assert_eq!(hashed.any_failing(), full.any_failing(), "{name}");
+            let (full, hashed) = (finish(full), finish(hashed));
+            assert_eq!(view(&hashed), view(&full), "{name}");
+            let (got, ids) = view(&hashed);
+            assert_eq!(got, counts(*p, *f, *s, *fl), "{name}");
+            let ids: Vec<&str> = ids.iter().map(|(i, _, _)| i.as_str()).collect();
+            assert_eq!(ids, *failing, "{name}");
+            assert!(
+                hashed.tests.len() <= failing.len(),
+                "{name}: passing tests listed"
+            );
+        }
+    }
+
+    #[test]
+    fn builder_merge_rules_match_the_full_store() {
+        for (name, attempts, _, _) in CASES {
+            let mut full = RunBuilder::new(Format::Junit, "junit");
+            let mut hashed = RunBuilder::with_listing(Format::Junit, "junit", Listing::Failing);
+            for (id, o, m) in *attempts {
+                full.attempt(id, *o, *m);
+                hashed.attempt(id, *o, *m);
+            }
+            assert_eq!(
+                view(&hashed.finish(true)),
+                view(&full.finish(true)),
+                "{name}"
+            );
+        }
+        // distinct ids get the same suffixes
+        let mut full = RunBuilder::new(Format::Junit, "junit");
+        let mut hashed = RunBuilder::with_listing(Format::Junit, "junit", Listing::Failing);
+        for o in [Passed, Failed, Failed] {
+            assert_eq!(
+                hashed.distinct("x", o, Some("m")),
+                full.distinct("x", o, Some("m"))
+            );
+        }
+        assert_eq!(view(&hashed.finish(true)), view(&full.finish(true)));
+    }
+
+    #[test]
+    fn messages_follow_the_rules_of_each_store() {
+        let mut c = Collector::with_listing(Listing::Failing);
+        c.record("a", Failed, Some("first".into()));
+        c.record("a", Failed, None);
+        c.set_message("a", "ignored: a message is already kept");
+        c.record("b", Failed, None);
+        c.set_message("b", "from the section");
+        c.record("p", Passed, None);
+        c.set_message("p", "a passing test keeps none");
+        let r = finish(c);
+        let msg = |id: &str| {
+            r.tests
+                .iter()
+                .find(|t| t.id == id)
+                .and_then(|t| t.message.clone())
+        };
+        assert_eq!(msg("a").as_deref(), Some("first"));
+        assert_eq!(msg("b").as_deref(), Some("from the section"));
+        assert_eq!(msg("p"), None);
+
+        let mut b = RunBuilder::with_listing(Format::Junit, "junit", Listing::Failing);
+        b.attempt("a", Failed, Some("first"));
+        b.attempt("a", Failed, None);
+        assert_eq!(b.finish(true).tests[0].message, None);
+    }
+
+    #[test]
+    fn removed_tests_are_forgotten_and_can_come_back() {
+        let mut c = Collector::with_listing(Listing::Failing);
+        c.record("group", Failed, Some("x".into()));
+        c.record("t", Passed, None);
+        let taken = c.take("group").expect("recorded");
+        assert_eq!(
+            (taken.id.as_str(), taken.outcome, taken.message.as_deref()),
+            ("group", Failed, Some("x"))
+        );
+        assert_eq!(c.outcome("group"), None);
+        assert_eq!(c.len(), 1);
+        c.remove("t");
+        assert!(c.is_empty());
+        c.record("t", Skipped, None);
+        assert_eq!(view(&finish(c)).0, counts(0, 0, 1, 0));
+    }
+
+    #[test]
+    fn the_table_grows_and_keeps_every_test() {
+        let mut h = HashedTests::new();
+        h.reserve(3);
+        let ids: Vec<String> = (0..5000).map(|i| format!("t{i}")).collect();
+        for (i, id) in ids.iter().enumerate() {
+            let o = if i % 7 == 0 { Failed } else { Passed };
+            h.record(id, |_| o, None, MessageRule::KeepWhenNone);
+        }
+        assert_eq!(h.len(), 5000);
+        assert_eq!(h.outcome("t7"), Some(Failed));
+        assert_eq!(h.outcome("t8"), Some(Passed));
+        assert_eq!(h.outcome("nope"), None);
+        let (failing, rest) = h.finish();
+        assert_eq!(failing.len(), 715);
+        assert_eq!(failing[1].id, "t7");
+        assert_eq!(rest, counts(4285, 0, 0, 0));
+    }
+
+    /// With every id hashing alike, failing ids are still told apart (the clash is
+    /// seen and the later id gets a private key); passing ids that clash merge, as
+    /// the module doc says.
+    #[test]
+    fn a_clash_between_failing_ids_is_detected() {
+        let mut h = HashedTests::new();
+        h.hash = |_| 42;
+        let rec = |h: &mut HashedTests, id: &str, o: Outcome| {
+            h.record(
+                id,
+                |prev| {
+                    prev.map_or(o, |p| {
+                        if p.is_failing() && o == Passed {
+                            FlakyPassed
+                        } else {
+                            o
+                        }
+                    })
+                },
+                Some(format!("{id} broke")).filter(|_| o.is_failing()),
+                MessageRule::KeepWhenNone,
+            );
+        };
+        rec(&mut h, "a", Failed);
+        rec(&mut h, "b", Failed);
+        rec(&mut h, "b", Passed);
+        rec(&mut h, "c", Errored);
+        assert_eq!(h.outcome("a"), Some(Failed));
+        assert_eq!(h.outcome("b"), Some(FlakyPassed));
+        assert_eq!(h.outcome("c"), Some(Errored));
+        let (failing, rest) = h.finish();
+        let got: Vec<_> = failing
+            .iter()
+            .map(|t| (t.id.as_str(), t.outcome, t.message.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a", Failed, Some("a broke")),
+                ("c", Errored, Some("c broke"))
+            ]
+        );
+        assert_eq!(rest, counts(0, 0, 0, 1));
+
+        let mut h = HashedTests::new();
+        h.hash = |_| 42;
+        h.record("p", |_| Passed, None, MessageRule::KeepWhenNone);
+        h.record("q", |_| Passed, None, MessageRule::KeepWhenNone);
+        assert_eq!(h.len(), 1, "an unseen clash merges two passing tests");
+    }
+}
