@@ -1,26 +1,40 @@
 //! [`HashedTests`]: the test store of a parse that lists only failing tests
 //! ([`Listing::Failing`], what `loopexec parse --summary` asks for).
 //!
-//! Every test is one 16-byte slot of an open-addressed table keyed by the 64-bit hash
-//! of its id ([`id_hash`]): its outcome and the position it was first seen at. No id
-//! text is kept for a test until an attempt of it fails; from then on its id and
-//! message are kept beside the slot (they are what the failing set prints). So memory
-//! is 32 bytes per test (the table is kept at most half full) plus the failing tests'
-//! text, and recording a passing test allocates nothing.
+//! A test is known by the 64-bit hash of its id ([`id_hash`]). Its id text is kept
+//! only once an attempt of it fails or passes on a retry (`named`: id, outcome, first
+//! position, message — what the failing set prints); every other test is a 16-byte
+//! record (hash, position, outcome) and recording it allocates nothing.
+//!
+//! Two ways to hold those records:
+//! * **log** (the start): each attempt is appended to one of 256 vectors chosen by the
+//!   top byte of its hash. Appending touches only the vectors' ends, so a million
+//!   tests cost no cache miss each; at [`HashedTests::finish`] every vector is folded
+//!   on its own in a small table that stays in cache (later attempt decides, first
+//!   attempt gives the position).
+//! * **table**: an open-addressed table (at most half full) with one slot per test.
+//!   The store moves there, once, at the first question the log cannot answer without
+//!   a fold (the outcome of a test that never failed, `len`, `count`, `remove`); a
+//!   parser that asks such a question per test (JUnit's repeated-name check) gets
+//!   there at its first test.
 //!
 //! The merge rules are the caller's ([`super::util::Collector`] and
-//! [`super::structured::RunBuilder`] apply their own to the outcome a slot holds);
-//! this type keeps outcomes, first-seen order and messages exactly as the full store
-//! does. The one inexactness: two different ids with the same 64-bit hash are one test
-//! here. When both are seen failing the clash is detected and the later id gets a
-//! private key of its own; a clash involving a test that never fails cannot be seen
-//! and merges the two (chance about n²/2⁶⁵ for n tests: 2·10⁻⁸ for a million).
+//! [`super::structured::RunBuilder`]); both rules give the new outcome when the
+//! earlier one was passed or skipped, so only the outcome of a named test (failing or
+//! flaky, kept exactly) is ever handed to them. Outcomes, counts, first-seen order and
+//! messages are those of the full store. The one inexactness: two different ids with
+//! the same 64-bit hash are one test here. When the earlier is named the clash is seen
+//! and the later id gets a private key; a clash between two tests that never fail
+//! cannot be seen and merges them (chance about n²/2⁶⁵ for n tests: 3·10⁻⁸ for a
+//! million).
 
 use super::util::{id_hash, IdHasher, Listing};
 use crate::check::model::{Counts, Outcome, TestResult};
 use std::collections::HashMap;
 
-/// A table slot. `state` is [`EMPTY`], [`REMOVED`] or an outcome code ([`code`]).
+/// A record of a test that is not named: a table slot or a log entry (`first` is then
+/// the attempt's position). `state` is [`EMPTY`], [`REMOVED`] or an outcome code
+/// ([`code`]).
 #[derive(Debug, Clone, Copy, Default)]
 struct Slot {
     hash: u64,
@@ -52,10 +66,18 @@ fn outcome_of(state: u8) -> Option<Outcome> {
     })
 }
 
-/// The text kept for a test once an attempt of it failed.
+/// True for the outcomes that make a test named (its text kept).
+fn keeps_text(o: Outcome) -> bool {
+    o.is_failing() || o == Outcome::FlakyPassed
+}
+
+/// A test whose text is kept (it failed, or passed on a retry).
 #[derive(Debug)]
 struct Named {
     id: String,
+    outcome: Outcome,
+    /// Position of its first attempt (an earlier unnamed one is found at the fold).
+    first: u32,
     message: Option<String>,
 }
 
@@ -69,72 +91,20 @@ pub enum MessageRule {
     Replace,
 }
 
-/// Tests of one run kept as 64-bit id hashes, failing ones with their text (see the
-/// module doc).
-#[derive(Debug)]
-pub struct HashedTests {
-    /// The id hash ([`id_hash`]; another only in tests, to force clashes).
-    hash: fn(&str) -> u64,
-    /// Length 0 or a power of two; at most half of it in use (live or removed).
+/// An open-addressed table of [`Slot`]s keyed by hash, at most half full.
+#[derive(Debug, Default)]
+struct Table {
+    /// Length 0 or a power of two.
     slots: Vec<Slot>,
     /// Slots not [`EMPTY`].
     used: usize,
     /// Slots holding a test.
     live: usize,
-    /// Attempts numbered in order, for first-seen order.
-    next: u32,
-    /// Id and message of every test with a failing attempt, by key.
-    named: HashMap<u64, Named, IdHasher>,
-    /// Ids whose hash another failing id already holds, with their private keys.
-    spill: HashMap<String, u64, IdHasher>,
 }
 
-impl Default for HashedTests {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl HashedTests {
-    /// An empty store.
-    #[must_use]
-    pub fn new() -> Self {
-        HashedTests {
-            hash: id_hash,
-            slots: Vec::new(),
-            used: 0,
-            live: 0,
-            next: 0,
-            named: HashMap::default(),
-            spill: HashMap::default(),
-        }
-    }
-
-    /// The key of `id`: its hash, or its private key after a detected clash.
-    fn key(&self, id: &str) -> u64 {
-        if !self.spill.is_empty() {
-            if let Some(&k) = self.spill.get(id) {
-                return k;
-            }
-        }
-        (self.hash)(id)
-    }
-
-    /// A private key for `id`, whose hash a different failing id holds.
-    fn spill_key(&mut self, id: &str, hash: u64) -> u64 {
-        let mut p = hash;
-        loop {
-            p = p.rotate_left(29) ^ 0x9e37_79b9_7f4a_7c15;
-            if !self.named.contains_key(&p) && self.find(p).is_none() {
-                break;
-            }
-        }
-        self.spill.insert(id.to_string(), p);
-        p
-    }
-
-    /// Makes room for `n` more tests without growing the table while they come.
-    pub fn reserve(&mut self, n: usize) {
+impl Table {
+    /// Makes room for `n` more slots.
+    fn reserve(&mut self, n: usize) {
         let need = (self.used + n).saturating_mul(2);
         if need > self.slots.len() {
             self.grow(need.next_power_of_two());
@@ -166,25 +136,200 @@ impl HashedTests {
         }
     }
 
-    /// The live slot of `key`.
-    fn find(&self, key: u64) -> Option<usize> {
+    /// The live slot of `hash`.
+    fn find(&self, hash: u64) -> Option<usize> {
         if self.slots.is_empty() {
             return None;
         }
-        let i = self.probe(key);
+        let i = self.probe(hash);
         (self.slots[i].state > REMOVED).then_some(i)
     }
 
-    /// The outcome recorded for `id`.
+    /// An attempt with outcome `state` at position `pos`: a test not in the table is
+    /// added with `pos` as its first position, else its outcome becomes `state`.
+    fn put(&mut self, hash: u64, pos: u32, state: u8) {
+        if (self.used + 1) * 2 > self.slots.len() {
+            self.grow(self.slots.len() * 2);
+        }
+        let i = self.probe(hash);
+        let s = &mut self.slots[i];
+        if s.state > REMOVED {
+            s.state = state;
+            return;
+        }
+        if s.state == EMPTY {
+            self.used += 1;
+        }
+        self.live += 1;
+        *s = Slot {
+            hash,
+            first: pos,
+            state,
+        };
+    }
+
+    /// Takes the live slot of `hash` out.
+    fn take(&mut self, hash: u64) -> Option<Slot> {
+        let i = self.find(hash)?;
+        let s = self.slots[i];
+        self.slots[i].state = REMOVED;
+        self.live -= 1;
+        Some(s)
+    }
+
+    /// Empties the table, keeping its memory.
+    fn clear(&mut self) {
+        self.slots.fill(Slot::default());
+        self.used = 0;
+        self.live = 0;
+    }
+
+    fn live_slots(&self) -> impl Iterator<Item = &Slot> {
+        self.slots.iter().filter(|s| s.state > REMOVED)
+    }
+}
+
+/// Number of log vectors (by the top byte of the hash).
+const LOG_PARTS: usize = 256;
+
+/// Tests of one run kept as 64-bit id hashes, failing and flaky ones with their text
+/// (see the module doc).
+#[derive(Debug)]
+pub struct HashedTests {
+    /// The id hash ([`id_hash`]; another only in tests, to force clashes).
+    hash: fn(&str) -> u64,
+    /// Unfolded attempts of unnamed tests, by the top byte of the hash; `None` once
+    /// the store moved to `table`.
+    log: Option<Vec<Vec<Slot>>>,
+    /// Unnamed tests, once the store moved here.
+    table: Table,
+    /// Attempts numbered in order.
+    next: u32,
+    /// Every test with a failing or flaky outcome, by key.
+    named: HashMap<u64, Named, IdHasher>,
+    /// Ids whose hash a different named id holds, with their private keys.
+    spill: HashMap<String, u64, IdHasher>,
+}
+
+impl Default for HashedTests {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HashedTests {
+    /// An empty store (in its log form).
     #[must_use]
-    pub fn outcome(&self, id: &str) -> Option<Outcome> {
-        self.find(self.key(id))
-            .and_then(|i| outcome_of(self.slots[i].state))
+    pub fn new() -> Self {
+        HashedTests {
+            hash: id_hash,
+            log: Some(vec![Vec::new(); LOG_PARTS]),
+            table: Table::default(),
+            next: 0,
+            named: HashMap::default(),
+            spill: HashMap::default(),
+        }
+    }
+
+    /// The key of `id`: its hash, or its private key after a detected clash.
+    fn key(&self, id: &str) -> u64 {
+        if !self.spill.is_empty() {
+            if let Some(&k) = self.spill.get(id) {
+                return k;
+            }
+        }
+        (self.hash)(id)
+    }
+
+    /// A private key for `id`, whose hash a different named id holds.
+    fn spill_key(&mut self, id: &str, hash: u64) -> u64 {
+        self.to_table();
+        let mut p = hash;
+        loop {
+            p = p.rotate_left(29) ^ 0x9e37_79b9_7f4a_7c15;
+            if !self.named.contains_key(&p) && self.table.find(p).is_none() {
+                break;
+            }
+        }
+        self.spill.insert(id.to_string(), p);
+        p
+    }
+
+    /// Makes room for `n` more tests.
+    pub fn reserve(&mut self, n: usize) {
+        match self.log.as_mut() {
+            Some(log) => {
+                let each = n / LOG_PARTS + n / LOG_PARTS / 8 + 1;
+                for part in log {
+                    part.reserve(each);
+                }
+            }
+            None => self.table.reserve(n),
+        }
+    }
+
+    /// Folds the log, calling `f` with each unnamed test (hash, first position,
+    /// outcome state) and moving a named test's first position to its first attempt.
+    fn fold_log(
+        log: Vec<Vec<Slot>>,
+        named: &mut HashMap<u64, Named, IdHasher>,
+        mut f: impl FnMut(Slot),
+    ) {
+        let mut local = Table::default();
+        for part in log {
+            local.clear();
+            local.reserve(part.len());
+            for e in &part {
+                local.put(e.hash, e.first, e.state);
+            }
+            drop(part);
+            for s in local.live_slots() {
+                match named.get_mut(&s.hash) {
+                    Some(n) => n.first = n.first.min(s.first),
+                    None => f(*s),
+                }
+            }
+        }
+    }
+
+    /// Moves the store from its log to its table (once).
+    fn to_table(&mut self) {
+        let Some(log) = self.log.take() else { return };
+        let n = log.iter().map(Vec::len).sum();
+        let mut table = std::mem::take(&mut self.table);
+        table.reserve(n);
+        Self::fold_log(log, &mut self.named, |s| {
+            table.put(s.hash, s.first, s.state)
+        });
+        self.table = table;
+    }
+
+    /// The outcome recorded for `id`.
+    pub fn outcome(&mut self, id: &str) -> Option<Outcome> {
+        let key = self.key(id);
+        if let Some(n) = self.named.get(&key) {
+            return Some(n.outcome);
+        }
+        self.to_table();
+        self.table
+            .find(key)
+            .and_then(|i| outcome_of(self.table.slots[i].state))
+    }
+
+    /// True when `id` is recorded as failing (answered without a fold).
+    #[must_use]
+    pub fn is_failing(&self, id: &str) -> bool {
+        self.named
+            .get(&self.key(id))
+            .is_some_and(|n| n.outcome.is_failing())
     }
 
     /// Records one attempt of `id`: the outcome kept is `merge(previous outcome)`
     /// (`None` for a test not seen before); `message` (already normalized, `None`
     /// for a passing attempt) is kept by `rule` while the outcome is failing.
+    ///
+    /// `merge` must give the same outcome for a previous `Passed` or `Skipped` as for
+    /// `None` (the earlier outcome of a test that never failed is not looked up).
     pub fn record(
         &mut self,
         id: &str,
@@ -192,76 +337,56 @@ impl HashedTests {
         message: Option<String>,
         rule: MessageRule,
     ) {
-        // room for this test and a private key
-        if (self.used + 2) * 2 > self.slots.len() {
-            self.grow(self.slots.len() * 2);
-        }
         let mut key = self.key(id);
-        let mut i = self.probe(key);
-        let mut prev = outcome_of(self.slots[i].state);
-        let clash = match self.named.get(&key) {
-            // a test that never failed: no text is read or kept while it passes
-            None => {
-                let o = merge(prev);
-                self.put(i, key, prev.is_none(), o);
-                if o.is_failing() {
-                    self.named.insert(
-                        key,
-                        Named {
-                            id: id.to_string(),
-                            message,
-                        },
-                    );
-                }
-                return;
-            }
-            Some(n) => n.id != id,
-        };
-        if clash {
+        let pos = self.next;
+        self.next = self.next.saturating_add(1);
+        let clash = self.named.get(&key).map(|n| n.id != id);
+        if clash == Some(true) {
             key = self.spill_key(id, key);
-            i = self.probe(key);
-            prev = None;
         }
-        let o = merge(prev);
-        self.put(i, key, prev.is_none(), o);
-        let entry = self.named.entry(key).or_insert_with(|| Named {
-            id: id.to_string(),
-            message: None,
-        });
-        match (o.is_failing(), rule, message) {
-            (true, _, Some(m)) => entry.message = Some(m),
-            (true, MessageRule::KeepWhenNone, None) => {}
-            _ => entry.message = None,
-        }
-    }
-
-    /// Stores outcome `o` for `key` in slot `i` (a new test when `new`).
-    fn put(&mut self, i: usize, key: u64, new: bool, o: Outcome) {
-        let s = &mut self.slots[i];
-        if new {
-            if s.state == EMPTY {
-                self.used += 1;
+        if let Some(n) = self.named.get_mut(&key) {
+            let o = merge(Some(n.outcome));
+            n.outcome = o;
+            match (o.is_failing(), rule, message) {
+                (true, _, Some(m)) => n.message = Some(m),
+                (true, MessageRule::KeepWhenNone, None) => {}
+                _ => n.message = None,
             }
-            self.live += 1;
-            *s = Slot {
-                hash: key,
-                first: self.next,
-                state: code(o),
+            return;
+        }
+        let o = merge(None);
+        if keeps_text(o) {
+            // its earlier attempts, if any, were passed or skipped: only the first
+            // position is left to find (at the fold, or in the table now)
+            let first = match self.log {
+                Some(_) => pos,
+                None => self.table.take(key).map_or(pos, |s| s.first),
             };
-            self.next = self.next.saturating_add(1);
-        } else {
-            s.state = code(o);
+            self.named.insert(
+                key,
+                Named {
+                    id: id.to_string(),
+                    outcome: o,
+                    first,
+                    message: message.filter(|_| o.is_failing()),
+                },
+            );
+            return;
+        }
+        match self.log.as_mut() {
+            Some(log) => log[(key >> 56) as usize].push(Slot {
+                hash: key,
+                first: pos,
+                state: code(o),
+            }),
+            None => self.table.put(key, pos, code(o)),
         }
     }
 
     /// Sets the message of `id` when it is failing and has none yet.
     pub fn set_message(&mut self, id: &str, message: impl FnOnce() -> String) {
-        let key = self.key(id);
-        if !self.outcome(id).is_some_and(Outcome::is_failing) {
-            return;
-        }
-        if let Some(n) = self.named.get_mut(&key) {
-            if n.message.is_none() {
+        if let Some(n) = self.named.get_mut(&self.key(id)) {
+            if n.outcome.is_failing() && n.message.is_none() {
                 let m = message();
                 if !m.is_empty() {
                     n.message = Some(m);
@@ -272,78 +397,78 @@ impl HashedTests {
 
     /// Forgets `id`; returns what was recorded for it.
     pub fn remove(&mut self, id: &str) -> Option<TestResult> {
+        self.to_table();
         let key = self.key(id);
-        let i = self.find(key)?;
-        let outcome = outcome_of(self.slots[i].state)?;
-        self.slots[i].state = REMOVED;
-        self.live -= 1;
-        let message = self.named.remove(&key).and_then(|n| n.message);
+        if let Some(n) = self.named.remove(&key) {
+            return Some(TestResult {
+                id: id.to_string(),
+                outcome: n.outcome,
+                message: n.message,
+            });
+        }
+        let s = self.table.take(key)?;
         Some(TestResult {
             id: id.to_string(),
-            outcome,
-            message: message.filter(|_| outcome.is_failing()),
+            outcome: outcome_of(s.state)?,
+            message: None,
         })
     }
 
     /// Number of tests recorded.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.live
+    pub fn len(&mut self) -> usize {
+        self.to_table();
+        self.table.live + self.named.len()
     }
 
     /// True when no test was recorded.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.live == 0
-    }
-
-    fn live_outcomes(&self) -> impl Iterator<Item = Outcome> + '_ {
-        self.slots.iter().filter_map(|s| outcome_of(s.state))
+    pub fn is_empty(&mut self) -> bool {
+        self.len() == 0
     }
 
     /// True when some recorded test is failing.
     #[must_use]
     pub fn any_failing(&self) -> bool {
-        self.named.keys().any(|&k| {
-            self.find(k)
-                .and_then(|i| outcome_of(self.slots[i].state))
-                .is_some_and(Outcome::is_failing)
-        })
+        self.named.values().any(|n| n.outcome.is_failing())
     }
 
     /// Number of recorded tests with outcome `o`.
-    #[must_use]
-    pub fn count(&self, o: Outcome) -> usize {
-        self.live_outcomes().filter(|&x| x == o).count()
+    pub fn count(&mut self, o: Outcome) -> usize {
+        self.to_table();
+        let c = code(o);
+        self.table.live_slots().filter(|s| s.state == c).count()
+            + self.named.values().filter(|n| n.outcome == o).count()
     }
 
     /// The failing tests with their ids and messages, in first-seen order, and the
     /// counts of all the others.
     #[must_use]
-    pub fn finish(self) -> (Vec<TestResult>, Counts) {
-        let mut failing = Vec::new();
+    pub fn finish(mut self) -> (Vec<TestResult>, Counts) {
         let mut rest = Counts::default();
-        let mut named = self.named;
-        for s in &self.slots {
-            let Some(o) = outcome_of(s.state) else {
-                continue;
-            };
-            match o {
-                Outcome::Failed | Outcome::Errored => {
-                    if let Some(n) = named.remove(&s.hash) {
-                        failing.push((
-                            s.first,
-                            TestResult {
-                                id: n.id,
-                                outcome: o,
-                                message: n.message,
-                            },
-                        ));
-                    }
-                }
-                Outcome::Passed => rest.passed += 1,
-                Outcome::Skipped => rest.skipped += 1,
-                Outcome::FlakyPassed => rest.flaky += 1,
+        let mut add = |state: u8| match outcome_of(state) {
+            Some(Outcome::Passed) => rest.passed += 1,
+            Some(Outcome::Skipped) => rest.skipped += 1,
+            Some(Outcome::FlakyPassed) => rest.flaky += 1,
+            // failing tests are named; a failing unnamed record cannot be
+            Some(Outcome::Failed | Outcome::Errored) => rest.failed += 1,
+            None => {}
+        };
+        match self.log.take() {
+            Some(log) => Self::fold_log(log, &mut self.named, |s| add(s.state)),
+            None => self.table.live_slots().for_each(|s| add(s.state)),
+        }
+        let mut failing = Vec::new();
+        for n in self.named.into_values() {
+            if n.outcome.is_failing() {
+                failing.push((
+                    n.first,
+                    TestResult {
+                        id: n.id,
+                        outcome: n.outcome,
+                        message: n.message,
+                    },
+                ));
+            } else {
+                add(code(n.outcome));
             }
         }
         failing.sort_unstable_by_key(|(first, _)| *first);

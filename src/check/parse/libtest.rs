@@ -336,7 +336,7 @@ impl State<'_> {
             } else if let (true, Some(name)) = (failing, line.strip_prefix("    ")) {
                 // the closing name list: every name here failed
                 let id = self.id(name);
-                if self.c.outcome(&id).map_or(true, |o| !o.is_failing()) {
+                if !self.c.is_failing(&id) {
                     self.record(name, Outcome::Failed);
                 }
             }

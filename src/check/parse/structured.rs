@@ -117,8 +117,8 @@ impl RunBuilder {
     }
 
     /// True when test `id` was recorded.
-    fn has(&self, id: &str) -> bool {
-        match &self.hashed {
+    fn has(&mut self, id: &str) -> bool {
+        match self.hashed.as_mut() {
             Some(h) => h.outcome(id).is_some(),
             None => self.index.find(&self.tests, id).is_some(),
         }

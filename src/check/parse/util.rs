@@ -521,17 +521,29 @@ impl Collector {
 
     /// The outcome currently recorded for `id`.
     #[must_use]
-    pub fn outcome(&self, id: &str) -> Option<Outcome> {
-        if let Some(h) = &self.hashed {
+    pub fn outcome(&mut self, id: &str) -> Option<Outcome> {
+        if let Some(h) = self.hashed.as_mut() {
             return h.outcome(id);
         }
         self.find(id).map(|i| self.tests[i].outcome)
     }
 
+    /// True when test `id` is recorded with a failing outcome (under
+    /// [`Listing::Failing`] answered without looking at the passing tests).
+    #[must_use]
+    pub fn is_failing(&self, id: &str) -> bool {
+        match &self.hashed {
+            Some(h) => h.is_failing(id),
+            None => self
+                .find(id)
+                .is_some_and(|i| self.tests[i].outcome.is_failing()),
+        }
+    }
+
     /// True when no test was recorded.
     #[must_use]
-    pub fn is_empty(&self) -> bool {
-        if let Some(h) = &self.hashed {
+    pub fn is_empty(&mut self) -> bool {
+        if let Some(h) = self.hashed.as_mut() {
             return h.is_empty();
         }
         self.tests.is_empty()
@@ -539,8 +551,8 @@ impl Collector {
 
     /// Number of tests recorded.
     #[must_use]
-    pub fn len(&self) -> usize {
-        if let Some(h) = &self.hashed {
+    pub fn len(&mut self) -> usize {
+        if let Some(h) = self.hashed.as_mut() {
             return h.len();
         }
         self.tests.len()
@@ -557,8 +569,8 @@ impl Collector {
 
     /// Number of recorded tests with the given outcome.
     #[must_use]
-    pub fn count(&self, o: Outcome) -> usize {
-        if let Some(h) = &self.hashed {
+    pub fn count(&mut self, o: Outcome) -> usize {
+        if let Some(h) = self.hashed.as_mut() {
             return h.count(o);
         }
         self.tests.iter().filter(|t| t.outcome == o).count()
