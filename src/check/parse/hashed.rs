@@ -243,7 +243,7 @@ impl HashedTests {
 
     /// A private key for `id`, whose hash a different named id holds.
     fn spill_key(&mut self, id: &str, hash: u64) -> u64 {
-        self.to_table();
+        self.index_all();
         let mut p = hash;
         loop {
             p = p.rotate_left(29) ^ 0x9e37_79b9_7f4a_7c15;
@@ -293,7 +293,7 @@ impl HashedTests {
     }
 
     /// Moves the store from its log to its table (once).
-    fn to_table(&mut self) {
+    fn index_all(&mut self) {
         let Some(log) = self.log.take() else { return };
         let n = log.iter().map(Vec::len).sum();
         let mut table = std::mem::take(&mut self.table);
@@ -310,7 +310,7 @@ impl HashedTests {
         if let Some(n) = self.named.get(&key) {
             return Some(n.outcome);
         }
-        self.to_table();
+        self.index_all();
         self.table
             .find(key)
             .and_then(|i| outcome_of(self.table.slots[i].state))
@@ -397,7 +397,7 @@ impl HashedTests {
 
     /// Forgets `id`; returns what was recorded for it.
     pub fn remove(&mut self, id: &str) -> Option<TestResult> {
-        self.to_table();
+        self.index_all();
         let key = self.key(id);
         if let Some(n) = self.named.remove(&key) {
             return Some(TestResult {
@@ -416,7 +416,7 @@ impl HashedTests {
 
     /// Number of tests recorded.
     pub fn len(&mut self) -> usize {
-        self.to_table();
+        self.index_all();
         self.table.live + self.named.len()
     }
 
@@ -433,7 +433,7 @@ impl HashedTests {
 
     /// Number of recorded tests with outcome `o`.
     pub fn count(&mut self, o: Outcome) -> usize {
-        self.to_table();
+        self.index_all();
         let c = code(o);
         self.table.live_slots().filter(|s| s.state == c).count()
             + self.named.values().filter(|n| n.outcome == o).count()
