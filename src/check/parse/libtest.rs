@@ -95,10 +95,12 @@ fn assertion_text(msg: &str) -> String {
 /// first ` ...` after at least one character, the word what follows (one optional
 /// space skipped). The same split as the pattern `^test (.+?) \.\.\. ?(.*)$`.
 fn split_test_line(line: &str) -> Option<(&str, &str)> {
+    static DOTS: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
     let rest = line.strip_prefix("test ")?;
     let first = rest.chars().next()?;
     let from = first.len_utf8();
-    let at = from + memchr::memmem::find(&rest.as_bytes()[from..], b" ...")?;
+    let dots = DOTS.get_or_init(|| memchr::memmem::Finder::new(b" ..."));
+    let at = from + dots.find(&rest.as_bytes()[from..])?;
     let word = &rest[at + 4..];
     Some((&rest[..at], word.strip_prefix(' ').unwrap_or(word)))
 }

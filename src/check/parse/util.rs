@@ -90,13 +90,35 @@ pub fn normalize_message(msg: &str) -> String {
         if line.trim().is_empty() || line.contains("RUST_BACKTRACE") {
             continue;
         }
-        let l = re(&TID, r"(thread '[^']*') \(\d+\)").replace_all(line, "$1");
-        let l = re(&HEX, r"0x[0-9a-fA-F]{4,}").replace_all(&l, "0x?");
-        let l = re(
-            &DUR,
-            r"\s*\(?\b(in )?\d+(\.\d+)?\s?(ms|s|sec|seconds|µs|us|ns)\b\)?",
-        )
-        .replace_all(&l, "");
+        // each pattern only on a line that holds what it must match (a thread name,
+        // `0x`, a numeric character, a superset of `\d`): the same result without a
+        // regex search per line
+        let l = if line.contains("thread '") {
+            re(&TID, r"(thread '[^']*') \(\d+\)").replace_all(line, "$1")
+        } else {
+            Cow::Borrowed(line)
+        };
+        let l = if l.contains("0x") {
+            Cow::Owned(
+                re(&HEX, r"0x[0-9a-fA-F]{4,}")
+                    .replace_all(&l, "0x?")
+                    .into_owned(),
+            )
+        } else {
+            l
+        };
+        let l = if l.chars().any(char::is_numeric) {
+            Cow::Owned(
+                re(
+                    &DUR,
+                    r"\s*\(?\b(in )?\d+(\.\d+)?\s?(ms|s|sec|seconds|µs|us|ns)\b\)?",
+                )
+                .replace_all(&l, "")
+                .into_owned(),
+            )
+        } else {
+            l
+        };
         if !out.is_empty() {
             out.push('\n');
         }

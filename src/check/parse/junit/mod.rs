@@ -252,11 +252,22 @@ impl JunitParser {
                 }
                 b"testsuites" => Open::Suites,
                 b"testcase" => {
+                    // one pass over the attributes (a case has several)
+                    let [name, classname, file, status] =
+                        attrs(e, [b"name", b"classname", b"file", b"status"]);
+                    let trimmed = |v: Option<String>| {
+                        let v = v.unwrap_or_default();
+                        if v.trim().len() == v.len() {
+                            v
+                        } else {
+                            v.trim().to_string()
+                        }
+                    };
                     self.case = Some(CaseState {
-                        name: attr(e, b"name").trim().to_string(),
-                        classname: attr(e, b"classname").trim().to_string(),
-                        file: attr(e, b"file").trim().to_string(),
-                        status: attr(e, b"status"),
+                        name: trimmed(name),
+                        classname: trimmed(classname),
+                        file: trimmed(file),
+                        status: status.unwrap_or_default(),
                         ..CaseState::default()
                     });
                     Open::Case
@@ -633,6 +644,24 @@ fn attr_opt(e: &BytesStart<'_>, key: &[u8]) -> Option<String> {
         }
     }
     None
+}
+
+/// The decoded values of attributes `keys` (the first of each, as [`attr_opt`]
+/// reads it), in one pass over the element's attributes.
+fn attrs<const N: usize>(e: &BytesStart<'_>, keys: [&[u8]; N]) -> [Option<String>; N] {
+    let mut out: [Option<String>; N] = std::array::from_fn(|_| None);
+    for a in e.attributes().with_checks(false).flatten() {
+        let local = a.key.local_name();
+        if let Some(j) = keys.iter().position(|k| *k == local.as_ref()) {
+            if out[j].is_none() {
+                out[j] = Some(match a.unescape_value() {
+                    Ok(v) => v.into_owned(),
+                    Err(_) => String::from_utf8_lossy(&a.value).into_owned(),
+                });
+            }
+        }
+    }
+    out
 }
 
 fn attr(e: &BytesStart<'_>, key: &[u8]) -> String {
