@@ -351,7 +351,10 @@ mod tests {
             let typed = crate::output::assemble(&Outcome::from_body("ok", 0, &body(&run, summary)));
             assert_eq!(streamed, typed, "summary: {summary}");
             // byte for byte what serde_json prints for the typed envelope
-            assert_eq!(text, format!("{}\n", serde_json::to_string(&typed).unwrap()));
+            assert_eq!(
+                text,
+                format!("{}\n", serde_json::to_string(&typed).unwrap())
+            );
             // field order is part of what scripts see
             let keys = |v: &serde_json::Value| -> Vec<String> {
                 v.as_object().unwrap().keys().cloned().collect()

@@ -80,6 +80,20 @@ impl RunBuilder {
         }
     }
 
+    /// Makes room for `n` more tests, as the report announces them, capped at
+    /// [`util::RESERVE_LIMIT`] (growing the id index holds its old and new table at
+    /// once).
+    pub fn reserve(&mut self, n: usize) {
+        let n = n.min(util::RESERVE_LIMIT);
+        match self.hashed.as_mut() {
+            Some(h) => h.reserve(n),
+            None => {
+                self.tests.reserve(n);
+                self.index.reserve(n);
+            }
+        }
+    }
+
     /// Records the report's own totals (see [`ParsedRun::summary`]).
     pub fn set_summary(&mut self, counts: crate::check::model::Counts) {
         self.summary = Some(counts);

@@ -288,6 +288,10 @@ impl JunitParser {
     fn open_root(&mut self, e: &BytesStart<'_>, suites: bool) {
         self.roots_seen += 1;
         self.root_tally = declared_tally(e);
+        if let Some(t) = self.root_tally {
+            self.builder
+                .reserve(usize::try_from(t.total()).unwrap_or(usize::MAX));
+        }
         let has_counts = attr_opt(e, b"failures").is_some() || attr_opt(e, b"errors").is_some();
         if has_counts || !suites {
             self.root_declares = true;
