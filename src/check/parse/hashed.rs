@@ -190,6 +190,15 @@ impl Table {
     }
 }
 
+/// Bits of a key that pick its bit in `named_bits` (2^20 bits, 128 KiB).
+const NAMED_BITS: u32 = 20;
+
+/// The word and bit of `key` in `named_bits`.
+fn named_bit(key: u64) -> (usize, u64) {
+    let b = (key >> (64 - NAMED_BITS)) as usize;
+    (b / 64, 1 << (b % 64))
+}
+
 /// Number of log vectors (by the top byte of the hash).
 const LOG_PARTS: usize = 256;
 
@@ -210,6 +219,10 @@ pub struct HashedTests {
     announced: usize,
     /// Every test with a failing or flaky outcome, by key.
     named: HashMap<u64, Named, IdHasher>,
+    /// One bit per [`NAMED_BITS`]-bit key prefix, set for every key in `named`: most
+    /// attempts (of tests never named) are told apart here, in cache, without a map
+    /// lookup.
+    named_bits: Vec<u64>,
     /// Ids whose hash a different named id holds, with their private keys.
     spill: HashMap<String, u64, IdHasher>,
 }
@@ -231,6 +244,7 @@ impl HashedTests {
             next: 0,
             announced: 0,
             named: HashMap::default(),
+            named_bits: Vec::new(),
             spill: HashMap::default(),
         }
     }
@@ -243,6 +257,24 @@ impl HashedTests {
             }
         }
         (self.hash)(id)
+    }
+
+    /// Notes that `key` is in `named`.
+    fn mark_named(&mut self, key: u64) {
+        if self.named_bits.is_empty() {
+            self.named_bits = vec![0; (1 << NAMED_BITS) / 64];
+        }
+        let (w, bit) = named_bit(key);
+        self.named_bits[w] |= bit;
+    }
+
+    /// False when `key` is surely not in `named`.
+    fn maybe_named(&self, key: u64) -> bool {
+        if self.named_bits.is_empty() {
+            return false;
+        }
+        let (w, bit) = named_bit(key);
+        self.named_bits[w] & bit != 0
     }
 
     /// A private key for `id`, whose hash a different named id holds.
@@ -345,11 +377,19 @@ impl HashedTests {
         let mut key = self.key(id);
         let pos = self.next;
         self.next = self.next.saturating_add(1);
-        let clash = self.named.get(&key).map(|n| n.id != id);
+        let clash = if self.maybe_named(key) {
+            self.named.get(&key).map(|n| n.id != id)
+        } else {
+            None
+        };
         if clash == Some(true) {
             key = self.spill_key(id, key);
         }
-        if let Some(n) = self.named.get_mut(&key) {
+        if let Some(n) = self
+            .maybe_named(key)
+            .then(|| self.named.get_mut(&key))
+            .flatten()
+        {
             let o = merge(Some(n.outcome));
             n.outcome = o;
             match (o.is_failing(), rule, message) {
@@ -367,6 +407,7 @@ impl HashedTests {
                 Some(_) => pos,
                 None => self.table.take(key).map_or(pos, |s| s.first),
             };
+            self.mark_named(key);
             self.named.insert(
                 key,
                 Named {

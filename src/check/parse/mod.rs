@@ -268,8 +268,12 @@ pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
 /// How many sources (reports, structured streams, the text parse) [`parse`] would
 /// read for `input`; only a single source can be read without every test's id (the
 /// merge of several matches tests by id).
-fn source_count(input: &CheckInput, choice: FormatChoice) -> usize {
-    let streams = [input.stdout, input.stderr];
+/// `detected` is what detection found in stdout and stderr.
+fn source_count(
+    input: &CheckInput,
+    choice: FormatChoice,
+    detected: &[Option<detect::Detected>],
+) -> usize {
     let stream_sources = match choice {
         FormatChoice::Fixed(f) => match detect::Kind::from_format(f) {
             Some(k) if k.is_structured() => usize::from(input.stdout.or(input.stderr).is_some()),
@@ -277,11 +281,7 @@ fn source_count(input: &CheckInput, choice: FormatChoice) -> usize {
             None => 0,
         },
         FormatChoice::Auto => {
-            let kinds: Vec<Kind> = streams
-                .iter()
-                .filter_map(|s| s.and_then(detect::detect_stream))
-                .map(|d| d.kind)
-                .collect();
+            let kinds: Vec<Kind> = detected.iter().flatten().map(|d| d.kind).collect();
             let structured = kinds.iter().filter(|k| k.is_structured()).count();
             structured + usize::from(kinds.iter().any(|k| !k.is_structured()))
         }
@@ -295,7 +295,13 @@ fn source_count(input: &CheckInput, choice: FormatChoice) -> usize {
 /// failing set, completeness and diagnostics are those [`parse`] gives.
 #[must_use]
 pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) -> ParsedRun {
-    let listing = if listing == Listing::Failing && source_count(input, choice) == 1 {
+    // What stdout and stderr hold (each scanned once, here).
+    let streams = [input.stdout, input.stderr];
+    let detected: Vec<Option<detect::Detected>> = streams
+        .iter()
+        .map(|s| s.and_then(detect::detect_stream))
+        .collect();
+    let listing = if listing == Listing::Failing && source_count(input, choice, &detected) == 1 {
         Listing::Failing
     } else {
         Listing::Full
@@ -337,11 +343,6 @@ pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) ->
     // Which stream holds what.
     let mut text_kind: Option<Kind> = None;
     let mut swap = false;
-    let streams = [input.stdout, input.stderr];
-    let detected: Vec<Option<detect::Detected>> = streams
-        .iter()
-        .map(|s| s.and_then(detect::detect_stream))
-        .collect();
     let fixed = match choice {
         FormatChoice::Fixed(f) => Some(detect::Kind::from_format(f)),
         FormatChoice::Auto => None,

@@ -91,8 +91,8 @@ pub fn normalize_message(msg: &str) -> String {
             continue;
         }
         // each pattern only on a line that holds what it must match (a thread name,
-        // `0x`, a numeric character, a superset of `\d`): the same result without a
-        // regex search per line
+        // `0x`, a numeric character — a superset of `\d` — with an `s` after it): the
+        // same result without a regex search per line
         let l = if line.contains("thread '") {
             re(&TID, r"(thread '[^']*') \(\d+\)").replace_all(line, "$1")
         } else {
@@ -107,7 +107,13 @@ pub fn normalize_message(msg: &str) -> String {
         } else {
             l
         };
-        let l = if l.chars().any(char::is_numeric) {
+        // every unit the duration pattern knows holds an `s`
+        let duration_like = |l: &str| {
+            l.char_indices()
+                .find(|(_, c)| c.is_numeric())
+                .is_some_and(|(i, _)| l[i..].contains('s'))
+        };
+        let l = if duration_like(&l) {
             Cow::Owned(
                 re(
                     &DUR,
@@ -817,6 +823,25 @@ mod tests {
             m,
             "thread 'a::b' panicked at src/lib.rs:2:3:\nptr 0x?\ntook"
         );
+    }
+
+    /// Lines the guards let through to a pattern, and lines they skip, read as the
+    /// patterns alone would read them.
+    #[test]
+    fn normalize_guards_keep_the_patterns_results() {
+        for (input, want) in [
+            ("done in 12 ms", "done"),
+            ("took 5µs here", "took here"),
+            ("wait 3 seconds", "wait"),
+            ("\u{661}\u{662}ms elapsed", " elapsed"),
+            ("  left: 7", "  left: 7"),
+            ("value 10 is not 11", "value 10 is not 11"),
+            ("7 items, 2 skipped", "7 items, 2 skipped"),
+            ("at 0x7ffd1234 and 0x12", "at 0x? and 0x12"),
+            ("thread 'main' (77) panicked", "thread 'main' panicked"),
+        ] {
+            assert_eq!(normalize_message(input), want, "{input:?}");
+        }
     }
 
     #[test]
