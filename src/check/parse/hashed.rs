@@ -190,6 +190,55 @@ impl Table {
     }
 }
 
+/// Positions by 64-bit hash in one open-addressed table (at most 7/8 full): the index
+/// of the full store ([`super::util::IdIndex`]). A lookup reads one slot run, a cache
+/// line or two, where a general hash map reads a control byte and then a bucket.
+#[derive(Debug, Default)]
+pub struct PositionTable(Table);
+
+impl PositionTable {
+    /// The position held for `hash`.
+    #[must_use]
+    pub fn get(&self, hash: u64) -> Option<usize> {
+        self.0.find(hash).map(|i| self.0.slots[i].first as usize)
+    }
+
+    /// The position held for `hash`; when there is none, `pos` is stored for it (one
+    /// probe) and `None` returned.
+    pub fn get_or_insert(&mut self, hash: u64, pos: usize) -> Option<usize> {
+        let t = &mut self.0;
+        if (t.used + 1) * 8 > t.slots.len() * 7 {
+            t.grow(t.slots.len() * 2);
+        }
+        let i = t.probe(hash);
+        let s = &mut t.slots[i];
+        if s.state > REMOVED {
+            return Some(s.first as usize);
+        }
+        if s.state == EMPTY {
+            t.used += 1;
+        }
+        t.live += 1;
+        // a run never holds 2^32 tests (each is a string and a record)
+        *s = Slot {
+            hash,
+            first: u32::try_from(pos).unwrap_or(u32::MAX),
+            state: code(Outcome::Passed),
+        };
+        None
+    }
+
+    /// Makes room for `n` more positions.
+    pub fn reserve(&mut self, n: usize) {
+        self.0.reserve(n);
+    }
+
+    /// Forgets every position, keeping the memory.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
 /// Bits of a key that pick its bit in `named_bits` (2^20 bits, 128 KiB).
 const NAMED_BITS: u32 = 20;
 
@@ -760,6 +809,38 @@ mod tests {
         assert_eq!(failing.len(), 715);
         assert_eq!(failing[1].id, "t7");
         assert_eq!(rest, counts(4285, 0, 0, 0));
+    }
+
+    /// The full store's index: first position wins, growth keeps every entry, a
+    /// cleared table is empty.
+    #[test]
+    fn position_table_keeps_the_first_position() {
+        let mut t = PositionTable::default();
+        for (hash, pos, held) in [
+            (7u64, 0usize, None),
+            (7, 5, Some(0)),
+            (8, 1, None),
+            (7 + 16, 2, None),
+        ] {
+            assert_eq!(t.get_or_insert(hash, pos), held, "{hash}");
+        }
+        assert_eq!(
+            (t.get(7), t.get(8), t.get(23), t.get(9)),
+            (Some(0), Some(1), Some(2), None)
+        );
+        for h in 100..10_100u64 {
+            assert_eq!(
+                t.get_or_insert(h.wrapping_mul(0x9e37_79b9_7f4a_7c15), h as usize),
+                None
+            );
+        }
+        assert_eq!(t.get(7), Some(0));
+        assert_eq!(
+            t.get(5000u64.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            Some(5000)
+        );
+        t.clear();
+        assert_eq!(t.get(7), None);
     }
 
     /// With every id hashing alike, failing ids are still told apart (the clash is

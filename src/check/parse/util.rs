@@ -304,7 +304,7 @@ fn merge_attempt(prev: Option<Outcome>, outcome: Outcome) -> Outcome {
 /// by the id itself, so lookups are exact.
 #[derive(Debug, Default)]
 pub struct IdIndex {
-    by_hash: HashMap<u64, usize, IdHasher>,
+    by_hash: super::hashed::PositionTable,
     spill: HashMap<String, usize, IdHasher>,
 }
 
@@ -312,7 +312,7 @@ impl IdIndex {
     /// The position of `id` in `tests` (the vector this index was built over).
     #[must_use]
     pub fn find(&self, tests: &[TestResult], id: &str) -> Option<usize> {
-        let i = *self.by_hash.get(&id_hash(id))?;
+        let i = self.by_hash.get(id_hash(id))?;
         if tests.get(i).is_some_and(|t| t.id == id) {
             Some(i)
         } else {
@@ -322,36 +322,23 @@ impl IdIndex {
 
     /// Records that `id` (not yet indexed) is at position `i`.
     pub fn insert(&mut self, id: &str, i: usize) {
-        match self.by_hash.entry(id_hash(id)) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(i);
-            }
-            std::collections::hash_map::Entry::Occupied(_) => {
-                self.spill.insert(id.to_string(), i);
-            }
+        if self.by_hash.get_or_insert(id_hash(id), i).is_some() {
+            self.spill.insert(id.to_string(), i);
         }
     }
 
     /// The position of `id` when indexed; otherwise indexes it at `new` (one hash,
     /// one probe) and returns `None`.
     pub fn find_or_insert(&mut self, tests: &[TestResult], id: &str, new: usize) -> Option<usize> {
-        match self.by_hash.entry(id_hash(id)) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(new);
-                None
-            }
-            std::collections::hash_map::Entry::Occupied(o) => {
-                let i = *o.get();
-                if tests.get(i).is_some_and(|t| t.id == id) {
-                    return Some(i);
-                }
-                if let Some(&j) = self.spill.get(id) {
-                    return Some(j);
-                }
-                self.spill.insert(id.to_string(), new);
-                None
-            }
+        let i = self.by_hash.get_or_insert(id_hash(id), new)?;
+        if tests.get(i).is_some_and(|t| t.id == id) {
+            return Some(i);
         }
+        if let Some(&j) = self.spill.get(id) {
+            return Some(j);
+        }
+        self.spill.insert(id.to_string(), new);
+        None
     }
 
     /// Makes room for `n` more ids (no rehash while they are added).
