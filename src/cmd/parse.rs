@@ -286,7 +286,11 @@ fn ser<W: std::io::Write + ?Sized, T: Serialize + ?Sized>(w: &mut W, v: &T) -> s
 /// Writes `s` as a JSON string, byte for byte as serde_json does: copied as it is
 /// when it holds no quote, backslash or control character, else through serde_json.
 fn json_str(w: &mut (impl std::io::Write + ?Sized), s: &str) -> std::io::Result<()> {
-    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+    // no early exit: the whole id is tested in one vectorized pass
+    let escape = s.bytes().fold(false, |acc, b| {
+        acc | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if escape {
         return ser(w, s);
     }
     w.write_all(b"\"")?;
