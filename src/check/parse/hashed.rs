@@ -8,7 +8,7 @@
 //!
 //! Two ways to hold those records:
 //! * **log** (the start): each attempt is appended to one of 256 vectors chosen by the
-//!   top byte of its hash. Appending touches only the vectors' ends, so a million
+//!   low byte of its hash. Appending touches only the vectors' ends, so a million
 //!   tests cost no cache miss each; at [`HashedTests::finish`] every vector is folded
 //!   on its own in a small table that stays in cache (later attempt decides, first
 //!   attempt gives the position).
@@ -126,8 +126,10 @@ impl Table {
     /// The slot holding `hash` (live or removed), else the empty slot where it goes.
     fn probe(&self, hash: u64) -> usize {
         let mask = self.slots.len() - 1;
+        // the top bits pick the slot, so keys taken in the order of their top bits
+        // walk the table from start to end (see `PositionTable::insertion_order`);
         // the table is never full: an empty slot ends every probe
-        let mut i = (hash as usize) & mask;
+        let mut i = (hash >> (64 - self.slots.len().trailing_zeros())) as usize;
         loop {
             let s = &self.slots[i];
             if s.state == EMPTY || s.hash == hash {
@@ -231,6 +233,28 @@ impl PositionTable {
     /// Makes room for `n` more positions.
     pub fn reserve(&mut self, n: usize) {
         self.0.reserve(n);
+    }
+
+    /// The order in which to insert `hashes` so that the table is walked region by
+    /// region: by their top byte, equal top bytes keeping their order; indices into
+    /// `hashes`. Inserting a large batch in this order touches each part of the table
+    /// while it is in cache.
+    #[must_use]
+    pub fn insertion_order(hashes: &[u64]) -> Vec<u32> {
+        let mut start = [0usize; 257];
+        for h in hashes {
+            start[(h >> 56) as usize + 1] += 1;
+        }
+        for i in 1..257 {
+            start[i] += start[i - 1];
+        }
+        let mut out = vec![0u32; hashes.len()];
+        for (r, h) in hashes.iter().enumerate() {
+            let b = (h >> 56) as usize;
+            out[start[b]] = u32::try_from(r).unwrap_or(u32::MAX);
+            start[b] += 1;
+        }
+        out
     }
 
     /// Forgets every position, keeping the memory.
@@ -469,7 +493,8 @@ impl HashedTests {
             return;
         }
         match self.log.as_mut() {
-            Some(log) => log[(key >> 56) as usize].push(Slot {
+            // by the low byte: the fold's tables pick slots by the top bits
+            Some(log) => log[(key & 0xff) as usize].push(Slot {
                 hash: key,
                 first: pos,
                 state: code(o),

@@ -251,6 +251,9 @@ pub fn feed_lines(path: Option<&Path>, diagnostics: &mut Vec<String>, mut f: imp
     }
 }
 
+/// Attempts [`Collector::settle`] hashes and orders at a time (1 MiB of scratch).
+const SETTLE_CHUNK: usize = 1 << 16;
+
 /// Most tests [`Collector::reserve`] makes room for at once (an announced count is the
 /// runner's word, not a promise).
 pub const RESERVE_LIMIT: usize = 1 << 21;
@@ -270,6 +273,10 @@ pub struct Collector {
     summary: Option<crate::check::model::Counts>,
     index: IdIndex,
     seen: HashMap<String, usize, IdHasher>,
+    /// `tests[..indexed]` are in `index`, one entry per id; the attempts after them
+    /// were appended by [`Collector::record_owned`] and are merged and indexed in one
+    /// batch ([`Collector::settle`]) before anything reads the tests.
+    indexed: usize,
     /// The store under [`Listing::Failing`] (then `tests` and `index` stay empty).
     hashed: Option<HashedTests>,
     /// `seen` under [`Listing::Failing`], by id hash.
@@ -330,7 +337,18 @@ impl IdIndex {
     /// The position of `id` when indexed; otherwise indexes it at `new` (one hash,
     /// one probe) and returns `None`.
     pub fn find_or_insert(&mut self, tests: &[TestResult], id: &str, new: usize) -> Option<usize> {
-        let i = self.by_hash.get_or_insert(id_hash(id), new)?;
+        self.find_or_insert_hashed(tests, id_hash(id), id, new)
+    }
+
+    /// [`IdIndex::find_or_insert`] for an id whose [`id_hash`] is `hash`.
+    pub fn find_or_insert_hashed(
+        &mut self,
+        tests: &[TestResult],
+        hash: u64,
+        id: &str,
+        new: usize,
+    ) -> Option<usize> {
+        let i = self.by_hash.get_or_insert(hash, new)?;
         if tests.get(i).is_some_and(|t| t.id == id) {
             return Some(i);
         }
@@ -397,22 +415,80 @@ impl Collector {
         self.index.reserve(n);
     }
 
-    /// The position of `id` in `tests`.
+    /// The position of `id` in `tests` (after [`Collector::settle`]).
     fn find(&self, id: &str) -> Option<usize> {
         self.index.find(&self.tests, id)
     }
 
-    /// [`Collector::record`] for an owned id: a new test keeps `id` itself (no copy).
-    pub fn record_owned(&mut self, id: String, outcome: Outcome, message: Option<String>) {
-        if self.hashed.is_some() {
-            self.record(&id, outcome, message);
+    /// Merges and indexes the attempts [`Collector::record_owned`] appended, in one
+    /// batch: ids hashed in order, inserted into the index region by region (see
+    /// [`super::hashed::PositionTable::insertion_order`]); a later attempt of an id
+    /// is merged into its first entry by [`Collector::record`]'s rule and dropped.
+    fn settle(&mut self) {
+        let start = self.indexed;
+        if start == self.tests.len() {
             return;
         }
-        if self
-            .index
-            .find_or_insert(&self.tests, &id, self.tests.len())
-            .is_some()
-        {
+        self.index.reserve(self.tests.len() - start);
+        let mut dropped = Vec::new();
+        // in chunks (bounded scratch memory): ids hashed front to back, then inserted
+        // in the table's order
+        let mut from = start;
+        while from < self.tests.len() {
+            let to = self.tests.len().min(from + SETTLE_CHUNK);
+            let hashes: Vec<u64> = self.tests[from..to]
+                .iter()
+                .map(|t| id_hash(&t.id))
+                .collect();
+            for r in super::hashed::PositionTable::insertion_order(&hashes) {
+                let k = from + r as usize;
+                let hash = hashes[r as usize];
+                let Some(j) =
+                    self.index
+                        .find_or_insert_hashed(&self.tests, hash, &self.tests[k].id, k)
+                else {
+                    continue;
+                };
+                // `j < k`: the first entry of an id is inserted before its later ones
+                let (outcome, message) = (self.tests[k].outcome, self.tests[k].message.take());
+                let t = &mut self.tests[j];
+                let new = merge_attempt(Some(t.outcome), outcome);
+                t.outcome = new;
+                if new.is_failing() {
+                    if message.is_some() {
+                        t.message = message;
+                    }
+                } else {
+                    t.message = None;
+                }
+                dropped.push(k);
+            }
+            from = to;
+        }
+        self.indexed = self.tests.len();
+        if !dropped.is_empty() {
+            dropped.sort_unstable();
+            let mut next = dropped.iter().copied().peekable();
+            let mut k = 0;
+            self.tests.retain(|_| {
+                let keep = next.peek() != Some(&k);
+                if !keep {
+                    next.next();
+                }
+                k += 1;
+                keep
+            });
+            // positions moved: index everything again (no repeats are left)
+            self.index.rebuild(&[]);
+            self.indexed = 0;
+            self.settle();
+        }
+    }
+
+    /// [`Collector::record`] for an owned id: a new test keeps `id` itself (no copy).
+    /// The attempt is appended and merged later, in a batch ([`Collector::settle`]).
+    pub fn record_owned(&mut self, id: String, outcome: Outcome, message: Option<String>) {
+        if self.hashed.is_some() {
             self.record(&id, outcome, message);
             return;
         }
@@ -442,6 +518,7 @@ impl Collector {
             );
             return;
         }
+        self.settle();
         let message = message
             .map(|m| normalize_message(&m))
             .filter(|m| !m.is_empty());
@@ -464,6 +541,7 @@ impl Collector {
             outcome,
             message: if outcome.is_failing() { message } else { None },
         });
+        self.indexed = self.tests.len();
     }
 
     /// Records a test whose name may repeat for distinct tests; returns the id used.
@@ -494,10 +572,12 @@ impl Collector {
             h.remove(id);
             return;
         }
+        self.settle();
         let Some(i) = self.find(id) else { return };
         self.tests.remove(i);
         // positions after `i` moved, and a spilled id may now own its hash
         self.index.rebuild(&self.tests);
+        self.indexed = self.tests.len();
     }
 
     /// Removes test `id` and returns what was recorded for it.
@@ -505,6 +585,7 @@ impl Collector {
         if let Some(h) = self.hashed.as_mut() {
             return h.remove(id);
         }
+        self.settle();
         let i = self.find(id)?;
         let t = self.tests[i].clone();
         self.remove(id);
@@ -517,6 +598,7 @@ impl Collector {
             h.set_message(id, || normalize_message(message));
             return;
         }
+        self.settle();
         if let Some(i) = self.find(id) {
             let t = &mut self.tests[i];
             if t.outcome.is_failing() && t.message.is_none() {
@@ -540,19 +622,20 @@ impl Collector {
         if let Some(h) = self.hashed.as_mut() {
             return h.outcome(id);
         }
+        self.settle();
         self.find(id).map(|i| self.tests[i].outcome)
     }
 
     /// True when test `id` is recorded with a failing outcome (under
     /// [`Listing::Failing`] answered without looking at the passing tests).
     #[must_use]
-    pub fn is_failing(&self, id: &str) -> bool {
-        match &self.hashed {
-            Some(h) => h.is_failing(id),
-            None => self
-                .find(id)
-                .is_some_and(|i| self.tests[i].outcome.is_failing()),
+    pub fn is_failing(&mut self, id: &str) -> bool {
+        if let Some(h) = &self.hashed {
+            return h.is_failing(id);
         }
+        self.settle();
+        self.find(id)
+            .is_some_and(|i| self.tests[i].outcome.is_failing())
     }
 
     /// True when no test was recorded.
@@ -561,6 +644,7 @@ impl Collector {
         if let Some(h) = self.hashed.as_mut() {
             return h.is_empty();
         }
+        self.settle();
         self.tests.is_empty()
     }
 
@@ -570,15 +654,17 @@ impl Collector {
         if let Some(h) = self.hashed.as_mut() {
             return h.len();
         }
+        self.settle();
         self.tests.len()
     }
 
     /// True when some recorded test is failing.
     #[must_use]
-    pub fn any_failing(&self) -> bool {
+    pub fn any_failing(&mut self) -> bool {
         if let Some(h) = &self.hashed {
             return h.any_failing();
         }
+        self.settle();
         self.tests.iter().any(|t| t.outcome.is_failing())
     }
 
@@ -588,6 +674,7 @@ impl Collector {
         if let Some(h) = self.hashed.as_mut() {
             return h.count(o);
         }
+        self.settle();
         self.tests.iter().filter(|t| t.outcome == o).count()
     }
 
@@ -619,7 +706,8 @@ impl Collector {
     /// test fails, the synthetic member `<runner>::<unattributed>` is appended with
     /// `message` and `unattributed_failure` is set.
     #[must_use]
-    pub fn finish(self, end: RunEnd<'_>) -> ParsedRun {
+    pub fn finish(mut self, end: RunEnd<'_>) -> ParsedRun {
+        self.settle();
         let summary = self.summary;
         let (mut tests, unlisted) = match self.hashed {
             Some(h) => h.finish(),
@@ -851,6 +939,104 @@ mod tests {
         let id = c.record_distinct("p", Outcome::Passed, None);
         let id2 = c.record_distinct("p", Outcome::Failed, None);
         assert_eq!((id.as_str(), id2.as_str()), ("p", "p #2"));
+    }
+
+    /// One step of a collector script: an owned attempt, a borrowed attempt, or a
+    /// question asked between them.
+    #[derive(Clone, Copy)]
+    enum Step {
+        Owned(&'static str, Outcome, Option<&'static str>),
+        Borrowed(&'static str, Outcome, Option<&'static str>),
+        Message(&'static str, &'static str),
+        Remove(&'static str),
+        Ask(&'static str),
+    }
+
+    /// Attempts appended by `record_owned` and merged in a batch end as eager
+    /// `record` calls end: duplicates counted once, a pass after a failure flaky, the
+    /// later attempt deciding, messages kept by the same rule, first-seen order.
+    #[test]
+    fn batched_owned_attempts_merge_as_eager_ones() {
+        use Outcome::{Errored as E, Failed as F, Passed as P, Skipped as S};
+        use Step::{Ask, Borrowed, Message, Owned, Remove};
+        let scripts: &[&[Step]] = &[
+            &[
+                Owned("a", P, None),
+                Owned("b", S, None),
+                Owned("a", P, None),
+            ],
+            &[
+                Owned("a", F, Some("boom")),
+                Owned("b", P, None),
+                Owned("a", P, None),
+            ],
+            &[
+                Owned("a", P, None),
+                Owned("a", E, Some("teardown")),
+                Owned("a", F, None),
+            ],
+            &[
+                Owned("a", F, Some("x")),
+                Ask("a"),
+                Owned("a", F, None),
+                Message("a", "late"),
+            ],
+            &[
+                Owned("a", F, None),
+                Message("a", "from section"),
+                Owned("b", P, None),
+                Owned("a", P, None),
+            ],
+            &[
+                Owned("a", P, None),
+                Borrowed("c", F, Some("c")),
+                Owned("c", P, None),
+                Owned("a", S, None),
+            ],
+            &[
+                Owned("g", P, None),
+                Owned("t", F, None),
+                Remove("g"),
+                Owned("t", P, None),
+                Owned("g", S, None),
+            ],
+            &[
+                Owned("x", P, None),
+                Owned("y", P, None),
+                Owned("x", F, Some("m")),
+                Owned("y", P, None),
+                Owned("x", P, None),
+            ],
+        ];
+        for (n, script) in scripts.iter().enumerate() {
+            let mut batched = Collector::new();
+            let mut eager = Collector::new();
+            for step in *script {
+                match *step {
+                    Owned(id, o, m) => {
+                        batched.record_owned(id.to_string(), o, m.map(str::to_string));
+                        eager.record(id, o, m.map(str::to_string));
+                    }
+                    Borrowed(id, o, m) => {
+                        batched.record(id, o, m.map(str::to_string));
+                        eager.record(id, o, m.map(str::to_string));
+                    }
+                    Message(id, m) => {
+                        batched.set_message(id, m);
+                        eager.set_message(id, m);
+                    }
+                    Remove(id) => {
+                        batched.remove(id);
+                        eager.remove(id);
+                    }
+                    Ask(id) => assert_eq!(batched.outcome(id), eager.outcome(id), "script {n}"),
+                }
+            }
+            assert_eq!(batched.len(), eager.len(), "script {n}");
+            let end =
+                |c: Collector| c.finish_text(Format::Lines, "lines", true, None, Some(0), vec![]);
+            assert_eq!(end(batched).tests, end(eager).tests, "script {n}");
+        }
     }
 
     #[test]
