@@ -28,7 +28,9 @@ pub fn render_summary(s: &TrajectorySummary) -> String {
         s.sparkline, s.failing_counts
     );
     if let (Some(b), Some(i)) = (s.best_failing_count, s.best_iteration) {
-        let trend = if s.improving_at_end {
+        let trend = if s.iterations.last().is_some_and(|d| d.green) {
+            "green at the end"
+        } else if s.improving_at_end {
             "still improving at the end"
         } else {
             "not improving at the end"

@@ -139,6 +139,7 @@ pub fn run_check(
         grace: Duration::from_secs(2),
         limits: proc::CaptureLimits::default(),
         capture_prefix: caps.path().join("check"),
+        spool_prefix: None,
         workdir: caps.path(),
         stdout_sink: None,
     };

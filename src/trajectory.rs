@@ -65,6 +65,30 @@ pub struct Trajectory {
 }
 
 impl Trajectory {
+    /// [`Self::apply`] for an event the caller no longer needs: the large ones (a
+    /// run's start, an exec's and a check's record) are moved in, not copied (the
+    /// recorder folds every line it writes).
+    pub fn apply_owned(&mut self, event: Event, ts: &str) {
+        match event {
+            Event::RunStarted(s) => {
+                self.started = Some(*s);
+                self.started_ts = Some(ts.to_string());
+            }
+            Event::ExecFinished(e) => {
+                if let Some(it) = self.iteration_mut(e.iteration) {
+                    it.exec = Some(*e);
+                    it.exec_ts = Some(ts.to_string());
+                }
+            }
+            Event::CheckFinished(c) => {
+                if let Some(it) = self.iteration_mut(c.iteration) {
+                    it.checks.push(*c);
+                }
+            }
+            other => self.apply(&other, ts),
+        }
+    }
+
     /// Folds one receipt event in. `ts` is the event's receipt timestamp.
     pub fn apply(&mut self, event: &Event, ts: &str) {
         match event {
@@ -272,4 +296,32 @@ pub fn failing_messages(p: &ParsedRun) -> BTreeMap<String, String> {
 #[must_use]
 pub fn is_green(c: &CheckFinished, success_exit_code: i32) -> bool {
     c.step.exited_with(success_exit_code) && c.parsed.failing().is_empty()
+}
+
+#[cfg(test)]
+mod apply_tests {
+    use super::Trajectory;
+    use crate::check::model::Outcome;
+    use crate::detect::testkit::{check, exec, start, traj};
+
+    #[test]
+    fn folding_an_owned_event_is_folding_a_borrowed_one() {
+        let events = [
+            start(1),
+            exec(1),
+            check(1, 0, Some("t1"), &[("a", Outcome::Failed)]),
+            start(2),
+            exec(2),
+            check(2, 0, Some("t2"), &[("a", Outcome::Passed)]),
+            check(2, 1, Some("t2"), &[("a", Outcome::Passed)]),
+        ];
+        let borrowed = traj(&events);
+        let mut owned = Trajectory::default();
+        for e in events {
+            owned.apply_owned(e, "2026-01-01T00:00:00.000Z");
+        }
+        assert_eq!(format!("{owned:?}"), format!("{borrowed:?}"));
+        assert_eq!(owned.iterations.len(), 2);
+        assert_eq!(owned.iterations[1].checks.len(), 2);
+    }
 }

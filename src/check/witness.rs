@@ -31,25 +31,56 @@ pub struct PytestWitness {
     pub tampered: Vec<String>,
 }
 
-/// A witness set up for one check run.
+/// A witness set up for one check run: the plugin's directory (shared by every check,
+/// see [`Witness::prepare`]) and the path this run's witness file goes to (removed
+/// when the `Witness` is dropped).
 pub struct Witness {
-    dir: tempfile::TempDir,
+    dir: PathBuf,
     out: PathBuf,
 }
 
+impl Drop for Witness {
+    fn drop(&mut self) {
+        // the file exists only when pytest ran; a leftover costs disk, never a verdict
+        // (every check reads its own freshly named file)
+        let _ = std::fs::remove_file(&self.out);
+    }
+}
+
 impl Witness {
-    /// Writes the plugin into a fresh directory.
+    /// Sets up the witness for one check: the plugin lives in
+    /// `<state>/witness/<blake3(plugin)[..16]>/loopexec_witness.py`, written once and
+    /// compared byte for byte before every check (rewritten when it differs, so a copy
+    /// changed between checks is never loaded); the witness file is a fresh name in
+    /// the temp directory, which pytest creates only when it runs. Nothing is created
+    /// per check: a loop of many short checks pays no file creation for the witness.
     ///
     /// # Errors
-    /// The directory or file cannot be written.
+    /// The plugin's directory or file cannot be written.
     pub fn prepare() -> std::io::Result<Witness> {
-        let dir = tempfile::Builder::new()
-            .prefix("loopexec-witness")
-            .tempdir()?;
-        std::fs::write(dir.path().join("loopexec_witness.py"), PYTEST_PLUGIN)?;
-        let out = dir
-            .path()
-            .join(format!("w-{}.json", crate::proc::escape::new_token()));
+        let digest = blake3::hash(PYTEST_PLUGIN.as_bytes()).to_hex();
+        let dir = crate::engine::cleanroom::state_dir()
+            .join("witness")
+            .join(&digest.as_str()[..16]);
+        Self::prepare_in(dir)
+    }
+
+    /// [`Witness::prepare`] with the plugin in `dir` (tests).
+    ///
+    /// # Errors
+    /// `dir` or the plugin file cannot be written.
+    pub fn prepare_in(dir: PathBuf) -> std::io::Result<Witness> {
+        let plugin = dir.join("loopexec_witness.py");
+        if std::fs::read(&plugin).ok().as_deref() != Some(PYTEST_PLUGIN.as_bytes()) {
+            std::fs::create_dir_all(&dir)?;
+            let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
+            std::io::Write::write_all(&mut tmp, PYTEST_PLUGIN.as_bytes())?;
+            tmp.persist(&plugin).map_err(|e| e.error)?;
+        }
+        let out = std::env::temp_dir().join(format!(
+            "loopexec-witness-{}.json",
+            crate::proc::escape::new_token()
+        ));
         Ok(Witness { dir, out })
     }
 
@@ -58,8 +89,8 @@ impl Witness {
     #[must_use]
     pub fn env(&self, base_pythonpath: Option<&str>) -> Vec<(String, String)> {
         let pp = match base_pythonpath.filter(|p| !p.is_empty()) {
-            Some(p) => format!("{}:{p}", self.dir.path().display()),
-            None => self.dir.path().display().to_string(),
+            Some(p) => format!("{}:{p}", self.dir.display()),
+            None => self.dir.display().to_string(),
         };
         vec![
             ("PYTHONPATH".into(), pp),
@@ -356,7 +387,8 @@ mod tests {
             "import os\ndef test_a():\n    assert 'LOOPEXEC_WITNESS_FILE' not in os.environ\ndef test_b():\n    assert 1 == 2\n",
         )
         .unwrap();
-        let wit = Witness::prepare().unwrap();
+        let plugins = tempfile::tempdir().unwrap();
+        let wit = Witness::prepare_in(plugins.path().join("w")).unwrap();
         let st = std::process::Command::new("python3")
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
             .current_dir(tmp.path())
@@ -367,5 +399,24 @@ mod tests {
         assert_eq!(st.code(), Some(1));
         let got = read(wit.path()).expect("witness written");
         assert_eq!((got.passed, got.failed, got.collected), (1, 1, 2));
+        let out = wit.path().to_path_buf();
+        drop(wit);
+        assert!(!out.exists(), "the witness file outlives its check");
+    }
+
+    #[test]
+    fn a_plugin_changed_between_checks_is_rewritten_before_the_next() {
+        let plugins = tempfile::tempdir().unwrap();
+        let dir = plugins.path().join("w");
+        let first = Witness::prepare_in(dir.clone()).unwrap();
+        let plugin = dir.join("loopexec_witness.py");
+        std::fs::write(&plugin, "def pytest_sessionfinish(): pass\n").unwrap();
+        let second = Witness::prepare_in(dir.clone()).unwrap();
+        assert_eq!(std::fs::read_to_string(&plugin).unwrap(), PYTEST_PLUGIN);
+        assert_ne!(
+            first.path(),
+            second.path(),
+            "each check has its own witness file"
+        );
     }
 }

@@ -112,18 +112,13 @@ pub(crate) fn refuse_new_run(ws: &Workspace, run_id: &str) -> Option<Outcome> {
 }
 
 /// Adds the run's declined agent actions to its verdict (`declined_actions`, and a
-/// human line per action).
-pub(crate) fn attach_declined(o: &mut Outcome, receipt: Option<&Path>) {
-    let Some(path) = receipt else { return };
-    let Ok(lines) = crate::receipt::read(path) else {
-        return;
-    };
-    let traj = crate::trajectory::Trajectory::from_lines(&lines);
-    let declined = crate::gate::declined(&traj);
+/// human line per action), from the run's trajectory.
+pub(crate) fn attach_declined_from(o: &mut Outcome, traj: &crate::trajectory::Trajectory) {
+    let declined = crate::gate::declined(traj);
     if declined.is_empty() {
         return;
     }
     o.fields
-        .insert("declined_actions".into(), crate::gate::declined_json(&traj));
-    o.human.push_str(&crate::gate::declined_text(&traj));
+        .insert("declined_actions".into(), crate::gate::declined_json(traj));
+    o.human.push_str(&crate::gate::declined_text(traj));
 }

@@ -270,11 +270,13 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
             receipt,
             ..
         }) => {
-            warn_unmetered(receipt.as_deref());
+            // the receipt is read back once, for every part of the verdict below
             let lines = receipt
                 .as_deref()
                 .and_then(|p| crate::receipt::read(p).ok())
                 .unwrap_or_default();
+            let traj = crate::trajectory::Trajectory::from_lines(&lines);
+            warn_unmetered(&traj);
             let facts = match &receipt {
                 Some(p) if !lines.is_empty() => {
                     crate::receipt::facts::run_facts(&run_id, p, &lines)
@@ -304,7 +306,7 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
                 body.human.push_str(&r.render());
             }
             let mut o = outcome_of(&body, &halt);
-            crate::cmd::halts::attach_declined(&mut o, receipt.as_deref());
+            crate::cmd::halts::attach_declined_from(&mut o, &traj);
             o
         }
         Err(e @ (EngineError::Latched { .. } | EngineError::AwaitingAnswer { .. })) => {
@@ -334,16 +336,13 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
     }
 }
 
-/// Says on stderr which iterations' spend escaped the budget caps (not metered), read
-/// back from the receipt; see [`crate::detect::spend::unmetered`]. A receipt that
-/// cannot be read here was already reported by the run itself.
-fn warn_unmetered(receipt: Option<&Path>) {
-    let Some(lines) = receipt.and_then(|p| crate::receipt::read(p).ok()) else {
-        return;
-    };
-    let t = crate::trajectory::Trajectory::from_lines(&lines);
+/// Says on stderr which iterations' spend escaped the budget caps (not metered), from
+/// the run's trajectory as read back from its receipt; see
+/// [`crate::detect::spend::unmetered`]. A receipt that could not be read (an empty
+/// trajectory) was already reported by the run itself.
+fn warn_unmetered(t: &crate::trajectory::Trajectory) {
     let Some(cfg) = t.config() else { return };
-    let its = crate::detect::spend::unmetered_iterations(&t, cfg);
+    let its = crate::detect::spend::unmetered_iterations(t, cfg);
     if !its.is_empty() {
         eprintln!(
             "loopexec: warning: spend not metered in iteration(s) {its:?}: the agent's output gave the budget cap nothing to count (cost unknown, not $0); use --on-unmetered halt to stop such a run, or write usage to $LOOPEXEC_USAGE_FILE"

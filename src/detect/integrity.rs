@@ -81,8 +81,18 @@ pub struct TreeMeasures {
 /// by someone else. `t0` holds the baseline measures.
 #[must_use]
 pub fn blocked_paths(cfg: &RunConfig, t0: Option<&TreeMeasures>, m: &TreeMeasures) -> Option<Halt> {
-    let set =
-        crate::observe::guards::BlockedPaths::with_defaults(&cfg.guards.blocked_paths).ok()?;
+    // Fail closed: a glob list that cannot be compiled (config validation rejects it
+    // first) blocks rather than lets every path through.
+    let set = match crate::observe::guards::BlockedPaths::cached(&cfg.guards.blocked_paths) {
+        Ok(set) => set,
+        Err(e) => {
+            return Some(Halt {
+                reason: HaltReason::BlockedPathModified,
+                contributors: vec![format!("[guards] blocked_paths cannot be compiled: {e}")],
+                detail: serde_json::json!({"paths": [], "error": e.to_string()}),
+            })
+        }
+    };
     let mut hits: Vec<String> = m
         .changed_since_t0
         .iter()

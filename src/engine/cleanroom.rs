@@ -171,6 +171,22 @@ impl CleanRoom {
         Ok(stats)
     }
 
+    /// Lets a sync skip its walk when the room stayed quiet since the last scan
+    /// ([`TreeScanner::watch_between_scans`]); `on` only when the exec cannot write
+    /// the room (it runs sandboxed).
+    pub fn watch_between_checks(&mut self, on: bool) {
+        self.scanner.watch_between_scans(on);
+    }
+
+    /// Takes the room to hold `tree` unchanged (its check-time watch saw no event; see
+    /// [`TreeScanner::settle_as`]).
+    ///
+    /// # Errors
+    /// A store error.
+    pub fn settle_as(&mut self, store: &SnapshotStore, tree: &str) -> Result<(), CleanRoomError> {
+        Ok(self.scanner.settle_as(store, tree)?)
+    }
+
     /// The clean room's tree as the check left it.
     ///
     /// # Errors

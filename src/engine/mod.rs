@@ -225,6 +225,11 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
     remove_stale_spools(&run_dir);
     // Orphaned descendants of a step (setsid, double fork) are re-parented to loopexec
     // and ended with the step (proc::escape).
+    // Not in loopexec's own unit tests: there, one test process runs many tests on
+    // threads, and a subreaper's escapee sweep (children of this process outside the
+    // step's group) would take other tests' children for escapees. The CLI tests run
+    // the real binary, where it is always on.
+    #[cfg(not(test))]
     proc::escape::become_subreaper();
     let orphans_ended = end_orphans(ws);
     let (sandbox, sandbox_record) = sandbox_for(ws, &req.config);
@@ -284,12 +289,11 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         sandbox,
         sandbox_record,
     };
-    if req.resume {
-        lp.resume()?;
-    } else {
-        lp.start()?;
-    }
-    Ok(lp.drive())
+    let started = if req.resume { lp.resume() } else { lp.start() };
+    let outcome = started.map(|()| lp.drive());
+    // the steps' spools are reused across the run (proc::Spools::remove) and go with it
+    remove_stale_spools(&run_dir);
+    outcome
 }
 
 /// The exec's sandbox plan and its record. (A required Landlock that the kernel lacks
@@ -561,7 +565,13 @@ impl Loop<'_> {
         if self.cfg.clean_room.dependencies == crate::config::DependencyPolicy::Agent {
             room.rebase_dependencies();
         }
+        // a sandboxed exec cannot write the room: between checks it stays as scanned
+        // unless its watch says otherwise (TreeScanner::watch_between_scans)
+        room.watch_between_checks(self.sandbox.is_some());
         self.room = Some(room);
+        // the check runs elsewhere: a quiet agent's tree need not be walked after a red
+        // check (TreeObserver::after_check)
+        self.tree.watch_during_checks(true);
         Ok(())
     }
 

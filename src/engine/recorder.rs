@@ -32,8 +32,9 @@ impl Loop<'_> {
                 path: self.receipt.path().to_path_buf(),
                 source,
             })?;
-        self.traj.apply(&line.event, &line.ts);
-        if matches!(&line.event, Event::CheckFinished(c) if c.attempt == 0) {
+        let first_check = matches!(&line.event, Event::CheckFinished(c) if c.attempt == 0);
+        self.traj.apply_owned(line.event, &line.ts);
+        if first_check {
             self.reporter
                 .verdict(&self.traj, self.cfg.success_exit_code);
         }

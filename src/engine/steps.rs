@@ -3,6 +3,7 @@
 use super::recorder::{unix_ms, write_atomic};
 use super::{EngineError, Heartbeat, Loop};
 use crate::check::parse::{self, CheckInput, FormatChoice};
+use crate::observe::watch::WatchReport;
 use crate::proc::{self, StepResult, StepSpec, StopCause};
 use crate::receipt::events::{CheckFinished, CleanRoomRecord, ExecFinished};
 use crate::receipt::Event;
@@ -23,6 +24,7 @@ impl Loop<'_> {
             grace: self.cfg.kill_grace.0,
             limits: proc::CaptureLimits::default(),
             capture_prefix: prefix,
+            spool_prefix: Some(self.ws.run_dir(&self.run_id).join("step")),
             workdir: &self.ws.workdir,
             stdout_sink: None,
             sandbox: None,
@@ -371,7 +373,10 @@ impl Loop<'_> {
         self.keep_check_output(it, attempt, &spools);
         spools.remove();
         let watchdog = self.take_watchdog(&step);
-        let tree_after = self.tree.after_check(it, attempt);
+        // A red exit cannot converge: the tree after it may be the exec's, as a quiet
+        // watch observed it (TreeObserver::after_check).
+        let red = !step.exited_with(self.cfg.success_exit_code);
+        let tree_after = self.tree.after_check(it, attempt, red);
         let mut changed_during_check = Vec::new();
         let mut writes = crate::observe::tree::CheckWrites::default();
         if let (Some(room), Some(rec)) = (self.room.as_mut(), room_record.as_mut()) {
@@ -379,8 +384,16 @@ impl Loop<'_> {
                 .tree
                 .store()
                 .ok_or_else(|| EngineError::Tree("the snapshot store is not available".into()))?;
-            crate::observe::watch::record(watched, rec);
-            let after = room.scan(store)?;
+            crate::observe::watch::record(watched.as_ref(), rec);
+            // A red check whose watch saw nothing at all left the room as synced: no
+            // walk (a check that may converge is always walked, so a change no watch
+            // can see — a write through a memory mapping — never passes as green).
+            let after = if red && watched.as_ref().is_some_and(WatchReport::quiet) {
+                room.settle_as(store, &rec.tree)?;
+                rec.tree.clone()
+            } else {
+                room.scan(store)?
+            };
             if after != rec.tree {
                 writes = self.tree.check_writes(&rec.tree, &after);
             }

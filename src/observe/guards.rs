@@ -133,6 +133,31 @@ impl BlockedPaths {
         Self::new(&all)
     }
 
+    /// [`Self::with_defaults`], compiled once per distinct `extra` per process: `decide`
+    /// judges every iteration against the same `[guards] blocked_paths`, and building
+    /// the glob set is the costly part (regex compilation).
+    ///
+    /// # Errors
+    /// [`GuardError::Glob`], as [`Self::with_defaults`] (errors are not cached).
+    pub fn cached<S: AsRef<str>>(extra: &[S]) -> Result<std::sync::Arc<Self>, GuardError> {
+        type Cache = Vec<(Vec<String>, std::sync::Arc<BlockedPaths>)>;
+        static CACHE: std::sync::Mutex<Cache> = std::sync::Mutex::new(Vec::new());
+        let key: Vec<String> = extra.iter().map(|s| s.as_ref().to_string()).collect();
+        let mut cache = CACHE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, b)) = cache.iter().find(|(k, _)| *k == key) {
+            return Ok(b.clone());
+        }
+        let b = std::sync::Arc::new(Self::with_defaults(&key)?);
+        // a handful of configurations per process at most (tests build many)
+        if cache.len() >= 16 {
+            cache.remove(0);
+        }
+        cache.push((key, b.clone()));
+        Ok(b)
+    }
+
     /// The globs, as given.
     #[must_use]
     pub fn globs(&self) -> &[String] {

@@ -25,8 +25,10 @@
 //! * the caches and dependency directories of [`Excludes`] (listed in `run_started`).
 //!
 //! Files are re-hashed only when their size, mtime, ctime, inode or mode changed since
-//! the last scan, or when they changed within [`RACY_WINDOW`] of it (a same-size write
-//! in the same clock tick as a scan would otherwise be missed). Each scan also says
+//! the last scan, or when they changed within the racy window of it (a same-size write
+//! in the same clock tick as a scan would otherwise be missed): [`RACY_WINDOW_FINE`]
+//! for a file whose timestamps carry sub-second parts, [`RACY_WINDOW`] for one whose
+//! do not (a filesystem that keeps whole seconds). Each scan also says
 //! which paths changed since the scanner's previous scan ([`Scanned::changed`]), so the
 //! guards re-measure only those.
 
@@ -41,9 +43,15 @@ use std::time::{Duration, SystemTime};
 /// snapshot store (isolated configuration, `GIT_DIR` set).
 pub const STORE_MARKER: &str = "loopexec-snapshot-store";
 
-/// A file changed this close (ctime) to the previous scan is hashed again, whatever
-/// its stat data says.
+/// A file changed this close (ctime or mtime) to the previous scan is hashed again,
+/// whatever its stat data says, when its timestamps are whole seconds (a filesystem
+/// with coarse timestamps: FAT keeps 2 s).
 pub const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// The racy window of a file whose timestamps carry nanoseconds (ext4, xfs, btrfs,
+/// tmpfs): their clock advances by a kernel tick (1–10 ms) or finer, so a change 100 ms
+/// before a scan began can no longer share a timestamp with a change during it.
+pub const RACY_WINDOW_FINE: Duration = Duration::from_millis(100);
 
 /// Directory names excluded at any depth: caches that tools rebuild from the tree.
 pub const CACHE_DIRS: &[&str] = &[
@@ -328,7 +336,7 @@ impl SnapshotStore {
 }
 
 /// One file of a snapshot: git mode (`100644`, `100755`, `120000`) and blob id.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct FileEntry {
     pub mode: String,
     pub oid: String,
@@ -422,10 +430,23 @@ impl Stat {
 }
 
 /// True when a file's cached blob id may be reused: its stat data equals the cached
-/// one and both its mtime and ctime are older than `racy_from` (the previous scan's
-/// start minus [`RACY_WINDOW`], in ns since the epoch; `None` before any scan).
-fn stat_trusted(cached: &Stat, now: &Stat, racy_from: Option<i128>) -> bool {
-    *cached == *now && racy_from.is_some_and(|r| now.ctime_ns < r && now.mtime_ns < r)
+/// one and both its mtime and ctime are older than the previous scan's start
+/// (`scan_start`, ns since the epoch; `None` before any scan) minus the file's racy
+/// window ([`RACY_WINDOW_FINE`], or [`RACY_WINDOW`] for whole-second timestamps).
+fn stat_trusted(cached: &Stat, now: &Stat, scan_start: Option<i128>) -> bool {
+    const SECOND: i128 = 1_000_000_000;
+    let coarse = now.ctime_ns % SECOND == 0 && now.mtime_ns % SECOND == 0;
+    let window = if coarse {
+        RACY_WINDOW
+    } else {
+        RACY_WINDOW_FINE
+    };
+    let window = i128::try_from(window.as_nanos()).unwrap_or(i128::MAX);
+    *cached == *now
+        && scan_start.is_some_and(|s| {
+            let r = s - window;
+            now.ctime_ns < r && now.mtime_ns < r
+        })
 }
 
 /// The result of one scan.
@@ -438,6 +459,10 @@ pub struct Scanned {
     /// Directories left out, with the rule that excluded them (`cache`,
     /// `dependencies`, `declared`), root-relative; `.git` and `.loopexec` not listed.
     pub excluded: Vec<(String, &'static str)>,
+    /// Every directory the walk read, root-relative (`""` is the root; excluded ones
+    /// not listed): what a watch must cover to see any change to the tree
+    /// ([`crate::observe::watch::QuietWatch`]).
+    pub dirs: Vec<String>,
     /// Paths added, removed or changed (content, mode, kind) since the scanner's
     /// previous scan; `None` for its first scan (everything is new).
     pub changed: Option<BTreeSet<String>>,
@@ -457,6 +482,11 @@ pub struct TreeScanner {
     /// Changes seen by scans whose result went to a sync, not to the caller: the
     /// next [`Self::scan`] reports them too (`Some(None)`: everything).
     unreported: Option<Option<BTreeSet<String>>>,
+    /// Whether [`Self::scan`] starts a watch the next sync may rely on
+    /// ([`Self::watch_between_scans`]).
+    quiet_wanted: bool,
+    /// The last [`Self::scan`]'s result and the watch started right after it.
+    quiet: Option<(Scanned, crate::observe::watch::QuietWatch)>,
 }
 
 impl TreeScanner {
@@ -471,7 +501,21 @@ impl TreeScanner {
             generation: 0,
             last_scan: None,
             unreported: None,
+            quiet_wanted: false,
+            quiet: None,
         }
+    }
+
+    /// With `on`, each [`Self::scan`] starts a [`crate::observe::watch::QuietWatch`]
+    /// over the directories it read, and the next sync skips its walk when that watch
+    /// stayed quiet: nothing under the tree changed since the scan, so the scan's
+    /// result is the tree's state. Only for a tree no unwatched writer can reach: the
+    /// engine turns it on for the clean room when the exec runs sandboxed (inotify
+    /// does not report writes through a shared memory mapping, which the sandbox
+    /// forbids the exec by denying it a writable descriptor).
+    pub fn watch_between_scans(&mut self, on: bool) {
+        self.quiet_wanted = on;
+        self.quiet = None;
     }
 
     /// The directory this scanner reads.
@@ -480,18 +524,53 @@ impl TreeScanner {
         &self.root
     }
 
+    /// Takes the tree to hold exactly `tree` of `store`, as a watch observed it (the
+    /// clean room after a check whose watch saw no event: it holds what was synced),
+    /// and, when [`Self::watch_between_scans`] is on, starts a watch over `tree`'s
+    /// directories that the next sync may rely on instead of walking. No walk here.
+    ///
+    /// # Errors
+    /// `tree` cannot be listed from `store`.
+    pub fn settle_as(&mut self, store: &SnapshotStore, tree: &str) -> Result<(), StoreError> {
+        self.quiet = None;
+        if !self.quiet_wanted {
+            return Ok(());
+        }
+        let entries = store.entries_shared(tree)?;
+        let dirs: Vec<String> = crate::observe::watch::directories_of(entries.keys())
+            .into_iter()
+            .collect();
+        if let Some(w) = crate::observe::watch::QuietWatch::start(&self.root, &dirs) {
+            let known = Scanned {
+                tree: tree.to_string(),
+                entries,
+                excluded: Vec::new(),
+                dirs,
+                changed: None,
+            };
+            self.quiet = Some((known, w));
+        }
+        Ok(())
+    }
+
     /// Walks the tree, writes new and changed blobs into `store` and returns the tree.
     ///
     /// A file's cached blob id is reused only when its stat data (size, mtime, ctime,
     /// inode, mode) is unchanged since it was hashed *and* its mtime and ctime are
-    /// older than the previous scan's start minus [`RACY_WINDOW`]; every other file is
+    /// older than the previous scan's start minus the racy window; every other file is
     /// read and hashed again.
     ///
     /// # Errors
     /// An unreadable directory or file, an unusable file name, a store that cannot be
     /// written. A file that cannot be read is an error, never a silent omission.
     pub fn scan(&mut self, store: &SnapshotStore) -> Result<Scanned, StoreError> {
+        self.quiet = None;
         let mut s = self.scan_inner(store)?;
+        if self.quiet_wanted {
+            if let Some(w) = crate::observe::watch::QuietWatch::start(&self.root, &s.dirs) {
+                self.quiet = Some((s.clone(), w));
+            }
+        }
         match (self.unreported.take(), &mut s.changed) {
             (None, _) => {}
             (Some(None), c) => *c = None,
@@ -505,7 +584,6 @@ impl TreeScanner {
         let started = SystemTime::now();
         let first = self.last_scan.is_none();
         let racy_from = self.last_scan.map(|t| {
-            let t = t.checked_sub(RACY_WINDOW).unwrap_or(t);
             t.duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
         });
@@ -513,6 +591,7 @@ impl TreeScanner {
         let generation = self.generation;
         let mut to_hash: Vec<(String, Stat, bool)> = Vec::new();
         let mut excluded = Vec::new();
+        let mut dirs = Vec::new();
         let mut seen = 0usize;
         {
             let cache = &mut self.cache;
@@ -533,7 +612,14 @@ impl TreeScanner {
                 to_hash.push((rel.to_string(), st, is_link));
             };
             let mut rel = String::new();
-            walk(&self.root, &mut rel, excludes, &mut visit, &mut excluded)?;
+            walk(
+                &self.root,
+                &mut rel,
+                excludes,
+                &mut visit,
+                &mut excluded,
+                &mut dirs,
+            )?;
             excluded.extend(declared.into_iter().map(|p| (p, "declared")));
             excluded.sort();
         }
@@ -608,6 +694,7 @@ impl TreeScanner {
             tree,
             entries,
             excluded,
+            dirs,
             changed: (!first).then_some(changed),
         })
     }
@@ -648,7 +735,24 @@ impl TreeScanner {
         target: &str,
         only: Option<&std::collections::BTreeSet<String>>,
     ) -> Result<SyncStats, StoreError> {
-        let mut now = self.scan_inner(store)?;
+        // The last scan stands when the watch started after it stayed quiet.
+        let last = self
+            .quiet
+            .take()
+            .and_then(|(last, mut w)| w.quiet().then_some(last));
+        // A state the watch vouches for is a tree of the store: what to change is the
+        // diff of two trees (identical subtrees skipped), not a pass over every file.
+        let diff = match &last {
+            Some(l) => Some(git::changed_paths(&store.git_dir, &l.tree, target)?),
+            None => None,
+        };
+        let mut now = match last {
+            Some(last) => Scanned {
+                changed: Some(BTreeSet::new()),
+                ..last
+            },
+            None => self.scan_inner(store)?,
+        };
         self.unreported = match (self.unreported.take(), now.changed.take()) {
             (Some(None), _) | (_, None) => Some(None),
             (Some(Some(mut a)), Some(b)) => {
@@ -660,20 +764,41 @@ impl TreeScanner {
         let want = store.entries_shared(target)?;
         let keep = |p: &String| only.map_or(true, |o| o.contains(p));
         let mut stats = SyncStats::default();
-        for path in now
-            .entries
-            .keys()
-            .filter(|p| keep(p) && !want.contains_key(*p))
-        {
+        let (gone, differ): (Vec<&String>, Vec<&String>) = match &diff {
+            Some(d) => (
+                d.iter()
+                    .filter(|c| c.status == git::ChangeKind::Deleted)
+                    .map(|c| &c.path)
+                    .collect(),
+                d.iter()
+                    .filter(|c| c.status != git::ChangeKind::Deleted)
+                    .map(|c| &c.path)
+                    .collect(),
+            ),
+            None => (
+                now.entries
+                    .keys()
+                    .filter(|p| !want.contains_key(*p))
+                    .collect(),
+                want.iter()
+                    .filter(|(p, e)| now.entries.get(*p) != Some(*e))
+                    .map(|(p, _)| p)
+                    .collect(),
+            ),
+        };
+        for path in gone.into_iter().filter(|p| keep(p)) {
             let full = self.root.join(path);
             std::fs::remove_file(&full).map_err(io_err(&full))?;
             stats.removed += 1;
             prune_empty_parents(&self.root, &full);
         }
-        let to_write: Vec<(&String, &FileEntry)> = want
-            .iter()
-            .filter(|(p, e)| keep(p) && now.entries.get(*p) != Some(*e))
-            .collect();
+        let mut to_write: Vec<(&String, &FileEntry)> = Vec::new();
+        for p in differ.into_iter().filter(|p| keep(p)) {
+            let kv = want.get_key_value(p).ok_or_else(|| {
+                GitError::BadOutput(format!("{p} differs in tree {target} but is not in it"))
+            })?;
+            to_write.push(kv);
+        }
         let blobs = git::cat_blobs(
             &store.git_dir,
             &to_write
@@ -766,7 +891,9 @@ fn walk(
     ex: &Excludes,
     visit: &mut dyn FnMut(&str, Stat, bool),
     excluded: &mut Vec<(String, &'static str)>,
+    dirs: &mut Vec<String>,
 ) -> Result<(), StoreError> {
+    dirs.push(rel.clone());
     let rd = std::fs::read_dir(dir).map_err(io_err(dir))?;
     let mut items: Vec<(std::ffi::OsString, std::fs::DirEntry)> = Vec::new();
     for e in rd {
@@ -804,13 +931,13 @@ fn walk(
             continue;
         }
         if ft.is_dir() {
-            walk(&e.path(), rel, ex, visit, excluded)?;
+            walk(&e.path(), rel, ex, visit, excluded, dirs)?;
         } else if ft.is_symlink() || ft.is_file() {
             let meta = e.metadata().map_err(|err| io_err(&e.path())(err))?;
             // The entry may have been replaced between the listing and the stat.
             let ft = meta.file_type();
             if ft.is_dir() {
-                walk(&e.path(), rel, ex, visit, excluded)?;
+                walk(&e.path(), rel, ex, visit, excluded, dirs)?;
             } else if ft.is_symlink() || ft.is_file() {
                 visit(rel, Stat::of(&meta), ft.is_symlink());
             }

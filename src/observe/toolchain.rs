@@ -218,21 +218,41 @@ pub fn config_candidates(dirs: &[PathBuf], extra: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-/// Digests of `files` (present or not: a file that appears later is a change), keyed
-/// by path.
+/// Key of [`measure_files`]'s entry for the candidates that are absent.
+pub const ABSENT_KEY: &str = "config:absent";
+
+/// Digests of `files`, keyed by path, for those present (a directory reads
+/// `directory`); the absent ones are folded into one entry, [`ABSENT_KEY`] →
+/// `<n> absent, <blake3 of their sorted paths>`, so a file that appears later is
+/// still a change (that entry changes, and the file's own key is added) while a
+/// receipt line does not carry one `absent` per candidate (18 names per ancestor
+/// directory). The entry is there even when every candidate is present, so a
+/// measured map is never empty.
 #[must_use]
 pub fn measure_files(files: &[PathBuf]) -> BTreeMap<String, String> {
-    files
-        .iter()
-        .map(|f| {
-            let v = match std::fs::symlink_metadata(f) {
-                Err(_) => "absent".to_string(),
-                Ok(m) if m.is_dir() => "directory".to_string(),
-                Ok(_) => content_digest(f),
-            };
-            (f.display().to_string(), v)
-        })
-        .collect()
+    let mut out = BTreeMap::new();
+    let mut absent = blake3::Hasher::new();
+    let mut n_absent = 0usize;
+    for f in files {
+        match std::fs::symlink_metadata(f) {
+            Err(_) => {
+                n_absent += 1;
+                absent.update(f.as_os_str().as_encoded_bytes());
+                absent.update(b"\0");
+            }
+            Ok(m) if m.is_dir() => {
+                out.insert(f.display().to_string(), "directory".to_string());
+            }
+            Ok(_) => {
+                out.insert(f.display().to_string(), content_digest(f));
+            }
+        }
+    }
+    out.insert(
+        ABSENT_KEY.to_string(),
+        format!("{n_absent} absent, {}", &absent.finalize().to_hex()[..16]),
+    );
+    out
 }
 
 /// True when a command word is a Python interpreter.
@@ -248,6 +268,30 @@ pub fn is_python(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_candidates_fold_absent_ones_and_see_one_appear() {
+        let d = tempfile::tempdir().unwrap();
+        let files: Vec<PathBuf> = ["a.ini", "b.toml", "sub"]
+            .iter()
+            .map(|n| d.path().join(n))
+            .collect();
+        let before = measure_files(&files);
+        assert_eq!(before.len(), 1, "only the absent entry: {before:?}");
+        assert!(before[ABSENT_KEY].starts_with("3 absent, "));
+        std::fs::write(&files[1], "x").unwrap();
+        std::fs::create_dir(&files[2]).unwrap();
+        let after = measure_files(&files);
+        assert!(after[ABSENT_KEY].starts_with("1 absent, "));
+        assert_ne!(before[ABSENT_KEY], after[ABSENT_KEY]);
+        assert_eq!(after[&files[2].display().to_string()], "directory");
+        assert!(after.contains_key(&files[1].display().to_string()));
+        // the same absent count over other paths is another digest
+        std::fs::remove_file(&files[1]).unwrap();
+        std::fs::write(&files[0], "x").unwrap();
+        let swapped = measure_files(&files);
+        assert_ne!(swapped[ABSENT_KEY], after[ABSENT_KEY]);
+    }
 
     #[test]
     fn command_words_table() {

@@ -68,6 +68,15 @@ pub struct TreeObserver {
     tamper_cache:
         std::collections::HashMap<(String, Option<String>, String), Vec<super::tamper::TamperHit>>,
     git_dir: Option<PathBuf>,
+    /// Directories of the last scan (what a [`super::watch::QuietWatch`] covers).
+    last_dirs: Vec<String>,
+    /// Whether [`Self::observe`] starts a quiet watch for the check that follows
+    /// ([`Self::watch_during_checks`]).
+    quiet_wanted: bool,
+    /// The watch started right after the last exec's scan, if any.
+    quiet: Option<super::watch::QuietWatch>,
+    /// True once `git rev-parse --absolute-git-dir` was asked (see `git_internals`).
+    git_dir_asked: bool,
     toolchain_words: Vec<String>,
     toolchain_path: String,
     site_dirs: Vec<PathBuf>,
@@ -196,6 +205,10 @@ impl TreeObserver {
             t0_focus: BTreeMap::new(),
             tamper_cache: std::collections::HashMap::new(),
             git_dir: None,
+            last_dirs: Vec::new(),
+            quiet_wanted: false,
+            quiet: None,
+            git_dir_asked: false,
             toolchain_words: Vec::new(),
             toolchain_path: String::new(),
             site_dirs: Vec::new(),
@@ -545,7 +558,11 @@ impl TreeObserver {
     /// without appearing in any tree. Empty outside a git repository.
     fn git_internals(&mut self) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
-        if self.git_dir.is_none() {
+        // Asked again only while the answer is "not a repository" and a `.git` appeared
+        // since (one stat per call instead of a git process per iteration).
+        let dot_git = self.dir.join(".git").symlink_metadata().is_ok();
+        if self.git_dir.is_none() && (!self.git_dir_asked || dot_git) {
+            self.git_dir_asked = true;
             let out = git::git_cmd(&self.dir)
                 .args(["rev-parse", "--absolute-git-dir"])
                 .output();
@@ -580,14 +597,31 @@ impl TreeObserver {
     /// Scans the workdir into the store and records it under `label`:
     /// `(tree, commit, excluded directories)`.
     fn snap(&mut self, label: &str) -> Result<(String, String, Vec<String>), String> {
+        self.snap_with(label, true)
+    }
+
+    /// [`Self::snap`]; with `ref_if_same` false, a tree equal to the last snapshot's
+    /// writes no ref for `label` (its commit is reachable under the earlier label):
+    /// the snapshot after a check that changed nothing costs no file in the store.
+    fn snap_with(
+        &mut self,
+        label: &str,
+        ref_if_same: bool,
+    ) -> Result<(String, String, Vec<String>), String> {
+        // a watch covers the time since the scan it follows, not since this one
+        self.quiet = None;
         let store = self.store.as_ref().ok_or("no snapshot store")?;
         let s = self.scanner.scan(store).map_err(|e| e.to_string())?;
+        self.last_dirs = s.dirs;
         let commit = match &self.last_commit {
             // The same tree as the last snapshot: its commit is reused, only the ref of
             // this label is written.
             Some((tree, commit)) if *tree == s.tree => {
-                let refname = git::snapshot_ref(&self.run_id, label).map_err(|e| e.to_string())?;
-                store.set_ref(&refname, commit).map_err(|e| e.to_string())?;
+                if ref_if_same {
+                    let refname =
+                        git::snapshot_ref(&self.run_id, label).map_err(|e| e.to_string())?;
+                    store.set_ref(&refname, commit).map_err(|e| e.to_string())?;
+                }
                 commit.clone()
             }
             _ => store
@@ -612,7 +646,12 @@ impl TreeObserver {
     /// Snapshot after the exec of iteration `it`, with its guard measurements.
     pub fn observe(&mut self, it: u32) -> TreeObs {
         let (tree, commit) = match self.snap(&it.to_string()) {
-            Ok((t, c, _)) => (t, c),
+            Ok((t, c, _)) => {
+                if self.quiet_wanted {
+                    self.quiet = super::watch::QuietWatch::start(&self.dir, &self.last_dirs);
+                }
+                (t, c)
+            }
             Err(e) => {
                 // The store taken away under the run is loopexec's state tampered with.
                 let marker = store_path(&self.dir).join(super::store::STORE_MARKER);
@@ -724,9 +763,32 @@ impl TreeObserver {
         self.last_tree.clone()
     }
 
-    /// Snapshot after a check run (labelled `<it>-check<attempt>`).
-    pub fn after_check(&mut self, it: u32, attempt: u32) -> Option<String> {
-        self.snap(&format!("{it}-check{attempt}")).ok().map(|s| s.0)
+    /// Starts (or stops) watching the tree from each exec's scan until the check
+    /// after it ends, so that [`Self::after_check`] can skip its walk. For checks run
+    /// in the clean room only: a check in place writes into the tree it would watch.
+    pub fn watch_during_checks(&mut self, on: bool) {
+        self.quiet_wanted = on;
+        if !on {
+            self.quiet = None;
+        }
+    }
+
+    /// The tree after a check run: a snapshot labelled `<it>-check<attempt>`.
+    ///
+    /// With `may_reuse` (the caller's word that this check cannot converge: its exit
+    /// was red) and a quiet watch since the exec's scan ([`Self::watch_during_checks`]),
+    /// the tree is the exec's, observed by that watch, and no walk is made: nothing
+    /// under any directory of the tree changed since it was scanned. A check that may
+    /// converge is always walked: the tree a success leaves must be the one scanned.
+    pub fn after_check(&mut self, it: u32, attempt: u32, may_reuse: bool) -> Option<String> {
+        if let Some(mut w) = self.quiet.take() {
+            if may_reuse && w.quiet() && self.last_tree.is_some() {
+                return self.last_tree.clone();
+            }
+        }
+        self.snap_with(&format!("{it}-check{attempt}"), false)
+            .ok()
+            .map(|s| s.0)
     }
 
     /// What changed between two trees of the store.

@@ -32,6 +32,19 @@ use std::thread::JoinHandle;
 pub struct WatchReport {
     pub touched: BTreeMap<String, String>,
     pub error: Option<String>,
+    /// Every event the watch read, on any path of the watched directories (new build
+    /// outputs included): 0 with no `error` means nothing under the room's judged
+    /// directories changed at all ([`WatchReport::quiet`]).
+    pub events: usize,
+}
+
+impl WatchReport {
+    /// True when the watch saw no event of any kind and no error: the room still holds
+    /// exactly what was synced into it.
+    #[must_use]
+    pub fn quiet(&self) -> bool {
+        self.error.is_none() && self.events == 0
+    }
 }
 
 /// One raw event: `(directory, name, mask)`.
@@ -41,7 +54,7 @@ type Raw = (String, Option<String>, EventMask);
 pub struct RoomWatch {
     stop: Arc<Stop>,
     thread: Option<JoinHandle<Result<Vec<Raw>, String>>>,
-    files: BTreeSet<String>,
+    files: Arc<BTreeMap<String, crate::observe::store::FileEntry>>,
     dirs: BTreeSet<String>,
     error: Option<String>,
 }
@@ -109,9 +122,11 @@ impl RoomWatch {
     /// (root-relative). Never fails: a watch that cannot be set up is reported by
     /// [`RoomWatch::finish`] (fail closed).
     #[must_use]
-    pub fn start<'a>(root: &Path, files: impl IntoIterator<Item = &'a String>) -> RoomWatch {
-        let files: BTreeSet<String> = files.into_iter().cloned().collect();
-        let dirs = directories_of(&files);
+    pub fn start(
+        root: &Path,
+        files: Arc<BTreeMap<String, crate::observe::store::FileEntry>>,
+    ) -> RoomWatch {
+        let dirs = directories_of(files.keys());
         let mut w = RoomWatch {
             stop: Arc::new(Stop::new()),
             thread: None,
@@ -144,7 +159,11 @@ impl RoomWatch {
             }
         }
         let stop = w.stop.clone();
-        w.thread = Some(std::thread::spawn(move || drain(&mut ino, &by_wd, &stop)));
+        w.thread = Some(std::thread::spawn(move || {
+            let raw = drain(&mut ino, &by_wd, &stop);
+            close_in_background(ino);
+            raw
+        }));
         w
     }
 
@@ -154,7 +173,7 @@ impl RoomWatch {
         RoomWatch {
             stop: Arc::new(Stop::new()),
             thread: None,
-            files: BTreeSet::new(),
+            files: Arc::default(),
             dirs: BTreeSet::new(),
             error: Some(error),
         }
@@ -170,19 +189,22 @@ impl RoomWatch {
                 return WatchReport {
                     touched: BTreeMap::new(),
                     error: Some(e),
+                    events: 0,
                 }
             }
             Some(Err(_)) => {
                 return WatchReport {
                     touched: BTreeMap::new(),
                     error: Some("the clean room's watch thread panicked".into()),
+                    events: 0,
                 }
             }
             None => Vec::new(),
         };
         WatchReport {
-            touched: judge(&raw, &self.files, &self.dirs),
+            touched: judge(&raw, &|p| self.files.contains_key(p), &self.dirs),
             error: self.error.take(),
+            events: raw.len(),
         }
     }
 }
@@ -191,6 +213,99 @@ impl Drop for RoomWatch {
     fn drop(&mut self) {
         // A check step that failed before `finish` must not leave the thread polling.
         self.stop.set();
+    }
+}
+
+/// Closes an inotify instance on a thread of its own. Closing one waits for the
+/// kernel to retire its watches (an RCU grace period: 5–20 ms measured), which a loop
+/// that watches every iteration must not wait for. The instance's events are no
+/// longer read; its descriptor is gone when the closer thread gets to it.
+fn close_in_background(ino: Inotify) {
+    use std::sync::mpsc::{channel, Sender};
+    use std::sync::{Mutex, OnceLock};
+    static CLOSER: OnceLock<Option<Mutex<Sender<Inotify>>>> = OnceLock::new();
+    let closer = CLOSER.get_or_init(|| {
+        let (tx, rx) = channel::<Inotify>();
+        std::thread::Builder::new()
+            .name("inotify-closer".into())
+            .spawn(move || {
+                for ino in rx {
+                    drop(ino);
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let sent = closer.as_ref().map(|tx| {
+        tx.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .send(ino)
+    });
+    // without the thread (it could not be started) or its channel, close here
+    if let Some(Err(e)) = sent {
+        drop(e.0);
+    }
+}
+
+/// A watch that answers one question: did anything change under a tree's directories
+/// since it started? No thread: the kernel queues the events, and [`QuietWatch::quiet`]
+/// reads them without blocking. Used to skip a stat walk of the agent's tree after a
+/// red check run in the clean room (SPEC §14): only a quiet watch lets the last scan
+/// stand; any event, a queue overflow or a read error means "walk again".
+pub struct QuietWatch {
+    ino: Option<Inotify>,
+}
+
+impl Drop for QuietWatch {
+    fn drop(&mut self) {
+        if let Some(ino) = self.ino.take() {
+            close_in_background(ino);
+        }
+    }
+}
+
+impl std::fmt::Debug for QuietWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QuietWatch")
+    }
+}
+
+impl QuietWatch {
+    /// Watches every directory of `dirs` (root-relative, `""` the root; as listed by
+    /// the scan, [`crate::observe::store::Scanned::dirs`]). `None` when a watch cannot
+    /// be added (limits, a directory that is a symlink or gone): the caller walks.
+    #[must_use]
+    pub fn start<'a>(
+        root: &Path,
+        dirs: impl IntoIterator<Item = &'a String>,
+    ) -> Option<QuietWatch> {
+        let w = QuietWatch {
+            ino: Some(Inotify::init().ok()?),
+        };
+        let ino = w.ino.as_ref()?;
+        for d in dirs {
+            let path = if d.is_empty() {
+                root.to_path_buf()
+            } else {
+                root.join(d)
+            };
+            ino.watches().add(&path, mask()).ok()?;
+        }
+        Some(w)
+    }
+
+    /// True when no event of any kind was queued since [`QuietWatch::start`] (and the
+    /// queue never overflowed). Reads (and so drops) what was queued.
+    #[must_use]
+    pub fn quiet(&mut self) -> bool {
+        let mut buf = [0u8; 4096];
+        let Some(ino) = self.ino.as_mut() else {
+            return false;
+        };
+        match ino.read_events(&mut buf) {
+            Ok(mut events) => events.next().is_none(),
+            Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+        }
     }
 }
 
@@ -205,8 +320,8 @@ pub fn for_check(
 ) -> Option<RoomWatch> {
     let root = root?;
     let tree = tree?;
-    match store.map(|s| s.entries(tree)) {
-        Some(Ok(entries)) => Some(RoomWatch::start(root, entries.keys())),
+    match store.map(|s| s.entries_shared(tree)) {
+        Some(Ok(entries)) => Some(RoomWatch::start(root, entries)),
         Some(Err(e)) => Some(RoomWatch::failed(format!(
             "the clean room could not be watched during the check: its tree could not be listed: {e}"
         ))),
@@ -217,10 +332,10 @@ pub fn for_check(
 }
 
 /// Writes what the watch saw into the check's clean-room record.
-pub fn record(report: Option<WatchReport>, rec: &mut crate::receipt::events::CleanRoomRecord) {
+pub fn record(report: Option<&WatchReport>, rec: &mut crate::receipt::events::CleanRoomRecord) {
     if let Some(r) = report {
-        rec.touched = r.touched;
-        rec.watch_error = r.error;
+        rec.touched = r.touched.clone();
+        rec.watch_error = r.error.clone();
     }
 }
 
@@ -318,7 +433,7 @@ fn drain(ino: &mut Inotify, by_wd: &HashMap<i32, String>, stop: &Stop) -> Result
 #[must_use]
 pub fn judge(
     raw: &[Raw],
-    files: &BTreeSet<String>,
+    files: &dyn Fn(&str) -> bool,
     dirs: &BTreeSet<String>,
 ) -> BTreeMap<String, String> {
     let mut what: BTreeMap<String, BTreeSet<&'static str>> = BTreeMap::new();
@@ -328,7 +443,7 @@ pub fn judge(
             Some(n) => format!("{dir}/{n}"),
             None => dir.clone(),
         };
-        let judged = files.contains(&path) || (dirs.contains(&path) && !path.is_empty());
+        let judged = files(&path) || (dirs.contains(&path) && !path.is_empty());
         let self_event = name.is_none()
             && (m.contains(EventMask::DELETE_SELF) || m.contains(EventMask::MOVE_SELF));
         if !judged && !self_event {
@@ -437,7 +552,7 @@ mod tests {
         ];
         for (dir, name, m, want) in table {
             let raw = vec![((*dir).to_string(), name.map(str::to_string), *m)];
-            let got = judge(&raw, &files, &dirs);
+            let got = judge(&raw, &|p| files.contains(p), &dirs);
             let want: BTreeMap<String, String> = want
                 .iter()
                 .map(|(p, k)| ((*p).to_string(), (*k).to_string()))
@@ -453,8 +568,11 @@ mod tests {
         let lib = tmp.path().join("src/lib.rs");
         std::fs::write(&lib, "bug").unwrap();
         std::fs::write(tmp.path().join("calc.py"), "x").unwrap();
-        let files = ["src/lib.rs".to_string(), "calc.py".to_string()];
-        let w = RoomWatch::start(tmp.path(), &files);
+        let files: BTreeMap<String, crate::observe::store::FileEntry> = ["src/lib.rs", "calc.py"]
+            .into_iter()
+            .map(|p| (p.to_string(), crate::observe::store::FileEntry::default()))
+            .collect();
+        let w = RoomWatch::start(tmp.path(), Arc::new(files));
         let before = std::fs::metadata(&lib).unwrap().modified().unwrap();
         std::fs::write(&lib, "fixed").unwrap();
         std::fs::write(&lib, "bug").unwrap();
@@ -480,6 +598,47 @@ mod tests {
                 ("calc.py".to_string(), "attributes".to_string()),
                 ("src/lib.rs".to_string(), "modified".to_string())
             ])
+        );
+    }
+
+    #[test]
+    fn a_quiet_watch_sees_any_change_in_any_directory_even_an_empty_one() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("a/empty")).unwrap();
+        std::fs::write(d.path().join("a/f.txt"), "x").unwrap();
+        let dirs = [String::new(), "a".to_string(), "a/empty".to_string()];
+        let mut w = QuietWatch::start(d.path(), &dirs).expect("watch");
+        assert!(w.quiet(), "nothing changed");
+        type Change = fn(&Path);
+        let changes: &[(&str, Change)] = &[
+            ("a file in an empty directory", |p| {
+                std::fs::write(p.join("a/empty/new.py"), "").unwrap();
+            }),
+            ("a rewrite", |p| {
+                std::fs::write(p.join("a/f.txt"), "y").unwrap()
+            }),
+            ("a chmod", |p| {
+                std::fs::set_permissions(
+                    p.join("a/f.txt"),
+                    std::os::unix::fs::PermissionsExt::from_mode(0o755),
+                )
+                .unwrap();
+            }),
+            ("a removal", |p| {
+                std::fs::remove_file(p.join("a/f.txt")).unwrap()
+            }),
+            ("a file at the root", |p| {
+                std::fs::write(p.join("top"), "").unwrap()
+            }),
+        ];
+        for (what, change) in changes {
+            let mut w = QuietWatch::start(d.path(), &dirs).expect("watch");
+            change(d.path());
+            assert!(!w.quiet(), "{what} was not seen");
+        }
+        assert!(
+            QuietWatch::start(d.path(), &["gone".to_string()]).is_none(),
+            "a directory that cannot be watched gives no watch"
         );
     }
 

@@ -403,7 +403,10 @@ impl Spools {
         Ok(())
     }
 
-    /// Removes both spool files (a stream that stayed in memory has none).
+    /// Empties both spool files once parsed (a stream that stayed in memory has
+    /// none). The files are truncated, not unlinked: the next step of the run writes
+    /// the same paths, and reusing their inodes spares a file creation per stream and
+    /// step. The engine removes them when the run ends.
     pub fn remove(&self) {
         for (i, path) in [&self.stdout, &self.stderr].into_iter().enumerate() {
             if self.memory[i].is_none() {
@@ -413,10 +416,13 @@ impl Spools {
     }
 }
 
-/// Removes a spool file once it has been parsed (errors are ignored: a leftover spool
-/// costs disk, never correctness).
+/// Empties a spool file once it has been parsed (truncated to 0 bytes, kept for the
+/// next step; see [`Spools::remove`]). Errors are ignored: a spool left full costs
+/// disk until the run ends, never correctness (the next step truncates it first).
 pub fn remove_spool(path: &Path) {
-    let _ = std::fs::remove_file(path);
+    if let Ok(f) = std::fs::OpenOptions::new().write(true).open(path) {
+        let _ = f.set_len(0);
+    }
 }
 
 #[cfg(test)]
@@ -637,6 +643,8 @@ mod tests {
         assert_eq!(std::fs::read(dir.path().join("o")).unwrap(), b"out");
         assert_eq!(std::fs::read(dir.path().join("e")).unwrap(), b"");
         sp.remove();
-        assert!(!dir.path().join("o").exists() && !dir.path().join("e").exists());
+        // emptied, kept for the next step to reuse
+        assert_eq!(std::fs::read(dir.path().join("o")).unwrap(), b"");
+        assert_eq!(std::fs::read(dir.path().join("e")).unwrap(), b"");
     }
 }

@@ -47,8 +47,12 @@ pub struct StepSpec<'a> {
     pub grace: Duration,
     /// Capture limits for each stream.
     pub limits: CaptureLimits,
-    /// Where the spool and excerpt files go: `<prefix>.stdout`, `<prefix>.stderr`, …
+    /// Where the excerpt files go: `<prefix>.stdout`, `<prefix>.stderr`.
     pub capture_prefix: PathBuf,
+    /// Where the spools go (`<prefix>.stdout.spool`, `<prefix>.stderr.spool`); `None`:
+    /// next to the excerpts. The engine passes one prefix per run, so its steps (one
+    /// at a time) reuse the same two files instead of creating two per step.
+    pub spool_prefix: Option<PathBuf>,
     /// The workdir, to make recorded capture paths relative.
     pub workdir: &'a Path,
     /// Receives stdout lines as they arrive (the agent usage meter), and stderr lines
@@ -480,9 +484,10 @@ pub fn run_step(
     mut spec: StepSpec<'_>,
     poll: &mut dyn FnMut(&Progress) -> Option<StopCause>,
 ) -> std::io::Result<(StepResult, Spools)> {
+    let spool_prefix = spec.spool_prefix.as_ref().unwrap_or(&spec.capture_prefix);
     let mut spools = Spools::on_disk(
-        with_ext(&spec.capture_prefix, "stdout.spool"),
-        with_ext(&spec.capture_prefix, "stderr.spool"),
+        with_ext(spool_prefix, "stdout.spool"),
+        with_ext(spool_prefix, "stderr.spool"),
     );
     let out_cap = Capture::new(Stream::Stdout, spec.limits, &spools.stdout);
     let err_cap = Capture::new(Stream::Stderr, spec.limits, &spools.stderr);

@@ -11,7 +11,8 @@
 //! Kept output: each check run's full stdout and stderr, zstd-compressed and capped
 //! (`LOOPEXEC_KEEP_OUTPUT_BYTES` per stream before compression, default
 //! [`DEFAULT_KEEP_BYTES`], `0` keeps nothing), as `<run-dir>/<it>.check[-<attempt>].
-//! {stdout,stderr}.zst`, so `replay --offline --reparse` can parse it again.
+//! {stdout,stderr}.zst`, so `replay --offline --reparse` can parse it again. A stream
+//! that printed nothing keeps no file (its recorded byte count, 0, says so).
 
 use crate::check::model::ParsedRun;
 use crate::check::parse::{self, CheckInput, FormatChoice};
@@ -236,6 +237,7 @@ pub fn rerun(
         grace: cfg.kill_grace.0,
         limits: proc::CaptureLimits::default(),
         capture_prefix: caps.join("check"),
+        spool_prefix: None,
         workdir: &caps,
         stdout_sink: None,
         sandbox: None,
@@ -318,6 +320,11 @@ pub fn keep_output(
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         };
+        // An empty stream keeps no file: the receipt's byte count (0) says what it
+        // held, and `reparse` reads it back as empty.
+        if src.metadata()?.len() == 0 {
+            continue;
+        }
         let out = std::fs::File::create(kept_path(run_dir, iteration, attempt, stream))?;
         // Level 3: level 9's match tables alone take ~16 MiB, which would double
         // loopexec's peak memory on a check that prints a lot (limit: 16 MiB).
@@ -344,8 +351,15 @@ pub fn reparse(
 ) -> Result<ParsedRun, ReplayError> {
     let tmp = tempfile::tempdir().map_err(ReplayError::Run)?;
     let mut paths = Vec::new();
-    for stream in ["stdout", "stderr"] {
+    for (stream, summary) in [("stdout", &step.stdout), ("stderr", &step.stderr)] {
         let kept = kept_path(run_dir, iteration, attempt, stream);
+        let dest = tmp.path().join(stream);
+        if !kept.is_file() && summary.bytes == 0 {
+            // an empty stream is kept as no file (see `keep_output`): nothing to read
+            std::fs::File::create(&dest).map_err(ReplayError::Run)?;
+            paths.push(dest);
+            continue;
+        }
         if !kept.is_file() {
             return Err(ReplayError::NoKeptOutput {
                 iteration,
@@ -358,7 +372,6 @@ pub fn reparse(
         };
         let f = std::fs::File::open(&kept).map_err(kerr)?;
         let mut dec = zstd::Decoder::new(f).map_err(kerr)?;
-        let dest = tmp.path().join(stream);
         let mut out = std::fs::File::create(&dest).map_err(ReplayError::Run)?;
         std::io::copy(&mut dec, &mut out).map_err(kerr)?;
         paths.push(dest);

@@ -440,7 +440,7 @@ impl Store {
         let journal = self.journal.state()?;
         let mut st = self
             .conn
-            .prepare(&format!(
+            .prepare_cached(&format!(
                 "SELECT {HOLD_COLS} FROM holds
                  WHERE (?1 IS NULL OR scope <> 'run' OR run_id = ?1) ORDER BY taken_at, rowid"
             ))
@@ -493,7 +493,7 @@ impl Store {
     pub fn running_pids(&self) -> Result<Vec<(String, u32)>, StoreError> {
         let mut st = self
             .conn
-            .prepare("SELECT run_id, pid FROM runs WHERE status = 'running'")
+            .prepare_cached("SELECT run_id, pid FROM runs WHERE status = 'running'")
             .map_err(self.sql())?;
         let rows = st
             .query_map([], |r| {
@@ -589,7 +589,7 @@ impl Store {
     pub fn halt_events(&self, f: &HaltEventFilter<'_>) -> Result<Vec<HaltEventRow>, StoreError> {
         let mut st = self
             .conn
-            .prepare(&format!(
+            .prepare_cached(&format!(
                 "SELECT {EVENT_COLS} FROM halt_events
                  WHERE (?1 IS NULL OR session_id = ?1)
                  ORDER BY triggered_at DESC, rowid DESC"
@@ -742,7 +742,7 @@ impl Store {
     pub fn escalate(&self, halt_type: &str, older_than: &str) -> Result<Vec<String>, StoreError> {
         let mut st = self
             .conn
-            .prepare(
+            .prepare_cached(
                 "SELECT id FROM halt_events WHERE halt_type = ?1 AND acknowledged = 0
                  AND resolution IS NULL AND triggered_at < ?2",
             )
@@ -881,7 +881,7 @@ impl Store {
     pub fn pending(&self, open_only: bool) -> Result<Vec<PendingAction>, StoreError> {
         let mut st = self
             .conn
-            .prepare(
+            .prepare_cached(
                 "SELECT id, run_id, hold_id, tool, target, description, classification,
                  requested_at, decision, decided_by, decided_at FROM pending_actions
                  ORDER BY requested_at, rowid",
@@ -1015,7 +1015,7 @@ impl Store {
         let at = self.journal.path().display();
         let mut out = Vec::new();
         let strings = |sql: &str| -> Result<Vec<(String, String)>, StoreError> {
-            let mut st = self.conn.prepare(sql).map_err(self.sql())?;
+            let mut st = self.conn.prepare_cached(sql).map_err(self.sql())?;
             let rows = st
                 .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
                 .map_err(self.sql())?;

@@ -561,7 +561,7 @@ impl Store {
     pub fn run_ids(&self) -> Result<Vec<String>, StoreError> {
         let mut st = self
             .conn
-            .prepare("SELECT run_id FROM runs ORDER BY started_at, rowid")
+            .prepare_cached("SELECT run_id FROM runs ORDER BY started_at, rowid")
             .map_err(self.sql())?;
         let rows = st.query_map([], |r| r.get(0)).map_err(self.sql())?;
         rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())

@@ -966,3 +966,44 @@ fn a_runner_function_replaced_at_run_time_is_named_whatever_its_spelling() {
     let v = out.expect(13, None);
     assert!(mentions(&v, "Function.runtest"), "{v}");
 }
+
+/// Code under test that, after a red run's assertion, rewrites an input of the tests in
+/// the clean room through a shared memory mapping — a write inotify does not report,
+/// so the red check's watch stays quiet and loopexec skips the walks after it
+/// (SPEC §14). The next check reads the rewritten input and goes green; that check may
+/// converge, so it is walked, and the difference from the judged tree is named.
+/// Guards the performance shortcut: without the walk of a green check this would be
+/// exit 10.
+#[test]
+fn a_write_no_watch_sees_cannot_carry_a_green_through_the_skipped_walks() {
+    let r = Repo::new();
+    r.write("tests/a.sh", "exit 0\n")
+        .write(
+            "tests/b.sh",
+            "[ \"$(cat value)\" = 5 ]; r=$?\n[ -f hook.sh ] && . ./hook.sh\nexit $r\n",
+        )
+        .write("value", "4\n")
+        .tap_check(DIR_CHECK)
+        .commit("fixture");
+    let hook = r#"python3 -c 'import mmap
+f = open("value", "r+b")
+m = mmap.mmap(f.fileno(), 0)
+m[0:1] = b"5"
+m.flush()'
+"#;
+    let exec = format!("cat > hook.sh <<'HOOK'\n{hook}HOOK\n");
+    let out = r.lx_tap(&exec, &["--max-iterations", "4"]);
+    let v = out.expect(14, Some("hermeticity_violation"));
+    assert!(mentions(&v, "value"), "{v}");
+    // the shortcut was taken: the red check's room was not walked
+    let lines = receipt_of(&v);
+    let checks = events(&lines, "check_finished");
+    let red = checks
+        .iter()
+        .find(|c| c["iteration"] == 1)
+        .expect("iteration 1's check");
+    assert_eq!(
+        red["clean_room"]["after"], red["clean_room"]["tree"],
+        "a quiet red check settles the room as synced: {red}"
+    );
+}

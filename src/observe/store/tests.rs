@@ -168,6 +168,59 @@ fn sync_to_restores_an_earlier_tree_exactly_and_keeps_unchanged_files() {
     assert_eq!(sc.scan(&store).unwrap().tree, t0);
 }
 
+/// The scanner's shortcut (`watch_between_scans`): a sync after a quiet watch applies
+/// the diff of two store trees instead of walking; a sync after any change walks. Both
+/// leave the directory equal to the target.
+#[test]
+fn a_sync_after_a_quiet_watch_applies_the_tree_diff_and_any_change_forces_a_walk() {
+    let (_t, store, mut sc) = setup();
+    sc.watch_between_scans(true);
+    let root = sc.root().to_path_buf();
+    put(&root, "same.txt", "same\n");
+    put(&root, "edit.txt", "before\n");
+    put(&root, "gone.txt", "in a only\n");
+    put(&root, "kind", "a file in a\n");
+    let a = sc.scan(&store).unwrap().tree;
+    // build tree b elsewhere: edit, delete, add nested, change a file into a directory
+    put(&root, "edit.txt", "after\n");
+    fs::remove_file(root.join("gone.txt")).unwrap();
+    put(&root, "new/deep/added.txt", "new\n");
+    fs::remove_file(root.join("kind")).unwrap();
+    put(&root, "kind/inner.txt", "a directory in b\n");
+    let b = sc.scan(&store).unwrap().tree;
+    // back to a: the watch started after the last scan saw nothing, so no walk
+    let stats = sc.sync_to(&store, &a).unwrap();
+    assert_eq!(stats.removed, 2, "{stats:?}");
+    assert_eq!(stats.written, 3, "{stats:?}");
+    assert!(!root.join("new").exists());
+    assert_eq!(
+        fs::read_to_string(root.join("kind")).unwrap(),
+        "a file in a\n"
+    );
+    // a scan, then forward to b through the quiet shortcut
+    assert_eq!(sc.scan(&store).unwrap().tree, a);
+    sc.sync_to(&store, &b).unwrap();
+    assert_eq!(
+        fs::read_to_string(root.join("kind/inner.txt")).unwrap(),
+        "a directory in b\n"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("new/deep/added.txt")).unwrap(),
+        "new\n"
+    );
+    assert_eq!(sc.scan(&store).unwrap().tree, b);
+    // a change after the scan (not made by a sync) is seen: the sync walks and undoes it
+    put(&root, "stray.txt", "not in a\n");
+    sc.sync_to(&store, &a).unwrap();
+    assert!(
+        !root.join("stray.txt").exists(),
+        "the walk found the stray file"
+    );
+    assert_eq!(sc.scan(&store).unwrap().tree, a);
+    // same.txt was never rewritten
+    assert_eq!(fs::read_to_string(root.join("same.txt")).unwrap(), "same\n");
+}
+
 #[test]
 fn user_git_configuration_cannot_reach_the_store() {
     let (_t, store, mut sc) = setup();
@@ -205,31 +258,40 @@ fn a_cached_blob_id_is_reused_only_for_identical_stat_data_outside_the_racy_wind
         ino,
         mode: 0o100_644,
     };
+    const S: i128 = 1_000_000_000;
+    const MS: i128 = 1_000_000;
+    // the previous scan started at 10 s
+    let start = Some(10 * S);
     let old = st(4, 1_000, 1_000, 7);
-    // (cached, now, racy_from, trusted)
+    let same = |ns: i128| (st(4, ns, ns, 7), st(4, ns, ns, 7));
+    let (fine_in_c, fine_in) = same(10 * S - 50 * MS);
+    let (fine_out_c, fine_out) = same(10 * S - 150 * MS);
+    let (coarse_in_c, coarse_in) = same(9 * S);
+    let (coarse_out_c, coarse_out) = same(7 * S);
+    // (cached, now, previous scan's start, trusted)
     let cases = [
-        (old.clone(), old.clone(), Some(5_000), true),
+        (old.clone(), old.clone(), start, true),
         // No scan before: nothing is trusted.
         (old.clone(), old.clone(), None, false),
-        // Same size, same timestamps, written within the racy window of the last scan.
-        (
-            st(4, 5_100, 5_100, 7),
-            st(4, 5_100, 5_100, 7),
-            Some(5_000),
-            false,
-        ),
+        // Sub-second timestamps: within 100 ms of the last scan's start, hashed again;
+        // older, trusted.
+        (fine_in_c, fine_in, start, false),
+        (fine_out_c, fine_out, start, true),
+        // Whole-second timestamps (a coarse filesystem): the 2 s window.
+        (coarse_in_c, coarse_in, start, false),
+        (coarse_out_c, coarse_out, start, true),
         // Only the ctime is recent (mtime set back after a same-size write).
         (
-            st(4, 1_000, 5_001, 7),
-            st(4, 1_000, 5_001, 7),
-            Some(5_000),
+            st(4, 1_000, 10 * S - MS, 7),
+            st(4, 1_000, 10 * S - MS, 7),
+            start,
             false,
         ),
         // Any stat field that moved.
-        (old.clone(), st(5, 1_000, 1_000, 7), Some(5_000), false),
-        (old.clone(), st(4, 1_001, 1_000, 7), Some(5_000), false),
-        (old.clone(), st(4, 1_000, 1_001, 7), Some(5_000), false),
-        (old.clone(), st(4, 1_000, 1_000, 8), Some(5_000), false),
+        (old.clone(), st(5, 1_000, 1_000, 7), start, false),
+        (old.clone(), st(4, 1_001, 1_000, 7), start, false),
+        (old.clone(), st(4, 1_000, 1_001, 7), start, false),
+        (old.clone(), st(4, 1_000, 1_000, 8), start, false),
     ];
     for (i, (cached, now, racy, want)) in cases.iter().enumerate() {
         assert_eq!(stat_trusted(cached, now, *racy), *want, "case {i}");
