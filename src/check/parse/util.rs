@@ -275,7 +275,7 @@ pub struct Collector {
     seen: HashMap<String, usize, IdHasher>,
     /// `tests[..indexed]` are in `index`, one entry per id; the attempts after them
     /// were appended by [`Collector::record_owned`] and are merged and indexed in one
-    /// batch ([`Collector::settle`]) before anything reads the tests.
+    /// batch before anything reads the tests.
     indexed: usize,
     /// The store under [`Listing::Failing`] (then `tests` and `index` stay empty).
     hashed: Option<HashedTests>,
@@ -486,7 +486,8 @@ impl Collector {
     }
 
     /// [`Collector::record`] for an owned id: a new test keeps `id` itself (no copy).
-    /// The attempt is appended and merged later, in a batch ([`Collector::settle`]).
+    /// The attempt is appended and merged later, in a batch, before anything reads
+    /// the tests.
     pub fn record_owned(&mut self, id: String, outcome: Outcome, message: Option<String>) {
         if self.hashed.is_some() {
             self.record(&id, outcome, message);
