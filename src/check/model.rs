@@ -144,6 +144,13 @@ pub struct ParsedRun {
     /// `execution_failure`: the check is broken, not red.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_run: Option<String>,
+    /// Tests read but not listed in `tests`, by group: zero except in a parse that
+    /// lists only failing tests (`Listing::Failing` in `check::parse::util`, what
+    /// `parse --summary` reads), where every named test that is not failing is
+    /// counted here instead. Never recorded (not serialized).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub unlisted: Counts,
 }
 
 /// How many tests the run reported in each group. Errors count as failed;
@@ -222,10 +229,11 @@ impl ParsedRun {
             .map(|t| t.id.clone())
             .collect()
     }
-    /// Counts of the named tests (synthetic members excluded), by group.
+    /// Counts of the named tests (synthetic members excluded), by group; the
+    /// [`ParsedRun::unlisted`] tests included.
     #[must_use]
     pub fn named_counts(&self) -> Counts {
-        let mut c = Counts::default();
+        let mut c = self.unlisted;
         for t in self
             .tests
             .iter()

@@ -275,6 +275,7 @@ mod tests {
                 flaky: 0,
             }),
             not_run: None,
+            unlisted: crate::check::model::Counts::default(),
         }
     }
 

@@ -6,7 +6,8 @@
 //!   ids, sorted) — what `check-parse` and other scripts read;
 //! * `--summary`: `tests` and `collected` left out (counts, failing names,
 //!   completeness, diagnostics). The output is then bounded by the failing tests, not by
-//!   the suite.
+//!   the suite, and so is the parse's memory: it reads with
+//!   [`parse::Listing::Failing`] (passing tests kept as 64-bit id hashes).
 //!
 //! With `--json` the object is written to stdout as it is serialized ([`print_json`]):
 //! no `serde_json::Value` of the whole run is built, so the memory of a large parse is
@@ -17,8 +18,7 @@ use crate::check::parse::{self, CheckInput, FormatChoice};
 use crate::cli::{Outcome, ParseArgs};
 use crate::output::Body;
 use schemars::JsonSchema;
-use serde::ser::{SerializeMap, SerializeSeq};
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 use std::collections::BTreeSet;
 use std::process::ExitCode;
 
@@ -94,7 +94,13 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
             )));
         }
     }
-    Ok(parse::parse_command(
+    // the summary shape prints no passing test: they need not be kept by name
+    let listing = if a.summary {
+        parse::Listing::Failing
+    } else {
+        parse::Listing::Full
+    };
+    Ok(parse::parse_command_with(
         &CheckInput {
             stdout: a.stdout.as_deref(),
             stderr: a.stderr.as_deref(),
@@ -103,6 +109,7 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
         },
         choice,
         a.command.as_deref(),
+        listing,
     ))
 }
 
@@ -139,7 +146,7 @@ fn human(run: &ParsedRun, summary: bool) -> String {
     use std::fmt::Write;
     let counts = run.counts();
     let failing = failing_ids(run);
-    let collected = run.tests.iter().filter(|t| named(t)).count();
+    let collected = run.tests.iter().filter(|t| named(t)).count() as u64 + run.unlisted.total();
     let mut h = format!(
         "format: {}\ncomplete: {}\nunattributed failure: {}\ncollected: {}  failing: {}\ncounts: {} passed, {} failed, {} skipped, {} flaky\n",
         parse::format_name(run.format),
@@ -218,6 +225,10 @@ pub fn run_json(a: &ParseArgs) -> ExitCode {
 /// Writes the `--json` object of `run` to `w`, one line, fields in the order of
 /// [`ParseBody`] after the envelope's.
 ///
+/// The object is written piece by piece as serde_json would print it: scalars and
+/// small fields through serde_json, each test and id by hand (an id with nothing to
+/// escape is copied as it is), so no value of the whole run is built.
+///
 /// # Errors
 /// A write error of `w`.
 pub fn print_json(
@@ -225,63 +236,81 @@ pub fn print_json(
     run: &ParsedRun,
     summary: bool,
 ) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *w, &Streamed { run, summary }).map_err(std::io::Error::from)?;
-    w.write_all(b"\n")?;
+    w.write_all(b"{\"tool\":\"loopexec\",\"version\":")?;
+    json_str(w, env!("CARGO_PKG_VERSION"))?;
+    w.write_all(b",\"status\":\"ok\",\"errors\":[],\"exit_code\":0,\"format\":")?;
+    ser(w, &run.format)?;
+    write!(
+        w,
+        ",\"complete\":{},\"unattributed_failure\":{}",
+        run.complete, run.unattributed_failure
+    )?;
+    if !summary {
+        w.write_all(b",\"tests\":[")?;
+        for (k, t) in run.tests.iter().filter(|t| named(t)).enumerate() {
+            if k > 0 {
+                w.write_all(b",")?;
+            }
+            w.write_all(b"{\"id\":")?;
+            json_str(w, &t.id)?;
+            w.write_all(b",\"outcome\":\"")?;
+            w.write_all(t.outcome.as_str().as_bytes())?;
+            w.write_all(b"\"")?;
+            if let Some(m) = &t.message {
+                w.write_all(b",\"message\":")?;
+                json_str(w, m)?;
+            }
+            w.write_all(b"}")?;
+        }
+        w.write_all(b"]")?;
+    }
+    w.write_all(b",\"counts\":")?;
+    ser(w, &run.counts())?;
+    w.write_all(b",\"failing\":")?;
+    json_strs(w, failing_ids(run).into_iter())?;
+    if !summary {
+        w.write_all(b",\"collected\":")?;
+        json_strs(w, collected_ids(run).into_iter())?;
+    }
+    w.write_all(b",\"diagnostics\":")?;
+    ser(w, &run.diagnostics)?;
+    w.write_all(b"}\n")?;
     w.flush()
 }
 
-/// The `--json` object of a parse, serialized from borrowed data.
-struct Streamed<'a> {
-    run: &'a ParsedRun,
-    summary: bool,
+/// Writes `v` as serde_json does.
+fn ser<W: std::io::Write + ?Sized, T: Serialize + ?Sized>(w: &mut W, v: &T) -> std::io::Result<()> {
+    serde_json::to_writer(w, v).map_err(std::io::Error::from)
 }
 
-/// A sequence serialized from an iterator, element by element.
-struct Seq<I>(std::cell::RefCell<Option<I>>);
-
-impl<I, T> Serialize for Seq<I>
-where
-    I: Iterator<Item = T>,
-    T: Serialize,
-{
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(None)?;
-        if let Some(it) = self.0.borrow_mut().take() {
-            for x in it {
-                seq.serialize_element(&x)?;
-            }
-        }
-        seq.end()
+/// Writes `s` as a JSON string, byte for byte as serde_json does: copied as it is
+/// when it holds no quote, backslash or control character, else through serde_json.
+fn json_str(w: &mut (impl std::io::Write + ?Sized), s: &str) -> std::io::Result<()> {
+    // no early exit: the whole id is tested in one vectorized pass
+    let escape = s.bytes().fold(false, |acc, b| {
+        acc | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if escape {
+        return ser(w, s);
     }
+    w.write_all(b"\"")?;
+    w.write_all(s.as_bytes())?;
+    w.write_all(b"\"")
 }
 
-fn seq<I: Iterator>(it: I) -> Seq<I> {
-    Seq(std::cell::RefCell::new(Some(it)))
-}
-
-impl Serialize for Streamed<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let run = self.run;
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("tool", "loopexec")?;
-        m.serialize_entry("version", env!("CARGO_PKG_VERSION"))?;
-        m.serialize_entry("status", "ok")?;
-        m.serialize_entry("errors", &[] as &[String])?;
-        m.serialize_entry("exit_code", &0u8)?;
-        m.serialize_entry("format", &run.format)?;
-        m.serialize_entry("complete", &run.complete)?;
-        m.serialize_entry("unattributed_failure", &run.unattributed_failure)?;
-        if !self.summary {
-            m.serialize_entry("tests", &seq(run.tests.iter().filter(|t| named(t))))?;
+/// Writes the strings of `it` as a JSON array.
+fn json_strs<'a>(
+    w: &mut (impl std::io::Write + ?Sized),
+    it: impl Iterator<Item = &'a str>,
+) -> std::io::Result<()> {
+    w.write_all(b"[")?;
+    for (k, s) in it.enumerate() {
+        if k > 0 {
+            w.write_all(b",")?;
         }
-        m.serialize_entry("counts", &run.counts())?;
-        m.serialize_entry("failing", &seq(failing_ids(run).into_iter()))?;
-        if !self.summary {
-            m.serialize_entry("collected", &seq(collected_ids(run).into_iter()))?;
-        }
-        m.serialize_entry("diagnostics", &run.diagnostics)?;
-        m.end()
+        json_str(w, s)?;
     }
+    w.write_all(b"]")
 }
 
 #[cfg(test)]
@@ -308,6 +337,7 @@ mod tests {
             diagnostics: vec!["note".into()],
             summary: None,
             not_run: None,
+            unlisted: Counts::default(),
         }
     }
 
@@ -324,6 +354,11 @@ mod tests {
             let streamed: serde_json::Value = serde_json::from_str(&text).unwrap();
             let typed = crate::output::assemble(&Outcome::from_body("ok", 0, &body(&run, summary)));
             assert_eq!(streamed, typed, "summary: {summary}");
+            // byte for byte what serde_json prints for the typed envelope
+            assert_eq!(
+                text,
+                format!("{}\n", serde_json::to_string(&typed).unwrap())
+            );
             // field order is part of what scripts see
             let keys = |v: &serde_json::Value| -> Vec<String> {
                 v.as_object().unwrap().keys().cloned().collect()
@@ -334,6 +369,26 @@ mod tests {
             assert_eq!(
                 streamed["failing"],
                 serde_json::json!(["a::bad", "cargo::<unattributed>"])
+            );
+        }
+    }
+
+    /// Strings are written byte for byte as serde_json writes them.
+    #[test]
+    fn json_strings_match_serde_json() {
+        for s in [
+            "",
+            "plain::id",
+            "quote \" and \\ backslash",
+            "tab\there\nnew line \u{1}",
+            "ünïcode › ✔ and \u{7f}",
+            "</script>",
+        ] {
+            let mut buf = Vec::new();
+            json_str(&mut buf, s).unwrap();
+            assert_eq!(
+                String::from_utf8(buf).unwrap(),
+                serde_json::to_string(s).unwrap()
             );
         }
     }

@@ -35,6 +35,7 @@ pub fn parsed(tests: &[(&str, Outcome)]) -> ParsedRun {
         diagnostics: Vec::new(),
         summary: None,
         not_run: None,
+        unlisted: crate::check::model::Counts::default(),
     }
 }
 

@@ -143,6 +143,7 @@ mod tests {
             diagnostics: Vec::new(),
             summary: None,
             not_run: None,
+            unlisted: crate::check::model::Counts::default(),
         }
     }
 

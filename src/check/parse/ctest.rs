@@ -53,7 +53,7 @@ fn outcome(status: &str) -> Outcome {
 #[must_use]
 pub fn parse(t: &TextInput) -> ParsedRun {
     let mut diagnostics = Vec::new();
-    let mut c = Collector::new();
+    let mut c = Collector::with_listing(t.listing);
     let mut total: Option<usize> = None;
     let mut counted = 0usize;
     if let Some(r) = res() {

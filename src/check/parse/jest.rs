@@ -93,7 +93,7 @@ impl State {
                 return;
             }
             let id = self.id(title);
-            if self.c.outcome(&id).map_or(true, |o| !o.is_failing()) {
+            if !self.c.is_failing(&id) {
                 self.c.record(&id, Outcome::Failed, None);
             }
             self.failure = Some((id, String::new()));

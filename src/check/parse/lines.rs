@@ -15,7 +15,7 @@ const ID_LIMIT: usize = 1024;
 #[must_use]
 pub fn parse(t: &TextInput) -> ParsedRun {
     let mut diagnostics = Vec::new();
-    let mut c = Collector::new();
+    let mut c = Collector::with_listing(t.listing);
     feed_lines(t.stdout, &mut diagnostics, |raw| {
         let line = strip_ansi(raw);
         let mut id: String = line.trim().chars().filter(|c| !c.is_control()).collect();

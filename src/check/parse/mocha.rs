@@ -38,7 +38,7 @@ impl State {
             }
             if titled || !parts.is_empty() {
                 let id = parts.join(" ");
-                if self.c.outcome(&id).map_or(true, |o| !o.is_failing()) {
+                if !self.c.is_failing(&id) {
                     self.c.record(&id, Outcome::Failed, None);
                 }
                 self.c.set_message(&id, &msg);

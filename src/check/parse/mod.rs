@@ -45,6 +45,7 @@
 
 pub mod command;
 pub mod detect;
+pub mod hashed;
 pub mod headline;
 pub mod json;
 pub mod junit;
@@ -80,6 +81,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use structured::StructuredError;
+pub use util::Listing;
 
 /// Everything observed from one check run.
 #[derive(Debug, Clone, Copy)]
@@ -112,6 +114,8 @@ pub struct TextInput<'a> {
     pub stderr: Option<&'a Path>,
     /// Exit code of the check.
     pub exit_code: Option<i32>,
+    /// Which tests the parser lists by name.
+    pub listing: Listing,
 }
 
 /// Every format with its kebab-case wire name (as in `model.rs`).
@@ -177,12 +181,17 @@ pub fn format_name(f: Format) -> &'static str {
         .map_or("exit-code", |(_, n)| n)
 }
 
-/// Runs the structured parser for `kind` over a file.
-fn parse_structured(kind: Kind, path: &Path) -> Result<ParsedRun, StructuredError> {
+/// Runs the structured parser for `kind` over a file (JUnit honours `listing`; the
+/// other structured parsers list every test).
+fn parse_structured(
+    kind: Kind,
+    path: &Path,
+    listing: Listing,
+) -> Result<ParsedRun, StructuredError> {
     let file = File::open(path)?;
     let r = BufReader::with_capacity(64 * 1024, file);
     match kind {
-        Kind::Junit => junit::parse_junit(r),
+        Kind::Junit => junit::parse_junit_with(r, listing),
         Kind::LibtestJson => json::parse_libtest_json(r),
         Kind::GotestJson => json::parse_gotest_json(r),
         Kind::JestJson => json::parse_jest_json(r),
@@ -253,6 +262,50 @@ fn concat(runs: Vec<ParsedRun>) -> Option<ParsedRun> {
 /// for the merge policy).
 #[must_use]
 pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
+    parse_with(input, choice, Listing::Full)
+}
+
+/// How many sources (reports, structured streams, the text parse) [`parse`] would
+/// read for `input`; only a single source can be read without every test's id (the
+/// merge of several matches tests by id).
+/// `detected` is what detection found in stdout and stderr.
+fn source_count(
+    input: &CheckInput,
+    choice: FormatChoice,
+    detected: &[Option<detect::Detected>],
+) -> usize {
+    let stream_sources = match choice {
+        FormatChoice::Fixed(f) => match detect::Kind::from_format(f) {
+            Some(k) if k.is_structured() => usize::from(input.stdout.or(input.stderr).is_some()),
+            Some(_) => 1,
+            None => 0,
+        },
+        FormatChoice::Auto => {
+            let kinds: Vec<Kind> = detected.iter().flatten().map(|d| d.kind).collect();
+            let structured = kinds.iter().filter(|k| k.is_structured()).count();
+            structured + usize::from(kinds.iter().any(|k| !k.is_structured()))
+        }
+    };
+    input.reports.len() + stream_sources
+}
+
+/// [`parse`] keeping the tests as `listing` asks. [`Listing::Failing`] applies only
+/// when the run has a single source (one report, or the output alone); otherwise
+/// every test is listed, as under [`Listing::Full`]. Either way the counts, the
+/// failing set, completeness and diagnostics are those [`parse`] gives.
+#[must_use]
+pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) -> ParsedRun {
+    // What stdout and stderr hold (each scanned once, here).
+    let streams = [input.stdout, input.stderr];
+    let detected: Vec<Option<detect::Detected>> = streams
+        .iter()
+        .map(|s| s.and_then(detect::detect_stream))
+        .collect();
+    let listing = if listing == Listing::Failing && source_count(input, choice, &detected) == 1 {
+        Listing::Failing
+    } else {
+        Listing::Full
+    };
     let mut diagnostics = Vec::new();
     let mut primaries = Vec::new();
     let mut report_failed = false;
@@ -271,13 +324,14 @@ pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
                     stdout: Some(rep),
                     stderr: None,
                     exit_code: input.exit_code,
+                    listing,
                 },
             );
             primaries.push(r);
             continue;
         }
         let kind = detected.unwrap_or(Kind::Junit);
-        match parse_structured(kind, rep) {
+        match parse_structured(kind, rep, listing) {
             Ok(r) => primaries.push(r),
             Err(e) => {
                 diagnostics.push(format!("report not well-formed: {}: {e}", rep.display()));
@@ -289,11 +343,6 @@ pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
     // Which stream holds what.
     let mut text_kind: Option<Kind> = None;
     let mut swap = false;
-    let streams = [input.stdout, input.stderr];
-    let detected: Vec<Option<detect::Detected>> = streams
-        .iter()
-        .map(|s| s.and_then(detect::detect_stream))
-        .collect();
     let fixed = match choice {
         FormatChoice::Fixed(f) => Some(detect::Kind::from_format(f)),
         FormatChoice::Auto => None,
@@ -302,7 +351,7 @@ pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
         Some(Some(k)) if k.is_structured() => {
             // a fixed structured format: read stdout (else stderr) with it
             if let Some(p) = input.stdout.or(input.stderr) {
-                match parse_structured(k, p) {
+                match parse_structured(k, p, listing) {
                     Ok(r) => primaries.push(r),
                     Err(e) => {
                         report_failed = true;
@@ -329,7 +378,7 @@ pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
             for (d, s) in detected.iter().zip(streams) {
                 if let (Some(d), Some(p)) = (d, s) {
                     if d.kind.is_structured() {
-                        match parse_structured(d.kind, p) {
+                        match parse_structured(d.kind, p, listing) {
                             Ok(r) => primaries.push(r),
                             Err(e) => {
                                 report_failed = true;
@@ -363,12 +412,14 @@ pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
             stdout: input.stderr,
             stderr: input.stdout,
             exit_code: input.exit_code,
+            listing,
         }
     } else {
         TextInput {
             stdout: input.stdout,
             stderr: input.stderr,
             exit_code: input.exit_code,
+            listing,
         }
     };
     let text = text_kind.map(|k| parse_text(k, &t));
@@ -387,6 +438,7 @@ pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
                 diagnostics: Vec::new(),
                 summary: None,
                 not_run: None,
+                unlisted: crate::check::model::Counts::default(),
             }
         }
     };
@@ -424,19 +476,32 @@ pub fn parse(input: &CheckInput, choice: FormatChoice) -> ParsedRun {
 /// `command` is the check command as configured (before any isolation wrapper).
 #[must_use]
 pub fn parse_command(input: &CheckInput, choice: FormatChoice, command: Option<&str>) -> ParsedRun {
-    let mut run = parse(input, choice);
+    parse_command_with(input, choice, command, Listing::Full)
+}
+
+/// [`parse_command`] keeping the tests as `listing` asks (see [`parse_with`]).
+#[must_use]
+pub fn parse_command_with(
+    input: &CheckInput,
+    choice: FormatChoice,
+    command: Option<&str>,
+    listing: Listing,
+) -> ParsedRun {
+    let mut run = parse_with(input, choice, listing);
     if let Some(cmd) = command {
         command::judge(&mut run, cmd, input.stderr);
     }
     run
 }
 
-/// Number of named (non-synthetic) tests in a run.
+/// Number of named (non-synthetic) tests in a run, the unlisted ones included.
 fn named_count(r: &ParsedRun) -> usize {
+    let unlisted = usize::try_from(r.unlisted.total()).unwrap_or(usize::MAX);
     r.tests
         .iter()
         .filter(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX))
         .count()
+        .saturating_add(unlisted)
 }
 
 /// Combines a structured result with the text parse of the same run (module doc,
@@ -618,6 +683,7 @@ mod tests {
             diagnostics: Vec::new(),
             summary: None,
             not_run: None,
+            unlisted: crate::check::model::Counts::default(),
         }
     }
 

@@ -56,7 +56,7 @@ fn outcome(status: &str) -> Option<Outcome> {
 #[must_use]
 pub fn parse(t: &TextInput) -> ParsedRun {
     let mut diagnostics = Vec::new();
-    let mut c = Collector::new();
+    let mut c = Collector::with_listing(t.listing);
     let mut summary: Option<(usize, String)> = None;
     let mut seen = 0usize;
     let mut current: Option<(String, String)> = None;

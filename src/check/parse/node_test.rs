@@ -96,7 +96,7 @@ struct Group {
 #[must_use]
 pub fn parse(t: &TextInput) -> ParsedRun {
     let mut diagnostics = Vec::new();
-    let mut c = Collector::new();
+    let mut c = Collector::with_listing(t.listing);
     let mut groups: Vec<Group> = Vec::new();
     let mut opened = 0usize;
     // (order, path) of closed groups: candidates to be suites

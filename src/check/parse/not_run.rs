@@ -67,10 +67,11 @@ pub fn judge(
     }
     // a runner that reported a named test ran the tests (and its output need not be
     // read a second time)
-    if run
-        .tests
-        .iter()
-        .any(|t| !t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX))
+    if run.unlisted.total() > 0
+        || run
+            .tests
+            .iter()
+            .any(|t| !t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX))
     {
         return;
     }
@@ -116,6 +117,7 @@ mod tests {
             diagnostics: Vec::new(),
             summary: None,
             not_run: None,
+            unlisted: crate::check::model::Counts::default(),
         }
     }
 

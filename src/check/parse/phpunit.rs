@@ -48,7 +48,7 @@ fn clean_id(s: &str) -> &str {
 #[must_use]
 pub fn parse(t: &TextInput) -> ParsedRun {
     let mut diagnostics = Vec::new();
-    let mut c = Collector::new();
+    let mut c = Collector::with_listing(t.listing);
     let mut section: Option<Outcome> = None;
     let mut class: Option<String> = None;
     let mut entry: Option<(String, String)> = None;

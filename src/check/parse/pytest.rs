@@ -373,7 +373,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
             }
         }
     }
-    let mut c = Collector::new();
+    let mut c = Collector::with_listing(t.listing);
     if let Some(mut s) = summary {
         // a test whose subtest failed is read as failed; pytest's tally counted the
         // subtest's failure and the test's own pass

@@ -200,7 +200,7 @@ impl State {
             Section::FailedList => {
                 if let Some(rest) = body.strip_prefix("rspec ") {
                     if let Some((_, desc)) = rest.split_once(" # ") {
-                        if self.c.outcome(desc).map_or(true, |o| !o.is_failing()) {
+                        if !self.c.is_failing(desc) {
                             self.c.record(desc, Outcome::Failed, None);
                         }
                     }
@@ -224,7 +224,7 @@ impl State {
 pub fn parse(t: &TextInput) -> ParsedRun {
     let mut diagnostics = Vec::new();
     let mut st = State {
-        c: Collector::new(),
+        c: Collector::with_listing(t.listing),
         section: Section::Tree,
         stack: Vec::new(),
         pending_line: None,

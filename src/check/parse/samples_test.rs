@@ -10,8 +10,8 @@
 //! in [`KNOWN_DIVERGENT`] with the reason; their mismatches are printed, not failed.
 
 use super::samples::{compare, expected_files, fixtures_dir, load_expected, Check};
-use super::{parse_command, CheckInput, FormatChoice};
-use crate::check::model::UNATTRIBUTED_SUFFIX;
+use super::{parse_command_with, CheckInput, FormatChoice, Listing};
+use crate::check::model::{ParsedRun, UNATTRIBUTED_SUFFIX};
 use std::path::{Path, PathBuf};
 
 /// Samples whose expectation rests on facts the captured output does not contain.
@@ -34,42 +34,116 @@ fn samples_dir() -> Option<PathBuf> {
     Some(d)
 }
 
+/// The files and facts of one sample, as `check-parse` hands them over.
+struct SampleInput {
+    stdout: Option<PathBuf>,
+    stderr: Option<PathBuf>,
+    reports: Vec<PathBuf>,
+    exit: Option<i32>,
+    command: Option<String>,
+}
+
+impl SampleInput {
+    fn read(exp_path: &Path, exp: &serde_json::Value) -> Self {
+        let s = exp_path.to_string_lossy();
+        let base = s.trim_end_matches(".expected.json").to_string();
+        let dir = exp_path.parent().unwrap_or(Path::new("."));
+        let stdout = PathBuf::from(format!("{base}.stdout"));
+        let stderr = PathBuf::from(format!("{base}.stderr"));
+        let mut reports = Vec::new();
+        if let Some(r) = exp.get("report_file").and_then(|v| v.as_str()) {
+            reports.push(dir.join(r));
+        }
+        let stdout = stdout.exists().then_some(stdout);
+        let stderr = stderr.exists().then_some(stderr);
+        if stdout.is_none() && stderr.is_none() && reports.is_empty() {
+            reports.push(PathBuf::from(&base));
+        }
+        SampleInput {
+            stdout,
+            stderr,
+            reports,
+            exit: exp
+                .get("exit_code")
+                .and_then(serde_json::Value::as_i64)
+                .and_then(|c| i32::try_from(c).ok()),
+            command: exp
+                .get("command")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string),
+        }
+    }
+
+    fn parse(&self, listing: Listing) -> ParsedRun {
+        parse_command_with(
+            &CheckInput {
+                stdout: self.stdout.as_deref(),
+                stderr: self.stderr.as_deref(),
+                exit_code: self.exit,
+                reports: &self.reports,
+            },
+            FormatChoice::Auto,
+            self.command.as_deref(),
+            listing,
+        )
+    }
+}
+
 /// Compares one sample; returns the problems found.
 fn check_sample(exp_path: &Path) -> Vec<String> {
     let Ok(exp) = load_expected(exp_path) else {
         return vec!["expected.json unreadable".into()];
     };
-    let s = exp_path.to_string_lossy();
-    let base = s.trim_end_matches(".expected.json").to_string();
-    let dir = exp_path.parent().unwrap_or(Path::new("."));
-    let stdout = PathBuf::from(format!("{base}.stdout"));
-    let stderr = PathBuf::from(format!("{base}.stderr"));
-    let mut reports = Vec::new();
-    if let Some(r) = exp.get("report_file").and_then(|v| v.as_str()) {
-        reports.push(dir.join(r));
-    }
-    let has_out = stdout.exists();
-    let has_err = stderr.exists();
-    if !has_out && !has_err && reports.is_empty() {
-        reports.push(PathBuf::from(&base));
-    }
-    let exit = exp
-        .get("exit_code")
-        .and_then(serde_json::Value::as_i64)
-        .and_then(|c| i32::try_from(c).ok());
-    let mut run = parse_command(
-        &CheckInput {
-            stdout: has_out.then_some(stdout.as_path()),
-            stderr: has_err.then_some(stderr.as_path()),
-            exit_code: exit,
-            reports: &reports,
-        },
-        FormatChoice::Auto,
-        exp.get("command").and_then(serde_json::Value::as_str),
-    );
+    let mut run = SampleInput::read(exp_path, &exp).parse(Listing::Full);
     // The synthetic `<runner>::<unattributed>` member is in no expected group.
     run.tests.retain(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX));
     compare(&exp, &run, Check::All)
+}
+
+/// What `parse --summary` prints of a run, and the failing tests in order with their
+/// messages: equal under both listings.
+fn summary_view(r: &ParsedRun) -> serde_json::Value {
+    let failing: Vec<_> = r.tests.iter().filter(|t| t.outcome.is_failing()).collect();
+    serde_json::json!({
+        "format": r.format,
+        "complete": r.complete,
+        "unattributed_failure": r.unattributed_failure,
+        "counts": r.counts(),
+        "failing": r.failing(),
+        "failing_tests": failing,
+        "diagnostics": r.diagnostics,
+        "summary": r.summary,
+        "not_run": r.not_run,
+    })
+}
+
+/// Every sample read with [`Listing::Failing`] (passing tests as hashes) gives the
+/// summary a full parse gives.
+#[test]
+fn failing_listing_agrees_with_full_on_every_sample() {
+    let dir = fixtures_dir();
+    let mut checked = 0;
+    let mut hashed = 0;
+    for f in expected_files(&dir) {
+        let Ok(exp) = load_expected(&f) else { continue };
+        let input = SampleInput::read(&f, &exp);
+        let full = input.parse(Listing::Full);
+        let failing = input.parse(Listing::Failing);
+        assert_eq!(
+            summary_view(&failing),
+            summary_view(&full),
+            "{}",
+            f.display()
+        );
+        checked += 1;
+        hashed += usize::from(failing.unlisted.total() > 0);
+    }
+    assert!(
+        checked >= 80,
+        "only {checked} samples under {}",
+        dir.display()
+    );
+    eprintln!("{checked} samples agree; {hashed} read with passing tests as hashes");
 }
 
 #[test]

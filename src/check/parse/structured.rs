@@ -10,7 +10,8 @@
 //! is added only when no named test is failing (so the failing set is never empty while
 //! something is red, and is not padded when named failures already make it red).
 
-use crate::check::model::{Format, Outcome, ParsedRun, TestResult};
+use super::hashed::{HashedTests, MessageRule};
+use crate::check::model::{Counts, Format, Outcome, ParsedRun, TestResult};
 use crate::check::parse::util;
 
 /// Why a structured report could not be read at all.
@@ -38,13 +39,17 @@ pub enum StructuredError {
 
 /// Accumulates per-test results in first-seen order, one entry per id.
 ///
-/// Memory is one [`TestResult`] plus one 16-byte map entry per distinct id.
+/// Memory is one [`TestResult`] plus one 16-byte map entry per distinct id; under
+/// [`util::Listing::Failing`] ([`RunBuilder::with_listing`]) a 32-byte hash slot per
+/// test, with text kept for failing tests only.
 #[derive(Debug)]
 pub struct RunBuilder {
     format: Format,
     runner: String,
     tests: Vec<TestResult>,
     index: util::IdIndex,
+    /// The store under [`util::Listing::Failing`] (then `tests` stays empty).
+    hashed: Option<HashedTests>,
     unattributed: bool,
     unattributed_message: Option<String>,
     diagnostics: Vec<String>,
@@ -56,15 +61,36 @@ impl RunBuilder {
     /// (`<runner>::<unattributed>`).
     #[must_use]
     pub fn new(format: Format, runner: &str) -> Self {
+        Self::with_listing(format, runner, util::Listing::Full)
+    }
+
+    /// [`RunBuilder::new`] keeping the tests as `listing` asks.
+    #[must_use]
+    pub fn with_listing(format: Format, runner: &str, listing: util::Listing) -> Self {
         RunBuilder {
             format,
             runner: runner.to_string(),
             tests: Vec::new(),
             index: util::IdIndex::default(),
+            hashed: super::hashed::for_listing(listing),
             unattributed: false,
             unattributed_message: None,
             diagnostics: Vec::new(),
             summary: None,
+        }
+    }
+
+    /// Makes room for `n` more tests, as the report announces them, capped at
+    /// [`util::RESERVE_LIMIT`] (growing the id index holds its old and new table at
+    /// once).
+    pub fn reserve(&mut self, n: usize) {
+        let n = n.min(util::RESERVE_LIMIT);
+        match self.hashed.as_mut() {
+            Some(h) => h.reserve(n),
+            None => {
+                self.tests.reserve(n);
+                self.index.reserve(n);
+            }
         }
     }
 
@@ -85,20 +111,30 @@ impl RunBuilder {
     pub fn attempt(&mut self, id: &str, outcome: Outcome, message: Option<&str>) {
         let id = &*util::strip_ansi(id);
         let message = message_for(outcome, message);
+        if let Some(h) = self.hashed.as_mut() {
+            h.record(
+                id,
+                |prev| prev.map_or(outcome, |p| retry(p, outcome)),
+                message,
+                MessageRule::Replace,
+            );
+            return;
+        }
         match self.index.find(&self.tests, id) {
             Some(i) => {
-                let prev = self.tests[i].outcome;
-                let retried_to_pass =
-                    outcome.is_passing() && (prev.is_failing() || prev == Outcome::FlakyPassed);
                 let entry = &mut self.tests[i];
-                entry.outcome = if retried_to_pass {
-                    Outcome::FlakyPassed
-                } else {
-                    outcome
-                };
+                entry.outcome = retry(entry.outcome, outcome);
                 entry.message = message;
             }
             None => self.push(id.to_string(), outcome, message),
+        }
+    }
+
+    /// True when test `id` was recorded.
+    fn has(&mut self, id: &str) -> bool {
+        match self.hashed.as_mut() {
+            Some(h) => h.outcome(id).is_some(),
+            None => self.index.find(&self.tests, id).is_some(),
         }
     }
 
@@ -108,13 +144,13 @@ impl RunBuilder {
     pub fn distinct(&mut self, id: &str, outcome: Outcome, message: Option<&str>) -> String {
         let id = &*util::strip_ansi(id);
         let message = message_for(outcome, message);
-        if self.index.find(&self.tests, id).is_none() {
+        if !self.has(id) {
             self.push(id.to_string(), outcome, message);
             return id.to_string();
         }
         let mut n = 2u64;
         let mut final_id = format!("{id}#{n}");
-        while self.index.find(&self.tests, &final_id).is_some() {
+        while self.has(&final_id) {
             n += 1;
             final_id = format!("{id}#{n}");
         }
@@ -129,7 +165,7 @@ impl RunBuilder {
             std::borrow::Cow::Borrowed(_) => id,
             std::borrow::Cow::Owned(o) => o,
         };
-        if self.index.find(&self.tests, &id).is_none() {
+        if !self.has(&id) {
             let message = message_for(outcome, message);
             self.push(id, outcome, message);
         } else {
@@ -166,8 +202,12 @@ impl RunBuilder {
     /// Finishes the run. See the module doc for when the synthetic member is added.
     #[must_use]
     pub fn finish(mut self, complete: bool) -> ParsedRun {
-        if self.unattributed && !self.tests.iter().any(|t| t.outcome.is_failing()) {
-            self.tests.push(util::unattributed(
+        let (mut tests, unlisted) = match self.hashed.take() {
+            Some(h) => h.finish(),
+            None => (std::mem::take(&mut self.tests), Counts::default()),
+        };
+        if self.unattributed && !tests.iter().any(|t| t.outcome.is_failing()) {
+            tests.push(util::unattributed(
                 &self.runner,
                 self.unattributed_message.take(),
             ));
@@ -176,20 +216,36 @@ impl RunBuilder {
             format: self.format,
             complete,
             unattributed_failure: self.unattributed,
-            tests: self.tests,
+            tests,
             diagnostics: self.diagnostics,
             summary: self.summary,
             not_run: None,
+            unlisted,
         }
     }
 
+    /// Records a test not recorded before.
     fn push(&mut self, id: String, outcome: Outcome, message: Option<String>) {
+        if let Some(h) = self.hashed.as_mut() {
+            h.record(&id, |_| outcome, message, MessageRule::Replace);
+            return;
+        }
         self.index.insert(&id, self.tests.len());
         self.tests.push(TestResult {
             id,
             outcome,
             message,
         });
+    }
+}
+
+/// The merge rule of [`RunBuilder::attempt`]: a passing attempt after a failing one
+/// (or after a flaky pass) is `FlakyPassed`; otherwise the later attempt decides.
+fn retry(prev: Outcome, outcome: Outcome) -> Outcome {
+    if outcome.is_passing() && (prev.is_failing() || prev == Outcome::FlakyPassed) {
+        Outcome::FlakyPassed
+    } else {
+        outcome
     }
 }
 

@@ -181,7 +181,7 @@ impl State {
                         .get(&(file.clone(), n))
                         .cloned()
                         .unwrap_or_else(|| format!("{file}#{n}"));
-                    if self.c.outcome(&id).map_or(true, |o| !o.is_failing()) {
+                    if !self.c.is_failing(&id) {
                         self.c.record(&id, Outcome::Failed, None);
                     }
                 }

@@ -6,6 +6,7 @@
 //! Invariants: nothing here panics on any input (invalid UTF-8 is replaced per line);
 //! a file is read line by line and never held whole in memory.
 
+use super::hashed::{HashedTests, MessageRule};
 use crate::check::model::{Format, Outcome, ParsedRun, TestResult, UNATTRIBUTED_SUFFIX};
 use regex::Regex;
 use std::borrow::Cow;
@@ -89,13 +90,41 @@ pub fn normalize_message(msg: &str) -> String {
         if line.trim().is_empty() || line.contains("RUST_BACKTRACE") {
             continue;
         }
-        let l = re(&TID, r"(thread '[^']*') \(\d+\)").replace_all(line, "$1");
-        let l = re(&HEX, r"0x[0-9a-fA-F]{4,}").replace_all(&l, "0x?");
-        let l = re(
-            &DUR,
-            r"\s*\(?\b(in )?\d+(\.\d+)?\s?(ms|s|sec|seconds|µs|us|ns)\b\)?",
-        )
-        .replace_all(&l, "");
+        // each pattern only on a line that holds what it must match (a thread name,
+        // `0x`, a numeric character — a superset of `\d` — with an `s` after it): the
+        // same result without a regex search per line
+        let l = if line.contains("thread '") {
+            re(&TID, r"(thread '[^']*') \(\d+\)").replace_all(line, "$1")
+        } else {
+            Cow::Borrowed(line)
+        };
+        let l = if l.contains("0x") {
+            Cow::Owned(
+                re(&HEX, r"0x[0-9a-fA-F]{4,}")
+                    .replace_all(&l, "0x?")
+                    .into_owned(),
+            )
+        } else {
+            l
+        };
+        // every unit the duration pattern knows holds an `s`
+        let duration_like = |l: &str| {
+            l.char_indices()
+                .find(|(_, c)| c.is_numeric())
+                .is_some_and(|(i, _)| l[i..].contains('s'))
+        };
+        let l = if duration_like(&l) {
+            Cow::Owned(
+                re(
+                    &DUR,
+                    r"\s*\(?\b(in )?\d+(\.\d+)?\s?(ms|s|sec|seconds|µs|us|ns)\b\)?",
+                )
+                .replace_all(&l, "")
+                .into_owned(),
+            )
+        } else {
+            l
+        };
         if !out.is_empty() {
             out.push('\n');
         }
@@ -222,6 +251,9 @@ pub fn feed_lines(path: Option<&Path>, diagnostics: &mut Vec<String>, mut f: imp
     }
 }
 
+/// Attempts [`Collector::settle`] hashes and orders at a time (1 MiB of scratch).
+const SETTLE_CHUNK: usize = 1 << 16;
+
 /// Most tests [`Collector::reserve`] makes room for at once (an announced count is the
 /// runner's word, not a promise).
 pub const RESERVE_LIMIT: usize = 1 << 21;
@@ -232,12 +264,45 @@ pub const RESERVE_LIMIT: usize = 1 << 21;
 /// a passing one becomes `FlakyPassed`; otherwise the later attempt decides.
 /// [`Collector::record_distinct`] is for runners that print the same name for
 /// different tests: a repeated id gets a ` #2`, ` #3`, ... suffix.
+///
+/// Under [`Listing::Failing`] the tests are kept in a [`HashedTests`] instead (the
+/// same merge rule, ids kept only for failing tests; see [`Collector::with_listing`]).
 #[derive(Debug, Default)]
 pub struct Collector {
     tests: Vec<TestResult>,
     summary: Option<crate::check::model::Counts>,
     index: IdIndex,
     seen: HashMap<String, usize, IdHasher>,
+    /// `tests[..indexed]` are in `index`, one entry per id; the attempts after them
+    /// were appended by [`Collector::record_owned`] and are merged and indexed in one
+    /// batch before anything reads the tests.
+    indexed: usize,
+    /// The store under [`Listing::Failing`] (then `tests` and `index` stay empty).
+    hashed: Option<HashedTests>,
+    /// `seen` under [`Listing::Failing`], by id hash.
+    seen_hashed: HashMap<u64, usize, IdHasher>,
+}
+
+/// Which tests a parse lists by name in [`ParsedRun::tests`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Listing {
+    /// Every test, by id: what the engine's detectors and `parse`'s default shape read.
+    #[default]
+    Full,
+    /// Only the failing tests (and the synthetic member); every other test is kept as
+    /// a 64-bit id hash and only counted, in [`ParsedRun::unlisted`]. Counts, the
+    /// failing set, completeness and diagnostics are those of [`Listing::Full`]; the
+    /// collected and passing sets are not known. For `parse --summary`.
+    Failing,
+}
+
+/// The merge rule of [`Collector::record`]: a passing attempt after a failing one is
+/// `FlakyPassed`; otherwise the later attempt decides.
+fn merge_attempt(prev: Option<Outcome>, outcome: Outcome) -> Outcome {
+    match prev {
+        Some(p) if p.is_failing() && outcome == Outcome::Passed => Outcome::FlakyPassed,
+        _ => outcome,
+    }
 }
 
 /// Positions of tests in a `Vec<TestResult>` by id, keyed by the 64-bit hash of the
@@ -246,7 +311,7 @@ pub struct Collector {
 /// by the id itself, so lookups are exact.
 #[derive(Debug, Default)]
 pub struct IdIndex {
-    by_hash: HashMap<u64, usize, IdHasher>,
+    by_hash: super::hashed::PositionTable,
     spill: HashMap<String, usize, IdHasher>,
 }
 
@@ -254,7 +319,7 @@ impl IdIndex {
     /// The position of `id` in `tests` (the vector this index was built over).
     #[must_use]
     pub fn find(&self, tests: &[TestResult], id: &str) -> Option<usize> {
-        let i = *self.by_hash.get(&id_hash(id))?;
+        let i = self.by_hash.get(id_hash(id))?;
         if tests.get(i).is_some_and(|t| t.id == id) {
             Some(i)
         } else {
@@ -264,36 +329,34 @@ impl IdIndex {
 
     /// Records that `id` (not yet indexed) is at position `i`.
     pub fn insert(&mut self, id: &str, i: usize) {
-        match self.by_hash.entry(id_hash(id)) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(i);
-            }
-            std::collections::hash_map::Entry::Occupied(_) => {
-                self.spill.insert(id.to_string(), i);
-            }
+        if self.by_hash.get_or_insert(id_hash(id), i).is_some() {
+            self.spill.insert(id.to_string(), i);
         }
     }
 
     /// The position of `id` when indexed; otherwise indexes it at `new` (one hash,
     /// one probe) and returns `None`.
     pub fn find_or_insert(&mut self, tests: &[TestResult], id: &str, new: usize) -> Option<usize> {
-        match self.by_hash.entry(id_hash(id)) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(new);
-                None
-            }
-            std::collections::hash_map::Entry::Occupied(o) => {
-                let i = *o.get();
-                if tests.get(i).is_some_and(|t| t.id == id) {
-                    return Some(i);
-                }
-                if let Some(&j) = self.spill.get(id) {
-                    return Some(j);
-                }
-                self.spill.insert(id.to_string(), new);
-                None
-            }
+        self.find_or_insert_hashed(tests, id_hash(id), id, new)
+    }
+
+    /// [`IdIndex::find_or_insert`] for an id whose [`id_hash`] is `hash`.
+    pub fn find_or_insert_hashed(
+        &mut self,
+        tests: &[TestResult],
+        hash: u64,
+        id: &str,
+        new: usize,
+    ) -> Option<usize> {
+        let i = self.by_hash.get_or_insert(hash, new)?;
+        if tests.get(i).is_some_and(|t| t.id == id) {
+            return Some(i);
         }
+        if let Some(&j) = self.spill.get(id) {
+            return Some(j);
+        }
+        self.spill.insert(id.to_string(), new);
+        None
     }
 
     /// Makes room for `n` more ids (no rehash while they are added).
@@ -330,27 +393,103 @@ impl Collector {
         Self::default()
     }
 
+    /// An empty collector that keeps its tests as `listing` asks.
+    #[must_use]
+    pub fn with_listing(listing: Listing) -> Self {
+        Self {
+            hashed: super::hashed::for_listing(listing),
+            ..Self::default()
+        }
+    }
+
     /// Makes room for `n` more tests, as announced by the runner (`running N tests`),
     /// capped at [`RESERVE_LIMIT`]: growing the index by rehashing holds the old and
     /// the new table at once, the peak memory of a large parse.
     pub fn reserve(&mut self, n: usize) {
         let n = n.min(RESERVE_LIMIT);
+        if let Some(h) = self.hashed.as_mut() {
+            h.reserve(n);
+            return;
+        }
         self.tests.reserve(n);
         self.index.reserve(n);
     }
 
-    /// The position of `id` in `tests`.
+    /// The position of `id` in `tests` (after [`Collector::settle`]).
     fn find(&self, id: &str) -> Option<usize> {
         self.index.find(&self.tests, id)
     }
 
+    /// Merges and indexes the attempts [`Collector::record_owned`] appended, in one
+    /// batch: ids hashed in order, inserted into the index region by region (see
+    /// [`super::hashed::PositionTable::insertion_order`]); a later attempt of an id
+    /// is merged into its first entry by [`Collector::record`]'s rule and dropped.
+    fn settle(&mut self) {
+        let start = self.indexed;
+        if start == self.tests.len() {
+            return;
+        }
+        self.index.reserve(self.tests.len() - start);
+        let mut dropped = Vec::new();
+        // in chunks (bounded scratch memory): ids hashed front to back, then inserted
+        // in the table's order
+        let mut from = start;
+        while from < self.tests.len() {
+            let to = self.tests.len().min(from + SETTLE_CHUNK);
+            let hashes: Vec<u64> = self.tests[from..to]
+                .iter()
+                .map(|t| id_hash(&t.id))
+                .collect();
+            for r in super::hashed::PositionTable::insertion_order(&hashes) {
+                let k = from + r as usize;
+                let hash = hashes[r as usize];
+                let Some(j) =
+                    self.index
+                        .find_or_insert_hashed(&self.tests, hash, &self.tests[k].id, k)
+                else {
+                    continue;
+                };
+                // `j < k`: the first entry of an id is inserted before its later ones
+                let (outcome, message) = (self.tests[k].outcome, self.tests[k].message.take());
+                let t = &mut self.tests[j];
+                let new = merge_attempt(Some(t.outcome), outcome);
+                t.outcome = new;
+                if new.is_failing() {
+                    if message.is_some() {
+                        t.message = message;
+                    }
+                } else {
+                    t.message = None;
+                }
+                dropped.push(k);
+            }
+            from = to;
+        }
+        self.indexed = self.tests.len();
+        if !dropped.is_empty() {
+            dropped.sort_unstable();
+            let mut next = dropped.iter().copied().peekable();
+            let mut k = 0;
+            self.tests.retain(|_| {
+                let keep = next.peek() != Some(&k);
+                if !keep {
+                    next.next();
+                }
+                k += 1;
+                keep
+            });
+            // positions moved: index everything again (no repeats are left)
+            self.index.rebuild(&[]);
+            self.indexed = 0;
+            self.settle();
+        }
+    }
+
     /// [`Collector::record`] for an owned id: a new test keeps `id` itself (no copy).
+    /// The attempt is appended and merged later, in a batch, before anything reads
+    /// the tests.
     pub fn record_owned(&mut self, id: String, outcome: Outcome, message: Option<String>) {
-        if self
-            .index
-            .find_or_insert(&self.tests, &id, self.tests.len())
-            .is_some()
-        {
+        if self.hashed.is_some() {
             self.record(&id, outcome, message);
             return;
         }
@@ -367,16 +506,26 @@ impl Collector {
 
     /// Records one attempt of test `id` (see the type doc for the merge rule).
     pub fn record(&mut self, id: &str, outcome: Outcome, message: Option<String>) {
+        if let Some(h) = self.hashed.as_mut() {
+            let message = message
+                .filter(|_| outcome.is_failing())
+                .map(|m| normalize_message(&m))
+                .filter(|m| !m.is_empty());
+            h.record(
+                id,
+                |prev| merge_attempt(prev, outcome),
+                message,
+                MessageRule::KeepWhenNone,
+            );
+            return;
+        }
+        self.settle();
         let message = message
             .map(|m| normalize_message(&m))
             .filter(|m| !m.is_empty());
         if let Some(i) = self.find(id) {
             let t = &mut self.tests[i];
-            let new = if t.outcome.is_failing() && outcome == Outcome::Passed {
-                Outcome::FlakyPassed
-            } else {
-                outcome
-            };
+            let new = merge_attempt(Some(t.outcome), outcome);
             t.outcome = new;
             if new.is_failing() {
                 if message.is_some() {
@@ -393,6 +542,7 @@ impl Collector {
             outcome,
             message: if outcome.is_failing() { message } else { None },
         });
+        self.indexed = self.tests.len();
     }
 
     /// Records a test whose name may repeat for distinct tests; returns the id used.
@@ -402,7 +552,11 @@ impl Collector {
         outcome: Outcome,
         message: Option<String>,
     ) -> String {
-        let n = self.seen.entry(id.to_string()).or_insert(0);
+        let n = if self.hashed.is_some() {
+            self.seen_hashed.entry(id_hash(id)).or_insert(0)
+        } else {
+            self.seen.entry(id.to_string()).or_insert(0)
+        };
         *n += 1;
         let real = if *n == 1 {
             id.to_string()
@@ -415,14 +569,24 @@ impl Collector {
 
     /// Forgets test `id` (a group line that turned out not to be a test).
     pub fn remove(&mut self, id: &str) {
+        if let Some(h) = self.hashed.as_mut() {
+            h.remove(id);
+            return;
+        }
+        self.settle();
         let Some(i) = self.find(id) else { return };
         self.tests.remove(i);
         // positions after `i` moved, and a spilled id may now own its hash
         self.index.rebuild(&self.tests);
+        self.indexed = self.tests.len();
     }
 
     /// Removes test `id` and returns what was recorded for it.
     pub fn take(&mut self, id: &str) -> Option<TestResult> {
+        if let Some(h) = self.hashed.as_mut() {
+            return h.remove(id);
+        }
+        self.settle();
         let i = self.find(id)?;
         let t = self.tests[i].clone();
         self.remove(id);
@@ -431,6 +595,11 @@ impl Collector {
 
     /// Sets the failure message of `id` when it has none yet.
     pub fn set_message(&mut self, id: &str, message: &str) {
+        if let Some(h) = self.hashed.as_mut() {
+            h.set_message(id, || normalize_message(message));
+            return;
+        }
+        self.settle();
         if let Some(i) = self.find(id) {
             let t = &mut self.tests[i];
             if t.outcome.is_failing() && t.message.is_none() {
@@ -450,31 +619,63 @@ impl Collector {
 
     /// The outcome currently recorded for `id`.
     #[must_use]
-    pub fn outcome(&self, id: &str) -> Option<Outcome> {
+    pub fn outcome(&mut self, id: &str) -> Option<Outcome> {
+        if let Some(h) = self.hashed.as_mut() {
+            return h.outcome(id);
+        }
+        self.settle();
         self.find(id).map(|i| self.tests[i].outcome)
+    }
+
+    /// True when test `id` is recorded with a failing outcome (under
+    /// [`Listing::Failing`] answered without looking at the passing tests).
+    #[must_use]
+    pub fn is_failing(&mut self, id: &str) -> bool {
+        if let Some(h) = &self.hashed {
+            return h.is_failing(id);
+        }
+        self.settle();
+        self.find(id)
+            .is_some_and(|i| self.tests[i].outcome.is_failing())
     }
 
     /// True when no test was recorded.
     #[must_use]
-    pub fn is_empty(&self) -> bool {
+    pub fn is_empty(&mut self) -> bool {
+        if let Some(h) = self.hashed.as_mut() {
+            return h.is_empty();
+        }
+        self.settle();
         self.tests.is_empty()
     }
 
     /// Number of tests recorded.
     #[must_use]
-    pub fn len(&self) -> usize {
+    pub fn len(&mut self) -> usize {
+        if let Some(h) = self.hashed.as_mut() {
+            return h.len();
+        }
+        self.settle();
         self.tests.len()
     }
 
     /// True when some recorded test is failing.
     #[must_use]
-    pub fn any_failing(&self) -> bool {
+    pub fn any_failing(&mut self) -> bool {
+        if let Some(h) = &self.hashed {
+            return h.any_failing();
+        }
+        self.settle();
         self.tests.iter().any(|t| t.outcome.is_failing())
     }
 
     /// Number of recorded tests with the given outcome.
     #[must_use]
-    pub fn count(&self, o: Outcome) -> usize {
+    pub fn count(&mut self, o: Outcome) -> usize {
+        if let Some(h) = self.hashed.as_mut() {
+            return h.count(o);
+        }
+        self.settle();
         self.tests.iter().filter(|t| t.outcome == o).count()
     }
 
@@ -506,9 +707,13 @@ impl Collector {
     /// test fails, the synthetic member `<runner>::<unattributed>` is appended with
     /// `message` and `unattributed_failure` is set.
     #[must_use]
-    pub fn finish(self, end: RunEnd<'_>) -> ParsedRun {
+    pub fn finish(mut self, end: RunEnd<'_>) -> ParsedRun {
+        self.settle();
         let summary = self.summary;
-        let mut tests = self.tests;
+        let (mut tests, unlisted) = match self.hashed {
+            Some(h) => h.finish(),
+            None => (self.tests, crate::check::model::Counts::default()),
+        };
         let mut unattr = end.unattributed;
         if end.red && !tests.iter().any(|t| t.outcome.is_failing()) {
             unattr = true;
@@ -524,6 +729,7 @@ impl Collector {
             diagnostics: end.diagnostics,
             summary,
             not_run: None,
+            unlisted,
         }
     }
 }
@@ -650,6 +856,7 @@ pub(crate) fn run_text(
         stdout: out.as_deref(),
         stderr: err.as_deref(),
         exit_code: exit,
+        listing: Listing::Full,
     })
 }
 
@@ -694,6 +901,25 @@ mod tests {
         );
     }
 
+    /// Lines the guards let through to a pattern, and lines they skip, read as the
+    /// patterns alone would read them.
+    #[test]
+    fn normalize_guards_keep_the_patterns_results() {
+        for (input, want) in [
+            ("done in 12 ms", "done"),
+            ("took 5µs here", "took here"),
+            ("wait 3 seconds", "wait"),
+            ("\u{661}\u{662}ms elapsed", " elapsed"),
+            ("  left: 7", "  left: 7"),
+            ("value 10 is not 11", "value 10 is not 11"),
+            ("7 items, 2 skipped", "7 items, 2 skipped"),
+            ("at 0x7ffd1234 and 0x12", "at 0x? and 0x12"),
+            ("thread 'main' (77) panicked", "thread 'main' panicked"),
+        ] {
+            assert_eq!(normalize_message(input), want, "{input:?}");
+        }
+    }
+
     #[test]
     fn normalize_caps_length_on_char_boundary() {
         let long = "ü".repeat(3000);
@@ -714,6 +940,104 @@ mod tests {
         let id = c.record_distinct("p", Outcome::Passed, None);
         let id2 = c.record_distinct("p", Outcome::Failed, None);
         assert_eq!((id.as_str(), id2.as_str()), ("p", "p #2"));
+    }
+
+    /// One step of a collector script: an owned attempt, a borrowed attempt, or a
+    /// question asked between them.
+    #[derive(Clone, Copy)]
+    enum Step {
+        Owned(&'static str, Outcome, Option<&'static str>),
+        Borrowed(&'static str, Outcome, Option<&'static str>),
+        Message(&'static str, &'static str),
+        Remove(&'static str),
+        Ask(&'static str),
+    }
+
+    /// Attempts appended by `record_owned` and merged in a batch end as eager
+    /// `record` calls end: duplicates counted once, a pass after a failure flaky, the
+    /// later attempt deciding, messages kept by the same rule, first-seen order.
+    #[test]
+    fn batched_owned_attempts_merge_as_eager_ones() {
+        use Outcome::{Errored as E, Failed as F, Passed as P, Skipped as S};
+        use Step::{Ask, Borrowed, Message, Owned, Remove};
+        let scripts: &[&[Step]] = &[
+            &[
+                Owned("a", P, None),
+                Owned("b", S, None),
+                Owned("a", P, None),
+            ],
+            &[
+                Owned("a", F, Some("boom")),
+                Owned("b", P, None),
+                Owned("a", P, None),
+            ],
+            &[
+                Owned("a", P, None),
+                Owned("a", E, Some("teardown")),
+                Owned("a", F, None),
+            ],
+            &[
+                Owned("a", F, Some("x")),
+                Ask("a"),
+                Owned("a", F, None),
+                Message("a", "late"),
+            ],
+            &[
+                Owned("a", F, None),
+                Message("a", "from section"),
+                Owned("b", P, None),
+                Owned("a", P, None),
+            ],
+            &[
+                Owned("a", P, None),
+                Borrowed("c", F, Some("c")),
+                Owned("c", P, None),
+                Owned("a", S, None),
+            ],
+            &[
+                Owned("g", P, None),
+                Owned("t", F, None),
+                Remove("g"),
+                Owned("t", P, None),
+                Owned("g", S, None),
+            ],
+            &[
+                Owned("x", P, None),
+                Owned("y", P, None),
+                Owned("x", F, Some("m")),
+                Owned("y", P, None),
+                Owned("x", P, None),
+            ],
+        ];
+        for (n, script) in scripts.iter().enumerate() {
+            let mut batched = Collector::new();
+            let mut eager = Collector::new();
+            for step in *script {
+                match *step {
+                    Owned(id, o, m) => {
+                        batched.record_owned(id.to_string(), o, m.map(str::to_string));
+                        eager.record(id, o, m.map(str::to_string));
+                    }
+                    Borrowed(id, o, m) => {
+                        batched.record(id, o, m.map(str::to_string));
+                        eager.record(id, o, m.map(str::to_string));
+                    }
+                    Message(id, m) => {
+                        batched.set_message(id, m);
+                        eager.set_message(id, m);
+                    }
+                    Remove(id) => {
+                        batched.remove(id);
+                        eager.remove(id);
+                    }
+                    Ask(id) => assert_eq!(batched.outcome(id), eager.outcome(id), "script {n}"),
+                }
+            }
+            assert_eq!(batched.len(), eager.len(), "script {n}");
+            let end =
+                |c: Collector| c.finish_text(Format::Lines, "lines", true, None, Some(0), vec![]);
+            assert_eq!(end(batched).tests, end(eager).tests, "script {n}");
+        }
     }
 
     #[test]

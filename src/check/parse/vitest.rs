@@ -53,7 +53,7 @@ fn is_file_header(rest: &str) -> Option<&str> {
 #[must_use]
 pub fn parse(t: &TextInput) -> ParsedRun {
     let mut diagnostics = Vec::new();
-    let mut c = Collector::new();
+    let mut c = Collector::with_listing(t.listing);
     let mut file: Option<String> = None;
     let mut summary = false;
     let mut suite_error: Option<String> = None;

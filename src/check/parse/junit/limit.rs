@@ -63,10 +63,33 @@ impl Filter {
     fn run(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
         let mut i = 0;
         while i < chunk.len() {
+            if let State::Tag { quote } = self.state {
+                if self.settled() {
+                    // Fast path: markup that is no CDATA section or comment is copied
+                    // up to its next quote or `>` at once.
+                    let rest = &chunk[i..];
+                    let hit = match quote {
+                        Some(q) => memchr::memchr(q, rest),
+                        None => memchr::memchr3(b'>', b'"', b'\'', rest),
+                    };
+                    let Some(n) = hit else {
+                        out.extend_from_slice(rest);
+                        break;
+                    };
+                    out.extend_from_slice(&rest[..=n]);
+                    self.state = match (quote, rest[n]) {
+                        (Some(_), _) => State::Tag { quote: None },
+                        (None, b'>') => State::Text { run: 0 },
+                        (None, q) => State::Tag { quote: Some(q) },
+                    };
+                    i += n + 1;
+                    continue;
+                }
+            }
             if let State::Text { run } = self.state {
                 // Fast path: copy (or skip) plain text up to the next '<'.
                 let rest = &chunk[i..];
-                let n = rest.iter().position(|&b| b == b'<').unwrap_or(rest.len());
+                let n = memchr::memchr(b'<', rest).unwrap_or(rest.len());
                 let keep = n.min(TEXT_LIMIT.saturating_sub(run));
                 out.extend_from_slice(&rest[..keep]);
                 self.state = State::Text { run: run + n };
@@ -117,6 +140,20 @@ impl Filter {
             }
             State::CData { run } => self.in_block(b, run, b']', out),
             State::Comment { run } => self.in_block(b, run, b'-', out),
+        }
+    }
+
+    /// True when the markup begun can no longer open a CDATA section or a comment
+    /// (its first bytes are a prefix of neither opener), so only quotes and `>`
+    /// matter in it.
+    fn settled(&self) -> bool {
+        match self.opening.get(1) {
+            None => false,
+            // the common case, an element's tag, without comparing more
+            Some(&b) if b != b'!' => true,
+            Some(_) => {
+                !b"<![CDATA[".starts_with(&self.opening) && !b"<!--".starts_with(&self.opening)
+            }
         }
     }
 
@@ -193,6 +230,20 @@ mod tests {
     fn small_documents_pass_unchanged() {
         let doc = br#"<a x="1>2" y='<'><![CDATA[a]]]]><![CDATA[>b]]><!-- c --> t &amp; u</a>"#;
         assert_eq!(filter(doc), doc.to_vec());
+    }
+
+    /// Markup split across reads at every position reads the same (the fast paths
+    /// resume in the middle of a tag, a quoted value, a CDATA section or a comment).
+    #[test]
+    fn documents_split_at_any_byte_pass_unchanged() {
+        let doc = br#"<?xml version="1.0"?><!DOCTYPE r><a x="1>2" y='<"'><!-x-><![CDATA[a]]]]><b c=">"/><!-- c > d --> t &amp; u</a>"#;
+        for cap in 1..12 {
+            let mut out = Vec::new();
+            LimitText::new(std::io::BufReader::with_capacity(cap, &doc[..]))
+                .read_to_end(&mut out)
+                .expect("reads");
+            assert_eq!(out, doc.to_vec(), "read {cap} bytes at a time");
+        }
     }
 
     #[test]

@@ -65,9 +65,20 @@ const MAX_CAPTURE: usize = 8 * 1024;
 /// `<testsuites>`/`<testsuite>` root, [`StructuredError::Io`] when reading fails before
 /// any root element.
 pub fn parse_junit<R: BufRead>(r: R) -> Result<ParsedRun, StructuredError> {
+    parse_junit_with(r, util::Listing::Full)
+}
+
+/// [`parse_junit`] keeping the tests as `listing` asks.
+///
+/// # Errors
+/// As [`parse_junit`].
+pub fn parse_junit_with<R: BufRead>(
+    r: R,
+    listing: util::Listing,
+) -> Result<ParsedRun, StructuredError> {
     let mut reader = Reader::from_reader(LimitText::new(r));
     reader.config_mut().check_end_names = true;
-    let mut p = JunitParser::new();
+    let mut p = JunitParser::new(listing);
     let mut buf = Vec::new();
     loop {
         buf.clear();
@@ -184,9 +195,9 @@ fn add_tally(a: Option<Counts>, b: Option<Counts>) -> Option<Counts> {
 }
 
 impl JunitParser {
-    fn new() -> Self {
+    fn new(listing: util::Listing) -> Self {
         JunitParser {
-            builder: RunBuilder::new(Format::Junit, "junit"),
+            builder: RunBuilder::with_listing(Format::Junit, "junit", listing),
             stack: Vec::new(),
             suites: Vec::new(),
             case: None,
@@ -241,11 +252,22 @@ impl JunitParser {
                 }
                 b"testsuites" => Open::Suites,
                 b"testcase" => {
+                    // one pass over the attributes (a case has several)
+                    let [name, classname, file, status] =
+                        attrs(e, [b"name", b"classname", b"file", b"status"]);
+                    let trimmed = |v: Option<String>| {
+                        let v = v.unwrap_or_default();
+                        if v.trim().len() == v.len() {
+                            v
+                        } else {
+                            v.trim().to_string()
+                        }
+                    };
                     self.case = Some(CaseState {
-                        name: attr(e, b"name").trim().to_string(),
-                        classname: attr(e, b"classname").trim().to_string(),
-                        file: attr(e, b"file").trim().to_string(),
-                        status: attr(e, b"status"),
+                        name: trimmed(name),
+                        classname: trimmed(classname),
+                        file: trimmed(file),
+                        status: status.unwrap_or_default(),
                         ..CaseState::default()
                     });
                     Open::Case
@@ -266,6 +288,10 @@ impl JunitParser {
     fn open_root(&mut self, e: &BytesStart<'_>, suites: bool) {
         self.roots_seen += 1;
         self.root_tally = declared_tally(e);
+        if let Some(t) = self.root_tally {
+            self.builder
+                .reserve(usize::try_from(t.total()).unwrap_or(usize::MAX));
+        }
         let has_counts = attr_opt(e, b"failures").is_some() || attr_opt(e, b"errors").is_some();
         if has_counts || !suites {
             self.root_declares = true;
@@ -622,6 +648,24 @@ fn attr_opt(e: &BytesStart<'_>, key: &[u8]) -> Option<String> {
         }
     }
     None
+}
+
+/// The decoded values of attributes `keys` (the first of each, as [`attr_opt`]
+/// reads it), in one pass over the element's attributes.
+fn attrs<const N: usize>(e: &BytesStart<'_>, keys: [&[u8]; N]) -> [Option<String>; N] {
+    let mut out: [Option<String>; N] = std::array::from_fn(|_| None);
+    for a in e.attributes().with_checks(false).flatten() {
+        let local = a.key.local_name();
+        if let Some(j) = keys.iter().position(|k| *k == local.as_ref()) {
+            if out[j].is_none() {
+                out[j] = Some(match a.unescape_value() {
+                    Ok(v) => v.into_owned(),
+                    Err(_) => String::from_utf8_lossy(&a.value).into_owned(),
+                });
+            }
+        }
+    }
+    out
 }
 
 fn attr(e: &BytesStart<'_>, key: &[u8]) -> String {
