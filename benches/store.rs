@@ -15,6 +15,8 @@
 //!
 //! Every run keeps the repository's `.loopexec` (a user's second run finds its store)
 //! and passes `--ack-required false` (a cap halt would otherwise wait for a person).
+//! loopexec's state directory is a temp directory under cargo's target directory:
+//! like a user's `~/.local/state`, outside every path the sandboxed exec may write.
 //!
 //! Run: `cargo bench --bench store` (`STORE_BENCH_REPS=N` for more repetitions;
 //! `LOOPEXEC_BIN` to measure another binary, e.g. an older build, with the same
@@ -88,7 +90,14 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
     let scratch = tempfile::tempdir().expect("tempdir");
-    let state = scratch.path().join("state");
+    // loopexec's state directory where a user's is: outside every path the exec may
+    // write (a state directory under /tmp leaves the clean room writable by the exec,
+    // which costs a walk per sync and is named in every verdict).
+    let state_dir = tempfile::Builder::new()
+        .prefix("store-bench-state")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("state tempdir");
+    let state = state_dir.path().to_path_buf();
     let config = scratch.path().join("loop.toml");
     std::fs::write(&config, LOOP_TOML).expect("write loop.toml");
     let only = std::env::var("STORE_BENCH").unwrap_or_default();
