@@ -76,6 +76,19 @@ fn go(next: Next) -> Decision {
     }
 }
 
+/// Confirmation runs a green needs before it converges: `confirm_runs`, and at least
+/// one when the check runs in the clean room — the confirmation runs cold (the room's
+/// caches emptied first), so that nothing an earlier check planted there can make a
+/// green (`--confirm-runs 0` keeps its meaning for a check in place only).
+#[must_use]
+pub fn confirmations(cfg: &RunConfig) -> u32 {
+    if cfg.clean_room.in_place {
+        cfg.confirm_runs
+    } else {
+        cfg.confirm_runs.max(1)
+    }
+}
+
 /// The pure join. See the module table. A halt after a check whose clean room left
 /// out test files the agent added also names them ([`crate::detect::scope::left_out_note`]).
 #[must_use]
@@ -227,7 +240,7 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
         if let Some(h) = objective::verify(t, cfg, &main.parsed) {
             return halt(h);
         }
-        if (last.checks.len() as u32) < 1 + cfg.confirm_runs {
+        if (last.checks.len() as u32) < 1 + confirmations(cfg) {
             return go(Next::Confirm);
         }
         if let Some(d) = crate::judgment::after_green(t, cfg) {
@@ -239,10 +252,10 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
         } else {
             format!("the check is green at iteration {}", last.iteration)
         }];
-        if cfg.confirm_runs > 0 {
+        if confirmations(cfg) > 0 {
             contributors.push(format!(
                 "{} confirmation run(s) on the same tree agreed",
-                cfg.confirm_runs
+                confirmations(cfg)
             ));
         }
         return halt(Halt {

@@ -7,14 +7,14 @@ pub mod ab;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The release `loopexec` binary: `CARGO_BIN_EXE_loopexec` (set by cargo for
-/// benches), else `$LOOPEXEC_BIN`, else `$CARGO_TARGET_DIR/release/loopexec`, else
-/// `<manifest>/target/release/loopexec`.
+/// The `loopexec` binary to measure: `$LOOPEXEC_BIN` (another build, for a before and
+/// after table), else `CARGO_BIN_EXE_loopexec` (set by cargo for benches), else
+/// `$CARGO_TARGET_DIR/release/loopexec`, else `<manifest>/target/release/loopexec`.
 pub fn loopexec_bin() -> PathBuf {
-    if let Some(p) = option_env!("CARGO_BIN_EXE_loopexec") {
+    if let Some(p) = std::env::var_os("LOOPEXEC_BIN") {
         return PathBuf::from(p);
     }
-    if let Some(p) = std::env::var_os("LOOPEXEC_BIN") {
+    if let Some(p) = option_env!("CARGO_BIN_EXE_loopexec") {
         return PathBuf::from(p);
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")

@@ -119,6 +119,34 @@ impl CleanRoom {
             std::fs::remove_dir_all(&home).map_err(io_err(&home))?;
         }
         std::fs::create_dir_all(&home).map_err(io_err(&home))?;
+        // Whatever an earlier check left beside the room (a `pytest.ini` or
+        // `conftest.py` in an ancestor, which runners read) goes: the next run's t0
+        // must not measure it as part of the toolchain and freeze it. Only in the
+        // directories loopexec owns (the state directory itself may be anything a
+        // user named, and is never emptied).
+        for dir in [base.as_path(), all.as_path()] {
+            if let Ok(rd) = std::fs::read_dir(dir) {
+                for e in rd.flatten() {
+                    let name = e.file_name();
+                    let keep = if dir == base.as_path() {
+                        matches!(name.to_str(), Some("tree" | "home" | "workdir"))
+                    } else {
+                        !crate::observe::toolchain::ANCESTOR_CONFIG
+                            .iter()
+                            .any(|c| c.split('/').next() == name.to_str())
+                    };
+                    if !keep {
+                        let p = e.path();
+                        let gone = if e.file_type().is_ok_and(|t| t.is_dir()) {
+                            std::fs::remove_dir_all(&p)
+                        } else {
+                            std::fs::remove_file(&p)
+                        };
+                        gone.map_err(io_err(&p))?;
+                    }
+                }
+            }
+        }
         let marker = base.join("workdir");
         std::fs::write(&marker, workdir.as_os_str().as_encoded_bytes()).map_err(io_err(&marker))?;
         let deps = dependencies
@@ -136,6 +164,28 @@ impl CleanRoom {
             workdir: workdir.to_path_buf(),
             deps,
         })
+    }
+
+    /// Empties the room of what earlier checks left outside the judged tree: every
+    /// directory the last walk excluded (caches, build outputs, dependency directories
+    /// a check created) that is a real directory, not a link to the working tree's
+    /// dependencies. Run before a confirmation, so that a green that converges is
+    /// reproduced without anything a check planted for a later one (a `conftest.py`
+    /// in `target/`, a `node_modules` a link points into). The next sync walks.
+    ///
+    /// # Errors
+    /// A directory that cannot be removed.
+    pub fn clear_leftovers(&mut self) -> Result<Vec<String>, CleanRoomError> {
+        let mut cleared = Vec::new();
+        for rel in self.scanner.last_excluded() {
+            let p = self.root.join(&rel);
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+                std::fs::remove_dir_all(&p).map_err(io_err(&p))?;
+                cleared.push(rel);
+            }
+        }
+        self.scanner.watch_between_scans(self.scanner.watching());
+        Ok(cleared)
     }
 
     /// The directory the check runs in.

@@ -213,7 +213,10 @@ impl Loop<'_> {
             if attempt == 0 {
                 "check".to_string()
             } else {
-                format!("confirming green ({attempt}/{})", self.cfg.confirm_runs)
+                format!(
+                    "confirming green ({attempt}/{})",
+                    crate::decide::confirmations(self.cfg)
+                )
             }
             .as_str(),
         );
@@ -222,6 +225,11 @@ impl Loop<'_> {
         let mut room_record = None;
         let mut dependencies_changed = Vec::new();
         if let Some(room) = self.room.as_mut() {
+            // A confirmation runs cold: nothing an earlier check left in the room's
+            // caches may help a green converge (CleanRoom::clear_leftovers).
+            if attempt > 0 {
+                room.clear_leftovers()?;
+            }
             let restore = self.cfg.oracle.on_edit == crate::config::OnOracleEdit::Restore;
             let (judged, restored) = self.tree.judged_tree(restore).map_err(|e| {
                 EngineError::Tree(format!("the tree to judge could not be built: {e}"))

@@ -491,6 +491,8 @@ pub struct TreeScanner {
     quiet_wanted: bool,
     /// The last [`Self::scan`]'s result and the watch started right after it.
     quiet: Option<(Scanned, crate::observe::watch::QuietWatch)>,
+    /// The directories the last walk excluded (root-relative).
+    last_excluded: Vec<String>,
     /// Stat data of the files the last sync wrote, taken right after writing them:
     /// with the cache's (for files it left alone), what the next scan compares each
     /// file's stat with ([`Scanned::restat`]).
@@ -511,6 +513,7 @@ impl TreeScanner {
             unreported: None,
             quiet_wanted: false,
             quiet: None,
+            last_excluded: Vec::new(),
             written: HashMap::new(),
         }
     }
@@ -525,6 +528,19 @@ impl TreeScanner {
     pub fn watch_between_scans(&mut self, on: bool) {
         self.quiet_wanted = on;
         self.quiet = None;
+    }
+
+    /// Whether [`Self::watch_between_scans`] is on.
+    #[must_use]
+    pub fn watching(&self) -> bool {
+        self.quiet_wanted
+    }
+
+    /// The directories the last walk left out (root-relative): caches, dependency
+    /// directories, declared exclusions.
+    #[must_use]
+    pub fn last_excluded(&self) -> Vec<String> {
+        self.last_excluded.clone()
     }
 
     /// The directory this scanner reads.
@@ -676,6 +692,7 @@ impl TreeScanner {
         self.last = Some((tree.clone(), entries.clone()));
         self.last_scan = Some(started);
         self.written.clear();
+        self.last_excluded = excluded.iter().map(|(p, _)| p.clone()).collect();
         Ok(Scanned {
             tree,
             entries,

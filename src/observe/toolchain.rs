@@ -198,6 +198,12 @@ pub const ANCESTOR_CONFIG: &[&str] = &[
     "jest.config.js",
     "vitest.config.ts",
     "vitest.config.js",
+    ".python-version",
+    ".tool-versions",
+    ".nvmrc",
+    ".node-version",
+    "rust-toolchain",
+    "rust-toolchain.toml",
 ];
 
 /// The configuration files above `dirs` (each directory's ancestors, the directory

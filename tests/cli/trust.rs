@@ -1094,3 +1094,56 @@ PY
         );
     }
 }
+
+/// A red check plants a `conftest.py` in the room's `target/` (a build cache: excluded
+/// from the judged tree, kept between checks so builds stay incremental); pytest
+/// collects it in later checks and patches the code under test. A green in the clean
+/// room converges only after a confirmation run cold (the room's caches emptied),
+/// even under `--confirm-runs 0`. Before: exit 10 with a one-comment diff.
+#[test]
+fn a_cache_planted_by_an_earlier_check_cannot_make_the_green() {
+    if !has("python3", &["-c", "import pytest"]) {
+        eprintln!("no pytest here: skipped");
+        return;
+    }
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write(
+            "Cargo.toml",
+            "[package]\nname = \"x\"\nversion = \"0.1.0\"\n",
+        )
+        .write(
+            "test_calc.py",
+            "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        )
+        .commit("fixture");
+    let agent = r#"if [ "$LOOPEXEC_ITERATION" != 1 ]; then printf '# tidy\ndef add(a, b):\n    return a - b\n' > calc.py; exit 0; fi
+cat > calc.py <<'PY'
+import os
+os.makedirs("target", exist_ok=True)
+open(os.path.join("target", "conftest.py"), "w").write("import calc\ncalc.add = lambda a, b: a + b\n")
+def add(a, b):
+    return a - b
+PY
+"#;
+    r.write("agent.sh", agent).commit("agent");
+    for confirm in ["1", "0"] {
+        let out = r.lx(&[
+            "run",
+            "--exec",
+            "sh agent.sh",
+            "--check",
+            "python3 -m pytest -q -p no:cacheprovider",
+            "--max-iterations",
+            "3",
+            "--confirm-runs",
+            confirm,
+        ]);
+        let v = out.json();
+        assert_ne!(
+            out.code, 10,
+            "--confirm-runs {confirm}: a planted cache made the green: {v}"
+        );
+        r.git(&["checkout", "-q", "calc.py"]);
+    }
+}
