@@ -109,7 +109,7 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
                 "git --git-dir={store} --work-tree=. restore --source={t0} --worktree -- . && git --git-dir={store} diff -z --no-renames --name-only --diff-filter=A {t0} {last} | xargs -0 rm -f --"
             )
         ),
-        HaltReason::HermeticityViolation => "The check wrote into the working tree: make it write only to ignored or temporary paths (or list its caches in [guards] check_may_write).".into(),
+        HaltReason::HermeticityViolation => "The check wrote into the files it judged (the clean room's copy, or the working tree for a check in place): make it write only to ignored or temporary paths (or list its caches in [guards] check_may_write).".into(),
         HaltReason::CheckFlaky => "Quarantine or fix the flaky test(s), then measure the check with `loopexec probe-check`.".into(),
         HaltReason::BudgetExceeded if summary.improving_at_end => format!(
             "The loop was still improving when the budget ran out ({}); raise the cap and resume if the spend was expected (`loopexec inspect-cost` shows it per iteration).",

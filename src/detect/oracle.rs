@@ -63,7 +63,7 @@ pub fn hermeticity(cfg: &RunConfig, c: &CheckFinished) -> Option<Halt> {
         reason: HaltReason::HermeticityViolation,
         contributors: wrote
             .iter()
-            .map(|p| format!("the check changed the working tree: {p}"))
+            .map(|p| format!("the check changed a file of the tree it judged: {p}"))
             .collect(),
         detail: serde_json::json!({"iteration": c.iteration, "paths": wrote}),
     })
