@@ -541,12 +541,11 @@ fn toml_table_at(text: &str, offset: usize) -> String {
     before
         .lines()
         .rev()
-        .map(str::trim)
-        .find(|l| l.starts_with('['))
-        .map_or_else(
-            || "the top level".to_string(),
-            |h| format!("table {}", h.split('#').next().unwrap_or(h).trim()),
-        )
+        .map(|l| l.split('#').next().unwrap_or(l).trim())
+        // a complete header only: an error inside a broken one (`[oracle`) is named by
+        // the caret diagram, not by a garbled table name
+        .find(|l| l.starts_with('[') && l.ends_with(']'))
+        .map_or_else(|| "the top level".to_string(), |h| format!("table {h}"))
 }
 
 fn dur_flag(field: &str, v: Option<&String>) -> Result<Option<Dur>, ConfigError> {
@@ -996,6 +995,8 @@ mod tests {
             ("x = 1\n", 0, "the top level"),
             ("[budget]  # caps\nusd = \"five\"\n", 22, "table [budget]"),
             ("[halt]\nk = 1\n[budget]\nusd = 1\n", 10, "table [halt]"),
+            ("[halt]\nk = 1\n[oracle\nx = 1\n", 19, "table [halt]"),
+            ("[oracle\n", 5, "the top level"),
         ];
         for (text, at, want) in cases {
             assert_eq!(super::toml_table_at(text, at), want, "{text:?} @ {at}");

@@ -151,21 +151,29 @@ fn t0_command(t: &Trajectory, template: &str) -> String {
         .rev()
         .find_map(|i| i.exec.as_ref().and_then(|e| e.snapshot.clone()))
         .unwrap_or_else(|| t0.clone());
-    let store = t.started.as_ref().map_or_else(
-        || "STORE".to_string(),
-        |s| {
-            crate::observe::tree::store_path(std::path::Path::new(&s.workdir))
-                .display()
-                .to_string()
-        },
-    );
-    format!(
+    let store_dir = t
+        .started
+        .as_ref()
+        .map(|s| crate::observe::tree::store_path(std::path::Path::new(&s.workdir)));
+    let store = store_dir
+        .as_ref()
+        .map_or_else(|| "STORE".to_string(), |p| p.display().to_string());
+    let command = format!(
         "`{}`",
         template
             .replace("{t0}", &t0)
             .replace("{last}", &last)
             .replace("{store}", &store)
-    )
+    );
+    // The store lives in the state directory of whoever ran the run: another
+    // LOOPEXEC_STATE_DIR (or HOME) names a store that is not there.
+    match store_dir {
+        Some(p) if !p.exists() => format!(
+            "{command} (no snapshot store at {}: run it with the LOOPEXEC_STATE_DIR the run used)",
+            p.display()
+        ),
+        _ => command,
+    }
 }
 
 /// The advice for a halt given the trajectory: the reason's own advice, except that a

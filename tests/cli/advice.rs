@@ -208,3 +208,29 @@ for t in t1 t2 t3; do i=$((i+1)); case " $f " in *" $t "*) echo "not ok $i - $t"
         "the tree is not t0"
     );
 }
+
+/// `explain-halt` run with another state directory than the run's (another
+/// `LOOPEXEC_STATE_DIR`, another user): the review command names a store that is not
+/// there, and says so instead of leaving the reader with a failing `git` command.
+#[test]
+fn explain_halt_under_another_state_directory_says_the_store_is_not_there() {
+    let r = tap_repo(1);
+    r.lx_tap(PROGRESS_AGENT, &["--max-iterations", "2"])
+        .expect(10, Some("success_condition_met"));
+    let here = r.lx(&["explain-halt"]).expect(0, None);
+    assert!(
+        !here.to_string().contains("no snapshot store at"),
+        "the run's own state directory holds the store: {here}"
+    );
+    let other = tempfile::tempdir().unwrap();
+    let there = lx_in(
+        r.path(),
+        &["explain-halt"],
+        &[("LOOPEXEC_STATE_DIR", other.path().to_str().unwrap())],
+    )
+    .expect(0, None);
+    assert!(
+        there.to_string().contains("no snapshot store at"),
+        "{there}"
+    );
+}
