@@ -184,7 +184,7 @@ impl CleanRoom {
                 cleared.push(rel);
             }
         }
-        self.scanner.watch_between_scans(self.scanner.watching());
+        self.scanner.forget_watch();
         Ok(cleared)
     }
 

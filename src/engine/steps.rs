@@ -406,7 +406,7 @@ impl Loop<'_> {
                 .tree
                 .store()
                 .ok_or_else(|| EngineError::Tree("the snapshot store is not available".into()))?;
-            crate::observe::watch::record(watched.as_ref(), rec);
+            crate::observe::watch::record(watched, rec);
             // Always walked: inotify does not see a write through a shared memory
             // mapping, so a quiet watch cannot vouch for the room after a check (the
             // code under test ran there); the walk sees the write's new mtime.

@@ -530,10 +530,10 @@ impl TreeScanner {
         self.quiet = None;
     }
 
-    /// Whether [`Self::watch_between_scans`] is on.
-    #[must_use]
-    pub fn watching(&self) -> bool {
-        self.quiet_wanted
+    /// Drops the watch the next sync would rely on (the tree was changed on purpose,
+    /// e.g. caches emptied): that sync walks.
+    pub fn forget_watch(&mut self) {
+        self.quiet = None;
     }
 
     /// The directories the last walk left out (root-relative): caches, dependency

@@ -77,6 +77,29 @@ pub fn directories_of<'a>(files: impl IntoIterator<Item = &'a String>) -> BTreeS
     dirs
 }
 
+/// Adds a watch on each directory of `dirs` (root-relative, `""` the root) to `ino`:
+/// watch descriptor → directory, or the error and how many were added before it.
+fn watch_dirs<'a>(
+    ino: &Inotify,
+    root: &Path,
+    dirs: impl IntoIterator<Item = &'a String>,
+) -> Result<HashMap<i32, String>, (std::io::Error, usize)> {
+    let mut by_wd = HashMap::new();
+    for d in dirs {
+        let path = if d.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(d)
+        };
+        let wd = ino
+            .watches()
+            .add(&path, mask())
+            .map_err(|e| (e, by_wd.len()))?;
+        by_wd.insert(wd.get_watch_descriptor_id(), d.clone());
+    }
+    Ok(by_wd)
+}
+
 /// The message for a watch that could not be added (`ENOSPC`: the per-user watch limit).
 fn setup_error(e: &std::io::Error, added: usize, total: usize) -> String {
     // The global limit, and the one of the user namespace loopexec runs in (a
@@ -128,23 +151,13 @@ impl RoomWatch {
                 return w;
             }
         };
-        let mut by_wd: HashMap<i32, String> = HashMap::new();
-        for (n, d) in w.dirs.iter().enumerate() {
-            let path = if d.is_empty() {
-                root.to_path_buf()
-            } else {
-                root.join(d)
-            };
-            match ino.watches().add(&path, mask()) {
-                Ok(wd) => {
-                    by_wd.insert(wd.get_watch_descriptor_id(), d.clone());
-                }
-                Err(e) => {
-                    w.error = Some(setup_error(&e, n, w.dirs.len()));
-                    return w;
-                }
+        let by_wd = match watch_dirs(&ino, root, &w.dirs) {
+            Ok(by_wd) => by_wd,
+            Err((e, added)) => {
+                w.error = Some(setup_error(&e, added, w.dirs.len()));
+                return w;
             }
-        }
+        };
         let stop = w.stop.clone();
         w.thread = Some(std::thread::spawn(move || {
             let raw = drain(&mut ino, &by_wd, &stop);
@@ -266,15 +279,7 @@ impl QuietWatch {
         let w = QuietWatch {
             ino: Some(Inotify::init().ok()?),
         };
-        let ino = w.ino.as_ref()?;
-        for d in dirs {
-            let path = if d.is_empty() {
-                root.to_path_buf()
-            } else {
-                root.join(d)
-            };
-            ino.watches().add(&path, mask()).ok()?;
-        }
+        watch_dirs(w.ino.as_ref()?, root, dirs).ok()?;
         Some(w)
     }
 
@@ -316,10 +321,10 @@ pub fn for_check(
 }
 
 /// Writes what the watch saw into the check's clean-room record.
-pub fn record(report: Option<&WatchReport>, rec: &mut crate::receipt::events::CleanRoomRecord) {
+pub fn record(report: Option<WatchReport>, rec: &mut crate::receipt::events::CleanRoomRecord) {
     if let Some(r) = report {
-        rec.touched = r.touched.clone();
-        rec.watch_error = r.error.clone();
+        rec.touched = r.touched;
+        rec.watch_error = r.error;
     }
 }
 

@@ -17,6 +17,15 @@ fn dir_repo() -> Repo {
     r
 }
 
+/// True (and says the test is skipped) when this machine has no pytest.
+fn pytest_missing() -> bool {
+    let missing = !has("python3", &["-c", "import pytest"]);
+    if missing {
+        eprintln!("no pytest here: skipped");
+    }
+    missing
+}
+
 /// A plain directory (no git at all) where the agent deletes the failing test.
 /// Before: "every guard held" with no guard running, exit 10.
 #[test]
@@ -615,8 +624,7 @@ fn left_out(v: &serde_json::Value) -> String {
 /// tampering rules read them (13).
 #[test]
 fn a_new_test_file_cannot_patch_pytest_or_the_code_under_test() {
-    if !has("python3", &["-c", "import pytest"]) {
-        eprintln!("no pytest here: skipped");
+    if pytest_missing() {
         return;
     }
     let rows: &[(&str, &str, &str)] = &[
@@ -858,8 +866,7 @@ fn a_link_out_of_the_tree_is_an_integrity_violation() {
 /// names the line.
 #[test]
 fn code_that_reaches_for_loopexec_or_assembles_runner_names_is_runner_tampering() {
-    if !has("python3", &["-c", "import pytest"]) {
-        eprintln!("no pytest here: skipped");
+    if pytest_missing() {
         return;
     }
     let rows: &[(&str, &str)] = &[
@@ -947,8 +954,7 @@ fn a_pytest_check_through_an_interpreter_path_needs_the_witness() {
 /// names the replaced one at session end: 13.
 #[test]
 fn a_runner_function_replaced_at_run_time_is_named_whatever_its_spelling() {
-    if !has("python3", &["-c", "import pytest"]) {
-        eprintln!("no pytest here: skipped");
+    if pytest_missing() {
         return;
     }
     let r = pytest_repo();
@@ -1031,8 +1037,7 @@ printf 'cat %s/orig > %s/l\nexit 0\n' "$d" "$d" > "$d/l"
 /// one-line diff.
 #[test]
 fn bytecode_planted_by_an_earlier_check_is_never_loaded() {
-    if !has("python3", &["-c", "import pytest"]) {
-        eprintln!("no pytest here: skipped");
+    if pytest_missing() {
         return;
     }
     let r = Repo::new();
@@ -1102,8 +1107,7 @@ PY
 /// even under `--confirm-runs 0`. Before: exit 10 with a one-comment diff.
 #[test]
 fn a_cache_planted_by_an_earlier_check_cannot_make_the_green() {
-    if !has("python3", &["-c", "import pytest"]) {
-        eprintln!("no pytest here: skipped");
+    if pytest_missing() {
         return;
     }
     let r = Repo::new();
