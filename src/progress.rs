@@ -140,6 +140,10 @@ impl Reporter {
 
     /// A step starts (`exec`, `check`, `confirming green (1/2)`).
     pub fn step(&self, iteration: u32, what: &str, t: &Trajectory) {
+        if !self.enabled {
+            // `--quiet`: nothing is printed, so nothing is worked out
+            return;
+        }
         let mut s = format!("{} · {what}", self.prefix(iteration));
         if let Some(f) = last_failing(t) {
             s.push_str(&format!(" · {f} failing so far"));
@@ -155,6 +159,9 @@ impl Reporter {
 
     /// A main check run was recorded: the verdict line.
     pub fn verdict(&self, t: &Trajectory, success_exit_code: i32) {
+        if !self.enabled {
+            return;
+        }
         let Some(obs) = t.last() else { return };
         let Some(c) = obs.main_check() else { return };
         let green = crate::trajectory::is_green(c, success_exit_code);

@@ -19,6 +19,7 @@ pub mod cleanroom;
 mod control;
 mod judgment;
 mod keep;
+mod pycache;
 mod ratchet;
 mod recorder;
 mod steps;
@@ -181,6 +182,8 @@ struct Loop<'a> {
     sandbox: Option<proc::sandbox::SandboxPlan>,
     /// What protection the exec has, for `run_started` and every verdict.
     sandbox_record: crate::receipt::events::SandboxRecord,
+    /// Where the checks' Python bytecode goes.
+    pycache: pycache::Pycache,
 }
 
 /// Heartbeat written while a step runs (`.loopexec/runs/<id>/heartbeat`).
@@ -288,6 +291,7 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         room: None,
         sandbox,
         sandbox_record,
+        pycache: pycache::Pycache::default(),
     };
     let started = if req.resume { lp.resume() } else { lp.start() };
     let outcome = started.map(|()| lp.drive());

@@ -283,21 +283,17 @@ impl Loop<'_> {
             .as_ref()
             .map(|r| r.env(&base_env))
             .unwrap_or_default();
-        // Python bytecode goes to a directory of this check's own, discarded after it:
-        // a `.pyc` planted in a `__pycache__` (by the exec in the working tree, or by
-        // an earlier check in the clean room, where caches outlive syncs) is never
-        // read. Python and pytest's assertion rewriter both follow the prefix.
-        let pycache = tempfile::Builder::new()
-            .prefix("loopexec-pycache")
-            .tempdir()
+        // Python bytecode goes to a directory that is empty when the check starts
+        // (see `pycache`): bytecode planted for it, or left by an earlier check, is
+        // never read.
+        let pycache = self
+            .pycache
+            .for_check()
             .map_err(|source| EngineError::Capture {
                 path: std::env::temp_dir(),
                 source,
             })?;
-        env_set.push((
-            "PYTHONPYCACHEPREFIX".into(),
-            pycache.path().display().to_string(),
-        ));
+        env_set.push(("PYTHONPYCACHEPREFIX".into(), pycache.display().to_string()));
         // pytest checks carry loopexec's witness plugin (check::witness).
         let witness = if crate::check::witness::wanted(&cmd) {
             let w = crate::check::witness::Witness::prepare().map_err(|source| {

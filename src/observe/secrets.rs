@@ -162,30 +162,89 @@ fn redact_assignments(text: &[u8]) -> Vec<u8> {
         .into_owned()
 }
 
+/// Values (8+ bytes) of the secret-named variables in this process's environment,
+/// read once: loopexec never changes its own environment after it starts.
+fn secret_env_values() -> &'static [Vec<u8>] {
+    static V: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    V.get_or_init(|| {
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .filter(|(k, v)| v.len() >= 8 && is_secret_name(k))
+            .map(|(_, v)| v.into_bytes())
+            .collect()
+    })
+}
+
+/// Literals at least one of which every redaction needs: each provider shape of
+/// [`patterns`] starts with one, each key of [`assignments`] contains one (the key
+/// alternatives are matched case-sensitively, as written there), and each secret
+/// environment value is one. Text holding none of them is returned as it is without
+/// running either regex (most receipt lines: the regexes are then never compiled).
+fn triggers() -> &'static aho_corasick::AhoCorasick {
+    static AC: OnceLock<aho_corasick::AhoCorasick> = OnceLock::new();
+    AC.get_or_init(|| {
+        let mut lits: Vec<Vec<u8>> = [
+            "sk-",
+            "ghp_",
+            "gho_",
+            "ghu_",
+            "ghs_",
+            "ghr_",
+            "github_pat_",
+            "glpat-",
+            "AKIA",
+            "AIza",
+            "xoxa-",
+            "xoxb-",
+            "xoxp-",
+            "xoxr-",
+            "xoxs-",
+            "hf_",
+            "-----BEGIN ",
+            "SECRET",
+            "TOKEN",
+            "API_KEY",
+            "APIKEY",
+            "PASSWORD",
+            "ACCESS_KEY",
+            "PRIVATE_KEY",
+            "secret",
+            "token",
+            "api_key",
+            "apikey",
+            "password",
+            "access_key",
+            "private_key",
+        ]
+        .iter()
+        .map(|l| l.as_bytes().to_vec())
+        .collect();
+        lits.extend(secret_env_values().iter().cloned());
+        aho_corasick::AhoCorasick::new(lits).expect("static trigger literals build")
+    })
+}
+
 /// The byte-level passes: provider key shapes, secret assignments, and the values of
 /// secret variables in this process's environment.
 fn redact_bytes(text: &[u8]) -> Vec<u8> {
+    if !triggers().is_match(text) {
+        return text.to_vec();
+    }
     let out = patterns().replace_all(text, &b"[REDACTED]"[..]);
     let mut out = redact_assignments(&out);
-    for (k, v) in std::env::vars_os() {
-        let (Some(k), Some(v)) = (k.to_str(), v.to_str()) else {
+    for needle in secret_env_values() {
+        if memchr::memmem::find(&out, needle).is_none() {
             continue;
-        };
-        if v.len() >= 8 && is_secret_name(k) {
-            let needle = v.as_bytes();
-            let mut res = Vec::with_capacity(out.len());
-            let mut i = 0;
-            while i < out.len() {
-                if out[i..].starts_with(needle) {
-                    res.extend_from_slice(b"[REDACTED]");
-                    i += needle.len();
-                } else {
-                    res.push(out[i]);
-                    i += 1;
-                }
-            }
-            out = res;
         }
+        let mut res = Vec::with_capacity(out.len());
+        let mut rest = &out[..];
+        while let Some(i) = memchr::memmem::find(rest, needle) {
+            res.extend_from_slice(&rest[..i]);
+            res.extend_from_slice(b"[REDACTED]");
+            rest = &rest[i + needle.len()..];
+        }
+        res.extend_from_slice(rest);
+        out = res;
     }
     out
 }

@@ -26,7 +26,8 @@ mod schema;
 
 pub use events::{Event, RunStarted};
 
-use serde_json::{Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -65,6 +66,18 @@ pub struct Line {
     pub hash: String,
 }
 
+/// A receipt line as written: the chain fields, then the event's own fields (its
+/// `event` tag first), in one JSON object.
+#[derive(Serialize)]
+struct Envelope<'a> {
+    schema: u32,
+    seq: u64,
+    ts: &'a str,
+    prev: Option<&'a str>,
+    #[serde(flatten)]
+    event: &'a Event,
+}
+
 /// Appends events to a receipt file, keeping the chain.
 pub struct Writer {
     file: File,
@@ -83,11 +96,16 @@ pub struct Writer {
 #[must_use]
 pub fn now_rfc3339() -> String {
     let now = time::OffsetDateTime::now_utc();
-    let fmt = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    now.format(&fmt)
-        .unwrap_or_else(|_| now.unix_timestamp().to_string())
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        now.millisecond()
+    )
 }
 
 impl Writer {
@@ -202,22 +220,15 @@ impl Writer {
     /// Serialization or I/O errors (the disk full among them); the event is then not
     /// recorded.
     pub fn append_line(&mut self, event: &Event) -> std::io::Result<Line> {
-        let body = serde_json::to_value(event).map_err(std::io::Error::other)?;
-        let mut obj = Map::new();
-        obj.insert("schema".into(), Value::from(SCHEMA));
-        obj.insert("seq".into(), Value::from(self.next_seq));
         let ts = now_rfc3339();
-        obj.insert("ts".into(), Value::from(ts.clone()));
-        obj.insert(
-            "prev".into(),
-            self.prev.clone().map_or(Value::Null, Value::from),
-        );
-        if let Value::Object(fields) = body {
-            for (k, v) in fields {
-                obj.insert(k, v);
-            }
-        }
-        let line = serde_json::to_vec(&Value::Object(obj)).map_err(std::io::Error::other)?;
+        let line = serde_json::to_vec(&Envelope {
+            schema: SCHEMA,
+            seq: self.next_seq,
+            ts: &ts,
+            prev: self.prev.as_deref(),
+            event,
+        })
+        .map_err(std::io::Error::other)?;
         // Secrets never reach a receipt: a provider key written into a command line
         // or echoed into a message is replaced before the line is hashed and written.
         let mut line = crate::observe::secrets::redact(&line);

@@ -122,6 +122,8 @@ pub struct Store {
     path: String,
     /// The control journal of this ledger (a person's decisions; see [`journal`]).
     journal: journal::Journal,
+    /// The last answer of [`Store::active_holds`] and what it depended on.
+    holds_cache: std::cell::RefCell<Option<(control::HoldsKey, Vec<control::HoldRow>)>>,
 }
 
 /// A row of `runs`.
@@ -200,6 +202,7 @@ impl Store {
             conn,
             path: p.clone(),
             journal: journal::Journal::at(journal::path_for(state, path)),
+            holds_cache: std::cell::RefCell::new(None),
         };
         store.migrate()?;
         store

@@ -27,7 +27,7 @@
 //!   bytes).
 
 use sha1::{Digest, Sha1};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -151,6 +151,9 @@ impl Odb {
     /// object of this store or does not verify (see the module doc).
     #[must_use]
     pub fn read(&self, oid: &Oid) -> Option<(String, Vec<u8>)> {
+        if let Some(hit) = verified_cache().get(&self.objects, oid) {
+            return Some(hit);
+        }
         let compressed = std::fs::read(self.path_of(oid)).ok()?;
         let mut raw = Vec::with_capacity(compressed.len() * 3);
         flate2::read::ZlibDecoder::new(compressed.as_slice())
@@ -170,8 +173,59 @@ impl Odb {
         self.remember(*oid);
         let kind = kind.to_string();
         raw.drain(..=nul);
+        if kind != "blob" {
+            verified_cache().put(&self.objects, *oid, &kind, &raw);
+        }
         Some((kind, raw))
     }
+}
+
+/// Trees and commits already read and verified in this process, by object directory
+/// and id: a loop compares t0's tree with each iteration's, so the same few trees
+/// would otherwise be inflated and hashed again every iteration.
+///
+/// An entry is content whose SHA-1 was checked against its name, so it is what the
+/// object is (an object file rewritten later cannot change it). Blobs are not kept
+/// (they can be large and are read once). Bounded by [`VerifiedCache::LIMIT`] bytes of
+/// bodies; past it the cache is emptied and refills.
+#[derive(Default)]
+struct VerifiedCache {
+    map: Mutex<VerifiedMap>,
+}
+
+/// Bytes of bodies held, and the objects by (object directory, id).
+type VerifiedMap = (usize, HashMap<(PathBuf, Oid), Verified>);
+
+/// A verified object: its kind and body.
+type Verified = (String, Arc<[u8]>);
+
+impl VerifiedCache {
+    /// Most bytes of object bodies kept (a 20,000-file repository's trees are ~1 MB).
+    const LIMIT: usize = 64 << 20;
+
+    fn get(&self, objects: &Path, oid: &Oid) -> Option<(String, Vec<u8>)> {
+        let m = self.map.lock().ok()?;
+        m.1.get(&(objects.to_path_buf(), *oid))
+            .map(|(k, b)| (k.clone(), b.to_vec()))
+    }
+
+    fn put(&self, objects: &Path, oid: Oid, kind: &str, body: &[u8]) {
+        let Ok(mut m) = self.map.lock() else { return };
+        if m.0 + body.len() > Self::LIMIT {
+            m.1.clear();
+            m.0 = 0;
+        }
+        m.0 += body.len();
+        m.1.insert(
+            (objects.to_path_buf(), oid),
+            (kind.to_string(), Arc::from(body)),
+        );
+    }
+}
+
+fn verified_cache() -> &'static VerifiedCache {
+    static C: std::sync::OnceLock<VerifiedCache> = std::sync::OnceLock::new();
+    C.get_or_init(VerifiedCache::default)
 }
 
 /// One entry of a tree object: mode as git writes it in trees (`100644`, `100755`,
