@@ -469,7 +469,7 @@ impl Store {
     /// (the journal changed in the last second: its timestamps are too coarse to tell
     /// a later edit of the same length apart).
     fn holds_key(&self, run_id: Option<&str>) -> Result<Option<HoldsKey>, StoreError> {
-        let (data_version, total_changes) = self
+        let (data_version, total_changes): (i64, i64) = self
             .conn
             .prepare_cached(
                 "SELECT (SELECT data_version FROM pragma_data_version), total_changes()",
@@ -1203,6 +1203,75 @@ mod tests {
         assert_eq!(
             s.hold(&b.id).unwrap().unwrap().released_by.as_deref(),
             Some("bob")
+        );
+    }
+
+    /// Backdates the journal so its answer may be reused (see [`Store::holds_key`]).
+    fn age_journal(s: &Store) {
+        if let Ok(f) = std::fs::File::options().append(true).open(s.journal.path()) {
+            let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+            f.set_times(std::fs::FileTimes::new().set_modified(old))
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn a_reused_answer_never_hides_a_hold_taken_or_released_elsewhere() {
+        let (d, looping) = store();
+        let person = Store::open_in(&d.path().join("l.sqlite"), d.path()).unwrap();
+        age_journal(&looping);
+        assert!(looping.active_holds(Some("r")).unwrap().is_empty());
+        assert!(
+            looping.active_holds(Some("r")).unwrap().is_empty(),
+            "asked twice"
+        );
+        let h = person
+            .take_hold(&NewHold {
+                scope: HoldScope::Workspace,
+                strength: HoldStrength::Stopped,
+                holder: "alice",
+                reason: "look",
+            })
+            .unwrap();
+        age_journal(&looping);
+        let seen: Vec<String> = looping
+            .active_holds(Some("r"))
+            .unwrap()
+            .into_iter()
+            .map(|h| h.id)
+            .collect();
+        assert_eq!(
+            seen,
+            vec![h.id.clone()],
+            "another connection's hold is seen"
+        );
+        // a change to the ledger alone (the journal untouched) is seen too
+        person
+            .conn
+            .execute("UPDATE holds SET reason = 'edited'", [])
+            .unwrap();
+        let now = looping.active_holds(Some("r")).unwrap();
+        assert_eq!(now[0].reason, "edited", "the ledger's data_version moved");
+        assert!(person.release_hold(&h.id, "alice").unwrap());
+        age_journal(&looping);
+        assert!(
+            looping.active_holds(Some("r")).unwrap().is_empty(),
+            "and its release"
+        );
+        // this connection's own write moves total_changes
+        let own = looping
+            .take_hold(&NewHold {
+                scope: HoldScope::Run("r".into()),
+                strength: HoldStrength::Suspended,
+                holder: "loopexec",
+                reason: "own",
+            })
+            .unwrap();
+        age_journal(&looping);
+        assert_eq!(looping.active_holds(Some("r")).unwrap().len(), 1, "{own:?}");
+        assert!(
+            looping.active_holds(Some("other")).unwrap().is_empty(),
+            "run id is part of the key"
         );
     }
 
