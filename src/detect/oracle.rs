@@ -113,33 +113,44 @@ pub fn flaky_at(t: &Trajectory, code: i32, target: f64) -> Option<Halt> {
     // Runs are compared within two kinds of group: all runs on the same tree (git
     // tree id before the check), and the runs of one iteration (the main run and its
     // confirmations, which nothing but the check itself ran between).
+    let counted = |c: &&crate::receipt::events::CheckFinished| {
+        !(c.step.timed_out || c.step.stopped.is_some() || c.step.cannot_start())
+            // a check that wrote is judged by hermeticity
+            && c.check_wrote.is_empty()
+    };
+    // Only a group holding a run of the newest iteration can raise a new halt: the
+    // trees its runs started from, and the iteration itself.
+    let last = t.last()?;
+    let last_iteration = last.iteration;
+    let trees: std::collections::BTreeSet<&str> = last
+        .checks
+        .iter()
+        .filter(counted)
+        .filter_map(|c| c.tree_before.as_deref())
+        .collect();
     let mut groups: BTreeMap<String, Vec<(u32, u32, Verdict)>> = BTreeMap::new();
     for it in &t.iterations {
-        for c in &it.checks {
-            if c.step.timed_out || c.step.stopped.is_some() || c.step.cannot_start() {
+        for c in it.checks.iter().filter(counted) {
+            let in_tree = c.tree_before.as_deref().filter(|t| trees.contains(t));
+            if in_tree.is_none() && it.iteration != last_iteration {
                 continue;
             }
-            if !c.check_wrote.is_empty() {
-                continue; // judged by hermeticity
-            }
             let v = (it.iteration, c.attempt, verdict(c, code));
-            if let Some(tree) = &c.tree_before {
+            if let Some(tree) = in_tree {
                 groups
                     .entry(format!("tree {tree}"))
                     .or_default()
                     .push(v.clone());
             }
-            groups
-                .entry(format!("iteration {}", it.iteration))
-                .or_default()
-                .push(v);
+            if it.iteration == last_iteration {
+                groups
+                    .entry(format!("iteration {}", it.iteration))
+                    .or_default()
+                    .push(v);
+            }
         }
     }
-    let last_iteration = t.last()?.iteration;
     for (tree, runs) in &groups {
-        if !runs.iter().any(|r| r.0 == last_iteration) {
-            continue; // only the newest observation can raise a new halt
-        }
         // The majority answer (ties: the earliest); every other run is a disagreement.
         let mut counts: Vec<(&Verdict, u64)> = Vec::new();
         for r in runs {

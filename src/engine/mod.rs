@@ -550,6 +550,12 @@ impl Loop<'_> {
         m: &crate::detect::integrity::TreeMeasures,
     ) -> Result<(), EngineError> {
         if self.cfg.clean_room.in_place {
+            // A red check in place that wrote nothing the watch saw leaves the exec's
+            // tree (TreeObserver::after_check). What a write through a memory mapping
+            // would leave unseen is only where a change is attributed: the next exec's
+            // walk sees it (its times moved), and every guard judges that tree; a
+            // check that may converge is always walked.
+            self.tree.watch_during_checks(true);
             return Ok(());
         }
         let deps: Vec<String> = m

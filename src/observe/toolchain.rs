@@ -15,7 +15,7 @@
 //! by mode and content (blake3), so a version manager rewriting its shims with the same
 //! bytes is no change.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -116,12 +116,20 @@ fn content_digest(p: &Path) -> String {
 
 /// True when the file's mtime and ctime are older than `at` minus the racy window.
 fn settled_before(m: &std::fs::Metadata, at: std::time::SystemTime) -> bool {
+    settled_within(m, at, super::store::RACY_WINDOW)
+}
+
+/// True when the file's mtime and ctime are older than `at` minus `window`.
+fn settled_within(
+    m: &std::fs::Metadata,
+    at: std::time::SystemTime,
+    window: std::time::Duration,
+) -> bool {
     let Ok(at) = at.duration_since(std::time::UNIX_EPOCH) else {
         return false;
     };
     let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-    let limit = i128::try_from(at.saturating_sub(super::store::RACY_WINDOW).as_nanos())
-        .unwrap_or(i128::MAX);
+    let limit = i128::try_from(at.saturating_sub(window).as_nanos()).unwrap_or(i128::MAX);
     ns(m.ctime(), m.ctime_nsec()) < limit && ns(m.mtime(), m.mtime_nsec()) < limit
 }
 
@@ -235,16 +243,41 @@ pub const ABSENT_KEY: &str = "config:absent";
 /// directory). The entry is there even when every candidate is present, so a
 /// measured map is never empty.
 #[must_use]
+///
+/// A candidate found absent is not statted again while its directory's stat data
+/// (device, inode, mtime, ctime) stays as it was when it was found absent and that
+/// directory had settled (no change within [`super::store::RACY_WINDOW`] before it was
+/// statted): creating, removing or renaming an entry moves the directory's mtime, so
+/// an absent name cannot appear without the directory changing.
 pub fn measure_files(files: &[PathBuf]) -> BTreeMap<String, String> {
+    measure_files_within(files, super::store::RACY_WINDOW)
+}
+
+/// [`measure_files`] with `window` as the racy window of the directories.
+fn measure_files_within(
+    files: &[PathBuf],
+    window: std::time::Duration,
+) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut absent = blake3::Hasher::new();
     let mut n_absent = 0usize;
+    let mut dirs = AbsentDirs {
+        window,
+        ..AbsentDirs::default()
+    };
     for f in files {
-        match std::fs::symlink_metadata(f) {
+        let known_absent = dirs.known_absent(f);
+        let meta = if known_absent {
+            Err(std::io::ErrorKind::NotFound.into())
+        } else {
+            std::fs::symlink_metadata(f)
+        };
+        match meta {
             Err(_) => {
                 n_absent += 1;
                 absent.update(f.as_os_str().as_encoded_bytes());
                 absent.update(b"\0");
+                dirs.found_absent(f);
             }
             Ok(m) if m.is_dir() => {
                 out.insert(f.display().to_string(), "directory".to_string());
@@ -254,11 +287,97 @@ pub fn measure_files(files: &[PathBuf]) -> BTreeMap<String, String> {
             }
         }
     }
+    dirs.remember();
     out.insert(
         ABSENT_KEY.to_string(),
         format!("{n_absent} absent, {}", &absent.finalize().to_hex()[..16]),
     );
     out
+}
+
+/// A directory's stat data: `(dev, ino, mtime s, mtime ns, ctime s, ctime ns)`.
+type DirKey = (u64, u64, i64, i64, i64, i64);
+
+/// Names known absent from a directory while it keeps a [`DirKey`], across calls of
+/// [`measure_files`] (one process measures the same candidates every iteration).
+static ABSENT_IN: std::sync::Mutex<Option<AbsentNames>> = std::sync::Mutex::new(None);
+
+/// Names found absent, by directory, with the directory's key at the time.
+type AbsentNames = HashMap<PathBuf, (DirKey, HashSet<std::ffi::OsString>)>;
+
+/// One [`measure_files`] call's view of the candidates' directories.
+#[derive(Default)]
+struct AbsentDirs {
+    /// How long before its stat a directory must have last changed to be vouched for.
+    window: std::time::Duration,
+    /// Each directory's key as statted first in this call (`None`: it cannot be
+    /// statted, or changed too recently to vouch for its entries).
+    keys: HashMap<PathBuf, Option<DirKey>>,
+    /// Names found absent in this call, by directory.
+    found: HashMap<PathBuf, HashSet<std::ffi::OsString>>,
+}
+
+impl AbsentDirs {
+    /// The directory's key, statted once per call and before any of its entries.
+    fn key(&mut self, dir: &Path) -> Option<DirKey> {
+        if let Some(k) = self.keys.get(dir) {
+            return *k;
+        }
+        let at = std::time::SystemTime::now();
+        let k = std::fs::metadata(dir)
+            .ok()
+            .filter(|m| m.is_dir() && settled_within(m, at, self.window))
+            .map(|m| {
+                (
+                    m.dev(),
+                    m.ino(),
+                    m.mtime(),
+                    m.mtime_nsec(),
+                    m.ctime(),
+                    m.ctime_nsec(),
+                )
+            });
+        self.keys.insert(dir.to_path_buf(), k);
+        k
+    }
+
+    /// True when an earlier call found `f` absent and its directory is unchanged.
+    fn known_absent(&mut self, f: &Path) -> bool {
+        let (Some(dir), Some(name)) = (f.parent(), f.file_name()) else {
+            return false;
+        };
+        let Some(k) = self.key(dir) else { return false };
+        ABSENT_IN.lock().is_ok_and(|m| {
+            m.as_ref()
+                .and_then(|m| m.get(dir))
+                .is_some_and(|(was, names)| *was == k && names.contains(name))
+        })
+    }
+
+    fn found_absent(&mut self, f: &Path) {
+        if let (Some(dir), Some(name)) = (f.parent(), f.file_name()) {
+            self.found
+                .entry(dir.to_path_buf())
+                .or_default()
+                .insert(name.to_os_string());
+        }
+    }
+
+    /// Keeps what this call found for the directories it could vouch for.
+    fn remember(self) {
+        let Ok(mut m) = ABSENT_IN.lock() else { return };
+        let m = m.get_or_insert_with(HashMap::new);
+        for (dir, names) in self.found {
+            match self.keys.get(&dir).copied().flatten() {
+                Some(k) => {
+                    m.insert(dir, (k, names));
+                }
+                None => {
+                    m.remove(&dir);
+                }
+            }
+        }
+    }
 }
 
 /// True when a command word is a Python interpreter.
@@ -274,6 +393,34 @@ pub fn is_python(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_candidate_known_absent_is_seen_when_it_appears() {
+        let d = tempfile::tempdir().unwrap();
+        let files: Vec<PathBuf> = [".python-version", "pytest.ini", "setup.cfg"]
+            .iter()
+            .map(|n| d.path().join(n))
+            .collect();
+        let zero = std::time::Duration::ZERO;
+        let before = measure_files_within(&files, zero);
+        assert_eq!(before.len(), 1, "{before:?}");
+        assert_eq!(
+            measure_files_within(&files, zero),
+            before,
+            "nothing changed"
+        );
+        // (a timestamp tick may pass between the two measurements and the write)
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&files[1], "[pytest]\n").unwrap();
+        let after = measure_files_within(&files, zero);
+        assert!(
+            after.contains_key(&files[1].display().to_string()),
+            "the new file is measured: {after:?}"
+        );
+        assert!(after[ABSENT_KEY].starts_with("2 absent, "), "{after:?}");
+        std::fs::remove_file(&files[1]).unwrap();
+        assert_eq!(measure_files_within(&files, zero), before, "and gone again");
+    }
 
     #[test]
     fn config_candidates_fold_absent_ones_and_see_one_appear() {

@@ -764,8 +764,10 @@ impl TreeObserver {
     }
 
     /// Starts (or stops) watching the tree from each exec's scan until the check
-    /// after it ends, so that [`Self::after_check`] can skip its walk. For checks run
-    /// in the clean room only: a check in place writes into the tree it would watch.
+    /// after it ends, so that [`Self::after_check`] can skip its walk after a red
+    /// check. A check in place writes into the tree it would watch: any write the
+    /// watch sees means a walk; one it cannot see (through a memory mapping) is seen
+    /// by the next exec's walk instead, so only which step made it is uncertain.
     pub fn watch_during_checks(&mut self, on: bool) {
         self.quiet_wanted = on;
         if !on {
