@@ -450,7 +450,9 @@ pub fn runner_tampering(m: &TreeMeasures) -> Option<Halt> {
 #[must_use]
 pub fn toolchain(t0: Option<&TreeMeasures>, m: &TreeMeasures) -> Option<Halt> {
     let t0 = t0?;
-    if t0.toolchain.is_empty() {
+    // Measures that failed (a snapshot that could not be written) hold no toolchain:
+    // that is no evidence of a change. They never let a green through (`evidence`).
+    if t0.toolchain.is_empty() || m.error.is_some() {
         return None;
     }
     let mut changed: Vec<String> = t0
@@ -685,5 +687,12 @@ mod trust_tests {
         let h = toolchain(Some(&t0), &shim).unwrap();
         assert_eq!(h.reason, HaltReason::HermeticityViolation);
         assert!(h.contributors[0].contains("/tmp/x/sh"));
+        // a snapshot that failed (a full disk) measured nothing: no change is claimed
+        let failed = TreeMeasures {
+            error: Some("snapshot after the exec failed: No space left on device".into()),
+            available: false,
+            ..TreeMeasures::default()
+        };
+        assert!(toolchain(Some(&t0), &failed).is_none());
     }
 }

@@ -73,6 +73,17 @@ pub fn resolve(name: &str, path: &str) -> Option<PathBuf> {
 /// ctime) and reused while that is unchanged and the file had not been changed within
 /// [`super::store::RACY_WINDOW`] of the hashing (the same rule as the snapshot
 /// store's; ctime cannot be set back, so a rewrite is always seen).
+/// [`content_digest`] of a regular file (symbolic links followed); `None` for a
+/// directory, a missing file or one that cannot be read.
+#[must_use]
+pub fn file_digest(p: &Path) -> Option<String> {
+    if !std::fs::metadata(p).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let d = content_digest(p);
+    (d != "missing" && !d.starts_with("unreadable")).then_some(d)
+}
+
 fn content_digest(p: &Path) -> String {
     type Key = (u64, u32, u64, i64, i64, i64, i64);
     static CACHE: std::sync::Mutex<Option<HashMap<PathBuf, (Key, String)>>> =
@@ -261,10 +272,7 @@ fn measure_files_within(
     let mut out = BTreeMap::new();
     let mut absent = blake3::Hasher::new();
     let mut n_absent = 0usize;
-    let mut dirs = AbsentDirs {
-        window,
-        ..AbsentDirs::default()
-    };
+    let mut dirs = AbsentDirs::new(window);
     for f in files {
         let known_absent = dirs.known_absent(f);
         let meta = if known_absent {
@@ -310,14 +318,30 @@ type AbsentNames = HashMap<PathBuf, (DirKey, HashSet<std::ffi::OsString>)>;
 struct AbsentDirs {
     /// How long before its stat a directory must have last changed to be vouched for.
     window: std::time::Duration,
+    /// What earlier calls found (taken from [`ABSENT_IN`] for the call, put back by
+    /// [`Self::remember`]).
+    known: AbsentNames,
     /// Each directory's key as statted first in this call (`None`: it cannot be
     /// statted, or changed too recently to vouch for its entries).
     keys: HashMap<PathBuf, Option<DirKey>>,
-    /// Names found absent in this call, by directory.
+    /// Names found absent in this call by a stat, by directory.
     found: HashMap<PathBuf, HashSet<std::ffi::OsString>>,
 }
 
 impl AbsentDirs {
+    fn new(window: std::time::Duration) -> AbsentDirs {
+        let known = ABSENT_IN
+            .lock()
+            .ok()
+            .and_then(|mut m| m.take())
+            .unwrap_or_default();
+        AbsentDirs {
+            window,
+            known,
+            ..AbsentDirs::default()
+        }
+    }
+
     /// The directory's key, statted once per call and before any of its entries.
     fn key(&mut self, dir: &Path) -> Option<DirKey> {
         if let Some(k) = self.keys.get(dir) {
@@ -347,35 +371,45 @@ impl AbsentDirs {
             return false;
         };
         let Some(k) = self.key(dir) else { return false };
-        ABSENT_IN.lock().is_ok_and(|m| {
-            m.as_ref()
-                .and_then(|m| m.get(dir))
-                .is_some_and(|(was, names)| *was == k && names.contains(name))
-        })
+        self.known
+            .get(dir)
+            .is_some_and(|(was, names)| *was == k && names.contains(name))
     }
 
+    /// Notes `f` found absent by a stat.
     fn found_absent(&mut self, f: &Path) {
-        if let (Some(dir), Some(name)) = (f.parent(), f.file_name()) {
-            self.found
-                .entry(dir.to_path_buf())
-                .or_default()
-                .insert(name.to_os_string());
+        let (Some(dir), Some(name)) = (f.parent(), f.file_name()) else {
+            return;
+        };
+        match self.found.get_mut(dir) {
+            Some(names) => {
+                names.insert(name.to_os_string());
+            }
+            None => {
+                self.found
+                    .insert(dir.to_path_buf(), HashSet::from([name.to_os_string()]));
+            }
         }
     }
 
-    /// Keeps what this call found for the directories it could vouch for.
-    fn remember(self) {
-        let Ok(mut m) = ABSENT_IN.lock() else { return };
-        let m = m.get_or_insert_with(HashMap::new);
-        for (dir, names) in self.found {
-            match self.keys.get(&dir).copied().flatten() {
-                Some(k) => {
-                    m.insert(dir, (k, names));
+    /// Keeps what is known for the directories this call could vouch for: the names
+    /// an unchanged directory was known to lack plus those found now; a changed one
+    /// starts over from what was found now; one it could not vouch for is forgotten.
+    fn remember(mut self) {
+        for (dir, key) in self.keys {
+            let found = self.found.remove(&dir).unwrap_or_default();
+            match (key, self.known.get_mut(&dir)) {
+                (None, _) => {
+                    self.known.remove(&dir);
                 }
-                None => {
-                    m.remove(&dir);
+                (Some(k), Some((was, names))) if *was == k => names.extend(found),
+                (Some(k), _) => {
+                    self.known.insert(dir, (k, found));
                 }
             }
+        }
+        if let Ok(mut m) = ABSENT_IN.lock() {
+            *m = Some(self.known);
         }
     }
 }

@@ -553,8 +553,9 @@ impl TreeObserver {
         }
     }
 
-    /// blake3 of the user repository's own configuration files (`config`, `hooks/*`,
-    /// `info/*` of the git dir), keyed `.git/<path>`: what changes git's behaviour
+    /// Digests (blake3 of mode and content) of the user repository's own
+    /// configuration files (`config`, `hooks/*`, `info/*` of the git dir), keyed
+    /// `.git/<path>`: what changes git's behaviour
     /// without appearing in any tree. Empty outside a git repository.
     fn git_internals(&mut self) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
@@ -575,20 +576,19 @@ impl TreeObserver {
         let mut files = vec![gd.join("config")];
         for sub in ["hooks", "info"] {
             if let Ok(rd) = std::fs::read_dir(gd.join(sub)) {
-                files.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_file()));
+                files.extend(rd.flatten().map(|e| e.path()));
             }
         }
         for f in files {
-            if let Ok(bytes) = std::fs::read(&f) {
+            // mode and content (a hook that becomes executable starts to run), hashed
+            // again only when the file's stat data moved (toolchain::content_digest)
+            if let Some(d) = super::toolchain::file_digest(&f) {
                 let rel = f
                     .strip_prefix(gd)
                     .unwrap_or(&f)
                     .to_string_lossy()
                     .into_owned();
-                out.insert(
-                    format!(".git/{rel}"),
-                    blake3::hash(&bytes).to_hex().to_string(),
-                );
+                out.insert(format!(".git/{rel}"), d);
             }
         }
         out
