@@ -250,13 +250,18 @@ pub struct Detected {
 /// signature matched. Structured content wins outright when recognised.
 #[must_use]
 pub fn detect_stream(path: &Path) -> Option<Detected> {
-    let sigs = compiled();
-    let mut hits = vec![0u32; sigs.len()];
+    // compiled at the first line: a check that printed nothing costs no regex build
+    let mut sigs: &[(Kind, u32, Regex)] = &[];
+    let mut hits: Vec<u32> = Vec::new();
     let mut head = String::new();
     let mut read = 0usize;
     let mut first_nonempty: Option<String> = None;
     let mut teamcity = 0u32;
     let _ = for_each_line(path, |raw| {
+        if read == 0 {
+            sigs = compiled();
+            hits = vec![0u32; sigs.len()];
+        }
         read += raw.len() + 1;
         let line = strip_ansi(raw);
         if first_nonempty.is_none() && !line.trim().is_empty() {
