@@ -590,6 +590,13 @@ impl TreeScanner {
         let mut dirs = Vec::new();
         let mut seen = 0usize;
         let mut restat = BTreeSet::new();
+        // Threads pay for themselves from about a thousand files (the last scan's
+        // count; a first scan does not know it and uses them).
+        let workers = if first || self.cache.len() > 1000 {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+        } else {
+            1
+        };
         {
             let cache = &mut self.cache;
             let written = &self.written;
@@ -612,11 +619,10 @@ impl TreeScanner {
                 }
                 to_hash.push((rel.to_string(), st, is_link));
             };
-            let mut rel = String::new();
             walk(
                 &self.root,
-                &mut rel,
                 excludes,
+                workers,
                 &mut visit,
                 &mut excluded,
                 &mut dirs,
@@ -890,69 +896,179 @@ fn prune_empty_parents(root: &Path, file: &Path) {
     }
 }
 
-/// Walks `dir` (root-relative path in `rel`, restored on return), calling `visit`
-/// for every regular file and symlink that no rule excludes.
-fn walk(
-    dir: &Path,
-    rel: &mut String,
-    ex: &Excludes,
-    visit: &mut dyn FnMut(&str, Stat, bool),
-    excluded: &mut Vec<(String, &'static str)>,
-    dirs: &mut Vec<String>,
-) -> Result<(), StoreError> {
-    dirs.push(rel.clone());
+/// One entry of a directory listing ([`list_dir`]), root-relative.
+enum Item {
+    /// A regular file or symbolic link, with its stat data; `true` for a link.
+    File(String, Stat, bool),
+    /// A directory to walk (its absolute path).
+    Dir(String, PathBuf),
+    /// A directory (or `.git`/`.loopexec`) a rule leaves out, and the rule.
+    Excluded(String, &'static str),
+}
+
+/// Lists `dir` (root-relative path `rel`) in name order: its files with their stat
+/// data, its directories to walk, and what the rules leave out (`.git` and
+/// `.loopexec` silently). Sockets, FIFOs and devices are skipped: they hold no content
+/// a check can read as a file.
+///
+/// # Errors
+/// The directory cannot be read, an entry cannot be statted, or a name is not UTF-8
+/// or holds a newline ([`StoreError::BadName`]).
+fn list_dir(dir: &Path, rel: &str, ex: &Excludes) -> Result<Vec<Item>, StoreError> {
     let rd = std::fs::read_dir(dir).map_err(io_err(dir))?;
-    let mut items: Vec<(std::ffi::OsString, std::fs::DirEntry)> = Vec::new();
+    let mut entries: Vec<(std::ffi::OsString, std::fs::DirEntry)> = Vec::new();
     for e in rd {
         let e = e.map_err(io_err(dir))?;
-        items.push((e.file_name(), e));
+        entries.push((e.file_name(), e));
     }
-    items.sort_by(|a, b| a.0.cmp(&b.0));
-    let base = rel.len();
-    for (name_os, e) in items {
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out = Vec::with_capacity(entries.len());
+    for (name_os, e) in entries {
         let Some(name) = name_os.to_str() else {
             return Err(StoreError::BadName(dir.join(&name_os)));
         };
         if name.contains('\n') {
             return Err(StoreError::BadName(dir.join(name)));
         }
-        rel.truncate(base);
-        if base > 0 {
-            rel.push('/');
-        }
-        rel.push_str(name);
+        let path = if rel.is_empty() {
+            name.to_string()
+        } else {
+            format!("{rel}/{name}")
+        };
         // The type from the directory listing (no stat for directories); the stat
         // data is read relative to the open directory (no path lookup per file).
         let ft = e.file_type().map_err(io_err(dir))?;
-        // A file's user globs are matched by `visit`, once per path and run (the
-        // rules do not change while a scanner lives).
+        // A file's user globs are matched by the caller's `visit`, once per path and
+        // run (the rules do not change while a scanner lives).
         let why = if ft.is_dir() || matches!(name, ".git" | ".loopexec") {
-            ex.why(dir, name, rel, ft.is_dir())
+            ex.why(dir, name, &path, ft.is_dir())
         } else {
             None
         };
         if let Some(why) = why {
             if !matches!(why, "git" | "loopexec") {
-                excluded.push((rel.clone(), why));
+                out.push(Item::Excluded(path, why));
             }
             continue;
         }
         if ft.is_dir() {
-            walk(&e.path(), rel, ex, visit, excluded, dirs)?;
+            out.push(Item::Dir(path, e.path()));
         } else if ft.is_symlink() || ft.is_file() {
             let meta = e.metadata().map_err(|err| io_err(&e.path())(err))?;
             // The entry may have been replaced between the listing and the stat.
             let ft = meta.file_type();
             if ft.is_dir() {
-                walk(&e.path(), rel, ex, visit, excluded, dirs)?;
+                out.push(Item::Dir(path, e.path()));
             } else if ft.is_symlink() || ft.is_file() {
-                visit(rel, Stat::of(&meta), ft.is_symlink());
+                out.push(Item::File(path, Stat::of(&meta), ft.is_symlink()));
             }
         }
-        // Sockets, FIFOs and devices hold no content a check can read as a file.
     }
-    rel.truncate(base);
+    Ok(out)
+}
+
+/// Walks the tree under `root` in path order, calling `visit` for every regular file
+/// and symlink that no rule excludes, and collecting what rules leave out and every
+/// directory walked (root-relative, `""` for the root).
+///
+/// With `workers` > 1 the directories are listed and their files statted by that
+/// many threads (a stat walk is bound by the kernel's per-file work, which threads
+/// share out as `git status` does with its preloaded index); the visits are then made
+/// in the same order as by one thread, from the listings.
+///
+/// # Errors
+/// The first error of a listing, in path order ([`list_dir`]).
+fn walk(
+    root: &Path,
+    ex: &Excludes,
+    workers: usize,
+    visit: &mut dyn FnMut(&str, Stat, bool),
+    excluded: &mut Vec<(String, &'static str)>,
+    dirs: &mut Vec<String>,
+) -> Result<(), StoreError> {
+    let mut listings = if workers > 1 {
+        list_parallel(root, ex, workers)
+    } else {
+        HashMap::new()
+    };
+    let mut stack: Vec<(String, PathBuf)> = vec![(String::new(), root.to_path_buf())];
+    while let Some((rel, abs)) = stack.pop() {
+        let items = match listings.remove(&rel) {
+            Some(l) => l?,
+            None => list_dir(&abs, &rel, ex)?,
+        };
+        dirs.push(rel);
+        // depth first, in name order: the directories go on the stack reversed
+        let mut subdirs = Vec::new();
+        for item in items {
+            match item {
+                Item::File(path, st, link) => visit(&path, st, link),
+                Item::Dir(path, abs) => subdirs.push((path, abs)),
+                Item::Excluded(path, why) => excluded.push((path, why)),
+            }
+        }
+        stack.extend(subdirs.into_iter().rev());
+    }
     Ok(())
+}
+
+/// Every directory's listing under `root`, made by `workers` threads sharing one
+/// queue of directories; keyed by root-relative path.
+fn list_parallel(
+    root: &Path,
+    ex: &Excludes,
+    workers: usize,
+) -> HashMap<String, Result<Vec<Item>, StoreError>> {
+    use std::sync::{Condvar, Mutex};
+    struct Queue {
+        todo: Vec<(String, PathBuf)>,
+        busy: usize,
+        done: HashMap<String, Result<Vec<Item>, StoreError>>,
+    }
+    let q = Mutex::new(Queue {
+        todo: vec![(String::new(), root.to_path_buf())],
+        busy: 0,
+        done: HashMap::new(),
+    });
+    let wake = Condvar::new();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let (rel, abs) = {
+                    let Ok(mut g) = q.lock() else { return };
+                    loop {
+                        if let Some(next) = g.todo.pop() {
+                            g.busy += 1;
+                            break next;
+                        }
+                        if g.busy == 0 {
+                            wake.notify_all();
+                            return;
+                        }
+                        g = match wake.wait(g) {
+                            Ok(g) => g,
+                            Err(_) => return,
+                        };
+                    }
+                };
+                let listed = list_dir(&abs, &rel, ex);
+                let Ok(mut g) = q.lock() else { return };
+                if let Ok(items) = &listed {
+                    for item in items {
+                        if let Item::Dir(path, abs) = item {
+                            g.todo.push((path.clone(), abs.clone()));
+                        }
+                    }
+                }
+                g.busy -= 1;
+                g.done.insert(rel, listed);
+                wake.notify_all();
+            });
+        }
+    });
+    // A worker that found the lock poisoned left its directory unlisted: the
+    // caller lists what is missing itself.
+    q.into_inner().map(|g| g.done).unwrap_or_default()
 }
 
 #[cfg(test)]
