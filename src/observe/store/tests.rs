@@ -454,3 +454,61 @@ fn a_declared_file_stays_out_of_every_scan() {
         put(&root, "err.txt", "more progress\n");
     }
 }
+
+/// Everything a walk reports, in a comparable form: visits in order, exclusions,
+/// directories.
+type WalkReport = (
+    Vec<(String, bool)>,
+    Vec<(String, &'static str)>,
+    Vec<String>,
+);
+
+fn walk_report(root: &Path, ex: &Excludes, workers: usize) -> Result<WalkReport, String> {
+    let mut visits = Vec::new();
+    let mut excluded = Vec::new();
+    let mut dirs = Vec::new();
+    walk(
+        root,
+        ex,
+        workers,
+        &mut |rel: &str, _st: Stat, link: bool| visits.push((rel.to_string(), link)),
+        &mut excluded,
+        &mut dirs,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok((visits, excluded, dirs))
+}
+
+#[test]
+fn a_walk_by_several_threads_reports_what_one_thread_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    for d in 0..30 {
+        for f in 0..20 {
+            put(root, &format!("pkg{d:02}/sub{}/f{f:02}.py", f % 3), "x\n");
+        }
+    }
+    put(root, "Cargo.toml", "[package]\n");
+    put(root, "target/debug/bin", "x");
+    put(root, "node_modules/left-pad/index.js", "x");
+    put(root, ".git/HEAD", "ref\n");
+    put(root, "a.txt", "top\n");
+    put(root, "z/deep/er/still/file", "x");
+    std::os::unix::fs::symlink("a.txt", root.join("link")).unwrap();
+    let ex = Excludes::new(&["pkg07/**".to_string()]).unwrap();
+    let one = walk_report(root, &ex, 1).unwrap();
+    assert!(one.0.iter().any(|(p, l)| p == "link" && *l));
+    assert!(one.1.iter().any(|(p, w)| p == "target" && *w == "cache"));
+    assert!(!one.0.iter().any(|(p, _)| p.starts_with(".git/")));
+    for workers in [2, 4] {
+        assert_eq!(
+            walk_report(root, &ex, workers).unwrap(),
+            one,
+            "{workers} threads"
+        );
+    }
+    // an unreadable name is an error either way
+    std::fs::write(root.join("pkg03").join("bad\nname"), "x").unwrap();
+    assert!(walk_report(root, &ex, 1).is_err());
+    assert!(walk_report(root, &ex, 4).is_err());
+}
