@@ -147,6 +147,13 @@ fn section_name(line: &str) -> Option<&str> {
 
 /// The outcome of a libtest result word, if `word` is one.
 fn result_word(word: &str) -> Option<Outcome> {
+    // the common words as printed, before the (Unicode) trim
+    match word {
+        "ok" => return Some(Outcome::Passed),
+        "FAILED" => return Some(Outcome::Failed),
+        "ignored" => return Some(Outcome::Skipped),
+        _ => {}
+    }
     let w = word.trim();
     if w == "ok" {
         Some(Outcome::Passed)
