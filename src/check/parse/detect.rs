@@ -10,7 +10,7 @@
 
 use super::util::{for_each_line, strip_ansi};
 use crate::check::model::Format;
-use regex::Regex;
+use regex::RegexSet;
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -227,14 +227,36 @@ const SIGNATURES: &[(Kind, u32, &str)] = &[
     ),
 ];
 
-fn compiled() -> &'static [(Kind, u32, Regex)] {
-    static C: OnceLock<Vec<(Kind, u32, Regex)>> = OnceLock::new();
+/// [`SIGNATURES`] compiled into one set, so that a line is scanned once for all of
+/// them; the kinds and weights of its patterns in the same order.
+struct Compiled {
+    set: RegexSet,
+    sigs: Vec<(Kind, u32)>,
+}
+
+fn compiled() -> &'static Compiled {
+    static C: OnceLock<Compiled> = OnceLock::new();
     C.get_or_init(|| {
-        SIGNATURES
-            .iter()
-            .filter_map(|(k, w, p)| Regex::new(p).ok().map(|r| (*k, *w, r)))
-            .collect()
+        // every signature is a constant that compiles (a test holds them to it); a
+        // set that does not compile detects nothing rather than panicking
+        let set = RegexSet::new(SIGNATURES.iter().map(|(_, _, p)| *p))
+            .unwrap_or_else(|_| RegexSet::empty());
+        let sigs = if set.is_empty() {
+            Vec::new()
+        } else {
+            SIGNATURES.iter().map(|(k, w, _)| (*k, *w)).collect()
+        };
+        Compiled { set, sigs }
     })
+}
+
+/// True when the first non-empty line of a stream opens an XML document (a JUnit
+/// report): detection then needs no more of the stream.
+fn opens_xml(first: &str) -> bool {
+    let first = first.trim_start_matches('\u{feff}');
+    first.starts_with("<?xml")
+        || first.starts_with("<testsuites")
+        || first.starts_with("<testsuite")
 }
 
 /// What detection found in one stream.
@@ -251,21 +273,27 @@ pub struct Detected {
 #[must_use]
 pub fn detect_stream(path: &Path) -> Option<Detected> {
     // compiled at the first line: a check that printed nothing costs no regex build
-    let mut sigs: &[(Kind, u32, Regex)] = &[];
+    let mut c: Option<&Compiled> = None;
     let mut hits: Vec<u32> = Vec::new();
     let mut head = String::new();
     let mut read = 0usize;
     let mut first_nonempty: Option<String> = None;
     let mut teamcity = 0u32;
     let _ = for_each_line(path, |raw| {
-        if read == 0 {
-            sigs = compiled();
-            hits = vec![0u32; sigs.len()];
-        }
+        let c = *c.get_or_insert_with(|| {
+            let c = compiled();
+            hits = vec![0u32; c.sigs.len()];
+            c
+        });
         read += raw.len() + 1;
         let line = strip_ansi(raw);
         if first_nonempty.is_none() && !line.trim().is_empty() {
-            first_nonempty = Some(line.trim().to_string());
+            let first = line.trim();
+            first_nonempty = Some(first.to_string());
+            // an XML report is told by its first line alone (`structured_kind`)
+            if opens_xml(first) {
+                return ControlFlow::Break(());
+            }
         }
         if head.len() < 64 * 1024 {
             head.push_str(&line);
@@ -274,8 +302,8 @@ pub fn detect_stream(path: &Path) -> Option<Detected> {
         if line.starts_with("##teamcity[") {
             teamcity += 1;
         }
-        for (i, (_, _, r)) in sigs.iter().enumerate() {
-            if hits[i] < 50 && r.is_match(&line) {
+        for i in c.set.matches(&line).iter() {
+            if hits[i] < 50 {
                 hits[i] += 1;
             }
         }
@@ -299,7 +327,8 @@ pub fn detect_stream(path: &Path) -> Option<Detected> {
     }
     let mut best: Option<Detected> = None;
     let mut totals: Vec<(Kind, u32)> = Vec::new();
-    for (i, (k, w, _)) in sigs.iter().enumerate() {
+    let sigs = c.map_or(&[][..], |c| c.sigs.as_slice());
+    for (i, (k, w)) in sigs.iter().enumerate() {
         if hits[i] == 0 {
             continue;
         }
@@ -320,13 +349,10 @@ pub fn detect_stream(path: &Path) -> Option<Detected> {
 
 /// Recognises structured content from the first non-empty line and the head text.
 fn structured_kind(first: &str, head: &str) -> Option<Kind> {
-    let first = first.trim_start_matches('\u{feff}');
-    if first.starts_with("<?xml")
-        || first.starts_with("<testsuites")
-        || first.starts_with("<testsuite")
-    {
+    if opens_xml(first) {
         return Some(Kind::Junit);
     }
+    let first = first.trim_start_matches('\u{feff}');
     // JSON event streams may start with plain-text lines (go's build failures before
     // Go 1.24) or with events of a shape other than the test events (Go 1.24's
     // `build-output`/`build-fail`, keyed by `ImportPath`): the kind is the one most
@@ -393,6 +419,15 @@ mod tests {
         let mut f = tempfile::NamedTempFile::new().expect("temp file");
         f.write_all(s.as_bytes()).ok()?;
         detect_stream(f.path()).map(|d| d.kind)
+    }
+
+    /// Every signature compiles, so the set holds them all.
+    #[test]
+    fn every_signature_compiles() {
+        for (_, _, p) in SIGNATURES {
+            assert!(regex::Regex::new(p).is_ok(), "{p}");
+        }
+        assert_eq!(compiled().sigs.len(), SIGNATURES.len());
     }
 
     #[test]

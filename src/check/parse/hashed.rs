@@ -272,6 +272,16 @@ fn named_bit(key: u64) -> (usize, u64) {
     (b / 64, 1 << (b % 64))
 }
 
+/// False when `key` is surely not a key of `named` (`named_bits` is
+/// [`HashedTests::named_bits`]: empty while nothing is named).
+fn maybe_named(named_bits: &[u64], key: u64) -> bool {
+    if named_bits.is_empty() {
+        return false;
+    }
+    let (w, bit) = named_bit(key);
+    named_bits[w] & bit != 0
+}
+
 /// Number of log vectors (by the top byte of the hash).
 const LOG_PARTS: usize = 256;
 
@@ -343,11 +353,7 @@ impl HashedTests {
 
     /// False when `key` is surely not in `named`.
     fn maybe_named(&self, key: u64) -> bool {
-        if self.named_bits.is_empty() {
-            return false;
-        }
-        let (w, bit) = named_bit(key);
-        self.named_bits[w] & bit != 0
+        maybe_named(&self.named_bits, key)
     }
 
     /// A private key for `id`, whose hash a different named id holds.
@@ -383,6 +389,7 @@ impl HashedTests {
     fn fold_log(
         log: Vec<Vec<Slot>>,
         named: &mut HashMap<u64, Named, IdHasher>,
+        named_bits: &[u64],
         mut f: impl FnMut(Slot),
     ) {
         let mut local = Table::default();
@@ -394,7 +401,11 @@ impl HashedTests {
             }
             drop(part);
             for s in local.live_slots() {
-                match named.get_mut(&s.hash) {
+                // most tests were never named: the bit says so without a map lookup
+                let named = maybe_named(named_bits, s.hash)
+                    .then(|| named.get_mut(&s.hash))
+                    .flatten();
+                match named {
                     Some(n) => n.first = n.first.min(s.first),
                     None => f(*s),
                 }
@@ -408,7 +419,7 @@ impl HashedTests {
         let n: usize = log.iter().map(Vec::len).sum();
         let mut table = std::mem::take(&mut self.table);
         table.reserve(n.max(self.announced));
-        Self::fold_log(log, &mut self.named, |s| {
+        Self::fold_log(log, &mut self.named, &self.named_bits, |s| {
             table.put(s.hash, s.first, s.state)
         });
         self.table = table;
@@ -573,7 +584,7 @@ impl HashedTests {
             None => {}
         };
         match self.log.take() {
-            Some(log) => Self::fold_log(log, &mut self.named, |s| add(s.state)),
+            Some(log) => Self::fold_log(log, &mut self.named, &self.named_bits, |s| add(s.state)),
             None => self.table.live_slots().for_each(|s| add(s.state)),
         }
         // the table's memory is free before the failing list is built

@@ -41,7 +41,6 @@ struct Res {
     running: Regex,
     terse: Regex,
     result: Regex,
-    section: Regex,
     target: Regex,
     doc: Regex,
     cargo_error: Regex,
@@ -58,7 +57,6 @@ fn res() -> Option<&'static Res> {
                 r"^test result: (ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored; (\d+) measured",
             )
             .ok()?,
-            section: Regex::new(r"^---- (.+) stdout ----$").ok()?,
             target: Regex::new(r"^\s*Running (?:unittests )?\S+ \((.+)\)\s*$").ok()?,
             doc: Regex::new(r"^\s*Doc-tests (\S+)\s*$").ok()?,
             cargo_error: Regex::new(r"^error(\[E\d+\])?: (.*)$").ok()?,
@@ -112,8 +110,15 @@ fn split_test_line(line: &str) -> Option<(&str, &str)> {
     Some((&rest[..at], word.strip_prefix(' ').unwrap_or(word)))
 }
 
-/// Removes libtest's mode suffixes from a test name.
+/// Removes libtest's mode suffixes from a test name (and the white space around it).
 fn clean_name(name: &str) -> &str {
+    // the common case: nothing to trim (an ASCII graphic character is no white
+    // space) and no suffix (each ends with one of these letters)
+    if let (Some(a), Some(z)) = (name.as_bytes().first(), name.as_bytes().last()) {
+        if a.is_ascii_graphic() && z.is_ascii_graphic() && !matches!(z, b'c' | b'l' | b'e' | b'n') {
+            return name;
+        }
+    }
     let mut n = name.trim();
     loop {
         let before = n;
@@ -133,8 +138,22 @@ fn clean_name(name: &str) -> &str {
     }
 }
 
+/// The test name of a captured-output header `---- NAME stdout ----` (the pattern
+/// `^---- (.+) stdout ----$`).
+fn section_name(line: &str) -> Option<&str> {
+    let name = line.strip_prefix("---- ")?.strip_suffix(" stdout ----")?;
+    (!name.is_empty()).then_some(name)
+}
+
 /// The outcome of a libtest result word, if `word` is one.
 fn result_word(word: &str) -> Option<Outcome> {
+    // the common words as printed, before the (Unicode) trim
+    match word {
+        "ok" => return Some(Outcome::Passed),
+        "FAILED" => return Some(Outcome::Failed),
+        "ignored" => return Some(Outcome::Skipped),
+        _ => {}
+    }
     let w = word.trim();
     if w == "ok" {
         Some(Outcome::Passed)
@@ -189,24 +208,35 @@ struct State<'a> {
     /// known (stderr not captured), the only case [`State::id`] reads it.
     first_block: HashMap<String, usize, super::util::IdHasher>,
     tally: Option<Counts>,
+    /// Scratch space for the id [`State::record`] builds.
+    id_buf: String,
 }
 
 impl State<'_> {
     fn id(&self, name: &str) -> String {
+        let mut id = String::new();
+        self.id_into(name, &mut id);
+        id
+    }
+
+    /// Appends the id of test `name` in the current block to `id`.
+    fn id_into(&self, name: &str, id: &mut String) {
         let name = clean_name(name);
         match self.block.as_ref().and_then(|b| b.label.as_deref()) {
             Some(l) => {
-                let mut id = String::with_capacity(l.len() + 2 + name.len());
+                id.reserve(l.len() + 2 + name.len());
                 id.push_str(l);
                 id.push_str("::");
                 id.push_str(name);
-                id
             }
             // no binary names (stderr not captured): a name an earlier binary already
             // used gets the binary's position
             None => match self.first_block.get(name) {
-                Some(&b) if b != self.blocks => format!("{name} #{}", self.blocks),
-                _ => name.to_string(),
+                Some(&b) if b != self.blocks => {
+                    use std::fmt::Write;
+                    let _ = write!(id, "{name} #{}", self.blocks);
+                }
+                _ => id.push_str(name),
             },
         }
     }
@@ -229,16 +259,23 @@ impl State<'_> {
     }
 
     fn record(&mut self, name: &str, o: Outcome) {
-        let id = self.id(name);
+        // the id is built in a buffer kept from test to test: the collector copies it
+        // only when it keeps the text
+        let mut id = std::mem::take(&mut self.id_buf);
+        id.clear();
+        self.id_into(name, &mut id);
         let unlabelled = self.block.as_ref().map_or(true, |b| b.label.is_none());
-        let clean = clean_name(name);
-        if unlabelled && !self.first_block.contains_key(clean) {
-            self.first_block.insert(clean.to_string(), self.blocks);
+        if unlabelled {
+            let clean = clean_name(name);
+            if !self.first_block.contains_key(clean) {
+                self.first_block.insert(clean.to_string(), self.blocks);
+            }
         }
         if let Some(b) = self.block.as_mut() {
             b.named += 1;
         }
-        self.c.record_owned(id, o, None);
+        self.c.record_batched(&id, o);
+        self.id_buf = id;
     }
 
     fn line(&mut self, raw: &str) {
@@ -325,13 +362,9 @@ impl State<'_> {
             _ => None,
         };
         if let Some(failing) = b.captured {
-            if let Some(m) = line
-                .starts_with("---- ")
-                .then(|| r.section.captures(line))
-                .flatten()
-            {
+            if let Some(name) = section_name(line) {
                 self.flush_section();
-                self.section = Some((m[1].to_string(), String::new()));
+                self.section = Some((name.to_string(), String::new()));
             } else if let Some(a) = area {
                 self.flush_section();
                 if let Some(b) = self.block.as_mut() {
@@ -492,6 +525,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         list_seen: false,
         first_block: HashMap::default(),
         tally: None,
+        id_buf: String::new(),
     };
     feed_lines(t.stdout, &mut diagnostics, |l| st.line(l));
     st.close_block();
@@ -565,6 +599,26 @@ mod tests {
                 )
             });
             assert_eq!(split_test_line(line), want, "{line:?}");
+        }
+    }
+
+    /// The hand-written header split agrees with the pattern it replaces.
+    #[test]
+    fn section_name_matches_its_pattern() {
+        let re = Regex::new(r"^---- (.+) stdout ----$").unwrap();
+        for line in [
+            "---- a::b stdout ----",
+            "---- x stdout ----",
+            "----  stdout ----",
+            "---- stdout ----",
+            "----   stdout ----",
+            "---- a stdout ---- stdout ----",
+            "---- a stdout ----x",
+            "--- a stdout ----",
+            "---- ü stdout ----",
+        ] {
+            let want = re.captures(line).and_then(|m| m.get(1)).map(|g| g.as_str());
+            assert_eq!(section_name(line), want, "{line:?}");
         }
     }
 

@@ -174,7 +174,9 @@ pub const LINE_LIMIT: usize = 64 * 1024;
 ///
 /// Lines are found with `memchr` in a 256 KiB buffer and handed over in place: a line
 /// that lies whole in the buffer and is valid UTF-8 is neither copied nor allocated
-/// (only a line that straddles two reads is assembled in a side buffer).
+/// (only a line that straddles two reads is assembled in a side buffer). The complete
+/// lines of each read are checked as UTF-8 in one pass; only when that fails is each
+/// line checked on its own (and an invalid one replaced).
 ///
 /// # Errors
 /// The I/O error opening or reading the file.
@@ -197,18 +199,27 @@ pub fn for_each_line(
         }
         let len = chunk.len();
         let mut pos = 0;
-        while let Some(i) = memchr::memchr(b'\n', &chunk[pos..]) {
-            let line = &chunk[pos..pos + i];
-            pos += i + 1;
-            let flow = if carrying {
+        // a line carried over from earlier reads ends at this read's first newline
+        if carrying {
+            if let Some(i) = memchr::memchr(b'\n', chunk) {
                 let room = LINE_LIMIT.saturating_sub(carry.len());
-                carry.extend_from_slice(&line[..line.len().min(room)]);
+                carry.extend_from_slice(&chunk[..i.min(room)]);
                 carrying = false;
                 let flow = deliver(&carry, &mut f);
                 carry.clear();
-                flow
-            } else {
-                deliver(&line[..line.len().min(LINE_LIMIT)], &mut f)
+                if flow.is_break() {
+                    return Ok(());
+                }
+                pos = i + 1;
+            }
+        }
+        // the complete lines that lie whole in this read
+        if let Some(last) = memchr::memrchr(b'\n', &chunk[pos..]) {
+            let lines = &chunk[pos..pos + last + 1];
+            pos += last + 1;
+            let flow = match std::str::from_utf8(lines) {
+                Ok(text) => each_line_of(text, &mut f),
+                Err(_) => each_line_of_bytes(lines, &mut f),
             };
             if flow.is_break() {
                 return Ok(());
@@ -222,6 +233,39 @@ pub fn for_each_line(
         }
         reader.consume(len);
     }
+}
+
+/// Hands each `\n`-terminated line of `text` (valid UTF-8) to `f` as [`deliver`]
+/// would, without checking it again.
+fn each_line_of(text: &str, f: &mut impl FnMut(&str) -> ControlFlow<()>) -> ControlFlow<()> {
+    let mut pos = 0;
+    while let Some(i) = memchr::memchr(b'\n', &text.as_bytes()[pos..]) {
+        let end = pos + i;
+        let flow = if i <= LINE_LIMIT {
+            // a newline is a character boundary
+            f(text[pos..end].trim_end_matches('\r'))
+        } else {
+            // cut inside a character, maybe: as `deliver` cuts it
+            deliver(&text.as_bytes()[pos..pos + LINE_LIMIT], f)
+        };
+        flow?;
+        pos = end + 1;
+    }
+    ControlFlow::Continue(())
+}
+
+/// Hands each `\n`-terminated line of `bytes` to `f` through [`deliver`].
+fn each_line_of_bytes(
+    bytes: &[u8],
+    f: &mut impl FnMut(&str) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let mut pos = 0;
+    while let Some(i) = memchr::memchr(b'\n', &bytes[pos..]) {
+        let line = &bytes[pos..pos + i];
+        deliver(&line[..line.len().min(LINE_LIMIT)], f)?;
+        pos += i + 1;
+    }
+    ControlFlow::Continue(())
 }
 
 /// Hands one line (without its `\n`) to `f`: trailing `\r`s removed, invalid UTF-8
@@ -502,6 +546,17 @@ impl Collector {
             outcome,
             message,
         });
+    }
+
+    /// [`Collector::record_owned`] for a borrowed id without a message: the id is
+    /// copied only when the store keeps its text (every test in the full store; under
+    /// [`Listing::Failing`] only a failing one).
+    pub fn record_batched(&mut self, id: &str, outcome: Outcome) {
+        if self.hashed.is_some() {
+            self.record(id, outcome, None);
+        } else {
+            self.record_owned(id.to_string(), outcome, None);
+        }
     }
 
     /// Records one attempt of test `id` (see the type doc for the merge rule).
@@ -1079,6 +1134,52 @@ mod tests {
         assert_eq!(got[1], "\u{fffd}b");
         assert_eq!(got[2].len(), LINE_LIMIT);
         assert_eq!(got[3], "last");
+    }
+
+    /// Lines read from a file larger than the read buffer, with lines straddling
+    /// reads, lines past the limit cut inside a character, `\r\n` endings and
+    /// invalid bytes, equal those of a plain split of the whole file.
+    #[test]
+    fn for_each_line_equals_a_plain_split() {
+        let mut data = Vec::new();
+        let mut k = 0u32;
+        while data.len() < 700 * 1024 {
+            k += 1;
+            match k % 7 {
+                0 => data.extend(
+                    std::iter::repeat("é".as_bytes())
+                        .take(LINE_LIMIT / 2 + 3)
+                        .flatten(),
+                ),
+                1 => data.extend_from_slice(b"bad \xff\xfe byte"),
+                2 => data.extend_from_slice(b"crlf line\r"),
+                3 => data.extend(std::iter::repeat(b'y').take(LINE_LIMIT + 1)),
+                _ => data.extend_from_slice(format!("test a::b{k} ... ok").as_bytes()),
+            }
+            data.push(b'\n');
+        }
+        data.extend_from_slice(b"no newline at the end");
+        let f = tempfile::NamedTempFile::new().expect("temp file");
+        std::fs::write(f.path(), &data).expect("write");
+        let mut got = Vec::new();
+        for_each_line(f.path(), |l| {
+            got.push(l.to_string());
+            ControlFlow::Continue(())
+        })
+        .expect("read");
+        let want: Vec<String> = data
+            .split(|&b| b == b'\n')
+            .map(|l| {
+                let l = &l[..l.len().min(LINE_LIMIT)];
+                let mut end = l.len();
+                while end > 0 && l[end - 1] == b'\r' {
+                    end -= 1;
+                }
+                String::from_utf8_lossy(&l[..end]).into_owned()
+            })
+            .collect();
+        assert_eq!(got.len(), want.len());
+        assert!(got == want);
     }
 
     #[test]
