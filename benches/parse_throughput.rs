@@ -2,10 +2,11 @@
 //! file, measured interleaved in the same run ([`common::ab`]), plus peak-RSS rows.
 //!
 //! Inputs, generated into a temp directory before measuring:
-//! * `junit-100k`: a 100,000-case JUnit XML report (~7.6 MB,
-//!   `loopexec::check::parse::junit::synthetic_junit`), handed over as `--report`;
-//! * `libtest-1M`: 1,000,000 lines of `cargo test` human output on stdout (~42 MB:
-//!   `running N tests`, `test mod_i::case_j ... ok|FAILED|ignored[, reason]`, one
+//! * `junit-100k`: a 100,000-case JUnit XML report (~9.9 MB, a little larger than the
+//!   issue's 7.6 MB; `loopexec::check::parse::junit::synthetic_junit`), handed over as
+//!   `--report`;
+//! * `libtest-1M`: 1,000,000 lines of `cargo test` human output on stdout (~52 MB, the
+//!   issue's was 42.5 MB: `running N tests`, `test mod_i::case_j ... ok|FAILED|ignored[, reason]`, one
 //!   `---- NAME stdout ----` block per failure, the name list, `test result: FAILED.
 //!   ...`), plus cargo's `Running` line on stderr.
 //!
@@ -66,8 +67,8 @@ fn write_junit(path: &Path, cases: usize) -> Counts {
     c
 }
 
-/// Test names of the libtest input, ~48 bytes per result line (so 1M lines are ~42 MB,
-/// as in the measurement the targets come from).
+/// Test names of the libtest input, ~48 bytes per result line (1M lines with the
+/// failure blocks are ~52 MB).
 fn libtest_name(i: usize) -> String {
     format!(
         "integration::module_{:04}::case_{:04}_holds",
