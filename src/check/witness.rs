@@ -9,7 +9,7 @@
 //! disagrees with the transcript, did not reach pytest's own end: the parse is marked
 //! incomplete (the completeness layer, `metric_integrity_violation`).
 
-use crate::check::model::{Format, ParsedRun};
+use crate::check::model::{Format, Outcome, ParsedRun, TestResult};
 use std::path::{Path, PathBuf};
 
 /// The plugin's source.
@@ -29,6 +29,13 @@ pub struct PytestWitness {
     /// runtest`): code under test reaching into the runner at run time.
     #[serde(default)]
     pub tampered: Vec<String>,
+    /// Ids of the tests that passed, as the transcript prints them (relative to the
+    /// directory pytest was started in).
+    #[serde(default)]
+    pub passed_ids: Vec<String>,
+    /// Ids of the tests that were skipped, likewise.
+    #[serde(default)]
+    pub skipped_ids: Vec<String>,
 }
 
 /// A witness set up for one check run: the plugin's directory (shared by every check,
@@ -144,6 +151,8 @@ pub fn judge(parsed: &mut ParsedRun, witness: Option<PytestWitness>) {
                     counts.failed,
                     w.passed
                 ));
+            } else {
+                name_from_witness(parsed, &w);
             }
         }
     }
@@ -157,6 +166,29 @@ pub fn judge(parsed: &mut ParsedRun, witness: Option<PytestWitness>) {
 #[must_use]
 pub fn wanted(_check: &str) -> bool {
     true
+}
+
+/// Adds the tests a quiet transcript counted but did not name, by the witness's ids:
+/// the run then names every test it passed or skipped, so the collected set and the
+/// objective are judged by name (a check pointed at other tests that pass in equal
+/// number is seen). Tests the transcript named keep its outcome.
+fn name_from_witness(parsed: &mut ParsedRun, w: &PytestWitness) {
+    let mut known: std::collections::HashSet<String> =
+        parsed.tests.iter().map(|t| t.id.clone()).collect();
+    for (ids, outcome) in [
+        (&w.passed_ids, Outcome::Passed),
+        (&w.skipped_ids, Outcome::Skipped),
+    ] {
+        for id in ids {
+            if known.insert(id.clone()) {
+                parsed.tests.push(TestResult {
+                    id: id.clone(),
+                    outcome,
+                    message: None,
+                });
+            }
+        }
+    }
 }
 
 /// Programs that run their arguments in the caller's environment (`uv run pytest`).
@@ -288,6 +320,8 @@ mod tests {
             exitstatus: i64::from(failed > 0),
             collected: passed + failed,
             tampered: Vec::new(),
+            passed_ids: Vec::new(),
+            skipped_ids: Vec::new(),
         }
     }
 
@@ -315,6 +349,36 @@ mod tests {
             judge(&mut r, wit.clone());
             assert_eq!(r.complete, *complete, "{p} {f} {wit:?}");
         }
+    }
+
+    #[test]
+    fn a_quiet_transcript_gets_the_witness_names_when_they_agree() {
+        let ids = |v: &[&str]| v.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
+        let wit = PytestWitness {
+            passed_ids: ids(&["t::p0", "t::p1"]),
+            skipped_ids: ids(&["t::s0"]),
+            ..w(2, 1)
+        };
+        let mut r = pytest_run(2, 1);
+        judge(&mut r, Some(wit.clone()));
+        assert!(r.complete);
+        let named: Vec<(String, Outcome)> =
+            r.tests.iter().map(|t| (t.id.clone(), t.outcome)).collect();
+        assert_eq!(
+            named,
+            vec![
+                ("t::f0".to_string(), Outcome::Failed),
+                ("t::p0".to_string(), Outcome::Passed),
+                ("t::p1".to_string(), Outcome::Passed),
+                ("t::s0".to_string(), Outcome::Skipped),
+            ]
+        );
+        assert_eq!(r.counts().passed, 2, "counts unchanged by naming");
+        // a witness that disagrees with the transcript names nothing
+        let mut r = pytest_run(3, 0);
+        judge(&mut r, Some(wit));
+        assert!(!r.complete);
+        assert!(r.tests.is_empty());
     }
 
     #[test]
@@ -399,6 +463,7 @@ mod tests {
         assert_eq!(st.code(), Some(1));
         let got = read(wit.path()).expect("witness written");
         assert_eq!((got.passed, got.failed, got.collected), (1, 1, 2));
+        assert_eq!(got.passed_ids, vec!["test_x.py::test_a".to_string()]);
         let out = wit.path().to_path_buf();
         drop(wit);
         assert!(!out.exists(), "the witness file outlives its check");

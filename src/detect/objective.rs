@@ -9,10 +9,12 @@
 //! | same | a matching test skipped (or not passed) | objective_unverified: skipped |
 //! | none given, baseline red | each test that failed at t0 (named, not the synthetic member) that the green run names passed | verified |
 //! | same | a t0-failing test the green run names as skipped | objective_unverified: skipped |
+//! | same | a t0-failing test missing from a green run that names the tests it passed | objective_unverified: missing |
 //!
-//! The implicit objective (t0's failing set) is judged only on the tests the green run
-//! names: a test missing from the green run is the integrity gate's finding (lost
-//! collected member, by name or by count), which runs first.
+//! A quiet runner names no passing test: a t0-failing test it does not name cannot be
+//! looked up, and the integrity gate's counts judge it (a pytest check always names
+//! its passes, through the witness). A lost collected member is first the integrity
+//! gate's finding, which runs before this one.
 //!
 //! This detector is separate from the fail-closed evidence check (no names, no counts:
 //! also `objective_unverified`) so the two read independently.
@@ -86,17 +88,25 @@ pub fn check_explicit(entries: &[String], run: &ParsedRun) -> Vec<Unverified> {
 }
 
 /// The implicit objective: t0's named failing tests that the green run names without
-/// a pass.
+/// a pass, or does not name at all while it names the tests it passed.
 #[must_use]
 pub fn check_implicit(baseline: &ParsedRun, run: &ParsedRun) -> Vec<Unverified> {
+    // A run that names the tests it passed names every one of them (a listing runner,
+    // or pytest through the witness): a t0-failing test it does not name did not run
+    // — the check was pointed elsewhere, or the test deselected. A quiet runner names
+    // no passing test, and its green is judged by counts (`integrity::evidence`).
+    let names_passes = run
+        .tests
+        .iter()
+        .any(|t| t.outcome.is_passing() && !t.id.ends_with(UNATTRIBUTED_SUFFIX));
     baseline
         .failing()
         .into_iter()
         .filter(|id| !id.ends_with(UNATTRIBUTED_SUFFIX))
-        .filter_map(|id| {
-            let t = run.tests.iter().find(|t| t.id == id)?;
-            (!t.outcome.is_passing())
-                .then(|| Unverified::NotPassed(id.clone(), vec![(id.clone(), t.outcome)]))
+        .filter_map(|id| match run.tests.iter().find(|t| t.id == id) {
+            Some(t) => (!t.outcome.is_passing())
+                .then(|| Unverified::NotPassed(id.clone(), vec![(id.clone(), t.outcome)])),
+            None => names_passes.then(|| Unverified::Missing(id.clone())),
         })
         .collect()
 }
@@ -229,8 +239,15 @@ mod tests {
         let cases: &[Row] = &[
             (&[("t1", Passed), ("t2", Passed), ("t3", Passed)], &[]),
             (&[("t1", Passed), ("t2", Skipped), ("t3", Passed)], &["t2"]),
-            // Missing from the green run: the integrity gate's finding, not this one.
-            (&[("t1", Passed), ("t3", Passed)], &[]),
+            // Missing from a green run that names what it passed: not run.
+            (&[("t1", Passed), ("t3", Passed)], &["t2"]),
+            (
+                &[("t1", Passed), ("elsewhere::t2", Passed), ("t3", Passed)],
+                &["t2"],
+            ),
+            // A quiet runner names no passing test: nothing to look the ids up in.
+            (&[], &[]),
+            (&[("t9", Skipped)], &[]),
         ];
         for (green, want) in cases {
             let got: Vec<String> = check_implicit(&base, &run(green))

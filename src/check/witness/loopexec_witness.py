@@ -3,7 +3,8 @@
 Loaded through PYTEST_PLUGINS before any test module is imported. At import it takes
 the witness path out of the environment (code under test never sees it there) and
 keeps it only inside the hooks' closure, not as a module attribute; at session end it
-writes what pytest itself counted. A run whose transcript looks green but left no
+writes what pytest itself counted, with the ids of the tests it passed and skipped
+(a quiet transcript names only failures). A run whose transcript looks green but left no
 witness ended before pytest did (a forged transcript, an early exit).
 
 It also keeps, from before any test module is imported, the runner's own functions
@@ -54,6 +55,18 @@ def _originals():
 
 def _hooks(path, originals):
     counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
+    # node ids as the transcript prints them (relative to the invocation directory)
+    names = {"passed_ids": [], "skipped_ids": []}
+    configs = []
+
+    def pytest_configure(config):
+        configs.append(config)
+
+    def _shown(nodeid):
+        try:
+            return configs[0].cwd_relative_nodeid(nodeid)
+        except Exception:
+            return nodeid
 
     def pytest_runtest_logreport(report):
         if report.when == "call" or report.outcome != "passed":
@@ -62,6 +75,8 @@ def _hooks(path, originals):
                 key = "errors"
             if key:
                 counts[key] += 1
+            if key in ("passed", "skipped"):
+                names[key + "_ids"].append(_shown(report.nodeid))
 
     def pytest_sessionfinish(session, exitstatus):
         if not path:
@@ -78,13 +93,14 @@ def _hooks(path, originals):
             if now is not original:
                 tampered.append(".".join(p for p in (module, owner, name) if p))
         data["tampered"] = tampered
+        data.update(names)
         with open(path, "w") as f:
             json.dump(data, f)
 
-    return pytest_runtest_logreport, pytest_sessionfinish
+    return pytest_configure, pytest_runtest_logreport, pytest_sessionfinish
 
 
-pytest_runtest_logreport, pytest_sessionfinish = _hooks(
+pytest_configure, pytest_runtest_logreport, pytest_sessionfinish = _hooks(
     os.environ.pop("LOOPEXEC_WITNESS_FILE", None), _originals()
 )
 del _hooks
