@@ -261,7 +261,9 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
         return halt(Halt {
             reason: HaltReason::SuccessConditionMet,
             contributors,
-            detail: serde_json::json!({"iteration": last.iteration, "collected": main.parsed.collected().len()}),
+            // as the verdict line counts them: named tests, or the runner's own count
+            // when a quiet mode names fewer
+            detail: serde_json::json!({"iteration": last.iteration, "collected": u64::try_from(main.parsed.collected().len()).unwrap_or(u64::MAX).max(main.parsed.counts().total())}),
         });
     }
     if last.iteration > 0 {

@@ -13,6 +13,8 @@ use crate::receipt::Event;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use std::os::unix::fs::DirBuilderExt;
+
 fn fail(e: &attest::AttestError, hint: &str) -> Outcome {
     Outcome::error(super::EXIT_ERROR, e.to_string(), Some(hint.into()))
 }
@@ -23,6 +25,21 @@ pub(crate) fn keygen(a: &KeygenArgs) -> Outcome {
         Ok(k) => k,
         Err(e) => return fail(&e, "the OS random source is unavailable"),
     };
+    // `--out ~/.config/loopexec` on a fresh machine: the directory is made (0700, as
+    // it will hold a secret key)
+    if !dir.exists() {
+        let made = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir);
+        if let Err(e) = made {
+            return Outcome::error(
+                super::EXIT_ERROR,
+                format!("cannot create {}: {e}", dir.display()),
+                Some("choose a directory you may write with --out DIR".into()),
+            );
+        }
+    }
     let (sk, pk) = match attest::write_keys(&dir, &key) {
         Ok(p) => p,
         Err(e) => return fail(&e, "choose an empty directory with --out DIR"),

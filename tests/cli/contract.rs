@@ -257,7 +257,8 @@ fn flip_byte(path: &Path, at: usize) {
 fn verify_refuses_a_receipt_or_an_envelope_changed_by_one_byte() {
     let r = converged("att");
     let keys = tempfile::tempdir().unwrap();
-    let kd = keys.path().display().to_string();
+    // the README's `--out ~/.config/loopexec` on a fresh machine: not there yet
+    let kd = keys.path().join("config/loopexec").display().to_string();
     let kg = r.lx(&["keygen", "--out", &kd]).expect(0, None);
     let (sk, pk) = (
         kg["private_key"].as_str().unwrap().to_string(),
