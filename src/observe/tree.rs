@@ -70,9 +70,9 @@ pub struct TreeObserver {
     git_dir: Option<PathBuf>,
     /// Directories of the last scan (what a [`super::watch::QuietWatch`] covers).
     last_dirs: Vec<String>,
-    /// Whether [`Self::observe`] starts a quiet watch for the check that follows
-    /// ([`Self::watch_during_checks`]).
-    quiet_wanted: bool,
+    /// From how many files of the last scan [`Self::observe`] starts a quiet watch
+    /// for the check that follows; `None`: never ([`Self::watch_during_checks`]).
+    quiet_from: Option<usize>,
     /// The watch started right after the last exec's scan, if any.
     quiet: Option<super::watch::QuietWatch>,
     /// True once `git rev-parse --absolute-git-dir` was asked (see `git_internals`).
@@ -206,7 +206,7 @@ impl TreeObserver {
             tamper_cache: std::collections::HashMap::new(),
             git_dir: None,
             last_dirs: Vec::new(),
-            quiet_wanted: false,
+            quiet_from: None,
             quiet: None,
             git_dir_asked: false,
             toolchain_words: Vec::new(),
@@ -647,7 +647,10 @@ impl TreeObserver {
     pub fn observe(&mut self, it: u32) -> TreeObs {
         let (tree, commit) = match self.snap(&it.to_string()) {
             Ok((t, c, _)) => {
-                if self.quiet_wanted {
+                if self
+                    .quiet_from
+                    .is_some_and(|n| self.last_entries.len() >= n)
+                {
                     self.quiet = super::watch::QuietWatch::start(&self.dir, &self.last_dirs);
                 }
                 (t, c)
@@ -763,14 +766,17 @@ impl TreeObserver {
         self.last_tree.clone()
     }
 
-    /// Starts (or stops) watching the tree from each exec's scan until the check
-    /// after it ends, so that [`Self::after_check`] can skip its walk after a red
-    /// check. A check in place writes into the tree it would watch: any write the
-    /// watch sees means a walk; one it cannot see (through a memory mapping) is seen
-    /// by the next exec's walk instead, so only which step made it is uncertain.
-    pub fn watch_during_checks(&mut self, on: bool) {
-        self.quiet_wanted = on;
-        if !on {
+    /// Starts (or, with `None`, stops) watching the tree from each exec's scan until
+    /// the check after it ends, so that [`Self::after_check`] can skip its walk after a
+    /// red check — when the last scan held at least `from_files` files. An inotify
+    /// instance costs its creation and, when closed, a wait for an RCU grace period
+    /// (on a thread of its own, or at exit), which is more than a walk of a few
+    /// hundred files. A check in place writes into the tree it would watch: any write
+    /// the watch sees means a walk; one it cannot see (through a memory mapping) is
+    /// seen by the next exec's walk instead, so only which step made it is uncertain.
+    pub fn watch_during_checks(&mut self, from_files: Option<usize>) {
+        self.quiet_from = from_files;
+        if from_files.is_none() {
             self.quiet = None;
         }
     }
