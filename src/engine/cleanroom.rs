@@ -225,7 +225,8 @@ impl CleanRoom {
     /// ([`TreeScanner::watch_between_scans`]); `on` only when the exec cannot write
     /// the room (it runs sandboxed).
     pub fn watch_between_checks(&mut self, on: bool) {
-        self.scanner.watch_between_scans(on);
+        self.scanner
+            .watch_between_scans(on.then_some(crate::observe::watch::QUIET_WATCH_FROM_FILES));
     }
 
     /// The clean room's tree as the check left it, and the files whose stat data moved

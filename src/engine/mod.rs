@@ -554,9 +554,10 @@ impl Loop<'_> {
             // tree (TreeObserver::after_check). What a write through a memory mapping
             // would leave unseen is only where a change is attributed: the next exec's
             // walk sees it (its times moved), and every guard judges that tree; a
-            // check that may converge is always walked. Below a thousand files a walk
-            // costs less than the watch.
-            self.tree.watch_during_checks(Some(1000));
+            // check that may converge is always walked. A small tree's walk costs
+            // less than the watch.
+            self.tree
+                .watch_during_checks(Some(crate::observe::watch::QUIET_WATCH_FROM_FILES));
             return Ok(());
         }
         let deps: Vec<String> = m
@@ -588,7 +589,8 @@ impl Loop<'_> {
         self.room = Some(room);
         // the check runs elsewhere: a quiet agent's tree need not be walked after a red
         // check (TreeObserver::after_check)
-        self.tree.watch_during_checks(Some(0));
+        self.tree
+            .watch_during_checks(Some(crate::observe::watch::QUIET_WATCH_FROM_FILES));
         Ok(())
     }
 

@@ -486,9 +486,9 @@ pub struct TreeScanner {
     /// Changes seen by scans whose result went to a sync, not to the caller: the
     /// next [`Self::scan`] reports them too (`Some(None)`: everything).
     unreported: Option<Option<BTreeSet<String>>>,
-    /// Whether [`Self::scan`] starts a watch the next sync may rely on
-    /// ([`Self::watch_between_scans`]).
-    quiet_wanted: bool,
+    /// From how many files [`Self::scan`] starts a watch the next sync may rely on;
+    /// `None`: never ([`Self::watch_between_scans`]).
+    quiet_from: Option<usize>,
     /// The last [`Self::scan`]'s result and the watch started right after it.
     quiet: Option<(Scanned, crate::observe::watch::QuietWatch)>,
     /// The directories the last walk excluded (root-relative).
@@ -511,22 +511,24 @@ impl TreeScanner {
             generation: 0,
             last_scan: None,
             unreported: None,
-            quiet_wanted: false,
+            quiet_from: None,
             quiet: None,
             last_excluded: Vec::new(),
             written: HashMap::new(),
         }
     }
 
-    /// With `on`, each [`Self::scan`] starts a [`crate::observe::watch::QuietWatch`]
-    /// over the directories it read, and the next sync skips its walk when that watch
+    /// With `Some(n)`, each [`Self::scan`] that found at least `n` files starts a
+    /// [`crate::observe::watch::QuietWatch`] over the directories it read (the engine
+    /// passes [`crate::observe::watch::QUIET_WATCH_FROM_FILES`]: below it a walk costs
+    /// less than the watch), and the next sync skips its walk when that watch
     /// stayed quiet: nothing under the tree changed since the scan, so the scan's
     /// result is the tree's state. Only for a tree no unwatched writer can reach: the
     /// engine turns it on for the clean room when the exec runs sandboxed (inotify
     /// does not report writes through a shared memory mapping, which the sandbox
     /// forbids the exec by denying it a writable descriptor).
-    pub fn watch_between_scans(&mut self, on: bool) {
-        self.quiet_wanted = on;
+    pub fn watch_between_scans(&mut self, from_files: Option<usize>) {
+        self.quiet_from = from_files;
         self.quiet = None;
     }
 
@@ -562,7 +564,7 @@ impl TreeScanner {
     pub fn scan(&mut self, store: &SnapshotStore) -> Result<Scanned, StoreError> {
         self.quiet = None;
         let mut s = self.scan_inner(store)?;
-        if self.quiet_wanted {
+        if self.quiet_from.is_some_and(|n| s.entries.len() >= n) {
             if let Some(w) = crate::observe::watch::QuietWatch::start(&self.root, &s.dirs) {
                 self.quiet = Some((s.clone(), w));
             }

@@ -174,7 +174,7 @@ fn sync_to_restores_an_earlier_tree_exactly_and_keeps_unchanged_files() {
 #[test]
 fn a_sync_after_a_quiet_watch_applies_the_tree_diff_and_any_change_forces_a_walk() {
     let (_t, store, mut sc) = setup();
-    sc.watch_between_scans(true);
+    sc.watch_between_scans(Some(0));
     let root = sc.root().to_path_buf();
     put(&root, "same.txt", "same\n");
     put(&root, "edit.txt", "before\n");
