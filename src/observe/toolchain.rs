@@ -73,8 +73,10 @@ pub fn resolve(name: &str, path: &str) -> Option<PathBuf> {
 /// ctime) and reused while that is unchanged and the file had not been changed within
 /// [`super::store::RACY_WINDOW`] of the hashing (the same rule as the snapshot
 /// store's; ctime cannot be set back, so a rewrite is always seen).
-/// [`content_digest`] of a regular file (symbolic links followed); `None` for a
-/// directory, a missing file or one that cannot be read.
+/// The digest of a regular file (symbolic links followed): blake3 of its mode and
+/// content, the first 16 hex digits, reused while its stat data stands (as for the
+/// toolchain's binaries). `None` for a directory, a missing file or one that cannot
+/// be read.
 #[must_use]
 pub fn file_digest(p: &Path) -> Option<String> {
     if !std::fs::metadata(p).is_ok_and(|m| m.is_file()) {
