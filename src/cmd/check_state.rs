@@ -195,6 +195,15 @@ fn verify_halts(
                 path.display()
             ));
         }
+        let started = lines
+            .iter()
+            .any(|l| matches!(&l.event, Event::RunStarted(_)));
+        if started && store.run(&run_id).is_ok_and(|r| r.is_none()) {
+            problems.push(format!(
+                "{}: the ledger has no row for this run, whose receipt says it started: the row was deleted (or never written: the run warned then)",
+                path.display()
+            ));
+        }
         if let Ok(Some(row)) = store.run(&run_id) {
             if row.status != "running" && last.is_none() {
                 problems.push(format!(

@@ -198,6 +198,24 @@ fn a_tampered_receipt_fails_check_naming_the_file() {
     );
 }
 
+/// Fifth review: every row of the run deleted from the ledger (by the agent, during
+/// the run) left `check` saying "verified".
+#[test]
+fn a_run_row_deleted_from_the_ledger_fails_check() {
+    let (r, _) = repo_with_run();
+    r.lx(&["check"]).expect(0, None);
+    let db = rusqlite::Connection::open(r.path().join(".loopexec/ledger.sqlite")).unwrap();
+    db.execute("DELETE FROM runs", []).unwrap();
+    drop(db);
+    let out = r.lx(&["check"]);
+    let v = out.expect(20, None);
+    let e = out.errors_text();
+    assert!(
+        e.contains("r1.jsonl") && e.contains("no row for this run"),
+        "{v}"
+    );
+}
+
 #[test]
 fn a_torn_last_receipt_line_is_reported_by_check_and_does_not_block_new_runs() {
     let (r, _) = repo_with_run();
