@@ -78,6 +78,17 @@ pub fn advice_sentence(a: Advice) -> &'static str {
 pub fn guidance(h: &Halt, t: &Trajectory) -> String {
     let views = t.attempt_views(t.config().map_or(0, |c| c.success_exit_code));
     let summary = summary_of(t, &views);
+    if h.detail.get("cause").and_then(|c| c.as_str()) == Some("inherited_rejection") {
+        // t0 is the rejected tree itself: a diff or restore against t0 would be a no-op
+        let run = h
+            .detail
+            .get("run_id")
+            .and_then(|r| r.as_str())
+            .unwrap_or("RUN");
+        return format!(
+            "The working tree is the one run {run} rejected. Restore that run's last accepted tree (`loopexec explain-halt --run-id {run}` prints the command), or start with --accept-rejected-tree if the change was meant."
+        );
+    }
     match h.reason {
         HaltReason::SuccessConditionMet if t.last().is_some_and(|i| i.iteration == 0) => {
             "The check was already green on the untouched tree, so no iteration ran. If work was intended, the check does not yet measure it: add a failing test for the change first.".into()

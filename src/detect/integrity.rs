@@ -511,7 +511,11 @@ pub fn inherited(
     why.push_str(
         "); a run starting from it would freeze that into t0. Restore the last accepted tree (`loopexec explain-halt --run-id RUN` prints the command), or pass --accept-rejected-tree to start from it anyway",
     );
-    Some(Halt::new(r.halt_reason, vec![why]))
+    Some(Halt {
+        reason: r.halt_reason,
+        contributors: vec![why],
+        detail: serde_json::json!({"cause": "inherited_rejection", "run_id": r.run_id, "iteration": r.iteration}),
+    })
 }
 
 #[cfg(test)]

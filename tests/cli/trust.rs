@@ -543,6 +543,12 @@ fn a_new_run_does_not_start_from_a_tree_an_earlier_run_rejected() {
         .expect(13, Some("metric_integrity_violation"));
     assert_eq!(again["iteration"], 0, "{again}");
     assert!(mentions(&again, "run cheat rejected"), "{again}");
+    // the advice points at the rejecting run, not at a diff of t0 with itself
+    let advice = again["explanation"].as_str().unwrap_or_default();
+    assert!(
+        advice.contains("explain-halt --run-id cheat") && !advice.contains("restore --source"),
+        "{again}"
+    );
     let ex = r.lx(&["explain-halt", "--run-id", "again"]).expect(0, None);
     assert_eq!(ex["rederived"], true, "{ex}");
     // A person who means it says so.
