@@ -173,6 +173,12 @@ pub fn wanted(_check: &str) -> bool {
 /// objective are judged by name (a check pointed at other tests that pass in equal
 /// number is seen). Tests the transcript named keep its outcome.
 fn name_from_witness(parsed: &mut ParsedRun, w: &PytestWitness) {
+    // the plugin appends an id wherever it counts one: lists that disagree with the
+    // counts were edited, and name nothing
+    let len = |v: &Vec<String>| u64::try_from(v.len()).unwrap_or(u64::MAX);
+    if len(&w.passed_ids) != w.passed || len(&w.skipped_ids) != w.skipped {
+        return;
+    }
     let mut known: std::collections::HashSet<String> =
         parsed.tests.iter().map(|t| t.id.clone()).collect();
     for (ids, outcome) in [
@@ -357,8 +363,17 @@ mod tests {
         let wit = PytestWitness {
             passed_ids: ids(&["t::p0", "t::p1"]),
             skipped_ids: ids(&["t::s0"]),
+            skipped: 1,
             ..w(2, 1)
         };
+        // ids padded behind the counts' back name nothing
+        let padded = PytestWitness {
+            passed_ids: ids(&["t::p0", "t::p1", "tests/test_calc.py::test_add"]),
+            ..wit.clone()
+        };
+        let mut r = pytest_run(2, 1);
+        judge(&mut r, Some(padded));
+        assert_eq!(r.tests.len(), 1, "{:?}", r.tests);
         let mut r = pytest_run(2, 1);
         judge(&mut r, Some(wit.clone()));
         assert!(r.complete);
