@@ -185,6 +185,18 @@ impl Loop<'_> {
                 .state_tampered
                 .push(format!("{} ({what})", rel.display()));
         }
+        // The run's ledger row was written before the first step: a step that left
+        // none deleted it (the ledger lies in the workdir the exec may write).
+        if self.store.run(&self.run_id).is_ok_and(|r| r.is_none()) {
+            obs.measures.state_tampered.push(format!(
+                "{} (the run's row was deleted)",
+                self.ws
+                    .ledger_path()
+                    .strip_prefix(&self.ws.workdir)
+                    .unwrap_or(&self.ws.ledger_path())
+                    .display()
+            ));
+        }
         let ev = ExecFinished {
             iteration: it,
             step,

@@ -61,6 +61,15 @@ fn the_agent_editing_the_receipt_is_a_blocked_path() {
     );
 }
 
+/// Fifth review: the agent deleted every ledger row during the run and nothing said so.
+#[test]
+fn the_agent_deleting_the_runs_ledger_row_is_a_blocked_path() {
+    assert_blocked(
+        "python3 -c \"import sqlite3; c = sqlite3.connect('.loopexec/ledger.sqlite'); c.execute('DELETE FROM runs'); c.commit()\"",
+        ".loopexec/ledger.sqlite (the run's row was deleted)",
+    );
+}
+
 #[test]
 fn a_git_hook_installed_by_the_agent_is_a_blocked_path_but_a_commit_is_not() {
     assert_blocked(
