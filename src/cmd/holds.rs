@@ -93,6 +93,24 @@ pub(crate) fn hold(workdir: &Path, a: &HoldArgs) -> Outcome {
             Err(o) => return o,
         }
     };
+    // A run hold names a run this ledger knows: a typo would otherwise hold nothing,
+    // silently.
+    if let HoldScope::Run(r) = &scope {
+        match store.run(r) {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                return Outcome::error(
+                    2,
+                    format!("--run {r}: no run with that id in this workspace's ledger"),
+                    Some(
+                        "list the runs with `loopexec runs` (or hold the whole workspace without --run)"
+                            .into(),
+                    ),
+                )
+            }
+            Err(e) => return store_error(&e),
+        }
+    }
     let strength = if a.suspend {
         HoldStrength::Suspended
     } else {

@@ -1037,3 +1037,20 @@ for _ in range(100):
         chk.errors_text()
     );
 }
+
+/// Fifth review: `hold --run` took any id, so a typo held nothing, silently.
+#[test]
+fn a_hold_on_a_run_the_ledger_does_not_know_is_refused_naming_it() {
+    let r = Repo::with_f();
+    r.lx(&["run", "--run-id", "known", "--check", "true"])
+        .expect(10, Some("success_condition_met"));
+    let out = r.lx(&[
+        "hold", "--run", "knwon", "--reason", "look", "--by", "alice",
+    ]);
+    out.expect(2, None);
+    assert!(out.errors_text().contains("knwon"), "{}", out.errors_text());
+    let ok = r.lx(&[
+        "hold", "--run", "known", "--reason", "look", "--by", "alice",
+    ]);
+    ok.expect(0, None);
+}
