@@ -36,6 +36,11 @@ pub struct PytestWitness {
     /// Ids of the tests that were skipped, likewise.
     #[serde(default)]
     pub skipped_ids: Vec<String>,
+    /// Absolute paths of the files the reported tests came from (pytest's rootdir
+    /// joined with each report's location; `?` where pytest gave none). `None` from a
+    /// plugin that did not record them.
+    #[serde(default)]
+    pub test_files: Option<Vec<String>>,
 }
 
 /// A witness set up for one check run: the plugin's directory (shared by every check,
@@ -281,6 +286,34 @@ pub fn judge_expected(parsed: &mut ParsedRun, witness: Option<PytestWitness>, ex
     judge(parsed, witness);
 }
 
+/// The test files of a witness that are not files of the judged tree: outside
+/// `check_dir` (the clean room, or the workdir for a check in place), or inside it but
+/// not among `tree` (the judged snapshot's paths, relative). A check that moved pytest
+/// elsewhere (a sourced script that `cd`s into a directory of look-alike tests) ran
+/// tests the tree does not hold, whatever their ids.
+#[must_use]
+pub fn foreign_test_files(
+    w: &PytestWitness,
+    check_dir: &Path,
+    tree: &std::collections::BTreeMap<String, crate::observe::store::FileEntry>,
+) -> Vec<String> {
+    let root = std::fs::canonicalize(check_dir).unwrap_or_else(|_| check_dir.to_path_buf());
+    w.test_files
+        .iter()
+        .flatten()
+        .filter(|f| {
+            let p = std::fs::canonicalize(f).unwrap_or_else(|_| PathBuf::from(f));
+            let inside = p
+                .strip_prefix(&root)
+                .ok()
+                .and_then(|r| r.to_str())
+                .is_some_and(|r| tree.contains_key(r));
+            !inside
+        })
+        .cloned()
+        .collect()
+}
+
 /// Reads the witness file, if the run wrote one.
 #[must_use]
 pub fn read(path: &Path) -> Option<PytestWitness> {
@@ -328,6 +361,7 @@ mod tests {
             tampered: Vec::new(),
             passed_ids: Vec::new(),
             skipped_ids: Vec::new(),
+            test_files: None,
         }
     }
 

@@ -398,6 +398,20 @@ impl Loop<'_> {
         if let Some(seen) = pytest_witness.clone() {
             let t0_wrote = self.traj.baseline_check().and_then(|b| b.pytest_witness);
             let expected = crate::check::witness::expected(&cmd, t0_wrote);
+            if let Some(w) = &seen {
+                let foreign = crate::check::witness::foreign_test_files(
+                    w,
+                    &check_dir,
+                    self.tree.entries_now(),
+                );
+                if !foreign.is_empty() {
+                    parsed.complete = false;
+                    parsed.diagnostics.push(format!(
+                        "pytest ran tests from files that are not in the tree it judges ({}): the check was moved away from the tree, so its outcomes say nothing about it",
+                        foreign.join(", ")
+                    ));
+                }
+            }
             crate::check::witness::judge_expected(&mut parsed, seen, expected);
         }
         self.keep_check_output(it, attempt, &spools);

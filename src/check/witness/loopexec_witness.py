@@ -57,6 +57,8 @@ def _hooks(path, originals):
     counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
     # node ids as the transcript prints them (relative to the invocation directory)
     names = {"passed_ids": [], "skipped_ids": []}
+    # the files the reported tests came from, absolute: where pytest really ran
+    files = set()
     configs = []
 
     def pytest_configure(config):
@@ -77,6 +79,10 @@ def _hooks(path, originals):
                 counts[key] += 1
             if key in ("passed", "skipped"):
                 names[key + "_ids"].append(_shown(report.nodeid))
+        try:
+            files.add(os.path.join(str(configs[0].rootpath), report.location[0]))
+        except Exception:
+            files.add("?")
 
     def pytest_sessionfinish(session, exitstatus):
         if not path:
@@ -94,6 +100,7 @@ def _hooks(path, originals):
                 tampered.append(".".join(p for p in (module, owner, name) if p))
         data["tampered"] = tampered
         data.update(names)
+        data["test_files"] = sorted(files)
         with open(path, "w") as f:
             json.dump(data, f)
 
