@@ -142,7 +142,7 @@ pub fn judge(parsed: &mut ParsedRun, witness: Option<PytestWitness>) {
         Some(w) if !w.tampered.is_empty() => {
             parsed.complete = false;
             parsed.diagnostics.push(format!(
-                "pytest's runner was changed during the session ({} replaced): code under test reached into the runner, so its outcomes say nothing",
+                "pytest's runner was changed during the session ({}): code under test reached into the runner, so its outcomes say nothing",
                 w.tampered.join(", ")
             ));
         }
@@ -516,6 +516,80 @@ mod tests {
         let out = wit.path().to_path_buf();
         drop(wit);
         assert!(!out.exists(), "the witness file outlives its check");
+    }
+
+    /// Second review of this stop: code under test registered a report wrapper that
+    /// turned failures into passes; nothing guarded was replaced.
+    #[test]
+    fn a_report_wrapper_registered_by_code_under_test_is_tampering() {
+        if std::process::Command::new("python3")
+            .args(["-c", "import pytest"])
+            .status()
+            .map_or(true, |s| !s.success())
+        {
+            eprintln!("no pytest: skipped");
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("helper.py"),
+            "import gc, pytest
+from _pytest.config import Config
+cfg = next(o for o in gc.get_objects() if isinstance(o, Config))
+class _P:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        rep = yield
+        if rep.outcome == 'failed':
+            rep.outcome = 'passed'; rep.longrepr = None
+        return rep
+cfg.pluginmanager.register(_P(), 'helper')
+",
+        )
+        .unwrap();
+        std::fs::write(
+            tmp.path().join("test_x.py"),
+            "import helper
+def test_b():
+    assert 1 == 2
+",
+        )
+        .unwrap();
+        let plugins = tempfile::tempdir().unwrap();
+        let wit = Witness::prepare_in(plugins.path().join("w")).unwrap();
+        let st = std::process::Command::new("python3")
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+            .current_dir(tmp.path())
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .envs(wit.env(Some(&tmp.path().display().to_string())))
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(st.code(), Some(0), "the wrapper made the failure pass");
+        let got = read(wit.path()).expect("witness written");
+        assert!(
+            got.tampered
+                .iter()
+                .any(|t| t.contains("pytest_runtest_makereport")),
+            "{got:?}"
+        );
+        let mut r = ParsedRun {
+            format: Format::Pytest,
+            complete: true,
+            unattributed_failure: false,
+            tests: Vec::new(),
+            diagnostics: Vec::new(),
+            summary: Some(crate::check::model::Counts {
+                passed: 1,
+                failed: 0,
+                skipped: 0,
+                flaky: 0,
+            }),
+            not_run: None,
+            unlisted: crate::check::model::Counts::default(),
+        };
+        judge(&mut r, Some(got));
+        assert!(!r.complete, "{:?}", r.diagnostics);
     }
 
     #[test]

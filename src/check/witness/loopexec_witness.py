@@ -10,7 +10,9 @@ witness ended before pytest did (a forged transcript, an early exit).
 It also keeps, from before any test module is imported, the runner's own functions
 that decide an outcome (running a test item, making and logging its report); at
 session end any that was replaced is listed under "tampered": code under test that
-reached into the runner at run time, however it spelled the names.
+reached into the runner at run time, however it spelled the names. So is a plugin
+registered after the session started that implements an outcome hook (a report
+wrapper that turns failures into passes), unless it is a conftest module.
 """
 import json
 import os
@@ -31,6 +33,16 @@ _GUARDED = (
     ("_pytest.main", "Session", "perform_collect"),
     ("_pytest.main", None, "pytest_runtestloop"),
     ("_pytest.terminal", "TerminalReporter", "pytest_runtest_logreport"),
+)
+
+
+_OUTCOME_HOOKS = (
+    "pytest_runtest_protocol",
+    "pytest_runtest_call",
+    "pytest_pyfunc_call",
+    "pytest_runtest_makereport",
+    "pytest_runtest_logreport",
+    "pytest_report_teststatus",
 )
 
 
@@ -63,6 +75,33 @@ def _hooks(path, originals):
 
     def pytest_configure(config):
         configs.append(config)
+
+    # Plugins in place when the session starts (built-ins, `-p`, entry points, and what
+    # they registered while configuring). One registered later that implements an
+    # outcome hook is code under test reaching into the runner, unless it is a
+    # conftest module (a file of the tree, judged as the frozen oracle).
+    settled = []
+
+    def pytest_sessionstart(session):
+        settled.append(set(map(id, session.config.pluginmanager.get_plugins())))
+
+    def _late_hooks():
+        found = []
+        if not configs or not settled:
+            return found
+        pm = configs[0].pluginmanager
+        for name in _OUTCOME_HOOKS:
+            hook = getattr(pm.hook, name, None)
+            if hook is None:
+                continue
+            for impl in hook.get_hookimpls():
+                plugin = impl.plugin
+                if id(plugin) in settled[0]:
+                    continue
+                if os.path.basename(getattr(plugin, "__file__", "") or "") == "conftest.py":
+                    continue
+                found.append("hook %s (registered during the session: %s)" % (name, pm.get_name(plugin)))
+        return found
 
     def _shown(nodeid):
         try:
@@ -97,17 +136,23 @@ def _hooks(path, originals):
             except Exception:
                 now = None
             if now is not original:
-                tampered.append(".".join(p for p in (module, owner, name) if p))
+                tampered.append(".".join(p for p in (module, owner, name) if p) + " replaced")
+        tampered.extend(_late_hooks())
         data["tampered"] = tampered
         data.update(names)
         data["test_files"] = sorted(files)
         with open(path, "w") as f:
             json.dump(data, f)
 
-    return pytest_configure, pytest_runtest_logreport, pytest_sessionfinish
+    return pytest_configure, pytest_sessionstart, pytest_runtest_logreport, pytest_sessionfinish
 
 
-pytest_configure, pytest_runtest_logreport, pytest_sessionfinish = _hooks(
+(
+    pytest_configure,
+    pytest_sessionstart,
+    pytest_runtest_logreport,
+    pytest_sessionfinish,
+) = _hooks(
     os.environ.pop("LOOPEXEC_WITNESS_FILE", None), _originals()
 )
 del _hooks
