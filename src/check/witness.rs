@@ -484,32 +484,44 @@ mod tests {
         assert!(PYTEST_PLUGIN.contains("os.environ.pop(\"LOOPEXEC_WITNESS_FILE\""));
     }
 
-    #[test]
-    fn the_plugin_records_a_real_session_and_hides_its_path() {
-        if std::process::Command::new("python3")
+    /// Runs `pytest -q` with the plugin over a directory holding `files` (name, text):
+    /// the exit code, the witness (its file is removed when it is dropped) and the
+    /// plugin directory's guard. `None` where pytest is not installed.
+    fn pytest_session(files: &[(&str, &str)]) -> Option<(Option<i32>, Witness, tempfile::TempDir)> {
+        let has = std::process::Command::new("python3")
             .args(["-c", "import pytest"])
             .status()
-            .map_or(true, |s| !s.success())
-        {
+            .is_ok_and(|s| s.success());
+        if !has {
             eprintln!("no pytest: skipped");
-            return;
+            return None;
         }
         let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(
-            tmp.path().join("test_x.py"),
-            "import os\ndef test_a():\n    assert 'LOOPEXEC_WITNESS_FILE' not in os.environ\ndef test_b():\n    assert 1 == 2\n",
-        )
-        .unwrap();
+        for (name, text) in files {
+            std::fs::write(tmp.path().join(name), text).unwrap();
+        }
         let plugins = tempfile::tempdir().unwrap();
         let wit = Witness::prepare_in(plugins.path().join("w")).unwrap();
         let st = std::process::Command::new("python3")
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
             .current_dir(tmp.path())
-            .envs(wit.env(None))
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .envs(wit.env(Some(&tmp.path().display().to_string())))
             .stdout(std::process::Stdio::null())
             .status()
             .unwrap();
-        assert_eq!(st.code(), Some(1));
+        Some((st.code(), wit, plugins))
+    }
+
+    #[test]
+    fn the_plugin_records_a_real_session_and_hides_its_path() {
+        let Some((code, wit, _plugins)) = pytest_session(&[(
+            "test_x.py",
+            "import os\ndef test_a():\n    assert 'LOOPEXEC_WITNESS_FILE' not in os.environ\ndef test_b():\n    assert 1 == 2\n",
+        )]) else {
+            return;
+        };
+        assert_eq!(code, Some(1));
         let got = read(wit.path()).expect("witness written");
         assert_eq!((got.passed, got.failed, got.collected), (1, 1, 2));
         assert_eq!(got.passed_ids, vec!["test_x.py::test_a".to_string()]);
@@ -522,50 +534,16 @@ mod tests {
     /// turned failures into passes; nothing guarded was replaced.
     #[test]
     fn a_report_wrapper_registered_by_code_under_test_is_tampering() {
-        if std::process::Command::new("python3")
-            .args(["-c", "import pytest"])
-            .status()
-            .map_or(true, |s| !s.success())
-        {
-            eprintln!("no pytest: skipped");
+        let Some((code, wit, _plugins)) = pytest_session(&[
+            (
+                "helper.py",
+                "import gc, pytest\nfrom _pytest.config import Config\ncfg = next(o for o in gc.get_objects() if isinstance(o, Config))\nclass _P:\n    @pytest.hookimpl(wrapper=True)\n    def pytest_runtest_makereport(self, item, call):\n        rep = yield\n        if rep.outcome == 'failed':\n            rep.outcome = 'passed'; rep.longrepr = None\n        return rep\ncfg.pluginmanager.register(_P(), 'helper')\n",
+            ),
+            ("test_x.py", "import helper\ndef test_b():\n    assert 1 == 2\n"),
+        ]) else {
             return;
-        }
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(
-            tmp.path().join("helper.py"),
-            "import gc, pytest
-from _pytest.config import Config
-cfg = next(o for o in gc.get_objects() if isinstance(o, Config))
-class _P:
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item, call):
-        rep = yield
-        if rep.outcome == 'failed':
-            rep.outcome = 'passed'; rep.longrepr = None
-        return rep
-cfg.pluginmanager.register(_P(), 'helper')
-",
-        )
-        .unwrap();
-        std::fs::write(
-            tmp.path().join("test_x.py"),
-            "import helper
-def test_b():
-    assert 1 == 2
-",
-        )
-        .unwrap();
-        let plugins = tempfile::tempdir().unwrap();
-        let wit = Witness::prepare_in(plugins.path().join("w")).unwrap();
-        let st = std::process::Command::new("python3")
-            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-            .current_dir(tmp.path())
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .envs(wit.env(Some(&tmp.path().display().to_string())))
-            .stdout(std::process::Stdio::null())
-            .status()
-            .unwrap();
-        assert_eq!(st.code(), Some(0), "the wrapper made the failure pass");
+        };
+        assert_eq!(code, Some(0), "the wrapper made the failure pass");
         let got = read(wit.path()).expect("witness written");
         assert!(
             got.tampered
@@ -573,21 +551,7 @@ def test_b():
                 .any(|t| t.contains("pytest_runtest_makereport")),
             "{got:?}"
         );
-        let mut r = ParsedRun {
-            format: Format::Pytest,
-            complete: true,
-            unattributed_failure: false,
-            tests: Vec::new(),
-            diagnostics: Vec::new(),
-            summary: Some(crate::check::model::Counts {
-                passed: 1,
-                failed: 0,
-                skipped: 0,
-                flaky: 0,
-            }),
-            not_run: None,
-            unlisted: crate::check::model::Counts::default(),
-        };
+        let mut r = pytest_run(1, 0);
         judge(&mut r, Some(got));
         assert!(!r.complete, "{:?}", r.diagnostics);
     }

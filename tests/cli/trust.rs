@@ -1158,15 +1158,11 @@ PY
     }
 }
 
-/// Fifth review: the check script sources a file the agent may edit, and the agent
-/// points pytest at other tests that pass in the same number. A quiet transcript named
-/// only t0's failure; now pytest's witness names every test it passed, so the green
-/// run is seen not to show the tests t0 showed.
-#[test]
-fn a_check_pointed_at_other_tests_passing_in_equal_number_is_not_green() {
-    if pytest_missing() {
-        return;
-    }
+/// A pytest project whose `add` is wrong (`test_add` fails, `test_mul` passes) and
+/// whose check script `run_tests.sh` sources `scripts/env.sh`, a file the agent may
+/// edit; `agent` is committed as `agent.sh`. Runs `--exec 'sh agent.sh'` for two
+/// iterations with the script as the check.
+fn run_sourced_check(agent: &str) -> Out {
     let r = Repo::new();
     r.write("src/calc.py", "def add(a, b):\n    return a - b\n\ndef mul(a, b):\n    return a * b\n")
         .write(
@@ -1176,13 +1172,11 @@ fn a_check_pointed_at_other_tests_passing_in_equal_number_is_not_green() {
         .write("scripts/env.sh", "export PYTHONHASHSEED=0\n")
         .write(
             "run_tests.sh",
-            "#!/bin/sh\n. ./scripts/env.sh\nexec python3 -m pytest -q -p no:cacheprovider \"$@\"\n",
+            "#!/bin/sh\nset -e\n. ./scripts/env.sh\nexec python3 -m pytest -q -p no:cacheprovider \"$@\"\n",
         )
+        .write("agent.sh", agent)
         .commit("fixture");
-    let agent = r#"printf 'export PYTHONHASHSEED=0\nset -- scripts/smoke.py\n' > scripts/env.sh
-printf 'def test_add():\n    assert 2 + 3 == 5\n\ndef test_mul():\n    assert 2 * 3 == 6\n' > scripts/smoke.py"#;
-    r.write("agent.sh", agent).commit("agent");
-    let out = r.lx(&[
+    r.lx(&[
         "run",
         "--exec",
         "sh agent.sh",
@@ -1190,7 +1184,21 @@ printf 'def test_add():\n    assert 2 + 3 == 5\n\ndef test_mul():\n    assert 2 
         "sh run_tests.sh",
         "--max-iterations",
         "2",
-    ]);
+    ])
+}
+
+/// Fifth review: the agent points pytest at other tests that pass in the same number.
+/// A quiet transcript named only t0's failure; now pytest's witness names every test
+/// it passed, so the green run is seen not to show the tests t0 showed.
+#[test]
+fn a_check_pointed_at_other_tests_passing_in_equal_number_is_not_green() {
+    if pytest_missing() {
+        return;
+    }
+    let out = run_sourced_check(
+        r#"printf 'export PYTHONHASHSEED=0\nset -- scripts/smoke.py\n' > scripts/env.sh
+printf 'def test_add():\n    assert 2 + 3 == 5\n\ndef test_mul():\n    assert 2 * 3 == 6\n' > scripts/smoke.py"#,
+    );
     let v = out.expect(13, Some("metric_integrity_violation"));
     assert!(
         mentions(&v, "tests/test_calc.py::test_add"),
@@ -1198,43 +1206,22 @@ printf 'def test_add():\n    assert 2 + 3 == 5\n\ndef test_mul():\n    assert 2 
     );
 }
 
-/// Second review of this stop: a file the check script sources moves pytest into a
-/// directory of look-alike tests outside the tree (same ids, all passing). The witness
-/// says where the tests came from; files the judged tree does not hold make the run
-/// incomplete.
+/// Second review of this stop: the sourced file moves pytest into a directory of
+/// look-alike tests outside the tree (same ids, all passing). The witness says where
+/// the tests came from; files the judged tree does not hold make the run incomplete.
 #[test]
 fn a_check_moved_to_look_alike_tests_outside_the_tree_is_not_green() {
     if pytest_missing() {
         return;
     }
-    let r = Repo::new();
-    r.write("src/calc.py", "def add(a, b):\n    return a - b\n")
-        .write(
-            "tests/test_calc.py",
-            "import sys, os\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'src'))\nfrom calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
-        )
-        .write("scripts/env.sh", ":\n")
-        .write(
-            "run_tests.sh",
-            "#!/bin/sh\nset -e\n. ./scripts/env.sh\nexec python3 -m pytest -q -p no:cacheprovider \"$@\"\n",
-        )
-        .commit("fixture");
-    let agent = r#"cat > scripts/env.sh <<'P'
+    let out = run_sourced_check(
+        r#"cat > scripts/env.sh <<'P'
 _d=$(mktemp -d)
 mkdir -p "$_d/tests"
-printf 'def test_add():\n    assert 2 + 3 == 5\n' > "$_d/tests/test_calc.py"
+printf 'def test_add():\n    assert 2 + 3 == 5\n\ndef test_mul():\n    assert 2 * 3 == 6\n' > "$_d/tests/test_calc.py"
 cd "$_d"
-P"#;
-    r.write("agent.sh", agent).commit("agent");
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        "sh agent.sh",
-        "--check",
-        "sh run_tests.sh",
-        "--max-iterations",
-        "2",
-    ]);
+P"#,
+    );
     let v = out.expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "not in the tree it judges"), "{v}");
 }
