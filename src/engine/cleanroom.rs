@@ -131,8 +131,7 @@ impl CleanRoom {
                     let keep = if dir == base.as_path() {
                         matches!(name.to_str(), Some("tree" | "home" | "workdir"))
                     } else {
-                        !crate::observe::toolchain::ANCESTOR_CONFIG
-                            .iter()
+                        !crate::observe::toolchain::ancestor_names()
                             .any(|c| c.split('/').next() == name.to_str())
                     };
                     if !keep {

@@ -10,7 +10,7 @@
 //!   that name a file of the tree, `Makefile` for `make`, `justfile` for `just`), and
 //!   `[oracle] frozen` globs;
 //! * **runner configuration**: the protected manifest
-//!   ([`super::manifest::DEFAULT_PROTECTED`] plus `[guards] protected`), which also
+//!   ([`super::manifest::protected_globs`]: the defaults, version pins and `[guards] protected`), which also
 //!   covers files the agent *creates* (a new `conftest.py`, `pytest.toml`,
 //!   `.cargo/config.toml`).
 //!

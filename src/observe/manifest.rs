@@ -30,6 +30,18 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// The protected globs of a run: [`DEFAULT_PROTECTED`], the version pins
+/// ([`super::toolchain::VERSION_PINS`]) and the user's `[guards] protected`.
+#[must_use]
+pub fn protected_globs(user: &[String]) -> Vec<String> {
+    DEFAULT_PROTECTED
+        .iter()
+        .chain(super::toolchain::VERSION_PINS)
+        .map(|s| (*s).to_string())
+        .chain(user.iter().cloned())
+        .collect()
+}
+
 /// Test-runner, coverage and CI configuration protected by default (globs as in
 /// [`crate::observe::guards::build_globset`]). See the module doc for the choices.
 pub const DEFAULT_PROTECTED: &[&str] = &[
@@ -58,13 +70,8 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     "**/*.dist-info/entry_points.txt",
     "**/*.egg-info/entry_points.txt",
     "**/*.egg/egg-info/entry_points.txt",
-    // Files that pick the toolchain the check runs with (version managers).
-    ".python-version",
-    ".tool-versions",
-    ".nvmrc",
-    ".node-version",
-    "rust-toolchain",
-    "rust-toolchain.toml",
+    // (Files that pick the toolchain the check runs with are protected too:
+    // `super::toolchain::VERSION_PINS`, joined in by `protected_globs`.)
     "**/usercustomize.py",
     "**/tox.ini",
     "**/noxfile.py",
@@ -376,7 +383,7 @@ mod tests {
     fn digest_changes_only_when_protected_content_changes() {
         let d = repo();
         let p = d.path();
-        let globs = build_globset(DEFAULT_PROTECTED).unwrap();
+        let globs = build_globset(&protected_globs(&[])).unwrap();
         write(p, "pytest.ini", "[pytest]\naddopts = -q\n");
         write(p, "tests/conftest.py", "import pytest\n");
         write(p, "pyproject.toml", "[project]\nname = \"x\"\ndependencies = []\n[tool.pytest.ini_options]\naddopts = \"-q\"\n");

@@ -73,26 +73,29 @@ pub fn resolve(name: &str, path: &str) -> Option<PathBuf> {
 /// ctime) and reused while that is unchanged and the file had not been changed within
 /// [`super::store::RACY_WINDOW`] of the hashing (the same rule as the snapshot
 /// store's; ctime cannot be set back, so a rewrite is always seen).
-/// The digest of a regular file (symbolic links followed): blake3 of its mode and
-/// content, the first 16 hex digits, reused while its stat data stands (as for the
-/// toolchain's binaries). `None` for a directory, a missing file or one that cannot
-/// be read.
-#[must_use]
-pub fn file_digest(p: &Path) -> Option<String> {
-    if !std::fs::metadata(p).is_ok_and(|m| m.is_file()) {
-        return None;
+fn content_digest(p: &Path) -> String {
+    match std::fs::metadata(p) {
+        Ok(m) => digest_with(p, &m).unwrap_or_else(|e| format!("unreadable ({e})")),
+        Err(_) => "missing".into(),
     }
-    let d = content_digest(p);
-    (d != "missing" && !d.starts_with("unreadable")).then_some(d)
 }
 
-fn content_digest(p: &Path) -> String {
+/// The digest of a regular file (symbolic links followed) as the toolchain's files
+/// get it: blake3 of its mode and content, 16 hex digits, reused while its stat data
+/// stands. `None` for a directory, a missing file or one that cannot be read.
+#[must_use]
+pub fn file_digest(p: &Path) -> Option<String> {
+    let m = std::fs::metadata(p)
+        .ok()
+        .filter(std::fs::Metadata::is_file)?;
+    digest_with(p, &m).ok()
+}
+
+/// The digest of `p`, whose stat data is `m`, from the cache while `m` stands.
+fn digest_with(p: &Path, m: &std::fs::Metadata) -> std::io::Result<String> {
     type Key = (u64, u32, u64, i64, i64, i64, i64);
     static CACHE: std::sync::Mutex<Option<HashMap<PathBuf, (Key, String)>>> =
         std::sync::Mutex::new(None);
-    let Ok(m) = std::fs::metadata(p) else {
-        return "missing".into();
-    };
     let key: Key = (
         m.len(),
         m.mode(),
@@ -105,26 +108,22 @@ fn content_digest(p: &Path) -> String {
     if let Ok(c) = CACHE.lock() {
         if let Some((k, d)) = c.as_ref().and_then(|c| c.get(p)) {
             if *k == key {
-                return d.clone();
+                return Ok(d.clone());
             }
         }
     }
     let hashed_at = std::time::SystemTime::now();
     let mut h = blake3::Hasher::new();
     h.update(&u64::from(m.mode() & 0o7777).to_le_bytes());
-    match std::fs::File::open(p).and_then(|mut f| std::io::copy(&mut f, &mut h)) {
-        Ok(_) => {
-            let d = h.finalize().to_hex()[..16].to_string();
-            if settled_before(&m, hashed_at) {
-                if let Ok(mut c) = CACHE.lock() {
-                    c.get_or_insert_with(HashMap::new)
-                        .insert(p.to_path_buf(), (key, d.clone()));
-                }
-            }
-            d
+    std::fs::File::open(p).and_then(|mut f| std::io::copy(&mut f, &mut h))?;
+    let d = h.finalize().to_hex()[..16].to_string();
+    if settled_before(m, hashed_at) {
+        if let Ok(mut c) = CACHE.lock() {
+            c.get_or_insert_with(HashMap::new)
+                .insert(p.to_path_buf(), (key, d.clone()));
         }
-        Err(e) => format!("unreadable ({e})"),
     }
+    Ok(d)
 }
 
 /// True when the file's mtime and ctime are older than `at` minus the racy window.
@@ -219,6 +218,12 @@ pub const ANCESTOR_CONFIG: &[&str] = &[
     "jest.config.js",
     "vitest.config.ts",
     "vitest.config.js",
+];
+
+/// Files that pick the toolchain a check runs with (version managers: pyenv, asdf,
+/// nvm, rustup). Looked for in the ancestors like [`ANCESTOR_CONFIG`], and protected
+/// in the tree like [`super::manifest::DEFAULT_PROTECTED`].
+pub const VERSION_PINS: &[&str] = &[
     ".python-version",
     ".tool-versions",
     ".nvmrc",
@@ -227,15 +232,20 @@ pub const ANCESTOR_CONFIG: &[&str] = &[
     "rust-toolchain.toml",
 ];
 
+/// Every name looked for in the ancestors: [`ANCESTOR_CONFIG`] and [`VERSION_PINS`].
+pub fn ancestor_names() -> impl Iterator<Item = &'static str> {
+    ANCESTOR_CONFIG.iter().chain(VERSION_PINS).copied()
+}
+
 /// The configuration files above `dirs` (each directory's ancestors, the directory
-/// itself excluded) named in [`ANCESTOR_CONFIG`], plus `extra` files (cargo's
+/// itself excluded) named in [`ancestor_names`], plus `extra` files (cargo's
 /// `$CARGO_HOME/config*`): every candidate path, present or not.
 #[must_use]
 pub fn config_candidates(dirs: &[PathBuf], extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = extra.to_vec();
     for d in dirs {
         for a in d.ancestors().skip(1) {
-            for name in ANCESTOR_CONFIG {
+            for name in ancestor_names() {
                 out.push(a.join(name));
             }
         }

@@ -164,11 +164,7 @@ impl TreeObserver {
     /// Prepares observation of `workdir` for `run_id`.
     #[must_use]
     pub fn new(workdir: &Path, run_id: &str, cfg: &RunConfig) -> TreeObserver {
-        let protected: Vec<String> = guards::DEFAULT_PROTECTED
-            .iter()
-            .map(|s| (*s).to_string())
-            .chain(cfg.guards.protected.iter().cloned())
-            .collect();
+        let protected = super::manifest::protected_globs(&cfg.guards.protected);
         let (store, note) = match SnapshotStore::open(&store_path(workdir)) {
             Ok(s) => (Some(s), None),
             Err(e) => (

@@ -1038,9 +1038,9 @@ printf 'cat %s/orig > %s/l\nexit 0\n' "$d" "$d" > "$d/l"
 
 /// An earlier check (red) plants a forged bytecode file for a test in the clean room's
 /// `__pycache__` (caches outlive syncs); a later check would load it instead of the
-/// test's source. Each check's bytecode goes to a directory of its own
-/// (`PYTHONPYCACHEPREFIX`), so the planted file is never read. Before: exit 10 with a
-/// one-line diff.
+/// test's source. Each check's bytecode goes to a directory that is empty when it
+/// starts (`PYTHONPYCACHEPREFIX`), so the planted file is never read. Before: exit 10
+/// with a one-line diff.
 #[test]
 fn bytecode_planted_by_an_earlier_check_is_never_loaded() {
     if pytest_missing() {
