@@ -180,6 +180,8 @@ pub fn schemas() -> Vec<NamedSchema> {
         envelope_schema::<b::CompletionsBody>(),
         envelope_schema::<b::ManBody>(),
         envelope_schema::<b::ErrorBody>(),
+        envelope_schema::<b::VersionBody>(),
+        envelope_schema::<b::HelpBody>(),
         envelope_schema::<o::InspectCostBody>(),
         envelope_schema::<o::CheckBody>(),
         envelope_schema::<o::ProbeCheckBody>(),

@@ -133,8 +133,15 @@ pub fn main() -> ExitCode {
                     | clap::error::ErrorKind::DisplayVersion
                     | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
             );
+            let json = std::env::args().any(|a| a == "--json");
+            if json {
+                if let Some(o) = informational_json(&e) {
+                    render(&o, true);
+                    return ExitCode::SUCCESS;
+                }
+            }
             // `--json` promises one JSON object on stdout, usage errors included.
-            if !informational && std::env::args().any(|a| a == "--json") {
+            if !informational && json {
                 let first = usage_message(&e.render().to_string());
                 let hint =
                     Some("see `loopexec --help` (or `loopexec <command> --help`)".to_string());
@@ -154,6 +161,51 @@ pub fn main() -> ExitCode {
     let outcome = cmd::dispatch(cli);
     render(&outcome, json);
     ExitCode::from(outcome.exit_code)
+}
+
+/// `--version --json`, `--help --json` and `help [COMMAND] --json` as one JSON object
+/// each ([`VersionBody`](crate::cmd::bodies::VersionBody),
+/// [`HelpBody`](crate::cmd::bodies::HelpBody)); `None` for any other parse error.
+///
+/// `help --json` reaches here as clap's "unrecognized subcommand '--json'": the
+/// arguments are parsed again without `--json` and the help that gives is wrapped.
+fn informational_json(e: &clap::Error) -> Option<Outcome> {
+    use crate::cmd::bodies::{HelpBody, VersionBody};
+    use clap::error::ErrorKind;
+    let help = |text: String| {
+        let body = HelpBody {
+            text: text.clone(),
+            human: text,
+        };
+        Outcome::from_body("ok", 0, &body)
+    };
+    match e.kind() {
+        ErrorKind::DisplayVersion => {
+            let text = format!("loopexec {}", env!("CARGO_PKG_VERSION"));
+            let body = VersionBody {
+                text: text.clone(),
+                target: format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
+                human: text,
+            };
+            Some(Outcome::from_body("ok", 0, &body))
+        }
+        ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            Some(help(e.render().to_string()))
+        }
+        _ => {
+            let rest: Vec<std::ffi::OsString> =
+                std::env::args_os().filter(|a| a != "--json").collect();
+            if !rest.iter().skip(1).any(|a| a == "help") {
+                return None;
+            }
+            match command().try_get_matches_from(rest) {
+                Err(again) if again.kind() == ErrorKind::DisplayHelp => {
+                    Some(help(again.render().to_string()))
+                }
+                _ => None,
+            }
+        }
+    }
 }
 
 /// The clap command with the texts computed at run time (the exit-code table).

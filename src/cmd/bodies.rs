@@ -475,6 +475,32 @@ pub struct ManBody {
 }
 body!(ManBody, "man");
 
+/// `--version --json`: what this binary is. The envelope's `version` is the semver;
+/// the body adds what a script pinning loopexec also needs.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct VersionBody {
+    /// The binary's name and version as `--version` prints it (`loopexec 0.1.0`).
+    pub text: String,
+    /// The platform it was built for, as `ARCH-OS` (`x86_64-linux`).
+    pub target: String,
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub human: String,
+}
+body!(VersionBody, "version");
+
+/// `--help --json` (or `help [COMMAND] --json`): the help text clap renders, as one
+/// string, for tools that wrap loopexec.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct HelpBody {
+    /// The help text, exactly as printed without `--json`.
+    pub text: String,
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub human: String,
+}
+body!(HelpBody, "help");
+
 /// The output of any command that failed before it had a result (`status: error`
 /// or `usage_error`: bad input, an unknown run, a bad flag): the envelope alone,
 /// `errors[]` saying what was wrong. Every command's output is either its own schema

@@ -734,3 +734,29 @@ fn the_github_actions_example_uses_real_commands_and_flags() {
     }
     assert!(calls >= 4, "found {calls} loopexec calls");
 }
+
+/// `--version`, `--help` and `help COMMAND` keep the one-JSON-object promise under
+/// `--json`, each valid against its schema, with the text people would see.
+#[test]
+fn version_and_help_print_their_schema_under_json() {
+    let r = Repo::with_f();
+    let out = r.lx(&["--version"]);
+    let v = out.expect(0, None);
+    assert_valid("version", &v);
+    assert_eq!(v["text"], format!("loopexec {}", env!("CARGO_PKG_VERSION")));
+    for args in [
+        vec!["help"],
+        vec!["--help"],
+        vec!["help", "run"],
+        vec!["run", "--help"],
+    ] {
+        let out = r.lx(&args);
+        let v = out.expect(0, None);
+        assert_valid("help", &v);
+        let text = v["text"].as_str().unwrap_or_default();
+        assert!(text.contains("Usage: loopexec"), "{args:?}: {v}");
+        if args.contains(&"run") {
+            assert!(text.contains("--max-iterations"), "{args:?}: {text}");
+        }
+    }
+}
