@@ -455,10 +455,25 @@ pub fn toolchain(t0: Option<&TreeMeasures>, m: &TreeMeasures) -> Option<Halt> {
     if t0.toolchain.is_empty() || m.error.is_some() {
         return None;
     }
+    use crate::observe::registry::{unchanged, KEY_PREFIX};
+    // Registry crates have their own rule: added or re-extracted as published is no
+    // change (`crate::observe::registry`).
+    let crate_changed = |k: &str| {
+        !unchanged(
+            t0.toolchain.get(k).map(String::as_str),
+            m.toolchain.get(k).map(String::as_str),
+        )
+    };
     let mut changed: Vec<String> = t0
         .toolchain
         .iter()
-        .filter(|(k, v)| m.toolchain.get(*k) != Some(*v))
+        .filter(|(k, v)| {
+            if k.starts_with(KEY_PREFIX) {
+                crate_changed(k)
+            } else {
+                m.toolchain.get(*k) != Some(*v)
+            }
+        })
         .map(|(k, v)| match m.toolchain.get(k) {
             Some(now) => format!("{k}: {v} -> {now}"),
             None => format!("{k}: removed"),
@@ -467,6 +482,7 @@ pub fn toolchain(t0: Option<&TreeMeasures>, m: &TreeMeasures) -> Option<Halt> {
             m.toolchain
                 .keys()
                 .filter(|k| !t0.toolchain.contains_key(*k))
+                .filter(|k| !k.starts_with(KEY_PREFIX) || crate_changed(k))
                 .map(|k| format!("{k}: added")),
         )
         .collect();
@@ -698,5 +714,75 @@ mod trust_tests {
             ..TreeMeasures::default()
         };
         assert!(toolchain(Some(&t0), &failed).is_none());
+    }
+
+    /// Registry crates (`crate:` keys) change only when they differ from t0 and from
+    /// their published archive; added or dropped crates are no change.
+    #[test]
+    fn registry_crates_change_only_away_from_their_published_sources() {
+        let m = |pairs: &[(&str, &str)]| TreeMeasures {
+            toolchain: pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                .collect(),
+            ..TreeMeasures::default()
+        };
+        let t0 = m(&[("path:sh", "/bin/sh aa"), ("crate:foo@1.0.0", "stat:1")]);
+        let table: &[(&str, TreeMeasures, bool)] = &[
+            (
+                "the same",
+                m(&[("path:sh", "/bin/sh aa"), ("crate:foo@1.0.0", "stat:1")]),
+                false,
+            ),
+            (
+                "extracted again",
+                m(&[("path:sh", "/bin/sh aa"), ("crate:foo@1.0.0", "published")]),
+                false,
+            ),
+            ("dropped", m(&[("path:sh", "/bin/sh aa")]), false),
+            (
+                "another added as published",
+                m(&[
+                    ("path:sh", "/bin/sh aa"),
+                    ("crate:foo@1.0.0", "stat:1"),
+                    ("crate:bar@2.0.0", "published"),
+                ]),
+                false,
+            ),
+            (
+                "edited",
+                m(&[
+                    ("path:sh", "/bin/sh aa"),
+                    ("crate:foo@1.0.0", "modified ab: src/lib.rs changed"),
+                ]),
+                true,
+            ),
+            (
+                "another added, edited",
+                m(&[
+                    ("path:sh", "/bin/sh aa"),
+                    ("crate:foo@1.0.0", "stat:1"),
+                    ("crate:bar@2.0.0", "modified cd: src/lib.rs changed"),
+                ]),
+                true,
+            ),
+            (
+                "another added, no archive",
+                m(&[
+                    ("path:sh", "/bin/sh aa"),
+                    ("crate:foo@1.0.0", "stat:1"),
+                    ("crate:bar@2.0.0", "unverifiable: its archive is gone"),
+                ]),
+                true,
+            ),
+        ];
+        for (what, now, violation) in table {
+            let h = toolchain(Some(&t0), now);
+            assert_eq!(h.is_some(), *violation, "{what}: {h:?}");
+            if let Some(h) = h {
+                assert_eq!(h.reason, HaltReason::HermeticityViolation);
+                assert!(h.contributors[0].contains("crate:"), "{what}: {h:?}");
+            }
+        }
     }
 }

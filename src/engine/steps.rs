@@ -481,6 +481,15 @@ impl Loop<'_> {
                 writes = self.tree.check_writes(a, b);
             }
         }
+        // What the check changed in cargo's registry: sources cargo never reads twice,
+        // so an edit made by code under test (a build script) would be compiled into the
+        // next check unseen (crate::observe::registry).
+        writes.changed.extend(
+            self.tree
+                .registry_changed(&check_dir)
+                .into_iter()
+                .map(|c| format!("cargo registry {c}")),
+        );
         let ev = CheckFinished {
             iteration: it,
             attempt,

@@ -9,6 +9,7 @@ pub mod lex;
 pub mod manifest;
 pub mod mutate;
 pub mod oracle_scope;
+pub mod registry;
 pub mod reports;
 pub mod secrets;
 pub mod store;

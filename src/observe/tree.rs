@@ -83,6 +83,10 @@ pub struct TreeObserver {
     config_files: Vec<PathBuf>,
     new_tests: crate::config::NewTestPolicy,
     indirect: super::toolchain_scope::Scope,
+    /// Cargo's registry sources the check compiles ([`super::registry`]).
+    registry: Option<super::registry::Registry>,
+    /// The registry crates' values of the last measurement (before the check).
+    last_crates: BTreeMap<String, String>,
 }
 
 fn to_tree_entries(entries: &BTreeMap<String, FileEntry>) -> Vec<TreeEntry> {
@@ -211,6 +215,8 @@ impl TreeObserver {
             config_files: Vec::new(),
             new_tests: cfg.oracle.new_tests,
             indirect: super::toolchain_scope::Scope::for_run(workdir, cfg),
+            registry: super::registry::Registry::from_env(),
+            last_crates: BTreeMap::new(),
         }
         .with_toolchain(cfg.check.as_deref())
     }
@@ -427,6 +433,7 @@ impl TreeObserver {
                     self.indirect
                         .measure(&self.toolchain_words, &self.toolchain_path),
                 );
+                t.extend(self.registry_measures());
                 t
             },
             runner_tampering,
@@ -441,6 +448,42 @@ impl TreeObserver {
             excluded: Vec::new(),
             error,
         }
+    }
+
+    /// The registry crates the tree's `Cargo.lock` names ([`super::registry`]), against
+    /// t0's measures once they are taken.
+    fn registry_measures(&mut self) -> BTreeMap<String, String> {
+        let Some(reg) = self.registry.as_mut() else {
+            return BTreeMap::new();
+        };
+        let Ok(lock) = std::fs::read_to_string(self.dir.join("Cargo.lock")) else {
+            return BTreeMap::new();
+        };
+        let m = reg.measure(&lock, self.t0_measures.as_ref().map(|m| &m.toolchain));
+        self.last_crates.clone_from(&m);
+        m
+    }
+
+    /// The registry crates a check's `Cargo.lock` (in `dir`, the room or the workdir)
+    /// names that changed since the measurement before the check, other than to their
+    /// published sources: what the check changed in cargo's registry, as
+    /// `crate:<name>@<version>: <value>` (empty without a lock or a registry).
+    pub fn registry_changed(&mut self, dir: &Path) -> Vec<String> {
+        let (Some(reg), Some(t0)) = (self.registry.as_mut(), self.t0_measures.as_ref()) else {
+            return Vec::new();
+        };
+        let Ok(lock) = std::fs::read_to_string(dir.join("Cargo.lock")) else {
+            return Vec::new();
+        };
+        let before = &self.last_crates;
+        reg.measure(&lock, Some(&t0.toolchain))
+            .into_iter()
+            .filter(|(k, v)| {
+                let was = before.get(k).or_else(|| t0.toolchain.get(k));
+                !super::registry::unchanged(was.map(String::as_str), Some(v))
+            })
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect()
     }
 
     /// [`super::tamper::scan`] over the files changed since t0 (`changed`) that are

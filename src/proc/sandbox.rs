@@ -9,7 +9,8 @@
 //! * temporary directories (`/tmp`, `/var/tmp`, `$TMPDIR`) and `/dev`,
 //! * the agent CLIs' own state under `$HOME` that exists (`.claude`, `.claude.json`,
 //!   `.config/claude`, `.codex`, `.gemini`), and package caches (`.cache`, `.npm`,
-//!   `.cargo/registry`, `.cargo/git`) — never `.cargo/bin` (first on a rustup user's
+//!   `.cargo/registry`, `.cargo/git`; the crates a check compiles from the registry are
+//!   measured instead, [`crate::observe::registry`]) — never `.cargo/bin` (first on a rustup user's
 //!   `PATH`: a shim there would run as the check's `rustc`), never the rest of
 //!   `.config` (git's `core.fsmonitor`, loopexec's signing key),
 //! * paths the user declares (`[sandbox] writable`).
