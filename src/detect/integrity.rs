@@ -514,12 +514,22 @@ pub fn inherited(
     if cfg.oracle.accept_rejected_tree {
         return None;
     }
-    let mut why = format!(
-        "the working tree is the tree run {} rejected at iteration {} ({}",
-        r.run_id,
-        r.iteration,
-        r.halt_reason.as_str()
-    );
+    let mut why = if r.kept.is_empty() {
+        format!(
+            "the working tree is the tree run {} rejected at iteration {} ({}",
+            r.run_id,
+            r.iteration,
+            r.halt_reason.as_str()
+        )
+    } else {
+        format!(
+            "the working tree keeps the edit of {} that run {} rejected at iteration {} ({}",
+            r.kept.join(", "),
+            r.run_id,
+            r.iteration,
+            r.halt_reason.as_str()
+        )
+    };
     if !r.why.is_empty() {
         why.push_str(": ");
         why.push_str(&r.why);
@@ -534,10 +544,50 @@ pub fn inherited(
     })
 }
 
+/// True when `text` (a halt's contributors, explanation and detail) names `path` (a
+/// root-relative path) as a whole path: not preceded by a character that can be part
+/// of a path (`calc.py` is not named by `tests/test_calc.py`) nor followed by one
+/// (`calc.py` is not named by `calc.pyc`). `::` (a test id) and `:` (a line number)
+/// may follow.
+#[must_use]
+pub fn names_path(text: &str, path: &str) -> bool {
+    let part = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '~');
+    text.match_indices(path).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + path.len()..].chars().next();
+        !before.is_some_and(part) && !after.is_some_and(part)
+    })
+}
+
 #[cfg(test)]
 mod trust_tests {
     use super::*;
     use crate::observe::frozen::{EditKind, OracleEdit};
+
+    #[test]
+    fn a_halt_names_a_path_only_as_a_whole_path() {
+        let rows = [
+            (
+                "tests/test_calc.py::test_add was removed",
+                "tests/test_calc.py",
+                true,
+            ),
+            ("tests/test_calc.py::test_add was removed", "calc.py", false),
+            (
+                "calc.py:3: os._exit outside an entry point",
+                "calc.py",
+                true,
+            ),
+            ("\"paths\":[\"calc.py\"]", "calc.py", true),
+            ("wrote calc.pyc", "calc.py", false),
+            ("(check.sh changed)", "check.sh", true),
+            ("src/check.sh changed", "check.sh", false),
+            ("", "check.sh", false),
+        ];
+        for (text, path, named) in rows {
+            assert_eq!(names_path(text, path), named, "{text:?} {path:?}");
+        }
+    }
 
     #[test]
     fn a_tree_rejected_earlier_halts_with_the_earlier_reason_unless_accepted() {
@@ -547,6 +597,8 @@ mod trust_tests {
             iteration: 2,
             tree: "t".into(),
             why: ".github/workflows/ci.yml changed".into(),
+            kept: Vec::new(),
+            flagged: Vec::new(),
         };
         let mut accept = RunConfig::defaults();
         accept.oracle.accept_rejected_tree = true;

@@ -452,10 +452,13 @@ impl Loop<'_> {
         self.record(Event::IterationStarted(IterationStarted { iteration: 0 }))
     }
 
-    /// The newest earlier run of this workdir, when it halted for integrity and its last
-    /// exec left exactly `tree` (t0 of this run). Read from the ledger's runs and that
-    /// run's receipt; a receipt that cannot be read answers `None` (its own `check`
-    /// reports it).
+    /// The newest earlier run of this workdir, when it halted for integrity and `tree`
+    /// (t0 of this run) still holds what it rejected: its last exec's tree exactly, or
+    /// that exec's edit of a guarded file (a test, runner configuration, the frozen
+    /// oracle, Python or Rust source) beside other changes. A run that was itself
+    /// refused for inheriting a rejection passes that rejection on. Read from the
+    /// ledger's runs and the receipts; a receipt that cannot be read answers `None`
+    /// (its own `check` reports it).
     fn rejected_tree_run(&self, tree: &str) -> Option<crate::receipt::events::InheritedRejection> {
         let prev = self
             .store
@@ -475,25 +478,109 @@ impl Loop<'_> {
             return None;
         }
         let lines = crate::receipt::read(Path::new(&row.receipt)).ok()?;
-        let (iteration, last_tree) = lines.iter().rev().find_map(|l| match &l.event {
-            Event::ExecFinished(e) => Some((e.iteration, e.tree.clone()?)),
+        let started = lines.iter().find_map(|l| match &l.event {
+            Event::RunStarted(s) => Some(s),
             _ => None,
         })?;
-        let why = lines
+        let last_exec = lines.iter().rev().find_map(|l| match &l.event {
+            Event::ExecFinished(e) => Some((e.iteration, e.tree.clone()?)),
+            _ => None,
+        });
+        let rejection = match (last_exec, &started.inherits_rejected) {
+            (Some((iteration, last_tree)), _) => {
+                let halted = lines.iter().rev().find_map(|l| match &l.event {
+                    Event::Halted(h) => Some(h),
+                    _ => None,
+                });
+                let why = halted
+                    .and_then(|h| h.contributors.first().cloned())
+                    .unwrap_or_default();
+                let said = halted.map_or_else(String::new, |h| {
+                    format!(
+                        "{}\n{}\n{}",
+                        h.contributors.join("\n"),
+                        h.explanation,
+                        h.detail
+                    )
+                });
+                let flagged = started
+                    .git
+                    .baseline_tree
+                    .as_deref()
+                    .map(|t0| self.flagged_edits(t0, &last_tree, &said))
+                    .unwrap_or_default();
+                crate::receipt::events::InheritedRejection {
+                    run_id: prev,
+                    halt_reason: reason,
+                    iteration,
+                    tree: last_tree,
+                    why,
+                    kept: Vec::new(),
+                    flagged,
+                }
+            }
+            // refused before any exec for inheriting a rejection: the same rejection
+            (None, Some(r)) => r.clone(),
+            (None, None) => return None,
+        };
+        if rejection.tree == tree {
+            return Some(crate::receipt::events::InheritedRejection {
+                kept: Vec::new(),
+                ..rejection
+            });
+        }
+        let kept = self.kept_edits(&rejection.flagged, &rejection.tree, tree);
+        (!kept.is_empty())
+            .then_some(crate::receipt::events::InheritedRejection { kept, ..rejection })
+    }
+
+    /// The files the rejected exec changed from `rejected_t0` to `rejected` that the
+    /// halt's text (`said`) names as a path; when it names none of them, those an
+    /// integrity guard protects ([`crate::observe::tree::TreeObserver::protected`]).
+    fn flagged_edits(&self, rejected_t0: &str, rejected: &str, said: &str) -> Vec<String> {
+        let Some(store) = self.tree.store() else {
+            return Vec::new();
+        };
+        let (Ok(before), Ok(after)) = (
+            store.entries_shared(rejected_t0),
+            store.entries_shared(rejected),
+        ) else {
+            return Vec::new();
+        };
+        let mut changed: Vec<&String> = before.keys().chain(after.keys()).collect();
+        changed.sort();
+        changed.dedup();
+        changed.retain(|p| before.get(*p) != after.get(*p));
+        let named: Vec<String> = changed
             .iter()
-            .rev()
-            .find_map(|l| match &l.event {
-                Event::Halted(h) => h.contributors.first().cloned(),
-                _ => None,
-            })
-            .unwrap_or_default();
-        (last_tree == tree).then_some(crate::receipt::events::InheritedRejection {
-            run_id: prev,
-            halt_reason: reason,
-            iteration,
-            tree: last_tree,
-            why,
-        })
+            .filter(|p| crate::detect::integrity::names_path(said, p))
+            .map(|p| (*p).clone())
+            .collect();
+        if !named.is_empty() {
+            return named;
+        }
+        changed
+            .into_iter()
+            .filter(|p| self.tree.protected(p))
+            .cloned()
+            .collect()
+    }
+
+    /// Of `flagged`, the files `tree` holds exactly as the rejected tree does (a
+    /// deleted test still deleted counts).
+    fn kept_edits(&self, flagged: &[String], rejected: &str, tree: &str) -> Vec<String> {
+        let Some(store) = self.tree.store() else {
+            return Vec::new();
+        };
+        let (Ok(after), Ok(now)) = (store.entries_shared(rejected), store.entries_shared(tree))
+        else {
+            return Vec::new();
+        };
+        flagged
+            .iter()
+            .filter(|p| now.get(*p) == after.get(*p))
+            .cloned()
+            .collect()
     }
 
     pub(super) fn resume(&mut self) -> Result<(), EngineError> {

@@ -567,6 +567,15 @@ impl TreeObserver {
             || self.rules.frozen_as(path).is_some()
     }
 
+    /// True for a file an integrity guard protects as such: a test file, runner
+    /// configuration (the protected manifest), the frozen oracle.
+    #[must_use]
+    pub fn protected(&self, path: &str) -> bool {
+        guards::is_test_file(path, &self.test_globs).is_some()
+            || self.protected.is_match(path)
+            || self.rules.frozen_as(path).is_some()
+    }
+
     /// Recomputes [`Self::focus`] from every file of the last snapshot.
     fn refocus_all(&mut self) {
         let focus = self

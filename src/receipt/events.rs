@@ -103,11 +103,22 @@ pub struct InheritedRejection {
     pub halt_reason: HaltReason,
     /// The iteration whose tree it rejected.
     pub iteration: u32,
-    /// That tree's id, equal to this run's `git.baseline_tree`.
+    /// The rejected tree's id: this run's `git.baseline_tree`, unless `kept` names
+    /// what this run's t0 keeps of it.
     pub tree: String,
     /// The halt's first contributor (what was wrong with the tree).
     #[serde(default)]
     pub why: String,
+    /// Guarded files (tests, runner configuration, the oracle, sources) the rejected
+    /// exec changed that this run's t0 holds exactly as it left them; empty when t0 is
+    /// the rejected tree itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<String>,
+    /// The files of the rejected edit that the halt was about: those the rejected exec
+    /// changed (from its run's t0) that the halt names, else those of them an integrity
+    /// guard protects (tests, runner configuration, the frozen oracle).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flagged: Vec<String>,
 }
 
 /// What sandbox the exec ran under.

@@ -567,6 +567,47 @@ fn a_new_run_does_not_start_from_a_tree_an_earlier_run_rejected() {
     assert_ne!(out.code, 13, "{}", out.errors_text());
 }
 
+/// The rejected edit kept beside an unrelated change, and a second refused start.
+/// Before: a file added after the halt made t0 another tree, and the new run started
+/// from the rejected edit (exit 10); a start after a refused start was not refused.
+/// Now both are refused naming the kept file, and a tree that restores it starts
+/// (keeping the unrelated change).
+#[test]
+fn a_rejected_edit_kept_beside_other_changes_is_still_refused() {
+    let r = tap_repo(1);
+    r.lx_tap(
+        "printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh; echo 'helper' > notes.txt",
+        &["--run-id", "cheat", "--max-iterations", "2"],
+    )
+    .expect(13, Some("metric_integrity_violation"));
+    let flags = ["--ack-required", "false", "--max-iterations", "2"];
+    let start = |id: &str| {
+        let mut a = vec!["--run-id", id];
+        a.extend(flags);
+        r.lx_tap("true", &a)
+    };
+    start("same").expect(13, Some("metric_integrity_violation"));
+    // refused again after a refusal
+    let v = start("twice").expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "run cheat rejected"), "{v}");
+    // an unrelated file added: the rejected check.sh is still there
+    r.write("unrelated.txt", "x\n");
+    let v = start("beside").expect(13, Some("metric_integrity_violation"));
+    assert!(
+        mentions(&v, "keeps the edit of check.sh that run cheat rejected"),
+        "{v}"
+    );
+    // check.sh restored, the other files kept: the run starts from that tree
+    r.git(&["checkout", "--", "check.sh"]);
+    let out = start("restored");
+    assert!(
+        out.code != 13 && out.code != 10,
+        "{}: {}",
+        out.code,
+        out.errors_text()
+    );
+}
+
 fn has(program: &str, args: &[&str]) -> bool {
     std::process::Command::new(program)
         .args(args)
