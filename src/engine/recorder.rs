@@ -131,6 +131,11 @@ impl Loop<'_> {
                 context: &serde_json::json!({"contributors": halt.contributors, "detail": halt.detail, "failing": failing}),
                 attempt_count: Some(it),
                 previous_error: None,
+                // A start refused for inheriting a rejected tree repeats a halt a person
+                // has been asked about already: it does not block the next start again.
+                severity: (halt.detail.get("cause").and_then(serde_json::Value::as_str)
+                    == Some("inherited_rejection"))
+                .then_some("medium"),
             });
         self.after_halt(&halt, halt_id.as_ref().ok().map(String::as_str));
         let ledger = halt_id.and_then(|_| self.ledger_head());
@@ -180,6 +185,7 @@ pub fn record_preflight(ws: Option<&Workspace>, run_id: &str, halt: &Halt) {
             context: &serde_json::json!({"preflight": true, "contributors": halt.contributors}),
             attempt_count: None,
             previous_error: None,
+            severity: None,
         });
     }
 }

@@ -1288,6 +1288,7 @@ mod tests {
             context: &ctx,
             attempt_count: None,
             previous_error: None,
+            severity: None,
         };
         let old = s.halted(&rec).unwrap();
         let acked = s.halted(&rec).unwrap();
@@ -1361,6 +1362,7 @@ mod tests {
                 context: &ctx,
                 attempt_count: None,
                 previous_error: None,
+                severity: None,
             })
             .unwrap();
         s.latch("r", "held", &ev).unwrap();
@@ -1479,6 +1481,7 @@ mod tests {
                 context: ctx,
                 attempt_count: None,
                 previous_error: None,
+                severity: None,
             }
         }
         let first = s.halted(&rec("one", &ctx)).unwrap();

@@ -158,6 +158,9 @@ pub struct HaltRecord<'a> {
     pub context: &'a serde_json::Value,
     pub attempt_count: Option<u32>,
     pub previous_error: Option<&'a str>,
+    /// The event's severity when it is not the reason's default
+    /// ([`control::default_severity`]).
+    pub severity: Option<&'a str>,
 }
 
 fn severity(reason: HaltReason) -> &'static str {
@@ -433,7 +436,7 @@ impl Store {
                     h.reason.class().as_str(),
                     h.reason.as_str(),
                     h.reason.exit_code(),
-                    severity(h.reason),
+                    h.severity.unwrap_or_else(|| severity(h.reason)),
                     description,
                     context,
                     now,
@@ -606,6 +609,7 @@ mod tests {
             context: &ctx,
             attempt_count: Some(2),
             previous_error: None,
+            severity: None,
         })
         .unwrap();
         assert_eq!(s.halt_count("r1").unwrap(), 1);

@@ -597,6 +597,15 @@ fn a_rejected_edit_kept_beside_other_changes_is_still_refused() {
         mentions(&v, "keeps the edit of check.sh that run cheat rejected"),
         "{v}"
     );
+    // the refusals ask nothing new of a person: once the rejecting run's halt is
+    // acknowledged, nothing blocks a start
+    let open = r.lx(&["halts", "--unacked"]).expect(0, None);
+    let high: Vec<&serde_json::Value> = open["halts"]
+        .as_array()
+        .map(|a| a.iter().filter(|h| h["severity"] == "high").collect())
+        .unwrap_or_default();
+    assert_eq!(high.len(), 1, "{open}");
+    assert_eq!(high[0]["run_id"], "cheat", "{open}");
     // check.sh restored, the other files kept: the run starts from that tree
     r.git(&["checkout", "--", "check.sh"]);
     let out = start("restored");
