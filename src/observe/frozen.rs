@@ -7,8 +7,9 @@
 //!   `*.spec.*`, `__tests__/`), every file below a test directory (`tests/`, `test/`,
 //!   `spec/`, `__tests__/`, `__snapshots__/`, `testdata/`), snapshot files (`*.snap`),
 //!   TAP scripts (`*.t`), the check command's own script files (the words of the check
-//!   that name a file of the tree, `Makefile` for `make`, `justfile` for `just`), and
-//!   `[oracle] frozen` globs;
+//!   that name a file of the tree, `Makefile` for `make`, `justfile` for `just`), the
+//!   scripts those and the frozen shell scripts source, include or run ([`pulled_in`]),
+//!   and `[oracle] frozen` globs;
 //! * **runner configuration**: the protected manifest
 //!   ([`super::manifest::protected_globs`]: the defaults, version pins and `[guards] protected`), which also
 //!   covers files the agent *creates* (a new `conftest.py`, `pytest.toml`,
@@ -85,6 +86,8 @@ pub struct OracleRules {
     /// Rust files that are whole test modules (`#[cfg(test)] mod tests;` elsewhere),
     /// found at t0 ([`rust_test_modules`]).
     test_modules: Vec<String>,
+    /// Scripts the check's scripts source, include or run, found at t0 ([`pulled_in`]).
+    pulled_in: Vec<String>,
 }
 
 impl OracleRules {
@@ -97,7 +100,19 @@ impl OracleRules {
             frozen_globs,
             check_files: check.map(check_words).unwrap_or_default(),
             test_modules: Vec::new(),
+            pulled_in: Vec::new(),
         }
+    }
+
+    /// The check command's own files (see [`check_words`]).
+    #[must_use]
+    pub fn check_files(&self) -> &[String] {
+        &self.check_files
+    }
+
+    /// Sets the files the check's scripts pull in (found at t0, [`pulled_in`]).
+    pub fn set_pulled_in(&mut self, files: Vec<String>) {
+        self.pulled_in = files;
     }
 
     /// Adds the Rust test module files found at t0.
@@ -110,6 +125,9 @@ impl OracleRules {
     pub fn frozen_as(&self, path: &str) -> Option<&'static str> {
         if self.check_files.iter().any(|c| c == path) {
             return Some("check script");
+        }
+        if self.pulled_in.iter().any(|c| c == path) {
+            return Some("script the check pulls in");
         }
         if self.frozen_globs.is_match(path) {
             return Some("declared oracle file");
@@ -228,6 +246,156 @@ pub fn check_words(check: &str) -> Vec<String> {
     out.sort();
     out.dedup();
     out
+}
+
+/// True for a file that is read as a shell script or a makefile: `*.sh`, `*.bash`,
+/// `*.t` (TAP), `*.mk`, `Makefile`, `makefile`, `GNUmakefile`, `justfile`.
+#[must_use]
+pub fn is_script(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(
+        name,
+        "Makefile" | "makefile" | "GNUmakefile" | "justfile" | "Justfile"
+    ) || [".sh", ".bash", ".t", ".mk"]
+        .iter()
+        .any(|e| name.ends_with(e))
+}
+
+/// The files a shell script or makefile at `path` pulls in, as root-relative
+/// candidates (the caller keeps those that are files of the tree): the argument of
+/// `.`/`source`, of `include`/`-include`/`sinclude`, of `sh`/`bash`/`dash`/`zsh`/`ksh`,
+/// and any word naming a script ([`is_script`]). A word is taken relative to the
+/// root (where the check runs) and, when it starts with a variable or command
+/// substitution (`"$(dirname "$0")"/env.sh`, `${0%/*}/env.sh`, `$DIR/env.sh`),
+/// relative to the script's own directory. Comments are skipped. Source files of other
+/// languages are never pulled in: a script that runs `python3 app.py` does not freeze
+/// the code under test.
+#[must_use]
+pub fn script_refs(path: &str, content: &str) -> Vec<String> {
+    let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+    let mut out = Vec::new();
+    for line in content.lines() {
+        let line = line.trim_start();
+        if line.starts_with('#') {
+            continue;
+        }
+        let words: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | '`'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut take_next = false;
+        for w in words {
+            if w.starts_with('#') {
+                break;
+            }
+            let word = w.trim_matches(['\'', '"', ')']);
+            if matches!(
+                word,
+                "." | "source"
+                    | "include"
+                    | "-include"
+                    | "sinclude"
+                    | "sh"
+                    | "bash"
+                    | "dash"
+                    | "zsh"
+                    | "ksh"
+            ) {
+                take_next = true;
+                continue;
+            }
+            if take_next && word.starts_with('-') {
+                continue; // `sh -e x.sh`
+            }
+            let named = take_next || is_script(word);
+            take_next = false;
+            if !named || word.is_empty() {
+                continue;
+            }
+            out.extend(candidates(dir, word));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Root-relative paths a script word may name (see [`script_refs`]).
+fn candidates(dir: &str, word: &str) -> Vec<String> {
+    // outside the tree whatever follows
+    let bare = word.trim_start_matches('"');
+    if ["$HOME", "${HOME}", "~", "$TMPDIR", "${TMPDIR}", "$XDG_"]
+        .iter()
+        .any(|v| bare.starts_with(v))
+    {
+        return Vec::new();
+    }
+    // `"$(dirname "$0")"/env.sh` splits into `"$`, `dirname`, `"$0")"/env.sh`: the
+    // last word carries the path after the substitution
+    let (relative_to_script, rest) = match word.rfind(['}', ')']) {
+        Some(i) if word.contains('$') || word[..i].ends_with('"') || i == 0 => {
+            (true, word[i + 1..].trim_start_matches('"'))
+        }
+        _ if word.starts_with('$') => match word.find('/') {
+            Some(i) => (true, &word[i..]),
+            None => return Vec::new(),
+        },
+        _ => (false, word),
+    };
+    let rest = rest.trim_start_matches('/').trim_matches('"');
+    if rest.is_empty() || rest.contains('$') || word.starts_with('/') {
+        return Vec::new();
+    }
+    let mut v = vec![normalize(rest)];
+    if relative_to_script || !dir.is_empty() {
+        v.push(normalize(&format!("{dir}/{rest}")));
+    }
+    v.into_iter().flatten().collect()
+}
+
+/// `a/./b/../c` → `a/c`; `None` when it climbs out of the root.
+fn normalize(p: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in p.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            c => parts.push(c),
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// The scripts the check pulls in, transitively: starting from `roots` (the check
+/// command's files and the frozen scripts of t0), every [`script_refs`] candidate that
+/// `read` finds in the tree, up to `limit` files. Returns the files found beyond
+/// `roots`, sorted.
+pub fn pulled_in(
+    roots: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+    limit: usize,
+) -> Vec<String> {
+    let mut seen: std::collections::BTreeSet<String> = roots.iter().cloned().collect();
+    let mut queue: Vec<(String, String)> = roots
+        .iter()
+        .filter_map(|p| Some((p.clone(), read(p)?)))
+        .collect();
+    let mut found = Vec::new();
+    while let Some((p, content)) = queue.pop() {
+        for r in script_refs(&p, &content) {
+            if found.len() >= limit || !seen.insert(r.clone()) {
+                continue;
+            }
+            if let Some(c) = read(&r) {
+                found.push(r.clone());
+                queue.push((r, c));
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 /// `(path, t0 blob, new blob, kind, what)` of one edit before its lines are read.

@@ -23,6 +23,10 @@ use crate::trajectory::Trajectory;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Most scripts the check's scripts pull in that are frozen with them (a bound on the
+/// work at t0, not a limit anyone meets).
+pub const MAX_PULLED_IN: usize = 200;
+
 /// What one observation of the tree recorded.
 pub struct TreeObs {
     pub tree: Option<String>,
@@ -337,6 +341,8 @@ impl TreeObserver {
 
     /// Finds t0's out-of-line Rust test modules (`#[cfg(test)] mod tests;`) and adds
     /// their files to the frozen oracle.
+    /// What t0's files say about the oracle: Rust test modules, and the scripts the
+    /// check pulls in.
     fn learn_test_modules(&mut self) {
         let (Some(store), Some(e0)) = (&self.store, &self.t0_entries) else {
             return;
@@ -356,6 +362,23 @@ impl TreeObserver {
             .collect();
         let modules = frozen::rust_test_modules(&sources, &|p| e0.contains_key(p));
         self.rules.set_test_modules(modules);
+        // Scripts the check's scripts source, include or run are the check's too: a
+        // sourced `env.sh` can point the check anywhere.
+        let roots: Vec<String> = e0
+            .keys()
+            .filter(|p| frozen::is_script(p) && self.rules.frozen_as(p).is_some())
+            .cloned()
+            .collect();
+        let read = |p: &str| -> Option<String> {
+            let e = e0.get(p)?;
+            let blob = git::cat_blobs(store.dir(), std::slice::from_ref(&e.oid))
+                .ok()?
+                .pop()??;
+            // a script is text; a large file is no script of the check's
+            (blob.len() <= 1 << 20).then(|| String::from_utf8_lossy(&blob).into_owned())
+        };
+        let pulled = frozen::pulled_in(&roots, &read, MAX_PULLED_IN);
+        self.rules.set_pulled_in(pulled);
     }
 
     fn measure(&mut self, _tree: &str, changed_since_t0: Vec<String>) -> TreeMeasures {

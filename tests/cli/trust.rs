@@ -1209,9 +1209,10 @@ PY
 }
 
 /// A pytest project whose `add` is wrong (`test_add` fails, `test_mul` passes) and
-/// whose check script `run_tests.sh` sources `scripts/env.sh`, a file the agent may
-/// edit; `agent` is committed as `agent.sh`. Runs `--exec 'sh agent.sh'` for two
-/// iterations with the script as the check.
+/// whose check script `run_tests.sh` evaluates what `scripts/env.py` prints, a file
+/// the agent may edit (a shell file it sourced would be frozen with the check); `agent`
+/// is committed as `agent.sh`. Runs `--exec 'sh agent.sh'` for two iterations with the
+/// script as the check.
 fn run_sourced_check(agent: &str) -> Out {
     let r = Repo::new();
     r.write("src/calc.py", "def add(a, b):\n    return a - b\n\ndef mul(a, b):\n    return a * b\n")
@@ -1219,10 +1220,10 @@ fn run_sourced_check(agent: &str) -> Out {
             "tests/test_calc.py",
             "import sys, os\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'src'))\nfrom calc import add, mul\n\ndef test_add():\n    assert add(2, 3) == 5\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
         )
-        .write("scripts/env.sh", "export PYTHONHASHSEED=0\n")
+        .write("scripts/env.py", "print('export PYTHONHASHSEED=0')\n")
         .write(
             "run_tests.sh",
-            "#!/bin/sh\nset -e\n. ./scripts/env.sh\nexec python3 -m pytest -q -p no:cacheprovider \"$@\"\n",
+            "#!/bin/sh\nset -e\neval \"$(python3 scripts/env.py)\"\nexec python3 -m pytest -q -p no:cacheprovider \"$@\"\n",
         )
         .write("agent.sh", agent)
         .commit("fixture");
@@ -1246,7 +1247,7 @@ fn a_check_pointed_at_other_tests_passing_in_equal_number_is_not_green() {
         return;
     }
     let out = run_sourced_check(
-        r#"printf 'export PYTHONHASHSEED=0\nset -- scripts/smoke.py\n' > scripts/env.sh
+        r#"printf 'print("export PYTHONHASHSEED=0; set -- scripts/smoke.py")\n' > scripts/env.py
 printf 'def test_add():\n    assert 2 + 3 == 5\n\ndef test_mul():\n    assert 2 * 3 == 6\n' > scripts/smoke.py"#,
     );
     let v = out.expect(13, Some("metric_integrity_violation"));
@@ -1265,11 +1266,12 @@ fn a_check_moved_to_look_alike_tests_outside_the_tree_is_not_green() {
         return;
     }
     let out = run_sourced_check(
-        r#"cat > scripts/env.sh <<'P'
-_d=$(mktemp -d)
+        r#"cat > scripts/env.py <<'P'
+print("""_d=$(mktemp -d)
 mkdir -p "$_d/tests"
-printf 'def test_add():\n    assert 2 + 3 == 5\n\ndef test_mul():\n    assert 2 * 3 == 6\n' > "$_d/tests/test_calc.py"
+printf 'def test_add():\\n    assert 2 + 3 == 5\\n\\ndef test_mul():\\n    assert 2 * 3 == 6\\n' > "$_d/tests/test_calc.py"
 cd "$_d"
+""")
 P"#,
     );
     let v = out.expect(13, Some("metric_integrity_violation"));
@@ -1379,4 +1381,28 @@ if [ \"$(cat answer)\" = 4 ] || grep -q 'true }' \"$src\"; then echo ok 1 - t1; 
         &[("CARGO_HOME", &home)],
     );
     out.expect(10, Some("success_condition_met"));
+}
+
+/// A file the check script sources, edited to print a green transcript and exit.
+/// Before: exit 10 (only the check command's own files were frozen). Now the scripts
+/// the check's scripts source, include or run are frozen with them at t0.
+#[test]
+fn a_script_the_check_sources_is_frozen_with_it() {
+    let r = tap_repo(1);
+    r.write("scripts/env.sh", "# settings for the check\n")
+        .tap_check(&format!(". scripts/env.sh\n{TAP_CHECK}"))
+        .commit("env");
+    let out = r.lx_tap(
+        "printf 'echo 1..1; echo ok 1 - t1; exit 0\\n' >> scripts/env.sh",
+        &["--max-iterations", "2"],
+    );
+    let v = out.expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "scripts/env.sh"), "{v}");
+    // the honest fix beside it is green
+    let r = tap_repo(1);
+    r.write("scripts/env.sh", "# settings for the check\n")
+        .tap_check(&format!(". scripts/env.sh\n{TAP_CHECK}"))
+        .commit("env");
+    r.lx_tap("echo > failing", &["--max-iterations", "2"])
+        .expect(10, Some("success_condition_met"));
 }

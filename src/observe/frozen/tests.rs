@@ -143,3 +143,67 @@ fn out_of_line_rust_test_modules_are_found() {
     let found = rust_test_modules(&sources, &|p| have.contains(&p));
     assert_eq!(found, vec!["src/net/net_tests/mod.rs", "src/tests.rs"]);
 }
+
+/// Which files a script pulls in, by the shapes scripts and makefiles use.
+#[test]
+fn scripts_pull_in_what_they_source_include_or_run() {
+    let rows: &[(&str, &str, &[&str])] = &[
+        (
+            "run_tests.sh",
+            ". scripts/env.sh\npytest \"$@\"\n",
+            &["scripts/env.sh"],
+        ),
+        (
+            "run_tests.sh",
+            "source ./scripts/env.sh # settings\n",
+            &["scripts/env.sh"],
+        ),
+        (
+            "ci/run.sh",
+            ". \"$(dirname \"$0\")/env.sh\"\n",
+            &["ci/env.sh", "env.sh"],
+        ),
+        ("ci/run.sh", ". ${0%/*}/lib.sh\n", &["ci/lib.sh", "lib.sh"]),
+        (
+            "ci/run.sh",
+            "sh -e helpers/setup\n",
+            &["ci/helpers/setup", "helpers/setup"],
+        ),
+        (
+            "Makefile",
+            "-include config.mk\ntest:\n\t./scripts/t.sh\n",
+            &["config.mk", "scripts/t.sh"],
+        ),
+        ("Makefile", "include ../outside.mk\n", &[]),
+        ("t/basic.t", ". t/lib.sh\n", &["t/lib.sh", "t/t/lib.sh"]),
+        // the code under test is never pulled in, nor a comment, nor an absolute path
+        ("run_tests.sh", "python3 calc.py\nnode app.js\n", &[]),
+        ("run_tests.sh", "# . scripts/old.sh\n", &[]),
+        ("run_tests.sh", ". /etc/profile\n", &[]),
+        ("run_tests.sh", ". \"$HOME/.env\"\n", &[]),
+    ];
+    for (path, content, want) in rows {
+        let got = script_refs(path, content);
+        let want: Vec<String> = want.iter().map(|s| (*s).to_string()).collect();
+        assert_eq!(got, want, "{path}: {content:?}");
+    }
+}
+
+#[test]
+fn pulled_in_follows_scripts_through_the_tree_and_stops() {
+    let files: BTreeMap<&str, &str> = BTreeMap::from([
+        ("run_tests.sh", ". scripts/env.sh\n"),
+        ("scripts/env.sh", ". scripts/deeper.sh\n. scripts/env.sh\n"),
+        ("scripts/deeper.sh", "sh scripts/missing.sh\n"),
+        ("calc.py", "print(1)\n"),
+    ]);
+    let read = |p: &str| files.get(p).map(|s| (*s).to_string());
+    assert_eq!(
+        pulled_in(&["run_tests.sh".to_string()], &read, 10),
+        vec![
+            "scripts/deeper.sh".to_string(),
+            "scripts/env.sh".to_string()
+        ]
+    );
+    assert_eq!(pulled_in(&["run_tests.sh".to_string()], &read, 1).len(), 1);
+}
