@@ -9,9 +9,14 @@
 //!   the suite, and so is the parse's memory: it reads with
 //!   [`parse::Listing::Failing`] (passing tests kept as 64-bit id hashes).
 //!
-//! With `--json` the object is written to stdout as it is serialized ([`print_json`]):
-//! no `serde_json::Value` of the whole run is built, so the memory of a large parse is
-//! the parsed run itself, never a second copy of it.
+//! The default shape reads with [`parse::Listing::Compact`]: the failing tests as
+//! under `--summary`, and every test's id and outcome front-coded in one buffer
+//! ([`crate::check::model::ListedTests`], a few bytes per test). With `--json` the
+//! object is written to stdout as it is serialized ([`print_json`]), each test decoded
+//! as it is written: no `serde_json::Value` of the whole run and no `TestResult` per
+//! test are built, so the memory of a large parse is that compact run. The human
+//! rendering is built from the run expanded to a full one
+//! ([`ParsedRun::into_full`]).
 
 use crate::check::model::{Counts, Format, ParsedRun, TestResult};
 use crate::check::parse::{self, CheckInput, FormatChoice};
@@ -94,11 +99,12 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
             )));
         }
     }
-    // the summary shape prints no passing test: they need not be kept by name
+    // the summary shape prints no passing test: they need not be kept by name; the
+    // default shape prints them from the compact list
     let listing = if a.summary {
         parse::Listing::Failing
     } else {
-        parse::Listing::Full
+        parse::Listing::Compact
     };
     Ok(parse::parse_command_with(
         &CheckInput {
@@ -127,7 +133,8 @@ fn failing_ids(run: &ParsedRun) -> BTreeSet<&str> {
         .collect()
 }
 
-/// The collected set as sorted borrowed ids (one pointer per test, not a copy).
+/// The collected set as sorted borrowed ids (one pointer per test, not a copy) of a
+/// run without [`ParsedRun::listed`].
 fn collected_ids(run: &ParsedRun) -> Vec<&str> {
     let mut v: Vec<&str> = run
         .tests
@@ -138,6 +145,67 @@ fn collected_ids(run: &ParsedRun) -> Vec<&str> {
     v.sort_unstable();
     v.dedup();
     v
+}
+
+/// Calls `f` with the id of every named test of `run` in listed order (from
+/// [`ParsedRun::listed`] when the run has it), until `f` fails.
+fn each_named_id(
+    run: &ParsedRun,
+    mut f: impl FnMut(&str) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    run.for_each_test(|t| {
+        if t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX) {
+            Ok(())
+        } else {
+            f(t.id)
+        }
+    })
+}
+
+/// True when the named ids of `run`, in listed order, are strictly ascending (so the
+/// list is its own collected set).
+fn named_ids_ascending(run: &ParsedRun) -> bool {
+    let mut prev: Option<String> = None;
+    let up = each_named_id(run, |id| match prev.as_mut() {
+        Some(p) if p.as_str() >= id => Err(std::io::ErrorKind::InvalidData.into()),
+        Some(p) => {
+            p.clear();
+            p.push_str(id);
+            Ok(())
+        }
+        None => {
+            prev = Some(id.to_string());
+            Ok(())
+        }
+    });
+    up.is_ok()
+}
+
+/// The collected set of a run with [`ParsedRun::listed`] in name order: every named
+/// id decoded into one buffer, then byte ranges of it sorted and deduplicated (one
+/// buffer and 8 bytes per test, not a `String` each).
+fn sorted_listed_ids(run: &ParsedRun) -> (String, Vec<(u32, u32)>) {
+    let mut text = String::new();
+    let mut spans: Vec<(u32, u32)> = Vec::new();
+    // offsets past 4 GiB of ids cannot be held: such a run is not listed whole
+    let listed = each_named_id(run, |id| {
+        let (Ok(start), Ok(end)) = (
+            u32::try_from(text.len()),
+            u32::try_from(text.len() + id.len()),
+        ) else {
+            return Err(std::io::ErrorKind::OutOfMemory.into());
+        };
+        text.push_str(id);
+        spans.push((start, end));
+        Ok(())
+    });
+    if listed.is_err() {
+        spans.clear();
+    }
+    let get = |&(a, b): &(u32, u32)| &text[a as usize..b as usize];
+    spans.sort_unstable_by(|x, y| get(x).cmp(get(y)));
+    spans.dedup_by(|x, y| get(x) == get(y));
+    (text, spans)
 }
 
 /// True when each string is greater than the one before it (so the sequence is its
@@ -191,9 +259,13 @@ fn human(run: &ParsedRun, summary: bool) -> String {
 }
 
 /// The typed body of `run` (materialized: for the human rendering and the schema
-/// tests; `--json` streams the same fields with [`print_json`]).
+/// tests; `--json` streams the same fields with [`print_json`]). A run with
+/// [`ParsedRun::listed`] is expanded first ([`ParsedRun::into_full`]).
 #[must_use]
 pub fn body(run: &ParsedRun, summary: bool) -> ParseBody {
+    if run.listed.is_some() {
+        return body(&run.clone().into_full(), summary);
+    }
     ParseBody {
         format: run.format,
         complete: run.complete,
@@ -209,7 +281,7 @@ pub fn body(run: &ParsedRun, summary: bool) -> ParseBody {
 
 pub(crate) fn run(a: &ParseArgs) -> Outcome {
     match read(a) {
-        Ok(parsed) => Outcome::from_body("ok", 0, &body(&parsed, a.summary)),
+        Ok(parsed) => Outcome::from_body("ok", 0, &body(&parsed.into_full(), a.summary)),
         Err(o) => *o,
     }
 }
@@ -264,21 +336,26 @@ pub fn print_json(
     )?;
     if !summary {
         w.write_all(b",\"tests\":[")?;
-        for (k, t) in run.tests.iter().filter(|t| named(t)).enumerate() {
-            if k > 0 {
+        let mut first = true;
+        run.for_each_test(|t| {
+            if t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX) {
+                return Ok(());
+            }
+            if !first {
                 w.write_all(b",")?;
             }
+            first = false;
             w.write_all(b"{\"id\":")?;
-            json_str(w, &t.id)?;
+            json_str(w, t.id)?;
             w.write_all(b",\"outcome\":\"")?;
             w.write_all(t.outcome.as_str().as_bytes())?;
             w.write_all(b"\"")?;
-            if let Some(m) = &t.message {
+            if let Some(m) = t.message {
                 w.write_all(b",\"message\":")?;
                 json_str(w, m)?;
             }
-            w.write_all(b"}")?;
-        }
+            w.write_all(b"}")
+        })?;
         w.write_all(b"]")?;
     }
     w.write_all(b",\"counts\":")?;
@@ -287,13 +364,31 @@ pub fn print_json(
     json_strs(w, failing_ids(run).into_iter())?;
     if !summary {
         w.write_all(b",\"collected\":")?;
-        let listed = || run.tests.iter().filter(|t| named(t)).map(|t| t.id.as_str());
         // runners often print their tests in name order (libtest does): then the
         // sorted set is the list itself, and no vector of a million ids is built
-        if strictly_ascending(listed()) {
-            json_strs(w, listed())?;
+        if run.listed.is_some() {
+            if named_ids_ascending(run) {
+                w.write_all(b"[")?;
+                let mut first = true;
+                each_named_id(run, |id| {
+                    if !first {
+                        w.write_all(b",")?;
+                    }
+                    first = false;
+                    json_str(w, id)
+                })?;
+                w.write_all(b"]")?;
+            } else {
+                let (text, spans) = sorted_listed_ids(run);
+                json_strs(w, spans.iter().map(|&(a, b)| &text[a as usize..b as usize]))?;
+            }
         } else {
-            json_strs(w, collected_ids(run).into_iter())?;
+            let listed = || run.tests.iter().filter(|t| named(t)).map(|t| t.id.as_str());
+            if strictly_ascending(listed()) {
+                json_strs(w, listed())?;
+            } else {
+                json_strs(w, collected_ids(run).into_iter())?;
+            }
         }
     }
     w.write_all(b",\"diagnostics\":")?;
@@ -362,6 +457,7 @@ mod tests {
             summary: None,
             not_run: None,
             unlisted: Counts::default(),
+            listed: None,
         }
     }
 
