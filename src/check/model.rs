@@ -195,6 +195,28 @@ pub struct ListedTests {
     last: String,
 }
 
+/// Length of the longest common prefix of `a` and `b`, compared 8 bytes at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let mut x = [0u8; 8];
+        let mut y = [0u8; 8];
+        x.copy_from_slice(&a[i..i + 8]);
+        y.copy_from_slice(&b[i..i + 8]);
+        let diff = u64::from_le_bytes(x) ^ u64::from_le_bytes(y);
+        if diff != 0 {
+            // the first differing byte is the lowest set byte (little-endian)
+            return i + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
 impl ListedTests {
     /// An empty list.
     #[must_use]
@@ -235,12 +257,7 @@ impl ListedTests {
     /// Appends one attempt of test `id` (not listed until [`ListedTests::set`] gives
     /// its position an outcome); its position is the number of attempts before it.
     pub fn push(&mut self, id: &str) {
-        let shared = self
-            .last
-            .bytes()
-            .zip(id.bytes())
-            .take_while(|(a, b)| a == b)
-            .count();
+        let shared = common_prefix(self.last.as_bytes(), id.as_bytes());
         let suffix = &id.as_bytes()[shared..];
         self.put_varint(shared);
         self.put_varint(suffix.len());
@@ -304,8 +321,11 @@ impl ListedTests {
             id.extend_from_slice(&self.ids[pos..end]);
             pos = end;
             if let Some(o) = Self::outcome(state) {
-                // the bytes of an id pushed as a `str` (borrowed: no copy)
-                f(&String::from_utf8_lossy(&id), o)?;
+                // the bytes of an id pushed as a `str`: valid, checked in one pass
+                match std::str::from_utf8(&id) {
+                    Ok(text) => f(text, o)?,
+                    Err(_) => f(&String::from_utf8_lossy(&id), o)?,
+                }
             }
         }
         Ok(())
@@ -425,10 +445,10 @@ impl ParsedRun {
 
     /// Calls `f` with every test of the run, in the order of [`ParsedRun::tests`] under
     /// a full parse, until it returns an error (which is returned). For a run with
-    /// [`ParsedRun::listed`]: each listed test in order, with the outcome and message
-    /// `tests` holds for it when it is there (a failing test), then the entries of
-    /// `tests` not listed (the synthetic member, added after the parse); otherwise
-    /// `tests` as they are.
+    /// [`ParsedRun::listed`]: each listed test in order, a failing one with the outcome
+    /// and message `tests` holds for it (`tests` then holds the failing tests), then
+    /// the entries of `tests` not listed (the synthetic member, added after the
+    /// parse); otherwise `tests` as they are.
     ///
     /// # Errors
     /// The first error `f` returns.
@@ -446,24 +466,27 @@ impl ParsedRun {
         let Some(listed) = &self.listed else {
             return self.tests.iter().try_for_each(|t| f(as_ref(t)));
         };
-        // `tests` holds few entries here (the failing ones)
-        let by_id: std::collections::HashMap<&str, usize> = self
+        // `tests` holds few entries here (the failing ones), looked up only for a
+        // failing listed test
+        let by_id: std::collections::HashMap<&str, usize, foldhash::fast::FixedState> = self
             .tests
             .iter()
             .enumerate()
             .map(|(k, t)| (t.id.as_str(), k))
             .collect();
         let mut used = vec![false; self.tests.len()];
-        listed.try_for_each(|id, outcome| match by_id.get(id) {
-            Some(&k) => {
-                used[k] = true;
-                f(as_ref(&self.tests[k]))
+        listed.try_for_each(|id, outcome| {
+            match by_id.get(id).filter(|_| outcome.is_failing()) {
+                Some(&k) => {
+                    used[k] = true;
+                    f(as_ref(&self.tests[k]))
+                }
+                None => f(TestRef {
+                    id,
+                    outcome,
+                    message: None,
+                }),
             }
-            None => f(TestRef {
-                id,
-                outcome,
-                message: None,
-            }),
         })?;
         self.tests
             .iter()
@@ -582,6 +605,25 @@ mod tests {
             Err("stop")
         );
         assert_eq!(seen, 1);
+    }
+
+    /// The common prefix is found across and inside 8-byte words, and up to the
+    /// shorter input.
+    #[test]
+    fn common_prefix_counts_equal_leading_bytes() {
+        for (a, b, n) in [
+            ("", "", 0),
+            ("abc", "", 0),
+            ("abc", "abd", 2),
+            ("abcdefgh", "abcdefgh", 8),
+            ("abcdefghij", "abcdefghXj", 8),
+            ("abcdefghijklmnopq", "abcdefghijklmnopz", 16),
+            ("abcdefghijkl", "abcdefghijk", 11),
+            ("abcdeXgh", "abcdefgh", 5),
+        ] {
+            assert_eq!(common_prefix(a.as_bytes(), b.as_bytes()), n, "{a} {b}");
+            assert_eq!(common_prefix(b.as_bytes(), a.as_bytes()), n, "{b} {a}");
+        }
     }
 
     /// A compact run reads back as the full run: listed tests in order with the

@@ -147,46 +147,70 @@ fn collected_ids(run: &ParsedRun) -> Vec<&str> {
     v
 }
 
-/// Calls `f` with the id of every named test of `run` in listed order (from
-/// [`ParsedRun::listed`] when the run has it), until `f` fails.
+/// Calls `f` with the id of every named test of `run` in listed order, until `f`
+/// fails. A run with [`ParsedRun::listed`] names its tests there alone (its `tests`
+/// hold only failing tests, listed too, and the synthetic member), so `tests` is not
+/// read for it.
 fn each_named_id(
     run: &ParsedRun,
     mut f: impl FnMut(&str) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    run.for_each_test(|t| {
-        if t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX) {
-            Ok(())
-        } else {
-            f(t.id)
-        }
-    })
+    let suffix = crate::check::model::UNATTRIBUTED_SUFFIX;
+    match &run.listed {
+        Some(l) => l.try_for_each(|id, _| if id.ends_with(suffix) { Ok(()) } else { f(id) }),
+        None => run
+            .tests
+            .iter()
+            .filter(|t| named(t))
+            .try_for_each(|t| f(&t.id)),
+    }
 }
 
-/// True when the named ids of `run`, in listed order, are strictly ascending (so the
-/// list is its own collected set).
-fn named_ids_ascending(run: &ParsedRun) -> bool {
-    let mut prev: Option<String> = None;
-    let up = each_named_id(run, |id| match prev.as_mut() {
-        Some(p) if p.as_str() >= id => Err(std::io::ErrorKind::InvalidData.into()),
-        Some(p) => {
-            p.clear();
-            p.push_str(id);
-            Ok(())
+/// Tells whether strings handed over one by one are strictly ascending (each greater
+/// than the one before it), keeping a copy of the last one.
+#[derive(Debug, Default)]
+struct Ascending {
+    last: Option<String>,
+    broken: bool,
+}
+
+impl Ascending {
+    /// Takes the next string.
+    fn next(&mut self, s: &str) {
+        if self.broken {
+            return;
         }
-        None => {
-            prev = Some(id.to_string());
-            Ok(())
+        match self.last.as_mut() {
+            Some(l) if l.as_str() >= s => self.broken = true,
+            Some(l) => {
+                l.clear();
+                l.push_str(s);
+            }
+            None => self.last = Some(s.to_string()),
         }
-    });
-    up.is_ok()
+    }
+
+    /// True when every string taken was greater than the one before it.
+    fn holds(&self) -> bool {
+        !self.broken
+    }
 }
 
 /// The collected set of a run with [`ParsedRun::listed`] in name order: every named
 /// id decoded into one buffer, then byte ranges of it sorted and deduplicated (one
-/// buffer and 8 bytes per test, not a `String` each).
+/// buffer, sized by a first pass, and 8 bytes per test, not a `String` each).
 fn sorted_listed_ids(run: &ParsedRun) -> (String, Vec<(u32, u32)>) {
-    let mut text = String::new();
-    let mut spans: Vec<(u32, u32)> = Vec::new();
+    let (mut n, mut bytes) = (0usize, 0usize);
+    let counted: std::io::Result<()> = each_named_id(run, |id| {
+        n += 1;
+        bytes += id.len();
+        Ok(())
+    });
+    if counted.is_err() {
+        return (String::new(), Vec::new());
+    }
+    let mut text = String::with_capacity(bytes);
+    let mut spans: Vec<(u32, u32)> = Vec::with_capacity(n);
     // offsets past 4 GiB of ids cannot be held: such a run is not listed whole
     let listed = each_named_id(run, |id| {
         let (Ok(start), Ok(end)) = (
@@ -292,12 +316,22 @@ pub(crate) fn run(a: &ParseArgs) -> Outcome {
 #[must_use]
 pub fn run_json(a: &ParseArgs) -> ExitCode {
     match read(a) {
-        Ok(parsed) => {
+        Ok(mut parsed) => {
             let out = std::io::stdout();
             let mut w = std::io::BufWriter::with_capacity(64 * 1024, out.lock());
+            let mut print = || -> std::io::Result<()> {
+                let ascending = print_head(&mut w, &parsed, a.summary)?;
+                // a compact run's failing tests and messages are written: their memory
+                // is free before the collected set is sorted (which reads only
+                // `listed`); the few entries cost little to drop
+                if parsed.listed.is_some() {
+                    parsed.tests = Vec::new();
+                }
+                print_tail(&mut w, &parsed, a.summary, &ascending)
+            };
             // A closed stdout (`| head`) is not a parse failure: the exit code still
             // says the command ran.
-            let _ = print_json(&mut w, &parsed, a.summary);
+            let _ = print();
             drop(w);
             // the process ends next: a run of a million tests is as many strings,
             // and freeing them one by one would cost more than the exit does
@@ -325,6 +359,18 @@ pub fn print_json(
     run: &ParsedRun,
     summary: bool,
 ) -> std::io::Result<()> {
+    let ascending = print_head(w, run, summary)?;
+    print_tail(w, run, summary, &ascending)
+}
+
+/// Writes the `--json` object of `run` up to and with `failing` (the part that reads
+/// the failing tests' ids and messages); returns whether the named ids of a compact
+/// run are in name order (learnt while the tests were written).
+fn print_head(
+    w: &mut impl std::io::Write,
+    run: &ParsedRun,
+    summary: bool,
+) -> std::io::Result<Ascending> {
     w.write_all(b"{\"tool\":\"loopexec\",\"version\":")?;
     json_str(w, env!("CARGO_PKG_VERSION"))?;
     w.write_all(b",\"status\":\"ok\",\"errors\":[],\"exit_code\":0,\"format\":")?;
@@ -334,12 +380,18 @@ pub fn print_json(
         ",\"complete\":{},\"unattributed_failure\":{}",
         run.complete, run.unattributed_failure
     )?;
+    // whether the named ids of a compact run are in name order, learnt while the
+    // tests are written
+    let mut ascending = Ascending::default();
     if !summary {
         w.write_all(b",\"tests\":[")?;
         let mut first = true;
         run.for_each_test(|t| {
             if t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX) {
                 return Ok(());
+            }
+            if run.listed.is_some() {
+                ascending.next(t.id);
             }
             if !first {
                 w.write_all(b",")?;
@@ -362,12 +414,23 @@ pub fn print_json(
     ser(w, &run.counts())?;
     w.write_all(b",\"failing\":")?;
     json_strs(w, failing_ids(run).into_iter())?;
+    Ok(ascending)
+}
+
+/// Writes the rest of the `--json` object of `run` after [`print_head`]: `collected`
+/// (for a compact run, from [`ParsedRun::listed`] alone) and `diagnostics`.
+fn print_tail(
+    w: &mut impl std::io::Write,
+    run: &ParsedRun,
+    summary: bool,
+    ascending: &Ascending,
+) -> std::io::Result<()> {
     if !summary {
         w.write_all(b",\"collected\":")?;
         // runners often print their tests in name order (libtest does): then the
         // sorted set is the list itself, and no vector of a million ids is built
         if run.listed.is_some() {
-            if named_ids_ascending(run) {
+            if ascending.holds() {
                 w.write_all(b"[")?;
                 let mut first = true;
                 each_named_id(run, |id| {
