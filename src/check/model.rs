@@ -151,6 +151,185 @@ pub struct ParsedRun {
     #[serde(skip)]
     #[schemars(skip)]
     pub unlisted: Counts,
+    /// Every test the parse recorded, in first-seen order, with its outcome, kept
+    /// compactly ([`ListedTests`]): set only by a parse with `Listing::Compact` (in
+    /// `check::parse::util`, what `parse`'s default shape reads), whose `tests` then
+    /// hold what `Listing::Failing` keeps (the failing tests with their messages, and
+    /// the synthetic member). [`ParsedRun::for_each_test`] and
+    /// [`ParsedRun::into_full`] give the tests of such a run as a full parse lists
+    /// them. `None` otherwise. Never recorded (not serialized).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub listed: Option<ListedTests>,
+}
+
+/// One test of a run as [`ParsedRun::for_each_test`] hands it over (borrowed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestRef<'a> {
+    /// The test's id ([`TestResult::id`]).
+    pub id: &'a str,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Its failure message ([`TestResult::message`]).
+    pub message: Option<&'a str>,
+}
+
+/// Every test of a parse in first-seen order with its outcome, in a few bytes each:
+/// the ids front-coded in one buffer (each stored as the length of the prefix it
+/// shares with the id before it and the bytes that follow), one outcome byte each.
+///
+/// Built attempt by attempt ([`ListedTests::push`]: every recorded attempt of a test,
+/// repeats included, in order), then each test's final outcome is set at the
+/// position of its first attempt ([`ListedTests::set`]); positions left unset
+/// (later attempts of a test, tests removed again) are not listed. For 10⁶ tests
+/// with ids of ~50 bytes in name order this is ~10 MB, where a `Vec<TestResult>`
+/// holds ~120 MB.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListedTests {
+    /// Per attempt: the shared prefix length and the suffix length (LEB128 varints),
+    /// then the suffix bytes.
+    ids: Vec<u8>,
+    /// Per attempt: 0 (not listed) or an outcome code ([`ListedTests::code`]).
+    states: Vec<u8>,
+    /// The id of the last attempt pushed (the prefix the next one is coded against).
+    last: String,
+}
+
+/// Length of the longest common prefix of `a` and `b`, compared 8 bytes at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let mut x = [0u8; 8];
+        let mut y = [0u8; 8];
+        x.copy_from_slice(&a[i..i + 8]);
+        y.copy_from_slice(&b[i..i + 8]);
+        let diff = u64::from_le_bytes(x) ^ u64::from_le_bytes(y);
+        if diff != 0 {
+            // the first differing byte is the lowest set byte (little-endian)
+            return i + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+impl ListedTests {
+    /// An empty list.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn code(o: Outcome) -> u8 {
+        match o {
+            Outcome::Passed => 1,
+            Outcome::Failed => 2,
+            Outcome::Errored => 3,
+            Outcome::Skipped => 4,
+            Outcome::FlakyPassed => 5,
+        }
+    }
+
+    fn outcome(state: u8) -> Option<Outcome> {
+        Some(match state {
+            1 => Outcome::Passed,
+            2 => Outcome::Failed,
+            3 => Outcome::Errored,
+            4 => Outcome::Skipped,
+            5 => Outcome::FlakyPassed,
+            _ => return None,
+        })
+    }
+
+    fn put_varint(&mut self, mut n: usize) {
+        while n >= 0x80 {
+            // the low seven bits, with the continuation bit
+            self.ids.push((n & 0x7f) as u8 | 0x80);
+            n >>= 7;
+        }
+        self.ids.push(n as u8);
+    }
+
+    /// Appends one attempt of test `id` (not listed until [`ListedTests::set`] gives
+    /// its position an outcome); its position is the number of attempts before it.
+    pub fn push(&mut self, id: &str) {
+        let shared = common_prefix(self.last.as_bytes(), id.as_bytes());
+        let suffix = &id.as_bytes()[shared..];
+        self.put_varint(shared);
+        self.put_varint(suffix.len());
+        self.ids.extend_from_slice(suffix);
+        self.states.push(0);
+        // keeps the allocation: the ids of a run are short
+        self.last.clear();
+        self.last.push_str(id);
+    }
+
+    /// Lists the attempt at `pos` with outcome `o` (the final outcome of the test
+    /// whose first attempt it is). A position past the attempts pushed is ignored.
+    pub fn set(&mut self, pos: usize, o: Outcome) {
+        if let Some(s) = self.states.get_mut(pos) {
+            *s = Self::code(o);
+        }
+    }
+
+    /// Number of attempts pushed (listed or not).
+    #[must_use]
+    pub fn attempts(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Frees the memory kept for appending (once every attempt is pushed).
+    pub fn shrink(&mut self) {
+        self.ids.shrink_to_fit();
+        self.states.shrink_to_fit();
+        self.last = String::new();
+    }
+
+    /// Calls `f` with each listed test's id and outcome, in order, until it returns an
+    /// error (which is returned).
+    ///
+    /// # Errors
+    /// The first error `f` returns.
+    pub fn try_for_each<E>(
+        &self,
+        mut f: impl FnMut(&str, Outcome) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut id: Vec<u8> = Vec::new();
+        let mut pos = 0;
+        let varint = |pos: &mut usize| {
+            let mut n = 0usize;
+            let mut shift = 0;
+            while let Some(&b) = self.ids.get(*pos) {
+                *pos += 1;
+                n |= usize::from(b & 0x7f) << shift;
+                if b & 0x80 == 0 {
+                    break;
+                }
+                shift += 7;
+            }
+            n
+        };
+        for &state in &self.states {
+            let shared = varint(&mut pos);
+            let len = varint(&mut pos);
+            let end = (pos + len).min(self.ids.len());
+            id.truncate(shared);
+            id.extend_from_slice(&self.ids[pos..end]);
+            pos = end;
+            if let Some(o) = Self::outcome(state) {
+                // the bytes of an id pushed as a `str`: valid, checked in one pass
+                match std::str::from_utf8(&id) {
+                    Ok(text) => f(text, o)?,
+                    Err(_) => f(&String::from_utf8_lossy(&id), o)?,
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// How many tests the run reported in each group. Errors count as failed;
@@ -264,6 +443,85 @@ impl ParsedRun {
         }
     }
 
+    /// Calls `f` with every test of the run, in the order of [`ParsedRun::tests`] under
+    /// a full parse, until it returns an error (which is returned). For a run with
+    /// [`ParsedRun::listed`]: each listed test in order, a failing one with the outcome
+    /// and message `tests` holds for it (`tests` then holds the failing tests), then
+    /// the entries of `tests` not listed (the synthetic member, added after the
+    /// parse); otherwise `tests` as they are.
+    ///
+    /// # Errors
+    /// The first error `f` returns.
+    pub fn for_each_test<E>(
+        &self,
+        mut f: impl FnMut(TestRef<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        fn as_ref(t: &TestResult) -> TestRef<'_> {
+            TestRef {
+                id: t.id.as_str(),
+                outcome: t.outcome,
+                message: t.message.as_deref(),
+            }
+        }
+        let Some(listed) = &self.listed else {
+            return self.tests.iter().try_for_each(|t| f(as_ref(t)));
+        };
+        // `tests` holds few entries here (the failing ones), looked up only for a
+        // failing listed test
+        let by_id: std::collections::HashMap<&str, usize, foldhash::fast::FixedState> = self
+            .tests
+            .iter()
+            .enumerate()
+            .map(|(k, t)| (t.id.as_str(), k))
+            .collect();
+        let mut used = vec![false; self.tests.len()];
+        listed.try_for_each(|id, outcome| {
+            match by_id.get(id).filter(|_| outcome.is_failing()) {
+                Some(&k) => {
+                    used[k] = true;
+                    f(as_ref(&self.tests[k]))
+                }
+                None => f(TestRef {
+                    id,
+                    outcome,
+                    message: None,
+                }),
+            }
+        })?;
+        self.tests
+            .iter()
+            .zip(used)
+            .filter(|(_, u)| !u)
+            .try_for_each(|(t, _)| f(as_ref(t)))
+    }
+
+    /// The run as a full parse gives it: `tests` lists every test
+    /// ([`ParsedRun::for_each_test`]), `listed` and `unlisted` are cleared. A run
+    /// without [`ParsedRun::listed`] is returned as it is.
+    #[must_use]
+    pub fn into_full(mut self) -> ParsedRun {
+        if self.listed.is_none() {
+            return self;
+        }
+        let mut tests = Vec::new();
+        let done: Result<(), std::convert::Infallible> = self.for_each_test(|t| {
+            tests.push(TestResult {
+                id: t.id.to_string(),
+                outcome: t.outcome,
+                message: t.message.map(str::to_string),
+            });
+            Ok(())
+        });
+        match done {
+            Ok(()) => {}
+            Err(never) => match never {},
+        }
+        self.tests = tests;
+        self.listed = None;
+        self.unlisted = Counts::default();
+        self
+    }
+
     fn ids_where(&self, f: impl Fn(Outcome) -> bool) -> BTreeSet<String> {
         self.tests
             .iter()
@@ -283,4 +541,132 @@ pub const UNATTRIBUTED_SUFFIX: &str = "::<unattributed>";
 pub fn counted_executed(p: &ParsedRun) -> Option<u64> {
     p.summary
         .map(|s| s.passed.saturating_add(s.failed).saturating_add(s.flaky))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ids come back as pushed, in order, with the outcome set at their position;
+    /// positions never set are skipped. Covers prefixes cut inside a character,
+    /// lengths past one varint byte and an empty id.
+    #[test]
+    fn listed_tests_round_trip() {
+        let long = "x".repeat(300);
+        let ids = [
+            "a::b",
+            "a::bc",
+            "a::b",
+            "ünï::ç",
+            "ünï::é",
+            "",
+            long.as_str(),
+            &format!("{long}y"),
+            "z",
+        ];
+        let mut l = ListedTests::new();
+        for id in ids {
+            l.push(id);
+        }
+        assert_eq!(l.attempts(), ids.len());
+        let outcomes = [
+            Outcome::Passed,
+            Outcome::Failed,
+            Outcome::Errored,
+            Outcome::Skipped,
+            Outcome::FlakyPassed,
+        ];
+        // position 2 (a repeat) is never set
+        let listed: Vec<usize> = vec![0, 1, 3, 4, 5, 6, 7, 8];
+        for (k, &pos) in listed.iter().enumerate() {
+            l.set(pos, outcomes[k % outcomes.len()]);
+        }
+        l.set(99, Outcome::Passed);
+        l.shrink();
+        let mut got = Vec::new();
+        let done: Result<(), ()> = l.try_for_each(|id, o| {
+            got.push((id.to_string(), o));
+            Ok(())
+        });
+        assert_eq!(done, Ok(()));
+        let want: Vec<(String, Outcome)> = listed
+            .iter()
+            .enumerate()
+            .map(|(k, &pos)| (ids[pos].to_string(), outcomes[k % outcomes.len()]))
+            .collect();
+        assert_eq!(got, want);
+        // an error stops the walk and is returned
+        let mut seen = 0;
+        assert_eq!(
+            l.try_for_each(|_, _| {
+                seen += 1;
+                Err("stop")
+            }),
+            Err("stop")
+        );
+        assert_eq!(seen, 1);
+    }
+
+    /// The common prefix is found across and inside 8-byte words, and up to the
+    /// shorter input.
+    #[test]
+    fn common_prefix_counts_equal_leading_bytes() {
+        for (a, b, n) in [
+            ("", "", 0),
+            ("abc", "", 0),
+            ("abc", "abd", 2),
+            ("abcdefgh", "abcdefgh", 8),
+            ("abcdefghij", "abcdefghXj", 8),
+            ("abcdefghijklmnopq", "abcdefghijklmnopz", 16),
+            ("abcdefghijkl", "abcdefghijk", 11),
+            ("abcdeXgh", "abcdefgh", 5),
+        ] {
+            assert_eq!(common_prefix(a.as_bytes(), b.as_bytes()), n, "{a} {b}");
+            assert_eq!(common_prefix(b.as_bytes(), a.as_bytes()), n, "{b} {a}");
+        }
+    }
+
+    /// A compact run reads back as the full run: listed tests in order with the
+    /// messages `tests` holds for the failing ones, then the synthetic member.
+    #[test]
+    fn compact_run_expands_to_the_full_run() {
+        let t = |id: &str, outcome, message: Option<&str>| TestResult {
+            id: id.into(),
+            outcome,
+            message: message.map(str::to_string),
+        };
+        let full = vec![
+            t("b::ok", Outcome::Passed, None),
+            t("a::bad", Outcome::Failed, Some("boom")),
+            t("c::skip", Outcome::Skipped, None),
+            t("cargo::<unattributed>", Outcome::Failed, Some("x")),
+        ];
+        let mut listed = ListedTests::new();
+        for id in ["b::ok", "a::bad", "b::ok", "c::skip"] {
+            listed.push(id);
+        }
+        listed.set(0, Outcome::Passed);
+        listed.set(1, Outcome::Failed);
+        listed.set(3, Outcome::Skipped);
+        let run = ParsedRun {
+            format: Format::Libtest,
+            complete: true,
+            unattributed_failure: true,
+            tests: vec![full[1].clone(), full[3].clone()],
+            diagnostics: Vec::new(),
+            summary: None,
+            not_run: None,
+            unlisted: Counts {
+                passed: 1,
+                skipped: 1,
+                ..Counts::default()
+            },
+            listed: Some(listed),
+        };
+        let counts = run.counts();
+        let expanded = run.into_full();
+        assert_eq!(expanded.tests, full);
+        assert_eq!(expanded.listed, None);
+        assert_eq!(expanded.counts(), counts);
+    }
 }

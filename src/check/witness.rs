@@ -347,6 +347,7 @@ mod tests {
             }),
             not_run: None,
             unlisted: crate::check::model::Counts::default(),
+            listed: None,
         }
     }
 

@@ -9,9 +9,14 @@
 //!   the suite, and so is the parse's memory: it reads with
 //!   [`parse::Listing::Failing`] (passing tests kept as 64-bit id hashes).
 //!
-//! With `--json` the object is written to stdout as it is serialized ([`print_json`]):
-//! no `serde_json::Value` of the whole run is built, so the memory of a large parse is
-//! the parsed run itself, never a second copy of it.
+//! The default shape reads with [`parse::Listing::Compact`]: the failing tests as
+//! under `--summary`, and every test's id and outcome front-coded in one buffer
+//! ([`crate::check::model::ListedTests`], a few bytes per test). With `--json` the
+//! object is written to stdout as it is serialized ([`print_json`]), each test decoded
+//! as it is written: no `serde_json::Value` of the whole run and no `TestResult` per
+//! test are built, so the memory of a large parse is that compact run. The human
+//! rendering is built from the run expanded to a full one
+//! ([`ParsedRun::into_full`]).
 
 use crate::check::model::{Counts, Format, ParsedRun, TestResult};
 use crate::check::parse::{self, CheckInput, FormatChoice};
@@ -94,11 +99,12 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
             )));
         }
     }
-    // the summary shape prints no passing test: they need not be kept by name
+    // the summary shape prints no passing test: they need not be kept by name; the
+    // default shape prints them from the compact list
     let listing = if a.summary {
         parse::Listing::Failing
     } else {
-        parse::Listing::Full
+        parse::Listing::Compact
     };
     Ok(parse::parse_command_with(
         &CheckInput {
@@ -127,7 +133,8 @@ fn failing_ids(run: &ParsedRun) -> BTreeSet<&str> {
         .collect()
 }
 
-/// The collected set as sorted borrowed ids (one pointer per test, not a copy).
+/// The collected set as sorted borrowed ids (one pointer per test, not a copy) of a
+/// run without [`ParsedRun::listed`].
 fn collected_ids(run: &ParsedRun) -> Vec<&str> {
     let mut v: Vec<&str> = run
         .tests
@@ -138,6 +145,91 @@ fn collected_ids(run: &ParsedRun) -> Vec<&str> {
     v.sort_unstable();
     v.dedup();
     v
+}
+
+/// Calls `f` with the id of every named test of `run` in listed order, until `f`
+/// fails. A run with [`ParsedRun::listed`] names its tests there alone (its `tests`
+/// hold only failing tests, listed too, and the synthetic member), so `tests` is not
+/// read for it.
+fn each_named_id(
+    run: &ParsedRun,
+    mut f: impl FnMut(&str) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let suffix = crate::check::model::UNATTRIBUTED_SUFFIX;
+    match &run.listed {
+        Some(l) => l.try_for_each(|id, _| if id.ends_with(suffix) { Ok(()) } else { f(id) }),
+        None => run
+            .tests
+            .iter()
+            .filter(|t| named(t))
+            .try_for_each(|t| f(&t.id)),
+    }
+}
+
+/// Tells whether strings handed over one by one are strictly ascending (each greater
+/// than the one before it), keeping a copy of the last one.
+#[derive(Debug, Default)]
+struct Ascending {
+    last: Option<String>,
+    broken: bool,
+}
+
+impl Ascending {
+    /// Takes the next string.
+    fn next(&mut self, s: &str) {
+        if self.broken {
+            return;
+        }
+        match self.last.as_mut() {
+            Some(l) if l.as_str() >= s => self.broken = true,
+            Some(l) => {
+                l.clear();
+                l.push_str(s);
+            }
+            None => self.last = Some(s.to_string()),
+        }
+    }
+
+    /// True when every string taken was greater than the one before it.
+    fn holds(&self) -> bool {
+        !self.broken
+    }
+}
+
+/// The collected set of a run with [`ParsedRun::listed`] in name order: every named
+/// id decoded into one buffer, then byte ranges of it sorted and deduplicated (one
+/// buffer, sized by a first pass, and 8 bytes per test, not a `String` each).
+fn sorted_listed_ids(run: &ParsedRun) -> (String, Vec<(u32, u32)>) {
+    let (mut n, mut bytes) = (0usize, 0usize);
+    let counted: std::io::Result<()> = each_named_id(run, |id| {
+        n += 1;
+        bytes += id.len();
+        Ok(())
+    });
+    if counted.is_err() {
+        return (String::new(), Vec::new());
+    }
+    let mut text = String::with_capacity(bytes);
+    let mut spans: Vec<(u32, u32)> = Vec::with_capacity(n);
+    // offsets past 4 GiB of ids cannot be held: such a run is not listed whole
+    let listed = each_named_id(run, |id| {
+        let (Ok(start), Ok(end)) = (
+            u32::try_from(text.len()),
+            u32::try_from(text.len() + id.len()),
+        ) else {
+            return Err(std::io::ErrorKind::OutOfMemory.into());
+        };
+        text.push_str(id);
+        spans.push((start, end));
+        Ok(())
+    });
+    if listed.is_err() {
+        spans.clear();
+    }
+    let get = |&(a, b): &(u32, u32)| &text[a as usize..b as usize];
+    spans.sort_unstable_by(|x, y| get(x).cmp(get(y)));
+    spans.dedup_by(|x, y| get(x) == get(y));
+    (text, spans)
 }
 
 /// True when each string is greater than the one before it (so the sequence is its
@@ -191,9 +283,13 @@ fn human(run: &ParsedRun, summary: bool) -> String {
 }
 
 /// The typed body of `run` (materialized: for the human rendering and the schema
-/// tests; `--json` streams the same fields with [`print_json`]).
+/// tests; `--json` streams the same fields with [`print_json`]). A run with
+/// [`ParsedRun::listed`] is expanded first ([`ParsedRun::into_full`]).
 #[must_use]
 pub fn body(run: &ParsedRun, summary: bool) -> ParseBody {
+    if run.listed.is_some() {
+        return body(&run.clone().into_full(), summary);
+    }
     ParseBody {
         format: run.format,
         complete: run.complete,
@@ -209,7 +305,7 @@ pub fn body(run: &ParsedRun, summary: bool) -> ParseBody {
 
 pub(crate) fn run(a: &ParseArgs) -> Outcome {
     match read(a) {
-        Ok(parsed) => Outcome::from_body("ok", 0, &body(&parsed, a.summary)),
+        Ok(parsed) => Outcome::from_body("ok", 0, &body(&parsed.into_full(), a.summary)),
         Err(o) => *o,
     }
 }
@@ -220,12 +316,22 @@ pub(crate) fn run(a: &ParseArgs) -> Outcome {
 #[must_use]
 pub fn run_json(a: &ParseArgs) -> ExitCode {
     match read(a) {
-        Ok(parsed) => {
+        Ok(mut parsed) => {
             let out = std::io::stdout();
             let mut w = std::io::BufWriter::with_capacity(64 * 1024, out.lock());
+            let mut print = || -> std::io::Result<()> {
+                let ascending = print_head(&mut w, &parsed, a.summary)?;
+                // a compact run's failing tests and messages are written: their memory
+                // is free before the collected set is sorted (which reads only
+                // `listed`); the few entries cost little to drop
+                if parsed.listed.is_some() {
+                    parsed.tests = Vec::new();
+                }
+                print_tail(&mut w, &parsed, a.summary, &ascending)
+            };
             // A closed stdout (`| head`) is not a parse failure: the exit code still
             // says the command ran.
-            let _ = print_json(&mut w, &parsed, a.summary);
+            let _ = print();
             drop(w);
             // the process ends next: a run of a million tests is as many strings,
             // and freeing them one by one would cost more than the exit does
@@ -253,6 +359,18 @@ pub fn print_json(
     run: &ParsedRun,
     summary: bool,
 ) -> std::io::Result<()> {
+    let ascending = print_head(w, run, summary)?;
+    print_tail(w, run, summary, &ascending)
+}
+
+/// Writes the `--json` object of `run` up to and with `failing` (the part that reads
+/// the failing tests' ids and messages); returns whether the named ids of a compact
+/// run are in name order (learnt while the tests were written).
+fn print_head(
+    w: &mut impl std::io::Write,
+    run: &ParsedRun,
+    summary: bool,
+) -> std::io::Result<Ascending> {
     w.write_all(b"{\"tool\":\"loopexec\",\"version\":")?;
     json_str(w, env!("CARGO_PKG_VERSION"))?;
     w.write_all(b",\"status\":\"ok\",\"errors\":[],\"exit_code\":0,\"format\":")?;
@@ -262,38 +380,78 @@ pub fn print_json(
         ",\"complete\":{},\"unattributed_failure\":{}",
         run.complete, run.unattributed_failure
     )?;
+    // whether the named ids of a compact run are in name order, learnt while the
+    // tests are written
+    let mut ascending = Ascending::default();
     if !summary {
         w.write_all(b",\"tests\":[")?;
-        for (k, t) in run.tests.iter().filter(|t| named(t)).enumerate() {
-            if k > 0 {
+        let mut first = true;
+        run.for_each_test(|t| {
+            if t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX) {
+                return Ok(());
+            }
+            if run.listed.is_some() {
+                ascending.next(t.id);
+            }
+            if !first {
                 w.write_all(b",")?;
             }
+            first = false;
             w.write_all(b"{\"id\":")?;
-            json_str(w, &t.id)?;
+            json_str(w, t.id)?;
             w.write_all(b",\"outcome\":\"")?;
             w.write_all(t.outcome.as_str().as_bytes())?;
             w.write_all(b"\"")?;
-            if let Some(m) = &t.message {
+            if let Some(m) = t.message {
                 w.write_all(b",\"message\":")?;
                 json_str(w, m)?;
             }
-            w.write_all(b"}")?;
-        }
+            w.write_all(b"}")
+        })?;
         w.write_all(b"]")?;
     }
     w.write_all(b",\"counts\":")?;
     ser(w, &run.counts())?;
     w.write_all(b",\"failing\":")?;
     json_strs(w, failing_ids(run).into_iter())?;
+    Ok(ascending)
+}
+
+/// Writes the rest of the `--json` object of `run` after [`print_head`]: `collected`
+/// (for a compact run, from [`ParsedRun::listed`] alone) and `diagnostics`.
+fn print_tail(
+    w: &mut impl std::io::Write,
+    run: &ParsedRun,
+    summary: bool,
+    ascending: &Ascending,
+) -> std::io::Result<()> {
     if !summary {
         w.write_all(b",\"collected\":")?;
-        let listed = || run.tests.iter().filter(|t| named(t)).map(|t| t.id.as_str());
         // runners often print their tests in name order (libtest does): then the
         // sorted set is the list itself, and no vector of a million ids is built
-        if strictly_ascending(listed()) {
-            json_strs(w, listed())?;
+        if run.listed.is_some() {
+            if ascending.holds() {
+                w.write_all(b"[")?;
+                let mut first = true;
+                each_named_id(run, |id| {
+                    if !first {
+                        w.write_all(b",")?;
+                    }
+                    first = false;
+                    json_str(w, id)
+                })?;
+                w.write_all(b"]")?;
+            } else {
+                let (text, spans) = sorted_listed_ids(run);
+                json_strs(w, spans.iter().map(|&(a, b)| &text[a as usize..b as usize]))?;
+            }
         } else {
-            json_strs(w, collected_ids(run).into_iter())?;
+            let listed = || run.tests.iter().filter(|t| named(t)).map(|t| t.id.as_str());
+            if strictly_ascending(listed()) {
+                json_strs(w, listed())?;
+            } else {
+                json_strs(w, collected_ids(run).into_iter())?;
+            }
         }
     }
     w.write_all(b",\"diagnostics\":")?;
@@ -362,6 +520,7 @@ mod tests {
             summary: None,
             not_run: None,
             unlisted: Counts::default(),
+            listed: None,
         }
     }
 

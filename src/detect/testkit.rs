@@ -36,6 +36,7 @@ pub fn parsed(tests: &[(&str, Outcome)]) -> ParsedRun {
         summary: None,
         not_run: None,
         unlisted: crate::check::model::Counts::default(),
+        listed: None,
     }
 }
 

@@ -1,5 +1,8 @@
 //! [`HashedTests`]: the test store of a parse that lists only failing tests
-//! ([`Listing::Failing`], what `loopexec parse --summary` asks for).
+//! ([`Listing::Failing`], what `loopexec parse --summary` asks for), or lists the
+//! others compactly ([`Listing::Compact`], `parse`'s default shape: every attempt's id
+//! is also appended to a [`ListedTests`], and [`HashedTests::finish`] gives each
+//! test's first attempt its final outcome there).
 //!
 //! A test is known by the 64-bit hash of its id ([`id_hash`]). Its id text is kept
 //! only once an attempt of it fails or passes on a retry (`named`: id, outcome, first
@@ -29,7 +32,7 @@
 //! million).
 
 use super::util::{id_hash, IdHasher, Listing};
-use crate::check::model::{Counts, Outcome, TestResult};
+use crate::check::model::{Counts, ListedTests, Outcome, TestResult};
 use std::collections::HashMap;
 
 /// A record of a test that is not named: a table slot or a log entry (`first` is then
@@ -308,6 +311,9 @@ pub struct HashedTests {
     named_bits: Vec<u64>,
     /// Ids whose hash a different named id holds, with their private keys.
     spill: HashMap<String, u64, IdHasher>,
+    /// Under [`Listing::Compact`]: every attempt's id, in order (position = `next`
+    /// when it was recorded).
+    listed: Option<ListedTests>,
 }
 
 impl Default for HashedTests {
@@ -329,6 +335,16 @@ impl HashedTests {
             named: HashMap::default(),
             named_bits: Vec::new(),
             spill: HashMap::default(),
+            listed: None,
+        }
+    }
+
+    /// An empty store that also lists every attempt's id ([`Listing::Compact`]).
+    #[must_use]
+    pub fn listing_all() -> Self {
+        HashedTests {
+            listed: Some(ListedTests::new()),
+            ..Self::new()
         }
     }
 
@@ -461,6 +477,9 @@ impl HashedTests {
         let mut key = self.key(id);
         let pos = self.next;
         self.next = self.next.saturating_add(1);
+        if let Some(l) = self.listed.as_mut() {
+            l.push(id);
+        }
         let clash = if self.maybe_named(key) {
             self.named.get(&key).map(|n| n.id != id)
         } else {
@@ -570,28 +589,45 @@ impl HashedTests {
             + self.named.values().filter(|n| n.outcome == o).count()
     }
 
-    /// The failing tests with their ids and messages, in first-seen order, and the
-    /// counts of all the others.
+    /// The failing tests with their ids and messages, in first-seen order, the
+    /// counts of all the others, and under [`Listing::Compact`] every test in
+    /// first-seen order with its final outcome.
     #[must_use]
-    pub fn finish(mut self) -> (Vec<TestResult>, Counts) {
+    pub fn finish(mut self) -> (Vec<TestResult>, Counts, Option<ListedTests>) {
         let mut rest = Counts::default();
-        let mut add = |state: u8| match outcome_of(state) {
-            Some(Outcome::Passed) => rest.passed += 1,
-            Some(Outcome::Skipped) => rest.skipped += 1,
-            Some(Outcome::FlakyPassed) => rest.flaky += 1,
-            // failing tests are named; a failing unnamed record cannot be
-            Some(Outcome::Failed | Outcome::Errored) => rest.failed += 1,
-            None => {}
+        let mut listed = self.listed.take();
+        // counts an unlisted test and lists it at its first position
+        let add = |rest: &mut Counts, listed: &mut Option<ListedTests>, first: u32, o: Outcome| {
+            match o {
+                Outcome::Passed => rest.passed += 1,
+                Outcome::Skipped => rest.skipped += 1,
+                Outcome::FlakyPassed => rest.flaky += 1,
+                // failing tests are named; a failing unnamed record cannot be
+                Outcome::Failed | Outcome::Errored => rest.failed += 1,
+            }
+            if let Some(l) = listed.as_mut() {
+                l.set(first as usize, o);
+            }
+        };
+        let mut add_slot = |s: &Slot| {
+            if let Some(o) = outcome_of(s.state) {
+                add(&mut rest, &mut listed, s.first, o);
+            }
         };
         match self.log.take() {
-            Some(log) => Self::fold_log(log, &mut self.named, &self.named_bits, |s| add(s.state)),
-            None => self.table.live_slots().for_each(|s| add(s.state)),
+            Some(log) => {
+                Self::fold_log(log, &mut self.named, &self.named_bits, |s| add_slot(&s));
+            }
+            None => self.table.live_slots().for_each(&mut add_slot),
         }
         // the table's memory is free before the failing list is built
         self.table = Table::default();
         let mut failing = Vec::with_capacity(self.named.len());
         for n in self.named.into_values() {
             if n.outcome.is_failing() {
+                if let Some(l) = listed.as_mut() {
+                    l.set(n.first as usize, n.outcome);
+                }
                 failing.push((
                     n.first,
                     TestResult {
@@ -601,18 +637,26 @@ impl HashedTests {
                     },
                 ));
             } else {
-                add(code(n.outcome));
+                add(&mut rest, &mut listed, n.first, n.outcome);
             }
         }
         failing.sort_unstable_by_key(|(first, _)| *first);
-        (failing.into_iter().map(|(_, t)| t).collect(), rest)
+        if let Some(l) = listed.as_mut() {
+            l.shrink();
+        }
+        (failing.into_iter().map(|(_, t)| t).collect(), rest, listed)
     }
 }
 
-/// The store a [`Listing`] asks for: `Some` for [`Listing::Failing`].
+/// The store a [`Listing`] asks for: `Some` for [`Listing::Failing`] and
+/// [`Listing::Compact`].
 #[must_use]
 pub fn for_listing(listing: Listing) -> Option<HashedTests> {
-    (listing == Listing::Failing).then(HashedTests::new)
+    match listing {
+        Listing::Full => None,
+        Listing::Failing => Some(HashedTests::new()),
+        Listing::Compact => Some(HashedTests::listing_all()),
+    }
 }
 
 #[cfg(test)]
@@ -783,6 +827,57 @@ mod tests {
         assert_eq!(view(&hashed.finish(true)), view(&full.finish(true)));
     }
 
+    /// Under [`Listing::Compact`] both stores expand to what the full store lists:
+    /// every test once, in first-seen order, with its final outcome and message; a
+    /// removed test is not listed, one recorded again is listed at its new place.
+    /// Each case runs with the store in its log form and moved to its table (by an
+    /// `outcome` question before the first attempt).
+    #[test]
+    fn compact_listing_expands_to_the_full_store() {
+        let removal: &[Attempt] = &[
+            ("g", Failed, Some("x")),
+            ("t", Passed, None),
+            ("u", Skipped, None),
+            ("t", Failed, Some("late")),
+        ];
+        for table in [false, true] {
+            for (name, attempts, _, _) in CASES {
+                let mut full = Collector::new();
+                let mut compact = Collector::with_listing(Listing::Compact);
+                if table {
+                    assert_eq!(compact.outcome("none"), None);
+                }
+                attempts_into(&mut full, attempts);
+                attempts_into(&mut compact, attempts);
+                let compact = finish(compact);
+                assert!(compact.listed.is_some(), "{name}");
+                assert_eq!(compact.into_full(), finish(full), "{name} (table: {table})");
+
+                let mut full = RunBuilder::new(Format::Junit, "junit");
+                let mut compact =
+                    RunBuilder::with_listing(Format::Junit, "junit", Listing::Compact);
+                for (id, o, m) in *attempts {
+                    full.attempt(id, *o, *m);
+                    compact.attempt(id, *o, *m);
+                }
+                assert_eq!(
+                    compact.finish(true).into_full(),
+                    full.finish(true),
+                    "{name} (builder)"
+                );
+            }
+            let mut full = Collector::new();
+            let mut compact = Collector::with_listing(Listing::Compact);
+            for c in [&mut full, &mut compact] {
+                attempts_into(c, removal);
+                c.remove("g");
+                c.remove("u");
+                c.record("u", Passed, None);
+            }
+            assert_eq!(finish(compact).into_full(), finish(full), "removal");
+        }
+    }
+
     #[test]
     fn messages_follow_the_rules_of_each_store() {
         let mut c = Collector::with_listing(Listing::Failing);
@@ -841,7 +936,7 @@ mod tests {
         assert_eq!(h.outcome("t7"), Some(Failed));
         assert_eq!(h.outcome("t8"), Some(Passed));
         assert_eq!(h.outcome("nope"), None);
-        let (failing, rest) = h.finish();
+        let (failing, rest, _) = h.finish();
         assert_eq!(failing.len(), 715);
         assert_eq!(failing[1].id, "t7");
         assert_eq!(rest, counts(4285, 0, 0, 0));
@@ -909,7 +1004,7 @@ mod tests {
         assert_eq!(h.outcome("a"), Some(Failed));
         assert_eq!(h.outcome("b"), Some(FlakyPassed));
         assert_eq!(h.outcome("c"), Some(Errored));
-        let (failing, rest) = h.finish();
+        let (failing, rest, _) = h.finish();
         let got: Vec<_> = failing
             .iter()
             .map(|t| (t.id.as_str(), t.outcome, t.message.as_deref()))

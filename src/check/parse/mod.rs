@@ -289,9 +289,9 @@ fn source_count(
     input.reports.len() + stream_sources
 }
 
-/// [`parse`] keeping the tests as `listing` asks. [`Listing::Failing`] applies only
-/// when the run has a single source (one report, or the output alone); otherwise
-/// every test is listed, as under [`Listing::Full`]. Either way the counts, the
+/// [`parse`] keeping the tests as `listing` asks. [`Listing::Failing`] and
+/// [`Listing::Compact`] apply only when the run has a single source (one report, or
+/// the output alone); otherwise every test is listed, as under [`Listing::Full`]. Either way the counts, the
 /// failing set, completeness and diagnostics are those [`parse`] gives.
 #[must_use]
 pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) -> ParsedRun {
@@ -301,8 +301,8 @@ pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) ->
         .iter()
         .map(|s| s.and_then(detect::detect_stream))
         .collect();
-    let listing = if listing == Listing::Failing && source_count(input, choice, &detected) == 1 {
-        Listing::Failing
+    let listing = if listing != Listing::Full && source_count(input, choice, &detected) == 1 {
+        listing
     } else {
         Listing::Full
     };
@@ -439,6 +439,7 @@ pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) ->
                 summary: None,
                 not_run: None,
                 unlisted: crate::check::model::Counts::default(),
+                listed: None,
             }
         }
     };
@@ -684,6 +685,7 @@ mod tests {
             summary: None,
             not_run: None,
             unlisted: crate::check::model::Counts::default(),
+            listed: None,
         }
     }
 

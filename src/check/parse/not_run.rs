@@ -118,6 +118,7 @@ mod tests {
             summary: None,
             not_run: None,
             unlisted: crate::check::model::Counts::default(),
+            listed: None,
         }
     }
 

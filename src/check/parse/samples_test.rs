@@ -146,6 +146,37 @@ fn failing_listing_agrees_with_full_on_every_sample() {
     eprintln!("{checked} samples agree; {hashed} read with passing tests as hashes");
 }
 
+/// Every sample read with [`Listing::Compact`] (ids front-coded, failing tests in
+/// full) expands to the run a full parse gives, and `parse --json` prints it byte
+/// for byte as it prints the full run.
+#[test]
+fn compact_listing_agrees_with_full_on_every_sample() {
+    let dir = fixtures_dir();
+    let (mut checked, mut compact) = (0, 0);
+    for f in expected_files(&dir) {
+        let Ok(exp) = load_expected(&f) else { continue };
+        let input = SampleInput::read(&f, &exp);
+        let full = input.parse(Listing::Full);
+        let run = input.parse(Listing::Compact);
+        let json = |r: &ParsedRun| {
+            let mut buf = Vec::new();
+            crate::cmd::parse::print_json(&mut buf, r, false).expect("write to a vector");
+            String::from_utf8(buf).expect("JSON is UTF-8")
+        };
+        assert_eq!(json(&run), json(&full), "{}", f.display());
+        compact += usize::from(run.listed.is_some());
+        assert_eq!(run.into_full(), full, "{}", f.display());
+        checked += 1;
+    }
+    assert!(
+        checked >= 80,
+        "only {checked} samples under {}",
+        dir.display()
+    );
+    assert!(compact >= 40, "only {compact} samples read compactly");
+    eprintln!("{checked} samples agree; {compact} read compactly");
+}
+
 #[test]
 fn samples_match_expected() {
     let Some(dir) = samples_dir() else {

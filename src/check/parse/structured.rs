@@ -202,9 +202,9 @@ impl RunBuilder {
     /// Finishes the run. See the module doc for when the synthetic member is added.
     #[must_use]
     pub fn finish(mut self, complete: bool) -> ParsedRun {
-        let (mut tests, unlisted) = match self.hashed.take() {
+        let (mut tests, unlisted, listed) = match self.hashed.take() {
             Some(h) => h.finish(),
-            None => (std::mem::take(&mut self.tests), Counts::default()),
+            None => (std::mem::take(&mut self.tests), Counts::default(), None),
         };
         if self.unattributed && !tests.iter().any(|t| t.outcome.is_failing()) {
             tests.push(util::unattributed(
@@ -221,6 +221,7 @@ impl RunBuilder {
             summary: self.summary,
             not_run: None,
             unlisted,
+            listed,
         }
     }
 

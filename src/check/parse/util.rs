@@ -135,6 +135,8 @@ pub fn normalize_message(msg: &str) -> String {
         }
     }
     truncate_bytes(&mut out, MESSAGE_LIMIT);
+    // kept per failing test until the run is printed: no room to grow
+    out.shrink_to_fit();
     out
 }
 
@@ -338,6 +340,12 @@ pub enum Listing {
     /// failing set, completeness and diagnostics are those of [`Listing::Full`]; the
     /// collected and passing sets are not known. For `parse --summary`.
     Failing,
+    /// What [`Listing::Failing`] keeps, and every test's id and outcome in first-seen
+    /// order in [`ParsedRun::listed`] (front-coded, a few bytes per test: see
+    /// [`crate::check::model::ListedTests`]). Everything a full parse lists can be
+    /// read back from the run ([`ParsedRun::for_each_test`]), in a fraction of its
+    /// memory. For `parse`'s default shape.
+    Compact,
 }
 
 /// The merge rule of [`Collector::record`]: a passing attempt after a failing one is
@@ -765,9 +773,9 @@ impl Collector {
     pub fn finish(mut self, end: RunEnd<'_>) -> ParsedRun {
         self.settle();
         let summary = self.summary;
-        let (mut tests, unlisted) = match self.hashed {
+        let (mut tests, unlisted, listed) = match self.hashed {
             Some(h) => h.finish(),
-            None => (self.tests, crate::check::model::Counts::default()),
+            None => (self.tests, crate::check::model::Counts::default(), None),
         };
         let mut unattr = end.unattributed;
         if end.red && !tests.iter().any(|t| t.outcome.is_failing()) {
@@ -785,6 +793,7 @@ impl Collector {
             summary,
             not_run: None,
             unlisted,
+            listed,
         }
     }
 }
