@@ -268,13 +268,33 @@ fn split_z(bytes: &[u8]) -> Vec<String> {
 /// inside a work tree (or git cannot run).
 #[must_use]
 pub fn repo_root(dir: &Path) -> Option<PathBuf> {
-    let out = run(git_cmd(dir).args(["rev-parse", "--show-toplevel"])).ok()?;
-    let s = trim_line(&out);
-    if s.is_empty() {
-        None
-    } else {
-        Some(PathBuf::from(s))
+    work_tree(dir).map(|(top, _)| top)
+}
+
+/// The work tree containing `dir` and its git directory, as
+/// `(top directory, absolute git directory)`; `None` when `dir` is not inside a work
+/// tree (or git cannot run).
+///
+/// [`git_cmd`] removes `GIT_DIR` and `GIT_WORK_TREE`, so git finds a repository only
+/// through a `.git` entry (directory or `gitdir:` file) in `dir` or an ancestor:
+/// where there is none, the answer is `None` without starting git (two processes a
+/// run in a plain directory saved). Otherwise one `git rev-parse --show-toplevel
+/// --absolute-git-dir` answers both.
+#[must_use]
+pub fn work_tree(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if !abs
+        .ancestors()
+        .any(|a| a.join(".git").symlink_metadata().is_ok())
+    {
+        return None;
     }
+    let out = run(git_cmd(dir).args(["rev-parse", "--show-toplevel", "--absolute-git-dir"])).ok()?;
+    let text = String::from_utf8_lossy(&out);
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let top = lines.next()?;
+    let git_dir = lines.next()?;
+    Some((PathBuf::from(top), PathBuf::from(git_dir)))
 }
 
 pub(crate) fn require_root(dir: &Path) -> Result<PathBuf, GitError> {

@@ -15,7 +15,7 @@
 //! by mode and content (blake3), so a version manager rewriting its shims with the same
 //! bytes is no change.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -277,6 +277,10 @@ pub fn measure_files(files: &[PathBuf]) -> BTreeMap<String, String> {
 }
 
 /// [`measure_files`] with `window` as the racy window of the directories.
+///
+/// Candidates come grouped by directory (18 names per ancestor): each group costs one
+/// `stat` of its directory and one lookup of what the previous call found there; a
+/// name that was absent from a directory still unchanged and settled is not statted.
 fn measure_files_within(
     files: &[PathBuf],
     window: std::time::Duration,
@@ -284,30 +288,62 @@ fn measure_files_within(
     let mut out = BTreeMap::new();
     let mut absent = blake3::Hasher::new();
     let mut n_absent = 0usize;
-    let mut dirs = AbsentDirs::new(window);
-    for f in files {
-        let known_absent = dirs.known_absent(f);
-        let meta = if known_absent {
-            Err(std::io::ErrorKind::NotFound.into())
-        } else {
-            std::fs::symlink_metadata(f)
+    let known = ABSENT_IN
+        .lock()
+        .ok()
+        .and_then(|mut m| m.take())
+        .unwrap_or_default();
+    let mut next = AbsentNames::new();
+    let at = std::time::SystemTime::now();
+    let mut rest = files;
+    while let Some(first) = rest.first() {
+        let dir = first.parent().unwrap_or(Path::new(""));
+        let len = rest
+            .iter()
+            .position(|f| f.parent().unwrap_or(Path::new("")) != dir)
+            .unwrap_or(rest.len());
+        let (group, tail) = rest.split_at(len);
+        rest = tail;
+        let (key, missing) = dir_key(dir, at, window);
+        let was_absent: &[std::ffi::OsString] = match (key, known.get(dir)) {
+            (Some(k), Some((was, names))) if *was == k => names,
+            _ => &[],
         };
-        match meta {
-            Err(_) => {
-                n_absent += 1;
-                absent.update(f.as_os_str().as_encoded_bytes());
-                absent.update(b"\0");
-                dirs.found_absent(f);
-            }
-            Ok(m) if m.is_dir() => {
-                out.insert(f.display().to_string(), "directory".to_string());
-            }
-            Ok(_) => {
-                out.insert(f.display().to_string(), content_digest(f));
+        let mut found_absent = Vec::new();
+        for f in group {
+            let name = f.file_name().unwrap_or_default();
+            // no entry can be in a directory that is not there
+            let meta = if missing || was_absent.iter().any(|n| n == name) {
+                Err(std::io::ErrorKind::NotFound.into())
+            } else {
+                std::fs::symlink_metadata(f)
+            };
+            match meta {
+                Err(_) => {
+                    n_absent += 1;
+                    absent.update(f.as_os_str().as_encoded_bytes());
+                    absent.update(b"\0");
+                    found_absent.push(name.to_os_string());
+                }
+                Ok(m) if m.is_dir() => {
+                    out.insert(f.display().to_string(), "directory".to_string());
+                }
+                Ok(_) => {
+                    out.insert(f.display().to_string(), content_digest(f));
+                }
             }
         }
+        // only a directory that could be vouched for is remembered
+        if let Some(k) = key {
+            let e = next
+                .entry(dir.to_path_buf())
+                .or_insert_with(|| (k, Vec::new()));
+            e.1.extend(found_absent);
+        }
     }
-    dirs.remember();
+    if let Ok(mut m) = ABSENT_IN.lock() {
+        *m = Some(next);
+    }
     out.insert(
         ABSENT_KEY.to_string(),
         format!("{n_absent} absent, {}", &absent.finalize().to_hex()[..16]),
@@ -323,107 +359,39 @@ type DirKey = (u64, u64, i64, i64, i64, i64);
 static ABSENT_IN: std::sync::Mutex<Option<AbsentNames>> = std::sync::Mutex::new(None);
 
 /// Names found absent, by directory, with the directory's key at the time.
-type AbsentNames = HashMap<PathBuf, (DirKey, HashSet<std::ffi::OsString>)>;
+type AbsentNames = HashMap<PathBuf, (DirKey, Vec<std::ffi::OsString>)>;
 
-/// One [`measure_files`] call's view of the candidates' directories.
-#[derive(Default)]
-struct AbsentDirs {
-    /// How long before its stat a directory must have last changed to be vouched for.
+/// `dir`'s key, or `None` when it cannot be statted or changed within the racy window
+/// before `at` (then nothing is vouched for: an entry made in the same clock tick as
+/// the stat would leave the key unchanged); and whether `dir` does not exist. The
+/// window is `window`, or [`super::store::RACY_WINDOW_FINE`] for a directory whose
+/// times carry sub-second parts (and `window` is the default), as the snapshot store
+/// decides.
+fn dir_key(
+    dir: &Path,
+    at: std::time::SystemTime,
     window: std::time::Duration,
-    /// What earlier calls found (taken from [`ABSENT_IN`] for the call, put back by
-    /// [`Self::remember`]).
-    known: AbsentNames,
-    /// Each directory's key as statted first in this call (`None`: it cannot be
-    /// statted, or changed too recently to vouch for its entries).
-    keys: HashMap<PathBuf, Option<DirKey>>,
-    /// Names found absent in this call by a stat, by directory.
-    found: HashMap<PathBuf, HashSet<std::ffi::OsString>>,
-}
-
-impl AbsentDirs {
-    fn new(window: std::time::Duration) -> AbsentDirs {
-        let known = ABSENT_IN
-            .lock()
-            .ok()
-            .and_then(|mut m| m.take())
-            .unwrap_or_default();
-        AbsentDirs {
-            window,
-            known,
-            ..AbsentDirs::default()
-        }
-    }
-
-    /// The directory's key, statted once per call and before any of its entries.
-    fn key(&mut self, dir: &Path) -> Option<DirKey> {
-        if let Some(k) = self.keys.get(dir) {
-            return *k;
-        }
-        let at = std::time::SystemTime::now();
-        let k = std::fs::metadata(dir)
-            .ok()
-            .filter(|m| m.is_dir() && settled_within(m, at, self.window))
-            .map(|m| {
-                (
-                    m.dev(),
-                    m.ino(),
-                    m.mtime(),
-                    m.mtime_nsec(),
-                    m.ctime(),
-                    m.ctime_nsec(),
-                )
-            });
-        self.keys.insert(dir.to_path_buf(), k);
-        k
-    }
-
-    /// True when an earlier call found `f` absent and its directory is unchanged.
-    fn known_absent(&mut self, f: &Path) -> bool {
-        let (Some(dir), Some(name)) = (f.parent(), f.file_name()) else {
-            return false;
-        };
-        let Some(k) = self.key(dir) else { return false };
-        self.known
-            .get(dir)
-            .is_some_and(|(was, names)| *was == k && names.contains(name))
-    }
-
-    /// Notes `f` found absent by a stat.
-    fn found_absent(&mut self, f: &Path) {
-        let (Some(dir), Some(name)) = (f.parent(), f.file_name()) else {
-            return;
-        };
-        match self.found.get_mut(dir) {
-            Some(names) => {
-                names.insert(name.to_os_string());
-            }
-            None => {
-                self.found
-                    .insert(dir.to_path_buf(), HashSet::from([name.to_os_string()]));
-            }
-        }
-    }
-
-    /// Keeps what is known for the directories this call could vouch for: the names
-    /// an unchanged directory was known to lack plus those found now; a changed one
-    /// starts over from what was found now; one it could not vouch for is forgotten.
-    fn remember(mut self) {
-        for (dir, key) in self.keys {
-            let found = self.found.remove(&dir).unwrap_or_default();
-            match (key, self.known.get_mut(&dir)) {
-                (None, _) => {
-                    self.known.remove(&dir);
-                }
-                (Some(k), Some((was, names))) if *was == k => names.extend(found),
-                (Some(k), _) => {
-                    self.known.insert(dir, (k, found));
-                }
-            }
-        }
-        if let Ok(mut m) = ABSENT_IN.lock() {
-            *m = Some(self.known);
-        }
-    }
+) -> (Option<DirKey>, bool) {
+    let m = match std::fs::metadata(dir) {
+        Ok(m) => m,
+        Err(e) => return (None, e.kind() == std::io::ErrorKind::NotFound),
+    };
+    let window = if window == super::store::RACY_WINDOW && m.mtime_nsec() != 0 && m.ctime_nsec() != 0 {
+        super::store::RACY_WINDOW_FINE
+    } else {
+        window
+    };
+    let key = (m.is_dir() && settled_within(&m, at, window)).then(|| {
+        (
+            m.dev(),
+            m.ino(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+        )
+    });
+    (key, false)
 }
 
 /// True when a command word is a Python interpreter.

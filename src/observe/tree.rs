@@ -285,7 +285,11 @@ impl TreeObserver {
     /// Takes t0: git state, the baseline snapshot and its measurements, and the
     /// list of guards that cannot run here.
     pub fn baseline(&mut self) -> (GitState, TreeMeasures, Vec<String>) {
-        let user_git = git::repo_root(&self.dir).is_some();
+        let found = git::work_tree(&self.dir);
+        let user_git = found.is_some();
+        // the repository's git directory for `git_internals`, from the same question
+        self.git_dir = found.map(|(_, gd)| gd);
+        self.git_dir_asked = true;
         let head = user_git
             .then(|| git::head(&self.dir).ok().flatten())
             .flatten();
