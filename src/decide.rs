@@ -7,12 +7,11 @@
 //!
 //! | order | family | reasons | when |
 //! |---|---|---|---|
-//! | 0 | holds | human_required (a stop hold, SPEC §Holds) | any step |
+//! | 0 | the exec's tree: blocked paths, frozen oracle, links out, toolchain | blocked_path_modified, metric_integrity_violation, hermeticity_violation | after the exec, however it ended |
+//! | 0a | holds | human_required (a stop hold, SPEC §Holds) | any step |
 //! | 1 | interruption, execution, step liveness | human_required, heartbeat_stale, execution_failure | any step |
 //! | 1a | task list, context budget ([`crate::judgment::before_step`]) | no_actionable_tasks, context_budget_unsatisfiable | before an exec |
-//! | 2 | blocked paths | blocked_path_modified | after the exec |
 //! | 3 | spend and identity | budget_exceeded, cost_anomaly, model_drift_detected | after the exec |
-//! | 2b | frozen oracle | metric_integrity_violation | after the exec |
 //! | 4 | tampering around the check, oracle trust | metric_integrity_violation, hermeticity_violation, check_flaky | after a check |
 //! | 5 | metric integrity (if green, accepted, or green by exit code) | metric_integrity_violation | after a check |
 //! | 5b | evidence (fail closed, if green) | objective_unverified | after a check |
@@ -23,7 +22,9 @@
 //! | 8 | comprehension | comprehension_debt_exceeded | after a check, and before an exec |
 //! | 9 | the cap | max_iterations_reached | at iteration N |
 //!
-//! Guards dominate success (rows 2–5 before row 6): a check that went green because a
+//! Guards dominate success (rows 0 and 4–5 before row 6), and the exec's tree is judged
+//! before what ended the exec (row 0 before rows 0a–1: a timed-out exec's deleted test
+//! is `metric_integrity_violation`, which the next run refuses to inherit): a check that went green because a
 //! test was deleted halts `metric_integrity_violation`, never `success_condition_met`.
 //! An iteration still waiting for its confirmation runs (green main check, fewer than
 //! `confirm_runs` confirmations) is `Continue` at row 6: the loop runs them and asks
@@ -104,10 +105,32 @@ pub fn decide(t: &Trajectory, cfg: &RunConfig) -> Decision {
     d
 }
 
+/// The integrity halts over the tree the last exec left (blocked paths, the frozen
+/// oracle, links out of the tree, the check's toolchain), when that exec was measured.
+fn exec_integrity(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
+    let last = t.last()?;
+    if last.iteration == 0 {
+        return None;
+    }
+    let now = last.exec.as_ref()?.guards.as_ref()?;
+    let t0 = t.started.as_ref().and_then(|s| s.baseline.as_ref());
+    integrity::blocked_paths(cfg, t0, now)
+        .or_else(|| integrity::frozen_oracle(cfg, now))
+        .or_else(|| crate::detect::scope::escaping_links(now))
+        .or_else(|| integrity::toolchain(t0, now))
+}
+
 fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     let Some(last) = t.last() else {
         return go(Next::Check);
     };
+    // What the exec left in the tree is judged first, whatever ended the step: an exec
+    // that edits a test and then times out, stalls or is stopped by a hold leaves the
+    // edit for the next run's t0, and only an integrity halt makes that run refuse it
+    // (`inherits_rejected`).
+    if let Some(h) = exec_integrity(t, cfg) {
+        return halt(h);
+    }
     if let Some(h) = crate::detect::holds::detect(t).or_else(|| crate::detect::rate::detect(t)) {
         return halt(h);
     }
@@ -136,25 +159,6 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     }
     let now = last.exec.as_ref().and_then(|e| e.guards.clone());
     if last.iteration > 0 && last.exec.is_some() {
-        let t0 = t.started.as_ref().and_then(|s| s.baseline.clone());
-        if let Some(h) = now
-            .as_ref()
-            .and_then(|m| integrity::blocked_paths(cfg, t0.as_ref(), m))
-        {
-            return halt(h);
-        }
-        if let Some(h) = now.as_ref().and_then(|m| integrity::frozen_oracle(cfg, m)) {
-            return halt(h);
-        }
-        if let Some(h) = now.as_ref().and_then(crate::detect::scope::escaping_links) {
-            return halt(h);
-        }
-        if let Some(h) = now
-            .as_ref()
-            .and_then(|m| integrity::toolchain(t0.as_ref(), m))
-        {
-            return halt(h);
-        }
         if let Some(h) = spend::detect(t, cfg) {
             return halt(h);
         }

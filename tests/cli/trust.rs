@@ -1406,3 +1406,31 @@ fn a_script_the_check_sources_is_frozen_with_it() {
     r.lx_tap("echo > failing", &["--max-iterations", "2"])
         .expect(10, Some("success_condition_met"));
 }
+
+/// An exec that edits the check script and then times out, stalls or takes a stop
+/// hold. Before: the run halted for how the exec ended (40, 19, 11), the edit was
+/// never judged, and the next run started green from it (exit 10). Now the exec's
+/// tree is judged first, whatever ended it, and the next run refuses to inherit it.
+#[test]
+fn an_exec_that_cheats_then_times_out_stalls_or_holds_is_still_judged() {
+    let cheat = "printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh";
+    let hold = format!("{cheat}; '{}' hold --reason wait --by agent; sleep 20", bin());
+    let cases: [(&str, String, &[&str]); 3] = [
+        ("timed out", format!("{cheat}; sleep 20"), &["--exec-timeout", "1s"]),
+        ("stalled", format!("{cheat}; sleep 20"), &["--stall-timeout", "1s"]),
+        ("held", hold, &[]),
+    ];
+    for (what, exec, extra) in cases {
+        let r = tap_repo(1);
+        let mut args = vec!["--max-iterations", "2"];
+        args.extend(extra);
+        let v = r
+            .lx_tap(&exec, &args)
+            .expect(13, Some("metric_integrity_violation"));
+        assert!(mentions(&v, "check.sh"), "{what}: {v}");
+        let again = r
+            .lx_tap("true", &["--ack-required", "false", "--max-iterations", "2"])
+            .expect(13, Some("metric_integrity_violation"));
+        assert_eq!(again["iteration"], 0, "{what}: {again}");
+    }
+}
