@@ -8,8 +8,8 @@
 //!   `spec/`, `__tests__/`, `__snapshots__/`, `testdata/`), snapshot files (`*.snap`),
 //!   TAP scripts (`*.t`), the check command's own script files (the words of the check
 //!   that name a file of the tree, `Makefile` for `make`, `justfile` for `just`), the
-//!   scripts those and the frozen shell scripts source, include or run ([`pulled_in`]),
-//!   and `[oracle] frozen` globs;
+//!   files those run and what any frozen script sources ([`pulled_in`]), and
+//!   `[oracle] frozen` globs;
 //! * **runner configuration**: the protected manifest
 //!   ([`super::manifest::protected_globs`]: the defaults, version pins and `[guards] protected`), which also
 //!   covers files the agent *creates* (a new `conftest.py`, `pytest.toml`,
@@ -261,62 +261,116 @@ pub fn is_script(path: &str) -> bool {
         .any(|e| name.ends_with(e))
 }
 
-/// The files a shell script or makefile at `path` pulls in, as root-relative
-/// candidates (the caller keeps those that are files of the tree): the argument of
-/// `.`/`source`, of `include`/`-include`/`sinclude`, of `sh`/`bash`/`dash`/`zsh`/`ksh`,
-/// and any word naming a script ([`is_script`]). A word is taken relative to the
-/// root (where the check runs) and, when it starts with a variable or command
-/// substitution (`"$(dirname "$0")"/env.sh`, `${0%/*}/env.sh`, `$DIR/env.sh`),
-/// relative to the script's own directory. Comments are skipped. Source files of other
-/// languages are never pulled in: a script that runs `python3 app.py` does not freeze
-/// the code under test.
+/// How a script refers to another file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RefKind {
+    /// Read into the script itself: `.`/`source`, `include`/`-include`/`sinclude`.
+    Sourced,
+    /// Started by it: a command named by path (`./tools/run`, `tools/run`), the file
+    /// argument of an interpreter (`sh`, `bash`, `python3`, `node`, …), a `*.sh` word.
+    Run,
+}
+
+/// Interpreters whose first non-option argument is a file they run.
+const INTERPRETERS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ksh", "python", "python3", "node", "ruby", "perl", "php",
+];
+
+/// The files a shell script or makefile at `path` refers to, as root-relative
+/// candidates with how ([`RefKind`]; the caller keeps those that are files of the
+/// tree). A word is taken relative to the root (where the check runs) and, when it
+/// starts with a variable or command substitution (`"$(dirname "$0")"/env.sh`,
+/// `${0%/*}/env.sh`, `$DIR/env.sh`), relative to the script's own directory.
+/// Comments, absolute paths and `$HOME`/`$TMPDIR` paths are skipped.
 #[must_use]
-pub fn script_refs(path: &str, content: &str) -> Vec<String> {
+pub fn script_refs(path: &str, content: &str) -> Vec<(String, RefKind)> {
     let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
     let mut out = Vec::new();
     for line in content.lines() {
-        let line = line.trim_start();
+        let line = line.trim_start().trim_start_matches(['@', '-', '+']);
         if line.starts_with('#') {
             continue;
         }
-        let words: Vec<&str> = line
-            .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | '`'))
-            .filter(|w| !w.is_empty())
-            .collect();
-        let mut take_next = false;
-        for w in words {
-            if w.starts_with('#') {
-                break;
+        let line = line.split(" #").next().unwrap_or(line);
+        let line = collapse_substitutions(line);
+        for segment in line.split(['&', '|', ';', '(']) {
+            let mut words = segment
+                .split_whitespace()
+                .map(|w| w.trim_matches(['\'', '"', ')']))
+                .filter(|w| !w.is_empty())
+                .skip_while(|w| {
+                    (w.contains('=') && !w.starts_with('='))
+                        || matches!(
+                            *w,
+                            "exec" | "env" | "then" | "do" | "else" | "time" | "!" | "command"
+                        )
+                });
+            let Some(first) = words.next() else { continue };
+            let (kind, target) = match first {
+                "." | "source" | "include" | "sinclude" => (RefKind::Sourced, words.next()),
+                w if INTERPRETERS.contains(&w) => {
+                    (RefKind::Run, words.find(|w| !w.starts_with('-')))
+                }
+                w if w.starts_with("./")
+                    || w.starts_with("../")
+                    || (w.contains('/') && !w.starts_with('/') && !w.starts_with('$')) =>
+                {
+                    (RefKind::Run, Some(w))
+                }
+                _ => (RefKind::Run, None),
+            };
+            if let Some(t) = target {
+                out.extend(candidates(dir, t).into_iter().map(|c| (c, kind)));
             }
-            let word = w.trim_matches(['\'', '"', ')']);
-            if matches!(
-                word,
-                "." | "source"
-                    | "include"
-                    | "-include"
-                    | "sinclude"
-                    | "sh"
-                    | "bash"
-                    | "dash"
-                    | "zsh"
-                    | "ksh"
-            ) {
-                take_next = true;
-                continue;
+            // a script named anywhere on the line (`make -f x.mk`, `$(SHELL) t.sh`)
+            for w in segment
+                .split_whitespace()
+                .map(|w| w.trim_matches(['\'', '"', ')']))
+            {
+                if is_script(w) && Some(w) != target {
+                    out.extend(candidates(dir, w).into_iter().map(|c| (c, RefKind::Run)));
+                }
             }
-            if take_next && word.starts_with('-') {
-                continue; // `sh -e x.sh`
-            }
-            let named = take_next || is_script(word);
-            take_next = false;
-            if !named || word.is_empty() {
-                continue;
-            }
-            out.extend(candidates(dir, word));
         }
     }
     out.sort();
     out.dedup();
+    out
+}
+
+/// `line` with every command substitution (`$(…)`, nested, or `` `…` ``) replaced by
+/// `$SUB`, so `"$(dirname "$0")"/env.sh` reads as one word, `"$SUB"/env.sh`.
+fn collapse_substitutions(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek() == Some(&'(') {
+            chars.next();
+            let mut depth = 1;
+            for d in chars.by_ref() {
+                match d {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            out.push_str("$SUB");
+        } else if c == '`' {
+            for d in chars.by_ref() {
+                if d == '`' {
+                    break;
+                }
+            }
+            out.push_str("$SUB");
+        } else {
+            out.push(c);
+        }
+    }
     out
 }
 
@@ -368,29 +422,40 @@ fn normalize(p: &str) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("/"))
 }
 
-/// The scripts the check pulls in, transitively: starting from `roots` (the check
-/// command's files and the frozen scripts of t0), every [`script_refs`] candidate that
-/// `read` finds in the tree, up to `limit` files. Returns the files found beyond
-/// `roots`, sorted.
+/// The files the check pulls in: from `check_roots` (the check command's own
+/// files) every file they source or run ([`script_refs`]); from those, and from
+/// `test_roots` (t0's frozen shell scripts), what they source, transitively. A file a
+/// pulled-in script only *runs* is not followed: a harness that runs `sh add.sh` is
+/// the check's, `add.sh` may be the code under test. `read` gives a file of the tree
+/// (`None`: no such file); at most `limit` files. Returns the files found beyond the
+/// roots, sorted.
 pub fn pulled_in(
-    roots: &[String],
+    check_roots: &[String],
+    test_roots: &[String],
     read: &dyn Fn(&str) -> Option<String>,
     limit: usize,
 ) -> Vec<String> {
-    let mut seen: std::collections::BTreeSet<String> = roots.iter().cloned().collect();
-    let mut queue: Vec<(String, String)> = roots
+    let mut seen: std::collections::BTreeSet<String> =
+        check_roots.iter().chain(test_roots).cloned().collect();
+    // (path, content, whether what it runs is followed)
+    let mut queue: Vec<(String, String, bool)> = check_roots
         .iter()
-        .filter_map(|p| Some((p.clone(), read(p)?)))
+        .map(|p| (p, true))
+        .chain(test_roots.iter().map(|p| (p, false)))
+        .filter_map(|(p, runs)| Some((p.clone(), read(p)?, runs)))
         .collect();
     let mut found = Vec::new();
-    while let Some((p, content)) = queue.pop() {
-        for r in script_refs(&p, &content) {
-            if found.len() >= limit || !seen.insert(r.clone()) {
+    while let Some((p, content, runs)) = queue.pop() {
+        for (r, kind) in script_refs(&p, &content) {
+            if found.len() >= limit || (kind == RefKind::Run && !runs) || seen.contains(&r) {
                 continue;
             }
             if let Some(c) = read(&r) {
+                seen.insert(r.clone());
                 found.push(r.clone());
-                queue.push((r, c));
+                // a sourced file is part of its script (what it runs counts as the
+                // script's); a file the check runs is followed for what it sources
+                queue.push((r, c, runs && kind == RefKind::Sourced));
             }
         }
     }

@@ -289,7 +289,8 @@ pub fn work_tree(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     {
         return None;
     }
-    let out = run(git_cmd(dir).args(["rev-parse", "--show-toplevel", "--absolute-git-dir"])).ok()?;
+    let out =
+        run(git_cmd(dir).args(["rev-parse", "--show-toplevel", "--absolute-git-dir"])).ok()?;
     let text = String::from_utf8_lossy(&out);
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let top = lines.next()?;

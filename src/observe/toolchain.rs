@@ -376,11 +376,12 @@ fn dir_key(
         Ok(m) => m,
         Err(e) => return (None, e.kind() == std::io::ErrorKind::NotFound),
     };
-    let window = if window == super::store::RACY_WINDOW && m.mtime_nsec() != 0 && m.ctime_nsec() != 0 {
-        super::store::RACY_WINDOW_FINE
-    } else {
-        window
-    };
+    let window =
+        if window == super::store::RACY_WINDOW && m.mtime_nsec() != 0 && m.ctime_nsec() != 0 {
+            super::store::RACY_WINDOW_FINE
+        } else {
+            window
+        };
     let key = (m.is_dir() && settled_within(&m, at, window)).then(|| {
         (
             m.dev(),

@@ -368,9 +368,17 @@ impl TreeObserver {
         self.rules.set_test_modules(modules);
         // Scripts the check's scripts source, include or run are the check's too: a
         // sourced `env.sh` can point the check anywhere.
-        let roots: Vec<String> = e0
+        let check_roots: Vec<String> = self
+            .rules
+            .check_files()
+            .iter()
+            .filter(|p| e0.contains_key(*p))
+            .cloned()
+            .collect();
+        let test_roots: Vec<String> = e0
             .keys()
             .filter(|p| frozen::is_script(p) && self.rules.frozen_as(p).is_some())
+            .filter(|p| !check_roots.contains(p))
             .cloned()
             .collect();
         let read = |p: &str| -> Option<String> {
@@ -381,7 +389,7 @@ impl TreeObserver {
             // a script is text; a large file is no script of the check's
             (blob.len() <= 1 << 20).then(|| String::from_utf8_lossy(&blob).into_owned())
         };
-        let pulled = frozen::pulled_in(&roots, &read, MAX_PULLED_IN);
+        let pulled = frozen::pulled_in(&check_roots, &test_roots, &read, MAX_PULLED_IN);
         self.rules.set_pulled_in(pulled);
     }
 

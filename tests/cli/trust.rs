@@ -1414,10 +1414,21 @@ fn a_script_the_check_sources_is_frozen_with_it() {
 #[test]
 fn an_exec_that_cheats_then_times_out_stalls_or_holds_is_still_judged() {
     let cheat = "printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh";
-    let hold = format!("{cheat}; '{}' hold --reason wait --by agent; sleep 20", bin());
+    let hold = format!(
+        "{cheat}; '{}' hold --reason wait --by agent; sleep 20",
+        bin()
+    );
     let cases: [(&str, String, &[&str]); 3] = [
-        ("timed out", format!("{cheat}; sleep 20"), &["--exec-timeout", "1s"]),
-        ("stalled", format!("{cheat}; sleep 20"), &["--stall-timeout", "1s"]),
+        (
+            "timed out",
+            format!("{cheat}; sleep 20"),
+            &["--exec-timeout", "1s"],
+        ),
+        (
+            "stalled",
+            format!("{cheat}; sleep 20"),
+            &["--stall-timeout", "1s"],
+        ),
         ("held", hold, &[]),
     ];
     for (what, exec, extra) in cases {
@@ -1429,8 +1440,82 @@ fn an_exec_that_cheats_then_times_out_stalls_or_holds_is_still_judged() {
             .expect(13, Some("metric_integrity_violation"));
         assert!(mentions(&v, "check.sh"), "{what}: {v}");
         let again = r
-            .lx_tap("true", &["--ack-required", "false", "--max-iterations", "2"])
+            .lx_tap(
+                "true",
+                &["--ack-required", "false", "--max-iterations", "2"],
+            )
             .expect(13, Some("metric_integrity_violation"));
         assert_eq!(again["iteration"], 0, "{what}: {again}");
+    }
+}
+
+/// A harness the check script runs by path (`./tools/tap-run`, no `.sh`), and a
+/// Python harness a Makefile recipe runs, rewritten to print a green transcript.
+/// Before: exit 10 (only `check.sh` and `Makefile` were frozen). Now what the check's
+/// own files run is frozen with them, while what the harness itself runs (the code
+/// under test, `add.sh`, `calc.py`) stays the agent's to fix.
+#[test]
+fn a_harness_the_check_runs_is_frozen_but_not_the_code_it_runs() {
+    let green = "printf '#!/bin/sh\\necho 1..2; echo ok 1 - add; echo ok 2 - zero\\n'";
+    let tap = |r: &Repo| {
+        r.write("add.sh", "echo $(( $1 - $2 ))\n")
+            .write(
+                "tools/tap-run",
+                "#!/bin/sh\nn=0; fail=0\nt() { n=$((n+1)); if [ \"$(sh add.sh $2 $3)\" = \"$4\" ]; then echo \"ok $n - $1\"; else echo \"not ok $n - $1\"; fail=1; fi; }\necho 1..2\nt add 2 3 5\nt zero 0 0 0\nexit $fail\n",
+            )
+            .write("check.sh", "#!/bin/sh\nset -e\n./tools/tap-run\n")
+            .commit("tap");
+        std::process::Command::new("chmod")
+            .args(["+x", "tools/tap-run"])
+            .current_dir(r.path())
+            .status()
+            .unwrap();
+    };
+    let make = |r: &Repo| {
+        r.write("calc.py", "def add(a, b):\n    return a - b\n")
+            .write(
+                "runtests.py",
+                "from calc import add\ncases = [('add', (2, 3), 5), ('zero', (0, 0), 0)]\nprint('1..%d' % len(cases))\nbad = 0\nfor i, (n, a, w) in enumerate(cases, 1):\n    ok = add(*a) == w\n    bad |= not ok\n    print('%s %d - %s' % ('ok' if ok else 'not ok', i, n))\nraise SystemExit(bad)\n",
+            )
+            .write("Makefile", "test:\n\tpython3 runtests.py\n")
+            .write(".gitignore", "__pycache__/\n")
+            .commit("make");
+    };
+    type Setup<'a> = &'a dyn Fn(&Repo);
+    let cases: [(&str, Setup, &str, String, &str); 2] = [
+        (
+            "tap-run",
+            &tap,
+            "sh check.sh",
+            format!("{green} > tools/tap-run"),
+            "printf 'echo $(( $1 + $2 ))\\n' > add.sh",
+        ),
+        (
+            "runtests.py",
+            &make,
+            "make test",
+            "printf 'print(\"1..2\"); print(\"ok 1 - add\"); print(\"ok 2 - zero\")\\n' > runtests.py".to_string(),
+            "printf 'def add(a, b):\\n    return a + b\\n' > calc.py",
+        ),
+    ];
+    for (what, setup, check, cheat, fix) in cases {
+        let run = |exec: &str| {
+            let r = Repo::new();
+            setup(&r);
+            r.lx(&[
+                "run",
+                "--exec",
+                exec,
+                "--check",
+                check,
+                "--test-format",
+                "tap",
+                "--max-iterations",
+                "2",
+            ])
+        };
+        let v = run(&cheat).expect(13, Some("metric_integrity_violation"));
+        assert!(mentions(&v, what), "{what}: {v}");
+        run(fix).expect(10, Some("success_condition_met"));
     }
 }

@@ -144,66 +144,115 @@ fn out_of_line_rust_test_modules_are_found() {
     assert_eq!(found, vec!["src/net/net_tests/mod.rs", "src/tests.rs"]);
 }
 
-/// Which files a script pulls in, by the shapes scripts and makefiles use.
+/// Which files a script refers to, and how, by the shapes scripts and makefiles use.
 #[test]
-fn scripts_pull_in_what_they_source_include_or_run() {
-    let rows: &[(&str, &str, &[&str])] = &[
+fn scripts_refer_to_what_they_source_include_or_run() {
+    use RefKind::{Run, Sourced};
+    /// (script path, its content, the references expected)
+    type Row<'a> = (&'a str, &'a str, &'a [(&'a str, RefKind)]);
+    let rows: &[Row] = &[
         (
             "run_tests.sh",
             ". scripts/env.sh\npytest \"$@\"\n",
-            &["scripts/env.sh"],
+            &[("scripts/env.sh", Sourced)],
         ),
         (
             "run_tests.sh",
             "source ./scripts/env.sh # settings\n",
-            &["scripts/env.sh"],
+            &[("scripts/env.sh", Sourced)],
         ),
         (
             "ci/run.sh",
             ". \"$(dirname \"$0\")/env.sh\"\n",
-            &["ci/env.sh", "env.sh"],
+            &[("ci/env.sh", Sourced), ("env.sh", Sourced)],
         ),
-        ("ci/run.sh", ". ${0%/*}/lib.sh\n", &["ci/lib.sh", "lib.sh"]),
+        (
+            "ci/run.sh",
+            ". ${0%/*}/lib.sh\n",
+            &[("ci/lib.sh", Sourced), ("lib.sh", Sourced)],
+        ),
         (
             "ci/run.sh",
             "sh -e helpers/setup\n",
-            &["ci/helpers/setup", "helpers/setup"],
+            &[("ci/helpers/setup", Run), ("helpers/setup", Run)],
         ),
         (
             "Makefile",
-            "-include config.mk\ntest:\n\t./scripts/t.sh\n",
-            &["config.mk", "scripts/t.sh"],
+            "-include config.mk\ntest:\n\t@./scripts/t.sh\n",
+            &[("config.mk", Sourced), ("scripts/t.sh", Run)],
+        ),
+        (
+            "Makefile",
+            "test:\n\tpython3 runtests.py -v\n",
+            &[("runtests.py", Run)],
+        ),
+        (
+            "check.sh",
+            "set -e\n./tools/tap-run\n",
+            &[("tools/tap-run", Run)],
+        ),
+        (
+            "check.sh",
+            "X=1 exec tools/tap-run --all\n",
+            &[("tools/tap-run", Run)],
         ),
         ("Makefile", "include ../outside.mk\n", &[]),
-        ("t/basic.t", ". t/lib.sh\n", &["t/lib.sh", "t/t/lib.sh"]),
-        // the code under test is never pulled in, nor a comment, nor an absolute path
-        ("run_tests.sh", "python3 calc.py\nnode app.js\n", &[]),
+        (
+            "t/basic.t",
+            ". t/lib.sh\n",
+            &[("t/lib.sh", Sourced), ("t/t/lib.sh", Sourced)],
+        ),
+        // not a file reference: a comment, an absolute path, a path under $HOME, a
+        // program on PATH, a file that is only an argument
         ("run_tests.sh", "# . scripts/old.sh\n", &[]),
         ("run_tests.sh", ". /etc/profile\n", &[]),
         ("run_tests.sh", ". \"$HOME/.env\"\n", &[]),
+        (
+            "run_tests.sh",
+            "pytest -q tests/test_a.py\ngrep x data/in.txt\n",
+            &[],
+        ),
     ];
     for (path, content, want) in rows {
         let got = script_refs(path, content);
-        let want: Vec<String> = want.iter().map(|s| (*s).to_string()).collect();
+        let want: Vec<(String, RefKind)> =
+            want.iter().map(|(s, k)| ((*s).to_string(), *k)).collect();
         assert_eq!(got, want, "{path}: {content:?}");
     }
 }
 
 #[test]
-fn pulled_in_follows_scripts_through_the_tree_and_stops() {
+fn pulled_in_follows_what_the_check_runs_and_what_anything_sources() {
     let files: BTreeMap<&str, &str> = BTreeMap::from([
-        ("run_tests.sh", ". scripts/env.sh\n"),
-        ("scripts/env.sh", ". scripts/deeper.sh\n. scripts/env.sh\n"),
+        ("run_tests.sh", ". scripts/env.sh\n./tools/tap-run\n"),
+        (
+            "scripts/env.sh",
+            ". scripts/deeper.sh\n. scripts/env.sh\nsh scripts/setup.sh\n",
+        ),
         ("scripts/deeper.sh", "sh scripts/missing.sh\n"),
-        ("calc.py", "print(1)\n"),
+        ("scripts/setup.sh", "true\n"),
+        // the harness runs the code under test, which stays free
+        (
+            "tools/tap-run",
+            "#!/bin/sh\n. tools/lib.sh\nsh add.sh 2 3\n",
+        ),
+        ("tools/lib.sh", "t() { :; }\n"),
+        ("add.sh", "echo $(( $1 + $2 ))\n"),
+        ("t/a.t", ". t/lib.sh\nsh add.sh\n"),
+        ("t/lib.sh", "\n"),
     ]);
     let read = |p: &str| files.get(p).map(|s| (*s).to_string());
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_string()).collect::<Vec<_>>();
     assert_eq!(
-        pulled_in(&["run_tests.sh".to_string()], &read, 10),
-        vec![
-            "scripts/deeper.sh".to_string(),
-            "scripts/env.sh".to_string()
-        ]
+        pulled_in(&s(&["run_tests.sh"]), &s(&["t/a.t"]), &read, 10),
+        s(&[
+            "scripts/deeper.sh",
+            "scripts/env.sh",
+            "scripts/setup.sh",
+            "t/lib.sh",
+            "tools/lib.sh",
+            "tools/tap-run"
+        ])
     );
-    assert_eq!(pulled_in(&["run_tests.sh".to_string()], &read, 1).len(), 1);
+    assert_eq!(pulled_in(&s(&["run_tests.sh"]), &[], &read, 1).len(), 1);
 }
