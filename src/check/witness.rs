@@ -44,18 +44,20 @@ pub struct PytestWitness {
 }
 
 /// A witness set up for one check run: the plugin's directory (shared by every check,
-/// see [`Witness::prepare`]) and the path this run's witness file goes to (removed
-/// when the `Witness` is dropped).
+/// see [`Witness::prepare`]), this check's module name for it, and the path this
+/// check's witness file goes to (both removed when the `Witness` is dropped).
 pub struct Witness {
     dir: PathBuf,
+    module: String,
     out: PathBuf,
 }
 
 impl Drop for Witness {
     fn drop(&mut self) {
-        // the file exists only when pytest ran; a leftover costs disk, never a verdict
-        // (every check reads its own freshly named file)
+        // the files exist only while this check may run; a leftover costs disk, never a
+        // verdict (every check loads and reads its own freshly named files)
         let _ = std::fs::remove_file(&self.out);
+        let _ = std::fs::remove_file(self.dir.join(format!("{}.py", self.module)));
     }
 }
 
@@ -63,9 +65,12 @@ impl Witness {
     /// Sets up the witness for one check: the plugin lives in
     /// `<state>/witness/<blake3(plugin)[..16]>/loopexec_witness.py`, written once and
     /// compared byte for byte before every check (rewritten when it differs, so a copy
-    /// changed between checks is never loaded); the witness file is a fresh name in
-    /// the temp directory, which pytest creates only when it runs. Nothing is created
-    /// per check: a loop of many short checks pays no file creation for the witness.
+    /// changed between checks is never loaded). Each check loads it under a module
+    /// name of its own, `loopexec_witness_<random>` (a hard link made now): Python
+    /// looks in the current directory before `PYTHONPATH` (`python -m pytest`), so a
+    /// fixed name could be shadowed by a file of the tree, and this one is known to no
+    /// process before the check starts. The witness file is a fresh name in the temp
+    /// directory, which pytest creates only when it runs.
     ///
     /// # Errors
     /// The plugin's directory or file cannot be written.
@@ -93,7 +98,14 @@ impl Witness {
             "loopexec-witness-{}.json",
             crate::proc::escape::new_token()
         ));
-        Ok(Witness { dir, out })
+        let mut nonce = [0u8; 16];
+        getrandom::getrandom(&mut nonce).map_err(std::io::Error::other)?;
+        let module = format!(
+            "loopexec_witness_{}",
+            nonce.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
+        std::fs::hard_link(&plugin, dir.join(format!("{module}.py")))?;
+        Ok(Witness { dir, module, out })
     }
 
     /// Environment for the check: `(name, value)` pairs; `base_pythonpath` is the
@@ -106,7 +118,7 @@ impl Witness {
         };
         vec![
             ("PYTHONPATH".into(), pp),
-            ("PYTEST_PLUGINS".into(), "loopexec_witness".into()),
+            ("PYTEST_PLUGINS".into(), self.module.clone()),
             (
                 "LOOPEXEC_WITNESS_FILE".into(),
                 self.out.display().to_string(),
@@ -514,6 +526,29 @@ mod tests {
         Some((st.code(), wit, plugins))
     }
 
+    /// Third review: `python -m pytest` imports from the current directory before
+    /// `PYTHONPATH`, and a tree file named like the plugin was loaded in its place
+    /// (forcing passes, writing a consistent witness). Each check's module name is
+    /// its own now: the look-alike is never loaded, and the real plugin sees the
+    /// failure.
+    #[test]
+    fn a_tree_file_named_like_the_plugin_is_not_loaded() {
+        let fake = "import json, os\np = os.environ.get('LOOPEXEC_WITNESS_FILE')\ndef pytest_sessionfinish(session, exitstatus):\n    json.dump({'passed': 1, 'failed': 0, 'skipped': 0, 'errors': 0, 'exitstatus': 0, 'collected': 1}, open(p, 'w'))\n";
+        let Some((_, wit, _plugins)) = pytest_session(&[
+            ("loopexec_witness.py", fake),
+            ("test_x.py", "def test_b():\n    assert 1 == 2\n"),
+        ]) else {
+            return;
+        };
+        let got = read(wit.path()).expect("witness written");
+        assert_eq!((got.passed, got.failed), (0, 1), "{got:?}");
+        let module = wit.module.clone();
+        let link = wit.dir.join(format!("{module}.py"));
+        assert!(link.exists());
+        drop(wit);
+        assert!(!link.exists(), "the check's module outlives its check");
+    }
+
     #[test]
     fn the_plugin_records_a_real_session_and_hides_its_path() {
         let Some((code, wit, _plugins)) = pytest_session(&[(
@@ -555,6 +590,38 @@ mod tests {
         let mut r = pytest_run(1, 0);
         judge(&mut r, Some(got));
         assert!(!r.complete, "{:?}", r.diagnostics);
+    }
+
+    /// Third review: a plugin registered by code under test whose
+    /// `pytest_runtest_setup` swaps each test function for a no-op. Setup, teardown
+    /// and collection hooks are watched like the outcome hooks; pytest's own plugin
+    /// registered during the session (its fixture manager) is not tampering, so an
+    /// honest session with fixtures and parameters names nothing.
+    #[test]
+    fn a_setup_hook_registered_by_code_under_test_is_tampering_and_pytests_own_is_not() {
+        let Some((code, wit, _plugins)) = pytest_session(&[
+            (
+                "helper.py",
+                "import gc\nfrom _pytest.config import Config\ncfg = next(o for o in gc.get_objects() if isinstance(o, Config))\nclass _P:\n    def pytest_runtest_setup(self, item):\n        item.obj = lambda *a, **k: None\ncfg.pluginmanager.register(_P(), 'helper')\n",
+            ),
+            ("test_x.py", "import helper\ndef test_b():\n    assert 1 == 2\n"),
+        ]) else {
+            return;
+        };
+        assert_eq!(code, Some(0), "the setup hook made the failure pass");
+        let got = read(wit.path()).expect("witness written");
+        assert_eq!(got.tampered.len(), 1, "{got:?}");
+        assert!(got.tampered[0].contains("pytest_runtest_setup"), "{got:?}");
+        let Some((code, wit, _plugins)) = pytest_session(&[(
+            "test_y.py",
+            "import pytest\n@pytest.fixture\ndef f():\n    yield 1\n@pytest.mark.parametrize('x', [1, 2])\ndef test_a(f, x):\n    assert f and x\n",
+        )]) else {
+            return;
+        };
+        assert_eq!(code, Some(0));
+        let got = read(wit.path()).expect("witness written");
+        assert_eq!(got.passed, 2);
+        assert!(got.tampered.is_empty(), "{got:?}");
     }
 
     #[test]

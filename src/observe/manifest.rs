@@ -66,6 +66,12 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     // root is imported before the installed runner too.
     "{pytest,_pytest,pluggy,unittest}.{pyc,so,pyd}",
     "{pytest,_pytest,pluggy,unittest}.*.{so,pyd}",
+    // A root module named like a standard-library or runner-support module that pytest
+    // imports after the current directory is on `sys.path` (`json`, `inspect`, `ast` —
+    // its assertion rewriting —, `traceback`, …) shadows it for pytest and for
+    // loopexec's witness alike. Single-file modules only: a package directory of that
+    // name in a project is left to the user's `[guards] protected`.
+    "{argparse,array,ast,base64,bdb,calendar,copy,csv,dataclasses,datetime,decimal,dis,fcntl,gettext,glob,hashlib,heapq,inspect,json,linecache,locale,logging,numbers,opcode,platform,pprint,quopri,select,selectors,shlex,signal,socket,string,subprocess,textwrap,token,tokenize,traceback,unicodedata,uuid,iniconfig,py,pygments,__future__}.{py,pyc,so,pyd}",
     // Matched without regard to case: `importlib.metadata` finds `X.DIST-INFO` too.
     "**/*.dist-info/entry_points.txt",
     "**/*.egg-info/entry_points.txt",
@@ -358,7 +364,8 @@ mod tests {
     use crate::observe::guards::build_globset;
 
     /// Before: `pytest.pyc` in the root and `X.DIST-INFO/entry_points.txt` (Python
-    /// finds both) were not protected, and each turned a red pytest run green.
+    /// finds both) were not protected, and each turned a red pytest run green; nor was a
+    /// root `json.py` that pytest (and its witness) import in place of the standard one.
     #[test]
     fn runner_shadows_are_protected_in_every_importable_form_and_case() {
         let globs = crate::observe::guards::build_globset_ignoring_case(DEFAULT_PROTECTED).unwrap();
@@ -373,6 +380,12 @@ mod tests {
             ("x.egg/EGG-INFO/entry_points.txt", true),
             ("calc.pyc", false),
             ("src/pytest_helpers.py", false),
+            // standard-library modules pytest imports once the root is on sys.path
+            ("json.py", true),
+            ("inspect.pyc", true),
+            ("ast.py", true),
+            ("src/json.py", false),
+            ("jsonutil.py", false),
         ];
         for (path, want) in rows {
             assert_eq!(globs.is_match(path), want, "{path}");

@@ -38,12 +38,30 @@ _GUARDED = (
 
 _OUTCOME_HOOKS = (
     "pytest_runtest_protocol",
+    "pytest_runtest_setup",
     "pytest_runtest_call",
+    "pytest_runtest_teardown",
+    "pytest_collection_modifyitems",
+    "pytest_itemcollected",
     "pytest_pyfunc_call",
     "pytest_runtest_makereport",
     "pytest_runtest_logreport",
     "pytest_report_teststatus",
 )
+
+
+def _pytest_classes():
+    """pytest's own classes, as imported before any test module: a plugin pytest
+    registers during the session (its fixture manager) is an instance of one."""
+    import sys
+
+    kept = set()
+    for modname, mod in list(sys.modules.items()):
+        if modname == "_pytest" or modname.startswith("_pytest."):
+            for value in list(getattr(mod, "__dict__", {}).values()):
+                if isinstance(value, type) and getattr(value, "__module__", "") == modname:
+                    kept.add(value)
+    return kept
 
 
 def _lookup(module, owner, name):
@@ -65,7 +83,7 @@ def _originals():
     return kept
 
 
-def _hooks(path, originals):
+def _hooks(path, originals, pytest_classes):
     counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
     # node ids as the transcript prints them (relative to the invocation directory)
     names = {"passed_ids": [], "skipped_ids": []}
@@ -99,6 +117,10 @@ def _hooks(path, originals):
                 if id(plugin) in settled[0]:
                     continue
                 if os.path.basename(getattr(plugin, "__file__", "") or "") == "conftest.py":
+                    continue
+                # pytest's own (its fixture manager), with the hook its class defines
+                cls = type(plugin)
+                if cls in pytest_classes and getattr(impl.function, "__func__", None) is cls.__dict__.get(name):
                     continue
                 found.append("hook %s (registered during the session: %s)" % (name, pm.get_name(plugin)))
         return found
@@ -153,6 +175,6 @@ def _hooks(path, originals):
     pytest_runtest_logreport,
     pytest_sessionfinish,
 ) = _hooks(
-    os.environ.pop("LOOPEXEC_WITNESS_FILE", None), _originals()
+    os.environ.pop("LOOPEXEC_WITNESS_FILE", None), _originals(), _pytest_classes()
 )
 del _hooks
