@@ -340,6 +340,9 @@ pub fn tree_moved_under_green(c: &CheckFinished, success_exit_code: i32) -> Opti
 pub struct Shown {
     /// Named tests (the collected set, synthetic members excluded).
     pub names: usize,
+    /// Named tests that passed: a runner that names its passes (`unittest -v`,
+    /// `cargo test`, TAP) is not in a quiet mode.
+    pub passing_names: usize,
     /// Tests that ran according to the runner's own counts (passed + failed +
     /// flaky), when it printed counts.
     pub counted: Option<u64>,
@@ -351,6 +354,7 @@ impl Shown {
     pub fn of(p: &crate::check::model::ParsedRun) -> Shown {
         Shown {
             names: p.collected().len(),
+            passing_names: p.tests.iter().filter(|t| t.outcome.is_passing()).count(),
             counted: crate::check::model::counted_executed(p),
         }
     }
@@ -401,6 +405,15 @@ pub fn evidence(
                 .counted
                 .map(|n| format!(", {n} counted"))
                 .unwrap_or_default()
+        ));
+    }
+    // A runner that named the tests it passed at t0 names them from the same command
+    // now: a green run that only counts them (`Ran 2 tests … OK` with no names, from
+    // `unittest -v`) printed a summary, not a session.
+    if t0_shown.passing_names > 0 && shown.names == 0 && shown.any() {
+        missing.push(format!(
+            "the green run names none of its tests, where t0 named {} that passed (the same command names the tests it runs)",
+            t0_shown.passing_names
         ));
     }
     if let (Some(a), Some(b)) = (t0_shown.counted, shown.counted) {
@@ -709,12 +722,21 @@ mod trust_tests {
             ..TreeMeasures::default()
         };
         let none = Shown::default();
+        // n named tests, of which the failing one (quiet runners name only failures)
         let named = |n| Shown {
             names: n,
+            passing_names: 0,
             counted: None,
+        };
+        // n named tests, every one named as it passed (`unittest -v`, `cargo test`)
+        let verbose = |n: usize, counted: u64| Shown {
+            names: n,
+            passing_names: n,
+            counted: Some(counted),
         };
         let counted = |n| Shown {
             names: 0,
+            passing_names: 0,
             counted: Some(n),
         };
         // (guards unavailable, measures, t0 shown, green shown, unverified)
@@ -726,6 +748,9 @@ mod trust_tests {
             (&[], Some(&ok), counted(5), counted(5), false),
             (&[], Some(&ok), counted(5), counted(4), true),
             (&[], Some(&ok), named(1), counted(2), false), // quiet green, counted
+            (&[], Some(&ok), verbose(2, 2), verbose(2, 2), false),
+            // a runner that named its passes at t0 and now only counts them
+            (&[], Some(&ok), verbose(2, 2), counted(2), true),
             (&[], Some(&broken), named(3), named(3), true),
             (&[], None, named(3), named(3), true),
             (&["no store"], Some(&ok), named(3), named(3), true),

@@ -58,14 +58,22 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python],
         name: "always-equal object",
-        pattern: r"__eq__\s*=\s*lambda|def\s+__eq__\s*\([^)]*\)\s*:\s*return\s+True",
+        pattern: r"__eq__\s*=\s*lambda|def\s+__eq__\s*\([^)]*\)\s*:\s*return\s+True|setattr\s*\([^)]*(__eq__|eq__['\x22])",
         skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::Python],
         name: "process exit",
-        pattern: r"\bos\._exit\s*\(|getattr\s*\(\s*os\s*,|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get",
+        pattern: r"\bos\._exit\s*\(|getattr\s*\(\s*os\s*,|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get|\bos\.exec[lv]p?e?\s*\(",
         skip_entry_points: true,
+    },
+    Rule {
+        langs: &[Lang::Python],
+        name: "runner introspection",
+        // what code under test needs to find the runner's objects from inside the
+        // session: every live object, a closure's cells, pytest's saved descriptors
+        pattern: r"\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\bpluginmanager\b",
+        skip_entry_points: false,
     },
     // JavaScript / TypeScript
     Rule {
@@ -297,6 +305,31 @@ mod tests {
                 Some("always-equal object"),
             ),
             ("calc.py", "getattr(os, '_exit')(0)", Some("process exit")),
+            (
+                "calc.py",
+                "    os.execv('/bin/true', ['true'])",
+                Some("process exit"),
+            ),
+            (
+                "calc.py",
+                "setattr(_R, \"__\"+\"eq__\", lambda s, o: True)",
+                Some("always-equal object"),
+            ),
+            (
+                "calc.py",
+                "objs = gc.get_objects()",
+                Some("runner introspection"),
+            ),
+            (
+                "calc.py",
+                "w = hook.__closure__[0].cell_contents",
+                Some("runner introspection"),
+            ),
+            (
+                "calc.py",
+                "os.write(cap.targetfd_save, b'2 passed')",
+                Some("runner introspection"),
+            ),
             (
                 "calc.js",
                 "const a = require('node:assert'); a.strictEqual = () => {};",
