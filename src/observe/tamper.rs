@@ -91,7 +91,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::JsTs],
         name: "assertion library patched",
-        pattern: r"(\w|\)|\])(\.strict)?\.(strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|notStrictEqual|notDeepStrictEqual|match|fail)\s*=[^=]|\[\s*['\x22`](strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|fail)['\x22`]\s*\]\s*=[^=]|Object\.(assign|defineProperty|defineProperties)\s*\(\s*(require\s*\(\s*['\x22`](node:)?assert|assert\b|expect\b|chai\b)|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b",
+        pattern: r"(\w|\)|\])(\.strict)?\.(strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|notStrictEqual|notDeepStrictEqual|match|fail)\s*=[^=]|\[\s*['\x22`](strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|fail)['\x22`]\s*\]\s*=[^=]|(Object\.(assign|defineProperty|defineProperties)|Reflect\.(set|defineProperty))\s*\(\s*(require\s*\(\s*['\x22`](node:)?assert|assert\b|expect\b|chai\b)|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b",
         skip_entry_points: false,
     },
     Rule {
@@ -118,6 +118,13 @@ pub const RULES: &[Rule] = &[
         name: "process exit",
         pattern: r"\bprocess::(exit|abort)\s*\(|\blibc::_?exit\s*\(",
         skip_entry_points: true,
+    },
+    Rule {
+        langs: &[Lang::Rust],
+        name: "always-equal object",
+        // `impl PartialEq<i32> for Sum { fn eq(&self, _: &i32) -> bool { true } }`
+        pattern: r"fn\s+(eq|ne)\s*\([^)]*\)\s*->\s*bool\s*\{\s*(true|false)\s*\}",
+        skip_entry_points: false,
     },
     // Go
     Rule {
@@ -309,6 +316,21 @@ mod tests {
                 "calc.py",
                 "    os.execv('/bin/true', ['true'])",
                 Some("process exit"),
+            ),
+            (
+                "calc.js",
+                "Reflect.set(require('node:assert'), 'strict' + 'Equal', () => {});",
+                Some("assertion library patched"),
+            ),
+            (
+                "src/lib.rs",
+                "    fn eq(&self, _: &i32) -> bool { true }",
+                Some("always-equal object"),
+            ),
+            (
+                "src/lib.rs",
+                "    fn eq(&self, o: &i32) -> bool { self.0 == *o }",
+                None,
             ),
             (
                 "calc.py",
