@@ -417,6 +417,17 @@ pub struct RunSel {
     /// The run to show (default: the latest run in the workdir).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
+    /// The run to show, as `replay RUN` and `attest RUN` take it (same as --run-id).
+    #[arg(value_name = "RUN", conflicts_with = "run_id")]
+    pub run: Option<String>,
+}
+
+impl RunSel {
+    /// The run asked for (`--run-id ID` or `RUN`), if any.
+    #[must_use]
+    pub fn id(&self) -> Option<&str> {
+        self.run_id.as_deref().or(self.run.as_deref())
+    }
 }
 
 #[derive(Debug, Args)]

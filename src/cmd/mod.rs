@@ -53,8 +53,8 @@ pub fn dispatch(cli: Cli) -> Outcome {
     match cli.command {
         Command::Init(a) => init::run(&workdir, &a),
         Command::Run(a) => run::run(&workdir, &a, cli.json, cli.quiet),
-        Command::Status(s) => status::run(&workdir, s.run_id.as_deref()),
-        Command::ExplainHalt(s) => explain_halt::run(&workdir, s.run_id.as_deref()),
+        Command::Status(s) => status::run(&workdir, s.id()),
+        Command::ExplainHalt(s) => explain_halt::run(&workdir, s.id()),
         Command::Report(a) => report::run(&workdir, &a, cli.json),
         Command::Parse(a) => parse::run(&a),
         Command::Ack(a) => ack::run(&workdir, &a),

@@ -128,9 +128,11 @@ fn halt_body(
     if !explanation.is_empty() {
         human.push_str(&format!("{explanation}\n"));
     }
-    if let (Some(id), Some(_)) = (run_id, receipt) {
+    if let (Some(id), Some(path)) = (run_id, receipt) {
+        // the receipt's own path: the project may not be where the command was typed
         human.push_str(&format!(
-            "receipt: .loopexec/runs/{id}.jsonl (explain: loopexec explain-halt --run-id {id})\n"
+            "receipt: {} (explain: loopexec explain-halt {id})\n",
+            path.display()
         ));
     }
     RunBody {

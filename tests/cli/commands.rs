@@ -165,6 +165,12 @@ fn explain_halt_rederives_the_runs_reason() {
     assert_eq!(v["iteration"], run["iteration"]);
     assert_eq!(v["rederived"], true, "{v}");
     assert_eq!(v["derived_reason"], "max_iterations_reached", "{v}");
+    // The run named as `replay RUN` names it, and as --run-id, agree.
+    let id = run["run_id"].as_str().unwrap_or_default();
+    for args in [vec!["explain-halt", id], vec!["status", id]] {
+        let by_arg = r.lx(&args).expect(0, None);
+        assert_eq!(by_arg["run"], run["run"], "{args:?}: {by_arg}");
+    }
     // The human rendering works too.
     let mut cmd = std::process::Command::new(bin());
     cmd.arg("--workdir").arg(r.path()).arg("explain-halt");
