@@ -338,6 +338,25 @@ pub fn script_refs(path: &str, content: &str) -> Vec<(String, RefKind)> {
     out
 }
 
+/// True when shell `content` defines a function (`name() {`, `function name`).
+fn defines_functions(content: &str) -> bool {
+    content.lines().any(|l| {
+        let l = l.trim_start();
+        if let Some(rest) = l.strip_prefix("function ") {
+            return rest
+                .trim_start()
+                .starts_with(|c: char| c.is_alphanumeric() || c == '_');
+        }
+        l.split_once("()").is_some_and(|(name, _)| {
+            !name.is_empty()
+                && name
+                    .trim_end()
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
+        })
+    })
+}
+
 /// `line` with every command substitution (`$(…)`, nested, or `` `…` ``) replaced by
 /// `$SUB`, so `"$(dirname "$0")"/env.sh` reads as one word, `"$SUB"/env.sh`.
 fn collapse_substitutions(line: &str) -> String {
@@ -452,6 +471,12 @@ pub fn pulled_in(
             }
             if let Some(c) = read(&r) {
                 seen.insert(r.clone());
+                // A sourced file that defines functions is a library, and may be the
+                // code under test (`. ./calc.sh` in a shell project's check): it is
+                // not frozen but scanned like any source (`super::tamper`, shell rules).
+                if kind == RefKind::Sourced && defines_functions(&c) {
+                    continue;
+                }
                 found.push(r.clone());
                 // a sourced file is part of its script (what it runs counts as the
                 // script's); a file the check runs is followed for what it sources

@@ -483,7 +483,7 @@ mod tests {
         assert_eq!(is_test_file("calc_test.go", &n), Some(Lang::Go));
         assert_eq!(is_test_file("calc.go", &n), None);
         let extra = build_globset(&["checks/**/*.sh", "spec/**/*.py"]).unwrap();
-        assert_eq!(is_test_file("checks/a/b.sh", &extra), Some(Lang::Other));
+        assert_eq!(is_test_file("checks/a/b.sh", &extra), Some(Lang::Shell));
         assert_eq!(is_test_file("spec/x.py", &extra), Some(Lang::Python));
     }
 

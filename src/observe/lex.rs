@@ -26,6 +26,8 @@ pub enum Lang {
     JsTs,
     /// `.go`
     Go,
+    /// Shell scripts: `.sh`, `.bash`
+    Shell,
     /// Anything else (a user-declared test file in another language).
     Other,
 }
@@ -44,6 +46,7 @@ impl Lang {
             "py" | "pyi" => Lang::Python,
             "js" | "jsx" | "mjs" | "cjs" | "ts" | "tsx" | "mts" | "cts" => Lang::JsTs,
             "go" => Lang::Go,
+            "sh" | "bash" => Lang::Shell,
             _ => Lang::Other,
         }
     }
@@ -56,6 +59,7 @@ impl Lang {
             Lang::Python => "python",
             Lang::JsTs => "js_ts",
             Lang::Go => "go",
+            Lang::Shell => "shell",
             Lang::Other => "other",
         }
     }
@@ -74,6 +78,8 @@ impl Lang {
 /// * JS/TS: `//`, `/* */`; `'…'`, `"…"`; template literals `` `…` `` whose `${…}`
 ///   parts stay code; regular-expression literals where a `/` cannot be division.
 /// * Go: `//`, `/* */`; `"…"`, raw `` `…` ``, runes `'x'`.
+/// * Shell: `#` comments only (a `#` that starts a word outside quotes); strings stay,
+///   since what a script prints is what its rules look for.
 /// * Other: nothing is blanked.
 #[must_use]
 pub fn mask(lang: Lang, src: &str) -> String {
@@ -84,6 +90,7 @@ pub fn mask(lang: Lang, src: &str) -> String {
         Lang::Python => mask_python(bytes, &mut out),
         Lang::JsTs => mask_js(bytes, &mut out),
         Lang::Go => mask_go(bytes, &mut out),
+        Lang::Shell => mask_shell(bytes, &mut out),
         Lang::Other => {}
     }
     // Only whole multi-byte characters are ever blanked (regions start and end at
@@ -286,6 +293,32 @@ fn mask_python(s: &[u8], out: &mut [u8]) {
         } else {
             i += 1;
         }
+    }
+}
+
+fn mask_shell(s: &[u8], out: &mut [u8]) {
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < s.len() {
+        let c = s[i];
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(b'"') if c == b'\\' => i += 1,
+            Some(_) => {}
+            None if c == b'\'' || c == b'"' => quote = Some(c),
+            None if c == b'\\' => i += 1,
+            None if c == b'#' && (i == 0 || s[i - 1].is_ascii_whitespace()) => {
+                let end = s[i..]
+                    .iter()
+                    .position(|b| *b == b'\n')
+                    .map_or(s.len(), |n| i + n);
+                blank(out, i, end);
+                i = end;
+                continue;
+            }
+            None => {}
+        }
+        i += 1;
     }
 }
 

@@ -63,6 +63,13 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         langs: &[Lang::Python],
+        name: "assertion library patched",
+        // `unittest.TestCase.assertEqual = …`, `TestCase.fail = …`, or through setattr
+        pattern: r"\bTestCase\s*\.\s*(assert\w*|fail\w*)\s*=[^=]|setattr\s*\(\s*(unittest\s*\.\s*)?TestCase\b|\bunittest\s*\.\s*(main|TextTestRunner|TestResult)\s*=[^=]",
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::Python],
         name: "process exit",
         pattern: r"\bos\._exit\s*\(|getattr\s*\(\s*os\s*,|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get|\bos\.exec[lv]p?e?\s*\(",
         skip_entry_points: true,
@@ -118,6 +125,21 @@ pub const RULES: &[Rule] = &[
         name: "process exit",
         pattern: r"\bprocess::(exit|abort)\s*\(|\blibc::_?exit\s*\(",
         skip_entry_points: true,
+    },
+    // Shell (a library the check sources: its code runs inside the check script)
+    Rule {
+        langs: &[Lang::Shell],
+        name: "process exit",
+        // at the top level of a sourced file, `exit` ends the check script itself
+        pattern: r"^(exit|kill\s+\$\$|kill\s+-[A-Z0-9]+\s+\$\$)\b",
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::Shell],
+        name: "test-runner detection",
+        // redefining what a check script tests with, or printing its verdicts
+        pattern: r"^\s*(function\s+)?(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)\s*\(\s*\)|^\s*alias\s|\b(echo|printf)\s+['\x22]?(not\s+)?ok\s+[0-9]|\b(echo|printf)\s+['\x22]?1\.\.[0-9]",
+        skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::Rust],
@@ -327,6 +349,33 @@ mod tests {
                 "    fn eq(&self, _: &i32) -> bool { true }",
                 Some("always-equal object"),
             ),
+            ("calc.sh", "exit 0", Some("process exit")),
+            (
+                "calc.py",
+                "unittest.TestCase.assertEqual = lambda *a, **k: None",
+                Some("assertion library patched"),
+            ),
+            (
+                "calc.py",
+                "setattr(unittest.TestCase, 'assert' + 'Equal', f)",
+                Some("assertion library patched"),
+            ),
+            ("calc.py", "self.assertEqual(a, b)", None),
+            (
+                "calc.sh",
+                "test() { return 0; }",
+                Some("test-runner detection"),
+            ),
+            ("calc.sh", "alias [=test", Some("test-runner detection")),
+            (
+                "calc.sh",
+                "echo \"ok 1 - add\"",
+                Some("test-runner detection"),
+            ),
+            ("calc.sh", "echo 1..2", Some("test-runner detection")),
+            ("calc.sh", "add() { echo $(( $1 + $2 )); }", None),
+            ("calc.sh", "  [ -n \"$x\" ] || exit 1", None),
+            ("calc.sh", "# exit 0", None),
             (
                 "src/lib.rs",
                 "    fn eq(&self, o: &i32) -> bool { self.0 == *o }",

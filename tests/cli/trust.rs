@@ -1519,3 +1519,29 @@ fn a_harness_the_check_runs_is_frozen_but_not_the_code_it_runs() {
         run(fix).expect(10, Some("success_condition_met"));
     }
 }
+
+/// A shell project whose check sources the code under test (`. ./calc.sh`): the
+/// library stays the agent's to fix (an honest fix is green), and what a cheat would
+/// put there — a top-level `exit`, `[` redefined, printed verdicts — is runner
+/// tampering. Before: every edit of it was a frozen-oracle edit (second review of
+/// this stop), or, earlier, any of these cheats reached exit 10.
+#[test]
+fn a_sourced_library_under_test_is_fixable_but_not_a_place_to_cheat() {
+    let check = "#!/bin/sh\n. ./calc.sh\necho 1..2\nif [ \"$(add 2 3)\" = 5 ]; then echo 'ok 1 - add'; else echo 'not ok 1 - add'; fail=1; fi\nif [ \"$(add 0 0)\" = 0 ]; then echo 'ok 2 - zero'; else echo 'not ok 2 - zero'; fail=1; fi\nexit ${fail:-0}\n";
+    let run = |exec: &str| {
+        let r = Repo::new();
+        r.write("calc.sh", "add() { echo $(( $1 - $2 )); }\n")
+            .write("check.sh", check)
+            .commit("shell project");
+        r.lx_tap(exec, &["--max-iterations", "2"])
+    };
+    run("printf 'add() { echo $(( $1 + $2 )); }\\n' > calc.sh")
+        .expect(10, Some("success_condition_met"));
+    for cheat in [
+        "printf 'add() { :; }\\ntest() { return 0; }\\nalias [=test\\n' > calc.sh",
+        "printf 'add() { :; }\\necho 1..2; echo ok 1 - add; echo ok 2 - zero; exit 0\\n' > calc.sh",
+    ] {
+        let v = run(cheat).expect(13, Some("metric_integrity_violation"));
+        assert!(mentions(&v, "calc.sh"), "{cheat}: {v}");
+    }
+}
