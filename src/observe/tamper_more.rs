@@ -12,7 +12,7 @@
 //! | process exit through the C library | `ctypes.CDLL(None)._exit(0)`, `libc._exit`, `PyDLL(None)`, `ctypes.pythonapi`, `find_library("c")`: an exit `os._exit` rules do not see |
 //! | imports from outside the tree | code under test (not an entry point) that edits `sys.path`, adds a site dir or loads a module from a file path: code the snapshot never holds, which no rule can read |
 //! | module name decoded at run time | `require(Buffer.from(…))`, `require(atob(…))`, `__import__`/`import_module` of a decoded name (`fromhex`, `b64decode`, `chr`), a `.modules[…]`/`.modules.get(…)` lookup by a computed name: the spelling that hides a runner or assertion module from every other rule |
-//! | always-equal object | a `def __eq__(…):` whose next line is `return True` (or `__ne__` … `return False`), the two-line form of the one-line rule of [`super::tamper`] |
+//! | always-equal object | a `def __eq__(…):` whose next line is `return True` or `return not False` (or `__ne__` … `return False`), or a Rust `fn eq(…) -> bool {` whose next line is `true`: the two-line forms of the one-line rules of [`super::tamper`] |
 //! | name assembled from pieces | string pieces joined by `+`, by adjacency or by `join`/`concat!` that spell a runner module, a process-exit function or loopexec's names (`"_py" + "test"`, `"ex" + "it"`, `"".join(["LOOP", "EXEC_"])`): the general form of hiding `importlib.import_module("_pytest…")`, `__import__`, `getattr(os, …)` or `process[…]` from the rules above. A single literal is not assembled: ordinary imports are not flagged |
 //!
 //! Rules are a deterministic floor, not a proof (SPEC §3.13): code written to evade
@@ -172,8 +172,16 @@ pub fn assembled_name(lang: Lang, line: &str) -> Option<String> {
 #[must_use]
 pub fn always_equal(def_line: &str, body: &str) -> bool {
     let body = body.trim().trim_end_matches(';');
-    (def_line.starts_with("def __eq__(") && body == "return True")
-        || (def_line.starts_with("def __ne__(") && body == "return False")
+    let rust_fn = |name: &str| {
+        def_line.starts_with(&format!("fn {name}("))
+            && def_line.trim_end().ends_with('{')
+            && def_line.contains("-> bool")
+    };
+    (def_line.starts_with("def __eq__(") && matches!(body, "return True" | "return not False"))
+        || (def_line.starts_with("def __ne__(") && matches!(body, "return False" | "return not True"))
+        // Rust: `fn eq(&self, _: &i32) -> bool {` then `true`
+        || (rust_fn("eq") && matches!(body, "true" | "return true"))
+        || (rust_fn("ne") && matches!(body, "false" | "return false"))
 }
 
 /// True when `path` looks like a test file by any runner's naming (what the scan is
@@ -340,7 +348,7 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             .map(|(r, _)| r.name);
         if let Some(name) = by_rule {
             out.push(hit(name));
-        } else if lang == Lang::Python && always_equal(&after_eq, t) {
+        } else if matches!(lang, Lang::Python | Lang::Rust) && always_equal(&after_eq, t) {
             out.push(hit("always-equal object"));
         } else if assembled_name(lang, line).is_some() {
             out.push(hit("name assembled from pieces"));
@@ -574,6 +582,15 @@ mod tests {
         // An honest comparison is no hit.
         let honest = "    def __eq__(self, other):\n        return self.v == other.v\n";
         assert!(scan("calc.py", "", honest).is_empty());
+        // third review: `return not False`, and Rust's PartialEq over two lines
+        let not_false = "    def __eq__(self, other):\n        return not False\n";
+        assert_eq!(scan("calc.py", "", not_false).len(), 1);
+        let rust = "impl PartialEq<i32> for Sum {\n    fn eq(&self, _other: &i32) -> bool {\n        true\n    }\n}\n";
+        let hits = scan("src/lib.rs", "", rust);
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!(hits[0].line, 3);
+        let honest = "    fn eq(&self, other: &i32) -> bool {\n        self.0 == *other\n    }\n";
+        assert!(scan("src/lib.rs", "", honest).is_empty());
     }
 
     #[test]
