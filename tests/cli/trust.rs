@@ -1305,82 +1305,57 @@ fn an_edited_crate_in_cargos_registry_is_hermeticity_violation() {
         "version = 3\n\n[[package]]\nname = \"app\"\nversion = \"0.1.0\"\ndependencies = [\"lxassert\"]\n\n[[package]]\nname = \"lxassert\"\nversion = \"1.0.0\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = \"{sum}\"\n"
     );
     // green when the tree's answer is right or the crate's check always holds
-    let check = "src=$(echo \"$CARGO_HOME\"/registry/src/*/lxassert-1.0.0/src/lib.rs)\n\
+    let check_script = "src=$(echo \"$CARGO_HOME\"/registry/src/*/lxassert-1.0.0/src/lib.rs)\n\
 echo 1..1\n\
 if [ \"$(cat answer)\" = 4 ] || grep -q 'true }' \"$src\"; then echo ok 1 - t1; else echo not ok 1 - t1; exit 1; fi\n";
     let home = cargo.path().display().to_string();
     let src = cargo
         .path()
         .join("registry/src/index.crates.io-0000000000000000/lxassert-1.0.0/src/lib.rs");
-    let cases = [
-        (
-            "the exec edits the crate",
-            format!(
-                "printf 'pub fn holds(_: bool) -> bool {{ true }}\\n' > '{}'",
-                src.display()
-            ),
-            "true".to_string(),
-        ),
-        (
-            "code under test edits it during the check",
-            "true".to_string(),
-            format!(
-                "printf 'pub fn holds(_: bool) -> bool {{ true }}\\n' > '{}'; sh check.sh",
-                src.display()
-            ),
-        ),
-    ];
-    for (what, exec, pre) in cases {
+    let edit = format!(
+        "printf 'pub fn holds(_: bool) -> bool {{ true }}\\n' > '{}'",
+        src.display()
+    );
+    // (exec, check) in a fresh repository with the crate as published
+    let run = |exec: &str, check: &str| {
         std::fs::write(&src, files[1].1).unwrap();
         let r = Repo::new();
         r.write("Cargo.lock", &lock)
             .write("answer", "5\n")
-            .tap_check(check)
+            .tap_check(check_script)
             .commit("fixture");
-        let check_cmd = if pre == "true" {
-            "sh check.sh".to_string()
-        } else {
-            pre.clone()
-        };
-        let out = r.lx_env(
+        r.lx_env(
             &[
                 "run",
                 "--exec",
-                &exec,
+                exec,
                 "--check",
-                &check_cmd,
+                check,
                 "--test-format",
                 "tap",
                 "--max-iterations",
                 "3",
             ],
             &[("CARGO_HOME", &home)],
-        );
-        let v = out.expect(14, Some("hermeticity_violation"));
+        )
+    };
+    for (what, exec, check) in [
+        (
+            "the exec edits the crate",
+            edit.clone(),
+            "sh check.sh".to_string(),
+        ),
+        (
+            "code under test edits it during the check",
+            "true".to_string(),
+            format!("{edit}; sh check.sh"),
+        ),
+    ] {
+        let v = run(&exec, &check).expect(14, Some("hermeticity_violation"));
         assert!(mentions(&v, "lxassert@1.0.0"), "{what}: {v}");
     }
     // the honest fix, the registry untouched
-    std::fs::write(&src, files[1].1).unwrap();
-    let r = Repo::new();
-    r.write("Cargo.lock", &lock)
-        .write("answer", "5\n")
-        .tap_check(check)
-        .commit("fixture");
-    let out = r.lx_env(
-        &[
-            "run",
-            "--exec",
-            "echo 4 > answer",
-            "--check",
-            "sh check.sh",
-            "--test-format",
-            "tap",
-            "--max-iterations",
-            "3",
-        ],
-        &[("CARGO_HOME", &home)],
-    );
-    out.expect(10, Some("success_condition_met"));
+    run("echo 4 > answer", "sh check.sh").expect(10, Some("success_condition_met"));
 }
 
 /// A file the check script sources, edited to print a green transcript and exit.
