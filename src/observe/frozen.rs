@@ -266,9 +266,13 @@ pub fn is_script(path: &str) -> bool {
 pub enum RefKind {
     /// Read into the script itself: `.`/`source`, `include`/`-include`/`sinclude`.
     Sourced,
-    /// Started by it: a command named by path (`./tools/run`, `tools/run`), the file
-    /// argument of an interpreter (`sh`, `bash`, `python3`, `node`, …), a `*.sh` word.
+    /// Started or read by it: a command named by path (`./tools/run`, `tools/run`),
+    /// the file argument of an interpreter (`sh`, `bash`, `python3`, `node`, …), a
+    /// `*.sh` word, a file whose content it executes (`eval "$(cat cmds.txt)"`,
+    /// `xargs -n1 sh < suites.list`).
     Run,
+    /// A directory whose scripts it runs by searching (`find scripts -exec sh {} \;`).
+    Searched,
 }
 
 /// Interpreters whose first non-option argument is a file they run.
@@ -292,6 +296,20 @@ pub fn script_refs(path: &str, content: &str) -> Vec<(String, RefKind)> {
             continue;
         }
         let line = line.split(" #").next().unwrap_or(line);
+        // a file whose content the line executes: `eval "$(cat cmds.txt)"`,
+        // `xargs -n1 sh < suites.list`, `sh < steps` (a file the check merely reads,
+        // `$(cat failing)`, may be the agent's to change)
+        let head = line.split_whitespace().next().unwrap_or("");
+        if head == "eval"
+            || head == "xargs"
+            || head == "."
+            || head == "source"
+            || INTERPRETERS.contains(&head)
+        {
+            for c in data_read(line) {
+                out.extend(candidates(dir, &c).into_iter().map(|p| (p, RefKind::Run)));
+            }
+        }
         let line = collapse_substitutions(line);
         for segment in line.split(['&', '|', ';', '(']) {
             let mut words = segment
@@ -308,6 +326,7 @@ pub fn script_refs(path: &str, content: &str) -> Vec<(String, RefKind)> {
             let Some(first) = words.next() else { continue };
             let (kind, target) = match first {
                 "." | "source" | "include" | "sinclude" => (RefKind::Sourced, words.next()),
+                "find" => (RefKind::Searched, words.find(|w| !w.starts_with('-'))),
                 w if INTERPRETERS.contains(&w) => {
                     (RefKind::Run, words.find(|w| !w.starts_with('-')))
                 }
@@ -336,6 +355,24 @@ pub fn script_refs(path: &str, content: &str) -> Vec<(String, RefKind)> {
     out.sort();
     out.dedup();
     out
+}
+
+/// Files a script line reads data or commands from: `$(cat X)`, `$(< X)`,
+/// `` `cat X` ``, and input redirections `< X` (not here-documents `<<`, nor process
+/// substitutions `<(…)`).
+fn data_read(line: &str) -> Vec<String> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(
+            r#"\$\(\s*(?:cat\s+|<\s*)['"]?([^\s)'"]+)['"]?\s*\)|`\s*cat\s+['"]?([^\s`'"]+)['"]?\s*`|(?:^|[^<0-9])<\s*['"]?([^\s<(&|;'"]+)"#,
+        )
+        .unwrap_or_else(|e| panic!("invalid built-in pattern: {e}"))
+    });
+    re.captures_iter(line)
+        .filter_map(|c| c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)))
+        .map(|m| m.as_str().to_string())
+        .filter(|w| !w.starts_with('/') && !w.starts_with('$') && !w.starts_with('&'))
+        .collect()
 }
 
 /// True when shell `content` defines a function (`name() {`, `function name`).
@@ -416,7 +453,7 @@ fn candidates(dir: &str, word: &str) -> Vec<String> {
         _ => (false, word),
     };
     let rest = rest.trim_start_matches('/').trim_matches('"');
-    if rest.is_empty() || rest.contains('$') || word.starts_with('/') {
+    if rest.is_empty() || rest.contains(['$', '*', '?']) || word.starts_with('/') {
         return Vec::new();
     }
     let mut v = vec![normalize(rest)];
@@ -442,7 +479,9 @@ fn normalize(p: &str) -> Option<String> {
 }
 
 /// The files the check pulls in: from `check_roots` (the check command's own
-/// files) every file they source or run ([`script_refs`]); from those, and from
+/// files) every file they source, run or read, and the scripts under a directory
+/// they search (`list` gives a directory's files of the tree, root-relative); from
+/// those, and from
 /// `test_roots` (t0's frozen shell scripts), what they source, transitively. A file a
 /// pulled-in script only *runs* is not followed: a harness that runs `sh add.sh` is
 /// the check's, `add.sh` may be the code under test. `read` gives a file of the tree
@@ -452,6 +491,7 @@ pub fn pulled_in(
     check_roots: &[String],
     test_roots: &[String],
     read: &dyn Fn(&str) -> Option<String>,
+    list: &dyn Fn(&str) -> Vec<String>,
     limit: usize,
 ) -> Vec<String> {
     let mut seen: std::collections::BTreeSet<String> =
@@ -466,7 +506,20 @@ pub fn pulled_in(
     let mut found = Vec::new();
     while let Some((p, content, runs)) = queue.pop() {
         for (r, kind) in script_refs(&p, &content) {
-            if found.len() >= limit || (kind == RefKind::Run && !runs) || seen.contains(&r) {
+            if found.len() >= limit || (kind != RefKind::Sourced && !runs) || seen.contains(&r) {
+                continue;
+            }
+            if kind == RefKind::Searched {
+                // every script under the searched directory is one the check may run
+                seen.insert(r.clone());
+                for f in list(&r).into_iter().filter(|f| is_script(f)) {
+                    if found.len() < limit && seen.insert(f.clone()) {
+                        if let Some(c) = read(&f) {
+                            found.push(f.clone());
+                            queue.push((f, c, false));
+                        }
+                    }
+                }
                 continue;
             }
             if let Some(c) = read(&r) {

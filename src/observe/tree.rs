@@ -389,7 +389,14 @@ impl TreeObserver {
             // a script is text; a large file is no script of the check's
             (blob.len() <= 1 << 20).then(|| String::from_utf8_lossy(&blob).into_owned())
         };
-        let pulled = frozen::pulled_in(&check_roots, &test_roots, &read, MAX_PULLED_IN);
+        let list = |dir: &str| -> Vec<String> {
+            let prefix = format!("{}/", dir.trim_end_matches('/'));
+            e0.range(prefix.clone()..)
+                .take_while(|(p, _)| p.starts_with(&prefix))
+                .map(|(p, _)| p.clone())
+                .collect()
+        };
+        let pulled = frozen::pulled_in(&check_roots, &test_roots, &read, &list, MAX_PULLED_IN);
         self.rules.set_pulled_in(pulled);
     }
 

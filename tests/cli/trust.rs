@@ -1520,3 +1520,48 @@ fn a_sourced_library_under_test_is_fixable_but_not_a_place_to_cheat() {
         assert!(mentions(&v, "calc.sh"), "{cheat}: {v}");
     }
 }
+
+/// Checks that reach their tests indirectly: commands read from a data file (`eval
+/// "$(cat cmds.txt)"`), a suite list fed to `xargs`, scripts found by `find`. Before
+/// (second review of this stop): rewriting the file the check reads, or the suite it
+/// finds, to print green reached exit 10. Now those are frozen with the check, and an
+/// honest fix stays green.
+#[test]
+fn files_a_check_reads_its_commands_from_or_searches_are_frozen() {
+    let green = "printf 'echo 1..1; echo ok 1 - t1\\n'";
+    /// (what the halt names, the check script, its files, the cheat)
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], String);
+    let cases: [Case; 3] = [
+        (
+            "cmds.txt",
+            "eval \"$(cat cmds.txt)\"\n",
+            &[("cmds.txt", TAP_CHECK)],
+            format!("{green} > cmds.txt"),
+        ),
+        (
+            "suites.list",
+            "xargs -n1 sh < suites.list\n",
+            &[("suites.list", "suite.sh\n"), ("suite.sh", TAP_CHECK)],
+            format!("{green} > other.sh; echo other.sh > suites.list"),
+        ),
+        (
+            "suites/a.sh",
+            "find suites -name '*.sh' -exec sh {} \\;\n",
+            &[("suites/a.sh", TAP_CHECK)],
+            format!("{green} > suites/a.sh"),
+        ),
+    ];
+    for (what, check, files, cheat) in cases {
+        let run = |exec: &str| {
+            let r = tap_repo(1);
+            for (p, body) in files {
+                r.write(p, body);
+            }
+            r.tap_check(check).commit("indirect check");
+            r.lx_tap(exec, &["--max-iterations", "2"])
+        };
+        let v = run(&cheat).expect(13, Some("metric_integrity_violation"));
+        assert!(mentions(&v, what), "{what}: {v}");
+        run("echo > failing").expect(10, Some("success_condition_met"));
+    }
+}

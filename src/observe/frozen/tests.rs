@@ -147,7 +147,7 @@ fn out_of_line_rust_test_modules_are_found() {
 /// Which files a script refers to, and how, by the shapes scripts and makefiles use.
 #[test]
 fn scripts_refer_to_what_they_source_include_or_run() {
-    use RefKind::{Run, Sourced};
+    use RefKind::{Run, Searched, Sourced};
     /// (script path, its content, the references expected)
     type Row<'a> = (&'a str, &'a str, &'a [(&'a str, RefKind)]);
     let rows: &[Row] = &[
@@ -197,6 +197,25 @@ fn scripts_refer_to_what_they_source_include_or_run() {
             &[("tools/tap-run", Run)],
         ),
         ("Makefile", "include ../outside.mk\n", &[]),
+        // what it reads its commands or inputs from, and where it searches
+        (
+            "check.sh",
+            "eval \"$(cat cmds.txt)\"\n",
+            &[("cmds.txt", Run)],
+        ),
+        (
+            "check.sh",
+            "xargs -n1 sh < suites.list\n",
+            &[("suites.list", Run)],
+        ),
+        (
+            "check.sh",
+            "find scripts -name '*.tap.sh' -exec sh {} \\;\n",
+            &[("scripts", Searched)],
+        ),
+        ("check.sh", "cat <<EOF\nx\nEOF\n", &[]),
+        // a file the check only reads may be the agent's to change
+        ("check.sh", "f=\" $(cat failing) \"\n", &[]),
         (
             "t/basic.t",
             ". t/lib.sh\n",
@@ -244,9 +263,16 @@ fn pulled_in_follows_what_the_check_runs_and_what_anything_sources() {
         ("t/lib.sh", "\n"),
     ]);
     let read = |p: &str| files.get(p).map(|s| (*s).to_string());
+    let list = |d: &str| {
+        files
+            .keys()
+            .filter(|p| p.starts_with(&format!("{d}/")))
+            .map(|p| (*p).to_string())
+            .collect::<Vec<_>>()
+    };
     let s = |v: &[&str]| v.iter().map(|x| (*x).to_string()).collect::<Vec<_>>();
     assert_eq!(
-        pulled_in(&s(&["run_tests.sh"]), &s(&["t/a.t"]), &read, 10),
+        pulled_in(&s(&["run_tests.sh"]), &s(&["t/a.t"]), &read, &list, 10),
         s(&[
             "scripts/deeper.sh",
             "scripts/env.sh",
@@ -256,5 +282,30 @@ fn pulled_in_follows_what_the_check_runs_and_what_anything_sources() {
             "tools/tap-run"
         ])
     );
-    assert_eq!(pulled_in(&s(&["run_tests.sh"]), &[], &read, 1).len(), 1);
+    assert_eq!(
+        pulled_in(&s(&["run_tests.sh"]), &[], &read, &list, 1).len(),
+        1
+    );
+    // a searched directory's scripts, and the list a check reads its suites from
+    let files2: BTreeMap<&str, &str> = BTreeMap::from([
+        (
+            "check.sh",
+            "find suites -name '*.sh' -exec sh {} \\;\nxargs sh < list.txt\n",
+        ),
+        ("suites/a.sh", "echo ok\n"),
+        ("suites/data.json", "{}\n"),
+        ("list.txt", "suites/a.sh\n"),
+    ]);
+    let read2 = |p: &str| files2.get(p).map(|s| (*s).to_string());
+    let list2 = |d: &str| {
+        files2
+            .keys()
+            .filter(|p| p.starts_with(&format!("{d}/")))
+            .map(|p| (*p).to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        pulled_in(&s(&["check.sh"]), &[], &read2, &list2, 10),
+        s(&["list.txt", "suites/a.sh"])
+    );
 }
