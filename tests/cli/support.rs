@@ -120,6 +120,28 @@ impl Repo {
         lx_in(&self.path, args, env)
     }
 
+    /// `loopexec run --exec EXEC --check CHECK --test-format tap REST…` with extra
+    /// environment variables.
+    pub fn lx_tap_check(
+        &self,
+        exec: &str,
+        check: &str,
+        rest: &[&str],
+        env: &[(&str, &str)],
+    ) -> Out {
+        let mut args = vec![
+            "run",
+            "--exec",
+            exec,
+            "--check",
+            check,
+            "--test-format",
+            "tap",
+        ];
+        args.extend(rest);
+        lx_in(&self.path, &args, env)
+    }
+
     /// `loopexec run --exec EXEC --check "sh check.sh" --test-format tap REST…`.
     pub fn lx_tap(&self, exec: &str, rest: &[&str]) -> Out {
         let mut args = vec![

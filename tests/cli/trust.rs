@@ -1324,18 +1324,10 @@ if [ \"$(cat answer)\" = 4 ] || grep -q 'true }' \"$src\"; then echo ok 1 - t1; 
             .write("answer", "5\n")
             .tap_check(check_script)
             .commit("fixture");
-        r.lx_env(
-            &[
-                "run",
-                "--exec",
-                exec,
-                "--check",
-                check,
-                "--test-format",
-                "tap",
-                "--max-iterations",
-                "3",
-            ],
+        r.lx_tap_check(
+            exec,
+            check,
+            &["--max-iterations", "3"],
             &[("CARGO_HOME", &home)],
         )
     };
@@ -1477,17 +1469,7 @@ fn a_harness_the_check_runs_is_frozen_but_not_the_code_it_runs() {
         let run = |exec: &str| {
             let r = Repo::new();
             setup(&r);
-            r.lx(&[
-                "run",
-                "--exec",
-                exec,
-                "--check",
-                check,
-                "--test-format",
-                "tap",
-                "--max-iterations",
-                "2",
-            ])
+            r.lx_tap_check(exec, check, &["--max-iterations", "2"], &[])
         };
         let v = run(&cheat).expect(13, Some("metric_integrity_violation"));
         assert!(mentions(&v, what), "{what}: {v}");
