@@ -266,11 +266,12 @@ pub fn is_script(path: &str) -> bool {
 pub enum RefKind {
     /// Read into the script itself: `.`/`source`, `include`/`-include`/`sinclude`.
     Sourced,
-    /// Started or read by it: a command named by path (`./tools/run`, `tools/run`),
-    /// the file argument of an interpreter (`sh`, `bash`, `python3`, `node`, …), a
-    /// `*.sh` word, a file whose content it executes (`eval "$(cat cmds.txt)"`,
-    /// `xargs -n1 sh < suites.list`).
+    /// Started by it: a command named by path (`./tools/run`, `tools/run`), the file
+    /// argument of an interpreter (`sh`, `bash`, `python3`, `node`, …), a `*.sh` word.
     Run,
+    /// A file whose content it executes as commands (`eval "$(cat cmds.txt)"`,
+    /// `xargs -n1 sh < suites.list`): what that file runs is the script's too.
+    Fed,
     /// A directory whose scripts it runs by searching (`find scripts -exec sh {} \;`).
     Searched,
 }
@@ -307,7 +308,7 @@ pub fn script_refs(path: &str, content: &str) -> Vec<(String, RefKind)> {
             || INTERPRETERS.contains(&head)
         {
             for c in data_read(line) {
-                out.extend(candidates(dir, &c).into_iter().map(|p| (p, RefKind::Run)));
+                out.extend(candidates(dir, &c).into_iter().map(|p| (p, RefKind::Fed)));
             }
         }
         let line = collapse_substitutions(line);
@@ -531,9 +532,13 @@ pub fn pulled_in(
                     continue;
                 }
                 found.push(r.clone());
-                // a sourced file is part of its script (what it runs counts as the
-                // script's); a file the check runs is followed for what it sources
-                queue.push((r, c, runs && kind == RefKind::Sourced));
+                // a sourced or fed file is part of its script (what it runs counts as
+                // the script's); a file the check runs is followed for what it sources
+                queue.push((
+                    r,
+                    c,
+                    runs && matches!(kind, RefKind::Sourced | RefKind::Fed),
+                ));
             }
         }
     }

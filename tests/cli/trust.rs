@@ -1513,7 +1513,7 @@ fn files_a_check_reads_its_commands_from_or_searches_are_frozen() {
     let green = "printf 'echo 1..1; echo ok 1 - t1\\n'";
     /// (what the halt names, the check script, its files, the cheat)
     type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], String);
-    let cases: [Case; 3] = [
+    let cases: [Case; 4] = [
         (
             "cmds.txt",
             "eval \"$(cat cmds.txt)\"\n",
@@ -1525,6 +1525,12 @@ fn files_a_check_reads_its_commands_from_or_searches_are_frozen() {
             "xargs -n1 sh < suites.list\n",
             &[("suites.list", "suite.sh\n"), ("suite.sh", TAP_CHECK)],
             format!("{green} > other.sh; echo other.sh > suites.list"),
+        ),
+        (
+            "suite.sh",
+            "xargs -n1 sh < suites.list\n",
+            &[("suites.list", "suite.sh\n"), ("suite.sh", TAP_CHECK)],
+            format!("{green} > suite.sh"),
         ),
         (
             "suites/a.sh",

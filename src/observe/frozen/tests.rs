@@ -147,7 +147,7 @@ fn out_of_line_rust_test_modules_are_found() {
 /// Which files a script refers to, and how, by the shapes scripts and makefiles use.
 #[test]
 fn scripts_refer_to_what_they_source_include_or_run() {
-    use RefKind::{Run, Searched, Sourced};
+    use RefKind::{Fed, Run, Searched, Sourced};
     /// (script path, its content, the references expected)
     type Row<'a> = (&'a str, &'a str, &'a [(&'a str, RefKind)]);
     let rows: &[Row] = &[
@@ -201,12 +201,12 @@ fn scripts_refer_to_what_they_source_include_or_run() {
         (
             "check.sh",
             "eval \"$(cat cmds.txt)\"\n",
-            &[("cmds.txt", Run)],
+            &[("cmds.txt", Fed)],
         ),
         (
             "check.sh",
             "xargs -n1 sh < suites.list\n",
-            &[("suites.list", Run)],
+            &[("suites.list", Fed)],
         ),
         (
             "check.sh",
@@ -294,7 +294,9 @@ fn pulled_in_follows_what_the_check_runs_and_what_anything_sources() {
         ),
         ("suites/a.sh", "echo ok\n"),
         ("suites/data.json", "{}\n"),
-        ("list.txt", "suites/a.sh\n"),
+        ("list.txt", "suites/a.sh\nother.sh\n"),
+        // named by the list xargs runs: the check's, like the list
+        ("other.sh", "echo ok\n"),
     ]);
     let read2 = |p: &str| files2.get(p).map(|s| (*s).to_string());
     let list2 = |d: &str| {
@@ -306,6 +308,6 @@ fn pulled_in_follows_what_the_check_runs_and_what_anything_sources() {
     };
     assert_eq!(
         pulled_in(&s(&["check.sh"]), &[], &read2, &list2, 10),
-        s(&["list.txt", "suites/a.sh"])
+        s(&["list.txt", "other.sh", "suites/a.sh"])
     );
 }
