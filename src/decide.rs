@@ -22,10 +22,11 @@
 //! | 8 | comprehension | comprehension_debt_exceeded | after a check, and before an exec |
 //! | 9 | the cap | max_iterations_reached | at iteration N |
 //!
-//! Guards dominate success (rows 0 and 4–5 before row 6), and the exec's tree is judged
-//! before what ended the exec (row 0 before rows 0a–1: a timed-out exec's deleted test
-//! is `metric_integrity_violation`, which the next run refuses to inherit): a check that went green because a
-//! test was deleted halts `metric_integrity_violation`, never `success_condition_met`.
+//! Guards dominate success (rows 0 and 4–5 before row 6): a check that went green
+//! because a test was deleted halts `metric_integrity_violation`, never
+//! `success_condition_met`. The exec's tree is judged before what ended the exec (row 0
+//! before rows 0a–1): a timed-out exec's deleted test is `metric_integrity_violation`,
+//! which the next run refuses to inherit.
 //! An iteration still waiting for its confirmation runs (green main check, fewer than
 //! `confirm_runs` confirmations) is `Continue` at row 6: the loop runs them and asks
 //! again.

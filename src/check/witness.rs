@@ -100,10 +100,7 @@ impl Witness {
         ));
         let mut nonce = [0u8; 16];
         getrandom::getrandom(&mut nonce).map_err(std::io::Error::other)?;
-        let module = format!(
-            "loopexec_witness_{}",
-            nonce.iter().map(|b| format!("{b:02x}")).collect::<String>()
-        );
+        let module = format!("loopexec_witness_{}", crate::receipt::attest::hex(&nonce));
         std::fs::hard_link(&plugin, dir.join(format!("{module}.py")))?;
         Ok(Witness { dir, module, out })
     }

@@ -454,8 +454,8 @@ impl Loop<'_> {
 
     /// The newest earlier run of this workdir, when it halted for integrity and `tree`
     /// (t0 of this run) still holds what it rejected: its last exec's tree exactly, or
-    /// that exec's edit of a guarded file (a test, runner configuration, the frozen
-    /// oracle, Python or Rust source) beside other changes. A run that was itself
+    /// that exec's edit of a file the halt was about (`flagged_edits`) beside other
+    /// changes. A run that was itself
     /// refused for inheriting a rejection passes that rejection on. Read from the
     /// ledger's runs and the receipts; a receipt that cannot be read answers `None`
     /// (its own `check` reports it).
@@ -538,23 +538,12 @@ impl Loop<'_> {
     /// halt's text (`said`) names as a path; when it names none of them, those an
     /// integrity guard protects ([`crate::observe::tree::TreeObserver::protected`]).
     fn flagged_edits(&self, rejected_t0: &str, rejected: &str, said: &str) -> Vec<String> {
-        let Some(store) = self.tree.store() else {
-            return Vec::new();
-        };
-        let (Ok(before), Ok(after)) = (
-            store.entries_shared(rejected_t0),
-            store.entries_shared(rejected),
-        ) else {
-            return Vec::new();
-        };
-        let mut changed: Vec<&String> = before.keys().chain(after.keys()).collect();
-        changed.sort();
-        changed.dedup();
-        changed.retain(|p| before.get(*p) != after.get(*p));
+        let w = self.tree.check_writes(rejected_t0, rejected);
+        let changed: Vec<String> = w.changed.into_iter().chain(w.created).collect();
         let named: Vec<String> = changed
             .iter()
             .filter(|p| crate::detect::integrity::names_path(said, p))
-            .map(|p| (*p).clone())
+            .cloned()
             .collect();
         if !named.is_empty() {
             return named;
@@ -562,7 +551,6 @@ impl Loop<'_> {
         changed
             .into_iter()
             .filter(|p| self.tree.protected(p))
-            .cloned()
             .collect()
     }
 

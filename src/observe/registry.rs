@@ -269,10 +269,7 @@ fn stat_digests(dirs: &[&Path]) -> Vec<(String, bool)> {
 /// every entry had settled (no change within [`super::store::RACY_WINDOW`]; a digest
 /// of entries still moving is not remembered).
 fn stat_digest(dir: &Path) -> (String, bool) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let window = super::store::RACY_WINDOW.as_secs();
+    let now = std::time::SystemTime::now();
     let mut settled = true;
     let mut h = blake3::Hasher::new();
     for (rel, m) in entries(dir) {
@@ -286,10 +283,7 @@ fn stat_digest(dir: &Path) -> (String, bool) {
                 for v in [m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()] {
                     h.update(&v.to_le_bytes());
                 }
-                let changed = u64::try_from(m.ctime().max(m.mtime())).unwrap_or(0);
-                if changed + window >= now {
-                    settled = false;
-                }
+                settled &= super::toolchain::settled_within(&m, now, super::store::RACY_WINDOW);
             }
             Err(e) => {
                 h.update(e.to_string().as_bytes());
@@ -371,8 +365,7 @@ fn archive_files(archive: &Path, checksum: &str) -> Result<BTreeMap<String, Stri
     use sha2::Digest;
     let bytes = std::fs::read(archive)
         .map_err(|e| format!("its archive {} cannot be read ({e})", archive.display()))?;
-    let sha = sha2::Sha256::digest(&bytes);
-    let hex: String = sha.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::receipt::attest::hex(&sha2::Sha256::digest(&bytes));
     if hex != checksum {
         return Err(format!(
             "its archive {} is not the one Cargo.lock names (sha256 {hex}, expected {checksum})",
@@ -437,10 +430,7 @@ pub fn write_crate(
     std::fs::write(src.join(CARGO_OK), "{\"v\":1}")?;
     let archive = b.into_inner()?.finish()?;
     std::fs::write(cache.join(format!("{top}.crate")), &archive)?;
-    Ok(sha2::Sha256::digest(&archive)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(crate::receipt::attest::hex(&sha2::Sha256::digest(&archive)))
 }
 
 #[cfg(test)]

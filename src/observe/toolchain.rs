@@ -132,7 +132,7 @@ fn settled_before(m: &std::fs::Metadata, at: std::time::SystemTime) -> bool {
 }
 
 /// True when the file's mtime and ctime are older than `at` minus `window`.
-fn settled_within(
+pub(crate) fn settled_within(
     m: &std::fs::Metadata,
     at: std::time::SystemTime,
     window: std::time::Duration,

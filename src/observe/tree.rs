@@ -316,7 +316,7 @@ impl TreeObserver {
                 self.t0_tree = Some(tree.clone());
                 self.t0_commit = Some(commit.clone());
                 self.t0_entries = Some((*self.last_entries).clone());
-                self.learn_test_modules();
+                self.learn_oracle_from_t0();
                 self.refocus_all();
                 self.t0_focus = self.focus.clone();
                 let mut m = self.measure(&tree, Vec::new());
@@ -343,11 +343,10 @@ impl TreeObserver {
         }
     }
 
-    /// Finds t0's out-of-line Rust test modules (`#[cfg(test)] mod tests;`) and adds
-    /// their files to the frozen oracle.
-    /// What t0's files say about the oracle: Rust test modules, and the scripts the
-    /// check pulls in.
-    fn learn_test_modules(&mut self) {
+    /// What t0's files add to the frozen oracle: the out-of-line Rust test modules
+    /// (`#[cfg(test)] mod tests;`) and the scripts the check pulls in
+    /// ([`frozen::pulled_in`]).
+    fn learn_oracle_from_t0(&mut self) {
         let (Some(store), Some(e0)) = (&self.store, &self.t0_entries) else {
             return;
         };
@@ -604,9 +603,7 @@ impl TreeObserver {
         matches!(
             super::lex::Lang::from_path(path),
             super::lex::Lang::Rust | super::lex::Lang::Python
-        ) || guards::is_test_file(path, &self.test_globs).is_some()
-            || self.protected.is_match(path)
-            || self.rules.frozen_as(path).is_some()
+        ) || self.protected(path)
     }
 
     /// True for a file an integrity guard protects as such: a test file, runner
@@ -1006,7 +1003,7 @@ impl TreeObserver {
             if let (Some(store), Some(tree)) = (&self.store, &self.t0_tree) {
                 self.t0_entries = store.entries(tree).ok();
             }
-            self.learn_test_modules();
+            self.learn_oracle_from_t0();
             if let Some(e0) = &self.t0_entries {
                 self.t0_focus = e0
                     .iter()

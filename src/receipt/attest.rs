@@ -150,7 +150,9 @@ pub fn digests(bytes: &[u8]) -> BTreeMap<String, String> {
     d
 }
 
-fn hex(b: &[u8]) -> String {
+/// Lowercase hex of `b` (a SHA-256 digest as DSSE, in-toto and `Cargo.lock` spell it).
+#[must_use]
+pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
