@@ -525,10 +525,15 @@ pub fn pulled_in(
             }
             if let Some(c) = read(&r) {
                 seen.insert(r.clone());
-                // A sourced file that defines functions is a library, and may be the
-                // code under test (`. ./calc.sh` in a shell project's check): it is
-                // not frozen but scanned like any source (`super::tamper`, shell rules).
-                if kind == RefKind::Sourced && defines_functions(&c) {
+                // A sourced shell file (`.sh`, `.bash`) that defines functions is a
+                // library, and may be the code under test (`. ./calc.sh` in a shell
+                // project's check): it is not frozen but scanned like any source
+                // (`super::tamper`, shell rules). One the scan would not read (no
+                // such extension) stays frozen.
+                if kind == RefKind::Sourced
+                    && super::lex::Lang::from_path(&r) == super::lex::Lang::Shell
+                    && defines_functions(&c)
+                {
                     continue;
                 }
                 found.push(r.clone());

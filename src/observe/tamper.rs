@@ -131,14 +131,14 @@ pub const RULES: &[Rule] = &[
         langs: &[Lang::Shell],
         name: "process exit",
         // at the top level of a sourced file, `exit` ends the check script itself
-        pattern: r"^(exit|kill\s+\$\$|kill\s+-[A-Z0-9]+\s+\$\$)\b",
+        pattern: r"^\s{0,1}(exit|kill\s+\$\$|kill\s+-[A-Z0-9]+\s+\$\$)\b|\btrap\b.*\b(EXIT|0)\s*$|^\s*exec\s+[0-9]*>",
         skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::Shell],
         name: "test-runner detection",
         // redefining what a check script tests with, or printing its verdicts
-        pattern: r"^\s*(function\s+)?(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)\s*\(\s*\)|^\s*alias\s|\b(echo|printf)\s+['\x22]?(not\s+)?ok\s+[0-9]|\b(echo|printf)\s+['\x22]?1\.\.[0-9]",
+        pattern: r"^\s*(function\s+)?(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)\s*\(\s*\)|^\s*function\s+(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)(\s|\{|$)|^\s*alias\s|\b(echo|printf)\b.*['\x22\s](not\s+)?ok\s+[0-9]+\s+-|\b(echo|printf)\b.*['\x22\s]1\.\.[0-9]",
         skip_entry_points: false,
     },
     Rule {
@@ -376,6 +376,25 @@ mod tests {
             ("calc.sh", "add() { echo $(( $1 + $2 )); }", None),
             ("calc.sh", "  [ -n \"$x\" ] || exit 1", None),
             ("calc.sh", "# exit 0", None),
+            // third review of this stop: other spellings of the same
+            (
+                "calc.sh",
+                "function [ { return 0; }",
+                Some("test-runner detection"),
+            ),
+            ("calc.sh", "trap 'exit 0' EXIT", Some("process exit")),
+            (
+                "calc.sh",
+                "exec > >(sed -u 's/^not ok/ok/')",
+                Some("process exit"),
+            ),
+            ("calc.sh", " exit 0", Some("process exit")),
+            (
+                "calc.sh",
+                "printf '%s\\n' \"1..2\" \"ok 1 - add\"",
+                Some("test-runner detection"),
+            ),
+            ("calc.sh", "echo \"sum: $(add 1 2)\"", None),
             (
                 "src/lib.rs",
                 "    fn eq(&self, o: &i32) -> bool { self.0 == *o }",

@@ -253,11 +253,13 @@ fn pulled_in_follows_what_the_check_runs_and_what_anything_sources() {
         // the harness runs the code under test, which stays free
         (
             "tools/tap-run",
-            "#!/bin/sh\n. tools/lib.sh\n. tools/calc.sh\nsh add.sh 2 3\n",
+            "#!/bin/sh\n. tools/lib.sh\n. tools/calc.sh\n. tools/calclib\nsh add.sh 2 3\n",
         ),
         ("tools/lib.sh", "T=1\n"),
         // a sourced library of functions may be the code under test: scanned, not frozen
         ("tools/calc.sh", "add() { echo $(( $1 + $2 )); }\n"),
+        // a library the shell scan would not read (no `.sh`): frozen after all
+        ("tools/calclib", "add() { echo $(( $1 + $2 )); }\n"),
         ("add.sh", "echo $(( $1 + $2 ))\n"),
         ("t/a.t", ". t/lib.sh\nsh add.sh\n"),
         ("t/lib.sh", "\n"),
@@ -278,6 +280,7 @@ fn pulled_in_follows_what_the_check_runs_and_what_anything_sources() {
             "scripts/env.sh",
             "scripts/setup.sh",
             "t/lib.sh",
+            "tools/calclib",
             "tools/lib.sh",
             "tools/tap-run"
         ])
