@@ -18,13 +18,19 @@
 //! * `loop/git200-50`: a git repository of 200 committed files; target ≤ 1.5× (the
 //!   snapshot store's share of it is measured by the store benches);
 //! * `loop/plain-50-clean-room`: as `plain-50` with the default check placement (the
-//!   clean room) and sandbox; reported without a target.
+//!   clean room) and sandbox; reported without a target;
+//! * `loop/suite3000-150`: 150 iterations in place whose check prints a libtest run
+//!   of 3,000 tests (one failing, 73 KB) and whose exec appends a line to a file, so
+//!   every check is parsed, recorded and judged in full; the comparator runs the same
+//!   two commands 150 times. Reported without a target: it shows what a run costs as
+//!   it grows (an iteration's share of `decide` must not grow with the iterations
+//!   before it).
 //!
 //! The binary: `$LOOPEXEC_BIN` when set (to measure another build, e.g. main's), else
 //! `common::loopexec_bin`.
 //!
 //! Run: `cargo bench --bench loop_overhead` (`LOOP_BENCH_REPS=N` for more repetitions,
-//! `LOOP_BENCH=plain|git|room` for one row).
+//! `LOOP_BENCH=plain|git|room|suite` for one row).
 
 mod common;
 use common::ab::{ab, measure, Metric, Sample};
@@ -51,13 +57,49 @@ fn shell_loop() -> String {
     )
 }
 
+/// Iterations of the `suite3000` row.
+const SUITE_ITERATIONS: u32 = 150;
+/// Tests in the `suite3000` row's check output.
+const SUITE_TESTS: usize = 3000;
+/// The `suite3000` row's exec and check.
+const SUITE_EXEC: &str = "echo x >> n.txt";
+const SUITE_CHECK: &str = "sh check.sh";
+
+/// A libtest run of `SUITE_TESTS` tests, one failing, with its summary.
+fn libtest_output() -> String {
+    let mut out = format!("\nrunning {SUITE_TESTS} tests\n");
+    for i in 0..SUITE_TESTS {
+        let verdict = if i == 7 { "FAILED" } else { "ok" };
+        out.push_str(&format!("test mod{}::t{i} ... {verdict}\n", i % 50));
+    }
+    out.push_str(
+        "\nfailures:\n\n---- mod7::t7 stdout ----\nthread 'mod7::t7' panicked at src/lib.rs:1:1:\nassertion failed\n\nfailures:\n    mod7::t7\n\n",
+    );
+    out.push_str(&format!(
+        "test result: FAILED. {} passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n",
+        SUITE_TESTS - 1
+    ));
+    out
+}
+
 /// One loopexec run in `dir`; asserts it reached the cap.
 fn run_loopexec(bin: &Path, config: &Path, dir: &Path, in_place: bool) -> Sample {
+    run_loopexec_with(bin, config, dir, in_place, ("true", "false", ITERATIONS))
+}
+
+/// One loopexec run of `(exec, check, iterations)` in `dir`; asserts it reached the cap.
+fn run_loopexec_with(
+    bin: &Path,
+    config: &Path,
+    dir: &Path,
+    in_place: bool,
+    (exec, check, iterations): (&str, &str, u32),
+) -> Sample {
     let mut cmd = Command::new(bin);
     cmd.args(["--json", "run", "-q", "--config"])
         .arg(config)
-        .args(["--exec", "true", "--check", "false", "--max-iterations"])
-        .arg(ITERATIONS.to_string())
+        .args(["--exec", exec, "--check", check, "--max-iterations"])
+        .arg(iterations.to_string())
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -76,9 +118,21 @@ fn run_loopexec(bin: &Path, config: &Path, dir: &Path, in_place: bool) -> Sample
 }
 
 fn run_shell(dir: &Path) -> Sample {
+    run_shell_script(dir, &shell_loop())
+}
+
+/// The `suite3000` row's comparator: its exec and check, `sh -c` each, 150 times
+/// after one check.
+fn suite_shell_loop() -> String {
+    format!(
+        "sh -c '{SUITE_CHECK}' >/dev/null; i=0; while [ $i -lt {SUITE_ITERATIONS} ]; do sh -c '{SUITE_EXEC}'; sh -c '{SUITE_CHECK}' >/dev/null; i=$((i+1)); done; exit 0"
+    )
+}
+
+fn run_shell_script(dir: &Path, script: &str) -> Sample {
     let (st, s) = measure(
         Command::new("sh")
-            .args(["-c", &shell_loop()])
+            .args(["-c", script])
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -186,6 +240,43 @@ fn main() {
             per(row.a_median),
             per(row.b_median),
             cpu_sorted[cpu_sorted.len() / 2]
+        );
+    }
+    if only.is_empty() || only == "suite" {
+        let t = template(scratch.path(), "suite", 0, false);
+        std::fs::write(t.join("out.txt"), libtest_output()).expect("write out.txt");
+        std::fs::write(t.join("check.sh"), "cat out.txt; exit 101\n").expect("write check.sh");
+        let name = "loop/suite3000-150";
+        let row = ab(
+            name,
+            Metric::Wall,
+            reps,
+            ("loopexec", "sh loop"),
+            None,
+            || {
+                let d = fresh(&t, scratch.path(), &mut n);
+                let s = run_loopexec_with(
+                    &bin,
+                    &config,
+                    &d,
+                    true,
+                    (SUITE_EXEC, SUITE_CHECK, SUITE_ITERATIONS),
+                );
+                let _ = std::fs::remove_dir_all(&d);
+                s
+            },
+            || {
+                let d = fresh(&t, scratch.path(), &mut 1000);
+                let s = run_shell_script(&d, &suite_shell_loop());
+                let _ = std::fs::remove_dir_all(&d);
+                s
+            },
+        );
+        let per = |ms: f64| ms / f64::from(SUITE_ITERATIONS);
+        println!(
+            "     {name}: loopexec {:.2} ms/iteration, sh loop {:.2} ms/iteration (wall, medians)",
+            per(row.a_median),
+            per(row.b_median),
         );
     }
 }

@@ -10,7 +10,8 @@ use crate::check::model::ParsedRun;
 use crate::config::RunConfig;
 use crate::detect::progress::AttemptView;
 use crate::receipt::events::{CheckFinished, Event, ExecFinished, Reverted, RunStarted};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
 
 /// One iteration's observations.
 #[derive(Debug, Clone, Default)]
@@ -21,6 +22,9 @@ pub struct IterationObs {
     pub exec_ts: Option<String>,
     /// The main check run (attempt 0) then confirmation runs.
     pub checks: Vec<CheckFinished>,
+    /// The failing and passing sets of each run in `checks` (same index), computed
+    /// on first use ([`Trajectory::sets`]).
+    sets: Vec<OnceLock<CheckSets>>,
     pub reverted: Option<Reverted>,
     /// The judge's run on this iteration's green, if it ran.
     pub judged: Option<crate::receipt::judgment::JudgeFinished>,
@@ -35,6 +39,43 @@ impl IterationObs {
     #[must_use]
     pub fn main_check(&self) -> Option<&CheckFinished> {
         self.checks.first()
+    }
+}
+
+/// What the detectors read of one check run's parse: its failing set with messages
+/// and its passing set, built once per run, on first use ([`Trajectory::sets`]).
+///
+/// `decide` runs after every step and reads the sets of every iteration so far
+/// (progress views, the ratchet, the flakiness groups); building them from each
+/// [`ParsedRun`] on every call made a run's cost grow with iterations × tests on
+/// every step. A set equal to the one of the run folded just before shares its
+/// allocation (when those were built first, as the loop and every in-order reader
+/// build them), so a stalled run holds one copy and
+/// [`crate::detect::progress::accepted`] compares it by address.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckSets {
+    /// Failing set F: id → normalized message (`""` when none).
+    pub failing: Arc<BTreeMap<String, String>>,
+    /// Passing set P (flaky-passed included).
+    pub passing: Arc<BTreeSet<String>>,
+}
+
+impl CheckSets {
+    /// The sets of `p`, sharing either set with `prev` when equal.
+    #[must_use]
+    pub fn of(p: &ParsedRun, prev: Option<&CheckSets>) -> CheckSets {
+        let failing = failing_messages(p);
+        let passing = p.passing();
+        CheckSets {
+            failing: match prev {
+                Some(q) if *q.failing == failing => Arc::clone(&q.failing),
+                _ => Arc::new(failing),
+            },
+            passing: match prev {
+                Some(q) if *q.passing == passing => Arc::clone(&q.passing),
+                _ => Arc::new(passing),
+            },
+        }
     }
 }
 
@@ -80,11 +121,7 @@ impl Trajectory {
                     it.exec_ts = Some(ts.to_string());
                 }
             }
-            Event::CheckFinished(c) => {
-                if let Some(it) = self.iteration_mut(c.iteration) {
-                    it.checks.push(*c);
-                }
-            }
+            Event::CheckFinished(c) => self.push_check(*c),
             other => self.apply(&other, ts),
         }
     }
@@ -108,11 +145,7 @@ impl Trajectory {
                     it.exec_ts = Some(ts.to_string());
                 }
             }
-            Event::CheckFinished(c) => {
-                if let Some(it) = self.iteration_mut(c.iteration) {
-                    it.checks.push((**c).clone());
-                }
-            }
+            Event::CheckFinished(c) => self.push_check((**c).clone()),
             Event::Reverted(r) => {
                 if let Some(it) = self.iteration_mut(r.iteration) {
                     it.reverted = Some(r.clone());
@@ -165,6 +198,42 @@ impl Trajectory {
         t
     }
 
+    /// Adds a check run to its iteration (ignored when the iteration never started).
+    fn push_check(&mut self, c: CheckFinished) {
+        if let Some(it) = self.iteration_mut(c.iteration) {
+            it.sets.push(OnceLock::new());
+            it.checks.push(c);
+        }
+    }
+
+    /// The sets of check run `j` of `self.iterations[i]`, built on first use.
+    ///
+    /// # Panics
+    /// When there is no such run.
+    #[must_use]
+    pub fn sets(&self, i: usize, j: usize) -> &CheckSets {
+        let it = &self.iterations[i];
+        it.sets[j].get_or_init(|| {
+            // the run folded just before, if its sets are built
+            let prev = if j > 0 {
+                it.sets[j - 1].get()
+            } else {
+                self.iterations[..i]
+                    .iter()
+                    .rev()
+                    .find_map(|p| p.sets.last())
+                    .and_then(OnceLock::get)
+            };
+            CheckSets::of(&it.checks[j].parsed, prev)
+        })
+    }
+
+    /// The sets of the main check run of `self.iterations[i]`, if it ran.
+    #[must_use]
+    pub fn main_sets(&self, i: usize) -> Option<&CheckSets> {
+        (!self.iterations.get(i)?.checks.is_empty()).then(|| self.sets(i, 0))
+    }
+
     fn iteration_mut(&mut self, n: u32) -> Option<&mut IterationObs> {
         self.iterations.iter_mut().rev().find(|i| i.iteration == n)
     }
@@ -200,8 +269,8 @@ impl Trajectory {
             .started
             .as_ref()
             .and_then(|s| s.git.baseline_tree.clone());
-        for it in &self.iterations {
-            let Some(check) = it.main_check() else {
+        for (i, it) in self.iterations.iter().enumerate() {
+            let (Some(check), Some(sets)) = (it.main_check(), self.main_sets(i)) else {
                 continue;
             };
             let exec_tree = it.exec.as_ref().and_then(|e| e.tree.clone());
@@ -212,8 +281,8 @@ impl Trajectory {
             out.push(AttemptView {
                 iteration: it.iteration,
                 green: is_green(check, success_exit_code),
-                failing: failing_messages(&check.parsed),
-                passing: check.parsed.passing(),
+                failing: Arc::clone(&sets.failing),
+                passing: Arc::clone(&sets.passing),
                 tree_changed: it.iteration > 0 && tree_changed,
             });
             // The tree the next iteration starts from.
@@ -271,11 +340,15 @@ impl Trajectory {
     /// (empty before any check).
     #[must_use]
     pub fn last_failing_messages(&self) -> Vec<(String, String)> {
-        self.iterations
-            .iter()
+        (0..self.iterations.len())
             .rev()
-            .find_map(|i| i.main_check())
-            .map(|c| failing_messages(&c.parsed).into_iter().collect())
+            .find_map(|i| self.main_sets(i))
+            .map(|s| {
+                s.failing
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -295,7 +368,7 @@ pub fn failing_messages(p: &ParsedRun) -> BTreeMap<String, String> {
 /// which run before the green branch.
 #[must_use]
 pub fn is_green(c: &CheckFinished, success_exit_code: i32) -> bool {
-    c.step.exited_with(success_exit_code) && c.parsed.failing().is_empty()
+    c.step.exited_with(success_exit_code) && !c.parsed.has_failing()
 }
 
 #[cfg(test)]
@@ -323,5 +396,44 @@ mod apply_tests {
         assert_eq!(format!("{owned:?}"), format!("{borrowed:?}"));
         assert_eq!(owned.iterations.len(), 2);
         assert_eq!(owned.iterations[1].checks.len(), 2);
+    }
+
+    /// Each check run's sets are its parse's failing set (with messages) and passing
+    /// set; a set equal to the previous run's shares its allocation, one that
+    /// differs does not, and views hand out the same allocations.
+    #[test]
+    fn sets_are_the_parse_and_equal_neighbours_share_them() {
+        use std::sync::Arc;
+        let (f, p) = (Outcome::Failed, Outcome::Passed);
+        let t = traj(&[
+            start(0),
+            check(0, 0, Some("t0"), &[("a", f), ("b", p)]),
+            start(1),
+            exec(1),
+            check(1, 0, Some("t1"), &[("a", f), ("b", p)]),
+            check(1, 1, Some("t1"), &[("a", f), ("b", p)]),
+            start(2),
+            exec(2),
+            check(2, 0, Some("t2"), &[("a", p), ("b", p)]),
+        ]);
+        // (iteration index, run index, failing ids, passing ids)
+        let rows: [(usize, usize, &[&str], &[&str]); 4] = [
+            (0, 0, &["a"], &["b"]),
+            (1, 0, &["a"], &["b"]),
+            (1, 1, &["a"], &["b"]),
+            (2, 0, &[], &["a", "b"]),
+        ];
+        for (i, j, failing, passing) in rows {
+            let s = t.sets(i, j);
+            assert_eq!(s.failing.keys().collect::<Vec<_>>(), failing, "({i},{j})");
+            assert_eq!(s.passing.iter().collect::<Vec<_>>(), passing, "({i},{j})");
+        }
+        assert!(Arc::ptr_eq(&t.sets(0, 0).passing, &t.sets(1, 0).passing));
+        assert!(Arc::ptr_eq(&t.sets(1, 0).failing, &t.sets(1, 1).failing));
+        assert!(!Arc::ptr_eq(&t.sets(1, 1).passing, &t.sets(2, 0).passing));
+        let views = t.attempt_views(0);
+        assert_eq!(views.len(), 3);
+        assert!(Arc::ptr_eq(&views[1].passing, &t.sets(1, 0).passing));
+        assert!(views[2].green && !views[1].green);
     }
 }

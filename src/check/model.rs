@@ -384,6 +384,11 @@ impl ParsedRun {
     pub fn failing(&self) -> BTreeSet<String> {
         self.ids_where(Outcome::is_failing)
     }
+    /// Whether the failing set is non-empty, without building it.
+    #[must_use]
+    pub fn has_failing(&self) -> bool {
+        self.tests.iter().any(|t| t.outcome.is_failing())
+    }
     /// The passing set: ids that passed (flaky-passed included).
     #[must_use]
     pub fn passing(&self) -> BTreeSet<String> {

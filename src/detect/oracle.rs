@@ -19,8 +19,9 @@
 use crate::config::RunConfig;
 use crate::halt::{Halt, HaltReason};
 use crate::receipt::events::CheckFinished;
-use crate::trajectory::{is_green, Trajectory};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::trajectory::{is_green, CheckSets, Trajectory};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Caches a check may write without breaking hermeticity.
 pub const DEFAULT_CHECK_MAY_WRITE: &[&str] = &[
@@ -69,10 +70,27 @@ pub fn hermeticity(cfg: &RunConfig, c: &CheckFinished) -> Option<Halt> {
     })
 }
 
-type Verdict = (bool, BTreeSet<String>);
+/// One run's answer as the flakiness bound compares it: green or red, and the
+/// failing set (ids only: a message that varies between runs is not a disagreement).
+#[derive(Debug, Clone)]
+struct Verdict {
+    green: bool,
+    failing: Arc<BTreeMap<String, String>>,
+}
 
-fn verdict(c: &CheckFinished, code: i32) -> Verdict {
-    (is_green(c, code), c.parsed.failing())
+impl PartialEq for Verdict {
+    fn eq(&self, other: &Self) -> bool {
+        self.green == other.green
+            && (Arc::ptr_eq(&self.failing, &other.failing)
+                || self.failing.keys().eq(other.failing.keys()))
+    }
+}
+
+fn verdict(c: &CheckFinished, sets: &CheckSets, code: i32) -> Verdict {
+    Verdict {
+        green: is_green(c, code),
+        failing: Arc::clone(&sets.failing),
+    }
 }
 
 /// The Wilson 95 % lower bound of the agreement rate of `n` same-tree runs of which
@@ -94,11 +112,16 @@ pub fn bound_crossed(n: u64, disagreements: u64, target: f64) -> bool {
 #[must_use]
 pub fn confirmations_agree(t: &Trajectory, code: i32) -> bool {
     let Some(last) = t.last() else { return true };
-    let Some(main) = last.main_check() else {
+    let i = t.iterations.len() - 1;
+    let (Some(main), Some(sets)) = (last.main_check(), t.main_sets(i)) else {
         return true;
     };
-    let want = verdict(main, code);
-    last.checks.iter().skip(1).all(|c| verdict(c, code) == want)
+    let want = verdict(main, sets, code);
+    last.checks
+        .iter()
+        .enumerate()
+        .skip(1)
+        .all(|(j, c)| verdict(c, t.sets(i, j), code) == want)
 }
 
 /// `check_flaky` with the run's confidence target (SPEC §9.5).
@@ -129,13 +152,13 @@ pub fn flaky_at(t: &Trajectory, code: i32, target: f64) -> Option<Halt> {
         .filter_map(|c| c.tree_before.as_deref())
         .collect();
     let mut groups: BTreeMap<String, Vec<(u32, u32, Verdict)>> = BTreeMap::new();
-    for it in &t.iterations {
-        for c in it.checks.iter().filter(counted) {
+    for (i, it) in t.iterations.iter().enumerate() {
+        for (j, c) in it.checks.iter().enumerate().filter(|(_, c)| counted(c)) {
             let in_tree = c.tree_before.as_deref().filter(|t| trees.contains(t));
             if in_tree.is_none() && it.iteration != last_iteration {
                 continue;
             }
-            let v = (it.iteration, c.attempt, verdict(c, code));
+            let v = (it.iteration, c.attempt, verdict(c, t.sets(i, j), code));
             if let Some(tree) = in_tree {
                 groups
                     .entry(format!("tree {tree}"))
@@ -176,16 +199,16 @@ pub fn flaky_at(t: &Trajectory, code: i32, target: f64) -> Option<Halt> {
         let first_it = runs.iter().find(|r| r.2 == *majority).map_or(0, |r| r.0);
         let bound = agreement_bound(n, disagree);
         let (lo, hi) = crate::stats::wilson_interval(disagree, n, 0.95);
-        let broke = if first.0 == odd.2 .0 {
+        let broke = if first.green == odd.2.green {
             "the failing set"
         } else {
             "the verdict (green or red)"
         };
         let describe = |v: &Verdict| {
-            if v.0 {
+            if v.green {
                 "green".to_string()
             } else {
-                format!("red ({} failing)", v.1.len())
+                format!("red ({} failing)", v.failing.len())
             }
         };
         return Some(Halt {
@@ -214,7 +237,7 @@ pub fn flaky_at(t: &Trajectory, code: i32, target: f64) -> Option<Halt> {
                 "agreement_lower_bound": bound,
                 "confidence_target": target,
                 "broke": broke,
-                "samples": runs.iter().map(|r| serde_json::json!({"iteration": r.0, "attempt": r.1, "green": r.2 .0, "failing": r.2 .1})).collect::<Vec<_>>(),
+                "samples": runs.iter().map(|r| serde_json::json!({"iteration": r.0, "attempt": r.1, "green": r.2.green, "failing": r.2.failing.keys().collect::<Vec<_>>()})).collect::<Vec<_>>(),
             }),
         });
     }
@@ -252,5 +275,36 @@ mod tests {
         // A lower target tolerates one disagreement in a larger group.
         assert!(bound_crossed(3, 1, 0.5));
         assert!(!bound_crossed(10, 1, 0.5));
+    }
+
+    /// Same-tree runs that fail the same tests with different messages agree (a
+    /// message carrying a time or an address is not a flake); a different failing
+    /// set on the same tree is a disagreement.
+    #[test]
+    fn runs_compare_by_failing_ids_not_messages() {
+        use crate::check::model::Outcome;
+        use crate::detect::testkit::{check, exec, start, traj};
+        use crate::receipt::events::Event;
+        let with_message = |e: Event, m: &str| match e {
+            Event::CheckFinished(mut c) => {
+                c.parsed.tests[0].message = Some(m.to_string());
+                Event::CheckFinished(c)
+            }
+            other => other,
+        };
+        let (f, p) = (Outcome::Failed, Outcome::Passed);
+        let runs = |second: &[(&str, Outcome)]| {
+            traj(&[
+                start(0),
+                with_message(check(0, 0, Some("T"), &[("a", f), ("b", p)]), "took 3 ms"),
+                start(1),
+                exec(1),
+                with_message(check(1, 0, Some("T"), second), "took 4 ms"),
+            ])
+        };
+        assert!(flaky_at(&runs(&[("a", f), ("b", p)]), 0, 0.95).is_none());
+        let h = flaky_at(&runs(&[("a", p), ("b", f)]), 0, 0.95).expect("a disagreement");
+        assert_eq!(h.reason, HaltReason::CheckFlaky);
+        assert_eq!(h.detail["samples"][0]["failing"], serde_json::json!(["a"]));
     }
 }

@@ -85,6 +85,7 @@ use crate::halt::{Halt, HaltReason};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// How many ids a contributor line or a detail list names before summarising the rest.
 pub const MAX_LISTED: usize = 20;
@@ -103,10 +104,15 @@ pub struct AttemptView {
     pub iteration: u32,
     /// Whether the check was green in this iteration.
     pub green: bool,
-    /// Failing set F: test id → normalized failure message (`""` when none).
-    pub failing: BTreeMap<String, String>,
-    /// Passing set P: test ids that passed (flaky-passed included).
-    pub passing: BTreeSet<String>,
+    /// Failing set F: test id → normalized failure message (`""` when none). Shared
+    /// with the trajectory, which computes it once per check run
+    /// ([`crate::trajectory::CheckSets`]): building views is a reference count, not a
+    /// copy of every id.
+    pub failing: Arc<BTreeMap<String, String>>,
+    /// Passing set P: test ids that passed (flaky-passed included). Shared like
+    /// `failing`; consecutive runs with equal passing sets share one allocation, which
+    /// [`accepted`] compares by address first.
+    pub passing: Arc<BTreeSet<String>>,
     /// The agent changed the working tree in this iteration (`false` for the baseline).
     pub tree_changed: bool,
 }
@@ -138,9 +144,11 @@ pub const RULES: [Rule; 6] = [
 #[must_use]
 pub fn accepted(trajectory: &[AttemptView]) -> Vec<bool> {
     let mut out = Vec::with_capacity(trajectory.len());
-    let mut reference: Option<&BTreeSet<String>> = None;
+    let mut reference: Option<&Arc<BTreeSet<String>>> = None;
     for attempt in trajectory {
-        let ok = reference.map_or(true, |p| attempt.passing.is_superset(p));
+        let ok = reference.map_or(true, |p| {
+            Arc::ptr_eq(p, &attempt.passing) || attempt.passing.is_superset(p)
+        });
         if ok {
             reference = Some(&attempt.passing);
         }

@@ -243,11 +243,13 @@ mod tests {
         AttemptView {
             iteration: i,
             green: failing.is_empty(),
-            failing: failing
-                .iter()
-                .map(|k| (k.to_string(), String::new()))
-                .collect(),
-            passing: passing.iter().map(|s| s.to_string()).collect(),
+            failing: std::sync::Arc::new(
+                failing
+                    .iter()
+                    .map(|k| (k.to_string(), String::new()))
+                    .collect(),
+            ),
+            passing: std::sync::Arc::new(passing.iter().map(|s| s.to_string()).collect()),
             tree_changed: i > 0,
         }
     }

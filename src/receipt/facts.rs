@@ -51,9 +51,7 @@ pub fn run_facts(run_id: &str, receipt: &Path, lines: &[Line]) -> RunFacts {
         receipt: Some(receipt.display().to_string()),
         ..RunFacts::default()
     };
-    let mut traj = Trajectory::default();
     for l in lines {
-        traj.apply(&l.event, &l.ts);
         match &l.event {
             Event::RunStarted(_) if f.started_at.is_none() => {
                 f.started_at = Some(l.ts.clone());
@@ -89,11 +87,12 @@ pub fn run_facts(run_id: &str, receipt: &Path, lines: &[Line]) -> RunFacts {
 }
 
 /// The trajectory of every segment of a run (a resumed run's earlier iterations
-/// included), for totals.
+/// included), for totals: what [`spend_of`] reads (the iterations and their execs),
+/// without the check runs.
 fn whole_run(lines: &[Line]) -> Trajectory {
     let mut t = Trajectory::default();
     for l in lines {
-        if matches!(l.event, Event::Resumed(_)) {
+        if matches!(l.event, Event::Resumed(_) | Event::CheckFinished(_)) {
             continue;
         }
         t.apply(&l.event, &l.ts);

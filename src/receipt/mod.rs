@@ -27,7 +27,6 @@ mod schema;
 pub use events::{Event, RunStarted};
 
 use serde::Serialize;
-use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -246,8 +245,8 @@ impl Writer {
         self.prev = Some(hash);
         self.next_seq += 1;
         let raw = &line[..line.len() - 1];
-        let value: Value = serde_json::from_slice(raw).map_err(std::io::Error::other)?;
-        let written = parse_value(value, raw).map_err(|e| match e {
+        let written = parse_line(raw).map_err(|e| match e {
+            LineError::Json(e) => std::io::Error::other(e),
             LineError::Newer(n) => std::io::Error::other(format!("schema {n}")),
             LineError::Bad(m) => {
                 std::io::Error::other(format!("the line written does not read back: {m}"))
@@ -425,23 +424,16 @@ pub fn read(path: &Path) -> Result<Vec<Line>, ReadError> {
         if raw.is_empty() {
             continue;
         }
-        let value: Value = match serde_json::from_slice(raw) {
-            Ok(v) => v,
-            Err(_) if !complete => {
-                return Err(ReadError::TornTail {
-                    path: path.to_path_buf(),
-                    line: n,
-                })
-            }
-            Err(e) => {
-                return Err(ReadError::Bad {
-                    path: path.to_path_buf(),
-                    line: n,
-                    message: e.to_string(),
-                })
-            }
-        };
-        let line = parse_value(value, raw).map_err(|e| match e {
+        let line = parse_line(raw).map_err(|e| match e {
+            LineError::Json(_) if !complete => ReadError::TornTail {
+                path: path.to_path_buf(),
+                line: n,
+            },
+            LineError::Json(e) => ReadError::Bad {
+                path: path.to_path_buf(),
+                line: n,
+                message: e.to_string(),
+            },
             LineError::Newer(found) => ReadError::NewerSchema {
                 path: path.to_path_buf(),
                 found,
@@ -458,38 +450,48 @@ pub fn read(path: &Path) -> Result<Vec<Line>, ReadError> {
 }
 
 enum LineError {
+    /// Not JSON at all (a torn last line, or garbage).
+    Json(serde_json::Error),
     Newer(u64),
     Bad(String),
 }
 
-/// One receipt line from its JSON value and raw bytes (the bytes give its hash).
-fn parse_value(value: Value, raw: &[u8]) -> Result<Line, LineError> {
+/// A receipt line's envelope fields; the event's own fields are skipped here and
+/// read by [`Event`]'s deserializer from the same bytes.
+#[derive(serde::Deserialize)]
+struct Head {
+    schema: Option<u64>,
+    seq: Option<u64>,
+    #[serde(default)]
+    ts: Option<String>,
+    #[serde(default)]
+    prev: Option<String>,
+}
+
+/// One receipt line from its raw bytes (without the newline; they also give its
+/// hash). The envelope is read first, so a line of a newer schema is reported as
+/// such before its event is read; the event is then deserialized from the same
+/// bytes, without an intermediate `serde_json::Value` (a check's line holds every test of the
+/// run, and the recorder reads back each line it writes).
+fn parse_line(raw: &[u8]) -> Result<Line, LineError> {
     let bad = |m: &str| LineError::Bad(m.into());
-    let schema = value
-        .get("schema")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| bad("no schema"))?;
+    let head: Head = serde_json::from_slice(raw).map_err(|e| {
+        if e.is_data() {
+            LineError::Bad(e.to_string())
+        } else {
+            LineError::Json(e)
+        }
+    })?;
+    let schema = head.schema.ok_or_else(|| bad("no schema"))?;
     if schema > u64::from(SCHEMA) {
         return Err(LineError::Newer(schema));
     }
-    let seq = value
-        .get("seq")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| bad("no seq"))?;
-    let ts = value
-        .get("ts")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let prev = value
-        .get("prev")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let event: Event = serde_json::from_value(value).map_err(|e| bad(&e.to_string()))?;
+    let seq = head.seq.ok_or_else(|| bad("no seq"))?;
+    let event: Event = serde_json::from_slice(raw).map_err(|e| bad(&e.to_string()))?;
     Ok(Line {
         seq,
-        ts,
-        prev,
+        ts: head.ts.unwrap_or_default(),
+        prev: head.prev,
         event,
         hash: blake3::hash(raw).to_hex().to_string(),
     })
@@ -598,8 +600,8 @@ mod tests {
     #[test]
     fn a_payload_of_the_wrong_shape_fails_when_read() {
         let good = r#"{"schema":1,"seq":0,"ts":"t","prev":null,"event":"exec_finished","iteration":1,"step":{"command":"x","exit_code":0,"signal":null,"spawn_error":null,"duration_ms":1,"timed_out":false,"stalled":false,"stopped":null,"leaked_processes":false,"pipe_held_open":false,"stdout":{"bytes":0,"blake3":"","excerpt":"","elided":false,"spool_truncated":false,"lines":0},"stderr":{"bytes":0,"blake3":"","excerpt":"","elided":false,"spool_truncated":false,"lines":0}}}"#;
-        let v: Value = serde_json::from_str(good).unwrap();
-        assert!(parse_value(v.clone(), good.as_bytes()).is_ok());
+        let v: serde_json::Value = serde_json::from_str(good).unwrap();
+        assert!(parse_line(good.as_bytes()).is_ok());
         // (field, value of the wrong shape)
         let rows = [
             ("guards", serde_json::json!("measured")),
@@ -614,7 +616,7 @@ mod tests {
             let mut w = v.clone();
             w[field] = bad.clone();
             let raw = w.to_string();
-            match parse_value(w, raw.as_bytes()) {
+            match parse_line(raw.as_bytes()) {
                 Err(LineError::Bad(m)) => assert!(!m.is_empty(), "{field}: {bad}"),
                 _ => panic!("{field} = {bad} was read"),
             }

@@ -8,11 +8,13 @@ fn it(i: u32, failing: &[(&str, &str)], passing: &[&str], changed: bool) -> Atte
     AttemptView {
         iteration: i,
         green: failing.is_empty(),
-        failing: failing
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        passing: passing.iter().map(|s| s.to_string()).collect(),
+        failing: Arc::new(
+            failing
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        passing: Arc::new(passing.iter().map(|s| s.to_string()).collect()),
         tree_changed: changed,
     }
 }
