@@ -149,20 +149,41 @@ pub fn metric_integrity(
     let enumerates = check.parsed.tests.iter().any(|t| {
         !t.outcome.is_failing() && !t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX)
     });
-    let before = if enumerates {
-        baseline.parsed.executed()
-    } else {
-        Default::default()
+    // The t0 executed set, sorted (the order contributors are listed in), and this
+    // run's collected set with whether each id executed; borrowed from the parses,
+    // as this runs on every accepted iteration of a suite of any size.
+    let named = |t: &&crate::check::model::TestResult| {
+        !t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX)
     };
-    let after_collected = check.parsed.collected();
-    let after_executed = check.parsed.executed();
-    let lost: Vec<&String> = before
+    let mut before: Vec<&str> = if enumerates {
+        baseline
+            .parsed
+            .tests
+            .iter()
+            .filter(named)
+            .filter(|t| t.outcome != crate::check::model::Outcome::Skipped)
+            .map(|t| t.id.as_str())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    before.sort_unstable();
+    before.dedup();
+    let mut after: std::collections::HashMap<&str, bool, foldhash::fast::RandomState> =
+        std::collections::HashMap::default();
+    for t in check.parsed.tests.iter().filter(named) {
+        *after.entry(t.id.as_str()).or_insert(false) |=
+            t.outcome != crate::check::model::Outcome::Skipped;
+    }
+    let lost: Vec<&str> = before
         .iter()
-        .filter(|id| !after_collected.contains(*id))
+        .copied()
+        .filter(|id| !after.contains_key(id))
         .collect();
-    let skipped: Vec<&String> = before
+    let skipped: Vec<&str> = before
         .iter()
-        .filter(|id| after_collected.contains(*id) && !after_executed.contains(*id))
+        .copied()
+        .filter(|id| after.get(id) == Some(&false))
         .collect();
     if !lost.is_empty() {
         layers.push("collected_set");

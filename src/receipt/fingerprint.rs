@@ -54,37 +54,79 @@ impl Evidence {
 /// The fingerprint of `e` (see the module doc for the exact bytes hashed).
 #[must_use]
 pub fn fingerprint(e: &Evidence) -> String {
-    let esc = |s: &str| s.replace('\\', "\\\\").replace('\n', "\\n");
+    let mut failing: Vec<&str> = e.failing.iter().map(String::as_str).collect();
+    let mut collected: Vec<&str> = e.collected.iter().map(String::as_str).collect();
+    failing.sort_unstable();
+    collected.sort_unstable();
+    hash(e.exit_ok, &failing, &collected, e.passed, e.skipped)
+}
+
+/// The bytes of the module doc, hashed: `failing` and `collected` sorted; the counts
+/// are of the lists as given.
+fn hash(
+    exit_ok: bool,
+    failing: &[&str],
+    collected: &[&str],
+    passed: usize,
+    skipped: usize,
+) -> String {
     let mut h = blake3::Hasher::new();
     h.update(b"loopexec-verdict-fingerprint/v1\n");
-    h.update(format!("exit_ok={}\n", e.exit_ok).as_bytes());
+    h.update(format!("exit_ok={exit_ok}\n").as_bytes());
     h.update(
         format!(
-            "counts={},{},{},{}\n",
-            e.collected.len(),
-            e.failing.len(),
-            e.passed,
-            e.skipped
+            "counts={},{},{passed},{skipped}\n",
+            collected.len(),
+            failing.len(),
         )
         .as_bytes(),
     );
-    let mut failing = e.failing.clone();
-    failing.sort();
-    for f in &failing {
-        h.update(format!("failing={}\n", esc(f)).as_bytes());
+    let mut line = |key: &[u8], id: &str| {
+        h.update(key);
+        if id.contains(['\\', '\n']) {
+            h.update(id.replace('\\', "\\\\").replace('\n', "\\n").as_bytes());
+        } else {
+            h.update(id.as_bytes());
+        }
+        h.update(b"\n");
+    };
+    for f in failing {
+        line(b"failing=", f);
     }
-    let mut collected = e.collected.clone();
-    collected.sort();
-    for c in &collected {
-        h.update(format!("collected={}\n", esc(c)).as_bytes());
+    for c in collected {
+        line(b"collected=", c);
     }
     format!("{PREFIX}{}", h.finalize().to_hex())
 }
 
-/// The fingerprint of a parsed check run.
+/// The fingerprint of a parsed check run: [`fingerprint`] of [`Evidence::of`], read
+/// from the parse's ids in place (a check's parse is fingerprinted as it is recorded,
+/// every iteration, whatever the suite's size).
 #[must_use]
 pub fn of_parsed(parsed: &ParsedRun, exit_ok: bool) -> String {
-    fingerprint(&Evidence::of(parsed, exit_ok))
+    let named = |t: &&crate::check::model::TestResult| {
+        !t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX)
+    };
+    let ids = |keep: &dyn Fn(&crate::check::model::TestResult) -> bool| {
+        let mut v: Vec<&str> = parsed
+            .tests
+            .iter()
+            .filter(|t| keep(t))
+            .map(|t| t.id.as_str())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let failing = ids(&|t| t.outcome.is_failing());
+    let collected = ids(&|t| named(&t));
+    let passed = ids(&|t| t.outcome.is_passing()).len();
+    let skipped = parsed
+        .tests
+        .iter()
+        .filter(|t| t.outcome == Outcome::Skipped)
+        .count();
+    hash(exit_ok, &failing, &collected, passed, skipped)
 }
 
 /// The fingerprint a recorded check run stands for: its `fingerprint` field, or (in
@@ -114,6 +156,32 @@ pub fn stamp(event: &mut crate::receipt::Event, success_exit_code: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `of_parsed` reads the parse in place; it must hash exactly what the
+    /// definition's [`Evidence`] holds, for every shape of parse (skipped, flaky,
+    /// errored, a synthetic member, ids needing escapes, out of order).
+    #[test]
+    fn of_parsed_is_the_fingerprint_of_the_evidence() {
+        use crate::check::model::{Outcome as O, UNATTRIBUTED_SUFFIX};
+        let unattributed = format!("cargo{UNATTRIBUTED_SUFFIX}");
+        let rows: Vec<Vec<(&str, O)>> = vec![
+            vec![],
+            vec![("b", O::Passed), ("a", O::Failed)],
+            vec![("z", O::Skipped), ("y", O::FlakyPassed), ("x", O::Errored)],
+            vec![("new\nline", O::Failed), ("back\\slash", O::Passed)],
+            vec![(unattributed.as_str(), O::Failed), ("a", O::Passed)],
+        ];
+        for tests in rows {
+            let p = crate::detect::testkit::parsed(&tests);
+            for exit_ok in [true, false] {
+                assert_eq!(
+                    of_parsed(&p, exit_ok),
+                    fingerprint(&Evidence::of(&p, exit_ok)),
+                    "{tests:?} exit_ok={exit_ok}"
+                );
+            }
+        }
+    }
 
     fn ev(exit_ok: bool, failing: &[&str], collected: &[&str]) -> Evidence {
         Evidence {
