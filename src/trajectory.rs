@@ -280,7 +280,7 @@ impl Trajectory {
             };
             out.push(AttemptView {
                 iteration: it.iteration,
-                green: is_green(check, success_exit_code),
+                green: check.step.exited_with(success_exit_code) && sets.failing.is_empty(),
                 failing: Arc::clone(&sets.failing),
                 passing: Arc::clone(&sets.passing),
                 tree_changed: it.iteration > 0 && tree_changed,
