@@ -294,6 +294,7 @@ fn measure_files_within(
         .and_then(|mut m| m.take())
         .unwrap_or_default();
     let mut next = AbsentNames::new();
+    let mut keys: HashMap<PathBuf, (Option<DirKey>, bool)> = HashMap::new();
     let at = std::time::SystemTime::now();
     let mut rest = files;
     while let Some(first) = rest.first() {
@@ -304,7 +305,11 @@ fn measure_files_within(
             .unwrap_or(rest.len());
         let (group, tail) = rest.split_at(len);
         rest = tail;
-        let (key, missing) = dir_key(dir, at, window);
+        // a directory's candidates can come in more than one group (`/a/.npmrc` sorts
+        // after `/a/.cargo/config`): its stat is taken once per call
+        let (key, missing) = *keys
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| dir_key(dir, at, window));
         let was_absent: &[std::ffi::OsString] = match (key, known.get(dir)) {
             (Some(k), Some((was, names))) if *was == k => names,
             _ => &[],
