@@ -384,6 +384,27 @@ impl ParsedRun {
     pub fn failing(&self) -> BTreeSet<String> {
         self.ids_where(Outcome::is_failing)
     }
+    /// The ids of the tests `keep` selects, sorted (byte order, as the sets sort them)
+    /// and deduplicated, borrowed from the parse: one pointer per test, no copy. For
+    /// readers of one run's ids on every iteration (the fingerprint, metric integrity,
+    /// `parse`'s collected set).
+    #[must_use]
+    pub fn sorted_ids(&self, keep: impl Fn(&TestResult) -> bool) -> Vec<&str> {
+        let mut v: Vec<&str> = self
+            .tests
+            .iter()
+            .filter(|t| keep(t))
+            .map(|t| t.id.as_str())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+    /// True for a test that is not a synthetic `::<unattributed>` member.
+    #[must_use]
+    pub fn is_named(t: &TestResult) -> bool {
+        !t.id.ends_with(UNATTRIBUTED_SUFFIX)
+    }
     /// Whether the failing set is non-empty, without building it.
     #[must_use]
     pub fn has_failing(&self) -> bool {

@@ -136,15 +136,7 @@ fn failing_ids(run: &ParsedRun) -> BTreeSet<&str> {
 /// The collected set as sorted borrowed ids (one pointer per test, not a copy) of a
 /// run without [`ParsedRun::listed`].
 fn collected_ids(run: &ParsedRun) -> Vec<&str> {
-    let mut v: Vec<&str> = run
-        .tests
-        .iter()
-        .filter(|t| named(t))
-        .map(|t| t.id.as_str())
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    v
+    run.sorted_ids(named)
 }
 
 /// Calls `f` with the id of every named test of `run` in listed order, until `f`

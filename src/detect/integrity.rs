@@ -16,6 +16,7 @@
 //! the ratchet: a red iteration whose collected set shrank because the build broke
 //! is ordinary failure, not a violation.
 
+use crate::check::model::ParsedRun;
 use crate::config::RunConfig;
 use crate::halt::{Halt, HaltReason};
 use crate::receipt::events::CheckFinished;
@@ -152,26 +153,16 @@ pub fn metric_integrity(
     // The t0 executed set, sorted (the order contributors are listed in), and this
     // run's collected set with whether each id executed; borrowed from the parses,
     // as this runs on every accepted iteration of a suite of any size.
-    let named = |t: &&crate::check::model::TestResult| {
-        !t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX)
-    };
-    let mut before: Vec<&str> = if enumerates {
-        baseline
-            .parsed
-            .tests
-            .iter()
-            .filter(named)
-            .filter(|t| t.outcome != crate::check::model::Outcome::Skipped)
-            .map(|t| t.id.as_str())
-            .collect()
+    let before: Vec<&str> = if enumerates {
+        baseline.parsed.sorted_ids(|t| {
+            ParsedRun::is_named(t) && t.outcome != crate::check::model::Outcome::Skipped
+        })
     } else {
         Vec::new()
     };
-    before.sort_unstable();
-    before.dedup();
     let mut after: std::collections::HashMap<&str, bool, foldhash::fast::RandomState> =
         std::collections::HashMap::default();
-    for t in check.parsed.tests.iter().filter(named) {
+    for t in check.parsed.tests.iter().filter(|t| ParsedRun::is_named(t)) {
         *after.entry(t.id.as_str()).or_insert(false) |=
             t.outcome != crate::check::model::Outcome::Skipped;
     }

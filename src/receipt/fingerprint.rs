@@ -104,23 +104,9 @@ fn hash(
 /// every iteration, whatever the suite's size).
 #[must_use]
 pub fn of_parsed(parsed: &ParsedRun, exit_ok: bool) -> String {
-    let named = |t: &&crate::check::model::TestResult| {
-        !t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX)
-    };
-    let ids = |keep: &dyn Fn(&crate::check::model::TestResult) -> bool| {
-        let mut v: Vec<&str> = parsed
-            .tests
-            .iter()
-            .filter(|t| keep(t))
-            .map(|t| t.id.as_str())
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
-    let failing = ids(&|t| t.outcome.is_failing());
-    let collected = ids(&|t| named(&t));
-    let passed = ids(&|t| t.outcome.is_passing()).len();
+    let failing = parsed.sorted_ids(|t| t.outcome.is_failing());
+    let collected = parsed.sorted_ids(ParsedRun::is_named);
+    let passed = parsed.sorted_ids(|t| t.outcome.is_passing()).len();
     let skipped = parsed
         .tests
         .iter()
