@@ -175,7 +175,7 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     };
     for c in &last.checks {
         if let Some(h) = integrity::check_tampering(c)
-            .or_else(|| integrity::tree_moved_under_green(c, cfg.success_exit_code))
+            .or_else(|| integrity::tree_moved_under_check(c, cfg.success_exit_code))
         {
             return halt(h);
         }

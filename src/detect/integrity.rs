@@ -299,10 +299,7 @@ pub fn frozen_oracle(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {
 
 /// `metric_integrity_violation` from what happened around a check run in the clean
 /// room: the dependency directories differ from t0 (layer `dependencies`). Changes of
-/// the working tree while the check ran (`changed_during_check`) are recorded, not
-/// judged: the check never reads the working tree, so they cannot shape its verdict
-/// (a person editing files during a run is no cheat), and the next exec's snapshot
-/// sees them.
+/// the working tree while the check ran are judged by [`tree_moved_under_check`].
 #[must_use]
 pub fn check_tampering(c: &CheckFinished) -> Option<Halt> {
     let mut contributors = Vec::new();
@@ -327,23 +324,47 @@ pub fn check_tampering(c: &CheckFinished) -> Option<Halt> {
     })
 }
 
-/// `objective_unverified` for a green check run while the working tree changed under it
-/// (`changed_during_check`): the tree a success would leave is not the tree the check
-/// judged. Whoever wrote it — a person, a process outside the loop, or code under test
-/// reaching out of the clean room by an absolute path — loopexec cannot vouch for it.
-/// A red check's changes are only recorded (the next exec's snapshot carries them).
+/// The working tree changed while a check ran (`changed_during_check`): every process
+/// of the exec was gone, so the check's own code (reaching out of the clean room by
+/// an absolute path), a process outside the loop or a person wrote it.
+///
+/// * Under a green check: `objective_unverified` — the tree a success would leave is
+///   not the tree the check judged.
+/// * Under a red check: `metric_integrity_violation` (layer `changed_during_check`) —
+///   no step judges those changes. The next exec's snapshot would carry them, but a
+///   run that halts here (its cap, a stall) would leave them to the next run as its
+///   t0, unjudged: a red check's code could rewrite a test in the working tree and the
+///   next run would start green. The halt makes the tree after the check a rejected
+///   tree ([`inherited`]): the next run refuses it until a person acknowledges it.
+///
+/// Fail closed: a person editing the working tree while a check runs gets this halt
+/// too, naming the files.
 #[must_use]
-pub fn tree_moved_under_green(c: &CheckFinished, success_exit_code: i32) -> Option<Halt> {
-    if c.changed_during_check.is_empty() || !crate::trajectory::is_green(c, success_exit_code) {
+pub fn tree_moved_under_check(c: &CheckFinished, success_exit_code: i32) -> Option<Halt> {
+    if c.changed_during_check.is_empty() {
         return None;
     }
-    Some(Halt {
-        reason: HaltReason::ObjectiveUnverified,
-        contributors: vec![format!(
-            "the working tree changed while the green check ran, so it is not the tree that was judged: {}",
-            c.changed_during_check.join(", ")
-        )],
-        detail: serde_json::json!({"changed_during_check": c.changed_during_check}),
+    let paths = c.changed_during_check.join(", ");
+    let detail = serde_json::json!({"changed_during_check": c.changed_during_check});
+    Some(if crate::trajectory::is_green(c, success_exit_code) {
+        Halt {
+            reason: HaltReason::ObjectiveUnverified,
+            contributors: vec![format!(
+                "the working tree changed while the green check ran, so it is not the tree that was judged: {paths}"
+            )],
+            detail,
+        }
+    } else {
+        Halt {
+            reason: HaltReason::MetricIntegrityViolation,
+            contributors: vec![format!(
+                "the working tree changed while the check ran, after every process of the exec had ended, and no step judges those changes (the next run would start from them): {paths}"
+            )],
+            detail: serde_json::json!({
+                "layers": ["changed_during_check"],
+                "changed_during_check": c.changed_during_check,
+            }),
+        }
     })
 }
 
@@ -652,7 +673,7 @@ mod trust_tests {
     }
 
     #[test]
-    fn a_tree_moved_under_a_green_check_is_unverified_under_a_red_one_recorded() {
+    fn a_tree_moved_under_a_check_is_unverified_when_green_and_a_violation_when_red() {
         use crate::check::model::Outcome;
         let with = |c: crate::receipt::Event, moved: &[&str]| match c {
             crate::receipt::Event::CheckFinished(mut c) => {
@@ -678,10 +699,14 @@ mod trust_tests {
                 with(green(), &["calc.py"]),
                 Some(HaltReason::ObjectiveUnverified),
             ),
-            ("red, tree moved", red(), None),
+            (
+                "red, tree moved",
+                red(),
+                Some(HaltReason::MetricIntegrityViolation),
+            ),
         ];
         for (name, c, want) in rows {
-            let got = tree_moved_under_green(&c, 0);
+            let got = tree_moved_under_check(&c, 0);
             assert_eq!(got.as_ref().map(|h| h.reason), want, "{name}");
             if let Some(h) = got {
                 assert!(h.contributors[0].contains("calc.py"), "{h:?}");

@@ -482,10 +482,28 @@ impl Loop<'_> {
             Event::RunStarted(s) => Some(s),
             _ => None,
         })?;
-        let last_exec = lines.iter().rev().find_map(|l| match &l.event {
-            Event::ExecFinished(e) => Some((e.iteration, e.tree.clone()?)),
-            _ => None,
-        });
+        // The tree the run left: its last exec's, or, when the working tree changed
+        // while a check after that exec ran (`changed_during_check`), the tree after
+        // that check.
+        let mut last_exec = None;
+        for l in lines.iter().rev() {
+            match &l.event {
+                Event::CheckFinished(c) if last_exec.is_none() => {
+                    if let Some(after) = c
+                        .tree_after
+                        .clone()
+                        .filter(|_| !c.changed_during_check.is_empty())
+                    {
+                        last_exec = Some((c.iteration, after));
+                    }
+                }
+                Event::ExecFinished(e) => {
+                    last_exec = last_exec.or_else(|| Some((e.iteration, e.tree.clone()?)));
+                    break;
+                }
+                _ => {}
+            }
+        }
         let rejection = match (last_exec, &started.inherits_rejected) {
             (Some((iteration, last_tree)), _) => {
                 let halted = lines.iter().rev().find_map(|l| match &l.event {

@@ -133,6 +133,50 @@ fn the_tree_changing_while_the_check_runs_is_recorded_and_cannot_reach_the_check
     assert!(recorded, "the change during the check is recorded");
 }
 
+/// Code under test that the red check runs rewrites a file of the working tree by its
+/// absolute path. Before: recorded only; the run ended at its cap, and the next run
+/// started from the rewritten tree (a reviewer's two-run cheat rewrote a test that way
+/// and the second run exited 10). Now the first run halts on it and the next run
+/// refuses the tree it left.
+#[test]
+fn a_red_check_that_writes_the_working_tree_is_halted_and_its_tree_refused() {
+    let r = tap_repo(1);
+    r.write("app.sh", "app() { true; }\n")
+        .tap_check(&format!(". ./app.sh\napp\n{TAP_CHECK}"))
+        .commit("app");
+    let exec = format!(
+        "echo 'app() {{ : > {}/failing; }}' > app.sh",
+        r.path().display()
+    );
+    let first = r
+        .lx_tap(&exec, &["--run-id", "reach", "--max-iterations", "1"])
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&first, "changed while the check ran"), "{first}");
+    assert!(mentions(&first, "failing"), "{first}");
+    assert_eq!(
+        std::fs::read_to_string(r.path().join("failing"))
+            .unwrap()
+            .trim(),
+        "",
+        "the check did rewrite the working tree"
+    );
+    let again = r
+        .lx_tap(
+            "true",
+            &[
+                "--run-id",
+                "after",
+                "--ack-required",
+                "false",
+                "--max-iterations",
+                "2",
+            ],
+        )
+        .expect(13, Some("metric_integrity_violation"));
+    assert_eq!(again["iteration"], 0, "{again}");
+    assert!(mentions(&again, "run reach rejected"), "{again}");
+}
+
 /// A dependency directory (`node_modules`, ignored by git) gets a shim. Before: the
 /// check in the agent's tree ran the shim and went green.
 #[test]
