@@ -226,10 +226,13 @@ pub fn rust_test_modules(
 
 /// The words of a check command that may name a script of the tree: every
 /// whitespace-separated word (quotes stripped, a leading `./` dropped) that looks like
-/// a relative path, plus `Makefile`/`justfile` when the command runs `make`/`just`.
+/// a relative path, plus the makefiles GNU make reads (`GNUmakefile`, `makefile`,
+/// `Makefile`, the first found wins: one the agent adds ahead of the frozen one would
+/// replace it) and the goals it is asked for ([`make_goals`]) when the command runs
+/// `make`, and `justfile`/`Justfile` when it runs `just`.
 #[must_use]
 pub fn check_words(check: &str) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out = make_goals(check);
     for w in check.split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|') {
         let w = w.trim_matches(['\'', '"']);
         let w = w.strip_prefix("./").unwrap_or(w);
@@ -237,7 +240,11 @@ pub fn check_words(check: &str) -> Vec<String> {
             continue;
         }
         match w {
-            "make" => out.extend(["Makefile".to_string(), "makefile".to_string()]),
+            "make" | "gmake" => out.extend(
+                ["GNUmakefile", "Makefile", "makefile"]
+                    .into_iter()
+                    .map(str::to_string),
+            ),
             "just" => out.extend(["justfile".to_string(), "Justfile".to_string()]),
             _ if w.contains('.') || w.contains('/') => out.push(w.to_string()),
             _ => {}
@@ -245,6 +252,51 @@ pub fn check_words(check: &str) -> Vec<String> {
     }
     out.sort();
     out.dedup();
+    out
+}
+
+/// The goals a `make` in `check` is asked for, as root-relative paths (`make -C sub
+/// test` → `sub/test`). A goal is also a file name: a target that is not `.PHONY` is
+/// "up to date" when a file of its name exists, so a `test` file the agent adds turns
+/// `make test` into a no-op that exits 0. Frozen with the check, such a file is an edit
+/// of the oracle. Options that take an argument (`-C`, `-f`, `-I`, `-o`, `-W`, `-j`,
+/// `-l`) are skipped with it; `VAR=value` words are not goals.
+#[must_use]
+pub fn make_goals(check: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for segment in check.split([';', '&', '|', '\n', '(', ')']) {
+        let mut words = segment
+            .split_whitespace()
+            .map(|w| w.trim_matches(['\'', '"']));
+        if !words.any(|w| matches!(w.rsplit('/').next(), Some("make" | "gmake"))) {
+            continue;
+        }
+        let mut dir = String::new();
+        while let Some(w) = words.next() {
+            match w {
+                "-C" | "--directory" => {
+                    dir = words
+                        .next()
+                        .unwrap_or_default()
+                        .trim_end_matches('/')
+                        .to_string();
+                }
+                "-f" | "--file" | "--makefile" | "-I" | "--include-dir" | "-o" | "--old-file"
+                | "-W" | "--what-if" | "--new-file" | "--assume-new" | "-j" | "-l" => {
+                    words.next();
+                }
+                _ if w.starts_with('-') || w.contains('=') || w.is_empty() => {}
+                goal => {
+                    let goal = goal.strip_prefix("./").unwrap_or(goal);
+                    if dir.is_empty() || dir == "." {
+                        out.push(goal.to_string());
+                    } else if !dir.starts_with('/') {
+                        out.push(format!("{dir}/{goal}"));
+                    }
+                }
+            }
+        }
+    }
     out
 }
 

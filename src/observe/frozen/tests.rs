@@ -51,7 +51,15 @@ fn check_words_name_scripts_and_make() {
         ("./run-tests.sh --fast", &["run-tests.sh"]),
         ("cargo test --offline", &[]),
         ("python3 -m pytest tests/unit", &["tests/unit"]),
-        ("make test", &["Makefile", "makefile"]),
+        (
+            "make test",
+            &["GNUmakefile", "Makefile", "makefile", "test"],
+        ),
+        (
+            "make -C sub -j 4 check V=1",
+            &["GNUmakefile", "Makefile", "makefile", "sub/check"],
+        ),
+        ("cd x && make", &["GNUmakefile", "Makefile", "makefile"]),
         ("A=1 'ci/test.sh'; true", &["ci/test.sh"]),
         ("/abs/path/check.sh", &[]),
     ];
