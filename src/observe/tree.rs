@@ -546,8 +546,10 @@ impl TreeObserver {
             .filter_map(|p| Some((p, self.last_entries.get(p)?)))
             .filter(|(p, e)| e0.get(*p) != Some(*e))
             .filter(|(p, _)| {
-                // The scan finds nothing in other languages' files.
-                !matches!(super::lex::Lang::from_path(p), super::lex::Lang::Other)
+                // The scan finds nothing in other languages' files (but names any
+                // sourceless bytecode).
+                (!matches!(super::lex::Lang::from_path(p), super::lex::Lang::Other)
+                    || super::tamper_more::is_sourceless_bytecode(p))
                     && (added_tests.contains(*p)
                         || (self.rules.frozen_as(p).is_none()
                             && !manifest.contains_key(*p)
