@@ -129,6 +129,8 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
         ));
     }
     let recorded = recorded_iterations(&run.lines);
+    // whether t0's check wrote the pytest witness (the rerun expects one the same way)
+    let t0_wrote = recorded.get(&0).and_then(|r| r.check.pytest_witness);
     if let Some(n) = a.iteration {
         if !recorded.contains_key(&n) {
             return Outcome::error(
@@ -213,7 +215,7 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
                     &snap[..snap.len().min(12)]
                 );
             }
-            match rp::rerun(&run.ws.workdir, &cfg, &snap, &dependencies) {
+            match rp::rerun(&run.ws.workdir, &cfg, &snap, &dependencies, t0_wrote) {
                 Ok((step, parsed)) => {
                     let fp = fingerprint::of_parsed(&parsed, step.exited_with(code));
                     let agrees = fp == recorded_fp && consistent;

@@ -198,6 +198,13 @@ fn store_room(
 /// clean room (dependency links, environment); older git snapshots are checked out
 /// into a temporary directory.
 ///
+/// The check runs as the loop ran it: with an empty `PYTHONPYCACHEPREFIX` and the
+/// pytest witness, parsed with its command, the witness judged as the loop judged it
+/// (`t0_wrote`: whether the run's t0 check wrote one, from the receipt). A quiet
+/// pytest transcript names only its failures; the loop names the passing tests from
+/// the witness, so a rerun without it read a smaller collected set and disagreed
+/// with every honest pytest run.
+///
 /// # Errors
 /// [`ReplayError`] when the snapshot cannot be materialized or the check cannot be
 /// started.
@@ -206,6 +213,7 @@ pub fn rerun(
     cfg: &RunConfig,
     snapshot: &str,
     dependencies: &[String],
+    t0_wrote: Option<bool>,
 ) -> Result<(StepResult, ParsedRun), ReplayError> {
     let room = tempfile::Builder::new()
         .prefix("loopexec-replay")
@@ -227,6 +235,12 @@ pub fn rerun(
     std::fs::create_dir_all(&caps).map_err(ReplayError::Run)?;
     let check = cfg.check.clone().unwrap_or_default();
     let wrapped = crate::observe::isolation::wrap_check(&check, &cfg.check_network);
+    let pycache = room.path().join("pycache");
+    std::fs::create_dir_all(&pycache).map_err(ReplayError::Run)?;
+    let mut env_set = env_set;
+    env_set.push(("PYTHONPYCACHEPREFIX".into(), pycache.display().to_string()));
+    let witness = crate::check::witness::Witness::prepare().map_err(ReplayError::Run)?;
+    env_set.extend(witness.env(std::env::var("PYTHONPATH").ok().as_deref()));
     let spec = StepSpec {
         command: &wrapped,
         cwd: &cwd,
@@ -261,7 +275,7 @@ pub fn rerun(
         reports.extend(found);
     }
     let exit = parse::exit_for_parser(step.exit_code, step.signal, cfg.success_exit_code);
-    let mut parsed = parse::parse(
+    let mut parsed = parse::parse_command(
         &CheckInput {
             stdout: Some(&spools.stdout),
             stderr: Some(&spools.stderr),
@@ -269,8 +283,14 @@ pub fn rerun(
             reports: &reports,
         },
         format_choice(cfg),
+        Some(&check),
     );
     complete_parse(&mut parsed, &step, cfg.success_exit_code, &missing);
+    crate::check::witness::judge_expected(
+        &mut parsed,
+        crate::check::witness::read(witness.path()),
+        crate::check::witness::expected(&check, t0_wrote),
+    );
     Ok((step, parsed))
 }
 

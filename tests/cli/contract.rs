@@ -183,6 +183,42 @@ fn a_replay_of_a_converged_run_agrees() {
         .all(|i| i["reparse_fingerprint"] == i["recorded_fingerprint"]));
 }
 
+/// An honest pytest run whose quiet transcript names only its failures: the loop
+/// named the passing tests from its witness, and the replay runs the check the same
+/// way. Before: the replay ran without the witness, read one collected test where the
+/// receipt held two, and called every honest pytest run DISAGREES (exit 20).
+#[test]
+fn a_replay_of_an_honest_quiet_pytest_run_agrees() {
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write(
+            "tests/test_calc.py",
+            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
+        )
+        .commit("red");
+    let fix = "printf 'def add(a, b):\\n    return a + b\\n' > calc.py";
+    r.lx(&[
+        "run",
+        "--run-id",
+        "py",
+        "--exec",
+        fix,
+        "--check",
+        "python3 -m pytest -q",
+        "--max-iterations",
+        "2",
+    ])
+    .expect(10, Some("success_condition_met"));
+    let v = r.lx(&["replay", "py"]).expect(0, None);
+    assert_eq!(v["agrees"], true, "{v}");
+    let its = v["iterations"].as_array().unwrap();
+    assert_eq!(its.len(), 2, "{v}");
+    for i in its {
+        assert_eq!(i["verdict"], "agrees", "{i}");
+        assert_eq!(i["runs"][0]["collected"], 2, "{i}");
+    }
+}
+
 /// Rewrites the receipt with `edit` applied to each parsed line and the hash chain
 /// recomputed, as a careful forger would.
 fn forge(path: &Path, edit: impl Fn(&mut Value)) {
