@@ -1,6 +1,7 @@
 //! Observers: the parts of loopexec that touch the world and turn it into plain data.
 pub mod assertions;
 pub mod context;
+pub mod declared_tests;
 pub mod frozen;
 pub mod git;
 pub mod guards;

@@ -183,8 +183,15 @@ impl TreeObserver {
             ),
         };
         let excludes = Excludes::new(&cfg.clean_room.exclude).unwrap_or_default();
-        let test_globs = guards::build_globset(&cfg.guards.test_paths)
-            .unwrap_or_else(|_| globset::GlobSet::empty());
+        // `[guards] test_paths` and the test-file patterns the project's runner
+        // configuration and check command declare (read before any exec runs)
+        let mut test_paths = cfg.guards.test_paths.clone();
+        test_paths.extend(super::declared_tests::declared_test_globs(
+            workdir,
+            cfg.check.as_deref(),
+        ));
+        let test_globs =
+            guards::build_globset(&test_paths).unwrap_or_else(|_| globset::GlobSet::empty());
         let frozen_globs =
             guards::build_globset(&cfg.oracle.frozen).unwrap_or_else(|_| globset::GlobSet::empty());
         TreeObserver {

@@ -177,6 +177,36 @@ fn a_red_check_that_writes_the_working_tree_is_halted_and_its_tree_refused() {
     assert!(mentions(&again, "run reach rejected"), "{again}");
 }
 
+/// A project whose pytest collects `check_*.py` (`python_files` in `pytest.ini`):
+/// those files are its tests. Before: they were the agent's, and weakening one
+/// reached exit 10 (fresh review).
+#[test]
+fn test_files_named_by_the_projects_own_pattern_are_frozen() {
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write(
+            "pytest.ini",
+            "[pytest]\npython_files = check_*.py\ntestpaths = checks\n",
+        )
+        .write(
+            "checks/check_calc.py",
+            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        )
+        .commit("red");
+    let weaken = "sed -i 's/== 5/== -1/' checks/check_calc.py";
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        weaken,
+        "--check",
+        "python3 -m pytest -q",
+        "--max-iterations",
+        "2",
+    ]);
+    let v = out.expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "checks/check_calc.py"), "{v}");
+}
+
 /// A dependency directory (`node_modules`, ignored by git) gets a shim. Before: the
 /// check in the agent's tree ran the shim and went green.
 #[test]
