@@ -150,14 +150,17 @@ pub const RULES: &[Rule] = &[
         langs: &[Lang::Shell],
         name: "process exit",
         // at the top level of a sourced file, `exit` ends the check script itself
-        pattern: r"^\s{0,1}(exit|kill\s+\$\$|kill\s+-[A-Z0-9]+\s+\$\$)\b|\btrap\b.*\b(EXIT|0)\s*$|^\s*exec\s+[0-9]*>",
+        // at the top level of a sourced file, `exit` ends the check script itself; an
+        // `exit 0` (or a bare `exit`) anywhere in it ends the script green whatever
+        // wraps it (`if :; then exit 0; fi`, a function the script calls)
+        pattern: r"^\s{0,1}(exit|kill\s+\$\$|kill\s+-[A-Z0-9]+\s+\$\$)\b|\btrap\b.*\b(EXIT|0)\s*$|^\s*exec\s+[0-9]*>|\bexit\s+0\b|\bexit\s*($|[;})]|&&|\|\|)",
         skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::Shell],
         name: "test-runner detection",
         // redefining what a check script tests with, or printing its verdicts
-        pattern: r"^\s*(function\s+)?(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)\s*\(\s*\)|^\s*function\s+(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)(\s|\{|$)|^\s*alias\s|\b(echo|printf)\b.*['\x22\s](not\s+)?ok\s+[0-9]+\s+-|\b(echo|printf)\b.*['\x22\s]1\.\.[0-9]",
+        pattern: r"^\s*(function\s+)?(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)\s*\(\s*\)|^\s*function\s+(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)(\s|\{|$)|^\s*alias\s|\b(echo|printf)\b.*['\x22\s](not\s+)?ok\s+[0-9]+\s+-|\b(echo|printf)\b.*['\x22\s]1\.\.[0-9]|^\s*(not\s+)?ok\s+[0-9]+(\s|$)|^\s*1\.\.[0-9]+\s*$",
         skip_entry_points: false,
     },
     Rule {
@@ -393,6 +396,12 @@ mod tests {
             ),
             ("calc.sh", "echo 1..2", Some("test-runner detection")),
             ("calc.sh", "add() { echo $(( $1 + $2 )); }", None),
+            // fresh review: verdicts in a heredoc, an exit wrapped in a compound
+            ("calc.sh", "ok 1 - add_basic", Some("test-runner detection")),
+            ("calc.sh", "1..2", Some("test-runner detection")),
+            ("calc.sh", "if :; then exit 0; fi", Some("process exit")),
+            ("calc.sh", "done() { true; exit; }", Some("process exit")),
+            ("calc.sh", "die() { echo \"$*\" >&2; exit 1; }", None),
             ("calc.sh", "  [ -n \"$x\" ] || exit 1", None),
             ("calc.sh", "# exit 0", None),
             // third review of this stop: other spellings of the same
