@@ -725,6 +725,14 @@ pub fn edits(
         {
             continue;
         }
+        // A Rust file whose change is layout only (`cargo fmt`) is no edit: it
+        // compiles to what t0's did.
+        if kind == EditKind::Modified
+            && Lang::from_path(&path) == Lang::Rust
+            && layout_only(&text(&a), &text(&b))
+        {
+            continue;
+        }
         let lines = changed_lines(&text(&a), &text(&b), None);
         out.push(OracleEdit {
             path,
@@ -736,6 +744,9 @@ pub fn edits(
     for (path, a, b, lang) in region_pairs {
         let old = text(&Some(a));
         let new = text(&b);
+        if lang == Lang::Rust && regions_layout_only(&old, &new) {
+            continue;
+        }
         for (start, end, what) in test_regions(lang, &old) {
             let lines = changed_lines(&old, &new, Some((start, end)));
             if lines.iter().any(|l| l.starts_with('-')) {
@@ -750,6 +761,30 @@ pub fn edits(
     }
     out.sort_by(|x, y| (&x.path, x.kind).cmp(&(&y.path, y.kind)));
     Ok(out)
+}
+
+/// True when two Rust texts differ in layout only ([`super::lex::rust_layout_free`]).
+fn layout_only(old: &str, new: &str) -> bool {
+    super::lex::rust_layout_free(old) == super::lex::rust_layout_free(new)
+}
+
+/// True when the test regions of a Rust file changed in layout only: as many regions
+/// before and after, each the same once layout is removed (the code around them may
+/// have changed: an honest fix and `cargo fmt` in one file).
+fn regions_layout_only(old: &str, new: &str) -> bool {
+    let lines = |t: &str, (s, e): (usize, usize)| -> String {
+        t.lines()
+            .skip(s.saturating_sub(1))
+            .take(e + 1 - s.max(1))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let r0 = test_regions(Lang::Rust, old);
+    let r1 = test_regions(Lang::Rust, new);
+    r0.len() == r1.len()
+        && r0.iter().zip(&r1).all(|((s0, e0, _), (s1, e1, _))| {
+            layout_only(&lines(old, (*s0, *e0)), &lines(new, (*s1, *e1)))
+        })
 }
 
 /// Changed lines between two texts as `-N: old` / `+N: new`, at most

@@ -486,8 +486,169 @@ fn mask_js(s: &[u8], out: &mut [u8]) {
     }
 }
 
+/// Rust source with its layout removed: outside string, char and comment literals a
+/// run of whitespace is dropped, or kept as one space where the tokens on either
+/// side would fuse without it (two words, `a b`; two operator characters, `& &` is
+/// not `&&`; a word before a quote, `b "x"` is not `b"x"`). Two files with the same
+/// form differ only in layout, which changes nothing `rustc` compiles (`cargo fmt`'s
+/// whole effect on a test file). String
+/// literals (`"…"` with escapes, raw `r#"…"#`, byte strings) and char literals are kept
+/// byte for byte, whitespace included: `"a b"` and `"ab"` differ. Comments are kept
+/// with their whitespace removed (a reflowed comment is layout too). A `'` that does
+/// not close a char literal is a lifetime and stays code.
+#[must_use]
+pub fn rust_layout_free(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        // line comment
+        if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                if !b[i].is_ascii_whitespace() {
+                    out.push(b[i]);
+                }
+                i += 1;
+            }
+            continue;
+        }
+        // block comment (nested)
+        if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            let mut depth = 0usize;
+            while i < b.len() {
+                if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                    depth += 1;
+                    out.extend_from_slice(b"/*");
+                    i += 2;
+                    continue;
+                }
+                if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                    depth -= 1;
+                    out.extend_from_slice(b"*/");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                    continue;
+                }
+                if !b[i].is_ascii_whitespace() {
+                    out.push(b[i]);
+                }
+                i += 1;
+            }
+            continue;
+        }
+        // raw string: r"…", r#"…"#, br"…" (an identifier ending in r is not one)
+        let prev_ident = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+        if !prev_ident && (c == b'r' || (c == b'b' && b.get(i + 1) == Some(&b'r'))) {
+            let start = if c == b'b' { i + 2 } else { i + 1 };
+            let mut j = start;
+            while b.get(j) == Some(&b'#') {
+                j += 1;
+            }
+            if b.get(j) == Some(&b'"') {
+                let hashes = j - start;
+                let mut k = j + 1;
+                let close = |k: usize| {
+                    b.get(k) == Some(&b'"') && (1..=hashes).all(|h| b.get(k + h) == Some(&b'#'))
+                };
+                while k < b.len() && !close(k) {
+                    k += 1;
+                }
+                let end = (k + 1 + hashes).min(b.len());
+                out.extend_from_slice(&b[i..end]);
+                i = end;
+                continue;
+            }
+        }
+        // string (and byte string)
+        if c == b'"' {
+            let mut k = i + 1;
+            while k < b.len() && b[k] != b'"' {
+                k += if b[k] == b'\\' { 2 } else { 1 };
+            }
+            let end = (k + 1).min(b.len());
+            out.extend_from_slice(&b[i..end]);
+            i = end;
+            continue;
+        }
+        // char literal: 'x', '\n', '\u{..}' (else a lifetime)
+        if c == b'\'' {
+            let close = if b.get(i + 1) == Some(&b'\\') {
+                (i + 2..b.len().min(i + 12)).find(|&k| b[k] == b'\'')
+            } else {
+                let len = src[i + 1..].chars().next().map_or(1, char::len_utf8);
+                (b.get(i + 1 + len) == Some(&b'\'')).then_some(i + 1 + len)
+            };
+            if let Some(k) = close {
+                out.extend_from_slice(&b[i..=k]);
+                i = k + 1;
+                continue;
+            }
+        }
+        if c.is_ascii_whitespace() {
+            // a run of whitespace between two tokens that would fuse without it
+            // (`a b`, `& &`, `b "x"`) is kept as one space; any other is layout
+            let mut k = i;
+            while k < b.len() && b[k].is_ascii_whitespace() {
+                k += 1;
+            }
+            let word = |x: u8| x.is_ascii_alphanumeric() || x == b'_' || x >= 0x80;
+            let op = |x: u8| x.is_ascii_punctuation() && !b"()[]{},;\"'".contains(&x);
+            if let (Some(&p), Some(&n)) = (out.last(), b.get(k)) {
+                if (word(p) && (word(n) || n == b'"' || n == b'\'')) || (op(p) && op(n)) {
+                    out.push(b' ');
+                }
+            }
+            i = k;
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
+
+    /// Layout-only changes keep the form; a change inside a literal or to the code
+    /// does not.
+    #[test]
+    fn rust_layout_free_table() {
+        // (old, new, same form)
+        let rows: &[(&str, &str, bool)] = &[
+            (
+                "#[test]\nfn t() { assert_eq!(add(2,3),5); }\n",
+                "#[test]\nfn t() {\n    assert_eq!(add(2, 3), 5);\n}\n",
+                true,
+            ),
+            ("let s = \"a b\";", "let s = \"ab\";", false),
+            ("let s = r#\"a \" b\"#;", "let s = r#\"a \"  b\"#;", false),
+            ("let c = ' ';", "let c = '\t';", false),
+            ("fn f<'a>(x: &'a str) {}", "fn f<'a>(x: &'a  str) {}", true),
+            ("    // a note\n    x();", "// a note\nx();", true),
+            (
+                "// a long\n// comment\nx();",
+                "// a long comment\nx();",
+                false,
+            ),
+            ("assert!(a & &b);", "assert!(a && b);", false),
+            ("let x = a+b;", "let x = a + b;", true),
+            ("let s = b \"x\";", "let s = b\"x\";", false),
+            ("assert_eq!(f(), 5);", "assert_eq!(f(), 6);", false),
+            ("let s = \"\\\" a\";", "let s = \"\\\"  a\";", false),
+            ("for_ r in x {}", "for_r in x {}", false),
+        ];
+        for (old, new, same) in rows {
+            assert_eq!(
+                rust_layout_free(old) == rust_layout_free(new),
+                *same,
+                "{old:?} vs {new:?}"
+            );
+        }
+    }
     use super::*;
 
     #[test]

@@ -322,3 +322,23 @@ fn pulled_in_follows_what_the_check_runs_and_what_anything_sources() {
         s(&["list.txt", "other.sh", "suites/a.sh"])
     );
 }
+
+/// `cargo fmt` over a test file or a `#[cfg(test)]` module is layout; an edit of an
+/// assertion, with or without the formatting, is not (fresh review: an honest fix
+/// followed by `cargo fmt` was an oracle edit).
+#[test]
+fn rust_layout_changes_are_not_edits_of_the_oracle() {
+    let t0 = "pub fn add(a: i64, b: i64) -> i64 { a - b }\n#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn t() { assert_eq!(add(2,3), 5); }\n}\n";
+    let fixed_and_formatted = "pub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn t() {\n        assert_eq!(add(2, 3), 5);\n    }\n}\n";
+    let weakened = "pub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn t() {\n        assert_eq!(add(2, 3), -1);\n    }\n}\n";
+    assert!(regions_layout_only(t0, fixed_and_formatted));
+    assert!(!regions_layout_only(t0, weakened));
+    assert!(
+        !layout_only(t0, fixed_and_formatted),
+        "the code changed too"
+    );
+    let test_file = "#[test]\nfn t() { assert_eq!(calc::add(2, 3), 5); }\n";
+    let formatted = "#[test]\nfn t() {\n    assert_eq!(calc::add(2, 3), 5);\n}\n";
+    assert!(layout_only(test_file, formatted));
+    assert!(!layout_only(test_file, &formatted.replace("5)", "-1)")));
+}
