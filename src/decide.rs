@@ -281,11 +281,29 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     }
     if last.iteration >= cfg.max_iterations {
         let sizes: Vec<usize> = views.iter().map(|v| v.failing.len()).collect();
+        // the line names the first and the last sizes of a long run (all are in detail)
+        let shown = if sizes.len() > 16 {
+            let (head, tail) = (&sizes[..3], &sizes[sizes.len() - 10..]);
+            let list = |v: &[usize]| {
+                v.iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            format!(
+                "[{}, … {} more …, {}]",
+                list(head),
+                sizes.len() - 13,
+                list(tail)
+            )
+        } else {
+            format!("{sizes:?}")
+        };
         return halt(Halt {
             reason: HaltReason::MaxIterationsReached,
             contributors: vec![format!(
-                "reached the iteration cap ({}) with the check still red; failing-set sizes by iteration: {:?}",
-                cfg.max_iterations, sizes
+                "reached the iteration cap ({}) with the check still red; failing-set sizes by iteration: {shown}",
+                cfg.max_iterations
             )],
             detail: serde_json::json!({"max_iterations": cfg.max_iterations, "failing_sizes": sizes}),
         });

@@ -139,7 +139,7 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
             "Read the judge's reasons (the contributors, and `judge_finished` in the receipt) against the diff from t0; revert or fix the work, or acknowledge it and `loopexec run --resume RUN_ID`.".into()
         }
         HaltReason::NoActionableTasks => "Every open task waits on another that is not done: mark a blocker done, remove the cycle, or add the missing task to the list, then start a new run.".into(),
-        HaltReason::ObjectiveUnverified => "The green did not show the named objective test passing: make the check collect and run it (no deselection, no skip), or correct --objective.".into(),
+        HaltReason::ObjectiveUnverified => "The green cannot be vouched for; the contributors say why. When they name tests the green did not show passing (the --objective given, or the tests t0 named), make the check collect and run them (no deselection, no skip); when the working tree changed under the check, rerun without touching it.".into(),
         HaltReason::ContextBudgetUnsatisfiable => "Split the task, declare fewer files, or use a model with a larger window ([models.windows] in loop.toml); `loopexec build-context` shows the breakdown.".into(),
         _ => String::new(),
     }

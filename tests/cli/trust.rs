@@ -102,7 +102,7 @@ fn a_green_run_that_shows_no_tests_is_objective_unverified() {
 /// moving tree is not a success: the tree it would leave is not the one judged (the
 /// writer may be code under test reaching out of the room by an absolute path).
 #[test]
-fn the_tree_changing_while_the_check_runs_is_recorded_and_cannot_reach_the_check() {
+fn the_tree_changing_while_the_check_runs_halts_the_run_and_is_recorded() {
     let r = tap_repo(1);
     r.tap_check(&format!("sleep 1.5\n{TAP_CHECK}"))
         .commit("slow check");
@@ -120,9 +120,12 @@ fn the_tree_changing_while_the_check_runs_is_recorded_and_cannot_reach_the_check
     let out = r.lx_tap(PROGRESS_AGENT, &["--max-iterations", "2"]);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
-    // Green on the judged tree, but the tree a success would leave is another one.
-    // Before: exit 10 with the change in the receipt only.
-    let v = out.expect(13, Some("objective_unverified"));
+    // The writer is at work from the first check on: the red baseline check already
+    // ran while the tree moved, and nothing would judge that change (a green check
+    // under a moving tree is objective_unverified: the unit table in
+    // detect::integrity). Before: exit 10 with the change in the receipt only.
+    let v = out.expect(13, Some("metric_integrity_violation"));
+    assert_eq!(v["iteration"], 0, "{v}");
     assert!(mentions(&v, "scratch.txt"), "{v}");
     let lines = receipt_of(&v);
     let recorded = events(&lines, "check_finished").iter().any(|c| {
