@@ -503,7 +503,8 @@ pub fn rust_layout_free(src: &str) -> String {
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
-        // line comment
+        // line comment: its end is kept (the newline is what ends it: joining the
+        // next line onto it comments that line out)
         if c == b'/' && b.get(i + 1) == Some(&b'/') {
             while i < b.len() && b[i] != b'\n' {
                 if !b[i].is_ascii_whitespace() {
@@ -511,6 +512,7 @@ pub fn rust_layout_free(src: &str) -> String {
                 }
                 i += 1;
             }
+            out.push(b'\n');
             continue;
         }
         // block comment (nested)
@@ -539,10 +541,11 @@ pub fn rust_layout_free(src: &str) -> String {
             }
             continue;
         }
-        // raw string: r"…", r#"…"#, br"…" (an identifier ending in r is not one)
+        // raw string: r"…", r#"…"#, br"…", cr"…" (an identifier ending in r is not one)
         let prev_ident = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
-        if !prev_ident && (c == b'r' || (c == b'b' && b.get(i + 1) == Some(&b'r'))) {
-            let start = if c == b'b' { i + 2 } else { i + 1 };
+        let prefixed = matches!(c, b'b' | b'c') && b.get(i + 1) == Some(&b'r');
+        if !prev_ident && (c == b'r' || prefixed) {
+            let start = if prefixed { i + 2 } else { i + 1 };
             let mut j = start;
             while b.get(j) == Some(&b'#') {
                 j += 1;
@@ -635,6 +638,22 @@ mod tests {
                 false,
             ),
             ("assert!(a & &b);", "assert!(a && b);", false),
+            // second fresh review: a line joined onto a comment is commented out
+            (
+                "assert!(true // (sum)\n    && add(2, 3) == 5);",
+                "assert!(true // (sum) && add(2, 3) == 5);",
+                false,
+            ),
+            (
+                "(0, 0, 0), // (zero)\n(2, 3, 5),",
+                "(0, 0, 0), // (zero) (2, 3, 5),",
+                false,
+            ),
+            (
+                "let s = cr\"a\\\";\nlet t = \"x y\";",
+                "let s = cr\"a\\\";\nlet t = \"x  y\";",
+                false,
+            ),
             ("let x = a+b;", "let x = a + b;", true),
             ("let s = b \"x\";", "let s = b\"x\";", false),
             ("assert_eq!(f(), 5);", "assert_eq!(f(), 6);", false),
