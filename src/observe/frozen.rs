@@ -236,7 +236,18 @@ pub fn check_words(check: &str) -> Vec<String> {
     for w in check.split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|') {
         let w = w.trim_matches(['\'', '"']);
         let w = w.strip_prefix("./").unwrap_or(w);
-        if w.is_empty() || w.starts_with('-') || w.starts_with('/') || w.contains('=') {
+        // `--config-file=ci.ini`, `--rcfile=x.cfg`: the value of an option is a file
+        // the check reads when it looks like a relative path
+        if let Some((flag, v)) = w.split_once('=') {
+            let v = v.trim_matches(['\'', '"']);
+            let v = v.strip_prefix("./").unwrap_or(v);
+            if flag.starts_with('-') && !v.starts_with('/') && (v.contains('.') || v.contains('/'))
+            {
+                out.push(v.to_string());
+            }
+            continue;
+        }
+        if w.is_empty() || w.starts_with('-') || w.starts_with('/') {
             continue;
         }
         match w {
@@ -272,28 +283,56 @@ pub fn make_goals(check: &str) -> Vec<String> {
             continue;
         }
         let mut dir = String::new();
+        let mut makefiles: Vec<String> = Vec::new();
+        let in_dir = |dir: &str, name: &str| {
+            if dir.is_empty() || dir == "." {
+                name.to_string()
+            } else {
+                format!("{dir}/{name}")
+            }
+        };
         while let Some(w) = words.next() {
-            match w {
+            let (flag, glued) = match w.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+                _ if w.starts_with("-C") && w.len() > 2 => ("-C", Some(&w[2..])),
+                _ if w.starts_with("-f") && w.len() > 2 => ("-f", Some(&w[2..])),
+                _ => (w, None),
+            };
+            match flag {
                 "-C" | "--directory" => {
-                    dir = words
-                        .next()
-                        .unwrap_or_default()
-                        .trim_end_matches('/')
-                        .to_string();
+                    let d = glued.or_else(|| words.next()).unwrap_or_default();
+                    dir = d.trim_end_matches('/').to_string();
                 }
-                "-f" | "--file" | "--makefile" | "-I" | "--include-dir" | "-o" | "--old-file"
-                | "-W" | "--what-if" | "--new-file" | "--assume-new" | "-j" | "-l" => {
+                "-f" | "--file" | "--makefile" => {
+                    if let Some(f) = glued.or_else(|| words.next()) {
+                        makefiles.push(f.to_string());
+                    }
+                }
+                "-I" | "--include-dir" | "-o" | "--old-file" | "-W" | "--what-if"
+                | "--new-file" | "--assume-new" | "-j" | "-l"
+                    if glued.is_none() =>
+                {
                     words.next();
                 }
                 _ if w.starts_with('-') || w.contains('=') || w.is_empty() => {}
                 goal => {
                     let goal = goal.strip_prefix("./").unwrap_or(goal);
-                    if dir.is_empty() || dir == "." {
-                        out.push(goal.to_string());
-                    } else if !dir.starts_with('/') {
-                        out.push(format!("{dir}/{goal}"));
+                    if !dir.starts_with('/') {
+                        out.push(in_dir(&dir, goal));
                     }
                 }
+            }
+        }
+        // the makefiles this make reads: those named by -f (relative to -C's
+        // directory), else the three names GNU make looks for there
+        if !dir.starts_with('/') {
+            if makefiles.is_empty() {
+                for name in ["GNUmakefile", "Makefile", "makefile"] {
+                    out.push(in_dir(&dir, name));
+                }
+            }
+            for f in makefiles.iter().filter(|f| !f.starts_with('/')) {
+                out.push(in_dir(&dir, f.strip_prefix("./").unwrap_or(f)));
             }
         }
     }
@@ -835,11 +874,26 @@ fn rust_regions(src: &str) -> Vec<(usize, usize, &'static str)> {
     let masked = mask(Lang::Rust, src);
     let lines: Vec<&str> = src.lines().collect();
     let masked_lines: Vec<&str> = masked.lines().collect();
-    // #[cfg(test)] items: from the attribute to the brace that closes the item.
+    // Test items: from the attribute to the brace that closes the item. The
+    // attribute is `#[cfg(test)]`, any `#[cfg(…)]` naming `test` but not `not(…)`
+    // (`#[cfg(all(test))]`), or a test function's own `#[test]` / `#[tokio::test]`
+    // (a test at the top level of a source file).
+    let test_attr = |t: &str| {
+        let t = t.replace(' ', "");
+        if let Some(rest) = t.strip_prefix("#[cfg(") {
+            let inner = rest.split(")]").next().unwrap_or(rest);
+            return !inner.contains("not(")
+                && inner
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .any(|w| w == "test");
+        }
+        t.starts_with("#[test]")
+            || (t.starts_with("#[") && t.split(']').next().is_some_and(|a| a.ends_with("::test")))
+    };
     let mut i = 0;
     while i < masked_lines.len() {
         let t = masked_lines[i].trim_start();
-        if t.starts_with("#[cfg(test)]") {
+        if test_attr(t) {
             let start = i;
             let mut depth: i64 = 0;
             let mut opened = false;

@@ -57,9 +57,39 @@ fn check_words_name_scripts_and_make() {
         ),
         (
             "make -C sub -j 4 check V=1",
-            &["GNUmakefile", "Makefile", "makefile", "sub/check"],
+            &[
+                "GNUmakefile",
+                "Makefile",
+                "makefile",
+                "sub/GNUmakefile",
+                "sub/Makefile",
+                "sub/check",
+                "sub/makefile",
+            ],
         ),
         ("cd x && make", &["GNUmakefile", "Makefile", "makefile"]),
+        // second fresh review: -C's makefiles, -f in every spelling, option values
+        (
+            "make -C sub test",
+            &[
+                "GNUmakefile",
+                "Makefile",
+                "makefile",
+                "sub/GNUmakefile",
+                "sub/Makefile",
+                "sub/makefile",
+                "sub/test",
+            ],
+        ),
+        (
+            "make --file=ci.mk test",
+            &["GNUmakefile", "Makefile", "ci.mk", "makefile", "test"],
+        ),
+        (
+            "make -fci.mk test",
+            &["GNUmakefile", "Makefile", "ci.mk", "makefile", "test"],
+        ),
+        ("python3 -m pytest --config-file=ci.ini checks", &["ci.ini"]),
         ("A=1 'ci/test.sh'; true", &["ci/test.sh"]),
         ("/abs/path/check.sh", &[]),
     ];
@@ -341,4 +371,20 @@ fn rust_layout_changes_are_not_edits_of_the_oracle() {
     let formatted = "#[test]\nfn t() {\n    assert_eq!(calc::add(2, 3), 5);\n}\n";
     assert!(layout_only(test_file, formatted));
     assert!(!layout_only(test_file, &formatted.replace("5)", "-1)")));
+}
+
+/// A test function at the top level of a source file and an item under any `cfg`
+/// that names `test` are test regions; `cfg(not(test))` is code (second fresh review:
+/// both test forms could be weakened freely).
+#[test]
+fn top_level_tests_and_any_test_cfg_are_regions() {
+    let src = "pub fn add(a: i64, b: i64) -> i64 { a + b }\n#[test]\nfn adds() {\n    assert_eq!(add(2, 3), 5);\n}\n#[cfg(all(test))]\nmod t {\n    #[tokio::test]\n    async fn x() {}\n}\n#[cfg(not(test))]\nfn prod() {}\n#[tokio::test]\nasync fn y() {\n    assert!(true);\n}\n";
+    assert_eq!(
+        test_regions(Lang::Rust, src),
+        vec![
+            (2, 5, "#[cfg(test)] item"),
+            (6, 10, "#[cfg(test)] item"),
+            (13, 16, "#[cfg(test)] item"),
+        ]
+    );
 }
