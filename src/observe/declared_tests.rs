@@ -32,6 +32,16 @@ pub fn declared_test_globs(workdir: &Path, check: Option<&str>) -> Vec<String> {
     }
     if let Some(check) = check {
         patterns.extend(unittest_patterns(check));
+        let (overrides, config) = pytest_command(check);
+        patterns.extend(overrides);
+        if let Some(file) = config {
+            if let Ok(text) = std::fs::read_to_string(workdir.join(&file)) {
+                for section in ["pytest", "tool:pytest"] {
+                    patterns.extend(ini_values(&text, section, "python_files"));
+                }
+                patterns.extend(pyproject_python_files(&text));
+            }
+        }
     }
     let mut out: Vec<String> = patterns
         .into_iter()
@@ -96,7 +106,43 @@ fn pyproject_python_files(text: &str) -> Vec<String> {
     }
 }
 
-/// The `-p`/`--pattern` values of a `unittest` in the check command.
+/// What a pytest command line declares: `-o python_files=…` overrides, and the
+/// configuration file named by `-c`/`--config-file` (relative to the workdir).
+fn pytest_command(check: &str) -> (Vec<String>, Option<String>) {
+    if !check.contains("pytest") {
+        return (Vec::new(), None);
+    }
+    let words: Vec<&str> = check
+        .split_whitespace()
+        .map(|w| w.trim_matches(['\'', '"']))
+        .collect();
+    let mut patterns = Vec::new();
+    let mut config = None;
+    for (i, w) in words.iter().enumerate() {
+        let next = || words.get(i + 1).copied();
+        let value = if let Some(v) = w.strip_prefix("--override-ini=") {
+            Some(v)
+        } else if matches!(*w, "-o" | "--override-ini") {
+            next()
+        } else {
+            w.strip_prefix("-o").filter(|v| v.contains('='))
+        };
+        if let Some((k, v)) = value.and_then(|v| v.split_once('=')) {
+            if k.trim() == "python_files" {
+                patterns.extend(v.split_whitespace().map(str::to_string));
+            }
+        }
+        if let Some(v) = w.strip_prefix("--config-file=") {
+            config = Some(v.to_string());
+        } else if matches!(*w, "-c" | "--config-file") {
+            config = next().map(str::to_string);
+        }
+    }
+    (patterns, config.filter(|c| !c.starts_with('/')))
+}
+
+/// The pattern of a `unittest` in the check command: `-p`/`--pattern`, or the second
+/// positional argument of `discover` (`discover START PATTERN [TOP]`).
 fn unittest_patterns(check: &str) -> Vec<String> {
     if !check.contains("unittest") {
         return Vec::new();
@@ -115,6 +161,26 @@ fn unittest_patterns(check: &str) -> Vec<String> {
             }
         } else if let Some(v) = w.strip_prefix("-p").filter(|v| !v.is_empty()) {
             out.push(v.to_string());
+        }
+    }
+    if let Some(at) = words.iter().position(|w| *w == "discover") {
+        let mut positional = Vec::new();
+        let mut rest = words[at + 1..].iter();
+        while let Some(w) = rest.next() {
+            if matches!(
+                *w,
+                "-s" | "--start-directory" | "-p" | "--pattern" | "-t" | "--top-level-directory"
+            ) {
+                rest.next();
+            } else if w.starts_with('-') {
+            } else if [";", "&&", "||", "|"].contains(w) {
+                break;
+            } else {
+                positional.push(*w);
+            }
+        }
+        if let Some(p) = positional.get(1) {
+            out.push((*p).to_string());
         }
     }
     out
@@ -167,6 +233,21 @@ mod tests {
             ),
             (&[], "python3 -m unittest discover --pattern=spec_*.py", &["**/spec_*.py"]),
             (&[], "sh run.sh -p x.py", &[]),
+            // second fresh review: overrides, a named configuration file, discover's
+            // positional pattern
+            (&[], "python3 -m pytest -q -o python_files=check_*.py checks", &["**/check_*.py"]),
+            (
+                &[("ci.ini", "[pytest]\npython_files = check_*.py\n")],
+                "python3 -m pytest -q --config-file=ci.ini checks",
+                &["**/check_*.py"],
+            ),
+            (
+                &[("ci.ini", "[pytest]\npython_files = spec_*.py\n")],
+                "python3 -m pytest -c ci.ini",
+                &["**/spec_*.py"],
+            ),
+            (&[], "python3 -m unittest discover checks 'check_*.py'", &["**/check_*.py"]),
+            (&[], "python3 -m unittest discover -s checks", &[]),
         ];
         for (files, check, want) in rows {
             let d = tempfile::tempdir().unwrap();
