@@ -452,7 +452,8 @@ impl Loop<'_> {
         self.record(Event::IterationStarted(IterationStarted { iteration: 0 }))
     }
 
-    /// The newest earlier run of this workdir, when it halted for integrity and `tree`
+    /// The newest earlier run of this workdir, when it halted for integrity or
+    /// hermeticity and `tree`
     /// (t0 of this run) still holds what it rejected: its last exec's tree exactly, or
     /// that exec's edit of a file the halt was about (`flagged_edits`) beside other
     /// changes. A run that was itself
@@ -469,11 +470,15 @@ impl Loop<'_> {
             .find(|r| *r != self.run_id)?;
         let row = self.store.run(&prev).ok()??;
         let reason = HaltReason::from_str_opt(row.halt_reason.as_deref()?)?;
+        // hermeticity too: a check that changed what the next check reads (a `.pth`
+        // planted in a linked `.venv` by code under test) leaves a start that is
+        // green for that reason (second fresh review)
         if !matches!(
             reason,
             HaltReason::MetricIntegrityViolation
                 | HaltReason::BlockedPathModified
                 | HaltReason::RewardHackingDetected
+                | HaltReason::HermeticityViolation
         ) {
             return None;
         }
