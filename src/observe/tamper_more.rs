@@ -305,8 +305,15 @@ fn rust_always_equal(def_line: &str, body: &str) -> bool {
 /// `PYTHONPYCACHEPREFIX`, so `__pycache__` is never read).
 #[must_use]
 pub fn is_sourceless_bytecode(path: &str) -> bool {
-    (path.ends_with(".pyc") || path.ends_with(".pyo"))
-        && !path.split('/').any(|d| d == "__pycache__")
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let compiled = name.ends_with(".pyc")
+        || name.ends_with(".pyo")
+        // a compiled extension module (`calc.cpython-311-x86_64-linux-gnu.so`,
+        // `calc.abi3.so`, `calc.pyd`): imported ahead of `calc.py`
+        || name.ends_with(".pyd")
+        || (name.ends_with(".so") && name.contains('.') && name.split('.').count() >= 3)
+        || name.ends_with(".abi3.so");
+    compiled && !path.split('/').any(|d| d == "__pycache__")
 }
 
 /// True when `path` looks like a test file by any runner's naming (what the scan is
@@ -768,6 +775,12 @@ mod tests {
             ("calc.pyc", "\u{0}\u{1}binary", Some("sourceless bytecode")),
             ("pkg/mod.pyo", "", Some("sourceless bytecode")),
             ("pkg/__pycache__/mod.cpython-312.pyc", "", None),
+            (
+                "numfix.cpython-311-x86_64-linux-gnu.so",
+                "",
+                Some("sourceless bytecode"),
+            ),
+            ("calc.pyd", "", Some("sourceless bytecode")),
             (
                 "calc.py",
                 "_h.__code__ = _f.__code__\n",
