@@ -927,13 +927,31 @@ fn rust_regions(src: &str) -> Vec<(usize, usize, &'static str)> {
         }
         i += 1;
     }
-    // Doctests: code fences inside doc comments.
+    // Doctests: code fences inside doc comments, line (`///`, `//!`) or block
+    // (`/** … */`, `/*! … */`, a leading `*` on inner lines allowed).
     let mut fence_start: Option<usize> = None;
+    let mut in_block = false;
     for (n, l) in lines.iter().enumerate() {
         let t = l.trim_start();
+        let block_line = if in_block {
+            if t.contains("*/") {
+                in_block = false;
+            }
+            Some(t.split("*/").next().unwrap_or(t))
+        } else if let Some(rest) = t
+            .strip_prefix("/**")
+            .filter(|r| !r.starts_with('*') && !r.starts_with('/'))
+            .or_else(|| t.strip_prefix("/*!"))
+        {
+            in_block = !rest.contains("*/");
+            Some(rest.split("*/").next().unwrap_or(rest))
+        } else {
+            None
+        };
         let doc = t
             .strip_prefix("///")
             .or_else(|| t.strip_prefix("//!"))
+            .or_else(|| block_line.map(|b| b.trim_start().strip_prefix('*').unwrap_or(b)))
             .map(str::trim_start);
         match (doc, fence_start) {
             (Some(d), None) if d.starts_with("```") => {

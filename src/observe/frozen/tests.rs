@@ -388,3 +388,14 @@ fn top_level_tests_and_any_test_cfg_are_regions() {
         ]
     );
 }
+
+/// A doctest in a block doc comment is a test region like one in `///` lines (second
+/// fresh review: `/** ``` … ``` */` could be weakened freely).
+#[test]
+fn block_doc_comment_doctests_are_regions() {
+    let src = "/**\n * Adds.\n * ```\n * assert_eq!(calc::add(2, 3), 5);\n * ```\n */\npub fn add(a: i64, b: i64) -> i64 { a + b }\n/*! ```\nassert!(true);\n``` */\n/* ```\nnot_a_doc();\n``` */\n";
+    assert_eq!(
+        test_regions(Lang::Rust, src),
+        vec![(3, 5, "doctest"), (8, 10, "doctest")]
+    );
+}
