@@ -234,7 +234,7 @@ fn python_always_equal(def_line: &str, body: &str) -> bool {
         let Some((params, expr)) = lam.split_once(':') else {
             return false;
         };
-        return !names(expr, &compared_param(params));
+        return !compares(expr, &self_param(params), &compared_param(params));
     } else {
         return false;
     };
@@ -259,7 +259,29 @@ fn python_always_equal(def_line: &str, body: &str) -> bool {
     let honest = expr == "NotImplemented"
         || (method == "eq" && expr == "False")
         || (method == "ne" && expr == "True");
-    !honest && !names(expr, &other)
+    !honest && !compares(expr, &self_param(params), &other)
+}
+
+/// The first parameter of a parameter list (`self`).
+fn self_param(params: &str) -> String {
+    params
+        .split(',')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .trim_start_matches(['*', '&'])
+        .split([':', '='])
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// True when `expr` can compare the two operands: it names the compared parameter and
+/// the receiver (`self`, or `super()` standing for it). `return other == other`,
+/// `return isinstance(other, int)` name only one side.
+fn compares(expr: &str, this: &str, other: &str) -> bool {
+    names(expr, other) && (names(expr, this) || expr.contains("super()"))
 }
 
 fn rust_always_equal(def_line: &str, body: &str) -> bool {
@@ -282,7 +304,7 @@ fn rust_always_equal(def_line: &str, body: &str) -> bool {
     if let Some((_, b)) = sig.split_once('{') {
         let b = b.trim();
         if let Some(b) = b.strip_suffix('}') {
-            return unused || !names(b, &other);
+            return unused || !compares(b, "self", &other);
         }
         if !b.is_empty() {
             return false;
@@ -314,6 +336,36 @@ pub fn is_sourceless_bytecode(path: &str) -> bool {
         || (name.ends_with(".so") && name.contains('.') && name.split('.').count() >= 3)
         || name.ends_with(".abi3.so");
     compiled && !path.split('/').any(|d| d == "__pycache__")
+}
+
+/// Line `i` of `lines` joined with the lines that continue it: while brackets opened
+/// on it are not closed, or it ends with `\` (at most 20 lines; brackets inside
+/// strings are counted too, which can only join more).
+fn logical_line(lines: &[&str], i: usize) -> String {
+    let mut out = String::new();
+    let mut depth: i64 = 0;
+    for l in lines.iter().skip(i).take(20) {
+        let l = l.trim();
+        let (text, continued) = match l.strip_suffix('\\') {
+            Some(t) => (t.trim_end(), true),
+            None => (l, false),
+        };
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(text);
+        for c in text.chars() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth -= 1,
+                _ => {}
+            }
+        }
+        if depth <= 0 && !continued {
+            break;
+        }
+    }
+    out
 }
 
 /// True when `path` looks like a test file by any runner's naming (what the scan is
@@ -453,6 +505,8 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
     } else {
         std::collections::BTreeSet::new()
     };
+    let new_lines: Vec<&str> = new.lines().collect();
+    let mut def_flagged = false;
     let diff = similar::TextDiff::from_lines(old, new);
     let mut out = Vec::new();
     // The previous added code line (an always-equal `__eq__` spans two lines).
@@ -473,6 +527,11 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             continue;
         }
         let after_eq = std::mem::replace(&mut prev, t.to_string());
+        // the logical line from here (brackets left open and `\` continuations joined),
+        // for the equality rules: `return (\n    self.a == other.a\n)` is one answer
+        let logical = change
+            .new_index()
+            .map_or_else(|| t.to_string(), |i| logical_line(&new_lines, i));
         let hit = |rule: &str| TamperHit {
             path: path.to_string(),
             line: change.new_index().map_or(0, |i| i + 1),
@@ -489,14 +548,19 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         if let Some(name) = by_rule {
             out.push(hit(name));
         } else if matches!(lang, Lang::Python | Lang::Rust)
-            && (always_equal(&after_eq, t) || always_equal(t, ""))
+            && ((!def_flagged && always_equal(&after_eq, &logical)) || always_equal(&logical, ""))
         {
+            // a definition judged whole on its own line is not judged again on the
+            // next (a Rust `fn eq(…) -> bool {` joined up to its closing brace)
+            def_flagged = always_equal(&logical, "");
             out.push(hit("always-equal object"));
+            continue;
         } else if assembled_name(lang, line).is_some() {
             out.push(hit("name assembled from pieces"));
         } else if test_file && patches_import(lang, line, &imported).is_some() {
             out.push(hit("new test file patches what it imports"));
         }
+        def_flagged = false;
     }
     out
 }
@@ -730,7 +794,8 @@ mod tests {
         let rust = "impl PartialEq<i32> for Sum {\n    fn eq(&self, _other: &i32) -> bool {\n        true\n    }\n}\n";
         let hits = scan("src/lib.rs", "", rust);
         assert_eq!(hits.len(), 1, "{hits:?}");
-        assert_eq!(hits[0].line, 3);
+        // the definition, read whole up to its closing brace
+        assert_eq!(hits[0].line, 2);
         let honest = "    fn eq(&self, other: &i32) -> bool {\n        self.0 == *other\n    }\n";
         assert!(scan("src/lib.rs", "", honest).is_empty());
     }
@@ -751,8 +816,14 @@ mod tests {
             ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, _other: &i64) -> bool { !false }\n}\n", true),
             ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, o: &i64) -> bool { self.0 == self.0 }\n}\n", true),
             ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, _o: &i64) -> bool {\n        !false\n    }\n}\n", true),
+            // second fresh review: tautologies that name only one side
+            ("calc.py", "class R(int):\n    def __eq__(self, other): return other == other\n", true),
+            ("calc.py", "class R(int):\n    def __eq__(self, other):\n        return isinstance(other, int)\n", true),
+            ("calc.py", "class R(int):\n    def __eq__(self, o): return abs(o) >= 0\n", true),
             // honest
             ("calc.py", "class R(int):\n    __eq__ = lambda self, other: int(self) == int(other)\n", false),
+            ("calc.py", "class P:\n    def __eq__(self, other):\n        return (\n            self.x == other.x\n            and self.y == other.y\n        )\n", false),
+            ("calc.py", "class Q(P):\n    def __eq__(self, other): return super().__eq__(other)\n", false),
             ("calc.py", "class R(int):\n    def __eq__(self, o): return NotImplemented\n", false),
             ("calc.py", "class R(int):\n    def __eq__(self, o):\n        if not isinstance(o, R):\n            return NotImplemented\n        return int(self) == int(o)\n", false),
             ("calc.py", "class R(int):\n    def __eq__(self, other):\n        key = self.key()\n        return key == other.key()\n", false),
