@@ -251,11 +251,6 @@ pub fn check_words(check: &str) -> Vec<String> {
             continue;
         }
         match w {
-            "make" | "gmake" => out.extend(
-                ["GNUmakefile", "Makefile", "makefile"]
-                    .into_iter()
-                    .map(str::to_string),
-            ),
             "just" => out.extend(["justfile".to_string(), "Justfile".to_string()]),
             _ if w.contains('.') || w.contains('/') => out.push(w.to_string()),
             _ => {}
@@ -323,14 +318,18 @@ pub fn make_goals(check: &str) -> Vec<String> {
                 }
             }
         }
-        // the makefiles this make reads: those named by -f (relative to -C's
-        // directory), else the three names GNU make looks for there
-        if !dir.starts_with('/') {
-            if makefiles.is_empty() {
-                for name in ["GNUmakefile", "Makefile", "makefile"] {
-                    out.push(in_dir(&dir, name));
-                }
+        // the makefiles this make may read: the three names GNU make looks for, in
+        // the root and in -C's directory, and those -f names (relative to the latter)
+        let mut dirs = vec![String::new()];
+        if !dir.starts_with('/') && !dir.is_empty() && dir != "." {
+            dirs.push(dir.clone());
+        }
+        for d in &dirs {
+            for name in ["GNUmakefile", "Makefile", "makefile"] {
+                out.push(in_dir(d, name));
             }
+        }
+        if !dir.starts_with('/') {
             for f in makefiles.iter().filter(|f| !f.starts_with('/')) {
                 out.push(in_dir(&dir, f.strip_prefix("./").unwrap_or(f)));
             }

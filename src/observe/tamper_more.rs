@@ -200,12 +200,23 @@ fn names(expr: &str, name: &str) -> bool {
 /// The compared parameter of a parameter list: the second one, or a `*args` one.
 fn compared_param(params: &str) -> String {
     let list: Vec<&str> = params.split(',').map(str::trim).collect();
-    let p = list
-        .get(1)
-        .or_else(|| list.iter().find(|p| p.starts_with('*')))
-        .copied()
-        .unwrap_or("");
-    p.trim_start_matches(['*', '&'])
+    param_name(
+        list.get(1)
+            .or_else(|| list.iter().find(|p| p.starts_with('*')))
+            .copied()
+            .unwrap_or(""),
+    )
+}
+
+/// The first parameter of a parameter list (`self`).
+fn self_param(params: &str) -> String {
+    param_name(params.split(',').next().unwrap_or(""))
+}
+
+/// A parameter's name: `*args` → `args`, `other: &i64` → `other`, `x=1` → `x`.
+fn param_name(p: &str) -> String {
+    p.trim()
+        .trim_start_matches(['*', '&'])
         .split([':', '='])
         .next()
         .unwrap_or("")
@@ -260,21 +271,6 @@ fn python_always_equal(def_line: &str, body: &str) -> bool {
         || (method == "eq" && expr == "False")
         || (method == "ne" && expr == "True");
     !honest && !compares(expr, &self_param(params), &other)
-}
-
-/// The first parameter of a parameter list (`self`).
-fn self_param(params: &str) -> String {
-    params
-        .split(',')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .trim_start_matches(['*', '&'])
-        .split([':', '='])
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string()
 }
 
 /// True when `expr` can compare the two operands: it names the compared parameter and
