@@ -351,6 +351,14 @@ pub fn is_script(path: &str) -> bool {
         .any(|e| name.ends_with(e))
 }
 
+/// True for a file make reads as a makefile: `Makefile`, `makefile`, `GNUmakefile`,
+/// `*.mk`.
+#[must_use]
+pub fn is_makefile(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(name, "Makefile" | "makefile" | "GNUmakefile") || name.ends_with(".mk")
+}
+
 /// How a script refers to another file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RefKind {
@@ -576,8 +584,9 @@ fn normalize(p: &str) -> Option<String> {
 /// `test_roots` (t0's frozen shell scripts), what they source, transitively. A file a
 /// pulled-in script only *runs* is not followed: a harness that runs `sh add.sh` is
 /// the check's, `add.sh` may be the code under test. `read` gives a file of the tree
-/// (`None`: no such file); at most `limit` files. Returns the files found beyond the
-/// roots, sorted.
+/// (`None`: no such file); at most `limit` files. A file read into a script
+/// (`include`, `-include`) that t0 lacks is found too when the script is a makefile.
+/// Returns the files found beyond the roots, sorted.
 pub fn pulled_in(
     check_roots: &[String],
     test_roots: &[String],
@@ -634,6 +643,17 @@ pub fn pulled_in(
                     c,
                     runs && matches!(kind, RefKind::Sourced | RefKind::Fed),
                 ));
+            } else if kind == RefKind::Sourced
+                && is_makefile(&p)
+                && super::lex::Lang::from_path(&r) != super::lex::Lang::Shell
+            {
+                // A file a makefile includes that t0 lacks (`-include local.mk`): make
+                // carries on without it, and one the agent creates would be read into
+                // the frozen makefile. It is frozen as absent, so a created one is left
+                // out of the judged tree. A sourced shell file t0 lacks may be the code
+                // under test the task asks for (`. ./calc.sh`) and is scanned instead.
+                seen.insert(r.clone());
+                found.push(r);
             }
         }
     }

@@ -662,3 +662,23 @@ pub fn mentions(v: &Value, needle: &str) -> bool {
 pub fn store_dir(dir: &Path) -> PathBuf {
     loopexec::observe::tree::store_path(&std::fs::canonicalize(dir).expect("workdir exists"))
 }
+
+/// True when `program` with `args` runs and exits 0 on this machine.
+pub fn has(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// True (and says the test is skipped) when this machine has no pytest: `.ci/run`
+/// installs it; a machine that cannot skips the tests that need it.
+pub fn pytest_missing() -> bool {
+    let missing = !has("python3", &["-c", "import pytest"]);
+    if missing {
+        eprintln!("no pytest here: skipped");
+    }
+    missing
+}

@@ -17,15 +17,6 @@ fn dir_repo() -> Repo {
     r
 }
 
-/// True (and says the test is skipped) when this machine has no pytest.
-fn pytest_missing() -> bool {
-    let missing = !has("python3", &["-c", "import pytest"]);
-    if missing {
-        eprintln!("no pytest here: skipped");
-    }
-    missing
-}
-
 /// A plain directory (no git at all) where the agent deletes the failing test.
 /// Before: "every guard held" with no guard running, exit 10.
 #[test]
@@ -208,6 +199,32 @@ fn test_files_named_by_the_projects_own_pattern_are_frozen() {
     ]);
     let v = out.expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "checks/check_calc.py"), "{v}");
+}
+
+/// A makefile that includes an optional file t0 lacks (`-include local.mk`): the agent
+/// creates it and overrides the recipe's test command. Before: make read the agent's
+/// file, the check went green, exit 10. Now the absent include is frozen, the created
+/// file is left out of the judged tree and the frozen test stays red.
+#[test]
+fn a_makefile_include_the_agent_creates_is_left_out() {
+    let r = Repo::new();
+    r.write("value", "4\n")
+        .write(
+            "Makefile",
+            "-include local.mk\nTEST ?= [ \"$$(cat value)\" = 5 ]\ntest:\n\t$(TEST)\n",
+        )
+        .commit("red");
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        "echo 'TEST = true' > local.mk",
+        "--check",
+        "make -s test",
+        "--max-iterations",
+        "2",
+    ]);
+    let v = out.expect(12, Some("max_iterations_reached"));
+    assert!(left_out(&v).contains("local.mk"), "{v}");
 }
 
 /// A dependency directory (`node_modules`, ignored by git) gets a shim. Before: the
@@ -692,15 +709,6 @@ fn a_rejected_edit_kept_beside_other_changes_is_still_refused() {
         out.code,
         out.errors_text()
     );
-}
-
-fn has(program: &str, args: &[&str]) -> bool {
-    std::process::Command::new(program)
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// A pytest project with a failing test (`add` subtracts).

@@ -351,6 +351,18 @@ fn pulled_in_follows_what_the_check_runs_and_what_anything_sources() {
         pulled_in(&s(&["check.sh"]), &[], &read2, &list2, 10),
         s(&["list.txt", "other.sh", "suites/a.sh"])
     );
+    // a makefile include t0 lacks is frozen as absent (a fresh review created
+    // `local.mk` behind `-include local.mk` and reached exit 10); a sourced shell file
+    // t0 lacks may be the code the task asks for, and stays free
+    let files3: BTreeMap<&str, &str> = BTreeMap::from([(
+        "Makefile",
+        "-include local.mk\ntest:\n\t. ./calc.sh && sh t/run.sh\n",
+    )]);
+    let read3 = |p: &str| files3.get(p).map(|s| (*s).to_string());
+    assert_eq!(
+        pulled_in(&s(&["Makefile"]), &[], &read3, &|_| Vec::new(), 10),
+        s(&["local.mk"])
+    );
 }
 
 /// `cargo fmt` over a test file or a `#[cfg(test)]` module is layout; an edit of an
