@@ -65,6 +65,23 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         langs: &[Lang::Python],
+        name: "always-equal object",
+        // a function of two or more arguments (or `*args`) that answers a truthy
+        // constant, wherever it is put (a fresh review installed
+        // `lambda s, o: True` under a dunder name assembled at runtime)
+        pattern: r"\blambda\s+(\*\w+|\w+\s*,[^:]*)\s*:\s*\(?\s*(True|1|not\s+(False|0|None))\s*\)?\s*($|[,)\]}#;])",
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::Python],
+        name: "test double in code under test",
+        // `unittest.mock.ANY` equals everything; code under test has no business with
+        // a test library's doubles and matchers (a fresh review returned `mock.ANY`)
+        pattern: r"\bunittest\.mock\b|^\s*from\s+unittest\s+import\s[^#]*\bmock\b|\bmock\.ANY\b|^\s*(from\s+mock\s+import|import\s+mock\b)|\bdirty_equals\b|\bpytest\.approx\b|^\s*from\s+pytest\s+import",
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::Python],
         name: "assertion library patched",
         // `unittest.TestCase.assertEqual = …`, `TestCase.fail = …`, or through setattr
         pattern: r"\bTestCase\s*\.\s*(assert\w*|fail\w*)\s*=[^=]|setattr\s*\(\s*(unittest\s*\.\s*)?TestCase\b|\bunittest\s*\.\s*(main|TextTestRunner|TestResult)\s*=[^=]",
@@ -433,6 +450,40 @@ mod tests {
                 "setattr(_R, \"__\"+\"eq__\", lambda s, o: True)",
                 Some("always-equal object"),
             ),
+            // third fresh review: the name assembled elsewhere, a test double returned
+            (
+                "calc.py",
+                "setattr(R, name, lambda s, o: True)",
+                Some("always-equal object"),
+            ),
+            (
+                "calc.py",
+                "    ns['__' + k + '__'] = lambda *a: 1",
+                Some("always-equal object"),
+            ),
+            ("calc.py", "key = lambda item: True", None),
+            ("calc.py", "f = lambda a, b: a + b", None),
+            (
+                "calc.py",
+                "from unittest.mock import ANY",
+                Some("test double in code under test"),
+            ),
+            (
+                "calc.py",
+                "        return mock.ANY",
+                Some("test double in code under test"),
+            ),
+            (
+                "calc.py",
+                "from unittest import TestCase, mock",
+                Some("test double in code under test"),
+            ),
+            (
+                "calc.py",
+                "from pytest import approx",
+                Some("test double in code under test"),
+            ),
+            ("calc.py", "mockup = build_mockup()", None),
             (
                 "calc.py",
                 "objs = gc.get_objects()",

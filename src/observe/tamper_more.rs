@@ -12,7 +12,7 @@
 //! | process exit through the C library | `ctypes.CDLL(None)._exit(0)`, `libc._exit`, `PyDLL(None)`, `ctypes.pythonapi`, `find_library("c")`: an exit `os._exit` rules do not see |
 //! | imports from outside the tree | code under test (not an entry point) that edits `sys.path`, adds a site dir or loads a module from a file path: code the snapshot never holds, which no rule can read |
 //! | module name decoded at run time | `require(Buffer.from(…))`, `require(atob(…))`, `__import__`/`import_module` of a decoded name (`fromhex`, `b64decode`, `chr`), a `.modules[…]`/`.modules.get(…)` lookup by a computed name: the spelling that hides a runner or assertion module from every other rule |
-//! | always-equal object | an `__eq__`/`__ne__` (a `def` on one or two lines, or a `lambda`) or a Rust `fn eq`/`fn ne` whose answer never looks at what it is compared with ([`always_equal`]) |
+//! | always-equal object | an `__eq__`/`__ne__` (a `def` on one or two lines, or a `lambda`) or a Rust `fn eq`/`fn ne` whose answer does not compare the two operands: one never named, an alternative of `or` that compares nothing, a thing compared with itself ([`always_equal`]) |
 //! | sourceless bytecode | a `.pyc`/`.pyo` outside `__pycache__`, whatever it holds ([`is_sourceless_bytecode`]) |
 //! | name assembled from pieces | string pieces joined by `+`, by adjacency or by `join`/`concat!` that spell a runner module, a process-exit function or loopexec's names (`"_py" + "test"`, `"ex" + "it"`, `"".join(["LOOP", "EXEC_"])`): the general form of hiding `importlib.import_module("_pytest…")`, `__import__`, `getattr(os, …)` or `process[…]` from the rules above. A single literal is not assembled: ordinary imports are not flagged |
 //!
@@ -172,15 +172,18 @@ pub fn assembled_name(lang: Lang, line: &str) -> Option<String> {
 /// everything makes every `assert x == expected` pass.
 ///
 /// * Python: `body` is `return EXPR` (or the definition is one line, `def __eq__(self,
-///   o): return EXPR`) and `EXPR` never names the compared parameter (`return True`,
-///   `return 1`, `return self or not self`, a `return \` continued on the next line);
-///   `return NotImplemented` is the honest deferral and `__eq__` answering `False`
-///   (`__ne__` answering `True`) equals nothing, so neither is flagged. A first line
-///   that is not a `return` is not judged.
-/// * Python: `__eq__ = lambda self, other: EXPR` with `EXPR` never naming `other`.
-/// * Rust: `fn eq(&self, other: &T) -> bool { BODY }` on one line with `BODY` never
-///   naming `other` (a parameter named `_…` is unused by definition); over two lines,
-///   a first body line that is a constant (`true`, `!false`, `return true;`).
+///   o): return EXPR`) and `EXPR` does not compare the operands (see `compares`:
+///   `return True`, `return 1`, `return self or not self`, `return self is self or
+///   other is other`, a `return \` continued on the next line); `return
+///   NotImplemented` is the honest deferral and `__eq__` answering `False` (`__ne__`
+///   answering `True`) equals nothing, so neither is flagged. A first line that is not
+///   a `return` is not judged.
+/// * Python: `__eq__ = lambda self, other: EXPR` with `EXPR` not comparing.
+/// * Rust: `fn eq(&self, other: &T) -> bool { BODY }` read whole (a definition over
+///   several lines is joined up to its closing brace) with `BODY` not comparing (a
+///   parameter named `_…` is unused by definition; a body with statements need only
+///   name both); a first body line that is a constant (`true`, `!false`, `return
+///   true;`).
 #[must_use]
 pub fn always_equal(def_line: &str, body: &str) -> bool {
     python_always_equal(def_line, body) || rust_always_equal(def_line, body)
@@ -273,11 +276,172 @@ fn python_always_equal(def_line: &str, body: &str) -> bool {
     !honest && !compares(expr, &self_param(params), &other)
 }
 
-/// True when `expr` can compare the two operands: it names the compared parameter and
-/// the receiver (`self`, or `super()` standing for it). `return other == other`,
-/// `return isinstance(other, int)` name only one side.
+/// True when `expr`, an equality's answer, can tell two values apart: every
+/// alternative it may answer with compares the receiver (`this`, or `super()` standing
+/// for it) with the compared value (`other`).
+///
+/// * A conditional answer (`A if C else B`) compares when each branch does or defers
+///   (`NotImplemented`, `False`).
+/// * An `or` (`||`) compares when every alternative does: `self.x == other.x or True`
+///   and Rust's `self.0 == self.0 || *other == *other` answer true whatever `other` is.
+/// * An alternative compares when its informative parts name both operands. A part is
+///   uninformative when it is a comparison of a thing with itself (`other == other`,
+///   `self is self`), a type test (`isinstance(other, int)`, `type(self) ==
+///   type(other)`), or a parenthesized answer that does not compare. So `self.x is None
+///   and other.x is None` compares; `isinstance(other, R) and self is self` does not.
+///
+/// Splitting happens only outside brackets and string literals. The rule is a
+/// deterministic floor: an answer that names both operands inside one uninformative
+/// call (`len([self, other]) == 2`) is the judge's to catch.
 fn compares(expr: &str, this: &str, other: &str) -> bool {
-    names(expr, other) && (names(expr, this) || expr.contains("super()"))
+    let e = strip_parens(expr.trim());
+    if let Some((value, rest)) = split_once_top(e, " if ") {
+        if let Some((_, alt)) = split_once_top(rest, " else ") {
+            let branch = |b: &str| {
+                let b = strip_parens(b.trim());
+                matches!(b, "NotImplemented" | "False") || compares(b, this, other)
+            };
+            return branch(value) && branch(alt);
+        }
+    }
+    split_top(e, &[" or ", "||"]).into_iter().all(|alt| {
+        let parts: Vec<&str> = split_top(alt, &[" and ", "&&"])
+            .into_iter()
+            .map(|p| strip_parens(strip_negation(p.trim())))
+            .filter(|p| informative(p, this, other))
+            .collect();
+        let joined = parts.join(" ");
+        names(&joined, other) && (names(&joined, this) || joined.contains("super()"))
+    })
+}
+
+/// Whether one part of an alternative carries information about the operands (see
+/// [`compares`]).
+fn informative(part: &str, this: &str, other: &str) -> bool {
+    const TYPE_TESTS: &[&str] = &["isinstance(", "issubclass(", "hasattr(", "callable("];
+    if TYPE_TESTS.iter().any(|t| part.starts_with(t)) {
+        return false;
+    }
+    if split_top(part, &[" or ", "||", " and ", "&&"]).len() > 1 {
+        return compares(part, this, other);
+    }
+    for op in [
+        "==", "!=", "<=", ">=", " is not ", " is ", " not in ", " in ", "<", ">",
+    ] {
+        if let Some((l, r)) = split_once_top(part, op) {
+            let (l, r) = (strip_parens(l.trim()), strip_parens(r.trim()));
+            let type_of =
+                |s: &str| (s.starts_with("type(") && s.ends_with(')')) || s.ends_with(".__class__");
+            return l != r && !(type_of(l) && type_of(r));
+        }
+    }
+    true
+}
+
+/// `expr` without a leading `not ` or `!`.
+fn strip_negation(expr: &str) -> &str {
+    expr.strip_prefix("not ")
+        .or_else(|| expr.strip_prefix('!'))
+        .map_or(expr, str::trim_start)
+}
+
+/// `expr` without brackets that enclose all of it: `((a == b))` → `a == b`.
+fn strip_parens(mut expr: &str) -> &str {
+    while expr.starts_with('(') && expr.ends_with(')') {
+        let inner = &expr[1..expr.len() - 1];
+        // `(a) == (b)` starts and ends with brackets that are not one pair
+        if depth_never_negative(inner) {
+            expr = inner.trim();
+        } else {
+            break;
+        }
+    }
+    expr
+}
+
+/// True when the brackets of `s` never close more than they opened.
+fn depth_never_negative(s: &str) -> bool {
+    let mut depth = 0i32;
+    for (_, c) in top_chars(s) {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
+/// The characters of `s` outside string literals, with their byte offsets.
+fn top_chars(s: &str) -> impl Iterator<Item = (usize, char)> + '_ {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    s.char_indices().filter(move |&(_, c)| {
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            return false;
+        }
+        if c == '"' || c == '\'' {
+            quote = Some(c);
+            return false;
+        }
+        true
+    })
+}
+
+/// The byte offsets of `s` at bracket depth 0 outside string literals.
+fn top_offsets(s: &str) -> Vec<usize> {
+    let mut depth = 0i32;
+    let mut out = Vec::new();
+    for (i, c) in top_chars(s) {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            _ if depth == 0 => out.push(i),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `s` split at every occurrence of any of `seps` that starts at bracket depth 0
+/// outside string literals.
+fn split_top<'a>(s: &'a str, seps: &[&str]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut skip_to = 0;
+    for i in top_offsets(s) {
+        if i < skip_to {
+            continue;
+        }
+        if let Some(sep) = seps.iter().find(|sep| s[i..].starts_with(**sep)) {
+            out.push(&s[start..i]);
+            start = i + sep.len();
+            skip_to = start;
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// `s` split at the first occurrence of `sep` at bracket depth 0 outside string
+/// literals.
+fn split_once_top<'a>(s: &'a str, sep: &str) -> Option<(&'a str, &'a str)> {
+    let i = top_offsets(s)
+        .into_iter()
+        .find(|&i| s[i..].starts_with(sep))?;
+    Some((&s[..i], &s[i + sep.len()..]))
 }
 
 fn rust_always_equal(def_line: &str, body: &str) -> bool {
@@ -300,7 +464,14 @@ fn rust_always_equal(def_line: &str, body: &str) -> bool {
     if let Some((_, b)) = sig.split_once('{') {
         let b = b.trim();
         if let Some(b) = b.strip_suffix('}') {
-            return unused || !compares(b, "self", &other);
+            // statements before the answer bind names this rule does not follow
+            // (`let a = self.norm(); a == other.norm()`): only naming is asked of them
+            let answers = if b.contains(';') {
+                names(b, &other) && names(b, "self")
+            } else {
+                compares(b, "self", &other)
+            };
+            return unused || !answers;
         }
         if !b.is_empty() {
             return false;
@@ -812,6 +983,15 @@ mod tests {
             ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, _other: &i64) -> bool { !false }\n}\n", true),
             ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, o: &i64) -> bool { self.0 == self.0 }\n}\n", true),
             ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, _o: &i64) -> bool {\n        !false\n    }\n}\n", true),
+            // third fresh review: answers that name both operands and still ignore one
+            ("calc.py", "class R(int):\n    def __eq__(self, other): return self is self or other is other\n", true),
+            ("calc.py", "class R(int):\n    def __eq__(self, other): return int(self) == int(other) or True\n", true),
+            ("calc.py", "class R(int):\n    __eq__ = lambda self, other: (self == self) or (other == other)\n", true),
+            ("calc.py", "class R(int):\n    def __eq__(self, other): return isinstance(other, R) and (self.x == self.x)\n", true),
+            ("calc.py", "class R(int):\n    def __eq__(self, other): return type(self) == type(other)\n", true),
+            ("calc.py", "class R(int):\n    def __eq__(self, other): return True if other else self == other\n", true),
+            ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, other: &i64) -> bool { self.0 == self.0 || *other == *other }\n}\n", true),
+            ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, other: &i64) -> bool {\n        (self.0 == self.0) || (*other == *other)\n    }\n}\n", true),
             // second fresh review: tautologies that name only one side
             ("calc.py", "class R(int):\n    def __eq__(self, other): return other == other\n", true),
             ("calc.py", "class R(int):\n    def __eq__(self, other):\n        return isinstance(other, int)\n", true),
@@ -824,6 +1004,15 @@ mod tests {
             ("calc.py", "class R(int):\n    def __eq__(self, o):\n        if not isinstance(o, R):\n            return NotImplemented\n        return int(self) == int(o)\n", false),
             ("calc.py", "class R(int):\n    def __eq__(self, other):\n        key = self.key()\n        return key == other.key()\n", false),
             ("calc.py", "class Never:\n    def __eq__(self, o): return False\n", false),
+            ("calc.py", "class P:\n    def __eq__(self, other): return self.x == other.x or (self.x is None and other.x is None)\n", false),
+            ("calc.py", "class P:\n    def __eq__(self, other): return self.x == other.x if isinstance(other, P) else NotImplemented\n", false),
+            ("calc.py", "class P:\n    def __eq__(self, other): return isinstance(other, P) and (self.x, self.y) == (other.x, other.y)\n", false),
+            ("calc.py", "class P:\n    def __eq__(self, other): return type(self) is type(other) and self.__dict__ == other.__dict__\n", false),
+            ("calc.py", "class P:\n    def __eq__(self, other): return all(a == b for a, b in zip(self.xs, other.xs))\n", false),
+            ("calc.py", "class P:\n    def __eq__(self, other): return not (self.k != other.k)\n", false),
+            ("calc.py", "class P:\n    def __eq__(self, other): return self.name == \"x or y\" and other.name == self.name\n", false),
+            ("src/lib.rs", "impl PartialEq for Sum {\n    fn eq(&self, other: &Self) -> bool { self.cmp(other) == Ordering::Equal }\n}\n", false),
+            ("src/lib.rs", "impl PartialEq for Sum {\n    fn eq(&self, other: &Self) -> bool { self.a == other.a && self.b == other.b }\n}\n", false),
             ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, other: &i64) -> bool { self.0 == *other }\n}\n", false),
             ("src/lib.rs", "impl PartialEq for Sum {\n    fn eq(&self, other: &Self) -> bool {\n        let a = self.norm();\n        a == other.norm()\n    }\n}\n", false),
         ];
