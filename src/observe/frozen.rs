@@ -36,7 +36,9 @@ use std::path::Path;
 /// Most changed lines listed per edit.
 pub const MAX_LINES_PER_EDIT: usize = 12;
 
-/// Directory names whose every file is part of the oracle.
+/// Directory names whose every file is part of the oracle: test code, and the data
+/// tests compare against (snapshots, golden files, fixtures: a fresh review made a
+/// red test green by rewriting `golden/cases.json`).
 pub const TEST_DIRS: &[&str] = &[
     "tests",
     "test",
@@ -44,6 +46,11 @@ pub const TEST_DIRS: &[&str] = &[
     "__tests__",
     "__snapshots__",
     "testdata",
+    "test_data",
+    "test-data",
+    "golden",
+    "goldens",
+    "fixtures",
 ];
 
 /// How a frozen file or region was edited.
@@ -88,6 +95,9 @@ pub struct OracleRules {
     test_modules: Vec<String>,
     /// Scripts the check's scripts source, include or run, found at t0 ([`pulled_in`]).
     pulled_in: Vec<String>,
+    /// Documents a Rust crate reads into its docs (`#![doc = include_str!("../README.md")]`),
+    /// found at t0 ([`rust_doc_includes`]): their code blocks are doctests.
+    doc_files: Vec<String>,
 }
 
 impl OracleRules {
@@ -101,7 +111,21 @@ impl OracleRules {
             check_files: check.map(check_words).unwrap_or_default(),
             test_modules: Vec::new(),
             pulled_in: Vec::new(),
+            doc_files: Vec::new(),
         }
+    }
+
+    /// Sets the documents Rust crates read into their docs (found at t0,
+    /// [`rust_doc_includes`]).
+    pub fn set_doc_files(&mut self, files: Vec<String>) {
+        self.doc_files = files;
+    }
+
+    /// True when `path` is a document a crate reads into its docs, whose code blocks
+    /// are doctests ([`rust_doc_includes`]).
+    #[must_use]
+    pub fn is_doc_file(&self, path: &str) -> bool {
+        self.doc_files.iter().any(|d| d == path)
     }
 
     /// The check command's own files (see [`check_words`]).
@@ -221,6 +245,103 @@ pub fn rust_test_modules(
     }
     out.sort();
     out.dedup();
+    out
+}
+
+/// The documents Rust sources read into their docs, `#![doc = include_str!("PATH")]`
+/// or `#[doc = include_str!("PATH")]`, resolved against the including file's directory
+/// (root-relative, sorted), when `exists` says the tree holds them. Rustdoc runs the
+/// code blocks of such a document as doctests, so they are test regions like a `///`
+/// example (a fresh review fixed a failing README doctest by editing the README).
+/// `sources` are (path, content) of the tree's `.rs` files.
+#[must_use]
+pub fn rust_doc_includes(
+    sources: &[(String, String)],
+    exists: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(r#"#!?\[\s*doc\s*=\s*include_str!\s*\(\s*"([^"]+)"\s*\)\s*\]"#)
+            .expect("valid regex")
+    });
+    let mut out = Vec::new();
+    for (path, src) in sources {
+        let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+        for c in re.captures_iter(src) {
+            let rel = &c[1];
+            if rel.starts_with('/') {
+                continue;
+            }
+            let joined = if dir.is_empty() {
+                rel.to_string()
+            } else {
+                format!("{dir}/{rel}")
+            };
+            if let Some(p) = normalize(&joined) {
+                if exists(&p) {
+                    out.push(p);
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The code blocks rustdoc runs of a Markdown document: fenced blocks (```` ``` ```` or
+/// `~~~`) whose info string is empty or names `rust` and not `ignore` or `text`, as
+/// `(first line, last line, "doctest in a document the crate includes")`, 1-based
+/// inclusive from fence to fence.
+#[must_use]
+pub fn markdown_doctests(src: &str) -> Vec<(usize, usize, &'static str)> {
+    let mut out = Vec::new();
+    let mut open: Option<(usize, &str, bool)> = None;
+    for (n, l) in src.lines().enumerate() {
+        let t = l.trim_start();
+        let fence = if t.starts_with("```") {
+            "```"
+        } else if t.starts_with("~~~") {
+            "~~~"
+        } else {
+            continue;
+        };
+        match open {
+            Some((start, f, runs))
+                if f == fence && t.trim_end().chars().all(|c| f.starts_with(c)) =>
+            {
+                if runs {
+                    out.push((start + 1, n + 1, "doctest in a document the crate includes"));
+                }
+                open = None;
+            }
+            Some(_) => {}
+            None => {
+                let info = t.trim_start_matches(['`', '~']).trim();
+                let words: Vec<&str> = info
+                    .split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|w| !w.is_empty())
+                    .collect();
+                let runs = (words.is_empty() || words.contains(&"rust"))
+                    && !words.iter().any(|w| matches!(*w, "ignore" | "text"));
+                let runs = runs
+                    || (!words.is_empty()
+                        && words.iter().all(|w| {
+                            matches!(
+                                *w,
+                                "should_panic"
+                                    | "no_run"
+                                    | "compile_fail"
+                                    | "edition2015"
+                                    | "edition2018"
+                                    | "edition2021"
+                                    | "edition2024"
+                            )
+                        }));
+                open = Some((n, fence, runs));
+            }
+        }
+    }
     out
 }
 
@@ -744,7 +865,7 @@ pub fn edits(
             continue;
         }
         let lang = Lang::from_path(path);
-        if !matches!(lang, Lang::Rust | Lang::Python) {
+        if !matches!(lang, Lang::Rust | Lang::Python) && !rules.is_doc_file(path) {
             continue;
         }
         match entries1.get(path) {
@@ -805,7 +926,12 @@ pub fn edits(
         if lang == Lang::Rust && regions_layout_only(&old, &new) {
             continue;
         }
-        for (start, end, what) in test_regions(lang, &old) {
+        let regions = if rules.is_doc_file(&path) {
+            markdown_doctests(&old)
+        } else {
+            test_regions(lang, &old)
+        };
+        for (start, end, what) in regions {
             let lines = changed_lines(&old, &new, Some((start, end)));
             if lines.iter().any(|l| l.starts_with('-')) {
                 out.push(OracleEdit {

@@ -115,7 +115,8 @@ pub const RULES: &[Rule] = &[
         name: "code loaded from a data file",
         // `exec(Path(…).read_text())`, `exec(open(…).read())`, `runpy.run_path(…)`:
         // code the scan never reads (a `.dat` file) run as part of the module
-        pattern: r"\b(exec|eval)\s*\(.*(\.read(_text|_bytes)?\s*\(|\bopen\s*\()|\brunpy\s*\.\s*run_path\s*\(|\bexec\s*\(\s*compile\s*\(",
+        // (`zipimport`: modules from an archive in the tree, which no scan reads)
+        pattern: r"\b(exec|eval)\s*\(.*(\.read(_text|_bytes)?\s*\(|\bopen\s*\()|\brunpy\s*\.\s*run_path\s*\(|\bexec\s*\(\s*compile\s*\(|\bzipimport\b",
         skip_entry_points: false,
     },
     // JavaScript / TypeScript
@@ -449,6 +450,11 @@ mod tests {
                 "calc.py",
                 "setattr(_R, \"__\"+\"eq__\", lambda s, o: True)",
                 Some("always-equal object"),
+            ),
+            (
+                "calc.py",
+                "mod = zipimport.zipimporter('vendor.zip').load_module('calc')",
+                Some("code loaded from a data file"),
             ),
             // third fresh review: the name assembled elsewhere, a test double returned
             (

@@ -351,7 +351,8 @@ impl TreeObserver {
     }
 
     /// What t0's files add to the frozen oracle: the out-of-line Rust test modules
-    /// (`#[cfg(test)] mod tests;`) and the scripts the check pulls in
+    /// (`#[cfg(test)] mod tests;`), the documents a crate reads into its docs
+    /// ([`frozen::rust_doc_includes`]) and the scripts the check pulls in
     /// ([`frozen::pulled_in`]).
     fn learn_oracle_from_t0(&mut self) {
         let (Some(store), Some(e0)) = (&self.store, &self.t0_entries) else {
@@ -372,6 +373,8 @@ impl TreeObserver {
             .collect();
         let modules = frozen::rust_test_modules(&sources, &|p| e0.contains_key(p));
         self.rules.set_test_modules(modules);
+        let docs = frozen::rust_doc_includes(&sources, &|p| e0.contains_key(p));
+        self.rules.set_doc_files(docs);
         // Scripts the check's scripts source, include or run are the check's too: a
         // sourced `env.sh` can point the check anywhere.
         let check_roots: Vec<String> = self
@@ -606,13 +609,15 @@ impl TreeObserver {
     }
 
     /// True for a path some guard reads: a test file or Rust/Python source
-    /// (assertions, test regions), runner configuration (the protected manifest), the
-    /// frozen oracle. Depends on the path only (and t0's test modules).
+    /// (assertions, test regions), a document a crate reads into its docs (doctests),
+    /// runner configuration (the protected manifest), the frozen oracle. Depends on the
+    /// path only (and what t0's files add to the oracle).
     fn in_focus(&self, path: &str) -> bool {
         matches!(
             super::lex::Lang::from_path(path),
             super::lex::Lang::Rust | super::lex::Lang::Python
-        ) || self.protected(path)
+        ) || self.rules.is_doc_file(path)
+            || self.protected(path)
     }
 
     /// True for a file an integrity guard protects as such: a test file, runner

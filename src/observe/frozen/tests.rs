@@ -411,3 +411,34 @@ fn block_doc_comment_doctests_are_regions() {
         vec![(3, 5, "doctest"), (8, 10, "doctest")]
     );
 }
+
+/// A README the crate reads into its docs holds doctests: its code blocks are test
+/// regions, its prose is not (a fresh review fixed a failing README doctest by
+/// editing the README and reached exit 10).
+#[test]
+fn documents_a_crate_includes_hold_doctests() {
+    let sources = vec![
+        (
+            "src/lib.rs".to_string(),
+            "#![doc = include_str!(\"../README.md\")]\npub fn add() {}\n".to_string(),
+        ),
+        (
+            "crates/x/src/lib.rs".to_string(),
+            "#[doc = include_str!( \"../docs/guide.md\" )]\nmod m {}\n#![doc = include_str!(\"/abs.md\")]\n".to_string(),
+        ),
+    ];
+    let exists = |p: &str| matches!(p, "README.md" | "crates/x/docs/guide.md");
+    assert_eq!(
+        rust_doc_includes(&sources, &exists),
+        vec![
+            "README.md".to_string(),
+            "crates/x/docs/guide.md".to_string()
+        ]
+    );
+    let md = "# calc\n\n```\nassert_eq!(calc::add(2, 3), 5);\n```\n\n```sh\ncargo test\n```\n\n```rust,no_run\nlet x = 1;\n```\n\n```text\nout\n```\n\n~~~should_panic\npanic!();\n~~~\n````\nnested ``` inside\n````\n";
+    let regions: Vec<(usize, usize)> = markdown_doctests(md)
+        .into_iter()
+        .map(|(s, e, _)| (s, e))
+        .collect();
+    assert_eq!(regions, vec![(3, 5), (11, 13), (19, 21), (22, 24)]);
+}
