@@ -204,9 +204,16 @@ struct State<'a> {
     section: Option<(String, String)>,
     c: Collector,
     list_seen: bool,
-    /// Block in which each name was first seen; kept only while no binary label is
-    /// known (stderr not captured), the only case [`State::id`] reads it.
-    first_block: HashMap<String, usize, super::util::IdHasher>,
+    /// Block in which each name of an earlier block was first seen, by the name's
+    /// 64-bit hash ([`super::util::id_hash`]); kept only while no binary label is
+    /// known (stderr not captured), the only case [`State::id`] reads it. Filled from
+    /// `seen_now` when a later block records its first test, so output of one binary
+    /// never builds it.
+    first_block: HashMap<u64, usize, super::util::IdHasher>,
+    /// Hashes of the names the unlabelled block `seen_block` recorded, not yet in
+    /// `first_block` (8 bytes a test: no name is copied).
+    seen_now: Vec<u64>,
+    seen_block: usize,
     tally: Option<Counts>,
     /// Scratch space for the id [`State::record`] builds.
     id_buf: String,
@@ -231,7 +238,10 @@ impl State<'_> {
             }
             // no binary names (stderr not captured): a name an earlier binary already
             // used gets the binary's position
-            None => match self.first_block.get(name) {
+            None => match (!self.first_block.is_empty())
+                .then(|| self.first_block.get(&super::util::id_hash(name)))
+                .flatten()
+            {
                 Some(&b) if b != self.blocks => {
                     use std::fmt::Write;
                     let _ = write!(id, "{name} #{}", self.blocks);
@@ -251,7 +261,19 @@ impl State<'_> {
         self.pending = None;
     }
 
+    /// Moves the names an earlier block recorded into `first_block` (once a later
+    /// block needs ids).
+    fn merge_seen(&mut self) {
+        if self.seen_block != self.blocks && !self.seen_now.is_empty() {
+            let b = self.seen_block;
+            for h in self.seen_now.drain(..) {
+                self.first_block.entry(h).or_insert(b);
+            }
+        }
+    }
+
     fn flush_section(&mut self) {
+        self.merge_seen();
         if let Some((name, msg)) = self.section.take() {
             let id = self.id(&name);
             self.c.set_message(&id, &assertion_text(&msg));
@@ -261,15 +283,14 @@ impl State<'_> {
     fn record(&mut self, name: &str, o: Outcome) {
         // the id is built in a buffer kept from test to test: the collector copies it
         // only when it keeps the text
+        self.merge_seen();
         let mut id = std::mem::take(&mut self.id_buf);
         id.clear();
         self.id_into(name, &mut id);
         let unlabelled = self.block.as_ref().map_or(true, |b| b.label.is_none());
         if unlabelled {
-            let clean = clean_name(name);
-            if !self.first_block.contains_key(clean) {
-                self.first_block.insert(clean.to_string(), self.blocks);
-            }
+            self.seen_block = self.blocks;
+            self.seen_now.push(super::util::id_hash(clean_name(name)));
         }
         if let Some(b) = self.block.as_mut() {
             b.named += 1;
@@ -524,6 +545,8 @@ pub fn parse(t: &TextInput) -> ParsedRun {
         c: Collector::with_listing(t.listing),
         list_seen: false,
         first_block: HashMap::default(),
+        seen_now: Vec::new(),
+        seen_block: 0,
         tally: None,
         id_buf: String::new(),
     };
