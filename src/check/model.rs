@@ -561,6 +561,16 @@ impl ParsedRun {
 /// failing test: `<runner>::<unattributed>`.
 pub const UNATTRIBUTED_SUFFIX: &str = "::<unattributed>";
 
+/// The test file a numbered point's id stands in (`t/add.t#2` → `t/add.t`): a runner
+/// that names a failing point only by its number (plain `prove`'s `Failed tests: 2`)
+/// reports a passing file as one result under the file's name, which stands for all
+/// its points. `None` for any other id.
+#[must_use]
+pub fn numbered_point_file(id: &str) -> Option<&str> {
+    let (file, n) = id.rsplit_once('#')?;
+    (!file.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(file)
+}
+
 /// Tests that ran in `p` according to the runner's own tally ([`ParsedRun::summary`]:
 /// passed + failed + flaky), when the runner printed one; `None` when it did not.
 #[must_use]

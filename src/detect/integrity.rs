@@ -166,15 +166,24 @@ pub fn metric_integrity(
         *after.entry(t.id.as_str()).or_insert(false) |=
             t.outcome != crate::check::model::Outcome::Skipped;
     }
+    // A test file reported as one result (plain `prove`: `t/add.t .. ok`) stands for
+    // the points a red run named by number (`t/add.t#2`).
+    let seen = |id: &str| -> Option<bool> {
+        after.get(id).copied().or_else(|| {
+            after
+                .get(crate::check::model::numbered_point_file(id)?)
+                .copied()
+        })
+    };
     let lost: Vec<&str> = before
         .iter()
         .copied()
-        .filter(|id| !after.contains_key(id))
+        .filter(|id| seen(id).is_none())
         .collect();
     let skipped: Vec<&str> = before
         .iter()
         .copied()
-        .filter(|id| after.get(id) == Some(&false))
+        .filter(|id| seen(id) == Some(false))
         .collect();
     if !lost.is_empty() {
         layers.push("collected_set");
@@ -609,6 +618,63 @@ pub fn names_path(text: &str, path: &str) -> bool {
 mod trust_tests {
     use super::*;
     use crate::observe::frozen::{EditKind, OracleEdit};
+
+    /// The collected-set layer over plain views: (t0 tests, green tests, the ids it
+    /// names as lost). A file reported as one result (plain `prove`) stands for the
+    /// points a red run named by number (a fresh review's honest prove fix was
+    /// halted); it does not stand for points of another file or named points.
+    #[test]
+    fn collected_set_table() {
+        use crate::check::model::Outcome::{Failed, Passed, Skipped};
+        use crate::detect::testkit::check;
+        use crate::receipt::events::Event;
+        type Tests<'a> = &'a [(&'a str, crate::check::model::Outcome)];
+        let rows: &[(Tests, Tests, &[&str])] = &[
+            (
+                &[("a", Passed), ("b", Failed)],
+                &[("a", Passed), ("b", Passed)],
+                &[],
+            ),
+            (&[("a", Passed), ("b", Failed)], &[("b", Passed)], &["a"]),
+            (
+                &[("t/add.t#1", Failed), ("t/add.t#2", Failed)],
+                &[("t/add.t", Passed)],
+                &[],
+            ),
+            (
+                &[("t/add.t#1", Failed), ("t/sub.t#1", Failed)],
+                &[("t/add.t", Passed)],
+                &["t/sub.t#1"],
+            ),
+            (
+                &[("t/add.t::adds", Failed)],
+                &[("t/add.t", Passed)],
+                &["t/add.t::adds"],
+            ),
+            (
+                &[("t/add.t#1", Failed)],
+                &[("t/add.t", Skipped), ("x", Passed)],
+                &[],
+            ),
+        ];
+        let finished = |e: Event| match e {
+            Event::CheckFinished(c) => *c,
+            _ => unreachable!(),
+        };
+        for (t0, now, lost) in rows {
+            let base = finished(check(0, 0, None, t0));
+            let green = finished(check(1, 0, None, now));
+            let h = metric_integrity(&base, &green, 0, None, None);
+            let got: Vec<String> = h
+                .as_ref()
+                .and_then(|h| h.detail["lost"].as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect();
+            assert_eq!(got, *lost, "{t0:?} -> {now:?}: {h:?}");
+        }
+    }
 
     #[test]
     fn a_halt_names_a_path_only_as_a_whole_path() {

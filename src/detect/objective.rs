@@ -103,10 +103,16 @@ pub fn check_implicit(baseline: &ParsedRun, run: &ParsedRun) -> Vec<Unverified> 
         .failing()
         .into_iter()
         .filter(|id| !id.ends_with(UNATTRIBUTED_SUFFIX))
-        .filter_map(|id| match run.tests.iter().find(|t| t.id == id) {
-            Some(t) => (!t.outcome.is_passing())
-                .then(|| Unverified::NotPassed(id.clone(), vec![(id.clone(), t.outcome)])),
-            None => names_passes.then(|| Unverified::Missing(id.clone())),
+        .filter_map(|id| {
+            // a passing file reported as one result stands for its numbered points
+            let find = |want: &str| run.tests.iter().find(|t| t.id == want);
+            let found =
+                find(&id).or_else(|| crate::check::model::numbered_point_file(&id).and_then(find));
+            match found {
+                Some(t) => (!t.outcome.is_passing())
+                    .then(|| Unverified::NotPassed(id.clone(), vec![(id.clone(), t.outcome)])),
+                None => names_passes.then(|| Unverified::Missing(id.clone())),
+            }
         })
         .collect()
 }
@@ -258,5 +264,16 @@ mod tests {
                 .collect();
             assert_eq!(got, *want, "{green:?}");
         }
+        // plain `prove`: red points named by number, a passing file as one result
+        let prove = run(&[("t/add.t#1", Failed), ("t/sub.t#2", Failed)]);
+        let green = run(&[("t/add.t", Passed), ("t/sub.t", Skipped)]);
+        let got: Vec<String> = check_implicit(&prove, &green)
+            .iter()
+            .map(|u| match u {
+                Unverified::Missing(x) => format!("missing {x}"),
+                Unverified::NotPassed(x, _) => format!("not_passed {x}"),
+            })
+            .collect();
+        assert_eq!(got, ["not_passed t/sub.t#2"]);
     }
 }

@@ -182,3 +182,34 @@ fn check_catches_a_forged_final_verdict() {
         out.errors_text()
     );
 }
+
+/// An honest fix of a Perl project checked with `prove` (verbose or plain). Before:
+/// prove's own `ok` after a file's verbose points was read as an extra point (the plan
+/// no longer matched: incomplete, 13), and a plain green run named no test while the
+/// red one had named `t/add.t#1` (collected set lost, 13). Now both reach 10.
+#[test]
+fn an_honest_fix_checked_by_prove_converges() {
+    if !crate::support::has("prove", &["--version"]) {
+        eprintln!("no prove here: skipped");
+        return;
+    }
+    for check in ["prove -v t/", "prove t/"] {
+        let r = Repo::new();
+        r.write("calc.pl", "sub add { my ($a, $b) = @_; return $a - $b; }\n1;\n")
+            .write(
+                "t/add.t",
+                "use strict; use warnings;\nuse Test::More tests => 2;\nrequire \"./calc.pl\";\nis(add(2, 3), 5, \"adds positives\");\nis(add(-1, 1), 0, \"adds negatives\");\n",
+            )
+            .commit("red");
+        r.lx(&[
+            "run",
+            "--exec",
+            "sed -i 's/$a - $b/$a + $b/' calc.pl",
+            "--check",
+            check,
+            "--max-iterations",
+            "2",
+        ])
+        .expect(10, Some("success_condition_met"));
+    }
+}

@@ -100,6 +100,11 @@ struct State {
     file_entries: Vec<String>,
     /// A test file reported no test of its own (see [`is_script_path`]).
     ended_early: bool,
+    /// prove's verdict lines of files whose points were not printed (plain `prove`:
+    /// `t/add.t .. ok`), each recorded as a test named by the file.
+    file_verdicts: usize,
+    /// prove's closing tally (`Files=1, Tests=2, …`) was seen: the run reached its end.
+    prove_ended: bool,
 }
 
 impl State {
@@ -109,6 +114,24 @@ impl State {
         self.plans.clear();
         self.headers.clear();
         self.braces.clear();
+    }
+
+    /// prove's verdict on the current file (`ok`, `skipped: reason`): after verbose
+    /// output it only repeats what the points said; without points (plain `prove`)
+    /// it is the file's one result, recorded under the file's name.
+    fn file_verdict(&mut self, verdict: &str) {
+        let Some(file) = self.file.clone() else {
+            return;
+        };
+        if self.top_points == 0 && self.plans.is_empty() {
+            let o = if verdict == "ok" {
+                Outcome::Passed
+            } else {
+                Outcome::Skipped
+            };
+            self.c.record(&file, o, None);
+            self.file_verdicts += 1;
+        }
     }
 
     fn check_plan(&mut self) {
@@ -190,6 +213,10 @@ impl State {
             }
             return;
         }
+        if line.starts_with("Files=") && line.contains(", Tests=") {
+            self.prove_ended = true;
+            return;
+        }
         if line == "Test Summary Report" {
             self.end_file();
             self.prove_summary = true;
@@ -204,6 +231,10 @@ impl State {
             self.bail.get_or_insert_with(|| body.to_string());
             return;
         }
+        if indent == 0 && self.file.is_some() && (line == "ok" || line.starts_with("skipped:")) {
+            self.file_verdict(line);
+            return;
+        }
         if indent == 0 {
             if let Some(m) = r.prove_file.captures(line) {
                 if !line.starts_with("ok")
@@ -212,6 +243,10 @@ impl State {
                 {
                     self.end_file();
                     self.file = Some(m[1].to_string());
+                    let verdict = m[2].trim();
+                    if verdict == "ok" || verdict.starts_with("skipped:") {
+                        self.file_verdict(verdict);
+                    }
                     return;
                 }
             }
@@ -377,7 +412,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     let complete = st.bail.is_none()
         && !st.file_plan_bad
         && !st.ended_early
-        && (st.saw_point || st.prove_summary);
+        && (st.saw_point || st.prove_summary || (st.file_verdicts > 0 && st.prove_ended));
     let unattributed = st.bail.is_some()
         || file_failure.is_some()
         || (st.file_plan_bad && st.saw_point && is_red(t.exit_code) && !st.c.any_failing());
@@ -399,6 +434,35 @@ mod tests {
 
     fn run(stdout: &str, exit: i32) -> ParsedRun {
         run_text(parse, Some(stdout.as_bytes()), None, Some(exit))
+    }
+
+    /// A green `prove -v` ends each file with prove's own `ok`, and a green plain
+    /// `prove` prints only `t/add.t .. ok`: neither is a test point, and both runs are
+    /// complete (a fresh review's honest fix was halted as incomplete).
+    #[test]
+    fn green_prove_runs_verbose_and_plain() {
+        let tail = "All tests successful.\nFiles=2, Tests=3,  0 wallclock secs ( 0.02 usr  0.02 sys +  0.02 cusr  0.04 csys =  0.10 CPU)\nResult: PASS\n";
+        let verbose = format!("t/add.t .. \n1..2\nok 1 - adds positives\nok 2 - adds negatives\nok\nt/sub.t .. \n1..1\nok 1 - subtracts\nok\n{tail}");
+        let p = run(&verbose, 0);
+        assert!(p.complete, "{p:?}");
+        let ids: Vec<&str> = p.tests.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "t/add.t::adds positives",
+                "t/add.t::adds negatives",
+                "t/sub.t::subtracts"
+            ]
+        );
+        let plain =
+            format!("t/add.t .. ok\nt/skip.t .. skipped: no database\nt/sub.t .. \nok\n{tail}");
+        let p = run(&plain, 0);
+        assert!(p.complete, "{p:?}");
+        assert_eq!(outcome_of(&p, "t/add.t"), Some(Outcome::Passed));
+        assert_eq!(outcome_of(&p, "t/skip.t"), Some(Outcome::Skipped));
+        assert_eq!(outcome_of(&p, "t/sub.t"), Some(Outcome::Passed));
+        // cut short before prove's tally: not complete
+        assert!(!run("t/add.t .. ok\n", 0).complete);
     }
 
     #[test]
