@@ -153,6 +153,35 @@ fn halt_body(
     }
 }
 
+/// The refusal when loopexec's state directory ([`crate::engine::cleanroom::state_dir`])
+/// lies inside `workdir`: every snapshot and clean room would hold loopexec's own
+/// stores and clean rooms, which change while the run goes on (a fresh review ran in
+/// `/tmp` with the state directory under it and got a halt listing thousands of
+/// paths). `None` when it lies elsewhere.
+fn state_dir_inside(workdir: &Path) -> Option<String> {
+    let state = crate::engine::cleanroom::state_dir();
+    // the state directory may not exist yet: judge its nearest existing ancestor's
+    // real path with the rest appended
+    let mut existing = state.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        rest.push(existing.file_name()?.to_owned());
+        existing = existing.parent()?;
+    }
+    let mut real = std::fs::canonicalize(existing).ok()?;
+    for r in rest.iter().rev() {
+        real.push(r);
+    }
+    let work = std::fs::canonicalize(workdir).ok()?;
+    real.starts_with(&work).then(|| {
+        format!(
+            "loopexec's state directory {} is inside the workdir {}: every snapshot and clean room would copy loopexec's own records\nhint: set LOOPEXEC_STATE_DIR to a directory outside the workdir, or run in the project's own directory",
+            real.display(),
+            work.display()
+        )
+    })
+}
+
 fn preflight(ws: Option<&Workspace>, run_id: &str, reason: HaltReason, message: String) -> Outcome {
     let halt = Halt::new(reason, vec![message]);
     engine::record_preflight(ws, run_id, &halt);
@@ -227,6 +256,9 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
             HaltReason::WorkspaceInvalid,
             "no check command: give --check CMD (or `check = \"...\"` in loop.toml); without an external check there is no loop".into(),
         );
+    }
+    if let Some(m) = state_dir_inside(&ws.workdir) {
+        return preflight(Some(&ws), &run_id, HaltReason::WorkspaceInvalid, m);
     }
     if cfg.check_network == "none" && !crate::observe::isolation::network_namespace_available() {
         return preflight(

@@ -110,6 +110,25 @@ fn a_missing_check_command_fails_early_and_is_named() {
     );
 }
 
+/// loopexec's state directory inside the workdir (a run in `/tmp` with
+/// `LOOPEXEC_STATE_DIR=/tmp/x/state`): refused before anything runs, naming both and
+/// the fix. Before: every snapshot copied the state directory, and the run halted 13
+/// with a message listing thousands of paths.
+#[test]
+fn a_state_directory_inside_the_workdir_is_refused() {
+    let r = Repo::new();
+    r.write("a.txt", "1\n").commit("x");
+    let state = r.path().join("state");
+    let out = lx_in(
+        r.path(),
+        &["run", "--exec", "true", "--check", "true"],
+        &[("LOOPEXEC_STATE_DIR", state.to_str().unwrap())],
+    );
+    let v = out.expect(30, Some("workspace_invalid"));
+    assert!(mentions(&v, "LOOPEXEC_STATE_DIR"), "{v}");
+    assert!(!state.join("stores").exists(), "nothing was snapshotted");
+}
+
 #[test]
 fn no_check_at_all_is_workspace_invalid() {
     let r = Repo::with_f();
