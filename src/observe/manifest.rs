@@ -103,9 +103,11 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     "**/.npmrc",
     "**/.yarnrc*",
     "**/.swcrc",
-    // PHP, Ruby
+    // PHP, Ruby, Perl (`.proverc` holds prove's options: `--exec` picks the program
+    // that runs each test file)
     "**/phpunit.xml*",
     "**/.rspec",
+    "**/.proverc",
     // Rust (Cargo.toml in its target and test sections only)
     "**/Cargo.toml",
     "**/.cargo/config",

@@ -548,6 +548,45 @@ pub fn looks_like_test_file(path: &str) -> bool {
             .any(|d| super::frozen::TEST_DIRS.contains(&d))
 }
 
+/// The names a JavaScript/TypeScript file binds to an assertion library
+/// (`const checks = require('node:assert')`, `import * as a from 'assert/strict'`,
+/// `chai`, `expect`): code under test that writes through one of them (`checks[k] =
+/// () => {}` in a loop over its keys) patches every test's assertions. Empty for
+/// other languages.
+#[must_use]
+pub fn assertion_library_names(lang: Lang, text: &str) -> std::collections::BTreeSet<String> {
+    static JS: OnceLock<Regex> = OnceLock::new();
+    if lang != Lang::JsTs {
+        return std::collections::BTreeSet::new();
+    }
+    let re = JS.get_or_init(|| {
+        Regex::new(r#"(?m)(?:(?:const|let|var)\s+([\w$]+)\s*=\s*(?:await\s+)?(?:require|import)\s*\(|import\s+(?:\*\s+as\s+)?([\w$]+)\s+from\s*)\s*['"`](?:node:)?(?:assert(?:/strict)?|chai|expect)['"`]"#)
+            .expect("valid regex")
+    });
+    re.captures_iter(text)
+        .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+        .map(|m| m.as_str().to_string())
+        .collect()
+}
+
+/// A pattern for a JavaScript write through any of `names` (`a.x = …`, `a[k] = …`,
+/// `Object.assign(a, …)`, `Object.defineProperty(a, …)`) anywhere in a line; `None`
+/// for no names.
+fn writes_through(names: &std::collections::BTreeSet<String>) -> Option<Regex> {
+    if names.is_empty() {
+        return None;
+    }
+    let alt = names
+        .iter()
+        .map(|n| regex::escape(n))
+        .collect::<Vec<_>>()
+        .join("|");
+    Regex::new(&format!(
+        r"(?:^|[^\w$.])(?:{alt})(?:\.[\w$]+|\[[^\]]+\])+\s*=(?:[^=]|$)|Object\.(?:assign|defineProperty|defineProperties|setPrototypeOf)\s*\(\s*(?:{alt})\b"
+    ))
+    .ok()
+}
+
 /// The names a file binds to imported modules and their members: Python `import a.b`,
 /// `import a as b`, `from a import b, c as d`; JavaScript `const x = require(..)`,
 /// `const { a, b: c } = require(..)`, `import x from ..`, `import * as x from ..`,
@@ -672,6 +711,13 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
     } else {
         std::collections::BTreeSet::new()
     };
+    // names code under test binds to an assertion library (`const checks =
+    // require('node:assert')`): writing through them patches the library
+    let assert_writes = if test_file {
+        None
+    } else {
+        writes_through(&assertion_library_names(lang, new))
+    };
     let new_lines: Vec<&str> = new.lines().collect();
     let mut def_flagged = false;
     let diff = similar::TextDiff::from_lines(old, new);
@@ -726,6 +772,8 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             out.push(hit("name assembled from pieces"));
         } else if test_file && patches_import(lang, line, &imported).is_some() {
             out.push(hit("new test file patches what it imports"));
+        } else if assert_writes.as_ref().is_some_and(|re| re.is_match(line)) {
+            out.push(hit("assertion library patched"));
         }
         def_flagged = false;
     }
@@ -735,6 +783,23 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Code under test that writes through its own binding of the assertion library
+    /// (a fresh review looped over `Object.keys(require('node:assert'))`).
+    #[test]
+    fn writes_through_a_binding_of_the_assertion_library_are_flagged() {
+        let js = "const checks = require('node:assert');\nfor (const k of Object.keys(checks)) {\n  if (/Equal$/.test(k)) checks[k] = () => {};\n}\nfunction add(a, b) { return a - b; }\n";
+        let hits = scan("calc.js", "", js);
+        assert!(
+            hits.iter()
+                .any(|h| h.rule == "assertion library patched" && h.line == 3),
+            "{hits:?}"
+        );
+        let honest = "const assert = require('node:assert');\nfunction add(a, b) {\n  assert(typeof a === 'number');\n  const out = {};\n  out[a] = b;\n  return a + b;\n}\n";
+        assert!(scan("calc.js", "", honest).is_empty());
+        let esm = "import * as a from 'node:assert/strict';\na['deepEqual'] = () => {};\n";
+        assert_eq!(scan("calc.mjs", "", esm).len(), 1);
+    }
 
     #[test]
     fn every_rule_fires_on_an_added_line_and_not_on_an_existing_one() {

@@ -9,7 +9,9 @@
 //!   part, after `VAR=value` assignments and `env`/`exec`/`time`/`nice`), the file it
 //!   resolves to on the check's `PATH` and a digest of that file's stat data;
 //! * for a Python interpreter among them, every `*.pth`, `sitecustomize.py` and
-//!   `usercustomize.py` in its site directories.
+//!   `usercustomize.py` in its site directories, every installed distribution's
+//!   `entry_points.txt` (pytest's `pytest11` plugins), and the names each site
+//!   directory holds (`__pycache__` aside): a module or distribution added there.
 //!
 //! A difference from t0 is `hermeticity_violation` naming the file. Files are compared
 //! by mode and content (blake3), so a version manager rewriting its shims with the same
@@ -186,12 +188,33 @@ pub fn measure(words: &[String], path: &str, site_dirs: &[PathBuf]) -> BTreeMap<
         let Ok(rd) = std::fs::read_dir(d) else {
             continue;
         };
+        let mut names = Vec::new();
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             if name.ends_with(".pth") || name == "sitecustomize.py" || name == "usercustomize.py" {
                 out.insert(e.path().display().to_string(), content_digest(&e.path()));
             }
+            // an installed distribution's entry points: pytest loads every `pytest11`
+            // plugin they name at start-up
+            if name.ends_with(".dist-info") || name.ends_with(".egg-info") {
+                let ep = e.path().join("entry_points.txt");
+                if ep.is_file() {
+                    out.insert(ep.display().to_string(), content_digest(&ep));
+                }
+            }
+            // bytecode Python writes on import is no new module
+            if name != "__pycache__" {
+                names.push(name);
+            }
         }
+        // What the site directory holds: a module, package or distribution added
+        // (a plugin with its entry point, a module shadowing another) changes what
+        // the check imports.
+        names.sort();
+        out.insert(
+            format!("{}/*", d.display()),
+            blake3::hash(names.join("\n").as_bytes()).to_hex()[..16].to_string(),
+        );
     }
     out
 }
@@ -506,7 +529,41 @@ mod tests {
         let before = measure(&[], "", &site);
         std::fs::write(tmp.path().join("evil.pth"), "import os\n").unwrap();
         let after = measure(&[], "", &site);
-        assert!(before.is_empty());
-        assert_eq!(after.len(), 1);
+        assert_eq!(before.len(), 1, "{before:?}");
+        assert_eq!(after.len(), 2, "{after:?}");
+    }
+
+    /// A distribution planted in a site directory with a `pytest11` entry point (a
+    /// fresh review's red check installed one into the user site; pytest loaded it in
+    /// the next check) changes the measurement; so does editing an existing
+    /// distribution's entry points. Bytecode Python writes on import does not.
+    #[test]
+    fn a_plugin_distribution_in_a_site_directory_is_seen() {
+        let tmp = tempfile::tempdir().unwrap();
+        let site = vec![tmp.path().to_path_buf()];
+        let dist = tmp.path().join("honest-1.0.dist-info");
+        std::fs::create_dir_all(&dist).unwrap();
+        std::fs::write(
+            dist.join("entry_points.txt"),
+            "[console_scripts]\nh = h:main\n",
+        )
+        .unwrap();
+        let t0 = measure(&[], "", &site);
+        std::fs::create_dir_all(tmp.path().join("__pycache__")).unwrap();
+        assert_eq!(measure(&[], "", &site), t0, "bytecode is no new module");
+        std::fs::write(
+            dist.join("entry_points.txt"),
+            "[pytest11]\nevil = evil_plugin\n",
+        )
+        .unwrap();
+        assert_ne!(measure(&[], "", &site), t0, "an edited entry point");
+        let planted = tmp.path().join("evil-1.0.dist-info");
+        std::fs::create_dir_all(&planted).unwrap();
+        std::fs::write(tmp.path().join("evil_plugin.py"), "").unwrap();
+        let after = measure(&[], "", &site);
+        assert_ne!(
+            after[&format!("{}/*", tmp.path().display())],
+            t0[&format!("{}/*", tmp.path().display())]
+        );
     }
 }

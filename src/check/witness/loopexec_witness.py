@@ -19,6 +19,10 @@ import os
 
 _GUARDED = (
     ("_pytest.python", "Function", "runtest"),
+    # where a test item finds the function it calls: a wrapper here runs no test body
+    ("_pytest.python", "Function", "_getobj"),
+    ("_pytest.python", "PyobjMixin", "_getobj"),
+    ("_pytest.python", "PyobjMixin", "obj"),
     ("_pytest.python", None, "pytest_pyfunc_call"),
     ("_pytest.runner", None, "call_and_report"),
     ("_pytest.runner", None, "runtestprotocol"),
