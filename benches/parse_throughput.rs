@@ -8,7 +8,8 @@
 //! * `libtest-1M`: 1,000,000 lines of `cargo test` human output on stdout (~52 MB, the
 //!   issue's was 42.5 MB: `running N tests`, `test mod_i::case_j ... ok|FAILED|ignored[, reason]`, one
 //!   `---- NAME stdout ----` block per failure, the name list, `test result: FAILED.
-//!   ...`), plus cargo's `Running` line on stderr.
+//!   ...`), plus cargo's `Running` line on stderr;
+//! * `libtest-1M-stdout-only`: the same stdout without stderr (no binary label).
 //!
 //! Each input is parsed by the release binary in both output shapes: the default
 //! (every test listed) and `--summary` (counts and failing names only; skipped when
@@ -304,6 +305,25 @@ fn main() {
                 s(&lt_out),
                 "--stderr".into(),
                 s(&lt_err),
+                "--exit-code".into(),
+                "101".into(),
+            ],
+            expected: lt_counts,
+            rss_target_mib: 64.0,
+        },
+        // the same stdout without stderr (no binary label: a check that captured
+        // only stdout, or `parse --stdout` alone); ids must still tell repeated names
+        // across binaries apart, without copying each name
+        Input {
+            name: if full {
+                "libtest-1M-stdout-only".into()
+            } else {
+                format!("libtest-{}k-stdout-only", lines / 1000)
+            },
+            main_file: lt_out.clone(),
+            args: vec![
+                "--stdout".into(),
+                s(&lt_out),
                 "--exit-code".into(),
                 "101".into(),
             ],

@@ -42,6 +42,75 @@ pub fn protected_globs(user: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Globs for root modules that would shadow an installed module the tests import:
+/// every top-level module a test file names (`import yaml`, `from yaml import
+/// safe_load`) that `installed` says a site directory of the check's Python holds and
+/// `in_tree` says t0's root lacks (`yaml.py`, `yaml/__init__.py`). `python -m pytest`
+/// imports from the root first, so a `yaml.py` the agent adds replaces the library
+/// the tests compare with (a fresh review made a red test green with a `yaml.py`
+/// whose `safe_load` recomputed the expected values). A module t0's tree holds, or
+/// one nothing installs (the code under test the task asks for), stays free.
+/// `test_sources` are the contents of t0's Python test files.
+#[must_use]
+pub fn shadow_globs(
+    test_sources: &[String],
+    installed: &dyn Fn(&str) -> bool,
+    in_tree: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(r"(?m)^\s*(?:from\s+([A-Za-z_]\w*)[\w.]*\s+import\b|import\s+([A-Za-z_][\w.]*(?:\s+as\s+\w+)?(?:\s*,\s*[A-Za-z_][\w.]*(?:\s+as\s+\w+)?)*))")
+            .expect("valid regex")
+    });
+    let mut names = std::collections::BTreeSet::new();
+    for src in test_sources {
+        for c in re.captures_iter(src) {
+            if let Some(m) = c.get(1) {
+                names.insert(m.as_str().to_string());
+            }
+            if let Some(m) = c.get(2) {
+                for item in m.as_str().split(',') {
+                    let module = item.split_whitespace().next().unwrap_or("");
+                    let top = module.split('.').next().unwrap_or("");
+                    if !top.is_empty() {
+                        names.insert(top.to_string());
+                    }
+                }
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter(|n| {
+            installed(n) && !in_tree(&format!("{n}.py")) && !in_tree(&format!("{n}/__init__.py"))
+        })
+        .flat_map(|n| {
+            [
+                format!("{n}.py"),
+                format!("{n}/**"),
+                format!("{n}.{{pyc,so,pyd}}"),
+                format!("{n}.*.{{so,pyd}}"),
+            ]
+        })
+        .collect()
+}
+
+/// True when `site_dir` holds a top-level module `name`: a package directory,
+/// `name.py`, or a compiled `name.*.so`/`name.pyd`.
+#[must_use]
+pub fn site_holds(site_dir: &Path, name: &str) -> bool {
+    site_dir.join(name).is_dir()
+        || site_dir.join(format!("{name}.py")).is_file()
+        || site_dir.join(format!("{name}.pyd")).is_file()
+        || std::fs::read_dir(site_dir).is_ok_and(|rd| {
+            rd.flatten().any(|e| {
+                let f = e.file_name();
+                let f = f.to_string_lossy();
+                f.starts_with(&format!("{name}.")) && f.ends_with(".so")
+            })
+        })
+}
+
 /// Test-runner, coverage and CI configuration protected by default (globs as in
 /// [`crate::observe::guards::build_globset`]). See the module doc for the choices.
 pub const DEFAULT_PROTECTED: &[&str] = &[
@@ -361,6 +430,32 @@ fn package_json_sections(content: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The modules a test imports that something installs and t0's root lacks are
+    /// protected as root modules; the code under test the task asks for is not.
+    #[test]
+    fn installed_modules_the_tests_import_are_protected_from_shadowing() {
+        let tests = vec![
+            "import yaml\nfrom calc import add\nimport os.path, json as j\nfrom requests.adapters import X\n".to_string(),
+        ];
+        let installed = |n: &str| matches!(n, "yaml" | "requests" | "calc_lib");
+        let in_tree = |p: &str| p == "requests/__init__.py";
+        let globs = shadow_globs(&tests, &installed, &in_tree);
+        assert_eq!(
+            globs,
+            ["yaml.py", "yaml/**", "yaml.{pyc,so,pyd}", "yaml.*.{so,pyd}"]
+        );
+        let site = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(site.path().join("yaml")).unwrap();
+        std::fs::write(
+            site.path().join("_cffi.cpython-311-x86_64-linux-gnu.so"),
+            "",
+        )
+        .unwrap();
+        assert!(site_holds(site.path(), "yaml"));
+        assert!(site_holds(site.path(), "_cffi"));
+        assert!(!site_holds(site.path(), "calc"));
+    }
     use crate::observe::git::snapshot;
     use crate::observe::git::testutil::{commit_all, repo, write};
     use crate::observe::guards::build_globset;

@@ -53,6 +53,9 @@ pub struct TreeObserver {
     note: Option<String>,
     test_globs: globset::GlobSet,
     protected: globset::GlobSet,
+    /// The globs `protected` was built from (t0 adds the installed modules the tests
+    /// import: [`super::manifest::shadow_globs`]).
+    protected_patterns: Vec<String>,
     rules: OracleRules,
     cache: AssertionCache,
     t0_tree: Option<String>,
@@ -204,6 +207,7 @@ impl TreeObserver {
             test_globs,
             protected: guards::build_globset_ignoring_case(&protected)
                 .unwrap_or_else(|_| globset::GlobSet::empty()),
+            protected_patterns: protected,
             cache: AssertionCache::default(),
             t0_tree: None,
             t0_commit: None,
@@ -375,6 +379,38 @@ impl TreeObserver {
         self.rules.set_test_modules(modules);
         let docs = frozen::rust_doc_includes(&sources, &|p| e0.contains_key(p));
         self.rules.set_doc_files(docs);
+        // Installed modules the Python tests import: a root module of that name added
+        // later would shadow them (manifest::shadow_globs).
+        if !self.site_dirs.is_empty() {
+            let py: Vec<String> = e0
+                .keys()
+                .filter(|p| {
+                    guards::is_test_file(p, &self.test_globs) == Some(super::lex::Lang::Python)
+                })
+                .take(2000)
+                .map(|p| e0[p].oid.clone())
+                .collect();
+            let tests: Vec<String> = git::cat_blobs(store.dir(), &py)
+                .unwrap_or_default()
+                .into_iter()
+                .flatten()
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .collect();
+            let site_dirs = &self.site_dirs;
+            let globs = super::manifest::shadow_globs(
+                &tests,
+                &|n| site_dirs.iter().any(|d| super::manifest::site_holds(d, n)),
+                &|p| e0.contains_key(p),
+            );
+            if !globs.is_empty() {
+                let mut patterns = self.protected_patterns.clone();
+                patterns.extend(globs);
+                if let Ok(g) = guards::build_globset_ignoring_case(&patterns) {
+                    self.protected = g;
+                    self.protected_patterns = patterns;
+                }
+            }
+        }
         // Scripts the check's scripts source, include or run are the check's too: a
         // sourced `env.sh` can point the check anywhere.
         let check_roots: Vec<String> = self
