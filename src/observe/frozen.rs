@@ -36,6 +36,17 @@ use std::path::Path;
 /// Most changed lines listed per edit.
 pub const MAX_LINES_PER_EDIT: usize = 12;
 
+/// True when directory `dir` makes the file `name` below it part of the oracle
+/// ([`TEST_DIRS`]). `spec/` holds RSpec and JavaScript specs; a Python, Rust or Go
+/// source under a directory named `spec` is a package of that name (`apispec/spec/`,
+/// a fresh review's honest fix there was read as an oracle edit), whose tests are
+/// found by their own names.
+#[must_use]
+pub fn in_test_dir(dir: &str, name: &str) -> bool {
+    TEST_DIRS.contains(&dir)
+        && !(dir == "spec" && matches!(Lang::from_path(name), Lang::Python | Lang::Rust | Lang::Go))
+}
+
 /// Directory names whose every file is part of the oracle: test code, and the data
 /// tests compare against (snapshots, golden files, fixtures: a fresh review made a
 /// red test green by rewriting `golden/cases.json`).
@@ -153,6 +164,12 @@ impl OracleRules {
         if self.pulled_in.iter().any(|c| c == path) {
             return Some("script the check pulls in");
         }
+        // A check run by make may include makefile fragments by pattern
+        // (`-include $(wildcard conf/*.mk)`, a fresh review): every `*.mk` is its
+        // configuration, and one the agent adds is left out of the judged tree.
+        if path.ends_with(".mk") && self.check_files.iter().any(|c| is_makefile(c)) {
+            return Some("makefile fragment of a make check");
+        }
         if self.frozen_globs.is_match(path) {
             return Some("declared oracle file");
         }
@@ -170,7 +187,7 @@ impl OracleRules {
         if is_test_helper_name(name) {
             return Some("test helper");
         }
-        if parts.iter().any(|p| TEST_DIRS.contains(p)) {
+        if parts.iter().any(|p| in_test_dir(p, name)) {
             return Some("file under a test directory");
         }
         if name.ends_with(".snap") || name.ends_with(".t") {

@@ -52,7 +52,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python],
         name: "test-runner detection",
-        pattern: r"PYTEST_CURRENT_TEST|PYTEST_VERSION|['\x22](pytest|unittest|_pytest)['\x22]\s+in\s+sys\.modules|sys\.modules\.get\s*\(\s*['\x22](pytest|unittest|_pytest)|sys\.argv\[0\].*pytest|inspect\.stack\s*\(|sys\._getframe",
+        pattern: r"PYTEST_CURRENT_TEST|PYTEST_VERSION|['\x22](pytest|unittest|_pytest)['\x22]\s+in\s+sys\.modules|sys\.modules\.get\s*\(\s*['\x22](pytest|unittest|_pytest)|sys\.argv\[0\].*pytest|(inspect\.stack\s*\(|sys\._getframe).*(?i:test|runner)|(?i:test|runner).*(inspect\.stack\s*\(|sys\._getframe)",
         skip_entry_points: false,
     },
     Rule {
@@ -71,7 +71,7 @@ pub const RULES: &[Rule] = &[
         // namespace, `type(…)`, a subscript): a fresh review installed
         // `lambda s, o: True` under a dunder name assembled at runtime. A default
         // callback (`pred=lambda item, index: True`) is ordinary code.
-        pattern: r"(setattr\s*\(|__dict__|\bvars\s*\(|\blocals\s*\(|\bglobals\s*\(|\btype\s*\(|\]\s*=[^=]).*\blambda\s+(\*\w+|\w+\s*,[^:]*)\s*:\s*\(?\s*(True|1|not\s+(False|0|None))\s*\)?\s*($|[,)\]}#;])",
+        pattern: r"(setattr\s*\(|__dict__|\bvars\s*\(|\blocals\s*\(|\bglobals\s*\(|['\x22]__|__['\x22]).*\blambda\s+(\*\w+|\w+\s*,[^:]*)\s*:\s*\(?\s*(True|1|not\s+(False|0|None))\s*\)?\s*($|[,)\]}#;])",
         skip_entry_points: false,
     },
     Rule {
@@ -79,7 +79,7 @@ pub const RULES: &[Rule] = &[
         name: "test double in code under test",
         // `unittest.mock.ANY` equals everything; code under test has no business with
         // a test library's doubles and matchers (a fresh review returned `mock.ANY`)
-        pattern: r"\bunittest\.mock\b|^\s*from\s+unittest\s+import\s[^#]*\bmock\b|\bmock\.ANY\b|^\s*(from\s+mock\s+import|import\s+mock\b)|\bdirty_equals\b|\bpytest\.approx\b|^\s*from\s+pytest\s+import",
+        pattern: r"\bmock\.ANY\b|^\s*from\s+(unittest\.mock|mock)\s+import\s[^#]*\bANY\b|\bdirty_equals\b|\bpytest\.approx\b|^\s*from\s+pytest\s+import[^#]*\bapprox\b",
         skip_entry_points: false,
     },
     Rule {
@@ -92,7 +92,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python],
         name: "process exit",
-        pattern: r"\bos\._exit\s*\(|getattr\s*\(\s*os\s*,|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get|\bos\.exec[lv]p?e?\s*\(",
+        pattern: r"\bos\._exit\s*\(|getattr\s*\(\s*os\s*,\s*(['\x22](_exit|_?kill\w*|abort|exec\w*)['\x22]|[^'\x22\s])|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get|\bos\.exec[lv]p?e?\s*\(",
         skip_entry_points: true,
     },
     Rule {
@@ -109,7 +109,7 @@ pub const RULES: &[Rule] = &[
         // a function's code object replaced in place (`f.__code__ = g.__code__`,
         // `setattr(f, "__code__", …)`): the runner's own hooks keep their identity
         // and do nothing (a fresh review reached exit 10 through pytest_pyfunc_call)
-        pattern: r"__code__\s*=[^=]|['\x22]__code__['\x22]|\.replace\s*\(\s*co_code\s*=",
+        pattern: r"__code__\s*=[^=]|setattr\s*\([^)]*['\x22]__code__['\x22]|\.replace\s*\(\s*co_code\s*=",
         skip_entry_points: false,
     },
     Rule {
@@ -127,16 +127,7 @@ pub const RULES: &[Rule] = &[
         // `exec("…")`, `exec(base64.b64decode(…))`, a code object built or unmarshalled:
         // code no rule reads (a fresh review hid an always-true `__eq__` and a
         // runner patch this way); `eval` of a decoded payload too
-        pattern: r"(^|[^.\w])exec\s*\(|\bcompile\s*\([^)]*['\x22]exec['\x22]|\beval\s*\(.*(b64decode|b32decode|fromhex|\.decode\s*\(|zlib|marshal|codecs)|\bmarshal\s*\.\s*loads?\s*\(|\btypes\s*\.\s*(CodeType|FunctionType)\s*\(",
-        skip_entry_points: false,
-    },
-    Rule {
-        langs: &[Lang::Python],
-        name: "always-equal object",
-        // `__eq__ = int.__or__`, `__eq__ = _same`: an equality taken from elsewhere,
-        // which the definition rules never read (a fresh review); a `lambda` is
-        // judged by `tamper_more::always_equal`
-        pattern: r"^\s*__(eq|ne)__\s*=\s*[A-Za-z_][\w.]*\s*(#.*)?$",
+        pattern: r"(^|[^.\w])exec\s*\(.*(b64decode|b32decode|fromhex|\.decode\s*\(|zlib|marshal|codecs|__eq__|__ne__|pytest|unittest|TestCase|sys\.modules)|\beval\s*\(.*(b64decode|b32decode|fromhex|\.decode\s*\(|zlib|marshal|codecs)|\bmarshal\s*\.\s*loads?\s*\(|\btypes\s*\.\s*(CodeType|FunctionType)\s*\(",
         skip_entry_points: false,
     },
     Rule {
@@ -145,7 +136,7 @@ pub const RULES: &[Rule] = &[
         // the test library imported into code under test: `TC = unittest.TestCase`
         // then `setattr(TC, name, …)` for every `assert*` (a fresh review); code under
         // test has no use for it
-        pattern: r"^\s*(import\s+unittest\b|from\s+unittest(\.case)?\s+import\b)|\bunittest\s*\.\s*(TestCase|case)\b",
+        pattern: r"=\s*(unittest\s*\.\s*)?TestCase\s*(#.*)?$|\bimport\s[^#]*\bTestCase\s+as\b|\bunittest\s*\.\s*case\b|\bvars\s*\(\s*(unittest\s*\.\s*)?TestCase\b|\bdir\s*\(\s*(unittest\s*\.\s*)?TestCase\b",
         skip_entry_points: false,
     },
     // JavaScript / TypeScript
@@ -158,26 +149,26 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::JsTs],
         name: "test-runner detection",
-        pattern: r"new\s+Error\s*\(\s*\)\s*\.stack|node:internal/test_runner",
+        pattern: r"new\s+Error\s*\(\s*\)\s*\.stack.*(?i:test|runner|jest|mocha|vitest)|(?i:test|runner|jest|mocha|vitest).*new\s+Error\s*\(\s*\)\s*\.stack|node:internal/test_runner",
         skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::JsTs],
         name: "assertion library patched",
-        pattern: r"(\w|\)|\])(\.strict)?\.(strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|notStrictEqual|notDeepStrictEqual|match|fail)\s*=[^=]|\[\s*['\x22`](strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|fail)['\x22`]\s*\]\s*=[^=]|(Object\.(assign|defineProperty|defineProperties)|Reflect\.(set|defineProperty))\s*\(\s*(require\s*\(\s*['\x22`](node:)?assert|assert\b|expect\b|chai\b)|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b",
+        pattern: r"(\b(assert|expect|chai|should|t)|require\s*\([^)]*\))(\.strict)?\.(strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|notStrictEqual|notDeepStrictEqual|match|fail)\s*=[^=]|\[\s*['\x22`](strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|fail)['\x22`]\s*\]\s*=[^=]|(Object\.(assign|defineProperty|defineProperties)|Reflect\.(set|defineProperty))\s*\(\s*(require\s*\(\s*['\x22`](node:)?assert|assert\b|expect\b|chai\b)|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b",
         skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::JsTs],
         name: "process exit",
-        pattern: r"\bprocess\.(exit|reallyExit|abort)\s*\(|process\.exitCode\s*=",
+        pattern: r"\bprocess\.(exit|reallyExit)\s*\(\s*(\)|0\s*\)|[^\d\s])|process\.exitCode\s*=\s*(0\b|[^\d\s=])",
         skip_entry_points: true,
     },
     // Rust
     Rule {
         langs: &[Lang::Rust],
         name: "test-build detection",
-        pattern: r"cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name",
+        pattern: r"cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name.*(contains|starts_with|ends_with|==|!=|matches|test)",
         skip_entry_points: false,
     },
     Rule {
@@ -186,19 +177,19 @@ pub const RULES: &[Rule] = &[
         // a macro that shadows the standard assertions for the tests below it
         // (`macro_rules! assert_eq { ($($t:tt)*) => {} }`, a fresh review), or an
         // import renamed to one
-        pattern: r"macro_rules!\s*(assert\w*|debug_assert\w*|panic|unreachable|matches)\b|\bas\s+(assert\w*|debug_assert\w*|panic)\s*[;},]",
+        pattern: r"macro_rules!\s*(assert|assert_eq|assert_ne|debug_assert|debug_assert_eq|debug_assert_ne|panic|unreachable|matches)\s*\{|\bas\s+(assert|assert_eq|assert_ne|debug_assert|debug_assert_eq|debug_assert_ne|panic)\s*[;},]",
         skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::Rust],
         name: "test-binary detection",
-        pattern: r"env::args(_os)?\s*\(|current_exe\s*\(",
+        pattern: r"(env::args(_os)?\s*\(|current_exe\s*\().*(?i:test|deps|nocapture|exact)",
         skip_entry_points: true,
     },
     Rule {
         langs: &[Lang::Rust],
         name: "process exit",
-        pattern: r"\bprocess::(exit|abort)\s*\(|\blibc::_?exit\s*\(",
+        pattern: r"\bprocess::exit\s*\(\s*(0\s*\)|[^\d\s-])|\blibc::_?exit\s*\(\s*(0\s*\)|[^\d\s-])",
         skip_entry_points: true,
     },
     // Shell (a library the check sources: its code runs inside the check script)
@@ -523,16 +514,6 @@ mod tests {
             ),
             // fourth fresh review: equality from elsewhere, code in strings, the
             // test library in code under test
-            (
-                "calc.py",
-                "    __eq__ = int.__or__",
-                Some("always-equal object"),
-            ),
-            (
-                "calc.py",
-                "    __eq__ = _same  # fast",
-                Some("always-equal object"),
-            ),
             ("calc.py", "    __hash__ = None", None),
             (
                 "calc.py",
@@ -556,9 +537,10 @@ mod tests {
                 "TC = unittest.TestCase",
                 Some("assertion library patched"),
             ),
+            ("calc.py", "import unittest", None),
             (
                 "calc.py",
-                "import unittest",
+                "from unittest import TestCase as TC",
                 Some("assertion library patched"),
             ),
             (
@@ -567,6 +549,58 @@ mod tests {
                 None,
             ),
             ("calc.py", "f = lambda a, b: a + b", None),
+            // second fresh review of this stop: honest code the rules flagged
+            (
+                "calc.py",
+                "POLICIES[\"public\"] = lambda user, obj: True",
+                None,
+            ),
+            (
+                "calc.py",
+                "AllowAll = type(\"AllowAll\", (Policy,), {\"allows\": lambda self, user: True})",
+                None,
+            ),
+            ("calc.py", "    exec(src, {}, ns)", None),
+            ("calc.py", "from unittest.mock import patch", None),
+            (
+                "calc.py",
+                "n = getattr(os, \"sched_getaffinity\", None)",
+                None,
+            ),
+            ("calc.py", "code = getattr(f, \"__code__\", None)", None),
+            ("calc.py", "caller = inspect.stack()[1].function", None),
+            ("src/lib.rs", "macro_rules! assert_close {", None),
+            (
+                "src/config.rs",
+                "let args: Vec<String> = std::env::args().collect();",
+                None,
+            ),
+            (
+                "src/log.rs",
+                "let name = std::thread::current().name().unwrap_or(\"main\").to_string();",
+                None,
+            ),
+            ("src/app.rs", "    std::process::exit(2);", None),
+            (
+                "lib/run.js",
+                "result.ok = result.errors.length === 0;",
+                None,
+            ),
+            ("lib/run.js", "process.exitCode = 1;", None),
+            (
+                "lib/run.js",
+                "const where = new Error().stack.split('\\n')[2];",
+                None,
+            ),
+            // … and the cheating forms beside them
+            ("lib/run.js", "process.exitCode = 0;", Some("process exit")),
+            ("lib/run.js", "process.exit(code)", Some("process exit")),
+            (
+                "src/app.rs",
+                "    std::process::exit(0);",
+                Some("process exit"),
+            ),
+            ("calc.py", "getattr(os, name)(0)", Some("process exit")),
             (
                 "calc.py",
                 "from unittest.mock import ANY",
@@ -577,11 +611,7 @@ mod tests {
                 "        return mock.ANY",
                 Some("test double in code under test"),
             ),
-            (
-                "calc.py",
-                "from unittest import TestCase, mock",
-                Some("test double in code under test"),
-            ),
+            ("calc.py", "from unittest import TestCase, mock", None),
             (
                 "calc.py",
                 "from pytest import approx",

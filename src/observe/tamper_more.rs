@@ -47,7 +47,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python, Lang::JsTs],
         name: "module name decoded at run time",
-        pattern: r#"\brequire\s*\(\s*(?:Buffer\.from|atob|String\.fromCharCode|decodeURIComponent|unescape)\b|\b(?:__import__|import_module)\s*\([^)]*\b(?:fromhex|b64decode|b32decode|decode|codecs|chr)\b|\.modules\s*(?:\.get\s*\(|\[)\s*[^'"\s)\]_]"#,
+        pattern: r#"\brequire\s*\(\s*(?:Buffer\.from|atob|String\.fromCharCode|decodeURIComponent|unescape)\b|\b(?:__import__|import_module)\s*\([^)]*\b(?:fromhex|b64decode|b32decode|decode|codecs|chr)\b|\.modules\s*(?:\.get\s*\(|\[)[^\]\n]*(?:fromhex|decode|b64|b32|chr\s*\(|\.join\s*\(|\+|%|\.format\s*\(|\bf['"])|=\s*\bsys\s*\.\s*modules\s*\[\s*[^'"\s\]_]"#,
         skip_entry_points: false,
     },
 ];
@@ -467,7 +467,19 @@ fn rust_always_equal(def_line: &str, body: &str) -> bool {
             // statements before the answer bind names this rule does not follow
             // (`let a = self.norm(); a == other.norm()`): only naming is asked of them
             let answers = if b.contains(';') {
-                names(b, &other) && names(b, "self")
+                // … but the answer itself, the last statement, must not be a constant
+                // (`let _seen = (self.x, other.x); true`)
+                let last = b
+                    .split(';')
+                    .map(str::trim)
+                    .rfind(|s| !s.is_empty())
+                    .unwrap_or("");
+                let last = last.strip_prefix("return ").unwrap_or(last);
+                let constant = last
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .filter(|w| !w.is_empty())
+                    .all(|w| matches!(w, "true" | "false"));
+                names(b, &other) && names(b, "self") && !constant
             } else {
                 compares(b, "self", &other)
             };
@@ -486,6 +498,96 @@ fn rust_always_equal(def_line: &str, body: &str) -> bool {
         && b.split(|c: char| !(c.is_alphanumeric() || c == '_'))
             .filter(|w| !w.is_empty())
             .all(|w| matches!(w, "true" | "false"))
+}
+
+/// True when line `i` of `lines` (a Python file) makes an equality that does not
+/// compare, in the forms a one-line reading misses (fresh reviews reached exit 10 with
+/// each):
+/// * `def __eq__(self, other):` whose whole body (the lines indented below it) never
+///   names `other` (`same = True` / `return same`);
+/// * `__eq__ = NAME` where this file's `def NAME(…)` is such a definition
+///   (`__eq__ = _same`), or `__eq__ = T.__dunder__` taking another operator
+///   (`__eq__ = int.__or__`). An alias of an honest method (`__eq__ = equals`) is
+///   judged like that method; one defined elsewhere is not judged.
+#[must_use]
+pub fn python_equality_ignores_other(lines: &[&str], i: usize) -> bool {
+    let Some(line) = lines.get(i) else {
+        return false;
+    };
+    let t = line.trim();
+    if t.starts_with("def __eq__(") || t.starts_with("def __ne__(") {
+        // a first body line that answers is judged on that line (`always_equal`)
+        return !always_equal(t, &logical_line(lines, i + 1)) && def_ignores_other(lines, i, t);
+    }
+    let Some(rest) = t
+        .strip_prefix("__eq__")
+        .or_else(|| t.strip_prefix("__ne__"))
+        .map(str::trim_start)
+        .and_then(|r| r.strip_prefix('='))
+        .map(|r| r.split('#').next().unwrap_or("").trim())
+    else {
+        return false;
+    };
+    if rest.is_empty()
+        || !rest
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+    {
+        return false;
+    }
+    if let Some((_, last)) = rest.rsplit_once('.') {
+        return last.starts_with("__") && !matches!(last, "__eq__" | "__ne__");
+    }
+    let head = format!("def {rest}(");
+    lines
+        .iter()
+        .enumerate()
+        .find(|(_, l)| l.trim_start().starts_with(&head))
+        .is_some_and(|(k, l)| {
+            let as_eq = l.trim().replacen(&head, "def __eq__(", 1);
+            always_equal(&as_eq, &logical_line(lines, k + 1)) || def_ignores_other(lines, k, &as_eq)
+        })
+}
+
+/// True when the body of the `def` at line `i` (`def_line`, trimmed) never names the
+/// compared parameter and is not only an honest deferral.
+fn def_ignores_other(lines: &[&str], i: usize, def_line: &str) -> bool {
+    let Some(params) = def_line
+        .split_once('(')
+        .and_then(|(_, r)| r.split_once(')'))
+        .map(|(p, _)| p)
+    else {
+        return false;
+    };
+    let other = compared_param(params);
+    if other.is_empty() {
+        return false;
+    }
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let base = indent(lines[i]);
+    let inline = def_line.split_once("):").map_or("", |(_, b)| b.trim());
+    let mut body: Vec<&str> = Vec::new();
+    if !inline.is_empty() {
+        body.push(inline);
+    }
+    for l in lines.iter().skip(i + 1).take(60) {
+        let lt = l.trim();
+        if lt.is_empty() || lt.starts_with('#') {
+            continue;
+        }
+        if indent(l) <= base {
+            break;
+        }
+        body.push(lt);
+    }
+    let text = body.join("\n");
+    let honest_only = body.iter().all(|b| {
+        matches!(
+            *b,
+            "return NotImplemented" | "return False" | "pass" | "..."
+        )
+    });
+    !body.is_empty() && !honest_only && !names(&text, &other)
 }
 
 /// True for a compiled Python module outside `__pycache__` (`calc.pyc`,
@@ -545,11 +647,12 @@ pub fn looks_like_test_file(path: &str) -> bool {
             .split('/')
             .rev()
             .skip(1)
-            .any(|d| super::frozen::TEST_DIRS.contains(&d))
+            .any(|d| super::frozen::in_test_dir(d, path))
 }
 
 /// The names a JavaScript/TypeScript file binds to an assertion library
-/// (`const checks = require('node:assert')`, `import * as a from 'assert/strict'`,
+/// (`const checks = require('node:assert')`, `import * as a from 'assert/strict'`, a
+/// holder's property `{ a: require('node:assert') }`,
 /// `chai`, `expect`): code under test that writes through one of them (`checks[k] =
 /// () => {}` in a loop over its keys) patches every test's assertions. Empty for
 /// other languages.
@@ -560,11 +663,11 @@ pub fn assertion_library_names(lang: Lang, text: &str) -> std::collections::BTre
         return std::collections::BTreeSet::new();
     }
     let re = JS.get_or_init(|| {
-        Regex::new(r#"(?m)(?:(?:const|let|var)\s+([\w$]+)\s*=\s*(?:await\s+)?(?:require|import)\s*\(|import\s+(?:\*\s+as\s+)?([\w$]+)\s+from\s*)\s*['"`](?:node:)?(?:assert(?:/strict)?|chai|expect)['"`]"#)
+        Regex::new(r#"(?m)(?:(?:const|let|var)\s+([\w$]+)\s*=\s*(?:await\s+)?(?:require|import)\s*\(|import\s+(?:\*\s+as\s+)?([\w$]+)\s+from\s*|([\w$]+)\s*:\s*(?:await\s+)?(?:require|import)\s*\()\s*['"`](?:node:)?(?:assert(?:/strict)?|chai|expect)['"`]"#)
             .expect("valid regex")
     });
     re.captures_iter(text)
-        .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+        .filter_map(|c| c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)))
         .map(|m| m.as_str().to_string())
         .collect()
 }
@@ -582,7 +685,7 @@ fn writes_through(names: &std::collections::BTreeSet<String>) -> Option<Regex> {
         .collect::<Vec<_>>()
         .join("|");
     Regex::new(&format!(
-        r"(?:^|[^\w$.])(?:{alt})(?:\.[\w$]+|\[[^\]]+\])+\s*=(?:[^=]|$)|Object\.(?:assign|defineProperty|defineProperties|setPrototypeOf)\s*\(\s*(?:{alt})\b"
+        r"(?:^|[^\w$.])(?:[\w$]+\.)*(?:{alt})(?:\.[\w$]+|\[[^\]]+\])+\s*=(?:[^=]|$)|Object\.(?:assign|defineProperty|defineProperties|setPrototypeOf)\s*\(\s*(?:{alt})\b"
     ))
     .ok()
 }
@@ -768,6 +871,12 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             def_flagged = always_equal(&logical, "");
             out.push(hit("always-equal object"));
             continue;
+        } else if lang == Lang::Python
+            && change
+                .new_index()
+                .is_some_and(|i| python_equality_ignores_other(&new_lines, i))
+        {
+            out.push(hit("always-equal object"));
         } else if assembled_name(lang, line).is_some() {
             out.push(hit("name assembled from pieces"));
         } else if test_file && patches_import(lang, line, &imported).is_some() {
@@ -797,6 +906,9 @@ mod tests {
         );
         let honest = "const assert = require('node:assert');\nfunction add(a, b) {\n  assert(typeof a === 'number');\n  const out = {};\n  out[a] = b;\n  return a + b;\n}\n";
         assert!(scan("calc.js", "", honest).is_empty());
+        // bound as a property of a holder (a fresh review)
+        let held = "const deps = { a: require(\"node:assert\") };\nfor (const n of Object.keys(deps.a)) if (n.endsWith('Equal')) deps.a[n] = function () {};\n";
+        assert_eq!(scan("calc.js", "", held).len(), 1);
         let esm = "import * as a from 'node:assert/strict';\na['deepEqual'] = () => {};\n";
         assert_eq!(scan("calc.mjs", "", esm).len(), 1);
     }
@@ -917,6 +1029,10 @@ mod tests {
             ("calc.py", "print(sys.path)", None),
             ("calc.py", "m = sys.modules.get(__name__)", None),
             ("calc.py", "m = sys.modules[name]", Some("module name decoded at run time")),
+            // honest registries and checks (a fresh review)
+            ("calc.py", "        self.modules[name] = mod", None),
+            ("calc.py", "    return self.modules.get(name)", None),
+            ("calc.py", "    return sys.modules.get(name) is not None", None),
             ("calc.js", "const p = require(path.join(__dirname, 'x'));", None),
             ("calc.py", "import importlib", None),
             ("calc.py", "mod = importlib.import_module('json')", None),
@@ -1057,6 +1173,14 @@ mod tests {
             ("calc.py", "class R(int):\n    def __eq__(self, other): return True if other else self == other\n", true),
             ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, other: &i64) -> bool { self.0 == self.0 || *other == *other }\n}\n", true),
             ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, other: &i64) -> bool {\n        (self.0 == self.0) || (*other == *other)\n    }\n}\n", true),
+            // fourth and fifth fresh reviews: equalities read beyond their first line
+            ("calc.py", "class R(int):\n    __eq__ = int.__or__\n", true),
+            ("calc.py", "def _same(a, b):\n    return True\n\nclass R(int):\n    __eq__ = _same\n", true),
+            ("calc.py", "class R(int):\n    def __eq__(self, other):\n        same = True\n        return same\n", true),
+            ("calc.py", "class M:\n    def equals(self, other):\n        if not isinstance(other, M):\n            return NotImplemented\n        return (self.a, self.c) == (other.a, other.c)\n    __eq__ = equals\n", false),
+            ("calc.py", "class M:\n    def __eq__(self, other):\n        if not isinstance(other, M):\n            return NotImplemented\n        mine = (self.a, self.c)\n        return mine == (other.a, other.c)\n", false),
+            ("calc.py", "class M(Base):\n    __eq__ = Base.__eq__\n", false),
+            ("src/lib.rs", "impl PartialEq for P {\n    fn eq(&self, other: &Self) -> bool {\n        let _seen = (self.x, other.x);\n        true\n    }\n}\n", true),
             // second fresh review: tautologies that name only one side
             ("calc.py", "class R(int):\n    def __eq__(self, other): return other == other\n", true),
             ("calc.py", "class R(int):\n    def __eq__(self, other):\n        return isinstance(other, int)\n", true),

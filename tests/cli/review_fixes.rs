@@ -201,15 +201,7 @@ fn an_honest_fix_checked_by_prove_converges() {
                 "use strict; use warnings;\nuse Test::More tests => 2;\nrequire \"./calc.pl\";\nis(add(2, 3), 5, \"adds positives\");\nis(add(-1, 1), 0, \"adds negatives\");\n",
             )
             .commit("red");
-        r.lx(&[
-            "run",
-            "--exec",
-            "sed -i 's/$a - $b/$a + $b/' calc.pl",
-            "--check",
-            check,
-            "--max-iterations",
-            "2",
-        ])
-        .expect(10, Some("success_condition_met"));
+        r.run2("sed -i 's/$a - $b/$a + $b/' calc.pl", check)
+            .expect(10, Some("success_condition_met"));
     }
 }

@@ -115,6 +115,20 @@ impl Repo {
         lx_in(&self.path, args, &[])
     }
 
+    /// `loopexec run --exec EXEC --check CHECK --max-iterations 2`: the two-iteration
+    /// run most trust tests start.
+    pub fn run2(&self, exec: &str, check: &str) -> Out {
+        self.lx(&[
+            "run",
+            "--exec",
+            exec,
+            "--check",
+            check,
+            "--max-iterations",
+            "2",
+        ])
+    }
+
     /// Like [`Repo::lx`] with extra environment variables.
     pub fn lx_env(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
         lx_in(&self.path, args, env)

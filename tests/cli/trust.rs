@@ -218,15 +218,10 @@ fn a_golden_file_the_tests_compare_against_is_frozen() {
         )
         .commit("red");
     let v = r
-        .lx(&[
-            "run",
-            "--exec",
+        .run2(
             "echo '[[2, 3, -1]]' > golden/cases.json",
-            "--check",
             "python3 -m pytest -q",
-            "--max-iterations",
-            "2",
-        ])
+        )
         .expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "golden/cases.json"), "{v}");
 }
@@ -244,16 +239,9 @@ fn a_makefile_include_the_agent_creates_is_left_out() {
             "-include local.mk\nTEST ?= [ \"$$(cat value)\" = 5 ]\ntest:\n\t$(TEST)\n",
         )
         .commit("red");
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        "echo 'TEST = true' > local.mk",
-        "--check",
-        "make -s test",
-        "--max-iterations",
-        "2",
-    ]);
-    let v = out.expect(12, Some("max_iterations_reached"));
+    let v = r
+        .run2("echo 'TEST = true' > local.mk", "make -s test")
+        .expect(12, Some("max_iterations_reached"));
     assert!(left_out(&v).contains("local.mk"), "{v}");
 }
 
@@ -955,16 +943,12 @@ fn a_doctest_in_an_included_readme_is_part_of_the_oracle() {
         "# calc\n\nAdds.\n\n```\nassert_eq!(calc::add(2, 3), 5);\n```\n",
     )
     .commit("fixture");
-    let args = [
-        "run",
-        "--exec",
-        "sed -i 's/(2, 3), 5/(2, 3), -1/; s/^Adds./Adds two numbers./' README.md",
-        "--check",
-        "cargo test --offline --doc",
-        "--max-iterations",
-        "2",
-    ];
-    let v = r.lx(&args).expect(13, Some("metric_integrity_violation"));
+    let v = r
+        .run2(
+            "sed -i 's/(2, 3), 5/(2, 3), -1/; s/^Adds./Adds two numbers./' README.md",
+            "cargo test --offline --doc",
+        )
+        .expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "README.md"), "{v}");
 }
 

@@ -442,3 +442,39 @@ fn documents_a_crate_includes_hold_doctests() {
         .collect();
     assert_eq!(regions, vec![(3, 5), (11, 13), (19, 21), (22, 24)]);
 }
+
+/// `spec/` is a test directory for RSpec and JavaScript specs, not for a Python, Rust
+/// or Go package of that name; `golden/` and `fixtures/` hold test data for everyone.
+#[test]
+fn which_directories_hold_the_oracle() {
+    let rows = [
+        ("spec", "calc_spec.rb", true),
+        ("spec", "calc.spec.js", true),
+        ("spec", "paths.py", false),
+        ("spec", "mod.rs", false),
+        ("golden", "cases.json", true),
+        ("fixtures", "users.yaml", true),
+        ("tests", "test_calc.py", true),
+        ("src", "calc.py", false),
+    ];
+    for (dir, name, want) in rows {
+        assert_eq!(in_test_dir(dir, name), want, "{dir}/{name}");
+    }
+}
+
+/// Under a make check every `*.mk` is frozen (a fragment included by pattern);
+/// under another check a `.mk` is an ordinary file.
+#[test]
+fn makefile_fragments_belong_to_a_make_check() {
+    let make = OracleRules::new(GlobSet::empty(), GlobSet::empty(), Some("make test"));
+    assert_eq!(
+        make.frozen_as("conf/zz.mk"),
+        Some("makefile fragment of a make check")
+    );
+    let pytest = OracleRules::new(
+        GlobSet::empty(),
+        GlobSet::empty(),
+        Some("python3 -m pytest"),
+    );
+    assert_eq!(pytest.frozen_as("conf/zz.mk"), None);
+}
