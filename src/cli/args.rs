@@ -178,6 +178,10 @@ pub struct GcArgs {
     /// Runs to keep, newest first.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub keep: usize,
+    /// Also remove the snapshot stores (in the state directory) of workdirs that no
+    /// longer exist, such as deleted temporary checkouts.
+    #[arg(long)]
+    pub stores: bool,
 }
 
 #[derive(Debug, Args)]

@@ -405,6 +405,11 @@ pub struct GcBody {
     pub removed: Vec<String>,
     /// Snapshot refs deleted.
     pub refs_deleted: usize,
+    /// With `--stores`: the workdirs (gone) whose snapshot stores were removed.
+    pub stores_removed: Vec<String>,
+    /// With `--stores`: stores that record no workdir (made by an older loopexec),
+    /// left in place.
+    pub stores_unknown: usize,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,

@@ -1,6 +1,9 @@
-//! `loopexec gc [--keep N]`: removes old runs — the receipt, the run's directory of
-//! captured and kept outputs, its attestation file and its snapshot refs — keeping
-//! the newest N. A run whose process is still alive is never removed.
+//! `loopexec gc [--keep N] [--stores]`: removes old runs — the receipt, the run's
+//! directory of captured and kept outputs, its attestation file and its snapshot refs —
+//! keeping the newest N. A run whose process is still alive is never removed. With
+//! `--stores`, also the snapshot stores of workdirs that no longer exist (each store
+//! records its workdir, `observe::store::WORKDIR_RECORD`); a store is evidence a
+//! receipt points at, so this happens only when asked, never on its own.
 
 use crate::cli::{GcArgs, Outcome};
 use crate::cmd::bodies::GcBody;
@@ -61,7 +64,7 @@ pub(crate) fn run(workdir: &Path, a: &GcArgs) -> Outcome {
             removed.push(id.clone());
         }
     }
-    let human = format!(
+    let mut human = format!(
         "kept {} run(s), removed {} run(s) and {refs_deleted} snapshot ref(s){}\n",
         kept.len(),
         removed.len(),
@@ -71,10 +74,38 @@ pub(crate) fn run(workdir: &Path, a: &GcArgs) -> Outcome {
             format!(": {}", removed.join(", "))
         }
     );
+    let mut stores_removed = Vec::new();
+    let mut stores_unknown = 0;
+    if a.stores {
+        let stores = crate::engine::cleanroom::state_dir().join("stores");
+        let (gone, unknown) = crate::observe::store::abandoned_stores(&stores);
+        stores_unknown = unknown;
+        for (dir, wd) in gone {
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => stores_removed.push(wd.display().to_string()),
+                Err(e) => errors.push(format!(
+                    "cannot remove the snapshot store {} of {} (gone): {e}",
+                    dir.display(),
+                    wd.display()
+                )),
+            }
+        }
+        human.push_str(&format!(
+            "removed {} snapshot store(s) of workdirs that no longer exist{}; {stores_unknown} store(s) record no workdir and were kept\n",
+            stores_removed.len(),
+            if stores_removed.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", stores_removed.join(", "))
+            }
+        ));
+    }
     let body = GcBody {
         kept,
         removed,
         refs_deleted,
+        stores_removed,
+        stores_unknown,
         human,
     };
     let failed = !errors.is_empty();

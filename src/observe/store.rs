@@ -34,6 +34,7 @@
 
 use super::git::{self, GitError};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -42,6 +43,40 @@ use std::time::{Duration, SystemTime};
 /// Name of the marker file that makes [`super::git::git_cmd`] treat a directory as a
 /// snapshot store (isolated configuration, `GIT_DIR` set).
 pub const STORE_MARKER: &str = "loopexec-snapshot-store";
+
+/// Name of the file in a snapshot store that records the workdir it snapshots (its
+/// path's bytes): what `loopexec gc --stores` reads to find stores of workdirs that
+/// no longer exist.
+pub const WORKDIR_RECORD: &str = "loopexec-workdir";
+
+/// The stores under `stores_dir` (`<state>/stores`) whose recorded workdir
+/// ([`WORKDIR_RECORD`]) no longer exists: `(store dir, workdir)` pairs, sorted, and how
+/// many stores record no workdir (made before the record existed; never judged gone).
+#[must_use]
+pub fn abandoned_stores(stores_dir: &Path) -> (Vec<(PathBuf, PathBuf)>, usize) {
+    let mut gone = Vec::new();
+    let mut unknown = 0;
+    let Ok(rd) = std::fs::read_dir(stores_dir) else {
+        return (gone, unknown);
+    };
+    for e in rd.flatten() {
+        let dir = e.path();
+        if !dir.join(STORE_MARKER).is_file() {
+            continue;
+        }
+        match std::fs::read(dir.join(WORKDIR_RECORD)) {
+            Ok(bytes) => {
+                let wd = PathBuf::from(std::ffi::OsString::from_vec(bytes));
+                if !wd.exists() {
+                    gone.push((dir, wd));
+                }
+            }
+            Err(_) => unknown += 1,
+        }
+    }
+    gone.sort();
+    (gone, unknown)
+}
 
 /// A file changed this close (ctime or mtime) to the previous scan is hashed again,
 /// whatever its stat data says, when its timestamps are whole seconds (a filesystem
@@ -154,6 +189,20 @@ impl SnapshotStore {
             odb: odb::Odb::new(git_dir),
             trees: Arc::new(Mutex::new(Vec::new())),
         })
+    }
+
+    /// Records `workdir` as the tree this store snapshots ([`WORKDIR_RECORD`]), unless
+    /// it already does.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the record cannot be written.
+    pub fn record_workdir(&self, workdir: &Path) -> Result<(), StoreError> {
+        let path = self.git_dir.join(WORKDIR_RECORD);
+        let bytes = workdir.as_os_str().as_bytes();
+        if std::fs::read(&path).is_ok_and(|b| b == bytes) {
+            return Ok(());
+        }
+        std::fs::write(&path, bytes).map_err(io_err(&path))
     }
 
     /// The store's git dir; pass it as `dir` to the read functions of

@@ -177,7 +177,14 @@ impl TreeObserver {
     pub fn new(workdir: &Path, run_id: &str, cfg: &RunConfig) -> TreeObserver {
         let protected = super::manifest::protected_globs(&cfg.guards.protected);
         let (store, note) = match SnapshotStore::open(&store_path(workdir)) {
-            Ok(s) => (Some(s), None),
+            Ok(s) => {
+                // Only `gc --stores` reads the record; a store without one is never
+                // judged abandoned, so a failed write loses nothing.
+                if s.record_workdir(workdir).is_err() {
+                    // (the store itself works: the run goes on)
+                }
+                (Some(s), None)
+            }
             Err(e) => (
                 None,
                 Some(format!(

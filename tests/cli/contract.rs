@@ -354,6 +354,44 @@ fn verify_refuses_a_receipt_or_an_envelope_changed_by_one_byte() {
         .expect(13, None);
 }
 
+/// `gc --stores` removes the snapshot store of a workdir that no longer exists (a
+/// deleted temporary checkout) and keeps the store of one that does; plain `gc`
+/// leaves stores alone.
+#[test]
+fn gc_stores_removes_the_stores_of_workdirs_that_are_gone() {
+    let state = tempfile::tempdir().unwrap();
+    let env = [("LOOPEXEC_STATE_DIR", state.path().to_str().unwrap())];
+    let gone = Repo::new();
+    gone.write("a.txt", "1\n").commit("x");
+    let kept = Repo::new();
+    kept.write("a.txt", "1\n").commit("x");
+    for r in [&gone, &kept] {
+        r.lx_env(&["run", "--exec", "true", "--check", "true"], &env)
+            .expect(10, None);
+    }
+    let gone_path = gone.path().to_path_buf();
+    drop(gone);
+    assert!(!gone_path.exists());
+    let stores = || {
+        std::fs::read_dir(state.path().join("stores"))
+            .unwrap()
+            .count()
+    };
+    assert_eq!(stores(), 2);
+    let plain = kept.lx_env(&["gc"], &env).expect(0, None);
+    assert_eq!(plain["stores_removed"], serde_json::json!([]), "{plain}");
+    assert_eq!(stores(), 2);
+    let gc = kept.lx_env(&["gc", "--stores"], &env).expect(0, None);
+    assert_valid("gc", &gc);
+    assert_eq!(
+        gc["stores_removed"],
+        serde_json::json!([gone_path.display().to_string()]),
+        "{gc}"
+    );
+    assert_eq!(gc["stores_unknown"], 0, "{gc}");
+    assert_eq!(stores(), 1);
+}
+
 #[test]
 fn runs_lists_and_gc_keeps_the_newest() {
     let r = converged("first");

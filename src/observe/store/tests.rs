@@ -512,3 +512,28 @@ fn a_walk_by_several_threads_reports_what_one_thread_does() {
     assert!(walk_report(root, &ex, 1).is_err());
     assert!(walk_report(root, &ex, 4).is_err());
 }
+
+/// A store records its workdir once; `gc --stores` finds the stores whose workdir is
+/// gone and counts those that record none, never judging them gone.
+#[test]
+fn stores_of_workdirs_that_are_gone_are_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let stores = tmp.path().join("stores");
+    let kept_wd = tmp.path().join("kept");
+    let gone_wd = tmp.path().join("gone");
+    std::fs::create_dir_all(&kept_wd).unwrap();
+    std::fs::create_dir_all(&gone_wd).unwrap();
+    let kept = SnapshotStore::open(&stores.join("a.git")).unwrap();
+    kept.record_workdir(&kept_wd).unwrap();
+    let gone = SnapshotStore::open(&stores.join("b.git")).unwrap();
+    gone.record_workdir(&gone_wd).unwrap();
+    gone.record_workdir(&gone_wd).unwrap();
+    SnapshotStore::open(&stores.join("c.git")).unwrap();
+    std::fs::create_dir_all(stores.join("not-a-store")).unwrap();
+    assert_eq!(abandoned_stores(&stores), (Vec::new(), 1));
+    std::fs::remove_dir_all(&gone_wd).unwrap();
+    assert_eq!(
+        abandoned_stores(&stores),
+        (vec![(stores.join("b.git"), gone_wd)], 1)
+    );
+}
