@@ -701,7 +701,7 @@ fn candidates(dir: &str, word: &str) -> Vec<String> {
 }
 
 /// `a/./b/../c` → `a/c`; `None` when it climbs out of the root.
-fn normalize(p: &str) -> Option<String> {
+pub(crate) fn normalize(p: &str) -> Option<String> {
     let mut parts: Vec<&str> = Vec::new();
     for c in p.split('/') {
         match c {

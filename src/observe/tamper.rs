@@ -100,7 +100,8 @@ pub const RULES: &[Rule] = &[
         name: "runner introspection",
         // what code under test needs to find the runner's objects from inside the
         // session: every live object, a closure's cells, pytest's saved descriptors
-        pattern: r"\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\bpluginmanager\b",
+        // (also every loaded module walked: a runner found by its shape, not its name)
+        pattern: r"\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items)\s*\(|\bin\s+(list\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b",
         skip_entry_points: false,
     },
     Rule {
@@ -156,6 +157,14 @@ pub const RULES: &[Rule] = &[
         langs: &[Lang::JsTs],
         name: "assertion library patched",
         pattern: r"(\b(assert|expect|chai|should|t)|require\s*\([^)]*\))(\.strict)?\.(strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|notStrictEqual|notDeepStrictEqual|match|fail)\s*=[^=]|\[\s*['\x22`](strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|fail)['\x22`]\s*\]\s*=[^=]|(Object\.(assign|defineProperty|defineProperties)|Reflect\.(set|defineProperty))\s*\(\s*(require\s*\(\s*['\x22`](node:)?assert|assert\b|expect\b|chai\b)|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b",
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::JsTs],
+        name: "runner introspection",
+        // node's built-in modules walked to find the assertion library by its shape
+        // (a fresh review replaced every function of `node:assert` this way)
+        pattern: r"\bbuiltinModules\b|\bprocess\s*\.\s*binding\s*\(|\bprocess\s*\.\s*moduleLoadList\b",
         skip_entry_points: false,
     },
     Rule {
@@ -591,6 +600,23 @@ mod tests {
                 "lib/run.js",
                 "const where = new Error().stack.split('\\n')[2];",
                 None,
+            ),
+            // third review of this stop: runners found by their shape
+            (
+                "calc.py",
+                "for m in list(sys.modules.values()):",
+                Some("runner introspection"),
+            ),
+            (
+                "calc.py",
+                "    for _mod in list(_s.modules.values()):",
+                Some("runner introspection"),
+            ),
+            ("calc.py", "    for m in self.modules.values():", None),
+            (
+                "lib/money.js",
+                "for (const n of require('module').builtinModules) {",
+                Some("runner introspection"),
             ),
             // … and the cheating forms beside them
             ("lib/run.js", "process.exitCode = 0;", Some("process exit")),

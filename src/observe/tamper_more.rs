@@ -41,7 +41,9 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python],
         name: "imports from outside the tree",
-        pattern: r#"\bsys\.path\s*(?:\.\s*(?:append|insert|extend)\s*\(|\[[^\]]*\]\s*=|\+=)|\bsite\.addsitedir\s*\(|\bspec_from_file_location\s*\(|\bSourceFileLoader\s*\("#,
+        // (a package's `__path__` widened to another directory too, a fresh review;
+        // pkgutil's `extend_path` idiom for namespace packages stays allowed)
+        pattern: r#"\bsys\.path\s*(?:\.\s*(?:append|insert|extend)\s*\(|\[[^\]]*\]\s*=|\+=)|\bsite\.addsitedir\s*\(|\bspec_from_file_location\s*\(|\bSourceFileLoader\s*\(|\b__path__\s*(?:\.\s*(?:append|insert|extend)\s*\(|\+=|=\s*\[|=\s*__path__\s*\+|=\s*list\s*\()"#,
         skip_entry_points: true,
     },
     Rule {
@@ -500,6 +502,54 @@ fn rust_always_equal(def_line: &str, body: &str) -> bool {
             .all(|w| matches!(w, "true" | "false"))
 }
 
+/// True when a Rust line of `path` reads source or data from outside the tree at
+/// compile time: `include!`, `include_str!` or `include_bytes!` of an absolute path, or
+/// of a relative one (from the file's directory, or from the crate root after
+/// `env!("CARGO_MANIFEST_DIR")`) that climbs above the root. Code the snapshot never
+/// holds would be compiled in (a fresh review kept the fix in `/tmp`). Build output
+/// (`env!("OUT_DIR")`) is the build's own and allowed.
+#[must_use]
+pub fn rust_include_outside(path: &str, line: &str) -> bool {
+    let Some(at) = ["include!", "include_str!", "include_bytes!"]
+        .iter()
+        .filter_map(|m| line.find(m))
+        .min()
+    else {
+        return false;
+    };
+    let rest = &line[at..];
+    if rest.contains("OUT_DIR") {
+        return false;
+    }
+    let literals: Vec<&str> = rest.split('"').skip(1).step_by(2).collect();
+    let from_root = rest.contains("CARGO_MANIFEST_DIR");
+    let literals: Vec<&str> = literals
+        .into_iter()
+        .filter(|l| *l != "CARGO_MANIFEST_DIR")
+        .collect();
+    let Some(first) = literals.first() else {
+        return false;
+    };
+    let joined = literals.concat();
+    let (base, rel) = if from_root {
+        (String::new(), joined.trim_start_matches('/').to_string())
+    } else if first.starts_with('/') {
+        return true;
+    } else {
+        (
+            path.rsplit_once('/')
+                .map_or(String::new(), |(d, _)| d.to_string()),
+            joined,
+        )
+    };
+    let full = if base.is_empty() {
+        rel
+    } else {
+        format!("{base}/{rel}")
+    };
+    super::frozen::normalize(&full).is_none()
+}
+
 /// True when line `i` of `lines` (a Python file) makes an equality that does not
 /// compare, in the forms a one-line reading misses (fresh reviews reached exit 10 with
 /// each):
@@ -537,6 +587,27 @@ pub fn python_equality_ignores_other(lines: &[&str], i: usize) -> bool {
     }
     if let Some((_, last)) = rest.rsplit_once('.') {
         return last.starts_with("__") && !matches!(last, "__eq__" | "__ne__");
+    }
+    // a builtin of one argument answers for `other` alone (`__eq__ = id`: always
+    // truthy; a fresh review)
+    if matches!(
+        rest,
+        "id" | "bool"
+            | "len"
+            | "hash"
+            | "callable"
+            | "repr"
+            | "str"
+            | "type"
+            | "abs"
+            | "any"
+            | "all"
+            | "object"
+            | "print"
+            | "vars"
+            | "dir"
+    ) {
+        return true;
     }
     let head = format!("def {rest}(");
     lines
@@ -871,6 +942,8 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             def_flagged = always_equal(&logical, "");
             out.push(hit("always-equal object"));
             continue;
+        } else if lang == Lang::Rust && rust_include_outside(path, line) {
+            out.push(hit("imports from outside the tree"));
         } else if lang == Lang::Python
             && change
                 .new_index()
@@ -911,6 +984,49 @@ mod tests {
         assert_eq!(scan("calc.js", "", held).len(), 1);
         let esm = "import * as a from 'node:assert/strict';\na['deepEqual'] = () => {};\n";
         assert_eq!(scan("calc.mjs", "", esm).len(), 1);
+    }
+
+    /// Compile-time includes from outside the tree (a fresh review kept the fix in
+    /// `/tmp` and included it); includes inside it and build output stay allowed.
+    #[test]
+    fn rust_includes_from_outside_the_tree() {
+        let rows = [
+            (
+                "src/lib.rs",
+                "include!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/../../../tmp/x.rs\"));",
+                true,
+            ),
+            ("src/lib.rs", "include!(\"/tmp/x.rs\");", true),
+            (
+                "src/lib.rs",
+                "const T: &str = include_str!(\"../../outside.txt\");",
+                true,
+            ),
+            (
+                "src/lib.rs",
+                "#![doc = include_str!(\"../README.md\")]",
+                false,
+            ),
+            (
+                "src/gen/mod.rs",
+                "include!(\"../../data/table.rs\");",
+                false,
+            ),
+            (
+                "src/lib.rs",
+                "include!(concat!(env!(\"OUT_DIR\"), \"/gen.rs\"));",
+                false,
+            ),
+            (
+                "src/lib.rs",
+                "include!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/data/t.rs\"));",
+                false,
+            ),
+            ("src/lib.rs", "let x = 1;", false),
+        ];
+        for (path, line, want) in rows {
+            assert_eq!(rust_include_outside(path, line), want, "{path}: {line}");
+        }
     }
 
     #[test]
@@ -1025,6 +1141,21 @@ mod tests {
                 "calc.py",
                 "site.addsitedir(d)",
                 Some("imports from outside the tree"),
+            ),
+            (
+                "inventory/__init__.py",
+                "__path__.append(os.sep.join(['', 'var', 'tmp', d]))",
+                Some("imports from outside the tree"),
+            ),
+            (
+                "inventory/__init__.py",
+                "__path__ = __import__('pkgutil').extend_path(__path__, __name__)",
+                None,
+            ),
+            (
+                "inventory/__init__.py",
+                "__path__ = extend_path(__path__, __name__)",
+                None,
             ),
             ("calc.py", "print(sys.path)", None),
             ("calc.py", "m = sys.modules.get(__name__)", None),
@@ -1180,6 +1311,7 @@ mod tests {
             ("calc.py", "class M:\n    def equals(self, other):\n        if not isinstance(other, M):\n            return NotImplemented\n        return (self.a, self.c) == (other.a, other.c)\n    __eq__ = equals\n", false),
             ("calc.py", "class M:\n    def __eq__(self, other):\n        if not isinstance(other, M):\n            return NotImplemented\n        mine = (self.a, self.c)\n        return mine == (other.a, other.c)\n", false),
             ("calc.py", "class M(Base):\n    __eq__ = Base.__eq__\n", false),
+            ("calc.py", "class L(str):\n    __eq__ = id\n", true),
             ("src/lib.rs", "impl PartialEq for P {\n    fn eq(&self, other: &Self) -> bool {\n        let _seen = (self.x, other.x);\n        true\n    }\n}\n", true),
             // second fresh review: tautologies that name only one side
             ("calc.py", "class R(int):\n    def __eq__(self, other): return other == other\n", true),
