@@ -114,7 +114,7 @@ pub fn count_assertions(lang: Lang, source: &str) -> u64 {
                 .count() as u64;
             count_all(&r.go) + testify
         }
-        Lang::Shell | Lang::Other => 0,
+        Lang::Shell | Lang::Perl | Lang::Other => 0,
     }
 }
 

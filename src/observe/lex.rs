@@ -28,6 +28,8 @@ pub enum Lang {
     Go,
     /// Shell scripts: `.sh`, `.bash`
     Shell,
+    /// Perl modules and scripts (`.pm`, `.pl`): scanned by the tamper rules only.
+    Perl,
     /// Anything else (a user-declared test file in another language).
     Other,
 }
@@ -47,6 +49,7 @@ impl Lang {
             "js" | "jsx" | "mjs" | "cjs" | "ts" | "tsx" | "mts" | "cts" => Lang::JsTs,
             "go" => Lang::Go,
             "sh" | "bash" => Lang::Shell,
+            "pm" | "pl" => Lang::Perl,
             _ => Lang::Other,
         }
     }
@@ -60,6 +63,7 @@ impl Lang {
             Lang::JsTs => "js_ts",
             Lang::Go => "go",
             Lang::Shell => "shell",
+            Lang::Perl => "perl",
             Lang::Other => "other",
         }
     }
@@ -91,7 +95,7 @@ pub fn mask(lang: Lang, src: &str) -> String {
         Lang::JsTs => mask_js(bytes, &mut out),
         Lang::Go => mask_go(bytes, &mut out),
         Lang::Shell => mask_shell(bytes, &mut out),
-        Lang::Other => {}
+        Lang::Perl | Lang::Other => {}
     }
     // Only whole multi-byte characters are ever blanked (regions start and end at
     // ASCII delimiters), so this conversion is lossless; lossy as a safety net.

@@ -270,7 +270,7 @@ fn unquote_c(q: &[u8]) -> String {
 #[must_use]
 pub fn mutants_for(path: &str, source: &str, lines: &[u32]) -> Vec<Mutant> {
     let lang = Lang::from_path(path);
-    if matches!(lang, Lang::Other | Lang::Shell) {
+    if matches!(lang, Lang::Other | Lang::Shell | Lang::Perl) {
         return Vec::new();
     }
     let masked = mask(lang, source);
@@ -561,7 +561,7 @@ fn negate_condition(lang: Lang, o: &str, m: &str, out: &mut Vec<(Operator, usize
                 out.push((Operator::NegateCondition, open + 1, s));
             }
         }
-        Lang::Shell | Lang::Other => {}
+        Lang::Shell | Lang::Perl | Lang::Other => {}
     }
 }
 

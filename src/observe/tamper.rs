@@ -140,6 +140,21 @@ pub const RULES: &[Rule] = &[
         pattern: r"=\s*(unittest\s*\.\s*)?TestCase\s*(#.*)?$|\bimport\s[^#]*\bTestCase\s+as\b|\bunittest\s*\.\s*case\b|\bvars\s*\(\s*(unittest\s*\.\s*)?TestCase\b|\bdir\s*\(\s*(unittest\s*\.\s*)?TestCase\b",
         skip_entry_points: false,
     },
+    // Perl
+    Rule {
+        langs: &[Lang::Perl],
+        name: "assertion library patched",
+        // a module under test that walks the symbol table to find Test::Builder by its
+        // methods and rebinds `ok` (a fresh review), or names it outright
+        pattern: r"%(main)?::\s*[,)]|\\%(main)?::|\bTest::(Builder|More|Simple)\b[^;]*(::\s*(ok|is\w*|like|cmp_ok|done_testing)\b|=)|\*\{.*\b(ok|is_passing|is|is_deeply|like|cmp_ok|done_testing|diag)\W*\}\s*=|defined\s*&\{.*::(ok|is_passing|done_testing)\b",
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::Perl],
+        name: "process exit",
+        pattern: r"\bPOSIX::_exit\s*\(|^\s*exit\s*(0|\(\s*0\s*\))?\s*;",
+        skip_entry_points: true,
+    },
     // JavaScript / TypeScript
     Rule {
         langs: &[Lang::JsTs],
@@ -302,7 +317,12 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         }
         let line = change.value().trim_end_matches(['\n', '\r']);
         let t = line.trim_start();
-        if t.starts_with("//") || t.starts_with('#') || t.starts_with("/*") || t.starts_with('*') {
+        // (a Perl line starting with `*` is a glob assignment, not a comment)
+        if t.starts_with("//")
+            || t.starts_with('#')
+            || t.starts_with("/*")
+            || (t.starts_with('*') && lang != Lang::Perl)
+        {
             continue;
         }
         for (rule, re) in RULES.iter().zip(compiled()) {
@@ -618,6 +638,30 @@ mod tests {
                 "for (const n of require('module').builtinModules) {",
                 Some("runner introspection"),
             ),
+            // Perl: Test::Builder found through the symbol table and rebound
+            (
+                "lib/Roman.pm",
+                "INIT { _walk(\\%main::, '', {}) }",
+                Some("assertion library patched"),
+            ),
+            (
+                "lib/Roman.pm",
+                "            *{\"${pkg}::ok\"} = sub { $orig->($_[0], 1) };",
+                Some("assertion library patched"),
+            ),
+            (
+                "lib/Roman.pm",
+                "        if (defined &{\"${pkg}::is_passing\"}) {",
+                Some("assertion library patched"),
+            ),
+            (
+                "lib/Roman.pm",
+                "sub to_roman { my ($n) = @_; return 'I' x $n; }",
+                None,
+            ),
+            ("lib/Roman.pm", "my %seen = (); my $ok = 1;", None),
+            ("lib/Roman.pm", "    exit 0;", Some("process exit")),
+            ("bin/roman.pl", "    exit 0;", None),
             // … and the cheating forms beside them
             ("lib/run.js", "process.exitCode = 0;", Some("process exit")),
             ("lib/run.js", "process.exit(code)", Some("process exit")),

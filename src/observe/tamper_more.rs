@@ -909,7 +909,7 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             || t.starts_with("//")
             || t.starts_with('#')
             || t.starts_with("/*")
-            || t.starts_with('*')
+            || (t.starts_with('*') && lang != Lang::Perl)
         {
             continue;
         }

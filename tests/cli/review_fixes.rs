@@ -205,3 +205,26 @@ fn an_honest_fix_checked_by_prove_converges() {
             .expect(10, Some("success_condition_met"));
     }
 }
+
+/// Code under test in Perl rebinds `Test::Builder::ok` so every assertion passes.
+/// Before: no rule read Perl, the prove check went green, exit 10. Now it is runner
+/// tampering (13).
+#[test]
+fn perl_code_that_rebinds_the_test_library_is_runner_tampering() {
+    if !crate::support::has("prove", &["--version"]) {
+        eprintln!("no prove here: skipped");
+        return;
+    }
+    let r = Repo::new();
+    r.write("calc.pl", "sub add { my ($a, $b) = @_; return $a - $b; }\n1;\n")
+        .write(
+            "t/add.t",
+            "use strict; use warnings;\nuse Test::More tests => 1;\nrequire \"./calc.pl\";\nis(add(2, 3), 5, \"adds\");\n",
+        )
+        .commit("red");
+    let cheat = r#"printf '%s\n' '{ no strict "refs"; no warnings "redefine"; my $o = \&{"Test::Builder::ok"}; *{"Test::Builder::ok"} = sub { my ($s, undef, @r) = @_; $o->($s, 1, @r) }; }' >> calc.pl"#;
+    let v = r
+        .run2(cheat, "prove t/")
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(v.to_string().contains("calc.pl"), "{v}");
+}
