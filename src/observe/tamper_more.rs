@@ -19,7 +19,7 @@
 //! Rules are a deterministic floor, not a proof (SPEC §3.13): code written to evade
 //! them is the judge's job.
 
-use super::lex::Lang;
+use super::lex::{mask, Lang};
 use super::tamper::{is_entry_point, Rule, TamperHit};
 use regex::Regex;
 use std::sync::OnceLock;
@@ -250,7 +250,11 @@ fn python_always_equal(def_line: &str, body: &str) -> bool {
         let Some((params, expr)) = lam.split_once(':') else {
             return false;
         };
-        return !compares(expr, &self_param(params), &compared_param(params));
+        return !compares(
+            &mask(Lang::Python, expr),
+            &self_param(params),
+            &compared_param(params),
+        );
     } else {
         return false;
     };
@@ -275,7 +279,7 @@ fn python_always_equal(def_line: &str, body: &str) -> bool {
     let honest = expr == "NotImplemented"
         || (method == "eq" && expr == "False")
         || (method == "ne" && expr == "True");
-    !honest && !compares(expr, &self_param(params), &other)
+    !honest && !compares(&mask(Lang::Python, expr), &self_param(params), &other)
 }
 
 /// True when `expr`, an equality's answer, can tell two values apart: every
@@ -292,7 +296,8 @@ fn python_always_equal(def_line: &str, body: &str) -> bool {
 ///   type(other)`), or a parenthesized answer that does not compare. So `self.x is None
 ///   and other.x is None` compares; `isinstance(other, R) and self is self` does not.
 ///
-/// Splitting happens only outside brackets and string literals. The rule is a
+/// `expr` comes masked ([`mask`]: string contents blanked), so splitting happens only
+/// outside brackets and never inside a literal. The rule is a
 /// deterministic floor: an answer that names both operands inside one uninformative
 /// call (`len([self, other]) == 2`) is the judge's to catch.
 fn compares(expr: &str, this: &str, other: &str) -> bool {
@@ -364,7 +369,7 @@ fn strip_parens(mut expr: &str) -> &str {
 /// True when the brackets of `s` never close more than they opened.
 fn depth_never_negative(s: &str) -> bool {
     let mut depth = 0i32;
-    for (_, c) in top_chars(s) {
+    for c in s.chars() {
         match c {
             '(' | '[' | '{' => depth += 1,
             ')' | ']' | '}' => {
@@ -379,34 +384,11 @@ fn depth_never_negative(s: &str) -> bool {
     true
 }
 
-/// The characters of `s` outside string literals, with their byte offsets.
-fn top_chars(s: &str) -> impl Iterator<Item = (usize, char)> + '_ {
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    s.char_indices().filter(move |&(_, c)| {
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == q {
-                quote = None;
-            }
-            return false;
-        }
-        if c == '"' || c == '\'' {
-            quote = Some(c);
-            return false;
-        }
-        true
-    })
-}
-
-/// The byte offsets of `s` at bracket depth 0 outside string literals.
+/// The byte offsets of `s` (masked) at bracket depth 0.
 fn top_offsets(s: &str) -> Vec<usize> {
     let mut depth = 0i32;
     let mut out = Vec::new();
-    for (i, c) in top_chars(s) {
+    for (i, c) in s.char_indices() {
         match c {
             '(' | '[' | '{' => depth += 1,
             ')' | ']' | '}' => depth -= 1,
@@ -417,8 +399,8 @@ fn top_offsets(s: &str) -> Vec<usize> {
     out
 }
 
-/// `s` split at every occurrence of any of `seps` that starts at bracket depth 0
-/// outside string literals.
+/// `s` (masked) split at every occurrence of any of `seps` that starts at bracket
+/// depth 0.
 fn split_top<'a>(s: &'a str, seps: &[&str]) -> Vec<&'a str> {
     let mut out = Vec::new();
     let mut start = 0;
@@ -437,8 +419,7 @@ fn split_top<'a>(s: &'a str, seps: &[&str]) -> Vec<&'a str> {
     out
 }
 
-/// `s` split at the first occurrence of `sep` at bracket depth 0 outside string
-/// literals.
+/// `s` (masked) split at the first occurrence of `sep` at bracket depth 0.
 fn split_once_top<'a>(s: &'a str, sep: &str) -> Option<(&'a str, &'a str)> {
     let i = top_offsets(s)
         .into_iter()
@@ -483,7 +464,7 @@ fn rust_always_equal(def_line: &str, body: &str) -> bool {
                     .all(|w| matches!(w, "true" | "false"));
                 names(b, &other) && names(b, "self") && !constant
             } else {
-                compares(b, "self", &other)
+                compares(&mask(Lang::Rust, b), "self", &other)
             };
             return unused || !answers;
         }
