@@ -280,6 +280,26 @@ fn main() {
         bin.display()
     );
     let s = |p: &Path| p.display().to_string();
+    // the libtest input, with its stderr (cargo's `Running` label) unless `suffix` is
+    // given
+    let libtest_input = |suffix: &str| {
+        let mut args = vec!["--stdout".to_string(), s(&lt_out)];
+        if suffix.is_empty() {
+            args.extend(["--stderr".to_string(), s(&lt_err)]);
+        }
+        args.extend(["--exit-code".to_string(), "101".to_string()]);
+        Input {
+            name: if full {
+                format!("libtest-1M{suffix}")
+            } else {
+                format!("libtest-{}k{suffix}", lines / 1000)
+            },
+            main_file: lt_out.clone(),
+            args,
+            expected: lt_counts,
+            rss_target_mib: 64.0,
+        }
+    };
     let inputs = [
         Input {
             name: format!("junit-{}k", cases / 1000),
@@ -293,43 +313,11 @@ fn main() {
             expected: junit_counts,
             rss_target_mib: 16.0,
         },
-        Input {
-            name: if full {
-                "libtest-1M".into()
-            } else {
-                format!("libtest-{}k", lines / 1000)
-            },
-            main_file: lt_out.clone(),
-            args: vec![
-                "--stdout".into(),
-                s(&lt_out),
-                "--stderr".into(),
-                s(&lt_err),
-                "--exit-code".into(),
-                "101".into(),
-            ],
-            expected: lt_counts,
-            rss_target_mib: 64.0,
-        },
+        libtest_input(""),
         // the same stdout without stderr (no binary label: a check that captured
         // only stdout, or `parse --stdout` alone); ids must still tell repeated names
         // across binaries apart, without copying each name
-        Input {
-            name: if full {
-                "libtest-1M-stdout-only".into()
-            } else {
-                format!("libtest-{}k-stdout-only", lines / 1000)
-            },
-            main_file: lt_out.clone(),
-            args: vec![
-                "--stdout".into(),
-                s(&lt_out),
-                "--exit-code".into(),
-                "101".into(),
-            ],
-            expected: lt_counts,
-            rss_target_mib: 64.0,
-        },
+        libtest_input("-stdout-only"),
     ];
     let help = Command::new(&bin)
         .args(["parse", "--help"])
