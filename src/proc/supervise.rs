@@ -158,6 +158,41 @@ impl StepResult {
 
 pub use super::capture::Spools;
 
+/// The `sh` a step runs under: `sh` resolved on `path` (the child's `PATH`) once per
+/// `PATH` value and process, as a shell hashes a command it has found; bare `sh`
+/// (resolved by the spawn itself) when no directory of `path` holds one.
+///
+/// Resolving once is what keeps a step's spawn from trying `execve` in every `PATH`
+/// directory before the one that holds `sh` (the parent waits through those attempts:
+/// the child is spawned with `CLONE_VFORK`); it also means an `sh` put earlier on
+/// `PATH` during a run is not the shell the run's steps start under.
+fn shell(path: Option<&std::ffi::OsStr>) -> PathBuf {
+    use std::collections::HashMap;
+    use std::ffi::OsString;
+    use std::os::unix::fs::MetadataExt;
+    static FOUND: std::sync::Mutex<Option<HashMap<Option<OsString>, PathBuf>>> =
+        std::sync::Mutex::new(None);
+    let key = path.map(std::ffi::OsStr::to_os_string);
+    let mut found = FOUND
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    found
+        .get_or_insert_with(HashMap::new)
+        .entry(key)
+        .or_insert_with(|| {
+            path.and_then(|p| {
+                std::env::split_paths(p)
+                    .filter(|d| d.is_absolute())
+                    .map(|d| d.join("sh"))
+                    .find(|c| {
+                        std::fs::metadata(c).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
+                    })
+            })
+            .unwrap_or_else(|| PathBuf::from("sh"))
+        })
+        .clone()
+}
+
 fn with_ext(prefix: &Path, ext: &str) -> PathBuf {
     let mut s = prefix.as_os_str().to_owned();
     s.push(".");
@@ -494,7 +529,20 @@ pub fn run_step(
     let ex_out = with_ext(&spec.capture_prefix, "stdout");
     let ex_err = with_ext(&spec.capture_prefix, "stderr");
 
-    let mut cmd = Command::new("sh");
+    let path_env = spec
+        .env_set
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| std::ffi::OsString::from(v))
+        .or_else(|| {
+            if spec.env_remove.iter().any(|k| k == "PATH") {
+                None
+            } else {
+                std::env::var_os("PATH")
+            }
+        });
+    let mut cmd = Command::new(shell(path_env.as_deref()));
     cmd.arg("-c")
         .arg(spec.command)
         .current_dir(spec.cwd)
