@@ -219,10 +219,15 @@ fn failed_streak(t: &Trajectory) -> u32 {
 /// [`crate::check::model::ParsedRun::not_run`]).
 fn check_not_run(c: &crate::receipt::events::CheckFinished) -> Option<Halt> {
     let why = c.parsed.not_run.as_ref()?;
+    let what = if c.step.exit_code == Some(0) {
+        "the check executes no test at the baseline, so its green verifies nothing"
+    } else {
+        "the check cannot run at the baseline"
+    };
     Some(Halt {
         reason: HaltReason::ExecutionFailure,
         contributors: vec![format!(
-            "the check cannot run at the baseline: `{}` — {why}; no agent iteration was started",
+            "{what}: `{}` — {why}; no agent iteration was started",
             c.step.command
         )],
         detail: serde_json::json!({"step": "check", "cause": "check_not_run", "command": c.step.command, "exit_code": c.step.exit_code, "runner_message": why}),

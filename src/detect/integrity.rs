@@ -379,7 +379,7 @@ pub fn tree_moved_under_check(c: &CheckFinished, success_exit_code: i32) -> Opti
 
 /// What a check run's output shows of the tests, for [`evidence`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Shown {
+pub struct Shown<'a> {
     /// Named tests (the collected set, synthetic members excluded).
     pub names: usize,
     /// Named tests that passed: a runner that names its passes (`unittest -v`,
@@ -388,16 +388,20 @@ pub struct Shown {
     /// Tests that ran according to the runner's own counts (passed + failed +
     /// flaky), when it printed counts.
     pub counted: Option<u64>,
+    /// The runner's own report that it executed no test
+    /// ([`crate::check::model::ParsedRun::not_run`]).
+    pub not_run: Option<&'a str>,
 }
 
-impl Shown {
+impl<'a> Shown<'a> {
     /// What `p` shows.
     #[must_use]
-    pub fn of(p: &crate::check::model::ParsedRun) -> Shown {
+    pub fn of(p: &'a crate::check::model::ParsedRun) -> Shown<'a> {
         Shown {
             names: p.collected().len(),
             passing_names: p.tests.iter().filter(|t| t.outcome.is_passing()).count(),
             counted: crate::check::model::counted_executed(p),
+            not_run: p.not_run.as_deref(),
         }
     }
     fn any(self) -> bool {
@@ -415,6 +419,7 @@ impl Shown {
 /// | a guard could not run, or a measurement errored | names the guard and the error |
 /// | t0 showed tests (names or counts), the green run shows none | "shows no tests" |
 /// | both show counts, and fewer ran than at t0 | "fewer tests ran" |
+/// | the green run's runner says it executed no test (`Ran 0 tests`, all skipped) | "executed no test" |
 ///
 /// A check that never showed a test, at t0 either (`test -f done`), is judged by its
 /// exit code alone: there is nothing for the evidence to be compared with.
@@ -438,6 +443,11 @@ pub fn evidence(
                 missing.push(format!("a guard could not measure the tree: {e}"));
             }
         }
+    }
+    if let Some(why) = shown.not_run {
+        missing.push(format!(
+            "the green run executed no test, by the runner's own report: {why}"
+        ));
     }
     if t0_shown.any() && !shown.any() {
         missing.push(format!(
@@ -830,20 +840,34 @@ mod trust_tests {
             names: n,
             passing_names: 0,
             counted: None,
+            not_run: None,
         };
         // n named tests, every one named as it passed (`unittest -v`, `cargo test`)
         let verbose = |n: usize, counted: u64| Shown {
             names: n,
             passing_names: n,
             counted: Some(counted),
+            not_run: None,
         };
         let counted = |n| Shown {
             names: 0,
             passing_names: 0,
             counted: Some(n),
+            not_run: None,
+        };
+        let ran_none = Shown {
+            counted: Some(0),
+            not_run: Some("pytest executed no test: every test it named (2) was skipped"),
+            ..Shown::default()
         };
         // (guards unavailable, measures, t0 shown, green shown, unverified)
-        type Row<'a> = (&'a [&'a str], Option<&'a TreeMeasures>, Shown, Shown, bool);
+        type Row<'a> = (
+            &'a [&'a str],
+            Option<&'a TreeMeasures>,
+            Shown<'a>,
+            Shown<'a>,
+            bool,
+        );
         let table: &[Row] = &[
             (&[], Some(&ok), named(3), named(3), false),
             (&[], Some(&ok), none, none, false), // an exit-code check, from t0 on
@@ -857,6 +881,9 @@ mod trust_tests {
             (&[], Some(&broken), named(3), named(3), true),
             (&[], None, named(3), named(3), true),
             (&["no store"], Some(&ok), named(3), named(3), true),
+            // the runner's own report that it executed nothing, at t0 and now
+            (&[], Some(&ok), none, ran_none, true),
+            (&[], Some(&ok), ran_none, ran_none, true),
         ];
         for (unavailable, m, t0, now, unverified) in table {
             let u: Vec<String> = unavailable.iter().map(|s| (*s).to_string()).collect();

@@ -1691,3 +1691,41 @@ fn files_a_check_reads_its_commands_from_or_searches_are_frozen() {
         run("echo > failing").expect(10, Some("success_condition_met"));
     }
 }
+
+/// A check whose runner discovers no test (`python3 -m unittest` in a tree without
+/// `test*.py`) exits 0 on Python ≤ 3.11 and 5 on 3.12. Before: the green exit at t0
+/// was "already green, nothing to do", exit 10, with no test run. Now the runner's own
+/// "Ran 0 tests" stops the run at the baseline as a broken check, and no agent runs.
+#[test]
+fn a_check_that_runs_no_test_is_no_green_at_the_baseline() {
+    if !has("python3", &["--version"]) {
+        return;
+    }
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a + b\n")
+        .commit("no tests yet");
+    let v = r
+        .run2("touch agent-ran", "python3 -m unittest")
+        .expect(40, Some("execution_failure"));
+    assert!(mentions(&v, "Ran 0 tests"), "{v}");
+    assert!(!r.path().join("agent-ran").exists(), "the agent ran: {v}");
+}
+
+/// A check that sets `PYTHONPATH` itself hides the directory loopexec puts first on
+/// it, and pytest exits 4 unable to import the witness plugin. Before: exit 40 with
+/// pytest's import error and no word on the cause. Now the halt names the cause and
+/// the fix (extend `PYTHONPATH`, do not replace it).
+#[test]
+fn a_check_that_replaces_pythonpath_is_told_how_to_extend_it() {
+    if pytest_missing() {
+        return;
+    }
+    let r = pytest_repo();
+    let v = r
+        .run2("true", "PYTHONPATH=. python3 -m pytest -q")
+        .expect(40, Some("execution_failure"));
+    assert!(mentions(&v, "PYTHONPATH=.:$PYTHONPATH"), "{v}");
+    // extended instead of replaced, the same check runs and stays red
+    let out = r.run2("true", "PYTHONPATH=.:$PYTHONPATH python3 -m pytest -q");
+    assert_ne!(out.json()["reason"], "execution_failure", "{}", out.json());
+}

@@ -784,6 +784,38 @@ mod tests {
         assert!(run.complete && !run.unattributed_failure && run.tests.is_empty());
     }
 
+    /// A green exit from a runner that executed nothing carries the runner's words in
+    /// `not_run`; a green exit that executed a test, or shows no runner, does not.
+    #[test]
+    fn green_runs_that_executed_nothing_say_so() {
+        // (stdout, stderr, expected part of not_run; None = a test ran or no runner)
+        let table: &[(&str, &str, Option<&str>)] = &[
+            ("", "\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nOK\n", Some("Ran 0 tests")),
+            ("", "test_a (t.T.test_a) ... ok\n\n----------------------------------------------------------------------\nRan 1 test in 0.000s\n\nOK\n", None),
+            ("\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\n", "", Some("counted 0")),
+            ("\nrunning 1 test\ntest a ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\n", "", None),
+            ("\nrunning 1 test\ntest a ... ignored\n\ntest result: ok. 0 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\n", "", Some("skipped")),
+            ("1..0 # SKIP nothing to do\n", "", Some("0")),
+            ("", "No tests found, exiting with code 0\n", Some("No tests found")),
+            ("?   \texample.com/a\t[no test files]\n?   \texample.com/b\t[no test files]\n", "", Some("no test files")),
+            ("?   \texample.com/a\t[no test files]\nok  \texample.com/b\t0.002s\n", "", None),
+            ("", "", None),
+            ("done\n", "", None),
+        ];
+        for (o, e, want) in table {
+            let run = parse_streams(o, e, 0);
+            match want {
+                Some(w) => assert!(
+                    run.not_run.as_deref().is_some_and(|m| m.contains(w)),
+                    "{o:?} {e:?}: {:?} ({:?})",
+                    run.not_run,
+                    run.format
+                ),
+                None => assert_eq!(run.not_run, None, "{o:?} {e:?} ({:?})", run.format),
+            }
+        }
+    }
+
     /// Writes `stdout`/`stderr` to a temp folder and runs the dispatcher on them.
     fn parse_streams(stdout: &str, stderr: &str, exit: i32) -> ParsedRun {
         let dir = tempfile::tempdir().expect("temp dir");

@@ -14,11 +14,37 @@
 //! | go | non-zero | `go x: unknown command` / `go: unknown subcommand` | go's CLI |
 //! | pytest | 4 | usage error: the first `ERROR:` line (e.g. `file or directory not found`) | pytest exit codes |
 //! | pytest | 5 | no tests collected: `no tests ran` / `collected 0 items` | pytest exit codes |
+//! | pytest | 4 | `Error importing plugin "loopexec_witness_…"`: the check hid loopexec's `PYTHONPATH` entry (named with the fix) | pytest's plugin loader |
+//!
+//! A green exit is no verdict either when the runner executed nothing. A run that
+//! named no test as passed or failed and counted none executed is read for the
+//! runner's own report that it ran nothing (the first row for green runs only: a red
+//! run with nothing executed is often a collection error the agent is there to fix):
+//!
+//! | runner | output (a whole line) | source |
+//! |---|---|---|
+//! | any runner whose counts loopexec reads | executed count 0 (`running 0 tests` in every cargo target, every test skipped) | the runner's summary |
+//! | python unittest ≤ 3.11 (exit 0) | `Ran 0 tests in 0.000s` | unittest's text runner; 3.12 exits 5 |
+//! | pytest | `no tests ran` | pytest's terminal summary |
+//! | jest, vitest (`--passWithNoTests`) | `No tests found, exiting with code 0` / `No test files found, exiting with code 0` | their CLIs |
+//! | mocha | `0 passing` | mocha's spec reporter epilogue |
+//! | TAP producers | the plan `1..0` (with or without a `# SKIP` reason) | TAP 13/14: a plan of zero tests |
+//! | go test | only `[no test files]` package lines, no `ok`/`FAIL` line | `go test`'s package summary |
+//!
+//! A check that prints none of these and names no test (`test -f done`) is judged by
+//! its exit code alone.
 
 use crate::check::model::{Format, ParsedRun};
 use regex::Regex;
 use std::path::Path;
 use std::sync::OnceLock;
+
+/// What pytest prints (exit 4) when a plugin named in `PYTEST_PLUGINS` cannot be
+/// imported; loopexec's witness plugin is `loopexec_witness_<nonce>`.
+const WITNESS_NOT_LOADED: &str = "Error importing plugin \"loopexec_witness_";
+
+/// The cause and the fix, for a check whose pytest could not import the witness.
+const WITNESS_HIDDEN: &str = "pytest could not import loopexec's witness plugin: the check sets PYTHONPATH itself (`PYTHONPATH=. pytest`) or starts Python isolated (`python -I`, `-E`), which hides the directory loopexec puts first on PYTHONPATH; extend it instead (`PYTHONPATH=.:$PYTHONPATH pytest`) and drop -I/-E";
 
 /// Lines (either stream) that say the runner refused to run, when the exit is red.
 const REFUSALS: &[&str] = &[
@@ -63,6 +89,9 @@ pub fn judge(
     exit_code: Option<i32>,
 ) {
     if !super::util::is_red(exit_code) {
+        if let Some(w) = ran_nothing(run, stdout, stderr, true) {
+            run.not_run = Some(w);
+        }
         return;
     }
     // a runner that reported a named test ran the tests (and its output need not be
@@ -77,6 +106,14 @@ pub fn judge(
     }
     let refused = |l: &str| refusals().iter().any(|r| r.is_match(l));
     let mut why = first_line(stderr, refused).or_else(|| first_line(stdout, refused));
+    let witness = |l: &str| l.contains(WITNESS_NOT_LOADED);
+    if why.is_none()
+        && first_line(stderr, witness)
+            .or_else(|| first_line(stdout, witness))
+            .is_some()
+    {
+        why = Some(WITNESS_HIDDEN.to_string());
+    }
     if why.is_none() && run.format == Format::Pytest {
         why = match exit_code {
             Some(4) => first_line(stderr, |l| l.starts_with("ERROR:"))
@@ -99,9 +136,80 @@ pub fn judge(
             _ => None,
         };
     }
-    if let Some(w) = why {
+    // a red run's counts are not read for "nothing executed": a collection error (the
+    // tests import a module the agent is to write) is red with nothing executed, and
+    // is the agent's work, not a broken check
+    if let Some(w) = why.or_else(|| ran_nothing(run, stdout, stderr, false)) {
         run.not_run = Some(w);
     }
+}
+
+/// Lines (either stream, trimmed) in which a runner says it executed no test.
+const RAN_NOTHING: &[&str] = &[
+    r"^Ran 0 tests in \S+$",
+    r"(?:^|\s)no tests ran(?:\s|$)",
+    r"^No tests? (?:files )?found, exiting with code 0",
+    r"^0 passing(?: \(|$)",
+    r"^1\.\.0(?:\s*#.*)?$",
+];
+
+fn ran_nothing_lines() -> &'static [Regex] {
+    static R: OnceLock<Vec<Regex>> = OnceLock::new();
+    R.get_or_init(|| {
+        RAN_NOTHING
+            .iter()
+            .filter_map(|p| Regex::new(p).ok())
+            .collect()
+    })
+}
+
+/// Why a run executed no test (see the module table), or `None` when it executed one
+/// or shows no runner at all. `by_counts`: a zero executed count or an all-skipped
+/// run is enough (green runs); otherwise only the runner's own words are.
+fn ran_nothing(
+    run: &ParsedRun,
+    stdout: Option<&Path>,
+    stderr: Option<&Path>,
+    by_counts: bool,
+) -> Option<String> {
+    use crate::check::model::UNATTRIBUTED_SUFFIX;
+    let executed_named = run.tests.iter().any(|t| {
+        !t.id.ends_with(UNATTRIBUTED_SUFFIX) && (t.outcome.is_passing() || t.outcome.is_failing())
+    });
+    let u = run.unlisted;
+    let executed_unlisted = u.passed.saturating_add(u.failed).saturating_add(u.flaky) > 0;
+    let counted = crate::check::model::counted_executed(run);
+    if executed_named || executed_unlisted || counted.is_some_and(|n| n > 0) {
+        return None;
+    }
+    let skipped = run
+        .tests
+        .iter()
+        .filter(|t| t.outcome == crate::check::model::Outcome::Skipped)
+        .count();
+    if by_counts && (counted == Some(0) || skipped > 0) {
+        let runner = super::runner_name(run.format);
+        return Some(if skipped > 0 {
+            format!("{runner} executed no test: every test it named ({skipped}) was skipped")
+        } else {
+            format!("{runner} counted 0 tests executed")
+        });
+    }
+    let said = |l: &str| ran_nothing_lines().iter().any(|r| r.is_match(l));
+    if let Some(l) = first_line(stdout, said).or_else(|| first_line(stderr, said)) {
+        return Some(format!(
+            "the runner executed no test: {}",
+            l.trim_matches(['=', ' '])
+        ));
+    }
+    // go test: every package line says `[no test files]`, none says `ok` or `FAIL`
+    let package = |l: &str| l.starts_with("ok ") || l.starts_with("ok\t") || l.starts_with("FAIL");
+    if first_line(stdout, package).is_none() {
+        if let Some(l) = first_line(stdout, |l| l.ends_with("[no test files]")) {
+            return Some(format!("go test found no test files: {l}"));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -172,6 +280,29 @@ mod tests {
                 Some("no tests"),
             ),
             (Format::Pytest, 1, "=== 1 failed in 0.01s ===\n", "", None),
+            // python 3.12's unittest with nothing discovered
+            (
+                Format::ExitCode,
+                5,
+                "",
+                "\n---\nRan 0 tests in 0.000s\n\nNO TESTS RAN\n",
+                Some("Ran 0 tests"),
+            ),
+            // a collection error is red with nothing executed: the agent's work
+            (
+                Format::Pytest,
+                2,
+                "E   ModuleNotFoundError: No module named 'calc'\n!!! Interrupted: 1 error during collection !!!\n=== 1 error in 0.05s ===\n",
+                "",
+                None,
+            ),
+            (
+                Format::ExitCode,
+                4,
+                "",
+                "ERROR: Error importing plugin \"loopexec_witness_0a1b\": No module named 'loopexec_witness_0a1b'\n",
+                Some("PYTHONPATH=.:$PYTHONPATH"),
+            ),
             (
                 Format::ExitCode,
                 0,
