@@ -621,6 +621,32 @@ mod tests {
         assert!(got.tampered.is_empty(), "{got:?}");
     }
 
+    /// Seventh review: code under test walked up its frames to `_pytest.python`'s
+    /// globals and swapped `pytest_pyfunc_call.__code__` for a body that calls no
+    /// test; the function kept its identity. The witness compares code objects too,
+    /// and its own hooks' as well.
+    #[test]
+    fn a_runner_function_whose_code_is_swapped_in_place_is_tampering() {
+        let swap = "import sys\ndef _noop(pyfuncitem):\n    return True\nf = sys._getframe()\nwhile f is not None:\n    g = f.f_globals\n    fn = g.get('pytest_pyfunc_call')\n    if fn is not None and g.get('__name__') == '_pytest.python':\n        fn.__code__ = _noop.__code__\n        break\n    f = f.f_back\n";
+        let Some((code, wit, _plugins)) = pytest_session(&[
+            ("helper.py", swap),
+            ("test_x.py", "import helper\ndef test_b():\n    assert 1 == 2\n"),
+        ]) else {
+            return;
+        };
+        assert_eq!(code, Some(0), "the swapped body made the failure pass");
+        let got = read(wit.path()).expect("witness written");
+        assert!(
+            got.tampered
+                .iter()
+                .any(|t| t.contains("pytest_pyfunc_call code replaced in place")),
+            "{got:?}"
+        );
+        let mut r = pytest_run(1, 0);
+        judge(&mut r, Some(got));
+        assert!(!r.complete, "{:?}", r.diagnostics);
+    }
+
     #[test]
     fn a_plugin_changed_between_checks_is_rewritten_before_the_next() {
         let plugins = tempfile::tempdir().unwrap();

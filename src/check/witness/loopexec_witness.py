@@ -9,8 +9,10 @@ witness ended before pytest did (a forged transcript, an early exit).
 
 It also keeps, from before any test module is imported, the runner's own functions
 that decide an outcome (running a test item, making and logging its report); at
-session end any that was replaced is listed under "tampered": code under test that
-reached into the runner at run time, however it spelled the names. So is a plugin
+session end any that was replaced, or whose code was swapped in place (`__code__`,
+defaults), is listed under "tampered": code under test that reached into the runner at
+run time, however it spelled the names and however it found them (a frame's
+`f_globals`). So is a plugin
 registered after the session started that implements an outcome hook (a report
 wrapper that turns failures into passes), unless it is a conftest module.
 """
@@ -37,6 +39,10 @@ _GUARDED = (
     ("_pytest.main", "Session", "perform_collect"),
     ("_pytest.main", None, "pytest_runtestloop"),
     ("_pytest.terminal", "TerminalReporter", "pytest_runtest_logreport"),
+    # pluggy calls every hook implementation: a wrapper here decides every outcome
+    ("pluggy._callers", None, "_multicall"),
+    ("pluggy._hooks", "HookCaller", "__call__"),
+    ("pluggy._manager", "PluginManager", "_hookexec"),
 )
 
 
@@ -77,11 +83,31 @@ def _lookup(module, owner, name):
     return obj.__dict__.get(name) if hasattr(obj, "__dict__") else getattr(obj, name, None)
 
 
+def _body(obj):
+    """What runs when `obj` is called, beyond its identity: the code object, defaults
+    and keyword defaults of the function (a property's getter, a static or class
+    method's function). Swapping `__code__` in place keeps the function's identity
+    and changes what it does."""
+    f = getattr(obj, "fget", None) or obj
+    f = getattr(f, "__func__", f)
+    kw = getattr(f, "__kwdefaults__", None)
+    return (
+        getattr(f, "__code__", None),
+        getattr(f, "__defaults__", None),
+        dict(kw) if isinstance(kw, dict) else kw,
+    )
+
+
+def _same_body(a, b):
+    return a[0] is b[0] and a[1] is b[1] and a[2] == b[2]
+
+
 def _originals():
     kept = {}
     for module, owner, name in _GUARDED:
         try:
-            kept[(module, owner, name)] = _lookup(module, owner, name)
+            obj = _lookup(module, owner, name)
+            kept[(module, owner, name)] = (obj, _body(obj))
         except Exception:
             pass
     return kept
@@ -156,13 +182,19 @@ def _hooks(path, originals, pytest_classes):
         data["exitstatus"] = int(exitstatus)
         data["collected"] = int(getattr(session, "testscollected", 0))
         tampered = []
-        for (module, owner, name), original in originals.items():
+        for (module, owner, name), (original, body) in originals.items():
             try:
                 now = _lookup(module, owner, name)
             except Exception:
                 now = None
+            dotted = ".".join(p for p in (module, owner, name) if p)
             if now is not original:
-                tampered.append(".".join(p for p in (module, owner, name) if p) + " replaced")
+                tampered.append(dotted + " replaced")
+            elif not _same_body(_body(now), body):
+                tampered.append(dotted + " code replaced in place")
+        for hook, body in own:
+            if not _same_body(_body(hook), body):
+                tampered.append("loopexec's witness hook %s code replaced in place" % hook.__name__)
         tampered.extend(_late_hooks())
         data["tampered"] = tampered
         data.update(names)
@@ -170,6 +202,8 @@ def _hooks(path, originals, pytest_classes):
         with open(path, "w") as f:
             json.dump(data, f)
 
+    # the witness's own hooks, as defined: one whose code is swapped counts nothing
+    own = [(h, _body(h)) for h in (pytest_configure, pytest_sessionstart, pytest_runtest_logreport)]
     return pytest_configure, pytest_sessionstart, pytest_runtest_logreport, pytest_sessionfinish
 
 
