@@ -630,7 +630,10 @@ mod tests {
         let swap = "import sys\ndef _noop(pyfuncitem):\n    return True\nf = sys._getframe()\nwhile f is not None:\n    g = f.f_globals\n    fn = g.get('pytest_pyfunc_call')\n    if fn is not None and g.get('__name__') == '_pytest.python':\n        fn.__code__ = _noop.__code__\n        break\n    f = f.f_back\n";
         let Some((code, wit, _plugins)) = pytest_session(&[
             ("helper.py", swap),
-            ("test_x.py", "import helper\ndef test_b():\n    assert 1 == 2\n"),
+            (
+                "test_x.py",
+                "import helper\ndef test_b():\n    assert 1 == 2\n",
+            ),
         ]) else {
             return;
         };

@@ -180,6 +180,9 @@ struct Loop<'a> {
     room: Option<cleanroom::CleanRoom>,
     /// The exec's sandbox; `None` when none is in force.
     sandbox: Option<proc::sandbox::SandboxPlan>,
+    /// The check's sandbox, set with the clean room (`prepare_room`); `None` when no
+    /// sandbox is in force.
+    check_sandbox: Option<proc::sandbox::SandboxPlan>,
     /// What protection the exec has, for `run_started` and every verdict.
     sandbox_record: crate::receipt::events::SandboxRecord,
     /// Where the checks' Python bytecode goes.
@@ -290,6 +293,7 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         control: control::Control::default(),
         room: None,
         sandbox,
+        check_sandbox: None,
         sandbox_record,
         pycache: pycache::Pycache::default(),
     };
@@ -322,6 +326,7 @@ fn sandbox_for(
                 mode: mode.into(),
                 in_force: "none (--sandbox off)".into(),
                 writable: Vec::new(),
+                check_writable: Vec::new(),
             },
         );
     }
@@ -358,6 +363,7 @@ fn sandbox_for(
                     .iter()
                     .map(|p| p.display().to_string())
                     .collect(),
+                check_writable: Vec::new(),
             };
             (Some(plan), rec)
         }
@@ -367,6 +373,7 @@ fn sandbox_for(
                 mode: mode.into(),
                 in_force: "none (this kernel has no Landlock)".into(),
                 writable: Vec::new(),
+                check_writable: Vec::new(),
             },
         ),
     }
@@ -648,6 +655,7 @@ impl Loop<'_> {
         m: &crate::detect::integrity::TreeMeasures,
     ) -> Result<(), EngineError> {
         if self.cfg.clean_room.in_place {
+            self.set_check_sandbox(&self.ws.workdir.clone(), &[]);
             // A red check in place that wrote nothing the watch saw leaves the exec's
             // tree (TreeObserver::after_check). What a write through a memory mapping
             // would leave unseen is only where a change is attributed: the next exec's
@@ -684,12 +692,40 @@ impl Loop<'_> {
             .as_ref()
             .is_some_and(|plan| !plan.writable.iter().any(|w| room.root().starts_with(w)));
         room.watch_between_checks(sealed);
+        let linked: Vec<PathBuf> = deps.iter().map(|d| self.ws.workdir.join(d)).collect();
+        self.set_check_sandbox(
+            &cleanroom::base_dir(&cleanroom::state_dir(), &self.ws.workdir),
+            &linked,
+        );
         self.room = Some(room);
         // the check runs elsewhere: a quiet agent's tree need not be walked after a red
         // check (TreeObserver::after_check)
         self.tree
             .watch_during_checks(Some(crate::observe::watch::QUIET_WATCH_FROM_FILES));
         Ok(())
+    }
+
+    /// The check's sandbox (where the exec has one): `root` is where the check runs
+    /// (the clean room's directory, or the workdir in place), `linked` the dependency
+    /// directories the room links to. Recorded in `run_started.sandbox`.
+    fn set_check_sandbox(&mut self, root: &Path, linked: &[PathBuf]) {
+        if self.sandbox.is_none() {
+            return;
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let plan = proc::sandbox::SandboxPlan::for_check(
+            root,
+            linked,
+            home.as_deref(),
+            &self.cfg.sandbox.writable,
+            |k| std::env::var(k).ok(),
+        );
+        self.sandbox_record.check_writable = plan
+            .writable
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        self.check_sandbox = Some(plan);
     }
 
     /// The frozen oracle of t0, for `run_started`.

@@ -325,6 +325,11 @@ impl Loop<'_> {
         spec.env_remove = &env_remove;
         spec.env_set = &env_set;
         spec.timeout = timeout;
+        if let Some(plan) = &self.check_sandbox {
+            spec.sandbox = Some(plan.prepare().map_err(|e| {
+                EngineError::Tree(format!("the check's sandbox could not be built: {e}"))
+            })?);
+        }
         let watch = crate::observe::watch::for_check(
             self.room.as_ref().map(|r| r.root()),
             self.tree.store(),

@@ -1,4 +1,4 @@
-//! The exec's filesystem sandbox (Landlock).
+//! The exec's and the check's filesystem sandboxes (Landlock).
 //!
 //! The agent runs as the same user as loopexec, so without a sandbox it can write
 //! anything loopexec can: the clean rooms, the check's toolchain, the user's
@@ -18,6 +18,13 @@
 //! Where the kernel has Landlock ABI 6 or newer, the exec is also scoped: it cannot
 //! signal processes outside its sandbox (loopexec, the check, the person's shell) nor
 //! connect to abstract Unix sockets created outside it.
+//!
+//! The check runs under a sandbox of its own ([`SandboxPlan::for_check`]): it may
+//! write its clean room (or the workdir, in place), temporary directories and the
+//! package caches it fills, not the toolchain it runs on nor loopexec's state. Code
+//! under test runs inside the check, and what it leaves outside the room (a runner
+//! module rewritten in site-packages, a snapshot blob replaced) would be read by the
+//! next check with no change to the judged tree.
 //!
 //! The ruleset is built in loopexec before the fork and applied in the child between
 //! fork and exec (`restrict_self`), so it holds for the agent and everything it starts.
@@ -51,11 +58,16 @@ pub enum SandboxError {
     Landlock(String),
 }
 
-/// What the exec may write.
+/// What a step may write.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxPlan {
-    /// Existing paths (directories or files) the exec may write.
+    /// Existing paths (directories or files) the step may write.
     pub writable: Vec<PathBuf>,
+    /// Also scope signals and abstract Unix sockets to the sandbox (Landlock ABI 6):
+    /// the exec's plan does; the check's does not (a test may talk to a server started
+    /// outside the loop over an abstract socket, as a D-Bus session bus listens).
+    #[serde(default)]
+    pub scoped: bool,
 }
 
 /// The Landlock ABI version of the running kernel, or `None` when Landlock is not
@@ -114,7 +126,69 @@ impl SandboxPlan {
         w.retain(|p| p.exists());
         w.sort();
         w.dedup();
-        SandboxPlan { writable: w }
+        SandboxPlan {
+            writable: w,
+            scoped: true,
+        }
+    }
+
+    /// The check's plan: it may write `root` (the clean room's directory — its tree,
+    /// `HOME` and cargo target — or the workdir when the check runs in place), `also`
+    /// (the dependency directories the room links to, which are measured instead), the
+    /// temporary directories and `/dev`, the package caches it fills — cargo's
+    /// registry and git checkouts, Go's module and build caches, npm's cache, `~/.cache`
+    /// (each where its variable in `env` points, else its default under `home`),
+    /// `CARGO_TARGET_DIR` when set — and `declared` (`[sandbox] writable`). Not the
+    /// interpreter's or a user's site-packages, `~/.cargo/bin`, `~/.rustup`, the user's
+    /// `.git`, nor loopexec's state directory: code under test that rewrites the runner
+    /// it is tested by (`_pytest/python.py`) or a snapshot for the next check is
+    /// refused by the kernel. Paths that do not exist are left out.
+    #[must_use]
+    pub fn for_check(
+        root: &Path,
+        also: &[PathBuf],
+        home: Option<&Path>,
+        declared: &[String],
+        env: impl Fn(&str) -> Option<String>,
+    ) -> SandboxPlan {
+        let var = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let under_home = |rel: &str| home.map(|h| h.join(rel));
+        let mut w: Vec<PathBuf> = vec![
+            root.to_path_buf(),
+            PathBuf::from("/tmp"),
+            PathBuf::from("/var/tmp"),
+            PathBuf::from("/dev"),
+        ];
+        w.extend(also.iter().cloned());
+        let cargo_home = var("CARGO_HOME").or_else(|| under_home(".cargo"));
+        let gopath = var("GOPATH")
+            .and_then(|p| std::env::split_paths(&p).next())
+            .or_else(|| under_home("go"));
+        let found = [
+            var("TMPDIR"),
+            cargo_home.as_ref().map(|c| c.join("registry")),
+            cargo_home.as_ref().map(|c| c.join("git")),
+            var("CARGO_TARGET_DIR"),
+            var("GOMODCACHE").or_else(|| gopath.map(|g| g.join("pkg/mod"))),
+            var("GOCACHE").or_else(|| under_home(".cache/go-build")),
+            var("npm_config_cache").or_else(|| under_home(".npm")),
+            var("XDG_CACHE_HOME").or_else(|| under_home(".cache")),
+        ];
+        w.extend(found.into_iter().flatten());
+        for d in declared {
+            let p = match (d.strip_prefix("~/"), home) {
+                (Some(rest), Some(h)) => h.join(rest),
+                _ => PathBuf::from(d),
+            };
+            w.push(p);
+        }
+        w.retain(|p| p.is_absolute() && p.exists());
+        w.sort();
+        w.dedup();
+        SandboxPlan {
+            writable: w,
+            scoped: false,
+        }
     }
 
     /// Builds the ruleset (before the fork).
@@ -123,11 +197,15 @@ impl SandboxPlan {
     /// [`SandboxError`] when the kernel refuses the ruleset.
     pub fn prepare(&self) -> Result<Prepared, SandboxError> {
         let err = |e: &dyn std::fmt::Display| SandboxError::Landlock(e.to_string());
-        let rs = Ruleset::default()
+        let mut rs = Ruleset::default()
             .handle_access(AccessFs::from_all(ABI_WANTED))
-            .map_err(|e| err(&e))?
-            .scope(Scope::Signal | Scope::AbstractUnixSocket)
-            .map_err(|e| err(&e))?
+            .map_err(|e| err(&e))?;
+        if self.scoped {
+            rs = rs
+                .scope(Scope::Signal | Scope::AbstractUnixSocket)
+                .map_err(|e| err(&e))?;
+        }
+        let rs = rs
             .create()
             .map_err(|e| err(&e))?
             .add_rules(path_beneath_rules(["/"], AccessFs::from_read(ABI_WANTED)))
@@ -184,6 +262,7 @@ mod tests {
         std::fs::create_dir_all(&outside).unwrap();
         let plan = SandboxPlan {
             writable: vec![wd.clone()],
+            scoped: true,
         };
         let mut cmd = Command::new("sh");
         cmd.arg("-c").arg(format!(
@@ -234,5 +313,83 @@ mod tests {
             inside.status().unwrap().success(),
             "its own children it may signal"
         );
+    }
+
+    /// The check writes its room, what the room links to, temp dirs and the package
+    /// caches (where their variables point, else under `HOME`); never the tool bins,
+    /// rustup's toolchains, site-packages or the rest of `HOME`.
+    #[test]
+    fn the_check_writes_its_room_and_caches_not_its_toolchain() {
+        // outside /tmp, which the check may write
+        let home = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+        for d in [
+            ".cargo/bin",
+            ".cargo/registry",
+            ".rustup",
+            ".local/lib/python3.12/site-packages",
+            ".npm",
+            "go/pkg/mod",
+            "go/bin",
+        ] {
+            std::fs::create_dir_all(home.path().join(d)).unwrap();
+        }
+        let elsewhere = tempfile::tempdir().unwrap();
+        let gocache = elsewhere.path().join("gocache");
+        std::fs::create_dir_all(&gocache).unwrap();
+        let room = tempfile::tempdir().unwrap();
+        let deps = room.path().join("linked-node_modules");
+        std::fs::create_dir_all(&deps).unwrap();
+        let env = |k: &str| (k == "GOCACHE").then(|| gocache.display().to_string());
+        let plan = SandboxPlan::for_check(
+            room.path(),
+            std::slice::from_ref(&deps),
+            Some(home.path()),
+            &[],
+            env,
+        );
+        let has = |p: &Path| plan.writable.iter().any(|w| w == p);
+        for p in [
+            room.path().to_path_buf(),
+            deps,
+            gocache.clone(),
+            home.path().join(".cargo/registry"),
+            home.path().join(".npm"),
+            home.path().join("go/pkg/mod"),
+        ] {
+            assert!(has(&p), "{} missing from {plan:?}", p.display());
+        }
+        for p in [
+            ".cargo",
+            ".cargo/bin",
+            ".rustup",
+            ".local",
+            "go",
+            "go/bin",
+            "",
+        ] {
+            assert!(!has(&home.path().join(p)), "{p} in {plan:?}");
+        }
+        assert!(
+            !plan.scoped,
+            "a check's signals and sockets are its own business"
+        );
+        if kernel_abi().is_none() {
+            eprintln!("no landlock on this kernel: the write itself is not tried");
+            return;
+        }
+        let target = home
+            .path()
+            .join(".local/lib/python3.12/site-packages/runner.py");
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(format!(
+            "echo a > '{}/in'; echo b > '{}'",
+            room.path().display(),
+            target.display()
+        ));
+        plan.prepare().unwrap().apply_to(&mut cmd);
+        let st = cmd.stderr(std::process::Stdio::null()).status().unwrap();
+        assert!(!st.success(), "the write into site-packages must fail");
+        assert!(room.path().join("in").exists());
+        assert!(!target.exists());
     }
 }

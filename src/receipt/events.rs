@@ -131,6 +131,10 @@ pub struct SandboxRecord {
     /// Paths the exec could write.
     #[serde(default)]
     pub writable: Vec<String>,
+    /// Paths the check could write (`proc::sandbox::SandboxPlan::for_check`); empty
+    /// when no sandbox was in force.
+    #[serde(default)]
+    pub check_writable: Vec<String>,
 }
 
 /// Start of iteration N (0 is the baseline check).

@@ -1729,3 +1729,47 @@ fn a_check_that_replaces_pythonpath_is_told_how_to_extend_it() {
     let out = r.run2("true", "PYTHONPATH=.:$PYTHONPATH python3 -m pytest -q");
     assert_ne!(out.json()["reason"], "execution_failure", "{}", out.json());
 }
+
+/// Code under test runs inside the check, and the check had no sandbox: at import it
+/// rewrote the runner the check starts from outside the tree (as it could rewrite
+/// `_pytest/python.py` in site-packages), so the next check printed green. Now the
+/// check runs under a Landlock plan of its own — its clean room, temporary
+/// directories and package caches — and the kernel refuses the write.
+#[test]
+fn code_under_test_cannot_rewrite_the_runner_outside_the_room() {
+    if loopexec::proc::sandbox::kernel_abi().is_none() {
+        eprintln!("this kernel has no Landlock: skipped");
+        return;
+    }
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let runner = outside.path().join("runner.py");
+    let honest = "import sys\nsys.path.insert(0, '.')\nfrom calc import add\nok = add(2, 3) == 5\nprint('1..1')\nprint(('ok' if ok else 'not ok') + ' 1 - add')\nsys.exit(0 if ok else 1)\n";
+    std::fs::write(&runner, honest).unwrap();
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .commit("red");
+    let cheat = "import sys\ntry:\n    with open(sys.argv[0], 'w') as f:\n        f.write(\"print('1..1'); print('ok 1 - add')\\n\")\nexcept OSError as e:\n    print('# refused:', e)\ndef add(a, b):\n    return a - b\n";
+    let (_keep, exec) = writer(&[("calc.py", cheat)]);
+    let check = format!("python3 '{}'", runner.display());
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        &exec,
+        "--check",
+        &check,
+        "--test-format",
+        "tap",
+        "--max-iterations",
+        "3",
+    ]);
+    let v = out.json();
+    assert_ne!(v["halt_reason"], "success_condition_met", "{v}");
+    assert_eq!(std::fs::read_to_string(&runner).unwrap(), honest, "{v}");
+    let started = events(&receipt_of(&v), "run_started")[0].clone();
+    let writable = started["sandbox"]["check_writable"].to_string();
+    assert!(writable.contains("cleanrooms"), "{started}");
+    assert!(
+        !writable.contains(&*outside.path().to_string_lossy()),
+        "{writable}"
+    );
+}
