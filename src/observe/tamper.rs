@@ -171,7 +171,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::JsTs],
         name: "assertion library patched",
-        pattern: r"(\b(assert|expect|chai|should|t)|require\s*\([^)]*\))(\.strict)?\.(strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|notStrictEqual|notDeepStrictEqual|match|fail)\s*=[^=]|\[\s*['\x22`](strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|fail)['\x22`]\s*\]\s*=[^=]|(Object\.(assign|defineProperty|defineProperties)|Reflect\.(set|defineProperty))\s*\(\s*(require\s*\(\s*['\x22`](node:)?assert|assert\b|expect\b|chai\b)|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b",
+        pattern: r"(\b(assert|expect|chai|should|t)|require\s*\([^)]*\))(\.strict)?\.(strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|notStrictEqual|notDeepStrictEqual|match|fail)\s*=[^=]|\[\s*['\x22`](strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|fail)['\x22`]\s*\]\s*=[^=]|(Object\.(assign|defineProperty|defineProperties)|Reflect\.(set|defineProperty))\s*\(\s*(require\s*\(\s*['\x22`](node:)?assert|assert\b|expect\b|chai\b)|(Object|Reflect)\.defineProperty\s*\([^,]*,\s*['\x22`](strictEqual|deepStrictEqual|notStrictEqual|deepEqual|notDeepStrictEqual|throws|doesNotThrow|rejects)['\x22`]|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b",
         skip_entry_points: false,
     },
     Rule {
@@ -441,6 +441,17 @@ mod tests {
                 "calc.js",
                 "Reflect.set(require('node:assert'), 'strict' + 'Equal', () => {});",
                 Some("assertion library patched"),
+            ),
+            // the module named across lines: the property defined is an assertion's
+            (
+                "calc.js",
+                "Object.defineProperty(a, 'strictEqual', { value: () => {} });",
+                Some("assertion library patched"),
+            ),
+            (
+                "calc.js",
+                "Object.defineProperty(this, 'ok', { get() { return this.status < 300; } });",
+                None,
             ),
             (
                 "src/lib.rs",
