@@ -253,21 +253,21 @@ impl Store {
                 found: version,
             });
         }
-        for (i, m) in MIGRATIONS
+        if version == USER_VERSION {
+            return Ok(());
+        }
+        // Every pending migration in one transaction: a fresh ledger is built with one
+        // commit, and an upgrade is all or nothing (DDL is transactional in SQLite).
+        let tx = self.conn.transaction().map_err(sql)?;
+        for m in MIGRATIONS
             .iter()
-            .enumerate()
             .skip(usize::try_from(version).unwrap_or(0))
         {
-            let tx = self.conn.transaction().map_err(sql)?;
             tx.execute_batch(m).map_err(sql)?;
-            tx.pragma_update(
-                None,
-                "user_version",
-                i64::try_from(i + 1).unwrap_or(i64::MAX),
-            )
-            .map_err(sql)?;
-            tx.commit().map_err(sql)?;
         }
+        tx.pragma_update(None, "user_version", USER_VERSION)
+            .map_err(sql)?;
+        tx.commit().map_err(sql)?;
         Ok(())
     }
 
