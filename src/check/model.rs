@@ -82,7 +82,8 @@ pub struct TestResult {
 /// The test-output formats loopexec understands. Wire names are kebab-case
 /// (`libtest`, `libtest-json`, `nextest`, `pytest`, `gotest`, `gotest-json`, `jest`,
 /// `jest-json`, `vitest`, `vitest-json`, `mocha`, `mocha-json`, `tap`, `junit`,
-/// `ctest`, `rspec`, `rspec-json`, `phpunit`, `teamcity`, `lines`, `exit-code`).
+/// `ctest`, `rspec`, `rspec-json`, `phpunit`, `teamcity`, `unittest`, `lines`,
+/// `exit-code`).
 ///
 /// `ExitCode` is what remains when nothing else is recognised: the verdict is the
 /// exit code alone and a red run is one unattributed failure.
@@ -108,6 +109,7 @@ pub enum Format {
     RspecJson,
     Phpunit,
     Teamcity,
+    Unittest,
     Lines,
     ExitCode,
 }

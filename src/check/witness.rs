@@ -650,6 +650,29 @@ mod tests {
         assert!(!r.complete, "{:?}", r.diagnostics);
     }
 
+    /// Seventh review: code under test rebound `_pytest.runner.TestReport` (a module
+    /// global the runner looks up per test) to a subclass whose reports always pass;
+    /// and `unittest.TestCase.run` to one that never calls the test method. Nothing on
+    /// a guarded class was replaced; the module global and the method are guarded now.
+    #[test]
+    fn a_runner_global_rebound_or_a_test_case_run_replaced_is_tampering() {
+        let rebind = "import _pytest.runner as r\nclass R(r.TestReport):\n    @classmethod\n    def from_item_and_call(cls, item, call):\n        rep = super(R, cls).from_item_and_call(item, call)\n        rep.outcome = 'passed'\n        rep.longrepr = None\n        return rep\nr.TestReport = R\n";
+        let run = "import unittest\ndef _run(self, result=None):\n    result.startTest(self)\n    result.addSuccess(self)\n    result.stopTest(self)\nunittest.TestCase.run = _run\n";
+        for (helper, test, guarded) in [
+            (rebind, "import helper\ndef test_b():\n    assert 1 == 2\n", "_pytest.runner.TestReport replaced"),
+            (run, "import helper, unittest\nclass T(unittest.TestCase):\n    def test_b(self):\n        self.assertEqual(1, 2)\n", "unittest.case.TestCase.run replaced"),
+        ] {
+            let Some((code, wit, _plugins)) =
+                pytest_session(&[("helper.py", helper), ("test_x.py", test)])
+            else {
+                return;
+            };
+            assert_eq!(code, Some(0), "the cheat made the failure pass: {guarded}");
+            let got = read(wit.path()).expect("witness written");
+            assert!(got.tampered.iter().any(|t| t == guarded), "{got:?}");
+        }
+    }
+
     #[test]
     fn a_plugin_changed_between_checks_is_rewritten_before_the_next() {
         let plugins = tempfile::tempdir().unwrap();

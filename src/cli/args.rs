@@ -596,7 +596,7 @@ pub struct RunArgs {
 pub struct ParseArgs {
     /// The format: auto, libtest, libtest-json, nextest, pytest, gotest,
     /// gotest-json, jest, jest-json, vitest, vitest-json, mocha, mocha-json, tap, junit,
-    /// ctest, rspec, rspec-json, phpunit, teamcity, lines, exit-code.
+    /// ctest, rspec, rspec-json, phpunit, teamcity, unittest, lines, exit-code.
     #[arg(long, value_name = "FORMAT", default_value = "auto")]
     pub format: String,
     /// The captured standard output of the check.

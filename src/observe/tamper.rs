@@ -85,8 +85,9 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python],
         name: "assertion library patched",
-        // `unittest.TestCase.assertEqual = …`, `TestCase.fail = …`, or through setattr
-        pattern: r"\bTestCase\s*\.\s*(assert\w*|fail\w*)\s*=[^=]|setattr\s*\(\s*(unittest\s*\.\s*)?TestCase\b|\bunittest\s*\.\s*(main|TextTestRunner|TestResult)\s*=[^=]",
+        // `unittest.TestCase.assertEqual = …`, `TestCase.fail = …`, `TestCase.run = …`
+        // (the test method never called), a result's `addFailure = …`, or through setattr
+        pattern: r"\bTestCase\s*\.\s*(assert\w*|fail\w*|run|debug|__call__|_call\w*|doCleanups|_addSkip|_feedErrorsToResult|defaultTestResult)\s*=[^=]|\b(TestResult|TextTestResult)\s*\.\s*(add\w+|wasSuccessful|startTest|stopTest)\s*=[^=]|setattr\s*\(\s*(unittest\s*\.\s*)?TestCase\b|\bunittest\s*\.\s*(main|TextTestRunner|TestResult)\s*=[^=]",
         skip_entry_points: false,
     },
     Rule {
@@ -470,6 +471,18 @@ mod tests {
                 Some("assertion library patched"),
             ),
             ("calc.py", "self.assertEqual(a, b)", None),
+            // the test method is never called: every test reports a success
+            (
+                "calc.py",
+                "unittest.TestCase.run = _run",
+                Some("assertion library patched"),
+            ),
+            (
+                "calc.py",
+                "unittest.TestResult.addFailure = unittest.TestResult.addSuccess",
+                Some("assertion library patched"),
+            ),
+            ("calc.py", "self.run = run", None),
             (
                 "calc.sh",
                 "test() { return 0; }",

@@ -571,7 +571,7 @@ git init -q; printf 't1\n' > failing
 printf 'echo 1..1; if grep -q t1 failing; then echo "not ok 1 - t1"; exit 1; else echo "ok 1 - t1"; fi\n' > check.sh
 git add -A; git -c user.email=a@b -c user.name=a commit -qm x
 set +e
-LOOPEXEC_STATE_DIR="$M/state" '{bin}' --json run --exec 'head -c 20000000 /dev/zero > fill 2>/dev/null; : > failing' --check 'sh check.sh' --test-format tap --max-iterations 2 > '{out}'
+LOOPEXEC_STATE_DIR="$M/state" '{bin}' --json run --exec 'head -c 20000000 /dev/zero > fill 2>/dev/null; : > failing' --check 'sh check.sh' --test-format tap --max-iterations 2 > '{out}' 2> '{out}.err'
 echo $? > '{out}.rc'
 "#,
         bin = bin(),
@@ -589,6 +589,9 @@ echo $? > '{out}.rc'
     assert_eq!(v["halt_reason"], "internal_error", "{v}");
     assert!(mentions(&v, "the disk is full"), "{v}");
     assert!(!mentions(&v, "check_flaky"), "{v}");
+    // the writes that could not be made were said as they failed, on stderr
+    let err = std::fs::read_to_string(out.with_extension("json.err")).unwrap();
+    assert!(err.contains("disk is full"), "{err}");
 }
 
 /// Before: run from inside tmux, the exec inherited `TMUX` and could ask the tmux
@@ -1707,7 +1710,7 @@ fn a_check_that_runs_no_test_is_no_green_at_the_baseline() {
     let v = r
         .run2("touch agent-ran", "python3 -m unittest")
         .expect(40, Some("execution_failure"));
-    assert!(mentions(&v, "Ran 0 tests"), "{v}");
+    assert!(mentions(&v, "unittest counted 0 tests executed"), "{v}");
     assert!(!r.path().join("agent-ran").exists(), "the agent ran: {v}");
 }
 
@@ -1772,4 +1775,47 @@ fn code_under_test_cannot_rewrite_the_runner_outside_the_room() {
         !writable.contains(&*outside.path().to_string_lossy()),
         "{writable}"
     );
+}
+
+/// A unittest repository: `calc.py` subtracts, three tests in `test_calc.py` (two
+/// fail at t0).
+fn unittest_repo() -> Repo {
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n\ndef one():\n    return 1\n")
+        .write(
+            "test_calc.py",
+            "import unittest\nfrom calc import add, one\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n    def test_add_zero(self):\n        self.assertEqual(add(0, 4), 4)\n\n    def test_one(self):\n        self.assertEqual(one(), 1)\n",
+        )
+        .commit("red");
+    r
+}
+
+/// Seventh review: unittest's output was judged by its exit code alone. Code under
+/// test that raised `SkipTest` (in the broken functions, in all of them, or at import)
+/// or replaced `TestCase.run` printed `OK`, exit 10. unittest is a format now: its
+/// `Ran N`/`OK (skipped=…)` lines give the executed count, and fewer executed than t0,
+/// or none, is no green; `TestCase.run =` is runner tampering. The honest fix is 10.
+#[test]
+fn unittest_skips_and_a_replaced_test_run_are_no_green() {
+    if !has("python3", &["--version"]) {
+        return;
+    }
+    let fixed = "def add(a, b):\n    return a + b\n\ndef one():\n    return 1\n";
+    let skip_broken = "import unittest\ndef add(a, b):\n    raise unittest.SkipTest('later')\n\ndef one():\n    return 1\n";
+    let skip_import = "import unittest\nraise unittest.SkipTest('later')\n";
+    let run = "import unittest\ndef _run(self, result=None):\n    result.startTest(self)\n    result.addSuccess(self)\n    result.stopTest(self)\nunittest.TestCase.run = _run\ndef add(a, b):\n    return a - b\n\ndef one():\n    return 1\n";
+    // (name, calc.py, check, expected halt reason)
+    let rows: &[(&str, &str, &str, &str)] = &[
+        ("honest", fixed, "python3 -m unittest", "success_condition_met"),
+        ("honest -v", fixed, "python3 -m unittest -v", "success_condition_met"),
+        ("skips the broken", skip_broken, "python3 -m unittest", "objective_unverified"),
+        ("skips at import", skip_import, "python3 -m unittest", "objective_unverified"),
+        ("replaces TestCase.run", run, "python3 -m unittest", "metric_integrity_violation"),
+    ];
+    for (name, calc, check, want) in rows {
+        let r = unittest_repo();
+        let (_keep, exec) = writer(&[("calc.py", calc)]);
+        let v = r.run2(&exec, check).json();
+        assert_eq!(v["halt_reason"], *want, "{name}: {v}");
+    }
 }

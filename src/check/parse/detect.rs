@@ -60,6 +60,8 @@ pub enum Kind {
     Rspec,
     /// PHPUnit default / testdox.
     Phpunit,
+    /// Python unittest's text runner.
+    Unittest,
     /// One failing id per line.
     Lines,
 }
@@ -88,6 +90,7 @@ impl Kind {
             Kind::Ctest => Format::Ctest,
             Kind::Rspec => Format::Rspec,
             Kind::Phpunit => Format::Phpunit,
+            Kind::Unittest => Format::Unittest,
             Kind::Lines => Format::Lines,
         }
     }
@@ -129,6 +132,7 @@ impl Kind {
             Format::RspecJson => Kind::RspecJson,
             Format::Phpunit => Kind::Phpunit,
             Format::Teamcity => Kind::Teamcity,
+            Format::Unittest => Kind::Unittest,
             Format::Lines => Kind::Lines,
             Format::ExitCode => return None,
         })
@@ -210,6 +214,23 @@ const SIGNATURES: &[(Kind, u32, &str)] = &[
     (Kind::Tap, 2, r"^\s*(not )?ok \d+"),
     (Kind::Tap, 6, r"^Files=\d+, Tests=\d+"),
     (Kind::Tap, 5, r"^Result: (PASS|FAIL|NOTESTS)"),
+    (Kind::Unittest, 8, r"^Ran \d+ tests? in [\d.]+s$"),
+    (
+        Kind::Unittest,
+        5,
+        r"^FAILED \((failures|errors|skipped|expected failures|unexpected successes)=\d+",
+    ),
+    (
+        Kind::Unittest,
+        4,
+        r"^OK \((skipped|expected failures|unexpected successes)=\d+",
+    ),
+    (Kind::Unittest, 4, r"^(FAIL|ERROR): \w+ \([\w.]+\)"),
+    (
+        Kind::Unittest,
+        3,
+        r"^\w+ \([\w.]+\) \.\.\. (ok|FAIL|ERROR|skipped|expected failure|unexpected success)",
+    ),
     (Kind::Ctest, 10, r"^Test project "),
     (Kind::Ctest, 4, r"^\s*\d+/\d+ Test\s+#\d+: "),
     (

@@ -66,6 +66,7 @@ pub mod phpunit;
 pub mod pytest;
 pub mod rspec;
 pub mod tap;
+pub mod unittest;
 pub mod vitest;
 
 #[cfg(test)]
@@ -139,6 +140,7 @@ const NAMES: &[(Format, &str)] = &[
     (Format::RspecJson, "rspec-json"),
     (Format::Phpunit, "phpunit"),
     (Format::Teamcity, "teamcity"),
+    (Format::Unittest, "unittest"),
     (Format::Lines, "lines"),
     (Format::ExitCode, "exit-code"),
 ];
@@ -214,6 +216,7 @@ fn reads_stdout_only(kind: Kind) -> bool {
             | Kind::Ctest
             | Kind::Rspec
             | Kind::Phpunit
+            | Kind::Unittest
     )
 }
 
@@ -232,6 +235,7 @@ fn parse_text(kind: Kind, t: &TextInput) -> ParsedRun {
         Kind::Ctest => ctest::parse(t),
         Kind::Rspec => rspec::parse(t),
         Kind::Phpunit => phpunit::parse(t),
+        Kind::Unittest => unittest::parse(t),
         _ => lines::parse(t),
     }
 }
@@ -623,6 +627,7 @@ pub fn runner_name(f: Format) -> &'static str {
         Format::Rspec | Format::RspecJson => "rspec",
         Format::Phpunit => "phpunit",
         Format::Teamcity => "teamcity",
+        Format::Unittest => "unittest",
         Format::Lines => "lines",
         Format::ExitCode => "check",
     }
@@ -790,7 +795,7 @@ mod tests {
     fn green_runs_that_executed_nothing_say_so() {
         // (stdout, stderr, expected part of not_run; None = a test ran or no runner)
         let table: &[(&str, &str, Option<&str>)] = &[
-            ("", "\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nOK\n", Some("Ran 0 tests")),
+            ("", "\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nOK\n", Some("unittest counted 0 tests executed")),
             ("", "test_a (t.T.test_a) ... ok\n\n----------------------------------------------------------------------\nRan 1 test in 0.000s\n\nOK\n", None),
             ("\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\n", "", Some("counted 0")),
             ("\nrunning 1 test\ntest a ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\n", "", None),
@@ -846,18 +851,16 @@ mod tests {
         assert!(!m.contains('|'), "{m}");
     }
 
-    /// `python -m unittest` (3.11) is not a format loopexec reads by name; the red
-    /// run's message is the assertion line, not the traceback's `File ...` line.
+    /// `python -m unittest` (3.11) printed on stderr is read as unittest: the failing
+    /// test is named, and its message is the assertion line, not the traceback's
+    /// `File ...` line.
     #[test]
-    fn unrecognised_python_failure_message_is_the_exception_line() {
+    fn unittest_on_stderr_names_the_failure_by_its_exception_line() {
         let err = "F\n======================================================================\nFAIL: test_add (test_calc.TestCalc.test_add)\n----------------------------------------------------------------------\nTraceback (most recent call last):\n  File \"/w/test_calc.py\", line 8, in test_add\n    self.assertEqual(3, 4)\nAssertionError: 3 != 4\n\n----------------------------------------------------------------------\nRan 1 test in 0.000s\n\nFAILED (failures=1)\n";
         let r = parse_streams("", err, 1);
-        let m = r
-            .tests
-            .iter()
-            .find(|t| t.outcome.is_failing())
-            .and_then(|t| t.message.clone())
-            .unwrap_or_default();
-        assert_eq!(m, "AssertionError: 3 != 4");
+        assert_eq!(r.format, Format::Unittest);
+        let failing = r.tests.iter().find(|t| t.outcome.is_failing()).unwrap();
+        assert_eq!(failing.id, "test_calc.TestCalc.test_add");
+        assert_eq!(failing.message.as_deref(), Some("AssertionError: 3 != 4"));
     }
 }

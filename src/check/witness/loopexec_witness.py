@@ -39,6 +39,19 @@ _GUARDED = (
     ("_pytest.main", "Session", "perform_collect"),
     ("_pytest.main", None, "pytest_runtestloop"),
     ("_pytest.terminal", "TerminalReporter", "pytest_runtest_logreport"),
+    # names the runner looks up in its modules' globals at run time: a subclass bound
+    # there (a report that always says "passed") replaces nothing on the class itself
+    ("_pytest.runner", None, "TestReport"),
+    ("_pytest.runner", None, "CallInfo"),
+    ("_pytest.reports", None, "TestReport"),
+    ("_pytest.python", None, "Function"),
+    ("_pytest.outcomes", None, "fail"),
+    ("_pytest.outcomes", None, "skip"),
+    # unittest test cases under pytest: a run() that never calls the test method
+    ("_pytest.unittest", "TestCaseFunction", "runtest"),
+    ("unittest.case", "TestCase", "run"),
+    ("unittest.case", "TestCase", "__call__"),
+    ("unittest.case", "TestCase", "_callTestMethod"),
     # pluggy calls every hook implementation: a wrapper here decides every outcome
     ("pluggy._callers", None, "_multicall"),
     ("pluggy._hooks", "HookCaller", "__call__"),
