@@ -473,8 +473,9 @@ pub struct RunArgs {
     #[arg(long = "report", value_name = "PATH")]
     pub reports: Vec<String>,
     /// Extra check runs on the same tree before a green verdict is believed (default 1).
-    /// In the clean room they run cold (its caches emptied first), and at least one
-    /// runs even with 0: a cache an earlier check planted must not make the green.
+    /// In the clean room they run cold (its caches, cargo target and HOME emptied
+    /// first), and at least one runs even with 0: a cache an earlier check planted must
+    /// not make the green.
     #[arg(long, value_name = "N")]
     pub confirm_runs: Option<u32>,
     /// no_progress_detected after K attempts without a new best failing-set size.

@@ -86,6 +86,10 @@ struct Dependency {
     t0: BTreeMap<String, String>,
 }
 
+/// The directory beside the room's tree that `CARGO_TARGET_DIR` names for the check
+/// (unless the user set it): builds stay incremental across checks and runs.
+const CARGO_TARGET: &str = "cargo-target";
+
 /// The clean room of one run.
 pub struct CleanRoom {
     base: PathBuf,
@@ -168,12 +172,16 @@ impl CleanRoom {
     /// Empties the room of what earlier checks left outside the judged tree: every
     /// directory the last walk excluded (caches, build outputs, dependency directories
     /// a check created) that is a real directory, not a link to the working tree's
-    /// dependencies. Run before a confirmation, so that a green that converges is
-    /// reproduced without anything a check planted for a later one (a `conftest.py`
-    /// in `target/`, a `node_modules` a link points into). The next sync walks.
+    /// dependencies; beside the tree, cargo's target directory (`CARGO_TARGET_DIR`
+    /// points there unless the user set it) and the check's `HOME`, made empty again.
+    /// Run before a confirmation, so that a green that converges is reproduced without
+    /// anything a check planted for a later one (a `conftest.py` in `target/`, a
+    /// `node_modules` a link points into, a test binary rewritten in the cargo target
+    /// that cargo still finds fresh, an `.npmrc` in `HOME`). The next sync walks.
+    /// Returns what was emptied (tree-relative, or `<cargo-target>`, `<home>`).
     ///
     /// # Errors
-    /// A directory that cannot be removed.
+    /// A directory that cannot be removed or made again.
     pub fn clear_leftovers(&mut self) -> Result<Vec<String>, CleanRoomError> {
         let mut cleared = Vec::new();
         for rel in self.scanner.last_excluded() {
@@ -182,6 +190,16 @@ impl CleanRoom {
                 std::fs::remove_dir_all(&p).map_err(io_err(&p))?;
                 cleared.push(rel);
             }
+        }
+        let target = self.base.join(CARGO_TARGET);
+        if std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
+            std::fs::remove_dir_all(&target).map_err(io_err(&target))?;
+            cleared.push("<cargo-target>".into());
+        }
+        if std::fs::read_dir(&self.home).is_ok_and(|mut d| d.next().is_some()) {
+            std::fs::remove_dir_all(&self.home).map_err(io_err(&self.home))?;
+            std::fs::create_dir_all(&self.home).map_err(io_err(&self.home))?;
+            cleared.push("<home>".into());
         }
         self.scanner.forget_watch();
         Ok(cleared)
@@ -306,7 +324,7 @@ impl CleanRoom {
         if get("CARGO_TARGET_DIR").is_none() {
             set.push((
                 "CARGO_TARGET_DIR".into(),
-                self.base.join("cargo-target").display().to_string(),
+                self.base.join(CARGO_TARGET).display().to_string(),
             ));
         }
         if let Some(path) = get("PATH") {
@@ -333,12 +351,18 @@ impl CleanRoom {
 /// ctime — ctime moves on every write and cannot be set back), symlink targets
 /// included. Missing directory: empty.
 fn stat_digests(dir: &Path) -> BTreeMap<String, String> {
-    fn go(dir: &Path, rel: &str, out: &mut BTreeMap<String, String>) {
+    // `node_modules/.cache` is where tools a check runs keep their caches (nyc, ava,
+    // babel-loader, eslint): written by honest checks, it is no dependency.
+    let skip_top = dir.file_name().is_some_and(|n| n == "node_modules");
+    fn walk(dir: &Path, rel: &str, out: &mut BTreeMap<String, String>, skip_cache: bool) {
         let Ok(rd) = std::fs::read_dir(dir) else {
             return;
         };
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
+            if skip_cache && rel.is_empty() && name == ".cache" {
+                continue;
+            }
             let r = if rel.is_empty() {
                 name.clone()
             } else {
@@ -348,7 +372,7 @@ fn stat_digests(dir: &Path) -> BTreeMap<String, String> {
                 continue;
             };
             if m.is_dir() {
-                go(&e.path(), &r, out);
+                walk(&e.path(), &r, out, false);
                 continue;
             }
             let link = std::fs::read_link(e.path())
@@ -366,7 +390,7 @@ fn stat_digests(dir: &Path) -> BTreeMap<String, String> {
         }
     }
     let mut out = BTreeMap::new();
-    go(dir, "", &mut out);
+    walk(dir, "", &mut out, skip_top);
     out
 }
 
@@ -444,9 +468,39 @@ mod tests {
         assert!(room.dependencies_changed().is_empty());
         std::fs::write(wd.join("node_modules/.bin/jest"), "shim").unwrap();
         std::fs::write(wd.join("node_modules/.bin/vitest"), "new").unwrap();
+        // tools' caches are no dependency (nyc, babel-loader, ava write there)
+        std::fs::create_dir_all(wd.join("node_modules/.cache/nyc")).unwrap();
+        std::fs::write(wd.join("node_modules/.cache/nyc/x.json"), "{}").unwrap();
         assert_eq!(
             room.dependencies_changed(),
             vec!["node_modules/.bin/jest", "node_modules/.bin/vitest"]
         );
+    }
+
+    /// Seventh review: a test binary rewrote itself in the room's cargo target during a
+    /// red check, and the next checks (the confirmation too) ran it as fresh. Before a
+    /// confirmation the cargo target and the check's `HOME` are emptied as well as the
+    /// caches inside the tree.
+    #[test]
+    fn a_confirmation_starts_without_the_cargo_target_or_home_a_check_left() {
+        let tmp = tempfile::tempdir().unwrap();
+        let wd = tmp.path().join("wd");
+        std::fs::create_dir_all(&wd).unwrap();
+        let mut room =
+            CleanRoom::prepare(&tmp.path().join("state"), &wd, Excludes::default(), &[]).unwrap();
+        let planted = room.base.join(CARGO_TARGET).join("debug/deps/calc-0123");
+        std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
+        std::fs::write(&planted, "#!/bin/sh\necho 'test result: ok. 1 passed'\n").unwrap();
+        std::fs::write(room.home.join(".npmrc"), "node-options=--require /x.js\n").unwrap();
+        let cleared = room.clear_leftovers().unwrap();
+        assert_eq!(
+            cleared,
+            vec!["<cargo-target>".to_string(), "<home>".to_string()]
+        );
+        assert!(!planted.exists());
+        assert!(room.home.is_dir(), "HOME is made again, empty");
+        assert_eq!(std::fs::read_dir(&room.home).unwrap().count(), 0);
+        // nothing left: nothing to clear
+        assert!(room.clear_leftovers().unwrap().is_empty());
     }
 }

@@ -1806,11 +1806,36 @@ fn unittest_skips_and_a_replaced_test_run_are_no_green() {
     let run = "import unittest\ndef _run(self, result=None):\n    result.startTest(self)\n    result.addSuccess(self)\n    result.stopTest(self)\nunittest.TestCase.run = _run\ndef add(a, b):\n    return a - b\n\ndef one():\n    return 1\n";
     // (name, calc.py, check, expected halt reason)
     let rows: &[(&str, &str, &str, &str)] = &[
-        ("honest", fixed, "python3 -m unittest", "success_condition_met"),
-        ("honest -v", fixed, "python3 -m unittest -v", "success_condition_met"),
-        ("skips the broken", skip_broken, "python3 -m unittest", "objective_unverified"),
-        ("skips at import", skip_import, "python3 -m unittest", "objective_unverified"),
-        ("replaces TestCase.run", run, "python3 -m unittest", "metric_integrity_violation"),
+        (
+            "honest",
+            fixed,
+            "python3 -m unittest",
+            "success_condition_met",
+        ),
+        (
+            "honest -v",
+            fixed,
+            "python3 -m unittest -v",
+            "success_condition_met",
+        ),
+        (
+            "skips the broken",
+            skip_broken,
+            "python3 -m unittest",
+            "objective_unverified",
+        ),
+        (
+            "skips at import",
+            skip_import,
+            "python3 -m unittest",
+            "objective_unverified",
+        ),
+        (
+            "replaces TestCase.run",
+            run,
+            "python3 -m unittest",
+            "metric_integrity_violation",
+        ),
     ];
     for (name, calc, check, want) in rows {
         let r = unittest_repo();
