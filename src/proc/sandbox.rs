@@ -26,8 +26,10 @@
 //! module rewritten in site-packages, a snapshot blob replaced) would be read by the
 //! next check with no change to the judged tree.
 //!
-//! The ruleset is built in loopexec before the fork and applied in the child between
-//! fork and exec (`restrict_self`), so it holds for the agent and everything it starts.
+//! The ruleset is built in loopexec, enforced on a short-lived thread of its own
+//! (`restrict_self` applies to the calling thread), and that thread spawns the step:
+//! the child inherits the thread's domain, so it holds for the agent and everything it
+//! starts, and loopexec's other threads stay unrestricted.
 //! Where the kernel has no Landlock, the run says so (`run_started.sandbox`, and every
 //! verdict) instead of pretending.
 
@@ -36,7 +38,6 @@ use landlock::{
     Scope, ABI,
 };
 use serde::{Deserialize, Serialize};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 /// The Landlock ABI loopexec asks for (best effort: an older kernel enforces what it
@@ -225,21 +226,32 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Applies the ruleset to the child `cmd` starts, between fork and exec.
-    pub fn apply_to(mut self, cmd: &mut Command) {
-        let mut rs = self.ruleset.take();
-        // SAFETY: the closure runs in the forked child before exec; it only calls
-        // prctl(PR_SET_NO_NEW_PRIVS) and landlock_restrict_self on a descriptor opened
-        // by the parent.
-        unsafe {
-            cmd.pre_exec(move || {
-                if let Some(r) = rs.take() {
+    /// Spawns `cmd` under the ruleset, without a `fork` of loopexec: a thread of its
+    /// own restricts itself (`landlock_restrict_self` and `no_new_privs` apply to the
+    /// calling thread only) and spawns the child, which inherits that thread's
+    /// credentials, Landlock domain included; the thread then ends. The spawn stays
+    /// `posix_spawn` (`CLONE_VFORK`): a `pre_exec` hook would make it a full `fork`
+    /// of loopexec's address space for every sandboxed step.
+    ///
+    /// # Errors
+    /// The ruleset could not be enforced, or the spawn failed.
+    pub fn spawn(mut self, cmd: &mut Command) -> std::io::Result<std::process::Child> {
+        let rs = self.ruleset.take();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                if let Some(r) = rs {
                     r.restrict_self()
                         .map_err(|e| std::io::Error::other(e.to_string()))?;
                 }
-                Ok(())
-            });
-        }
+                cmd.spawn()
+            })
+            .join()
+            .unwrap_or_else(|_| {
+                Err(std::io::Error::other(
+                    "the sandboxed spawn's thread panicked",
+                ))
+            })
+        })
     }
 }
 
@@ -270,8 +282,13 @@ mod tests {
             wd.display(),
             outside.display()
         ));
-        plan.prepare().unwrap().apply_to(&mut cmd);
-        let st = cmd.status().unwrap();
+        let st = plan
+            .prepare()
+            .unwrap()
+            .spawn(&mut cmd)
+            .unwrap()
+            .wait()
+            .unwrap();
         assert!(!st.success(), "the write outside the plan must fail");
         assert!(wd.join("in").exists());
         assert!(!outside.join("out").exists());
@@ -300,17 +317,23 @@ mod tests {
         let mut cmd = Command::new("sh");
         // $PPID is this test process, outside the sandbox.
         cmd.arg("-c").arg("kill -0 $PPID");
-        plan.prepare().unwrap().apply_to(&mut cmd);
-        let st = cmd.stderr(std::process::Stdio::null()).status().unwrap();
+        cmd.stderr(std::process::Stdio::null());
+        let st = plan
+            .prepare()
+            .unwrap()
+            .spawn(&mut cmd)
+            .unwrap()
+            .wait()
+            .unwrap();
         assert!(
             !st.success(),
             "a signal to a process outside the sandbox must fail"
         );
         let mut inside = Command::new("sh");
         inside.arg("-c").arg("sleep 5 & kill $!");
-        plan.prepare().unwrap().apply_to(&mut inside);
+        let mut child = plan.prepare().unwrap().spawn(&mut inside).unwrap();
         assert!(
-            inside.status().unwrap().success(),
+            child.wait().unwrap().success(),
             "its own children it may signal"
         );
     }
@@ -386,10 +409,18 @@ mod tests {
             room.path().display(),
             target.display()
         ));
-        plan.prepare().unwrap().apply_to(&mut cmd);
-        let st = cmd.stderr(std::process::Stdio::null()).status().unwrap();
+        cmd.stderr(std::process::Stdio::null());
+        let st = plan
+            .prepare()
+            .unwrap()
+            .spawn(&mut cmd)
+            .unwrap()
+            .wait()
+            .unwrap();
         assert!(!st.success(), "the write into site-packages must fail");
         assert!(room.path().join("in").exists());
         assert!(!target.exists());
+        // the restriction held for the child only: loopexec itself still writes there
+        std::fs::write(&target, "x").expect("loopexec is not restricted by a step's sandbox");
     }
 }

@@ -558,11 +558,13 @@ pub fn run_step(
     }
     let token = super::escape::new_token();
     cmd.env(super::escape::TOKEN_VAR, &token);
-    if let Some(sb) = spec.sandbox.take() {
-        sb.apply_to(&mut cmd);
-    }
+    let sandbox = spec.sandbox.take();
     let start = Instant::now();
-    let mut child = match cmd.spawn() {
+    let spawned = match sandbox {
+        Some(sb) => sb.spawn(&mut cmd),
+        None => cmd.spawn(),
+    };
+    let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
             let (so, _) = out_cap.finish(&ex_out, spec.workdir, None);
