@@ -177,7 +177,7 @@ pub fn measure(words: &[String], path: &str, site_dirs: &[PathBuf]) -> BTreeMap<
     for w in words {
         let v = match resolve(w, path) {
             Some(p) => {
-                let real = real_path(&p).unwrap_or(p);
+                let real = std::fs::canonicalize(&p).unwrap_or(p);
                 format!("{} {}", real.display(), content_digest(&real))
             }
             None => "not found".into(),
@@ -433,33 +433,6 @@ pub fn is_python(word: &str) -> bool {
             .is_some_and(|r| r.chars().all(|c| c.is_ascii_digit() || c == '.'))
 }
 
-/// `p` with every symbolic link resolved and `.`/`..` removed, as
-/// [`std::fs::canonicalize`] gives it, in three system calls: the file is opened with
-/// `O_PATH` (no permission on it needed, nothing read) and the kernel's name for the
-/// open file is read back from `/proc/self/fd`. `realpath(3)` instead reads every
-/// component of the path as a link, and the toolchain measurement resolves each
-/// `PATH` directory and command word before and after every check.
-///
-/// Falls back to [`std::fs::canonicalize`] where `/proc` does not answer with an
-/// absolute path (not mounted; a file deleted since it was opened).
-///
-/// # Errors
-/// As [`std::fs::canonicalize`]: `p` does not exist, or a component cannot be searched.
-pub fn real_path(p: &Path) -> std::io::Result<PathBuf> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH)
-        .open(p)?;
-    match std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())) {
-        Ok(r) if r.is_absolute() && !r.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") => {
-            Ok(r)
-        }
-        _ => std::fs::canonicalize(p),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -592,32 +565,5 @@ mod tests {
             after[&format!("{}/*", tmp.path().display())],
             t0[&format!("{}/*", tmp.path().display())]
         );
-    }
-
-    #[test]
-    fn real_path_names_what_canonicalize_names() {
-        let d = tempfile::tempdir().unwrap();
-        let root = d.path();
-        std::fs::create_dir_all(root.join("a/b")).unwrap();
-        std::fs::write(root.join("a/b/tool"), "#!/bin/sh\n").unwrap();
-        std::os::unix::fs::symlink("a/b", root.join("link")).unwrap();
-        std::os::unix::fs::symlink("../link/tool", root.join("a/tool2")).unwrap();
-        for p in [
-            root.join("a/b/tool"),
-            root.join("link/tool"),
-            root.join("a/tool2"),
-            root.join("link/../../a/./b"),
-            root.join("link"),
-        ] {
-            assert_eq!(
-                real_path(&p).unwrap(),
-                std::fs::canonicalize(&p).unwrap(),
-                "{}",
-                p.display()
-            );
-        }
-        assert!(real_path(&root.join("absent")).is_err());
-        std::os::unix::fs::symlink("nowhere", root.join("dangling")).unwrap();
-        assert!(real_path(&root.join("dangling")).is_err());
     }
 }

@@ -63,7 +63,7 @@ impl Scope {
     /// True when `dir` lies inside a path the exec may write.
     #[must_use]
     pub fn writable(&self, dir: &Path) -> bool {
-        let real = super::toolchain::real_path(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         self.writable
             .iter()
             .any(|w| real.starts_with(w) || dir.starts_with(w))
@@ -125,7 +125,7 @@ fn executables(dir: &Path) -> Vec<PathBuf> {
 /// another inode, so this sees every change without reading the file (a directory of
 /// large binaries such as `~/.cargo/bin` costs a `stat` per file).
 fn identity(p: &Path) -> String {
-    let real = super::toolchain::real_path(p).unwrap_or_else(|_| p.to_path_buf());
+    let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let Ok(m) = std::fs::metadata(&real) else {
         return format!("{} missing", real.display());
     };
@@ -141,7 +141,7 @@ fn identity(p: &Path) -> String {
 
 /// `<resolved file> <digest>` of `p`.
 fn described(p: &Path) -> String {
-    let real = super::toolchain::real_path(p).unwrap_or_else(|_| p.to_path_buf());
+    let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     format!("{} {}", real.display(), digest(&real))
 }
 
