@@ -314,17 +314,20 @@ impl Store {
         head: Option<&str>,
         lines: u64,
     ) -> Result<(), StoreError> {
+        // per iteration: the statement is prepared once per connection
         self.conn
-            .execute(
+            .prepare_cached(
                 "INSERT OR REPLACE INTO receipt_heads (run_id, head, lines, recorded_at)
                  VALUES (?1, ?2, ?3, ?4)",
-                params![
+            )
+            .and_then(|mut st| {
+                st.execute(params![
                     run_id,
                     head,
                     i64::try_from(lines).unwrap_or(i64::MAX),
                     crate::receipt::now_rfc3339()
-                ],
-            )
+                ])
+            })
             .map(|_| ())
             .map_err(self.sql())
     }
@@ -365,11 +368,13 @@ impl Store {
         cost_usd: Option<f64>,
     ) -> Result<(), StoreError> {
         self.conn
-            .execute(
+            .prepare_cached(
                 "INSERT OR REPLACE INTO iterations
                  (run_id, iteration, exec_exit, check_exit, verdict, failing, cost_usd, recorded_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
+            )
+            .and_then(|mut st| {
+                st.execute(params![
                     run_id,
                     iteration,
                     exec_exit,
@@ -378,8 +383,8 @@ impl Store {
                     failing.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
                     cost_usd,
                     crate::receipt::now_rfc3339()
-                ],
-            )
+                ])
+            })
             .map(|_| ())
             .map_err(self.sql())
     }
@@ -469,14 +474,13 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
+        // asked after every exec (a run row deleted under the run is tampering)
         self.conn
-            .query_row(
+            .prepare_cached(
                 "SELECT run_id, started_at, finished_at, workdir, pid, status, iteration,
                  halt_reason, exit_code, receipt FROM runs WHERE run_id = ?1",
-                [run_id],
-                row_to_run,
             )
-            .optional()
+            .and_then(|mut st| st.query_row([run_id], row_to_run).optional())
             .map_err(self.sql())
     }
 
