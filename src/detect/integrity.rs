@@ -316,7 +316,7 @@ pub fn check_tampering(c: &CheckFinished) -> Option<Halt> {
     if !c.dependencies_changed.is_empty() {
         layers.push("dependencies");
         contributors.push(format!(
-            "dependency directories changed since t0 (set [clean_room] dependencies = \"agent\" if the agent may install packages): {}",
+            "dependency directories changed since t0 or the last check, outside any check (set [clean_room] dependencies = \"agent\" if the agent may install packages): {}",
             c.dependencies_changed.join(", ")
         ));
     }

@@ -284,7 +284,9 @@ impl CleanRoom {
         out
     }
 
-    /// Accepts the dependency directories as they are now (the agent may change them).
+    /// Accepts the dependency directories as they are now: after every check (its
+    /// writes were judged as the check's), and before one when the agent may change
+    /// them (`[clean_room] dependencies = "agent"`).
     pub fn rebase_dependencies(&mut self) {
         for d in &mut self.deps {
             d.t0 = stat_digests(&self.workdir.join(&d.rel));

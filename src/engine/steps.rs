@@ -453,15 +453,12 @@ impl Loop<'_> {
                 writes = self.tree.check_writes(&rec.tree, &after);
             }
             rec.after = Some(after);
-            // What the check itself wrote into the linked dependency directories.
-            let deps_after =
-                if self.cfg.clean_room.dependencies == crate::config::DependencyPolicy::Frozen {
-                    room.dependencies_changed()
-                } else {
-                    let v = room.dependencies_changed();
-                    room.rebase_dependencies();
-                    v
-                };
+            // What the check itself wrote into the linked dependency directories: judged
+            // here, as the check's writes (hermeticity, unless `check_may_write` allows
+            // them), and then the state the next check's comparison starts from, so an
+            // allowed write of the check is never taken for the agent's.
+            let deps_after = room.dependencies_changed();
+            room.rebase_dependencies();
             writes.changed.extend(
                 deps_after
                     .into_iter()

@@ -261,6 +261,55 @@ fn a_shim_in_a_dependency_directory_is_tampering() {
     assert!(mentions(&v, "node_modules/.bin/tool"), "{v}");
 }
 
+/// Seventh review: a check that writes an allowed cache into a linked dependency
+/// directory (`node_modules/.vite`, named in `check_may_write`) was blamed at the next
+/// check as the agent changing dependencies since t0 (exit 13) while the honest agent
+/// converged. The state a check leaves is what the next comparison starts from; a
+/// change made between checks is still tampering.
+#[test]
+fn a_checks_allowed_write_into_dependencies_is_not_the_agents() {
+    let cache_then_check = format!(
+        "mkdir -p node_modules/.vite && date +%s%N > node_modules/.vite/deps.json\n{TAP_CHECK}"
+    );
+    let r = Repo::new();
+    r.write("tests", "2\n")
+        .write("failing", "t1 t2\n")
+        .tap_check(&cache_then_check)
+        .write(".gitignore", "node_modules/\n")
+        .write("node_modules/lib/index.js", "module.exports = 1;\n")
+        .write(
+            "loop.toml",
+            "[guards]\ncheck_may_write = [\"node_modules/.vite/**\"]\n",
+        )
+        .commit("fixture");
+    let v = r
+        .lx_tap(
+            PROGRESS_AGENT,
+            &["--config", "loop.toml", "--max-iterations", "4"],
+        )
+        .expect(10, Some("success_condition_met"));
+    assert!(!mentions(&v, "dependency directories changed"), "{v}");
+    // between checks, the agent's own change of the same directory is still caught
+    let r2 = Repo::new();
+    r2.write("tests", "1\n")
+        .write("failing", "t1\n")
+        .tap_check(&cache_then_check)
+        .write(".gitignore", "node_modules/\n")
+        .write("node_modules/lib/index.js", "module.exports = 1;\n")
+        .write(
+            "loop.toml",
+            "[guards]\ncheck_may_write = [\"node_modules/.vite/**\"]\n",
+        )
+        .commit("fixture");
+    let v = r2
+        .lx_tap(
+            "echo 'module.exports = 2;' > node_modules/lib/index.js",
+            &["--config", "loop.toml", "--max-iterations", "2"],
+        )
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "node_modules/lib/index.js"), "{v}");
+}
+
 /// A shim put earlier on the check's `PATH`, outside the workdir. Before: the check
 /// ran the shim (exit 10).
 #[test]
