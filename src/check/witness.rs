@@ -673,6 +673,51 @@ mod tests {
         }
     }
 
+    /// Eighth review: `TestCase.failureException` set to the exception unittest
+    /// swallows (every failed assertion passes), and a trace function that can move a
+    /// frame's line past the test's call. The class attribute is guarded; a trace or
+    /// profile function appearing in a session that started without one is named.
+    #[test]
+    fn a_swallowed_failure_exception_or_a_tracer_is_tampering() {
+        let swallow = "import unittest\nfrom unittest import case\nunittest.TestCase.failureException = case._ShouldStop\n";
+        let tracer = "import sys\nsys.settrace(lambda frame, event, arg: None)\n";
+        let case_test = "import helper, unittest\nclass T(unittest.TestCase):\n    def test_b(self):\n        self.assertEqual(1, 2)\n";
+        let plain_test = "import helper\ndef test_b():\n    assert 1 == 2\n";
+        for (helper, test, passes, named) in [
+            (
+                swallow,
+                case_test,
+                true,
+                "unittest.case.TestCase.failureException replaced",
+            ),
+            (
+                tracer,
+                plain_test,
+                false,
+                "a trace or profile function installed during the session",
+            ),
+        ] {
+            let Some((code, wit, _plugins)) =
+                pytest_session(&[("helper.py", helper), ("test_x.py", test)])
+            else {
+                return;
+            };
+            assert_eq!(code == Some(0), passes, "{named}: exit {code:?}");
+            let got = read(wit.path()).expect("witness written");
+            assert!(got.tampered.iter().any(|t| t.starts_with(named)), "{got:?}");
+        }
+        // an honest session names nothing
+        let Some((_, wit, _plugins)) =
+            pytest_session(&[("test_y.py", "def test_a():\n    assert True\n")])
+        else {
+            return;
+        };
+        assert!(read(wit.path())
+            .expect("witness written")
+            .tampered
+            .is_empty());
+    }
+
     #[test]
     fn a_plugin_changed_between_checks_is_rewritten_before_the_next() {
         let plugins = tempfile::tempdir().unwrap();

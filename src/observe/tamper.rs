@@ -87,13 +87,13 @@ pub const RULES: &[Rule] = &[
         name: "assertion library patched",
         // `unittest.TestCase.assertEqual = …`, `TestCase.fail = …`, `TestCase.run = …`
         // (the test method never called), a result's `addFailure = …`, or through setattr
-        pattern: r"\bTestCase\s*\.\s*(assert\w*|fail\w*|run|debug|__call__|_call\w*|doCleanups|_addSkip|_feedErrorsToResult|defaultTestResult)\s*=[^=]|\b(TestResult|TextTestResult)\s*\.\s*(add\w+|wasSuccessful|startTest|stopTest)\s*=[^=]|setattr\s*\(\s*(unittest\s*\.\s*)?TestCase\b|\bunittest\s*\.\s*(main|TextTestRunner|TestResult)\s*=[^=]",
+        pattern: r"\bfailureException\s*=[^=]|\b_ShouldStop\b|\b_Outcome\b|['\x22]failureException['\x22]|\bTestCase\s*\.\s*(assert\w*|fail\w*|run|debug|__call__|_call\w*|doCleanups|_addSkip|_feedErrorsToResult|defaultTestResult)\s*=[^=]|\b(TestResult|TextTestResult)\s*\.\s*(add\w+|wasSuccessful|startTest|stopTest)\s*=[^=]|setattr\s*\(\s*(unittest\s*\.\s*)?TestCase\b|\bunittest\s*\.\s*(main|TextTestRunner|TestResult)\s*=[^=]",
         skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::Python],
         name: "process exit",
-        pattern: r"\bos\._exit\s*\(|getattr\s*\(\s*os\s*,\s*(['\x22](_exit|_?kill\w*|abort|exec\w*)['\x22]|[^'\x22\s])|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get|\bos\.exec[lv]p?e?\s*\(",
+        pattern: r"\b(os|posix|nt)\s*\.\s*_exit\b|\braise\s+SystemExit\b|\bSystemExit\s*\(|\bos\._exit\s*\(|getattr\s*\(\s*os\s*,\s*(['\x22](_exit|_?kill\w*|abort|exec\w*)['\x22]|[^'\x22\s])|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get|\bos\.exec[lv]p?e?\s*\(",
         skip_entry_points: true,
     },
     Rule {
@@ -102,7 +102,7 @@ pub const RULES: &[Rule] = &[
         // what code under test needs to find the runner's objects from inside the
         // session: every live object, a closure's cells, pytest's saved descriptors
         // (also every loaded module walked: a runner found by its shape, not its name)
-        pattern: r"\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items)\s*\(|\bin\s+(list\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b",
+        pattern: r"\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\b(settrace|setprofile|_getframe|currentframe)\b|\bsys\s*\.\s*monitoring\b|\bf_lineno\s*=|\b(SourceFileLoader|SourcelessFileLoader|ExtensionFileLoader|spec_from_file_location|spec_from_loader)\b|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items)\s*\(|\bin\s+(list\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b",
         skip_entry_points: false,
     },
     Rule {
@@ -214,7 +214,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Rust],
         name: "process exit",
-        pattern: r"\bprocess::exit\s*\(\s*(0\s*\)|[^\d\s-])|\blibc::_?exit\s*\(\s*(0\s*\)|[^\d\s-])",
+        pattern: r"\bprocess::exit\s*\(\s*(0\s*\)|[^\d\s-])|\blibc::_?exit\s*\(\s*(0\s*\)|[^\d\s-])|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(",
         skip_entry_points: true,
     },
     // Shell (a library the check sources: its code runs inside the check script)
@@ -225,7 +225,7 @@ pub const RULES: &[Rule] = &[
         // at the top level of a sourced file, `exit` ends the check script itself; an
         // `exit 0` (or a bare `exit`) anywhere in it ends the script green whatever
         // wraps it (`if :; then exit 0; fi`, a function the script calls)
-        pattern: r"^\s{0,1}(exit|kill\s+\$\$|kill\s+-[A-Z0-9]+\s+\$\$)\b|\btrap\b.*\b(EXIT|0)\s*$|^\s*exec\s+[0-9]*>|\bexit\s+0\b|\bexit\s*($|[;})]|&&|\|\|)",
+        pattern: r"^\s{0,1}(exit|kill\s+\$\$|kill\s+-[A-Z0-9]+\s+\$\$)\b|\btrap\b.*\b(EXIT|0)\s*$|^\s*exec\s+[0-9]*>|^\s*exec\s+[^\s<>&0-9]|\bexit\s+0\b|\bexit\s*($|[;})]|&&|\|\|)",
         skip_entry_points: false,
     },
     Rule {
@@ -318,9 +318,12 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         }
         let line = change.value().trim_end_matches(['\n', '\r']);
         let t = line.trim_start();
-        // (a Perl line starting with `*` is a glob assignment, not a comment)
+        // (a Perl line starting with `*` is a glob assignment, not a comment; `#`
+        // starts a comment only where the language says so: in Rust it starts an
+        // attribute, `#[link_name = "_exit"]`, and in JavaScript a private field)
+        let hash_comment = matches!(lang, Lang::Python | Lang::Shell | Lang::Perl);
         if t.starts_with("//")
-            || t.starts_with('#')
+            || (t.starts_with('#') && hash_comment)
             || t.starts_with("/*")
             || (t.starts_with('*') && lang != Lang::Perl)
         {
@@ -483,6 +486,37 @@ mod tests {
                 Some("assertion library patched"),
             ),
             ("calc.py", "self.run = run", None),
+            // eighth review: the test method's failures swallowed, control flow moved,
+            // exits and loaders spelled another way
+            (
+                "calc.py",
+                "for k in [unittest.TestCase]: k.failureException = _c._ShouldStop",
+                Some("assertion library patched"),
+            ),
+            (
+                "calc.py",
+                "    sys.settrace(_tracer)",
+                Some("runner introspection"),
+            ),
+            (
+                "calc.py",
+                "        frame.f_lineno = target",
+                Some("runner introspection"),
+            ),
+            (
+                "calc.py",
+                "from importlib.machinery import SourceFileLoader as _L",
+                Some("runner introspection"),
+            ),
+            ("calc.py", "    posix._exit(0)", Some("process exit")),
+            ("calc.py", "    raise SystemExit", Some("process exit")),
+            ("calc.sh", "exec true", Some("process exit")),
+            ("calc.sh", "exec 3>log", Some("process exit")),
+            (
+                "src/lib.rs",
+                "    #[link_name = \"_exit\"] fn finish_now(code: i32) -> !;",
+                Some("process exit"),
+            ),
             (
                 "calc.sh",
                 "test() { return 0; }",

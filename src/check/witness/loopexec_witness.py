@@ -18,6 +18,7 @@ wrapper that turns failures into passes), unless it is a conftest module.
 """
 import json
 import os
+import sys
 
 _GUARDED = (
     ("_pytest.python", "Function", "runtest"),
@@ -52,6 +53,8 @@ _GUARDED = (
     ("unittest.case", "TestCase", "run"),
     ("unittest.case", "TestCase", "__call__"),
     ("unittest.case", "TestCase", "_callTestMethod"),
+    # what a TestCase's assertions raise: a class unittest swallows turns them into passes
+    ("unittest.case", "TestCase", "failureException"),
     # pluggy calls every hook implementation: a wrapper here decides every outcome
     ("pluggy._callers", None, "_multicall"),
     ("pluggy._hooks", "HookCaller", "__call__"),
@@ -143,8 +146,15 @@ def _hooks(path, originals, pytest_classes):
     # conftest module (a file of the tree, judged as the frozen oracle).
     settled = []
 
+    # Whether the session started with no trace or profile function (coverage installs
+    # its tracer before the session starts); one that appears while tests run can move
+    # a frame's line past the call of the test (`frame.f_lineno = …`).
+    untraced = []
+    traced = []
+
     def pytest_sessionstart(session):
         settled.append(set(map(id, session.config.pluginmanager.get_plugins())))
+        untraced.append(sys.gettrace() is None and sys.getprofile() is None)
 
     def _late_hooks():
         found = []
@@ -175,6 +185,9 @@ def _hooks(path, originals, pytest_classes):
             return nodeid
 
     def pytest_runtest_logreport(report):
+        if untraced and untraced[0] and not traced:
+            if sys.gettrace() is not None or sys.getprofile() is not None:
+                traced.append(report.nodeid)
         if report.when == "call" or report.outcome != "passed":
             key = {"passed": "passed", "failed": "failed", "skipped": "skipped"}.get(report.outcome)
             if key == "failed" and report.when != "call":
@@ -209,6 +222,8 @@ def _hooks(path, originals, pytest_classes):
             if not _same_body(_body(hook), body):
                 tampered.append("loopexec's witness hook %s code replaced in place" % hook.__name__)
         tampered.extend(_late_hooks())
+        if traced:
+            tampered.append("a trace or profile function installed during the session (first seen at %s)" % traced[0])
         data["tampered"] = tampered
         data.update(names)
         data["test_files"] = sorted(files)
