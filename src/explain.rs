@@ -120,6 +120,7 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
                 "git --git-dir={store} --work-tree=. restore --source={t0} --worktree -- . && git --git-dir={store} diff -z --no-renames --name-only --diff-filter=A {t0} {last} | xargs -0 rm -f --"
             )
         ),
+        HaltReason::HermeticityViolation if h.detail.get("toolchain_changed").is_some() => "What the check runs on outside the tree changed since t0 (a program on its PATH, an interpreter's start-up hook, a runner configuration in a directory above the tree or the clean room, a registry crate): find who wrote the named file — the agent, or code under test during a check — and restore it; a change you made yourself on purpose needs a new run, whose t0 measures it.".into(),
         HaltReason::HermeticityViolation => "The check wrote into the files it judged (the clean room's copy, or the working tree for a check in place): make it write only to ignored or temporary paths (or list its caches in [guards] check_may_write).".into(),
         HaltReason::CheckFlaky => "Quarantine or fix the flaky test(s), then measure the check with `loopexec probe-check`.".into(),
         HaltReason::BudgetExceeded if summary.improving_at_end => format!(

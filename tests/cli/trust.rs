@@ -350,6 +350,9 @@ fn a_shim_earlier_on_path_is_hermeticity_violation() {
     );
     let v = out.expect(14, Some("hermeticity_violation"));
     assert!(mentions(&v, "path:lxtool"), "{v}");
+    // the advice is about the toolchain, not about the check's own writes
+    assert!(mentions(&v, "outside the tree changed since t0"), "{v}");
+    assert!(!mentions(&v, "check_may_write"), "{v}");
 }
 
 /// Code under test prints a forged TAP transcript and exits 0 on import, before any
