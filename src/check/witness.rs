@@ -15,6 +15,12 @@ use std::path::{Path, PathBuf};
 /// The plugin's source.
 pub const PYTEST_PLUGIN: &str = include_str!("witness/loopexec_witness.py");
 
+/// The unittest witness's source, installed as `sitecustomize.py` in the plugin's
+/// directory (first on the check's `PYTHONPATH`): see [`unittest`].
+pub const UNITTEST_SITE: &str = include_str!("witness/sitecustomize.py");
+
+pub mod unittest;
+
 /// What the witness recorded.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct PytestWitness {
@@ -50,6 +56,7 @@ pub struct Witness {
     dir: PathBuf,
     module: String,
     out: PathBuf,
+    unittest_out: PathBuf,
 }
 
 impl Drop for Witness {
@@ -57,6 +64,7 @@ impl Drop for Witness {
         // the files exist only while this check may run; a leftover costs disk, never a
         // verdict (every check loads and reads its own freshly named files)
         let _ = std::fs::remove_file(&self.out);
+        let _ = std::fs::remove_file(&self.unittest_out);
         let _ = std::fs::remove_file(self.dir.join(format!("{}.py", self.module)));
     }
 }
@@ -75,7 +83,10 @@ impl Witness {
     /// # Errors
     /// The plugin's directory or file cannot be written.
     pub fn prepare() -> std::io::Result<Witness> {
-        let digest = blake3::hash(PYTEST_PLUGIN.as_bytes()).to_hex();
+        let mut h = blake3::Hasher::new();
+        h.update(PYTEST_PLUGIN.as_bytes());
+        h.update(UNITTEST_SITE.as_bytes());
+        let digest = h.finalize().to_hex();
         let dir = crate::engine::cleanroom::state_dir()
             .join("witness")
             .join(&digest.as_str()[..16]);
@@ -88,21 +99,31 @@ impl Witness {
     /// `dir` or the plugin file cannot be written.
     pub fn prepare_in(dir: PathBuf) -> std::io::Result<Witness> {
         let plugin = dir.join("loopexec_witness.py");
-        if std::fs::read(&plugin).ok().as_deref() != Some(PYTEST_PLUGIN.as_bytes()) {
-            std::fs::create_dir_all(&dir)?;
-            let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
-            std::io::Write::write_all(&mut tmp, PYTEST_PLUGIN.as_bytes())?;
-            tmp.persist(&plugin).map_err(|e| e.error)?;
+        for (file, text) in [
+            (plugin.clone(), PYTEST_PLUGIN),
+            (dir.join("sitecustomize.py"), UNITTEST_SITE),
+        ] {
+            if std::fs::read(&file).ok().as_deref() != Some(text.as_bytes()) {
+                std::fs::create_dir_all(&dir)?;
+                let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
+                std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+                tmp.persist(&file).map_err(|e| e.error)?;
+            }
         }
-        let out = std::env::temp_dir().join(format!(
-            "loopexec-witness-{}.json",
-            crate::proc::escape::new_token()
-        ));
+        let token = crate::proc::escape::new_token();
+        let out = std::env::temp_dir().join(format!("loopexec-witness-{token}.json"));
+        let unittest_out =
+            std::env::temp_dir().join(format!("loopexec-witness-{token}.unittest.jsonl"));
         let mut nonce = [0u8; 16];
         getrandom::getrandom(&mut nonce).map_err(std::io::Error::other)?;
         let module = format!("loopexec_witness_{}", crate::receipt::attest::hex(&nonce));
         std::fs::hard_link(&plugin, dir.join(format!("{module}.py")))?;
-        Ok(Witness { dir, module, out })
+        Ok(Witness {
+            dir,
+            module,
+            out,
+            unittest_out,
+        })
     }
 
     /// Environment for the check: `(name, value)` pairs; `base_pythonpath` is the
@@ -120,6 +141,10 @@ impl Witness {
                 "LOOPEXEC_WITNESS_FILE".into(),
                 self.out.display().to_string(),
             ),
+            (
+                "LOOPEXEC_UNITTEST_WITNESS".into(),
+                self.unittest_out.display().to_string(),
+            ),
         ]
     }
 
@@ -127,6 +152,12 @@ impl Witness {
     #[must_use]
     pub fn path(&self) -> &Path {
         &self.out
+    }
+
+    /// The unittest witness's path (one JSON line per `TextTestRunner.run`).
+    #[must_use]
+    pub fn unittest_path(&self) -> &Path {
+        &self.unittest_out
     }
 }
 

@@ -129,8 +129,11 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
         ));
     }
     let recorded = recorded_iterations(&run.lines);
-    // whether t0's check wrote the pytest witness (the rerun expects one the same way)
-    let t0_wrote = recorded.get(&0).and_then(|r| r.check.pytest_witness);
+    // whether t0's check wrote the witnesses (the rerun expects them the same way)
+    let t0_wrote = rp::T0Witnesses {
+        pytest: recorded.get(&0).and_then(|r| r.check.pytest_witness),
+        unittest: recorded.get(&0).and_then(|r| r.check.unittest_witness),
+    };
     if let Some(n) = a.iteration {
         if !recorded.contains_key(&n) {
             return Outcome::error(

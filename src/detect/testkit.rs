@@ -60,6 +60,7 @@ pub fn check(it: u32, attempt: u32, tree: Option<&str>, tests: &[(&str, Outcome)
         dependencies_changed: Vec::new(),
         fingerprint: None,
         pytest_witness: None,
+        unittest_witness: None,
     }))
 }
 

@@ -419,6 +419,17 @@ impl Loop<'_> {
             }
             crate::check::witness::judge_expected(&mut parsed, seen, expected);
         }
+        let unittest_witness = witness
+            .as_ref()
+            .map(|w| crate::check::witness::unittest::read(w.unittest_path()));
+        if let Some(seen) = &unittest_witness {
+            let t0_wrote = self.traj.baseline_check().and_then(|b| b.unittest_witness);
+            crate::check::witness::unittest::judge(
+                &mut parsed,
+                seen.as_deref(),
+                t0_wrote == Some(true),
+            );
+        }
         self.keep_check_output(it, attempt, &spools);
         spools.remove();
         let watchdog = self.take_watchdog(&step);
@@ -508,6 +519,7 @@ impl Loop<'_> {
             dependencies_changed,
             fingerprint: None,
             pytest_witness: pytest_witness.map(|w| w.is_some()),
+            unittest_witness: unittest_witness.map(|w| w.is_some()),
         };
         self.record(Event::CheckFinished(Box::new(ev)))
     }

@@ -216,6 +216,11 @@ pub struct CheckFinished {
     /// write one too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pytest_witness: Option<bool>,
+    /// Whether loopexec's unittest witness recorded a run (`None`: none was injected;
+    /// [`crate::check::witness::unittest`]). A later run of a check whose t0 run wrote
+    /// one must write one too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unittest_witness: Option<bool>,
 }
 
 /// The clean room of one check run.

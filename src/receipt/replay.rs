@@ -193,14 +193,22 @@ fn store_room(
     })
 }
 
+/// Whether t0's check wrote each witness (`check_finished.pytest_witness`,
+/// `unittest_witness`): a rerun expects them the same way the run did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct T0Witnesses {
+    pub pytest: Option<bool>,
+    pub unittest: Option<bool>,
+}
+
 /// Runs the run's check once in a fresh clean room holding `snapshot`; returns the
 /// step and its completed parse. Snapshots in loopexec's store get the loop's own
 /// clean room (dependency links, environment); older git snapshots are checked out
 /// into a temporary directory.
 ///
 /// The check runs as the loop ran it: with an empty `PYTHONPYCACHEPREFIX` and the
-/// pytest witness, parsed with its command, the witness judged as the loop judged it
-/// (`t0_wrote`: whether the run's t0 check wrote one, from the receipt). A quiet
+/// witnesses, parsed with its command, the witnesses judged as the loop judged them
+/// (`t0_wrote`: whether the run's t0 check wrote each, from the receipt). A quiet
 /// pytest transcript names only its failures; the loop names the passing tests from
 /// the witness, so a rerun without it read a smaller collected set and disagreed
 /// with every honest pytest run.
@@ -213,7 +221,7 @@ pub fn rerun(
     cfg: &RunConfig,
     snapshot: &str,
     dependencies: &[String],
-    t0_wrote: Option<bool>,
+    t0_wrote: T0Witnesses,
 ) -> Result<(StepResult, ParsedRun), ReplayError> {
     let room = tempfile::Builder::new()
         .prefix("loopexec-replay")
@@ -289,7 +297,12 @@ pub fn rerun(
     crate::check::witness::judge_expected(
         &mut parsed,
         crate::check::witness::read(witness.path()),
-        crate::check::witness::expected(&check, t0_wrote),
+        crate::check::witness::expected(&check, t0_wrote.pytest),
+    );
+    crate::check::witness::unittest::judge(
+        &mut parsed,
+        crate::check::witness::unittest::read(witness.unittest_path()).as_deref(),
+        t0_wrote.unittest == Some(true),
     );
     Ok((step, parsed))
 }

@@ -1904,3 +1904,28 @@ fn unittest_skips_and_a_replaced_test_run_are_no_green() {
         assert_eq!(v["halt_reason"], *want, "{name}: {v}");
     }
 }
+
+/// unittest has no plugin, and text rules are a floor: code under test that prints a
+/// green unittest transcript and leaves through `sys.exit(0)` inside a function (an
+/// explicitly named test module is imported outside the loader's catch-all) got exit
+/// 10 with the bug in place. loopexec's `sitecustomize` witness records each
+/// `TextTestRunner.run` that returns; t0's check wrote one, this one did not, so the
+/// transcript is not believed.
+#[test]
+fn a_forged_unittest_transcript_without_unittests_witness_is_not_green() {
+    if !has("python3", &["--version"]) {
+        return;
+    }
+    let r = unittest_repo();
+    let fake = "import sys\ndef _done():\n    sys.stderr.write('test_add (test_calc.T.test_add) ... ok\\ntest_add_zero (test_calc.T.test_add_zero) ... ok\\ntest_one (test_calc.T.test_one) ... ok\\n\\n' + '-' * 70 + '\\nRan 3 tests in 0.001s\\n\\nOK\\n')\n    sys.exit(0)\n_done()\n";
+    let (_keep, exec) = writer(&[("calc.py", fake)]);
+    let v = r
+        .run2(&exec, "python3 -m unittest -v test_calc")
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(
+        mentions(&v, "unittest's own witness was never written"),
+        "{v}"
+    );
+    let started = events(&receipt_of(&v), "check_finished")[0].clone();
+    assert_eq!(started["unittest_witness"], true, "t0 wrote one: {started}");
+}

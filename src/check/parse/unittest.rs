@@ -93,17 +93,41 @@ struct End {
 
 impl End {
     fn counts(&self, ran: u64) -> Counts {
-        let failed = self.failures + self.errors + self.unexpected_successes;
-        let skipped = self.skipped + self.expected_failures;
-        Counts {
-            passed: ran
-                .saturating_sub(self.failures + self.unexpected_successes)
-                .saturating_sub(self.errors.min(ran))
-                .saturating_sub(skipped),
-            failed,
-            skipped,
-            flaky: 0,
-        }
+        counts(
+            ran,
+            self.failures,
+            self.errors,
+            self.skipped,
+            self.expected_failures,
+            self.unexpected_successes,
+        )
+    }
+}
+
+/// The counts of one unittest run from unittest's own numbers (tests run, failures,
+/// errors, skipped, expected failures, unexpected successes): executed = run minus
+/// skips and expected failures; failed = failures + errors + unexpected successes (an
+/// error in a fixture counts although no test ran). Shared by the transcript's end
+/// lines and the witness ([`crate::check::witness::unittest`]).
+#[must_use]
+pub fn counts(
+    ran: u64,
+    failures: u64,
+    errors: u64,
+    skipped: u64,
+    xfail: u64,
+    xpass: u64,
+) -> Counts {
+    let failed = failures + errors + xpass;
+    let skipped = skipped + xfail;
+    Counts {
+        passed: ran
+            .saturating_sub(failures + xpass)
+            .saturating_sub(errors.min(ran))
+            .saturating_sub(skipped),
+        failed,
+        skipped,
+        flaky: 0,
     }
 }
 

@@ -1,0 +1,165 @@
+//! The unittest witness: Python's unittest says itself that its runner reached its end.
+//!
+//! unittest has no plugin mechanism, so loopexec's witness directory (first on every
+//! check's `PYTHONPATH`) holds a `sitecustomize.py` ([`super::UNITTEST_SITE`]), which
+//! Python imports at start-up, before the main module and before the current directory
+//! is on `sys.path`. It takes its output path out of the environment, runs the
+//! `sitecustomize` it stands in front of, and wraps `unittest.TextTestRunner.run` when
+//! `unittest.runner` is imported: every run that returns appends one line of unittest's
+//! own counts. A transcript that parses as unittest with tests but left no line was
+//! printed by something other than unittest's runner (code under test that printed a
+//! green `Ran 3 tests … OK` and exited); counts that disagree with the transcript's
+//! were edited on the way out. Either makes the parse incomplete
+//! (`metric_integrity_violation`, layer completeness).
+//!
+//! Expected only when t0's check wrote one (`check_finished.unittest_witness`): a
+//! check that starts Python isolated (`-I`, `-E`, `-S`), filters the environment (tox,
+//! a container) or has no Python at all is judged by its transcript, as before.
+
+use crate::check::model::{Counts, Format, ParsedRun};
+use std::path::Path;
+
+/// One `TextTestRunner.run` as unittest counted it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct UnittestRun {
+    pub tests_run: u64,
+    pub failures: u64,
+    pub errors: u64,
+    pub skipped: u64,
+    pub expected_failures: u64,
+    pub unexpected_successes: u64,
+}
+
+impl UnittestRun {
+    fn counts(&self) -> Counts {
+        crate::check::parse::unittest::counts(
+            self.tests_run,
+            self.failures,
+            self.errors,
+            self.skipped,
+            self.expected_failures,
+            self.unexpected_successes,
+        )
+    }
+}
+
+/// The runs the witness file recorded; `None` when no run was written (no file, an
+/// empty one, or a line that is not a run: a file edited on the way out names nothing).
+#[must_use]
+pub fn read(path: &Path) -> Option<Vec<UnittestRun>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let runs: Option<Vec<UnittestRun>> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).ok())
+        .collect();
+    runs.filter(|r| !r.is_empty())
+}
+
+/// Judges a unittest parse against the witness (`runs`), when one was `expected`
+/// (t0's check wrote one). A parse in another format, or one that counted no test, is
+/// left alone (the evidence rules judge a run that shows no tests).
+pub fn judge(parsed: &mut ParsedRun, runs: Option<&[UnittestRun]>, expected: bool) {
+    if parsed.format != Format::Unittest || !parsed.summary.is_some_and(|c| c.total() > 0) {
+        return;
+    }
+    match runs {
+        None if expected => {
+            parsed.complete = false;
+            parsed.diagnostics.push(
+                "unittest's own witness was never written: no TextTestRunner run returned (an early exit, or a transcript printed by the code under test)".into(),
+            );
+        }
+        None => {}
+        Some(runs) => {
+            let seen = runs.iter().fold(Counts::default(), |a, r| {
+                let c = r.counts();
+                Counts {
+                    passed: a.passed + c.passed,
+                    failed: a.failed + c.failed,
+                    skipped: a.skipped + c.skipped,
+                    flaky: 0,
+                }
+            });
+            if parsed.summary != Some(seen) {
+                parsed.complete = false;
+                parsed.diagnostics.push(format!(
+                    "the transcript's counts ({:?}) disagree with unittest's own witness ({seen:?})",
+                    parsed.summary.unwrap_or_default()
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(ran: u64, failures: u64, skipped: u64) -> UnittestRun {
+        UnittestRun {
+            tests_run: ran,
+            failures,
+            errors: 0,
+            skipped,
+            expected_failures: 0,
+            unexpected_successes: 0,
+        }
+    }
+
+    fn parsed(c: Counts) -> ParsedRun {
+        ParsedRun {
+            format: Format::Unittest,
+            complete: true,
+            unattributed_failure: false,
+            tests: Vec::new(),
+            diagnostics: Vec::new(),
+            summary: Some(c),
+            not_run: None,
+            unlisted: Counts::default(),
+            listed: None,
+        }
+    }
+
+    /// (transcript counts, witness runs, expected, complete after)
+    #[test]
+    fn the_transcript_must_match_what_unittest_counted() {
+        let green3 = Counts {
+            passed: 3,
+            failed: 0,
+            skipped: 0,
+            flaky: 0,
+        };
+        let runs_3 = [run(3, 0, 0)];
+        let runs_red = [run(3, 2, 0)];
+        let runs_split = [run(2, 0, 0), run(1, 0, 0)];
+        type Row<'a> = (Counts, Option<&'a [UnittestRun]>, bool, bool);
+        let table: &[Row] = &[
+            (green3, Some(&runs_3), true, true),
+            (green3, Some(&runs_split), true, true),
+            // a forged green transcript over a red run
+            (green3, Some(&runs_red), true, false),
+            // no run returned where t0's check wrote one
+            (green3, None, true, false),
+            // none expected (t0 wrote none): judged by the transcript
+            (green3, None, false, true),
+        ];
+        for (c, runs, expected, complete) in table {
+            let mut p = parsed(*c);
+            judge(&mut p, *runs, *expected);
+            assert_eq!(p.complete, *complete, "{c:?} {runs:?} {expected}");
+        }
+    }
+
+    #[test]
+    fn a_file_with_a_line_that_is_not_a_run_names_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("w.jsonl");
+        std::fs::write(&f, "{\"tests_run\": 3, \"failures\": 0, \"errors\": 0, \"skipped\": 0, \"expected_failures\": 0, \"unexpected_successes\": 0}\n").unwrap();
+        assert_eq!(read(&f), Some(vec![run(3, 0, 0)]));
+        std::fs::write(&f, "{\"tests_run\": 3}\n").unwrap();
+        assert_eq!(read(&f), None);
+        std::fs::write(&f, "").unwrap();
+        assert_eq!(read(&f), None);
+    }
+}
