@@ -93,7 +93,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python],
         name: "process exit",
-        pattern: r"\b(os|posix|nt)\s*\.\s*_exit\b|\braise\s+SystemExit\b|\bSystemExit\s*\(|\bos\._exit\s*\(|getattr\s*\(\s*os\s*,\s*(['\x22](_exit|_?kill\w*|abort|exec\w*)['\x22]|[^'\x22\s])|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get|\bos\.exec[lv]p?e?\s*\(",
+        pattern: r"\b(os|posix|nt)\s*\.\s*_exit\b|\._exit\s*\(|\b_exit\s*\(|\bimport\s[^#]*\b_exit\b|\bSystemExit\b\s*(?:$|\(\s*(?:\)|0\b|None\b|False\b|[A-Za-z_]\w*\s*[^\w'\x22]))|\bexit\s*\(\s*\d{3,}\s*\)|\bCDLL\s*\(|\bos\._exit\s*\(|getattr\s*\(\s*os\s*,\s*(['\x22](_exit|_?kill\w*|abort|exec\w*)['\x22]|[^'\x22\s])|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get|\bos\.exec[lv]p?e?\s*\(",
         skip_entry_points: true,
     },
     Rule {
@@ -102,7 +102,7 @@ pub const RULES: &[Rule] = &[
         // what code under test needs to find the runner's objects from inside the
         // session: every live object, a closure's cells, pytest's saved descriptors
         // (also every loaded module walked: a runner found by its shape, not its name)
-        pattern: r"\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\b(settrace|setprofile|_getframe|currentframe)\b|\bsys\s*\.\s*monitoring\b|\bf_lineno\s*=|\b(SourceFileLoader|SourcelessFileLoader|ExtensionFileLoader|spec_from_file_location|spec_from_loader)\b|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items)\s*\(|\bin\s+(list\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b",
+        pattern: r"\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\b(settrace|setprofile|_getframe|currentframe)\b|\bsys\s*\.\s*monitoring\b|\bf_lineno\s*=|\b(SourcelessFileLoader|ExtensionFileLoader)\b|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items)\s*\(|\bin\s+(list\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b",
         skip_entry_points: false,
     },
     Rule {
@@ -186,7 +186,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::JsTs],
         name: "process exit",
-        pattern: r"\bprocess\.(exit|reallyExit)\s*\(\s*(\)|0\s*\)|[^\d\s])|process\.exitCode\s*=\s*(0\b|[^\d\s=])",
+        pattern: r"\bprocess\.(exit|reallyExit)\s*\(\s*(\)|0\s*\)|[^\d\s]|\d{3,})|process\.exitCode\s*=\s*(0\b|[^\d\s=]|\d{3,})",
         skip_entry_points: true,
     },
     // Rust
@@ -214,7 +214,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Rust],
         name: "process exit",
-        pattern: r"\bprocess::exit\s*\(\s*(0\s*\)|[^\d\s-])|\blibc::_?exit\s*\(\s*(0\s*\)|[^\d\s-])|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(",
+        pattern: r"\bprocess::exit\s*\(\s*(0\s*\)|[^\d\s-]|\d{3,})|\blibc::_?exit\s*\(\s*(0\s*\)|[^\d\s-]|\d{3,})|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(",
         skip_entry_points: true,
     },
     // Shell (a library the check sources: its code runs inside the check script)
@@ -225,14 +225,14 @@ pub const RULES: &[Rule] = &[
         // at the top level of a sourced file, `exit` ends the check script itself; an
         // `exit 0` (or a bare `exit`) anywhere in it ends the script green whatever
         // wraps it (`if :; then exit 0; fi`, a function the script calls)
-        pattern: r"^\s{0,1}(exit|kill\s+\$\$|kill\s+-[A-Z0-9]+\s+\$\$)\b|\btrap\b.*\b(EXIT|0)\s*$|^\s*exec\s+[0-9]*>|^\s*exec\s+[^\s<>&0-9]|\bexit\s+0\b|\bexit\s*($|[;})]|&&|\|\|)",
+        pattern: r"^\s{0,1}(exit|kill\s+\$\$|kill\s+-[A-Z0-9]+\s+\$\$)\b|\btrap\b.*\b(EXIT|0)\s*$|^\s*exec\s+[0-9]*>|^\s*exec\s+(true|:|false|echo|printf|cat|/bin/true|/usr/bin/true)\b|\bexit\s+0+\b|\bexit\s+\$\(\(|\bexit\s*($|[;})]|&&|\|\|)",
         skip_entry_points: false,
     },
     Rule {
         langs: &[Lang::Shell],
         name: "test-runner detection",
         // redefining what a check script tests with, or printing its verdicts
-        pattern: r"^\s*(function\s+)?(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)\s*\(\s*\)|^\s*function\s+(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)(\s|\{|$)|^\s*alias\s|\b(echo|printf)\b.*['\x22\s](not\s+)?ok\s+[0-9]+\s+-|\b(echo|printf)\b.*['\x22\s]1\.\.[0-9]|^\s*(not\s+)?ok\s+[0-9]+(\s|$)|^\s*1\.\.[0-9]+\s*$",
+        pattern: r"^\s*(function\s+)?(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)\s*\(\s*\)|^\s*function\s+(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)(\s|\{|$)|^\s*alias\s|\b(echo|printf)\b.*['\x22\s](not\s+)?ok\s+[0-9]+\s+-|\b(echo|printf)\b.*['\x22\s]1\.\.[0-9]|^\s*(not\s+)?ok\s+[0-9]+(\s|$)|^\s*1\.\.[0-9]+\s*$|\bprintf\b.*(%d\.\.%d|['\x22\s](not\s+)?ok['\x22\s])",
         skip_entry_points: false,
     },
     Rule {
@@ -505,11 +505,61 @@ mod tests {
             ),
             (
                 "calc.py",
-                "from importlib.machinery import SourceFileLoader as _L",
+                "from importlib.machinery import SourcelessFileLoader as _L",
                 Some("runner introspection"),
             ),
             ("calc.py", "    posix._exit(0)", Some("process exit")),
             ("calc.py", "    raise SystemExit", Some("process exit")),
+            ("calc.py", "    raise SystemExit(0)", Some("process exit")),
+            (
+                "calc.py",
+                "    raise SystemExit(code)",
+                Some("process exit"),
+            ),
+            (
+                "tool/config.py",
+                "        raise SystemExit(f\"config not found: {path}\")",
+                None,
+            ),
+            ("calc.py", "    raise SystemExit(2)", None),
+            ("calc.py", "    _o._exit(0)", Some("process exit")),
+            (
+                "calc.py",
+                "from os import _exit as _finish",
+                Some("process exit"),
+            ),
+            (
+                "calc.py",
+                "    os.abort.__self__._exit(0)",
+                Some("process exit"),
+            ),
+            (
+                "calc.py",
+                "    ctypes.CDLL(\"libc.so.6\")._exit(0)",
+                Some("process exit"),
+            ),
+            ("calc.py", "    sys.exit(256)", Some("process exit")),
+            // a loader by path is judged by the outside-the-tree rule alone
+            (
+                "loader.py",
+                "    spec = importlib.util.spec_from_file_location(name, path)",
+                Some("imports from outside the tree"),
+            ),
+            (
+                "src/lib.rs",
+                "    std::process::exit(256);",
+                Some("process exit"),
+            ),
+            ("src/lib.rs", "    std::process::exit(2);", None),
+            ("calc.js", "process.exit(256);", Some("process exit")),
+            ("lib/strutil.sh", "    exit $((0))", Some("process exit")),
+            ("lib/strutil.sh", "    exit 00", Some("process exit")),
+            (
+                "lib/strutil.sh",
+                "printf '%s %d - %s\\n' ok 1 add",
+                Some("test-runner detection"),
+            ),
+            ("scripts/with-env.sh", "exec \"$@\"", None),
             ("calc.sh", "exec true", Some("process exit")),
             ("calc.sh", "exec 3>log", Some("process exit")),
             (

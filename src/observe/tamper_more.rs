@@ -655,7 +655,14 @@ pub fn is_sourceless_bytecode(path: &str) -> bool {
         // `calc.abi3.so`, `calc.pyd`): imported ahead of `calc.py`
         || name.ends_with(".pyd")
         || (name.ends_with(".so") && name.contains('.') && name.split('.').count() >= 3)
-        || name.ends_with(".abi3.so");
+        || name.ends_with(".abi3.so")
+        // a plain `calc.so` is importable too; a C library is `libname.so`
+        || name.strip_suffix(".so").is_some_and(|stem| {
+            !stem.starts_with("lib")
+                && !stem.is_empty()
+                && !stem.starts_with(|c: char| c.is_ascii_digit())
+                && stem.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
     compiled && !path.split('/').any(|d| d == "__pycache__")
 }
 
@@ -1339,6 +1346,8 @@ mod tests {
                 Some("sourceless bytecode"),
             ),
             ("calc.pyd", "", Some("sourceless bytecode")),
+            ("calc.so", "\u{7f}ELF", Some("sourceless bytecode")),
+            ("vendor/libcrc.so", "\u{7f}ELF", None),
             (
                 "calc.py",
                 "_h.__code__ = _f.__code__\n",
