@@ -548,7 +548,16 @@ pub fn python_equality_ignores_other(lines: &[&str], i: usize) -> bool {
     let t = line.trim();
     if t.starts_with("def __eq__(") || t.starts_with("def __ne__(") {
         // a first body line that answers is judged on that line (`always_equal`)
-        return !always_equal(t, &logical_line(lines, i + 1)) && def_ignores_other(lines, i, t);
+        let first = logical_line(lines, i + 1);
+        if always_equal(t, &first) {
+            return false;
+        }
+        if def_ignores_other(lines, i, t) {
+            return true;
+        }
+        // a body that only hands the comparison to a function of this file
+        // (`return self._same(other)`) is judged as that function (a ninth review)
+        return delegate(&first).is_some_and(|name| judged_as_equality(lines, name));
     }
     let Some(rest) = t
         .strip_prefix("__eq__")
@@ -590,7 +599,25 @@ pub fn python_equality_ignores_other(lines: &[&str], i: usize) -> bool {
     ) {
         return true;
     }
-    let head = format!("def {rest}(");
+    judged_as_equality(lines, rest)
+}
+
+/// The function a one-statement body hands its answer to: `return self.NAME(…)` or
+/// `return NAME(…)`.
+fn delegate(body: &str) -> Option<&str> {
+    let call = body.trim().strip_prefix("return ")?.trim();
+    let call = call.strip_prefix("self.").unwrap_or(call);
+    let end = call.find('(')?;
+    let name = &call[..end];
+    (!name.is_empty()
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && call.trim_end().ends_with(')'))
+    .then_some(name)
+}
+
+/// True when this file's `def NAME(…)`, read as an `__eq__`, answers without comparing.
+fn judged_as_equality(lines: &[&str], name: &str) -> bool {
+    let head = format!("def {name}(");
     lines
         .iter()
         .enumerate()
@@ -1295,6 +1322,8 @@ mod tests {
             // fourth and fifth fresh reviews: equalities read beyond their first line
             ("calc.py", "class R(int):\n    __eq__ = int.__or__\n", true),
             ("calc.py", "def _same(a, b):\n    return True\n\nclass R(int):\n    __eq__ = _same\n", true),
+            ("calc.py", "class R(int):\n    def _same(self, other):\n        return True\n\n    def __eq__(self, other):\n        return self._same(other)\n", true),
+            ("calc.py", "class R(int):\n    def _same(self, other):\n        return int(self) == int(other)\n\n    def __eq__(self, other):\n        return self._same(other)\n", false),
             ("calc.py", "class R(int):\n    def __eq__(self, other):\n        same = True\n        return same\n", true),
             ("calc.py", "class M:\n    def equals(self, other):\n        if not isinstance(other, M):\n            return NotImplemented\n        return (self.a, self.c) == (other.a, other.c)\n    __eq__ = equals\n", false),
             ("calc.py", "class M:\n    def __eq__(self, other):\n        if not isinstance(other, M):\n            return NotImplemented\n        mine = (self.a, self.c)\n        return mine == (other.a, other.c)\n", false),
