@@ -216,7 +216,12 @@ pub fn end_escapees(token: &str, exclude: &[i32]) -> Vec<String> {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    reap_children(exclude);
+    // Orphans come to this process only when it is a subreaper; otherwise a zombie
+    // child is one a caller of ours still waits for (a test thread's `git`), not ours
+    // to reap.
+    if subreaper {
+        reap_children(exclude);
+    }
     found.sort_by_key(|l| {
         l.split(':')
             .next()
