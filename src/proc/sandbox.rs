@@ -261,6 +261,12 @@ use std::process::Command;
 mod tests {
     use super::*;
 
+    /// Runs `cmd` under `plan` to its end.
+    fn status(plan: &SandboxPlan, cmd: &mut Command) -> std::process::ExitStatus {
+        let mut child = plan.prepare().unwrap().spawn(cmd).unwrap();
+        child.wait().unwrap()
+    }
+
     #[test]
     fn the_exec_writes_the_workdir_and_tmp_and_nothing_else() {
         if kernel_abi().is_none() {
@@ -282,13 +288,7 @@ mod tests {
             wd.display(),
             outside.display()
         ));
-        let st = plan
-            .prepare()
-            .unwrap()
-            .spawn(&mut cmd)
-            .unwrap()
-            .wait()
-            .unwrap();
+        let st = status(&plan, &mut cmd);
         assert!(!st.success(), "the write outside the plan must fail");
         assert!(wd.join("in").exists());
         assert!(!outside.join("out").exists());
@@ -318,13 +318,7 @@ mod tests {
         // $PPID is this test process, outside the sandbox.
         cmd.arg("-c").arg("kill -0 $PPID");
         cmd.stderr(std::process::Stdio::null());
-        let st = plan
-            .prepare()
-            .unwrap()
-            .spawn(&mut cmd)
-            .unwrap()
-            .wait()
-            .unwrap();
+        let st = status(&plan, &mut cmd);
         assert!(
             !st.success(),
             "a signal to a process outside the sandbox must fail"
@@ -410,13 +404,7 @@ mod tests {
             target.display()
         ));
         cmd.stderr(std::process::Stdio::null());
-        let st = plan
-            .prepare()
-            .unwrap()
-            .spawn(&mut cmd)
-            .unwrap()
-            .wait()
-            .unwrap();
+        let st = status(&plan, &mut cmd);
         assert!(!st.success(), "the write into site-packages must fail");
         assert!(room.path().join("in").exists());
         assert!(!target.exists());

@@ -271,17 +271,22 @@ fn a_checks_allowed_write_into_dependencies_is_not_the_agents() {
     let cache_then_check = format!(
         "mkdir -p node_modules/.vite && date +%s%N > node_modules/.vite/deps.json\n{TAP_CHECK}"
     );
-    let r = Repo::new();
-    r.write("tests", "2\n")
-        .write("failing", "t1 t2\n")
-        .tap_check(&cache_then_check)
-        .write(".gitignore", "node_modules/\n")
-        .write("node_modules/lib/index.js", "module.exports = 1;\n")
-        .write(
-            "loop.toml",
-            "[guards]\ncheck_may_write = [\"node_modules/.vite/**\"]\n",
-        )
-        .commit("fixture");
+    let fixture = |failing: &str| {
+        let r = Repo::new();
+        let n = failing.split_whitespace().count();
+        r.write("tests", &format!("{n}\n"))
+            .write("failing", &format!("{failing}\n"))
+            .tap_check(&cache_then_check)
+            .write(".gitignore", "node_modules/\n")
+            .write("node_modules/lib/index.js", "module.exports = 1;\n")
+            .write(
+                "loop.toml",
+                "[guards]\ncheck_may_write = [\"node_modules/.vite/**\"]\n",
+            )
+            .commit("fixture");
+        r
+    };
+    let r = fixture("t1 t2");
     let v = r
         .lx_tap(
             PROGRESS_AGENT,
@@ -290,17 +295,7 @@ fn a_checks_allowed_write_into_dependencies_is_not_the_agents() {
         .expect(10, Some("success_condition_met"));
     assert!(!mentions(&v, "dependency directories changed"), "{v}");
     // between checks, the agent's own change of the same directory is still caught
-    let r2 = Repo::new();
-    r2.write("tests", "1\n")
-        .write("failing", "t1\n")
-        .tap_check(&cache_then_check)
-        .write(".gitignore", "node_modules/\n")
-        .write("node_modules/lib/index.js", "module.exports = 1;\n")
-        .write(
-            "loop.toml",
-            "[guards]\ncheck_may_write = [\"node_modules/.vite/**\"]\n",
-        )
-        .commit("fixture");
+    let r2 = fixture("t1");
     let v = r2
         .lx_tap(
             "echo 'module.exports = 2;' > node_modules/lib/index.js",

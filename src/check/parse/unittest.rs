@@ -84,50 +84,38 @@ fn verdict(text: &str) -> Option<Outcome> {
 struct End {
     ran: Option<u64>,
     verdict_seen: bool,
-    failures: u64,
-    errors: u64,
-    skipped: u64,
-    expected_failures: u64,
-    unexpected_successes: u64,
+    tally: Tally,
 }
 
-impl End {
-    fn counts(&self, ran: u64) -> Counts {
-        counts(
-            ran,
-            self.failures,
-            self.errors,
-            self.skipped,
-            self.expected_failures,
-            self.unexpected_successes,
-        )
-    }
+/// unittest's own tally of one run, as its verdict line and its result object give
+/// it: failures, errors, skipped, expected failures, unexpected successes. Shared by
+/// the transcript's end lines and the witness ([`crate::check::witness::unittest`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+pub struct Tally {
+    pub failures: u64,
+    pub errors: u64,
+    pub skipped: u64,
+    pub expected_failures: u64,
+    pub unexpected_successes: u64,
 }
 
-/// The counts of one unittest run from unittest's own numbers (tests run, failures,
-/// errors, skipped, expected failures, unexpected successes): executed = run minus
-/// skips and expected failures; failed = failures + errors + unexpected successes (an
-/// error in a fixture counts although no test ran). Shared by the transcript's end
-/// lines and the witness ([`crate::check::witness::unittest`]).
-#[must_use]
-pub fn counts(
-    ran: u64,
-    failures: u64,
-    errors: u64,
-    skipped: u64,
-    xfail: u64,
-    xpass: u64,
-) -> Counts {
-    let failed = failures + errors + xpass;
-    let skipped = skipped + xfail;
-    Counts {
-        passed: ran
-            .saturating_sub(failures + xpass)
-            .saturating_sub(errors.min(ran))
-            .saturating_sub(skipped),
-        failed,
-        skipped,
-        flaky: 0,
+impl Tally {
+    /// The counts of a run of `ran` tests: executed = run minus skips and expected
+    /// failures; failed = failures + errors + unexpected successes (an error in a
+    /// fixture counts although no test ran).
+    #[must_use]
+    pub fn counts(&self, ran: u64) -> Counts {
+        let failed = self.failures + self.errors + self.unexpected_successes;
+        let skipped = self.skipped + self.expected_failures;
+        Counts {
+            passed: ran
+                .saturating_sub(self.failures + self.unexpected_successes)
+                .saturating_sub(self.errors.min(ran))
+                .saturating_sub(skipped),
+            failed,
+            skipped,
+            flaky: 0,
+        }
     }
 }
 
@@ -184,11 +172,11 @@ pub fn parse(t: &TextInput) -> ParsedRun {
                     for t in r.tally.captures_iter(tally.as_str()) {
                         let n: u64 = t[2].parse().unwrap_or(0);
                         match &t[1] {
-                            "failures" => end.failures = n,
-                            "errors" => end.errors = n,
-                            "skipped" => end.skipped = n,
-                            "expected failures" => end.expected_failures = n,
-                            _ => end.unexpected_successes = n,
+                            "failures" => end.tally.failures = n,
+                            "errors" => end.tally.errors = n,
+                            "skipped" => end.tally.skipped = n,
+                            "expected failures" => end.tally.expected_failures = n,
+                            _ => end.tally.unexpected_successes = n,
                         }
                     }
                 }
@@ -224,7 +212,7 @@ pub fn parse(t: &TextInput) -> ParsedRun {
     close(&mut c, &mut block);
     let complete = end.ran.is_some() && end.verdict_seen;
     if let Some(ran) = end.ran.filter(|_| end.verdict_seen) {
-        c.set_summary(end.counts(ran));
+        c.set_summary(end.tally.counts(ran));
     }
     c.finish_text(
         Format::Unittest,

@@ -23,23 +23,13 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct UnittestRun {
     pub tests_run: u64,
-    pub failures: u64,
-    pub errors: u64,
-    pub skipped: u64,
-    pub expected_failures: u64,
-    pub unexpected_successes: u64,
+    #[serde(flatten)]
+    pub tally: crate::check::parse::unittest::Tally,
 }
 
 impl UnittestRun {
     fn counts(&self) -> Counts {
-        crate::check::parse::unittest::counts(
-            self.tests_run,
-            self.failures,
-            self.errors,
-            self.skipped,
-            self.expected_failures,
-            self.unexpected_successes,
-        )
+        self.tally.counts(self.tests_run)
     }
 }
 
@@ -99,11 +89,11 @@ mod tests {
     fn run(ran: u64, failures: u64, skipped: u64) -> UnittestRun {
         UnittestRun {
             tests_run: ran,
-            failures,
-            errors: 0,
-            skipped,
-            expected_failures: 0,
-            unexpected_successes: 0,
+            tally: crate::check::parse::unittest::Tally {
+                failures,
+                skipped,
+                ..Default::default()
+            },
         }
     }
 
