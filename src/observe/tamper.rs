@@ -93,7 +93,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python],
         name: "process exit",
-        pattern: r"\b(os|posix|nt)\s*\.\s*_exit\b|\._exit\s*\(|\b_exit\s*\(|\bimport\s[^#]*\b_exit\b|\bSystemExit\b\s*(?:$|\(\s*(?:\)|0\b|None\b|False\b|[A-Za-z_]\w*\s*[^\w'\x22]))|\bexit\s*\(\s*\d{3,}\s*\)|\bCDLL\s*\(|\bos\._exit\s*\(|getattr\s*\(\s*os\s*,\s*(['\x22](_exit|_?kill\w*|abort|exec\w*)['\x22]|[^'\x22\s])|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get|\bos\.exec[lv]p?e?\s*\(",
+        pattern: r"\b(os|posix|nt)\s*\.\s*_exit\b|\b_exit\s*\(|\bimport\s[^#]*\b_exit\b|\bSystemExit\b\s*(?:$|\(\s*(?:\)|0\b|None\b|False\b|[A-Za-z_]\w*\s*[^\w'\x22]))|\bexit\s*\(\s*\d{3,}\s*\)|\bCDLL\s*\(|getattr\s*\(\s*os\s*,\s*(['\x22](_exit|_?kill\w*|abort|exec\w*)['\x22]|[^'\x22\s])|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get|\bos\.exec[lv]p?e?\s*\(",
         skip_entry_points: true,
     },
     Rule {

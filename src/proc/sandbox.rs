@@ -93,12 +93,7 @@ impl SandboxPlan {
     /// `home`); paths that do not exist are left out.
     #[must_use]
     pub fn for_workdir(workdir: &Path, home: Option<&Path>, declared: &[String]) -> SandboxPlan {
-        let mut w: Vec<PathBuf> = vec![
-            workdir.to_path_buf(),
-            PathBuf::from("/tmp"),
-            PathBuf::from("/var/tmp"),
-            PathBuf::from("/dev"),
-        ];
+        let mut w = temporaries(workdir);
         if let Some(t) = std::env::var_os("TMPDIR").filter(|v| !v.is_empty()) {
             w.push(PathBuf::from(t));
         }
@@ -117,20 +112,7 @@ impl SandboxPlan {
                 w.push(h.join(d));
             }
         }
-        for d in declared {
-            let p = match (d.strip_prefix("~/"), home) {
-                (Some(rest), Some(h)) => h.join(rest),
-                _ => PathBuf::from(d),
-            };
-            w.push(p);
-        }
-        w.retain(|p| p.exists());
-        w.sort();
-        w.dedup();
-        SandboxPlan {
-            writable: w,
-            scoped: true,
-        }
+        finish(w, home, declared, true)
     }
 
     /// The check's plan: it may write `root` (the clean room's directory — its tree,
@@ -154,12 +136,7 @@ impl SandboxPlan {
     ) -> SandboxPlan {
         let var = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
         let under_home = |rel: &str| home.map(|h| h.join(rel));
-        let mut w: Vec<PathBuf> = vec![
-            root.to_path_buf(),
-            PathBuf::from("/tmp"),
-            PathBuf::from("/var/tmp"),
-            PathBuf::from("/dev"),
-        ];
+        let mut w = temporaries(root);
         w.extend(also.iter().cloned());
         let cargo_home = var("CARGO_HOME").or_else(|| under_home(".cargo"));
         let gopath = var("GOPATH")
@@ -175,21 +152,9 @@ impl SandboxPlan {
             var("npm_config_cache").or_else(|| under_home(".npm")),
             var("XDG_CACHE_HOME").or_else(|| under_home(".cache")),
         ];
-        w.extend(found.into_iter().flatten());
-        for d in declared {
-            let p = match (d.strip_prefix("~/"), home) {
-                (Some(rest), Some(h)) => h.join(rest),
-                _ => PathBuf::from(d),
-            };
-            w.push(p);
-        }
-        w.retain(|p| p.is_absolute() && p.exists());
-        w.sort();
-        w.dedup();
-        SandboxPlan {
-            writable: w,
-            scoped: false,
-        }
+        // a variable holding a relative path names no place of its own
+        w.extend(found.into_iter().flatten().filter(|p| p.is_absolute()));
+        finish(w, home, declared, false)
     }
 
     /// Builds the ruleset (before the fork).
@@ -217,6 +182,41 @@ impl SandboxPlan {
             ))
             .map_err(|e| err(&e))?;
         Ok(Prepared { ruleset: Some(rs) })
+    }
+}
+
+/// `root` and the temporary directories every step may write (`/tmp`, `/var/tmp`,
+/// `/dev`).
+fn temporaries(root: &Path) -> Vec<PathBuf> {
+    vec![
+        root.to_path_buf(),
+        PathBuf::from("/tmp"),
+        PathBuf::from("/var/tmp"),
+        PathBuf::from("/dev"),
+    ]
+}
+
+/// The plan of `w` plus the `declared` paths (`~/` expanded against `home`): the paths
+/// that exist, each once.
+fn finish(
+    mut w: Vec<PathBuf>,
+    home: Option<&Path>,
+    declared: &[String],
+    scoped: bool,
+) -> SandboxPlan {
+    for d in declared {
+        let p = match (d.strip_prefix("~/"), home) {
+            (Some(rest), Some(h)) => h.join(rest),
+            _ => PathBuf::from(d),
+        };
+        w.push(p);
+    }
+    w.retain(|p| p.exists());
+    w.sort();
+    w.dedup();
+    SandboxPlan {
+        writable: w,
+        scoped,
     }
 }
 
