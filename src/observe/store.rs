@@ -244,16 +244,26 @@ impl SnapshotStore {
     pub fn set_ref(&self, refname: &str, oid: &str) -> Result<(), StoreError> {
         let path = self.git_dir.join(refname);
         let dir = path.parent().unwrap_or(&self.git_dir);
-        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let lock = path.with_file_name(format!(
             "{}.lock",
             path.file_name().and_then(|n| n.to_str()).unwrap_or("ref")
         ));
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&lock)
-            .map_err(io_err(&lock))?;
+        let create = || {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&lock)
+        };
+        // The ref's directory exists from the run's second ref on: made only when the
+        // lock cannot be created for want of it (a `mkdir` and a `stat` less per ref).
+        let mut f = match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+                create()
+            }
+            other => other,
+        }
+        .map_err(io_err(&lock))?;
         let written = std::io::Write::write_all(&mut f, format!("{oid}\n").as_bytes())
             .and_then(|()| std::fs::rename(&lock, &path));
         if let Err(e) = written {

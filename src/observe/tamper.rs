@@ -101,8 +101,10 @@ pub const RULES: &[Rule] = &[
         name: "runner introspection",
         // what code under test needs to find the runner's objects from inside the
         // session: every live object, a closure's cells, pytest's saved descriptors
-        // (also every loaded module walked: a runner found by its shape, not its name)
-        pattern: r"\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\b(settrace|setprofile|_getframe|currentframe)\b|\bsys\s*\.\s*monitoring\b|\bf_lineno\s*=|\b(SourcelessFileLoader|ExtensionFileLoader)\b|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items)\s*\(|\bin\s+(list\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b",
+        // (also every loaded module walked: a runner found by its shape, not its name;
+        // a frame's globals or locals, not its code's name for a log line; a module
+        // asked for by its literal name, `"numpy" in sys.modules`, is no walk)
+        pattern: r"\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\b(settrace|setprofile)\b|\b(_getframe|currentframe)\s*\([^)]*\)\s*(?:$|[^.\s]|\.\s*f_(?:globals|locals|builtins|trace|lineno))|\bf_(?:globals|locals|builtins|trace)\b|\bsys\s*\.\s*monitoring\b|\bf_lineno\s*=|\b(SourcelessFileLoader|ExtensionFileLoader)\b|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items|keys)\s*\(|\bfor\b.*\bin\s+(list\s*\(\s*|sorted\s*\(\s*|tuple\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b|\b(list|tuple|sorted|iter|dict|set|map|filter|vars)\s*\(\s*(sys|_\w*)\s*\.\s*modules\b",
         skip_entry_points: false,
     },
     Rule {
@@ -208,7 +210,8 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Rust],
         name: "test-binary detection",
-        pattern: r"(env::args(_os)?\s*\(|current_exe\s*\().*(?i:test|deps|nocapture|exact)",
+        // (whole words: `"latest"` names no test binary)
+        pattern: r"(env::args(_os)?\s*\(|current_exe\s*\().*(?i:\btest|\bdeps\b|nocapture|\bexact\b)",
         skip_entry_points: true,
     },
     Rule {
@@ -221,11 +224,12 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Shell],
         name: "process exit",
-        // at the top level of a sourced file, `exit` ends the check script itself
         // at the top level of a sourced file, `exit` ends the check script itself; an
         // `exit 0` (or a bare `exit`) anywhere in it ends the script green whatever
-        // wraps it (`if :; then exit 0; fi`, a function the script calls)
-        pattern: r"^\s{0,1}(exit|kill\s+\$\$|kill\s+-[A-Z0-9]+\s+\$\$)\b|\btrap\b.*\b(EXIT|0)\s*$|^\s*exec\s+[0-9]*>|^\s*exec\s+(true|:|false|echo|printf|cat|/bin/true|/usr/bin/true)\b|\bexit\s+0+\b|\bexit\s+\$\(\(|\bexit\s*($|[;})]|&&|\|\|)",
+        // wraps it (`if :; then exit 0; fi`, a function the script calls); an EXIT
+        // trap that exits, evaluates or runs a computed command (a cleanup trap,
+        // `trap "rm -f $tmp" EXIT`, leaves the status alone)
+        pattern: r"^\s{0,1}(exit|kill\s+\$\$|kill\s+-[A-Z0-9]+\s+\$\$)\b|\btrap\s+(.*(\bexit\b|\beval\b|\$\(|`)|['\x22]?\$\{?\w+\}?['\x22]?\s).*\b(EXIT|0)\s*$|^\s*exec\s+[0-9]*>|^\s*exec\s+(true|:|false|echo|printf|cat|/bin/true|/usr/bin/true)\b|\bexit\s+0+\b|\bexit\s+\$\(\(|\bexit\s*($|[;})]|&&|\|\|)",
         skip_entry_points: false,
     },
     Rule {
@@ -311,6 +315,10 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
     }
     let entry = is_entry_point(path);
     let diff = similar::TextDiff::from_lines(old, new);
+    let new_lines: Vec<&str> = new.lines().collect();
+    // `if __name__ == "__main__":` is true only when the file runs as a program, never
+    // when a test imports it; a file that sets `__name__` itself gets no such pass
+    let main_guard_counts = lang == Lang::Python && !assigns_module_name(new);
     let mut out = Vec::new();
     for change in diff.iter_all_changes() {
         if change.tag() != similar::ChangeTag::Insert {
@@ -334,6 +342,14 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
                 continue;
             }
             if re.is_match(line) {
+                if rule.name == "process exit"
+                    && main_guard_counts
+                    && change
+                        .new_index()
+                        .is_some_and(|i| under_main_guard(&new_lines, i))
+                {
+                    continue;
+                }
                 out.push(TamperHit {
                     path: path.to_string(),
                     line: change.new_index().map_or(0, |i| i + 1),
@@ -345,6 +361,48 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         }
     }
     out
+}
+
+/// True when Python source `text` assigns the module's `__name__` (`__name__ =
+/// "__main__"`, `globals()["__name__"] = …`, `setattr(sys.modules[__name__], …)`).
+fn assigns_module_name(text: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r#"(?m)\b__name__\s*(?:=[^=]|:=)|\[\s*['"]__name__['"]\s*\]\s*=[^=]|['"]__name__['"]\s*,"#)
+            .expect("valid __name__ regex")
+    });
+    re.is_match(text)
+}
+
+/// True when line `i` of Python source `lines` lies in the body of an
+/// `if __name__ == "__main__":` block (or on that line, after its colon).
+fn under_main_guard(lines: &[&str], i: usize) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r#"^\s*if\s+__name__\s*==\s*['"]__main__['"]\s*:"#).expect("valid guard regex")
+    });
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let Some(line) = lines.get(i) else {
+        return false;
+    };
+    if re.is_match(line) {
+        return true;
+    }
+    let mut level = indent(line);
+    for l in lines[..i].iter().rev() {
+        let t = l.trim_start();
+        if t.is_empty() || t.starts_with('#') || indent(l) >= level {
+            continue;
+        }
+        if re.is_match(l) {
+            return true;
+        }
+        level = indent(l);
+        if level == 0 {
+            return false;
+        }
+    }
+    false
 }
 
 #[cfg(test)]

@@ -531,6 +531,27 @@ pub fn rust_include_outside(path: &str, line: &str) -> bool {
     super::frozen::normalize(&full).is_none()
 }
 
+/// True when a Python line of `path` that edits `sys.path` adds a directory of the
+/// tree: one built from `__file__` with literal parts, climbing (`dirname(…)`,
+/// `.parent`) no higher than the root, with no `..`, no absolute literal and nothing
+/// from the environment (`sys.path.insert(0, os.path.join(os.path.dirname(__file__),
+/// "vendor"))`, a fresh review's honest vendoring). Where it points is in the tree, so
+/// the code it imports is scanned like any other.
+#[must_use]
+pub fn python_path_in_tree(path: &str, line: &str) -> bool {
+    if !line.contains("__file__")
+        || line.contains("..")
+        || ["expanduser", "environ", "getenv", "gettempdir", "home(", "\"/", "'/"]
+            .iter()
+            .any(|w| line.contains(w))
+    {
+        return false;
+    }
+    let ups = line.matches("dirname(").count() + line.matches(".parent").count();
+    let depth = path.matches('/').count();
+    ups <= depth + 1
+}
+
 /// True when line `i` of `lines` (a Python file) makes an equality that does not
 /// compare, in the forms a one-line reading misses (fresh reviews reached exit 10 with
 /// each):
@@ -908,6 +929,7 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         writes_through(&assertion_library_names(lang, new))
     };
     let new_lines: Vec<&str> = new.lines().collect();
+    let reads_files = lang == Lang::Python && super::tamper_load::reads_files(new);
     let mut def_flagged = false;
     let diff = similar::TextDiff::from_lines(old, new);
     let mut out = Vec::new();
@@ -920,9 +942,26 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         }
         let line = change.value().trim_end_matches(['\n', '\r']);
         let t = line.trim_start();
+        // (a coding cookie is a comment to every other rule)
+        if lang == Lang::Python
+            && change
+                .new_index()
+                .is_some_and(|i| super::tamper_load::unreadable_encoding(i, line))
+        {
+            out.push(TamperHit {
+                path: path.to_string(),
+                line: change.new_index().map_or(0, |i| i + 1),
+                rule: "source in an encoding the scan cannot read".to_string(),
+                text: t.chars().take(200).collect(),
+            });
+            continue;
+        }
+        // (`#` starts a comment only where the language says so, as in
+        // `super::tamper`: in Rust it starts an attribute, `#[path = "x.txt"]`)
+        let hash_comment = matches!(lang, Lang::Python | Lang::Shell | Lang::Perl);
         if t.is_empty()
             || t.starts_with("//")
-            || t.starts_with('#')
+            || (t.starts_with('#') && hash_comment)
             || t.starts_with("/*")
             || (t.starts_with('*') && lang != Lang::Perl)
         {
@@ -946,7 +985,10 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             .find(|(r, re)| {
                 r.langs.contains(&lang) && !(r.skip_entry_points && entry) && re.is_match(line)
             })
-            .map(|(r, _)| r.name);
+            .map(|(r, _)| r.name)
+            .filter(|name| {
+                !(*name == "imports from outside the tree" && python_path_in_tree(path, line))
+            });
         if let Some(name) = by_rule {
             out.push(hit(name));
         } else if matches!(lang, Lang::Python | Lang::Rust)
@@ -959,6 +1001,8 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             continue;
         } else if lang == Lang::Rust && rust_include_outside(path, line) {
             out.push(hit("imports from outside the tree"));
+        } else if let Some(rule) = super::tamper_load::loader_hit(lang, path, line, reads_files) {
+            out.push(hit(rule));
         } else if lang == Lang::Python
             && change
                 .new_index()

@@ -599,9 +599,16 @@ impl TreeObserver {
             .filter_map(|p| Some((p, self.last_entries.get(p)?)))
             .filter(|(p, e)| e0.get(*p) != Some(*e))
             .filter(|(p, _)| {
-                // The scan finds nothing in other languages' files (but names any
-                // sourceless bytecode).
+                // A Cargo manifest is read for dependencies from outside the tree,
+                // protected or not.
+                if super::tamper_load::is_cargo_manifest(p) {
+                    return true;
+                }
+                // Files of no known language are read when they may be code (read as
+                // every language, `tamper_load::scan_unknown`); sourceless bytecode is
+                // named whatever it holds.
                 (!matches!(super::lex::Lang::from_path(p), super::lex::Lang::Other)
+                    || super::tamper_load::reads_as_code(p)
                     || super::tamper_more::is_sourceless_bytecode(p))
                     && (added_tests.contains(*p)
                         || (self.rules.frozen_as(p).is_none()
@@ -643,8 +650,17 @@ impl TreeObserver {
             let (p, a, b) = &key;
             let old = a.as_deref().map(text).unwrap_or_default();
             let new = text(b);
-            let mut found = super::tamper::scan(p, &old, &new);
-            found.extend(super::tamper_more::scan(p, &old, &new));
+            let found = if super::tamper_load::is_cargo_manifest(p) {
+                super::tamper_load::scan_cargo_manifest(p, &old, &new)
+            } else if super::tamper_more::is_sourceless_bytecode(p) {
+                super::tamper_more::scan(p, &old, &new)
+            } else if super::tamper_load::reads_as_code(p) {
+                super::tamper_load::scan_unknown(p, &old, &new)
+            } else {
+                let mut found = super::tamper::scan(p, &old, &new);
+                found.extend(super::tamper_more::scan(p, &old, &new));
+                found
+            };
             hits.extend(found.iter().cloned());
             self.tamper_cache.insert(key, found);
         }

@@ -240,6 +240,33 @@ const PIPE_GRACE: Duration = Duration::from_secs(2);
 /// (larger buffers only add to peak memory: 4096 reads per GiB cost no measurable CPU).
 const READ_CHUNK: usize = 256 << 10;
 
+/// The supervisor's read buffer ([`READ_CHUNK`] bytes), kept per thread between steps:
+/// a fresh zeroed 256 KiB buffer is an `mmap`, its page faults and an `munmap` per
+/// step. Taken by [`ReadBuf::take`], given back when dropped.
+struct ReadBuf(Vec<u8>);
+
+thread_local! {
+    static SPARE_BUF: std::cell::Cell<Option<Vec<u8>>> = const { std::cell::Cell::new(None) };
+}
+
+impl ReadBuf {
+    /// This thread's spare buffer, or a new one.
+    fn take() -> ReadBuf {
+        ReadBuf(
+            SPARE_BUF
+                .with(std::cell::Cell::take)
+                .unwrap_or_else(|| vec![0u8; READ_CHUNK]),
+        )
+    }
+}
+
+impl Drop for ReadBuf {
+    fn drop(&mut self) {
+        let buf = std::mem::take(&mut self.0);
+        SPARE_BUF.with(|c| c.set(Some(buf)));
+    }
+}
+
 /// A pidfd for `pid` (Linux ≥ 5.3), `None` where the kernel has none.
 fn pidfd_open(pid: i32) -> Option<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
@@ -333,7 +360,7 @@ struct Supervisor {
     pgid: i32,
     pipes: [Pipe; 2],
     sink: Option<Box<dyn LineSink>>,
-    buf: Vec<u8>,
+    buf: ReadBuf,
     total: u64,
     last_output: Instant,
     status: Option<ExitStatus>,
@@ -421,11 +448,11 @@ impl Supervisor {
             }
             for _ in 0..16 {
                 let sink = sink_mut(&mut self.sink);
-                match self.pipes[i].read_once(&mut self.buf, sink) {
+                match self.pipes[i].read_once(&mut self.buf.0, sink) {
                     Drained::Bytes(n) => {
                         self.total += n as u64;
                         any = true;
-                        if n < self.buf.len() {
+                        if n < self.buf.0.len() {
                             break;
                         }
                     }
@@ -599,7 +626,7 @@ pub fn run_step(
             },
         ],
         sink: spec.stdout_sink.take(),
-        buf: vec![0u8; READ_CHUNK],
+        buf: ReadBuf::take(),
         total: 0,
         last_output: start,
         status: None,
