@@ -142,6 +142,20 @@ pub(crate) fn attest(workdir: &Path, a: &AttestArgs) -> Outcome {
             Some("`loopexec check` names the first broken record".into()),
         );
     }
+    // A valid hash chain says the receipt is whole, not that it is this workspace's:
+    // a receipt copied in from another project would be signed as this one's run.
+    let provenance = run.provenance_problems();
+    if !provenance.is_empty() {
+        return Outcome::error(
+            HaltReason::InvariantFailed.exit_code(),
+            format!(
+                "run {} is not one this workspace's ledger recorded, so it cannot be attested: {}",
+                run.run_id,
+                provenance.join("; ")
+            ),
+            Some("`loopexec check` lists every receipt that disagrees with the ledger; attest the run in the workspace that ran it".into()),
+        );
+    }
     let bytes = match std::fs::read(&run.receipt) {
         Ok(b) => b,
         Err(e) => {

@@ -390,6 +390,10 @@ body!(VerifyBody, "verify");
 pub struct RunsBody {
     /// Newest first.
     pub runs: Vec<RunFacts>,
+    /// Ids of listed runs whose receipt this workspace's ledger did not record (no
+    /// row, or a head or verdict the row does not hold: a receipt copied in from
+    /// elsewhere or edited); `loopexec check` names what differs.
+    pub unrecorded: Vec<String>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,

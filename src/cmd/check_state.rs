@@ -151,10 +151,30 @@ fn verify_halts(
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
+    if let Some(store) = ledger {
+        problems.extend(ledger_disagreements(path, &run_id, lines, last, store));
+    }
+    problems
+}
+
+/// Where the receipt of `run_id` at `path` (its `lines`, its last halt `last`)
+/// disagrees with the ledger `store`: a head the ledger did not record (truncated, or
+/// lines added behind loopexec's back), halts without a halt event, no row for a run
+/// that started (a receipt copied in from elsewhere), a status or halt the row does
+/// not hold. Empty when the two agree.
+pub(crate) fn ledger_disagreements(
+    path: &Path,
+    run_id: &str,
+    lines: &[receipt::Line],
+    last: Option<HaltReason>,
+    store: &crate::store::Store,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let run_id = run_id.to_string();
     // The ledger holds the receipt's head (blake3 of its last line, line count) as of
     // the last iteration end or halt: a receipt cut at a line boundary, or lines
     // added behind loopexec's back, no longer matches it.
-    if let Some(store) = ledger {
+    {
         match store.receipt_head_of(&run_id) {
             Ok(Some((head, n))) => {
                 let actual_n = lines.len() as u64;
@@ -214,7 +234,7 @@ fn verify_halts(
             }
         }
     }
-    if let (Some(store), Some(last)) = (ledger, last) {
+    if let Some(last) = last {
         if let Ok(Some(row)) = store.run(&run_id) {
             if row
                 .halt_reason

@@ -100,6 +100,47 @@ impl LoadedRun {
     pub fn facts(&self) -> crate::output::RunFacts {
         crate::receipt::facts::run_facts(&self.run_id, &self.receipt, &self.lines)
     }
+
+    /// Why this receipt is not one this workspace's ledger recorded (empty when the
+    /// ledger holds the run with this receipt's head and verdict): a receipt copied in
+    /// from another project, or edited behind loopexec's back, has a valid hash chain
+    /// but no agreeing ledger row. See [`check_state::ledger_disagreements`].
+    pub fn provenance_problems(&self) -> Vec<String> {
+        recorded_by_ledger(&self.ws, &self.run_id, &self.receipt, &self.lines)
+    }
+}
+
+/// [`LoadedRun::provenance_problems`] for the receipt at `path` (run `run_id`, its
+/// `lines`) of workspace `ws`.
+pub(crate) fn recorded_by_ledger(
+    ws: &Workspace,
+    run_id: &str,
+    path: &std::path::Path,
+    lines: &[Line],
+) -> Vec<String> {
+    let ledger = ws.ledger_path();
+    if !ledger.is_file() {
+        return vec![format!(
+            "this workspace has no ledger ({}), so nothing vouches that loopexec ran {run_id} here",
+            ledger.display()
+        )];
+    }
+    let store = match crate::store::Store::open(&ledger) {
+        Ok(s) => s,
+        Err(e) => return vec![format!("the ledger cannot be read: {e}")],
+    };
+    let last = lines.iter().rev().find_map(|l| match &l.event {
+        crate::receipt::Event::Halted(h) => Some(h.halt_reason),
+        _ => None,
+    });
+    let mut problems = check_state::ledger_disagreements(path, run_id, lines, last, &store);
+    if problems.is_empty() && store.run(run_id).is_ok_and(|r| r.is_none()) {
+        problems.push(format!(
+            "{}: the ledger has no row for this run",
+            path.display()
+        ));
+    }
+    problems
 }
 
 /// Resolves the workdir and `--run-id` (latest by default) and reads the receipt.

@@ -100,6 +100,13 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
             "the receipt's hash chain is broken at line {line}: {what}"
         ));
     }
+    // A whole receipt that this workspace's ledger did not record (copied in from
+    // another project) re-derives its own verdict, not this workspace's.
+    errors.extend(
+        run.provenance_problems()
+            .into_iter()
+            .map(|p| format!("not this workspace's run: {p}")),
+    );
     // Offline: the halt re-derived from the observations.
     let halted_pos = run
         .lines
@@ -321,6 +328,9 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
         derived_reason.as_deref().unwrap_or("-"),
         if chain.is_none() { "intact" } else { "BROKEN" }
     ));
+    for e in &errors {
+        human.push_str(&format!("  - {e}\n"));
+    }
     human.push_str(if agrees {
         "the replay agrees with the receipt\n"
     } else if first_disagreement.is_some() || !errors.is_empty() {

@@ -8,10 +8,18 @@ use std::path::Path;
 
 /// Run ids with a receipt, newest first (by the receipt's first timestamp, then id).
 pub(crate) fn run_ids(ws: &Workspace) -> Vec<(String, RunFacts)> {
+    with_lines(ws)
+        .into_iter()
+        .map(|(id, facts, _)| (id, facts))
+        .collect()
+}
+
+/// [`run_ids`] with each receipt's lines.
+fn with_lines(ws: &Workspace) -> Vec<(String, RunFacts, Vec<crate::receipt::Line>)> {
     let Ok(rd) = std::fs::read_dir(ws.runs_dir()) else {
         return Vec::new();
     };
-    let mut out: Vec<(String, RunFacts)> = rd
+    let mut out: Vec<(String, RunFacts, Vec<crate::receipt::Line>)> = rd
         .filter_map(Result::ok)
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
@@ -22,7 +30,7 @@ pub(crate) fn run_ids(ws: &Workspace) -> Vec<(String, RunFacts)> {
                 Err(_) => super::read_complete_lines(&path),
             };
             let facts = crate::receipt::facts::run_facts(&id, &path, &lines);
-            Some((id, facts))
+            Some((id, facts, lines))
         })
         .collect();
     out.sort_by(|a, b| {
@@ -38,7 +46,27 @@ pub(crate) fn list(workdir: &Path) -> Outcome {
         Ok(w) => w,
         Err(e) => return super::ws_error(&e),
     };
-    let runs = run_ids(&ws);
+    let runs = with_lines(&ws);
+    // one ledger for every run: a receipt it did not record is marked
+    let store = ws
+        .ledger_path()
+        .is_file()
+        .then(|| crate::store::Store::open(&ws.ledger_path()).ok())
+        .flatten();
+    let unrecorded: Vec<String> = runs
+        .iter()
+        .filter(|(id, _, lines)| {
+            let Some(store) = &store else { return true };
+            let last = lines.iter().rev().find_map(|l| match &l.event {
+                crate::receipt::Event::Halted(h) => Some(h.halt_reason),
+                _ => None,
+            });
+            let path = ws.receipt_path(id);
+            !super::check_state::ledger_disagreements(&path, id, lines, last, store).is_empty()
+                || store.run(id).is_ok_and(|r| r.is_none())
+        })
+        .map(|(id, _, _)| id.clone())
+        .collect();
     let mut human = String::new();
     if runs.is_empty() {
         human.push_str("no runs yet (start one with `loopexec run --check CMD`)\n");
@@ -48,11 +76,16 @@ pub(crate) fn list(workdir: &Path) -> Outcome {
             "run", "halt", "exit", "iter", "duration"
         ));
     }
-    for (id, f) in &runs {
+    for (id, f, _) in &runs {
+        let halt = if unrecorded.contains(id) {
+            "(not in the ledger)"
+        } else {
+            f.halt_reason.as_deref().unwrap_or("(running or died)")
+        };
         human.push_str(&format!(
             "{:<28} {:<24} {:>4} {:>5} {:>9}  {}\n",
             id,
-            f.halt_reason.as_deref().unwrap_or("(running or died)"),
+            halt,
             f.exit_code.map_or("-".into(), |c| c.to_string()),
             f.iteration,
             f.duration_ms
@@ -60,8 +93,14 @@ pub(crate) fn list(workdir: &Path) -> Outcome {
             f.started_at.as_deref().unwrap_or("-")
         ));
     }
+    if !unrecorded.is_empty() {
+        human.push_str(
+            "(not in the ledger): a receipt this workspace's ledger did not record (copied in or edited); `loopexec check` names what differs\n",
+        );
+    }
     let body = RunsBody {
-        runs: runs.into_iter().map(|(_, f)| f).collect(),
+        runs: runs.into_iter().map(|(_, f, _)| f).collect(),
+        unrecorded,
         human,
     };
     Outcome::from_body("ok", 0, &body)

@@ -315,6 +315,21 @@ impl Loop<'_> {
                 }
             })?;
             env_set.extend(w.env(std::env::var("PYTHONPATH").ok().as_deref()));
+            // In the clean room, imports the working tree would provide (an editable
+            // install) are moved to the room (`witness/sitecustomize.py`).
+            if let Some(room) = &self.room {
+                let real = |p: &std::path::Path| {
+                    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+                };
+                env_set.push((
+                    "LOOPEXEC_CONFINE".into(),
+                    format!(
+                        "{}\n{}",
+                        real(&self.ws.workdir).display(),
+                        real(room.root()).display()
+                    ),
+                ));
+            }
             Some(w)
         } else {
             None

@@ -104,6 +104,8 @@ pub struct OracleRules {
     /// Rust files that are whole test modules (`#[cfg(test)] mod tests;` elsewhere),
     /// found at t0 ([`rust_test_modules`]).
     test_modules: Vec<String>,
+    /// Data files the tests name, found at t0 ([`test_data`]).
+    test_data: Vec<String>,
     /// Scripts the check's scripts source, include or run, found at t0 ([`pulled_in`]).
     pulled_in: Vec<String>,
     /// Documents a Rust crate reads into its docs (`#![doc = include_str!("../README.md")]`),
@@ -121,6 +123,7 @@ impl OracleRules {
             frozen_globs,
             check_files: check.map(check_words).unwrap_or_default(),
             test_modules: Vec::new(),
+            test_data: Vec::new(),
             pulled_in: Vec::new(),
             doc_files: Vec::new(),
         }
@@ -155,6 +158,11 @@ impl OracleRules {
         self.test_modules = modules;
     }
 
+    /// Sets the data files the tests name (found at t0, [`test_data`]).
+    pub fn set_test_data(&mut self, files: Vec<String>) {
+        self.test_data = files;
+    }
+
     /// Why `path` belongs to the frozen test oracle (`None`: it does not).
     #[must_use]
     pub fn frozen_as(&self, path: &str) -> Option<&'static str> {
@@ -184,6 +192,9 @@ impl OracleRules {
         if self.test_modules.iter().any(|m| m == path) {
             return Some("test module file");
         }
+        if self.test_data.iter().any(|m| m == path) {
+            return Some("data the tests read");
+        }
         if is_test_helper_name(name) {
             return Some("test helper");
         }
@@ -205,6 +216,90 @@ impl OracleRules {
             .map(|(p, e)| (p.clone(), format!("{} {}", e.mode, e.oid)))
             .collect()
     }
+}
+
+/// Data files the tests name: each string literal of a test file (`sources`: path and
+/// content) that names a file of `files` (every path of the tree) of no known language
+/// (data, not code: `expected.txt`, `cases.json`), read from the tree's root, from the
+/// test's directory or the one above it, or by a file name only one file of the tree
+/// has (`Path(__file__).parent / "data" / "expected.txt"` splits the path into
+/// literals). A test that compares against `expected.txt` at the root is as frozen as
+/// one under `golden/` (a fresh review rewrote the expectation to the buggy output and
+/// reached exit 10). Sorted, without duplicates.
+#[must_use]
+pub fn test_data(sources: &[(String, String)], files: &[String]) -> Vec<String> {
+    let data: std::collections::BTreeSet<&str> = files
+        .iter()
+        .map(String::as_str)
+        .filter(|f| Lang::from_path(f) == Lang::Other)
+        .collect();
+    let mut by_name: std::collections::HashMap<&str, Vec<&str>> = std::collections::HashMap::new();
+    for f in &data {
+        by_name
+            .entry(f.rsplit('/').next().unwrap_or(f))
+            .or_default()
+            .push(f);
+    }
+    let mut out = std::collections::BTreeSet::new();
+    for (path, text) in sources {
+        let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+        let up = dir.rsplit_once('/').map_or("", |(d, _)| d);
+        for lit in string_literals(text) {
+            let lit = lit.trim_start_matches("./");
+            if lit.is_empty() || lit.contains(char::is_whitespace) || !lit.contains(['.', '/']) {
+                continue;
+            }
+            let mut found = false;
+            for base in ["", dir, up] {
+                let cand = if base.is_empty() {
+                    normalize(lit)
+                } else {
+                    normalize(&format!("{base}/{lit}"))
+                };
+                if let Some(c) = cand.filter(|c| data.contains(c.as_str())) {
+                    out.insert(c);
+                    found = true;
+                }
+            }
+            if !found && !lit.contains('/') {
+                if let Some([only]) = by_name.get(lit).map(Vec::as_slice) {
+                    out.insert((*only).to_string());
+                }
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// The contents of the one-line string literals of `text` (`'…'`, `"…"`, `` `…` ``),
+/// quotes paired left to right with backslash escapes skipped (so `'\n' + open('x')`
+/// yields `\n` and `x`); at most 200 bytes each.
+fn string_literals(text: &str) -> Vec<&str> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let q = b[i];
+        if !matches!(q, b'\'' | b'"' | b'`') {
+            i += 1;
+            continue;
+        }
+        let start = i + 1;
+        let mut j = start;
+        while j < b.len() && b[j] != q && b[j] != b'\n' {
+            j += if b[j] == b'\\' { 2 } else { 1 };
+        }
+        if j < b.len() && b[j] == q {
+            if j - start <= 200 {
+                // quotes are ASCII: both ends are character boundaries
+                out.push(&text[start..j]);
+            }
+            i = j + 1;
+        } else {
+            i = start;
+        }
+    }
+    out
 }
 
 /// True for Python and JS/TS modules named as test helpers: a `_`, `-` or `.`

@@ -56,8 +56,7 @@ fn coding_cookie(line: &str) -> Option<String> {
 /// scan cannot read: Python honours a cookie on the first two lines only.
 #[must_use]
 pub fn unreadable_encoding(index: usize, line: &str) -> bool {
-    index < 2
-        && coding_cookie(line).is_some_and(|c| !READABLE_ENCODINGS.contains(&c.as_str()))
+    index < 2 && coding_cookie(line).is_some_and(|c| !READABLE_ENCODINGS.contains(&c.as_str()))
 }
 
 /// True when a Python line runs code held in a string that is not a literal:
@@ -73,18 +72,6 @@ pub fn python_code_from_string(line: &str) -> bool {
             .expect("valid exec regex")
     });
     re.is_match(line)
-}
-
-/// The string literals of a line (double or single quoted, no escapes inside).
-fn literals(line: &str) -> Vec<&str> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(r#""([^"\\\n]*)"|'([^'\\\n]*)'|`([^`\\\n$]*)`"#).expect("valid literal regex")
-    });
-    re.captures_iter(line)
-        .filter_map(|c| c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)))
-        .map(|m| m.as_str())
-        .collect()
 }
 
 /// True when `target`, a path written in file `path` (relative to its directory, or
@@ -129,10 +116,13 @@ pub fn loader_hit(lang: Lang, path: &str, line: &str, reads_files: bool) -> Opti
         Lang::Python => {
             (reads_files && python_code_from_string(line)).then_some("code run from a string")
         }
-        Lang::Rust => rust_loads_unread(line).then_some("code loaded from a file the scan does not read"),
+        Lang::Rust => {
+            rust_loads_unread(line).then_some("code loaded from a file the scan does not read")
+        }
         Lang::JsTs => js_loads(path, line),
-        Lang::Shell => shell_sources_unread(line)
-            .then_some("code loaded from a file the scan does not read"),
+        Lang::Shell => {
+            shell_sources_unread(line).then_some("code loaded from a file the scan does not read")
+        }
         _ => None,
     }
 }
@@ -143,8 +133,10 @@ pub fn loader_hit(lang: Lang, path: &str, line: &str, reads_files: bool) -> Opti
 fn rust_loads_unread(line: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
-        Regex::new(r#"\binclude!\s*\(\s*(?:"([^"]*)"|([^")\s][^)]*))|#\s*\[\s*path\s*=\s*"([^"]*)""#)
-            .expect("valid include regex")
+        Regex::new(
+            r#"\binclude!\s*\(\s*(?:"([^"]*)"|([^")\s][^)]*))|#\s*\[\s*path\s*=\s*"([^"]*)""#,
+        )
+        .expect("valid include regex")
     });
     re.captures_iter(line).any(|c| {
         if let Some(computed) = c.get(2) {
@@ -240,15 +232,25 @@ pub fn is_cargo_manifest(path: &str) -> bool {
 /// as code ([`reads_as_code`]).
 const DATA_EXTS: &[&str] = &[
     "md", "markdown", "rst", "adoc", "txt", "json", "jsonl", "ndjson", "yaml", "yml", "toml",
-    "lock", "csv", "tsv", "xml", "html", "htm", "css", "scss", "less", "svg", "png", "jpg",
-    "jpeg", "gif", "ico", "webp", "pdf", "ini", "cfg", "conf", "gz", "zip", "tar", "whl",
-    "map", "snap",
+    "lock", "csv", "tsv", "xml", "html", "htm", "css", "scss", "less", "svg", "png", "jpg", "jpeg",
+    "gif", "ico", "webp", "pdf", "ini", "cfg", "conf", "gz", "zip", "tar", "whl", "map", "snap",
 ];
 
 /// File names without an extension that are documents, not code.
 const DOC_NAMES: &[&str] = &[
-    "LICENSE", "LICENCE", "COPYING", "NOTICE", "AUTHORS", "README", "CHANGELOG", "CHANGES",
-    "CONTRIBUTING", "CODEOWNERS", "Dockerfile", "Containerfile", "VERSION",
+    "LICENSE",
+    "LICENCE",
+    "COPYING",
+    "NOTICE",
+    "AUTHORS",
+    "README",
+    "CHANGELOG",
+    "CHANGES",
+    "CONTRIBUTING",
+    "CODEOWNERS",
+    "Dockerfile",
+    "Containerfile",
+    "VERSION",
 ];
 
 /// True for a file of no known language ([`Lang::Other`]) that may still be code a
@@ -348,7 +350,11 @@ mod tests {
                 Some("source in an encoding the scan cannot read"),
             ),
             ("calc.py", "# -*- coding: utf-8 -*-\nx = 1\n", None),
-            ("calc.py", "# vim: set fileencoding=latin-1 :\nx = 1\n", None),
+            (
+                "calc.py",
+                "# vim: set fileencoding=latin-1 :\nx = 1\n",
+                None,
+            ),
             // a cookie below line 2 is a comment, not a cookie
             ("calc.py", "x = 1\ny = 2\n# coding: utf-7\n", None),
             (
@@ -367,7 +373,11 @@ mod tests {
                 Some("code run from a string"),
             ),
             // a calculator's eval of what its caller passes reads no file
-            ("calc.py", "def calc(expr):\n    return eval(expr, {}, {})\n", None),
+            (
+                "calc.py",
+                "def calc(expr):\n    return eval(expr, {}, {})\n",
+                None,
+            ),
             ("calc.py", "PAT = re.compile(r'\\d+')\n", None),
             ("calc.py", "ZERO = eval('0')\n", None),
             (
@@ -381,7 +391,11 @@ mod tests {
                 Some("code loaded from a file the scan does not read"),
             ),
             ("src/lib.rs", "include!(\"gen.rs\");\n", None),
-            ("src/lib.rs", "include!(concat!(env!(\"OUT_DIR\"), \"/gen.rs\"));\n", None),
+            (
+                "src/lib.rs",
+                "include!(concat!(env!(\"OUT_DIR\"), \"/gen.rs\"));\n",
+                None,
+            ),
             ("src/lib.rs", "#[path = \"unix.rs\"]\nmod sys;\n", None),
             (
                 "calc.js",
@@ -403,7 +417,11 @@ mod tests {
                 "import { f } from '/tmp/x.mjs';\n",
                 Some("imports from outside the tree"),
             ),
-            ("src/calc.js", "const u = require('../lib/util.js');\n", None),
+            (
+                "src/calc.js",
+                "const u = require('../lib/util.js');\n",
+                None,
+            ),
             ("calc.js", "const data = require('./data.json');\n", None),
             ("calc.js", "const path = require('node:path');\n", None),
             ("calc.js", "import React from 'react';\n", None),
@@ -429,12 +447,20 @@ mod tests {
     fn cargo_dependencies_from_outside_the_tree() {
         let t0 = "[package]\nname = \"calc\"\n\n[dependencies]\n";
         let rows: &[(&str, &str, bool)] = &[
-            ("Cargo.toml", "fastnum = { path = \"/tmp/ext/fastnum\" }", true),
+            (
+                "Cargo.toml",
+                "fastnum = { path = \"/tmp/ext/fastnum\" }",
+                true,
+            ),
             ("Cargo.toml", "fastnum = { path = \"../fastnum\" }", true),
             ("crates/a/Cargo.toml", "b = { path = \"../b\" }", false),
             ("crates/a/Cargo.toml", "b = { path = \"../../../b\" }", true),
             ("Cargo.toml", "n = { git = \"file:///tmp/n\" }", true),
-            ("Cargo.toml", "n = { git = \"https://github.com/o/n\" }", false),
+            (
+                "Cargo.toml",
+                "n = { git = \"https://github.com/o/n\" }",
+                false,
+            ),
             ("Cargo.toml", "serde = \"1\"", false),
         ];
         for (path, line, want) in rows {
@@ -468,7 +494,14 @@ mod tests {
         assert!(scan_unknown("data/values.dat", "", "1,2,3\n4,5,6\n").is_empty());
         assert!(reads_as_code("lib/compat"));
         assert!(reads_as_code("sum.in"));
-        for doc in ["README.md", "notes.txt", "LICENSE", "data.json", ".env", "src/lib.rs"] {
+        for doc in [
+            "README.md",
+            "notes.txt",
+            "LICENSE",
+            "data.json",
+            ".env",
+            "src/lib.rs",
+        ] {
             assert!(!reads_as_code(doc), "{doc}");
         }
     }
@@ -538,13 +571,25 @@ mod honest {
                 "calc.py",
                 "if __name__ == \"__main__\":\n    main()\nraise SystemExit(0)\n",
             ),
-            ("calc.py", "for m in list(sys.modules.values()):\n    pass\n"),
+            (
+                "calc.py",
+                "for m in list(sys.modules.values()):\n    pass\n",
+            ),
             ("calc.py", "for name in sys.modules:\n    pass\n"),
             ("calc.py", "f = sys._getframe(3)\n"),
             ("calc.py", "g = inspect.currentframe().f_back.f_globals\n"),
-            ("calc.py", "sys.path.insert(0, os.path.join(os.path.dirname(__file__), \"..\", \"..\"))\n"),
-            ("calc.py", "sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))\n"),
-            ("src/lib.rs", "if std::env::args().any(|a| a.contains(\"test\")) { return 5; }\n"),
+            (
+                "calc.py",
+                "sys.path.insert(0, os.path.join(os.path.dirname(__file__), \"..\", \"..\"))\n",
+            ),
+            (
+                "calc.py",
+                "sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))\n",
+            ),
+            (
+                "src/lib.rs",
+                "if std::env::args().any(|a| a.contains(\"test\")) { return 5; }\n",
+            ),
             ("lib/calc.sh", "trap 'exit 0' EXIT\n"),
             ("lib/calc.sh", "trap \"$on_exit\" EXIT\n"),
         ];

@@ -541,9 +541,17 @@ pub fn rust_include_outside(path: &str, line: &str) -> bool {
 pub fn python_path_in_tree(path: &str, line: &str) -> bool {
     if !line.contains("__file__")
         || line.contains("..")
-        || ["expanduser", "environ", "getenv", "gettempdir", "home(", "\"/", "'/"]
-            .iter()
-            .any(|w| line.contains(w))
+        || [
+            "expanduser",
+            "environ",
+            "getenv",
+            "gettempdir",
+            "home(",
+            "\"/",
+            "'/",
+        ]
+        .iter()
+        .any(|w| line.contains(w))
     {
         return false;
     }

@@ -386,6 +386,31 @@ impl TreeObserver {
         self.rules.set_test_modules(modules);
         let docs = frozen::rust_doc_includes(&sources, &|p| e0.contains_key(p));
         self.rules.set_doc_files(docs);
+        // Data files the tests name (`expected.txt` at the root) are frozen with them.
+        let tests: Vec<(&String, &FileEntry)> = e0
+            .iter()
+            .filter(|(p, e)| {
+                super::lex::Lang::from_path(p) != super::lex::Lang::Other
+                    && e.mode != "120000"
+                    && self.rules.frozen_as(p).is_some()
+            })
+            .take(2000)
+            .collect();
+        let oids: Vec<String> = tests.iter().map(|(_, e)| e.oid.clone()).collect();
+        if let Ok(blobs) = git::cat_blobs(store.dir(), &oids) {
+            let sources: Vec<(String, String)> = tests
+                .iter()
+                .zip(blobs)
+                .filter_map(|((p, _), b)| {
+                    // a test is text; a large file is generated data
+                    b.filter(|b| b.len() <= 1 << 20)
+                        .map(|b| ((*p).clone(), String::from_utf8_lossy(&b).into_owned()))
+                })
+                .collect();
+            let files: Vec<String> = e0.keys().cloned().collect();
+            self.rules
+                .set_test_data(frozen::test_data(&sources, &files));
+        }
         // Installed modules the Python tests import: a root module of that name added
         // later would shadow them (manifest::shadow_globs).
         if !self.site_dirs.is_empty() {

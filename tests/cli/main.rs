@@ -22,3 +22,4 @@ mod run_process;
 mod spend_liveness;
 mod support;
 mod trust;
+mod trust_loaders;

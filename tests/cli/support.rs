@@ -696,3 +696,19 @@ pub fn pytest_missing() -> bool {
     }
     missing
 }
+
+/// Writes `files` (path, content) from the exec: a shell command copying each from a
+/// temp file, returned with the directory that keeps them.
+pub fn writer(files: &[(&str, &str)]) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut exec = String::new();
+    for (i, (p, c)) in files.iter().enumerate() {
+        let src = dir.path().join(i.to_string());
+        std::fs::write(&src, c).unwrap();
+        exec.push_str(&format!(
+            "mkdir -p \"$(dirname '{p}')\" && cp '{}' '{p}'; ",
+            src.display()
+        ));
+    }
+    (dir, exec)
+}

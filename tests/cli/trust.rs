@@ -803,21 +803,6 @@ fn node_repo() -> Repo {
     r
 }
 
-/// An exec that copies each `(path, content)` into the tree.
-fn writer(files: &[(&str, &str)]) -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut exec = String::new();
-    for (i, (p, c)) in files.iter().enumerate() {
-        let src = dir.path().join(i.to_string());
-        std::fs::write(&src, c).unwrap();
-        exec.push_str(&format!(
-            "mkdir -p \"$(dirname '{p}')\" && cp '{}' '{p}'; ",
-            src.display()
-        ));
-    }
-    (dir, exec)
-}
-
 fn left_out(v: &serde_json::Value) -> String {
     events(&receipt_of(v), "check_finished")
         .iter()

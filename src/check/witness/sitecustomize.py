@@ -98,5 +98,93 @@ def _loopexec_unittest_witness():
         sys.meta_path.insert(0, finder)
 
 
+def _loopexec_confine():
+    """Points imports the working tree would provide at the clean room instead.
+
+    A check that runs in the clean room must read the snapshot only. An editable
+    install (`pip install -e .`: a `.pth` naming the working tree, or a finder mapping
+    package names into it) would import the agent's live tree, where files the snapshot
+    leaves out (`__pycache__`, ignored files) still are. `LOOPEXEC_CONFINE` is
+    "<working tree>\n<clean room>": every `sys.path` entry and editable mapping inside
+    the working tree is moved to the same place in the clean room, and any module a
+    finder would still load from the working tree is refused (an import error: the
+    check goes red rather than green on code the snapshot does not hold).
+    """
+    import os
+    import sys
+
+    spec = os.environ.pop("LOOPEXEC_CONFINE", None)
+    if not spec or "\n" not in spec:
+        return
+    live, room = spec.split("\n", 1)
+    if not live or not room or live == room:
+        return
+
+    def inside(p, root):
+        return p == root or p.startswith(root.rstrip(os.sep) + os.sep)
+
+    def moved(p):
+        """The clean room's path for `p` when it lies in the working tree, else None."""
+        if not isinstance(p, str) or not p:
+            return None
+        try:
+            rp = os.path.realpath(p)
+        except Exception:
+            return None
+        if inside(rp, live) and not inside(rp, room):
+            return room + rp[len(live):]
+        return None
+
+    sys.path[:] = [moved(p) or p for p in sys.path]
+
+    # setuptools' (`__editable___*_finder`) and editables' (`_editable_impl_*`)
+    # finders keep their mappings in module globals or class attributes
+    holders = [m for n, m in list(sys.modules.items())
+               if n.startswith(("__editable__", "_editable_impl_"))]
+    holders += [f for f in sys.meta_path if not isinstance(f, type)]
+    holders += [f for f in sys.meta_path if isinstance(f, type)]
+    for h in holders:
+        for attr in ("MAPPING", "NAMESPACES", "_redirections", "mapping"):
+            m = getattr(h, attr, None)
+            if not isinstance(m, dict):
+                continue
+            for k, v in list(m.items()):
+                if isinstance(v, str):
+                    m[k] = moved(v) or v
+                elif isinstance(v, (list, tuple)):
+                    m[k] = type(v)(moved(x) or x for x in v)
+
+    class Confined:
+        """Asks the finders after it; refuses a module they find in the working tree."""
+
+        @classmethod
+        def find_spec(cls, name, path=None, target=None):
+            try:
+                after = sys.meta_path[sys.meta_path.index(cls) + 1:]
+            except ValueError:
+                return None
+            for f in after:
+                find = getattr(f, "find_spec", None)
+                if find is None:
+                    continue
+                found = find(name, path, target)
+                if found is None:
+                    continue
+                where = [found.origin] if found.has_location else []
+                where += list(found.submodule_search_locations or [])
+                if any(moved(w) for w in where):
+                    raise ImportError(
+                        "loopexec: %s would be imported from the working tree (%s), "
+                        "which a check in the clean room does not read" % (name, live),
+                        name=name,
+                    )
+                return found
+            return None
+
+    sys.meta_path.insert(0, Confined)
+
+
+_loopexec_confine()
+del _loopexec_confine
 _loopexec_unittest_witness()
 del _loopexec_unittest_witness

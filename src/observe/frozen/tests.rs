@@ -478,3 +478,38 @@ fn makefile_fragments_belong_to_a_make_check() {
     );
     assert_eq!(pytest.frozen_as("conf/zz.mk"), None);
 }
+
+/// Data a test names is frozen with it: by a path from the root, from the test's
+/// directory or the one above, or by a file name only one file has; code and names
+/// that match nothing are not.
+#[test]
+fn data_files_the_tests_name_are_found() {
+    let files: Vec<String> = [
+        "expected.txt",
+        "calc.py",
+        "tests/test_calc.py",
+        "tests/data/cases.json",
+        "docs/notes.md",
+        "a/out.csv",
+        "b/out.csv",
+        "data/input.bin",
+        "want.out",
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    let sources = vec![(
+        "tests/test_calc.py".to_string(),
+        "import json\nfrom pathlib import Path\nfrom calc import add\nWANT = open('expected.txt').read()\nCASES = json.load(open(Path(__file__).parent / 'data/cases.json'))\nBIN = Path(__file__).parent.parent / 'data' / \"input.bin\"\nOUT = 'out.csv'\nMOD = 'calc.py'\nMSG = 'no such file.txt'\nassert order([3]) + '\\n' == open('want.out').read()\n".to_string(),
+    )];
+    assert_eq!(
+        test_data(&sources, &files),
+        vec![
+            "data/input.bin".to_string(),
+            "expected.txt".to_string(),
+            "tests/data/cases.json".to_string(),
+            "want.out".to_string(),
+        ],
+        "out.csv names two files (ambiguous), calc.py is code, the message no file"
+    );
+}
