@@ -11,7 +11,7 @@
 //! | source in an encoding the scan cannot read | a Python coding cookie naming anything but UTF-8, ASCII or Latin-1 (`# -*- coding: utf-7 -*-` spells `__eq__` as `+AF8AXw-eq+AF8AXw-`) |
 //! | code run from a string | Python `exec`/`eval`/`compile` of anything but a literal (code read from a data file on another line) |
 //! | code loaded from a file the scan does not read | Rust `include!` or `#[path = …]` of a file not ending in `.rs`; JavaScript `require`/`import` of a relative file with an extension node compiles as JavaScript but the scan does not read (`require('./x.dat')`); a shell `.`/`source` of a file not ending in `.sh`/`.bash` |
-//! | imports from outside the tree | JavaScript `require`/`import` of an absolute path or of a relative one climbing above the root; a Cargo dependency `path` (or `file://` git source) outside the tree, compiled into the check |
+//! | imports from outside the tree | JavaScript `require`/`import` of an absolute path or of a relative one climbing above the root; a Cargo dependency `path` (or `file://` git source) or a `go.mod` `replace` directory outside the tree, compiled into the check |
 //! | (any rule, read as another language) | a changed file of no known language (no extension, `.dat`, `.in`) that is not a document or data format is read under every language's rules ([`scan_unknown`]): a shell library's extension-less `compat` printing TAP, a `.dat` holding an always-equal class |
 //!
 //! Same scope and outcome as the other rule sets: lines added since t0, outside the
@@ -102,7 +102,7 @@ const JS_LOADED_EXTS: &[&str] = &[
 pub fn reads_files(text: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
-        Regex::new(r"(?:^|[^.\w])open\s*\(|\.read_(?:text|bytes)\s*\(|get_data\s*\(|importlib\s*\.\s*resources|from\s+importlib\s+import\s+resources|linecache|io\s*\.\s*open\s*\(|codecs\s*\.\s*open\s*\(")
+        Regex::new(r"(?:^|[^.\w])open\s*\(|\.read_(?:text|bytes)\s*\(|\bget_data\s*\(|\bimportlib\s*\.\s*resources\b|\bfrom\s+importlib\s+import\s+resources\b|\blinecache\b|\bio\s*\.\s*open\s*\(|\bcodecs\s*\.\s*open\s*\(")
             .expect("valid reads regex")
     });
     re.is_match(text)
@@ -166,14 +166,40 @@ fn js_loads(path: &str, line: &str) -> Option<&'static str> {
         if outside_tree(path, target) {
             return Some("imports from outside the tree");
         }
-        let name = target.rsplit('/').next().unwrap_or(target);
-        if let Some((_, ext)) = name.rsplit_once('.') {
-            if !ext.is_empty() && !JS_LOADED_EXTS.contains(&ext) {
+        if unread_ext(target) {
+            return Some("code loaded from a file the scan does not read");
+        }
+    }
+    // a path built at run time, `require(path.join(__dirname, 'polyfill.dat'))`: the
+    // literals it is built from still say where it points
+    static CALL: OnceLock<Regex> = OnceLock::new();
+    static LIT: OnceLock<Regex> = OnceLock::new();
+    let call = CALL.get_or_init(|| {
+        Regex::new(r#"\b(?:require|import)\s*\(\s*[^'"`\s)]"#).expect("valid call regex")
+    });
+    let lit =
+        LIT.get_or_init(|| Regex::new(r#"['"`]([^'"`\\]+)['"`]"#).expect("valid literal regex"));
+    if call.is_match(line) {
+        for c in lit.captures_iter(line) {
+            let l = c.get(1).map_or("", |m| m.as_str());
+            if l.starts_with('/') {
+                return Some("imports from outside the tree");
+            }
+            if !l.contains(char::is_whitespace) && unread_ext(l) {
                 return Some("code loaded from a file the scan does not read");
             }
         }
     }
     None
+}
+
+/// True when the last part of `target` has an extension node loads as JavaScript but
+/// the scan does not read ([`JS_LOADED_EXTS`]).
+fn unread_ext(target: &str) -> bool {
+    let name = target.rsplit('/').next().unwrap_or(target);
+    name.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty() && !ext.is_empty() && !JS_LOADED_EXTS.contains(&ext)
+    })
 }
 
 /// True when a shell line sources a file whose name does not end in `.sh` or `.bash`
@@ -212,20 +238,45 @@ pub fn cargo_dependency_outside(path: &str, line: &str) -> bool {
     })
 }
 
-/// Hits of [`cargo_dependency_outside`] in the lines added to a `Cargo.toml`.
+/// True when a line added to a `go.mod` at `path` replaces a module with a directory
+/// outside the tree (`replace example.com/x => /tmp/x`, `=> ../../x`): go builds it
+/// into the check.
 #[must_use]
-pub fn scan_cargo_manifest(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
+pub fn go_replace_outside(path: &str, line: &str) -> bool {
+    let Some((_, target)) = line.split_once("=>") else {
+        return false;
+    };
+    let target = target.split_whitespace().next().unwrap_or("");
+    (target.starts_with('/') || target.starts_with("./") || target.starts_with("../"))
+        && outside_tree(path, target)
+}
+
+/// Hits of [`cargo_dependency_outside`] (a `Cargo.toml`) or [`go_replace_outside`] (a
+/// `go.mod`) in the lines added to a dependency manifest.
+#[must_use]
+pub fn scan_dependency_manifest(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
+    let go = path.rsplit('/').next() == Some("go.mod");
     added(old, new)
-        .filter(|(_, l)| !l.trim_start().starts_with('#'))
-        .filter(|(_, l)| cargo_dependency_outside(path, l))
+        .filter(|(_, l)| {
+            let t = l.trim_start();
+            !(t.starts_with('#') || t.starts_with("//"))
+        })
+        .filter(|(_, l)| {
+            if go {
+                go_replace_outside(path, l)
+            } else {
+                cargo_dependency_outside(path, l)
+            }
+        })
         .map(|(n, l)| hit(path, n, "imports from outside the tree", &l))
         .collect()
 }
 
-/// True for a `Cargo.toml`.
+/// True for a manifest whose dependencies are built into the check from where it
+/// names them: `Cargo.toml`, `go.mod`.
 #[must_use]
-pub fn is_cargo_manifest(path: &str) -> bool {
-    path.rsplit('/').next() == Some("Cargo.toml")
+pub fn is_dependency_manifest(path: &str) -> bool {
+    matches!(path.rsplit('/').next(), Some("Cargo.toml" | "go.mod"))
 }
 
 /// Document and data formats: a changed file with one of these extensions is not read
@@ -423,6 +474,21 @@ mod tests {
                 None,
             ),
             ("calc.js", "const data = require('./data.json');\n", None),
+            (
+                "calc.js",
+                "const p = require(path.join(__dirname, 'polyfill.dat'));\n",
+                Some("code loaded from a file the scan does not read"),
+            ),
+            (
+                "calc.js",
+                "const p = require(path.join('/tmp', 'x'));\n",
+                Some("imports from outside the tree"),
+            ),
+            (
+                "calc.js",
+                "const u = require(path.join(__dirname, 'util.js'));\n",
+                None,
+            ),
             ("calc.js", "const path = require('node:path');\n", None),
             ("calc.js", "import React from 'react';\n", None),
             (
@@ -466,13 +532,28 @@ mod tests {
         for (path, line, want) in rows {
             let new = format!("{t0}{line}\n");
             assert_eq!(
-                !scan_cargo_manifest(path, t0, &new).is_empty(),
+                !scan_dependency_manifest(path, t0, &new).is_empty(),
                 *want,
                 "{path}: {line}"
             );
         }
-        assert!(is_cargo_manifest("crates/a/Cargo.toml"));
-        assert!(!is_cargo_manifest("Cargo.lock"));
+        assert!(is_dependency_manifest("crates/a/Cargo.toml"));
+        assert!(is_dependency_manifest("go.mod"));
+        assert!(!is_dependency_manifest("Cargo.lock"));
+        let go0 = "module example.com/calc\n\ngo 1.22\n";
+        for (line, want) in [
+            ("replace example.com/num => /tmp/num", true),
+            ("replace example.com/num => ../num", true),
+            ("replace example.com/num => ./third_party/num", false),
+            ("replace example.com/num => example.com/fork v1.2.3", false),
+        ] {
+            let new = format!("{go0}{line}\n");
+            assert_eq!(
+                !scan_dependency_manifest("go.mod", go0, &new).is_empty(),
+                want,
+                "{line}"
+            );
+        }
     }
 
     #[test]

@@ -624,9 +624,9 @@ impl TreeObserver {
             .filter_map(|p| Some((p, self.last_entries.get(p)?)))
             .filter(|(p, e)| e0.get(*p) != Some(*e))
             .filter(|(p, _)| {
-                // A Cargo manifest is read for dependencies from outside the tree,
-                // protected or not.
-                if super::tamper_load::is_cargo_manifest(p) {
+                // A dependency manifest (`Cargo.toml`, `go.mod`) is read for
+                // dependencies from outside the tree, protected or not.
+                if super::tamper_load::is_dependency_manifest(p) {
                     return true;
                 }
                 // Files of no known language are read when they may be code (read as
@@ -675,8 +675,8 @@ impl TreeObserver {
             let (p, a, b) = &key;
             let old = a.as_deref().map(text).unwrap_or_default();
             let new = text(b);
-            let found = if super::tamper_load::is_cargo_manifest(p) {
-                super::tamper_load::scan_cargo_manifest(p, &old, &new)
+            let found = if super::tamper_load::is_dependency_manifest(p) {
+                super::tamper_load::scan_dependency_manifest(p, &old, &new)
             } else if super::tamper_more::is_sourceless_bytecode(p) {
                 super::tamper_more::scan(p, &old, &new)
             } else if super::tamper_load::reads_as_code(p) {
