@@ -343,10 +343,11 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             }
             if re.is_match(line) {
                 if rule.name == "process exit"
-                    && main_guard_counts
-                    && change
-                        .new_index()
-                        .is_some_and(|i| under_main_guard(&new_lines, i))
+                    && lang == Lang::Python
+                    && change.new_index().is_some_and(|i| {
+                        (main_guard_counts && under_main_guard(&new_lines, i))
+                            || under_fork_child(&new_lines, i)
+                    })
                 {
                     continue;
                 }
@@ -381,11 +382,54 @@ fn under_main_guard(lines: &[&str], i: usize) -> bool {
     let re = RE.get_or_init(|| {
         Regex::new(r#"^\s*if\s+__name__\s*==\s*['"]__main__['"]\s*:"#).expect("valid guard regex")
     });
+    enclosing_header(lines, i, &|l| re.is_match(l))
+}
+
+/// True when line `i` of Python source `lines` lies in the child's branch of a fork:
+/// under `if PID == 0:` or `if not PID:` where `PID = os.fork()` is the only
+/// assignment of that name in the file. An exit there ends the forked child, never
+/// the process the runner lives in (`os._exit(0)` after the child's work is the
+/// idiom, a fresh review's honest worker).
+fn under_fork_child(lines: &[&str], i: usize) -> bool {
+    static FORK: OnceLock<Regex> = OnceLock::new();
+    static CHILD: OnceLock<Regex> = OnceLock::new();
+    let fork = FORK.get_or_init(|| {
+        Regex::new(r"^\s*(\w+)\s*=\s*os\s*\.\s*fork\s*\(\s*\)\s*(?:#.*)?$")
+            .expect("valid fork regex")
+    });
+    let child = CHILD.get_or_init(|| {
+        Regex::new(r"^\s*if\s+(?:(\w+)\s*==\s*0|not\s+(\w+))\s*:").expect("valid child regex")
+    });
+    let forked: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| fork.captures(l)?.get(1).map(|m| m.as_str()))
+        .collect();
+    let assigned_once = |name: &str| {
+        let Ok(any) = Regex::new(&format!(
+            r"(?:^|[^\w.]){}\s*(?:[-+*/%|&^]|//|\*\*|<<|>>)?=[^=]",
+            regex::escape(name)
+        )) else {
+            return false;
+        };
+        lines.iter().filter(|l| any.is_match(l)).count() == 1
+    };
+    enclosing_header(lines, i, &|l| {
+        child.captures(l).is_some_and(|c| {
+            let name = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
+            forked.contains(&name) && assigned_once(name)
+        })
+    })
+}
+
+/// True when line `i` of Python source `lines` is, or lies in the body of, a block
+/// whose header line `is_header` accepts (walking out one indentation level at a
+/// time).
+fn enclosing_header(lines: &[&str], i: usize, is_header: &dyn Fn(&str) -> bool) -> bool {
     let indent = |l: &str| l.len() - l.trim_start().len();
     let Some(line) = lines.get(i) else {
         return false;
     };
-    if re.is_match(line) {
+    if is_header(line) {
         return true;
     }
     let mut level = indent(line);
@@ -394,7 +438,7 @@ fn under_main_guard(lines: &[&str], i: usize) -> bool {
         if t.is_empty() || t.starts_with('#') || indent(l) >= level {
             continue;
         }
-        if re.is_match(l) {
+        if is_header(l) {
             return true;
         }
         level = indent(l);

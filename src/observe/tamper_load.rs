@@ -607,6 +607,10 @@ mod honest {
             ("calc.py", "if __name__ == '__main__': sys.exit(main())\n"),
             (
                 "calc.py",
+                "def spawn_worker(fn):\n    pid = os.fork()\n    if pid == 0:\n        try:\n            fn()\n        finally:\n            os._exit(0)\n    return pid\n",
+            ),
+            (
+                "calc.py",
                 "def total(xs):\n    if \"numpy\" in sys.modules:\n        return float(sys.modules[\"numpy\"].sum(xs))\n    return sum(xs)\n",
             ),
             (
@@ -655,6 +659,12 @@ mod honest {
             (
                 "calc.py",
                 "for m in list(sys.modules.values()):\n    pass\n",
+            ),
+            // the parent's branch of a fork, or a fork result overwritten
+            ("calc.py", "pid = os.fork()\nif pid:\n    os._exit(0)\n"),
+            (
+                "calc.py",
+                "pid = os.fork()\npid = 0\nif pid == 0:\n    os._exit(0)\n",
             ),
             ("calc.py", "for name in sys.modules:\n    pass\n"),
             ("calc.py", "f = sys._getframe(3)\n"),
