@@ -97,6 +97,44 @@ pub struct GuardsConfig {
     pub check_may_write: Vec<String>,
     /// Environment variables to pass to the check although they look like secrets.
     pub keep_env: Vec<String>,
+    /// Runner-tampering hits a person has read and allows (`[[guards.allowed_code]]`):
+    /// a hit whose path matches `path` and whose rule is `rule` is recorded but does
+    /// not stop a green run.
+    pub allowed_code: Vec<AllowedCode>,
+}
+
+/// One `[[guards.allowed_code]]` entry: a runner-tampering rule allowed in some files.
+///
+/// The rules are a floor of spellings, not a proof, and an honest line can match one
+/// (a library's `exit_with(status)` helper). The entry lives in loop.toml, which the
+/// agent cannot change (protected manifest), so only the person who configures the run
+/// waives a rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AllowedCode {
+    /// A glob of root-relative paths (`src/lib.rs`, `src/**/*.py`).
+    pub path: String,
+    /// The rule's name as a halt names it (`process exit`; a rule read in a file of no
+    /// known language, `process exit (read as shell)`, is allowed by `process exit`
+    /// too), or `*` for every rule.
+    pub rule: String,
+}
+
+impl AllowedCode {
+    /// True when this entry allows `hit`.
+    #[must_use]
+    pub fn allows(&self, hit: &crate::observe::tamper::TamperHit) -> bool {
+        let rule_ok = self.rule == "*"
+            || hit.rule == self.rule
+            || hit
+                .rule
+                .strip_prefix(self.rule.as_str())
+                .is_some_and(|rest| rest.starts_with(" (read as "));
+        rule_ok
+            && globset::Glob::new(&self.path)
+                .map(|g| g.compile_matcher().is_match(&hit.path))
+                .unwrap_or(false)
+    }
 }
 
 /// What happens when the agent edits the frozen oracle (`[oracle] on_edit`).

@@ -209,7 +209,10 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
         }
     }
     if green {
-        if let Some(h) = now.as_ref().and_then(integrity::runner_tampering) {
+        if let Some(h) = now
+            .as_ref()
+            .and_then(|m| integrity::runner_tampering(m, &cfg.guards.allowed_code))
+        {
             return halt(h);
         }
         // Fail closed: a green run is believed only on positive evidence.
@@ -261,6 +264,23 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
             contributors.push(format!(
                 "{} confirmation run(s) on the same tree agreed",
                 confirmations(cfg)
+            ));
+        }
+        // a waived rule is part of what the green rests on: said, not hidden
+        let waived: Vec<String> = now
+            .as_ref()
+            .map(|m| {
+                m.runner_tampering
+                    .iter()
+                    .filter(|h| cfg.guards.allowed_code.iter().any(|a| a.allows(h)))
+                    .map(|h| format!("{}:{} ({})", h.path, h.line, h.rule))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !waived.is_empty() {
+            contributors.push(format!(
+                "runner-tampering hit(s) allowed by loop.toml's [[guards.allowed_code]]: {}",
+                waived.join(", ")
             ));
         }
         return halt(Halt {

@@ -487,25 +487,34 @@ pub fn evidence(
 
 /// `metric_integrity_violation` (layer `runner_tampering`) for a green run: the agent
 /// added code outside the tests that reaches into the runner or the process
-/// ([`crate::observe::tamper::RULES`]).
+/// ([`crate::observe::tamper::RULES`]), other than what `allowed` waives
+/// (`[[guards.allowed_code]]`).
 #[must_use]
-pub fn runner_tampering(m: &TreeMeasures) -> Option<Halt> {
-    if m.runner_tampering.is_empty() {
+pub fn runner_tampering(m: &TreeMeasures, allowed: &[crate::config::AllowedCode]) -> Option<Halt> {
+    let hits: Vec<&crate::observe::tamper::TamperHit> = m
+        .runner_tampering
+        .iter()
+        .filter(|h| !allowed.iter().any(|a| a.allows(h)))
+        .collect();
+    if hits.is_empty() {
         return None;
     }
+    let mut contributors: Vec<String> = hits
+        .iter()
+        .map(|h| {
+            format!(
+                "code added since t0 reaches into the test runner ({}): {}:{}: {}",
+                h.rule, h.path, h.line, h.text
+            )
+        })
+        .collect();
+    contributors.push(
+        "the rules match spellings: if a named line is honest, allow its rule for its file in loop.toml (`[[guards.allowed_code]]` path = \"FILE\", rule = \"RULE\") and run again".into(),
+    );
     Some(Halt {
         reason: HaltReason::MetricIntegrityViolation,
-        contributors: m
-            .runner_tampering
-            .iter()
-            .map(|h| {
-                format!(
-                    "code added since t0 reaches into the test runner ({}): {}:{}: {}",
-                    h.rule, h.path, h.line, h.text
-                )
-            })
-            .collect(),
-        detail: serde_json::json!({"layers": ["runner_tampering"], "hits": m.runner_tampering}),
+        contributors,
+        detail: serde_json::json!({"layers": ["runner_tampering"], "hits": hits}),
     })
 }
 
@@ -990,6 +999,90 @@ mod trust_tests {
                 assert_eq!(h.reason, HaltReason::HermeticityViolation);
                 assert!(h.contributors[0].contains("crate:"), "{what}: {h:?}");
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod allowed_code_tests {
+    use super::*;
+    use crate::config::AllowedCode;
+    use crate::observe::tamper::TamperHit;
+
+    fn hit(path: &str, rule: &str) -> TamperHit {
+        TamperHit {
+            path: path.into(),
+            line: 3,
+            rule: rule.into(),
+            text: "x".into(),
+        }
+    }
+
+    /// (hits, allowed entries, the paths still halting). An entry waives its rule in
+    /// the files its glob matches, a rule read in a file of no known language
+    /// included; nothing else.
+    #[test]
+    fn allowed_code_waives_only_what_it_names() {
+        let allow = |path: &str, rule: &str| AllowedCode {
+            path: path.into(),
+            rule: rule.into(),
+        };
+        let rows: Vec<(Vec<TamperHit>, Vec<AllowedCode>, Vec<&str>)> = vec![
+            (
+                vec![hit("src/lib.rs", "process exit")],
+                vec![],
+                vec!["src/lib.rs"],
+            ),
+            (
+                vec![hit("src/lib.rs", "process exit")],
+                vec![allow("src/lib.rs", "process exit")],
+                vec![],
+            ),
+            (
+                vec![
+                    hit("src/lib.rs", "process exit"),
+                    hit("src/x.rs", "process exit"),
+                ],
+                vec![allow("src/lib.rs", "process exit")],
+                vec!["src/x.rs"],
+            ),
+            (
+                vec![hit("src/lib.rs", "always-equal object")],
+                vec![allow("src/lib.rs", "process exit")],
+                vec!["src/lib.rs"],
+            ),
+            (
+                vec![hit("tools/compat", "process exit (read as shell)")],
+                vec![allow("tools/*", "process exit")],
+                vec![],
+            ),
+            (
+                vec![hit("a/b.py", "code run from a string")],
+                vec![allow("a/**", "*")],
+                vec![],
+            ),
+            (
+                vec![hit("src/lib.rs", "process exit")],
+                vec![allow("src/lib.rs", "process")],
+                vec!["src/lib.rs"],
+            ),
+        ];
+        for (hits, allowed, want) in rows {
+            let m = TreeMeasures {
+                runner_tampering: hits.clone(),
+                ..TreeMeasures::default()
+            };
+            let got: Vec<String> = runner_tampering(&m, &allowed)
+                .map(|h| {
+                    h.detail["hits"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|x| x["path"].as_str().unwrap().to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert_eq!(got, want, "{hits:?} {allowed:?}");
         }
     }
 }

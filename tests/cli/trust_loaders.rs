@@ -203,3 +203,46 @@ fn a_receipt_copied_from_another_project_is_not_this_workspaces_run() {
         .exists());
     r.lx(&["attest", &own_id, "--key", &key]).expect(0, None);
 }
+
+/// An honest line a rule matches (a library's exit helper): 13 until the person who
+/// configures the run allows that rule for that file in loop.toml; then 10, with the
+/// waiver named in the verdict.
+#[test]
+fn a_rule_allowed_in_loop_toml_is_waived_and_said() {
+    if pytest_missing() {
+        return;
+    }
+    let fix = "sed -i 's/a - b/a + b/' calc.py && printf '\\ndef exit_with(status):\\n    raise SystemExit(status)\\n' >> calc.py";
+    let make = |toml: Option<&str>| {
+        let r = Repo::new();
+        r.write("calc.py", "def add(a, b):\n    return a - b\n")
+            .write(
+                "tests/test_calc.py",
+                "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+            );
+        if let Some(t) = toml {
+            r.write("loop.toml", t);
+        }
+        r.commit("red");
+        r
+    };
+    let v = make(None)
+        .run2(fix, "python3 -m pytest -q")
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(
+        mentions(&v, "guards.allowed_code"),
+        "the halt says how to waive: {v}"
+    );
+    let v = make(Some(
+        "[[guards.allowed_code]]\npath = \"calc.py\"\nrule = \"process exit\"\n",
+    ))
+    .run2(fix, "python3 -m pytest -q")
+    .expect(10, Some("success_condition_met"));
+    assert!(mentions(&v, "allowed by loop.toml"), "{v}");
+    // a waiver of another file waives nothing here
+    make(Some(
+        "[[guards.allowed_code]]\npath = \"other.py\"\nrule = \"process exit\"\n",
+    ))
+    .run2(fix, "python3 -m pytest -q")
+    .expect(13, Some("metric_integrity_violation"));
+}
