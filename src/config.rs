@@ -99,7 +99,9 @@ pub struct GuardsConfig {
     pub keep_env: Vec<String>,
     /// Runner-tampering hits a person has read and allows (`[[guards.allowed_code]]`):
     /// a hit whose path matches `path` and whose rule is `rule` is recorded but does
-    /// not stop a green run.
+    /// not stop a green run. Left out of the serialized config when empty, so a
+    /// receipt without waivers reads as before the field existed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allowed_code: Vec<AllowedCode>,
 }
 
