@@ -143,14 +143,13 @@ pub fn run_check(
         workdir: caps.path(),
         stdout_sink: None,
     };
-    let (step, mut spools) = proc::run_step(step_spec, &mut |_| None)?;
-    spools.write_files()?;
+    let (step, spools) = proc::run_step(step_spec, &mut |_| None)?;
     drop(burners);
     let exit = parse::exit_for_parser(step.exit_code, step.signal, spec.success_exit_code);
     let parsed = parse::parse(
         &CheckInput {
-            stdout: Some(&spools.stdout),
-            stderr: Some(&spools.stderr),
+            stdout: Some(spools.source(proc::Stream::Stdout)),
+            stderr: Some(spools.source(proc::Stream::Stderr)),
             exit_code: exit,
             reports: &[],
         },

@@ -19,7 +19,7 @@
 //! ([`ParsedRun::into_full`]).
 
 use crate::check::model::{Counts, Format, ParsedRun, TestResult};
-use crate::check::parse::{self, CheckInput, FormatChoice};
+use crate::check::parse::{self, CheckInput, FormatChoice, Source};
 use crate::cli::{Outcome, ParseArgs};
 use crate::output::Body;
 use schemars::JsonSchema;
@@ -108,8 +108,8 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
     };
     Ok(parse::parse_command_with(
         &CheckInput {
-            stdout: a.stdout.as_deref(),
-            stderr: a.stderr.as_deref(),
+            stdout: a.stdout.as_deref().map(Source::File),
+            stderr: a.stderr.as_deref().map(Source::File),
             exit_code: a.exit_code,
             reports: &a.reports,
         },

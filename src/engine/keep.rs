@@ -14,8 +14,8 @@ impl Loop<'_> {
             &dir,
             iteration,
             attempt,
-            &spools.stdout,
-            &spools.stderr,
+            spools.source(crate::proc::Stream::Stdout),
+            spools.source(crate::proc::Stream::Stderr),
         ) {
             self.say(&format!(
                 "cannot keep the check's output in {}: {e}",

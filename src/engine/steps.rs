@@ -350,22 +350,17 @@ impl Loop<'_> {
             self.tree.store(),
             room_record.as_ref().map(|r| r.tree.as_str()),
         );
-        let (step, mut spools) = self.run_supervised(spec, "check", None)?;
+        let (step, spools) = self.run_supervised(spec, "check", None)?;
         let watched = watch.map(crate::observe::watch::RoomWatch::finish);
-        // The parsers and the kept output read files; a short stream is still in memory.
-        spools
-            .write_files()
-            .map_err(|source| EngineError::Capture {
-                path: spools.stdout.clone(),
-                source,
-            })?;
+        // A short stream is still in memory: the parsers and the kept output read it
+        // there (`Spools::source`), no spool file is written for it.
         // A check that failed because the disk filled up says nothing about the code:
         // name the full disk instead of recording a red (or flaky) check.
         for d in [self.ws.run_dir(&self.run_id), check_dir.clone()] {
             if let Some(free) = free_bytes(&d) {
                 if free < DISK_FULL_BELOW {
                     return Err(EngineError::Tree(format!(
-                        "the disk holding {} is full ({free} bytes free): the check's result cannot be judged; free space and resume the run",
+                        "the disk is full: the one holding {} has {free} bytes free, so the check's result cannot be judged; free space and resume the run",
                         d.display()
                     )));
                 }
@@ -383,8 +378,8 @@ impl Loop<'_> {
         // to reach (cargo's fail-fast stop across targets leaves some never run).
         let mut parsed = parse::parse_command(
             &CheckInput {
-                stdout: Some(&spools.stdout),
-                stderr: Some(&spools.stderr),
+                stdout: Some(spools.source(crate::proc::Stream::Stdout)),
+                stderr: Some(spools.source(crate::proc::Stream::Stderr)),
                 exit_code: exit,
                 reports: &found,
             },

@@ -386,6 +386,20 @@ impl Spools {
         self.memory[usize::from(stream == Stream::Stderr)].as_deref()
     }
 
+    /// `stream` as the parsers and the kept output read it: the bytes still in memory,
+    /// else its spool file (no file is written for a short stream).
+    #[must_use]
+    pub fn source(&self, stream: Stream) -> crate::check::parse::Source<'_> {
+        let path = match stream {
+            Stream::Stdout => &self.stdout,
+            Stream::Stderr => &self.stderr,
+        };
+        match self.in_memory(stream) {
+            Some(bytes) => crate::check::parse::Source::Memory { path, bytes },
+            None => crate::check::parse::Source::File(path),
+        }
+    }
+
     /// Writes the streams that stayed in memory to their spool paths, so a reader of
     /// files (the parsers, the kept output) finds every stream there.
     ///

@@ -15,7 +15,7 @@
 //! that printed nothing keeps no file (its recorded byte count, 0, says so).
 
 use crate::check::model::ParsedRun;
-use crate::check::parse::{self, CheckInput, FormatChoice};
+use crate::check::parse::{self, CheckInput, FormatChoice, Source};
 use crate::config::RunConfig;
 use crate::proc::{self, StepResult, StepSpec};
 use std::io::Read;
@@ -264,8 +264,7 @@ pub fn rerun(
         stdout_sink: None,
         sandbox: None,
     };
-    let (step, mut spools) = proc::run_step(spec, &mut |_| None).map_err(ReplayError::Run)?;
-    spools.write_files().map_err(ReplayError::Run)?;
+    let (step, spools) = proc::run_step(spec, &mut |_| None).map_err(ReplayError::Run)?;
     let mut reports = Vec::new();
     let mut missing = Vec::new();
     for pat in &cfg.reports {
@@ -285,8 +284,8 @@ pub fn rerun(
     let exit = parse::exit_for_parser(step.exit_code, step.signal, cfg.success_exit_code);
     let mut parsed = parse::parse_command(
         &CheckInput {
-            stdout: Some(&spools.stdout),
-            stderr: Some(&spools.stderr),
+            stdout: Some(spools.source(proc::Stream::Stdout)),
+            stderr: Some(spools.source(proc::Stream::Stderr)),
             exit_code: exit,
             reports: &reports,
         },
@@ -336,28 +335,33 @@ pub fn keep_output(
     run_dir: &Path,
     iteration: u32,
     attempt: u32,
-    stdout_spool: &Path,
-    stderr_spool: &Path,
+    stdout: crate::check::parse::Source<'_>,
+    stderr: crate::check::parse::Source<'_>,
 ) -> std::io::Result<(u64, u64)> {
+    use crate::check::parse::Source;
     let limit = keep_limit();
     if limit == 0 {
         return Ok((0, 0));
     }
     let mut kept = [0u64; 2];
-    for (i, (stream, spool)) in [("stdout", stdout_spool), ("stderr", stderr_spool)]
+    for (i, (stream, spool)) in [("stdout", stdout), ("stderr", stderr)]
         .into_iter()
         .enumerate()
     {
-        let src = match std::fs::File::open(spool) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
-        };
         // An empty stream keeps no file: the receipt's byte count (0) says what it
         // held, and `reparse` reads it back as empty.
-        if src.metadata()?.len() == 0 {
+        let empty = match spool {
+            Source::Memory { bytes, .. } => bytes.is_empty(),
+            Source::File(p) => match std::fs::metadata(p) {
+                Ok(m) => m.len() == 0,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+                Err(e) => return Err(e),
+            },
+        };
+        if empty {
             continue;
         }
+        let src = spool.reader(64 * 1024)?;
         let out = std::fs::File::create(kept_path(run_dir, iteration, attempt, stream))?;
         // Level 3: level 9's match tables alone take ~16 MiB, which would double
         // loopexec's peak memory on a check that prints a lot (limit: 16 MiB).
@@ -412,8 +416,8 @@ pub fn reparse(
     let exit = parse::exit_for_parser(step.exit_code, step.signal, cfg.success_exit_code);
     let mut parsed = parse::parse(
         &CheckInput {
-            stdout: Some(&paths[0]),
-            stderr: Some(&paths[1]),
+            stdout: Some(Source::File(&paths[0])),
+            stderr: Some(Source::File(&paths[1])),
             exit_code: exit,
             reports: &[],
         },
@@ -434,7 +438,7 @@ mod tests {
         let se = dir.path().join("e.spool");
         std::fs::write(&so, b"ok 1 - t1\n".repeat(10)).unwrap();
         std::fs::write(&se, b"").unwrap();
-        let (a, b) = keep_output(dir.path(), 3, 1, &so, &se).unwrap();
+        let (a, b) = keep_output(dir.path(), 3, 1, Source::File(&so), Source::File(&se)).unwrap();
         assert_eq!((a, b), (100, 0));
         let p = kept_path(dir.path(), 3, 1, "stdout");
         assert!(p.ends_with("3.check-1.stdout.zst"));

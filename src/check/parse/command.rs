@@ -10,8 +10,8 @@
 //! [`judge`] marks such a run incomplete and names the target cargo stopped at and
 //! the ones that never ran. Commands it does not know are left alone.
 
+use super::util::Source;
 use crate::check::model::{Format, ParsedRun};
-use std::path::Path;
 
 /// Cargo flags that select which test targets run. With one of them the run covers
 /// what was asked for, and a stop after a failing target is not a hole.
@@ -71,7 +71,7 @@ fn cargo_test(cmd: &str) -> Option<CargoTest> {
 
 /// The target cargo stopped at: the text between the backticks of its last
 /// `error: test failed, to rerun pass `…`` line on stderr (`--lib`, `--test x`).
-fn stopped_target(stderr: Option<&Path>) -> Option<String> {
+fn stopped_target(stderr: Option<Source<'_>>) -> Option<String> {
     let mut target = None;
     let mut ignore = Vec::new();
     super::util::feed_lines(stderr, &mut ignore, |l| {
@@ -87,7 +87,7 @@ fn stopped_target(stderr: Option<&Path>) -> Option<String> {
 
 /// Applies what the check command tells about the run `run` read from its output
 /// (see the module doc). `stderr` is the check's captured stderr.
-pub fn judge(run: &mut ParsedRun, command: &str, stderr: Option<&Path>) {
+pub fn judge(run: &mut ParsedRun, command: &str, stderr: Option<Source<'_>>) {
     if !matches!(run.format, Format::Libtest | Format::LibtestJson) {
         return;
     }
@@ -183,7 +183,7 @@ mod tests {
         for (cmd, stderr, complete) in table {
             std::fs::write(&err, stderr).expect("write");
             let mut run = libtest_run();
-            judge(&mut run, cmd, Some(&err));
+            judge(&mut run, cmd, Some(Source::File(&err)));
             assert_eq!(run.complete, *complete, "{cmd} / {stderr}");
             if !complete {
                 assert!(run.diagnostics[0].contains("never ran"));

@@ -8,11 +8,10 @@
 //! JSON events, TeamCity service messages) is recognised by its opening bytes/keys.
 //! Invariant: never reads past the scan limit, never fails (unreadable = no kind).
 
-use super::util::{for_each_line, strip_ansi};
+use super::util::{for_each_line, strip_ansi, Source};
 use crate::check::model::Format;
 use regex::RegexSet;
 use std::ops::ControlFlow;
-use std::path::Path;
 use std::sync::OnceLock;
 
 /// Bytes of a stream looked at by auto-detection.
@@ -289,10 +288,11 @@ pub struct Detected {
     pub score: u32,
 }
 
-/// Scans the first [`SCAN_BYTES`] of `path` and returns the best kind, if any
-/// signature matched. Structured content wins outright when recognised.
+/// Scans the first [`SCAN_BYTES`] of `src` (a stream or a report file) and returns
+/// the best kind, if any signature matched. Structured content wins outright when
+/// recognised.
 #[must_use]
-pub fn detect_stream(path: &Path) -> Option<Detected> {
+pub fn detect_stream<'a>(src: impl Into<Source<'a>>) -> Option<Detected> {
     // compiled at the first line: a check that printed nothing costs no regex build
     let mut c: Option<&Compiled> = None;
     let mut hits: Vec<u32> = Vec::new();
@@ -300,7 +300,7 @@ pub fn detect_stream(path: &Path) -> Option<Detected> {
     let mut read = 0usize;
     let mut first_nonempty: Option<String> = None;
     let mut teamcity = 0u32;
-    let _ = for_each_line(path, |raw| {
+    let _ = for_each_line(src, |raw| {
         let c = *c.get_or_insert_with(|| {
             let c = compiled();
             hits = vec![0u32; c.sigs.len()];

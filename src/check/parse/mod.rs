@@ -79,18 +79,17 @@ mod samples_test;
 use crate::check::model::{Format, Outcome, ParsedRun, UNATTRIBUTED_SUFFIX};
 use detect::Kind;
 use std::fs::File;
-use std::io::BufReader;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use structured::StructuredError;
-pub use util::Listing;
+pub use util::{Listing, Source};
 
 /// Everything observed from one check run.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckInput<'a> {
-    /// File holding the check's captured stdout, if any.
-    pub stdout: Option<&'a Path>,
-    /// File holding the check's captured stderr, if any.
-    pub stderr: Option<&'a Path>,
+    /// The check's captured stdout, if any (a file, or bytes kept in memory).
+    pub stdout: Option<Source<'a>>,
+    /// The check's captured stderr, if any.
+    pub stderr: Option<Source<'a>>,
     /// The check's exit code (`None` when unknown, e.g. killed by a signal).
     pub exit_code: Option<i32>,
     /// Report files the check wrote (JUnit XML, JSON reports).
@@ -109,10 +108,10 @@ pub enum FormatChoice {
 /// The streams handed to a text parser.
 #[derive(Debug, Clone, Copy)]
 pub struct TextInput<'a> {
-    /// Captured stdout file.
-    pub stdout: Option<&'a Path>,
-    /// Captured stderr file.
-    pub stderr: Option<&'a Path>,
+    /// Captured stdout.
+    pub stdout: Option<Source<'a>>,
+    /// Captured stderr.
+    pub stderr: Option<Source<'a>>,
     /// Exit code of the check.
     pub exit_code: Option<i32>,
     /// Which tests the parser lists by name.
@@ -183,15 +182,14 @@ pub fn format_name(f: Format) -> &'static str {
         .map_or("exit-code", |(_, n)| n)
 }
 
-/// Runs the structured parser for `kind` over a file (JUnit honours `listing`; the
-/// other structured parsers list every test).
+/// Runs the structured parser for `kind` over a stream or report (JUnit honours
+/// `listing`; the other structured parsers list every test).
 fn parse_structured(
     kind: Kind,
-    path: &Path,
+    src: Source<'_>,
     listing: Listing,
 ) -> Result<ParsedRun, StructuredError> {
-    let file = File::open(path)?;
-    let r = BufReader::with_capacity(64 * 1024, file);
+    let r = src.reader(64 * 1024)?;
     match kind {
         Kind::Junit => junit::parse_junit_with(r, listing),
         Kind::LibtestJson => json::parse_libtest_json(r),
@@ -319,13 +317,13 @@ pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) ->
             report_failed = true;
             continue;
         }
-        let detected = detect::detect_stream(rep).map(|d| d.kind);
+        let detected = detect::detect_stream(rep.as_path()).map(|d| d.kind);
         if let Some(k) = detected.filter(|k| !k.is_structured()) {
             // a console log handed over as a report (e.g. a saved TAP file)
             let r = parse_text(
                 k,
                 &TextInput {
-                    stdout: Some(rep),
+                    stdout: Some(Source::File(rep)),
                     stderr: None,
                     exit_code: input.exit_code,
                     listing,
@@ -335,7 +333,7 @@ pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) ->
             continue;
         }
         let kind = detected.unwrap_or(Kind::Junit);
-        match parse_structured(kind, rep, listing) {
+        match parse_structured(kind, Source::File(rep), listing) {
             Ok(r) => primaries.push(r),
             Err(e) => {
                 diagnostics.push(format!("report not well-formed: {}: {e}", rep.display()));
@@ -362,7 +360,7 @@ pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) ->
                         diagnostics.push(format!(
                             "output not well-formed as {}: {}: {e}",
                             format_name(k.format()),
-                            p.display()
+                            p.path().display()
                         ));
                     }
                 }
@@ -389,7 +387,7 @@ pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) ->
                                 diagnostics.push(format!(
                                     "output not well-formed as {}: {}: {e}",
                                     format_name(d.kind.format()),
-                                    p.display()
+                                    p.path().display()
                                 ));
                             }
                         }
@@ -635,7 +633,7 @@ pub fn runner_name(f: Format) -> &'static str {
 
 /// The failure text of stderr ([`headline::Headline`]: a compiler's error line, a
 /// traceback's exception, else the last lines), as the synthetic member's message.
-fn stderr_tail(stderr: Option<&Path>) -> Option<String> {
+fn stderr_tail(stderr: Option<Source<'_>>) -> Option<String> {
     let mut h = headline::Headline::new();
     let mut ignore = Vec::new();
     util::feed_lines(stderr, &mut ignore, |l| h.line(&util::strip_ansi(l)));
@@ -829,8 +827,8 @@ mod tests {
         std::fs::write(&e, stderr).expect("write");
         parse(
             &CheckInput {
-                stdout: Some(&o),
-                stderr: Some(&e),
+                stdout: Some(Source::File(&o)),
+                stderr: Some(Source::File(&e)),
                 exit_code: Some(exit),
                 reports: &[],
             },

@@ -34,9 +34,9 @@
 //! A check that prints none of these and names no test (`test -f done`) is judged by
 //! its exit code alone.
 
+use super::util::Source;
 use crate::check::model::{Format, ParsedRun};
 use regex::Regex;
-use std::path::Path;
 use std::sync::OnceLock;
 
 /// What pytest prints (exit 4) when a plugin named in `PYTEST_PLUGINS` cannot be
@@ -61,9 +61,9 @@ fn refusals() -> &'static [Regex] {
 }
 
 /// The first line of `path` (ANSI stripped, trimmed) for which `pick` is true.
-fn first_line(path: Option<&Path>, pick: impl Fn(&str) -> bool) -> Option<String> {
+fn first_line(src: Option<Source<'_>>, pick: impl Fn(&str) -> bool) -> Option<String> {
     let mut found = None;
-    if let Some(p) = path {
+    if let Some(p) = src {
         // an unreadable stream shows no refusal: nothing to report
         let _ = super::util::for_each_line(p, |l| {
             let l = super::util::strip_ansi(l);
@@ -84,8 +84,8 @@ fn first_line(path: Option<&Path>, pick: impl Fn(&str) -> bool) -> Option<String
 /// (see the module table). `exit_code` is the check's (as handed to the parsers).
 pub fn judge(
     run: &mut ParsedRun,
-    stdout: Option<&Path>,
-    stderr: Option<&Path>,
+    stdout: Option<Source<'_>>,
+    stderr: Option<Source<'_>>,
     exit_code: Option<i32>,
 ) {
     if !super::util::is_red(exit_code) {
@@ -168,8 +168,8 @@ fn ran_nothing_lines() -> &'static [Regex] {
 /// run is enough (green runs); otherwise only the runner's own words are.
 fn ran_nothing(
     run: &ParsedRun,
-    stdout: Option<&Path>,
-    stderr: Option<&Path>,
+    stdout: Option<Source<'_>>,
+    stderr: Option<Source<'_>>,
     by_counts: bool,
 ) -> Option<String> {
     use crate::check::model::UNATTRIBUTED_SUFFIX;
@@ -322,7 +322,12 @@ mod tests {
             std::fs::write(&out, o).expect("write");
             std::fs::write(&err, e).expect("write");
             let mut run = empty(*format);
-            judge(&mut run, Some(&out), Some(&err), Some(*exit));
+            judge(
+                &mut run,
+                Some(Source::File(&out)),
+                Some(Source::File(&err)),
+                Some(*exit),
+            );
             match want {
                 Some(w) => assert!(
                     run.not_run.as_deref().is_some_and(|m| m.contains(w)),

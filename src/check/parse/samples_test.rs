@@ -77,8 +77,8 @@ impl SampleInput {
     fn parse(&self, listing: Listing) -> ParsedRun {
         parse_command_with(
             &CheckInput {
-                stdout: self.stdout.as_deref(),
-                stderr: self.stderr.as_deref(),
+                stdout: self.stdout.as_deref().map(super::Source::File),
+                stderr: self.stderr.as_deref().map(super::Source::File),
                 exit_code: self.exit,
                 reports: &self.reports,
             },
@@ -87,6 +87,54 @@ impl SampleInput {
             listing,
         )
     }
+
+    /// [`SampleInput::parse`] with both streams read into memory first, as a check
+    /// that printed little hands them over ([`super::Source::Memory`]).
+    fn parse_in_memory(&self) -> ParsedRun {
+        let out = self
+            .stdout
+            .as_ref()
+            .map(|p| std::fs::read(p).unwrap_or_default());
+        let err = self
+            .stderr
+            .as_ref()
+            .map(|p| std::fs::read(p).unwrap_or_default());
+        parse_command_with(
+            &CheckInput {
+                stdout: self
+                    .stdout
+                    .as_deref()
+                    .zip(out.as_deref())
+                    .map(|(path, bytes)| super::Source::Memory { path, bytes }),
+                stderr: self
+                    .stderr
+                    .as_deref()
+                    .zip(err.as_deref())
+                    .map(|(path, bytes)| super::Source::Memory { path, bytes }),
+                exit_code: self.exit,
+                reports: &self.reports,
+            },
+            FormatChoice::Auto,
+            self.command.as_deref(),
+            Listing::Full,
+        )
+    }
+}
+
+/// Every sample read from memory parses as it does from its files.
+#[test]
+fn streams_in_memory_parse_as_their_files_do() {
+    let dir = fixtures_dir();
+    let mut checked = 0;
+    for f in expected_files(&dir) {
+        let Ok(exp) = load_expected(&f) else { continue };
+        let input = SampleInput::read(&f, &exp);
+        let from_files = serde_json::to_value(input.parse(Listing::Full)).unwrap();
+        let from_memory = serde_json::to_value(input.parse_in_memory()).unwrap();
+        assert_eq!(from_memory, from_files, "{}", f.display());
+        checked += 1;
+    }
+    assert!(checked >= 80, "only {checked} samples");
 }
 
 /// Compares one sample; returns the problems found.

@@ -170,7 +170,45 @@ pub fn unattributed(runner: &str, message: Option<String>) -> TestResult {
 /// output).
 pub const LINE_LIMIT: usize = 64 * 1024;
 
-/// Reads `path` line by line (any line ending, lossy UTF-8 per line, trailing `\r`
+/// A captured stream as the parsers read it: its file, or the bytes a short stream
+/// kept in memory (a check that printed little writes no spool file,
+/// [`crate::proc::capture::Spools::source`]). `path` names it in diagnostics either way.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// The stream is in this file.
+    File(&'a Path),
+    /// The stream is these bytes; `path` is where its spool file would be.
+    Memory { path: &'a Path, bytes: &'a [u8] },
+}
+
+impl<'a> Source<'a> {
+    /// The file, or where it would be (for messages).
+    #[must_use]
+    pub fn path(&self) -> &'a Path {
+        match self {
+            Source::File(p) | Source::Memory { path: p, .. } => p,
+        }
+    }
+
+    /// A buffered reader over the stream (`cap`: the buffer size for a file).
+    ///
+    /// # Errors
+    /// The file cannot be opened.
+    pub fn reader(&self, cap: usize) -> std::io::Result<Box<dyn BufRead + 'a>> {
+        Ok(match *self {
+            Source::File(p) => Box::new(BufReader::with_capacity(cap, File::open(p)?)),
+            Source::Memory { bytes, .. } => Box::new(bytes),
+        })
+    }
+}
+
+impl<'a> From<&'a Path> for Source<'a> {
+    fn from(p: &'a Path) -> Self {
+        Source::File(p)
+    }
+}
+
+/// Reads `src` line by line (any line ending, lossy UTF-8 per line, trailing `\r`
 /// removed, each line cut to [`LINE_LIMIT`] bytes) and calls `f` for each until it
 /// returns `Break`.
 ///
@@ -182,12 +220,11 @@ pub const LINE_LIMIT: usize = 64 * 1024;
 ///
 /// # Errors
 /// The I/O error opening or reading the file.
-pub fn for_each_line(
-    path: &Path,
+pub fn for_each_line<'a>(
+    src: impl Into<Source<'a>>,
     mut f: impl FnMut(&str) -> ControlFlow<()>,
 ) -> std::io::Result<()> {
-    let file = File::open(path)?;
-    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    let mut reader = src.into().reader(256 * 1024)?;
     // the part of a line seen in earlier reads
     let mut carry: Vec<u8> = Vec::new();
     let mut carrying = false;
@@ -284,15 +321,15 @@ fn deliver(line: &[u8], f: &mut impl FnMut(&str) -> ControlFlow<()>) -> ControlF
     }
 }
 
-/// Feeds every line of an optional file to `f`; a missing path is no lines, an I/O
+/// Feeds every line of an optional stream to `f`; a missing one is no lines, an I/O
 /// error is pushed to `diagnostics`.
-pub fn feed_lines(path: Option<&Path>, diagnostics: &mut Vec<String>, mut f: impl FnMut(&str)) {
-    if let Some(p) = path {
-        if let Err(e) = for_each_line(p, |l| {
+pub fn feed_lines(src: Option<Source<'_>>, diagnostics: &mut Vec<String>, mut f: impl FnMut(&str)) {
+    if let Some(s) = src {
+        if let Err(e) = for_each_line(s, |l| {
             f(l);
             ControlFlow::Continue(())
         }) {
-            diagnostics.push(format!("cannot read {}: {e}", p.display()));
+            diagnostics.push(format!("cannot read {}: {e}", s.path().display()));
         }
     }
 }
@@ -917,8 +954,8 @@ pub(crate) fn run_text(
     let out = write("stdout", stdout);
     let err = write("stderr", stderr);
     parse(&crate::check::parse::TextInput {
-        stdout: out.as_deref(),
-        stderr: err.as_deref(),
+        stdout: out.as_deref().map(Source::File),
+        stderr: err.as_deref().map(Source::File),
         exit_code: exit,
         listing: Listing::Full,
     })
@@ -1189,6 +1226,20 @@ mod tests {
             .collect();
         assert_eq!(got.len(), want.len());
         assert!(got == want);
+        // the same bytes kept in memory read the same lines
+        let mut mem = Vec::new();
+        for_each_line(
+            Source::Memory {
+                path: f.path(),
+                bytes: &data,
+            },
+            |l| {
+                mem.push(l.to_string());
+                ControlFlow::Continue(())
+            },
+        )
+        .expect("read");
+        assert!(mem == want);
     }
 
     #[test]
