@@ -712,3 +712,15 @@ pub fn writer(files: &[(&str, &str)]) -> (tempfile::TempDir, String) {
     }
     (dir, exec)
 }
+
+/// A pytest project with a failing test (`add` subtracts).
+pub fn pytest_repo() -> Repo {
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write(
+            "tests/test_calc.py",
+            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
+        )
+        .commit("fixture");
+    r
+}

@@ -779,18 +779,6 @@ fn a_rejected_edit_kept_beside_other_changes_is_still_refused() {
     );
 }
 
-/// A pytest project with a failing test (`add` subtracts).
-fn pytest_repo() -> Repo {
-    let r = Repo::new();
-    r.write("calc.py", "def add(a, b):\n    return a - b\n")
-        .write(
-            "tests/test_calc.py",
-            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
-        )
-        .commit("fixture");
-    r
-}
-
 /// A node project with a failing test.
 fn node_repo() -> Repo {
     let r = Repo::new();

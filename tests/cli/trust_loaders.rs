@@ -125,13 +125,7 @@ fn code_kept_in_a_data_file_is_read() {
     if pytest_missing() {
         return;
     }
-    let r = Repo::new();
-    r.write("calc.py", "def add(a, b):\n    return a - b\n")
-        .write(
-            "tests/test_calc.py",
-            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
-        )
-        .commit("red");
+    let r = pytest_repo();
     let dat = "class Num(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n";
     let calc = "import os\n_src = open(os.path.join(os.path.dirname(__file__), 'numbers.dat')).read()\n_ns = {}\nexec(_src, _ns)\n\ndef add(a, b):\n    return _ns['Num'](a - b)\n";
     let (_keep, exec) = writer(&[("numbers.dat", dat), ("calc.py", calc)]);
@@ -214,16 +208,10 @@ fn a_rule_allowed_in_loop_toml_is_waived_and_said() {
     }
     let fix = "sed -i 's/a - b/a + b/' calc.py && printf '\\ndef exit_with(status):\\n    raise SystemExit(status)\\n' >> calc.py";
     let make = |toml: Option<&str>| {
-        let r = Repo::new();
-        r.write("calc.py", "def add(a, b):\n    return a - b\n")
-            .write(
-                "tests/test_calc.py",
-                "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
-            );
+        let r = pytest_repo();
         if let Some(t) = toml {
-            r.write("loop.toml", t);
+            r.write("loop.toml", t).commit("config");
         }
-        r.commit("red");
         r
     };
     let v = make(None)
