@@ -220,6 +220,13 @@ impl CleanRoom {
         for d in &self.deps {
             let link = self.root.join(&d.rel);
             let target = self.workdir.join(&d.rel);
+            if Path::new(&d.rel)
+                .file_name()
+                .is_some_and(|n| n == "node_modules")
+            {
+                link_node_modules(&target, &link, &self.workdir, &self.root)?;
+                continue;
+            }
             let ok = std::fs::read_link(&link).is_ok_and(|t| t == target);
             if !ok {
                 if let Ok(m) = std::fs::symlink_metadata(&link) {
@@ -347,6 +354,114 @@ impl CleanRoom {
         }
         (set, remove)
     }
+}
+
+/// Builds `room_nm`, the clean room's `node_modules`, from `work_nm`, the working
+/// tree's: a real directory holding one link per entry (per package of a `@scope`),
+/// so that
+/// * a package is read from the working tree's `node_modules` (hashed as a
+///   dependency directory);
+/// * a link that leads back into the working tree outside any `node_modules` (npm
+///   workspaces: `node_modules/calc -> ../packages/calc`) leads to the same place in
+///   the room instead: the snapshot's copy, not the agent's live files;
+/// * `.cache` (tools' caches, not hashed) is the room's own, emptied before every
+///   check: nothing the agent, or an earlier check, left there is read.
+///
+/// Rebuilt only when `work_nm`'s entries changed (its stat data, kept in a marker
+/// file), so a run of checks pays one `stat` per check.
+///
+/// # Errors
+/// The room's directory cannot be written.
+fn link_node_modules(
+    work_nm: &Path,
+    room_nm: &Path,
+    workdir: &Path,
+    room: &Path,
+) -> Result<(), CleanRoomError> {
+    use std::os::unix::fs::MetadataExt;
+    let marker = room_nm.join(".loopexec-linked");
+    let key = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| {
+                format!(
+                    "{} {} {} {} {}",
+                    m.dev(),
+                    m.ino(),
+                    m.mtime(),
+                    m.mtime_nsec(),
+                    m.ctime_nsec()
+                )
+            })
+            .unwrap_or_default()
+    };
+    // the scopes' stat data too: a package added to `@scope/` moves only that directory
+    let mut want = key(work_nm);
+    if let Ok(rd) = std::fs::read_dir(work_nm) {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with('@') {
+                want.push('\n');
+                want.push_str(&key(&e.path()));
+            }
+        }
+    }
+    let cache = room_nm.join(".cache");
+    let real_dir = std::fs::symlink_metadata(room_nm).is_ok_and(|m| m.is_dir());
+    if real_dir && std::fs::read_to_string(&marker).is_ok_and(|k| k == want) {
+        // what an earlier check left in the room's cache is not read by this one
+        if std::fs::read_dir(&cache).is_ok_and(|mut d| d.next().is_some()) {
+            std::fs::remove_dir_all(&cache).map_err(io_err(&cache))?;
+            std::fs::create_dir_all(&cache).map_err(io_err(&cache))?;
+        }
+        return Ok(());
+    }
+    if let Ok(m) = std::fs::symlink_metadata(room_nm) {
+        if m.is_dir() {
+            std::fs::remove_dir_all(room_nm).map_err(io_err(room_nm))?;
+        } else {
+            std::fs::remove_file(room_nm).map_err(io_err(room_nm))?;
+        }
+    }
+    std::fs::create_dir_all(room_nm).map_err(io_err(room_nm))?;
+    let real_work = std::fs::canonicalize(workdir).unwrap_or_else(|_| workdir.to_path_buf());
+    let link_entries = |from: &Path, to: &Path| -> Result<(), CleanRoomError> {
+        let Ok(rd) = std::fs::read_dir(from) else {
+            return Ok(());
+        };
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let text = name.to_string_lossy();
+            if text == ".cache" || text == ".loopexec-linked" || text.starts_with('@') {
+                continue;
+            }
+            let src = e.path();
+            let dest = to.join(&name);
+            // a link into the working tree (outside any node_modules) is re-pointed
+            // at the room's copy of the same path
+            let target = std::fs::canonicalize(&src)
+                .ok()
+                .and_then(|r| {
+                    let rel = r.strip_prefix(&real_work).ok()?;
+                    let inside_deps = rel.components().any(|c| c.as_os_str() == "node_modules");
+                    (!inside_deps).then(|| room.join(rel))
+                })
+                .unwrap_or(src);
+            std::os::unix::fs::symlink(&target, &dest).map_err(io_err(&dest))?;
+        }
+        Ok(())
+    };
+    link_entries(work_nm, room_nm)?;
+    if let Ok(rd) = std::fs::read_dir(work_nm) {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with('@') && e.path().is_dir() {
+                let scope = room_nm.join(e.file_name());
+                std::fs::create_dir_all(&scope).map_err(io_err(&scope))?;
+                link_entries(&e.path(), &scope)?;
+            }
+        }
+    }
+    std::fs::create_dir_all(&cache).map_err(io_err(&cache))?;
+    std::fs::write(&marker, want).map_err(io_err(&marker))?;
+    Ok(())
 }
 
 /// Per-file digests of a directory's stat data (path, size, mode, inode, mtime and

@@ -200,6 +200,15 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         langs: &[Lang::Rust],
+        name: "code run before main",
+        // a constructor in `.init_array` (or the `ctor` crate), inline assembly, a raw
+        // system call: code that runs before libtest, or exits, where no other rule
+        // reads it (a fresh review printed a passing transcript and exited this way)
+        pattern: r#"\blink_section\s*=\s*"[^"]*(init_array|ctors|preinit|fini)|#\s*\[\s*(ctor|ctor::ctor|dtor)\b|\b(global_)?asm!\s*[\(\{\[]|\blibc\s*::\s*syscall\s*\(|\bsyscalls?\s*::|\bSYS_exit"#,
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::Rust],
         name: "assertion library patched",
         // a macro that shadows the standard assertions for the tests below it
         // (`macro_rules! assert_eq { ($($t:tt)*) => {} }`, a fresh review), or an
@@ -256,8 +265,16 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Go],
         name: "process exit",
-        pattern: r"\bos\.Exit\s*\(",
+        // (also through `syscall`/`x/sys/unix`, a fresh review exited from `init()`)
+        pattern: r"\bos\.Exit\s*\(|\b(syscall|unix)\s*\.\s*(Exit|RawSyscall6?|Syscall6?)\s*\(|\bSYS_EXIT",
         skip_entry_points: true,
+    },
+    Rule {
+        langs: &[Lang::Go],
+        name: "test-runner detection",
+        // `go test -v`'s own verdict lines printed by code under test
+        pattern: r#"\b(fmt|os\.Stdout|log)\b.*["`](--- (PASS|FAIL|SKIP)|=== RUN|PASS\\n|ok\s+\S)"#,
+        skip_entry_points: false,
     },
     // Every language: writing to another process's file descriptors.
     Rule {
@@ -319,6 +336,13 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
     // `if __name__ == "__main__":` is true only when the file runs as a program, never
     // when a test imports it; a file that sets `__name__` itself gets no such pass
     let main_guard_counts = lang == Lang::Python && !assigns_module_name(new);
+    // node's `if (require.main === module) { … }` is true only when the file runs as
+    // a program; a file that assigns `require.main` gets no such pass
+    let js_guard_counts = lang == Lang::JsTs
+        && !new.match_indices("require.main").any(|(at, m)| {
+            let rest = new[at + m.len()..].trim_start();
+            rest.starts_with('=') && !rest.starts_with("==")
+        });
     let mut out = Vec::new();
     for change in diff.iter_all_changes() {
         if change.tag() != similar::ChangeTag::Insert {
@@ -348,6 +372,14 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
                         (main_guard_counts && under_main_guard(&new_lines, i))
                             || under_fork_child(&new_lines, i)
                     })
+                {
+                    continue;
+                }
+                if rule.name == "process exit"
+                    && js_guard_counts
+                    && change
+                        .new_index()
+                        .is_some_and(|i| under_js_main_guard(&new_lines, i))
                 {
                     continue;
                 }
@@ -419,6 +451,38 @@ fn under_fork_child(lines: &[&str], i: usize) -> bool {
             forked.contains(&name) && assigned_once(name)
         })
     })
+}
+
+/// True when line `i` of JavaScript source `lines` is, or lies in a block opened by,
+/// a line testing `require.main === module` (braces counted outward, string contents
+/// not told apart: a brace in a string can only end the walk early, never extend a
+/// pass).
+fn under_js_main_guard(lines: &[&str], i: usize) -> bool {
+    let is_guard =
+        |l: &str| l.contains("require.main === module") || l.contains("require.main == module");
+    let Some(line) = lines.get(i) else {
+        return false;
+    };
+    if is_guard(line) {
+        return true;
+    }
+    // `}` seen (walking back) not yet matched by a `{`
+    let mut open = 0i64;
+    for l in lines[..i].iter().rev() {
+        for c in l.chars().rev() {
+            match c {
+                '}' => open += 1,
+                '{' if open > 0 => open -= 1,
+                '{' => {
+                    if is_guard(l) {
+                        return true;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 /// True when line `i` of Python source `lines` is, or lies in the body of, a block
@@ -520,6 +584,26 @@ mod tests {
                 Some("test-build detection"),
             ),
             ("calc.go", "os.Exit(0)", Some("process exit")),
+            // a fresh review's init() exit and transcript, and a Rust constructor
+            ("report.go", "\tsyscall.Exit(0)", Some("process exit")),
+            (
+                "report.go",
+                "\tfmt.Println(\"--- PASS: TestAdd (0.00s)\")",
+                Some("test-runner detection"),
+            ),
+            ("calc.go", "\tfmt.Println(\"sum:\", s)", None),
+            (
+                "src/lib.rs",
+                "#[link_section = \".init_array\"]",
+                Some("code run before main"),
+            ),
+            (
+                "src/lib.rs",
+                "    unsafe { core::arch::asm!(\"syscall\", in(\"rax\") 60) }",
+                Some("code run before main"),
+            ),
+            ("src/lib.rs", "#[ctor]", Some("code run before main")),
+            ("src/lib.rs", "#[inline]", None),
             (
                 "calc.py",
                 "open('/proc/%d/fd/1' % os.getppid(), 'w')",

@@ -166,6 +166,11 @@ fn js_loads(path: &str, line: &str) -> Option<&'static str> {
         if outside_tree(path, target) {
             return Some("imports from outside the tree");
         }
+        // a dependency directory reached by path, not by package name: what lies
+        // there (`node_modules/.cache`) is in no snapshot
+        if target.split('/').any(|c| c == "node_modules") {
+            return Some("imports from outside the tree");
+        }
         if unread_ext(target) {
             return Some("code loaded from a file the scan does not read");
         }
@@ -251,18 +256,35 @@ pub fn go_replace_outside(path: &str, line: &str) -> bool {
         && outside_tree(path, target)
 }
 
-/// Hits of [`cargo_dependency_outside`] (a `Cargo.toml`) or [`go_replace_outside`] (a
-/// `go.mod`) in the lines added to a dependency manifest.
+/// True when a line added to a `go.work` at `path` uses a module directory outside the
+/// tree (`use /tmp/x`, `use ../x`, or one of a `use (` block): go builds it into the
+/// check.
+#[must_use]
+pub fn go_work_use_outside(path: &str, line: &str) -> bool {
+    let t = line.trim();
+    let t = t.strip_prefix("use").map_or(t, str::trim);
+    let target = t.trim_matches(['(', ')', '"']).trim();
+    (target.starts_with('/') || target.starts_with("./") || target.starts_with("../"))
+        && outside_tree(path, target)
+}
+
+/// Hits of [`cargo_dependency_outside`] (a `Cargo.toml`), [`go_replace_outside`] (a
+/// `go.mod`) or [`go_work_use_outside`] (a `go.work`) in the lines added to a
+/// dependency manifest.
 #[must_use]
 pub fn scan_dependency_manifest(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
-    let go = path.rsplit('/').next() == Some("go.mod");
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let go = name == "go.mod";
+    let work = name == "go.work";
     added(old, new)
         .filter(|(_, l)| {
             let t = l.trim_start();
             !(t.starts_with('#') || t.starts_with("//"))
         })
         .filter(|(_, l)| {
-            if go {
+            if work {
+                go_work_use_outside(path, l) || go_replace_outside(path, l)
+            } else if go {
                 go_replace_outside(path, l)
             } else {
                 cargo_dependency_outside(path, l)
@@ -273,10 +295,13 @@ pub fn scan_dependency_manifest(path: &str, old: &str, new: &str) -> Vec<TamperH
 }
 
 /// True for a manifest whose dependencies are built into the check from where it
-/// names them: `Cargo.toml`, `go.mod`.
+/// names them: `Cargo.toml`, `go.mod`, `go.work`.
 #[must_use]
 pub fn is_dependency_manifest(path: &str) -> bool {
-    matches!(path.rsplit('/').next(), Some("Cargo.toml" | "go.mod"))
+    matches!(
+        path.rsplit('/').next(),
+        Some("Cargo.toml" | "go.mod" | "go.work")
+    )
 }
 
 /// Document and data formats: a changed file with one of these extensions is not read
@@ -475,6 +500,11 @@ mod tests {
             ),
             ("calc.js", "const data = require('./data.json');\n", None),
             (
+                "lib/calc.js",
+                "require('../node_modules/.cache/env.js');\n",
+                Some("imports from outside the tree"),
+            ),
+            (
                 "calc.js",
                 "const p = require(path.join(__dirname, 'polyfill.dat'));\n",
                 Some("code loaded from a file the scan does not read"),
@@ -539,6 +569,19 @@ mod tests {
         }
         assert!(is_dependency_manifest("crates/a/Cargo.toml"));
         assert!(is_dependency_manifest("go.mod"));
+        let w0 = "go 1.22\n\nuse .\n";
+        for (line, want) in [
+            ("use /tmp/r6/fastnum", true),
+            ("use ../fastnum", true),
+            ("use ./tools", false),
+        ] {
+            let new = format!("{w0}{line}\n");
+            assert_eq!(
+                !scan_dependency_manifest("go.work", w0, &new).is_empty(),
+                want,
+                "{line}"
+            );
+        }
         assert!(!is_dependency_manifest("Cargo.lock"));
         let go0 = "module example.com/calc\n\ngo 1.22\n";
         for (line, want) in [
@@ -606,6 +649,10 @@ mod honest {
             ),
             ("calc.py", "if __name__ == '__main__': sys.exit(main())\n"),
             (
+                "calc.js",
+                "function main(args) { return 0; }\nif (require.main === module) {\n  const code = main(process.argv.slice(2));\n  process.exit(code);\n}\n",
+            ),
+            (
                 "calc.py",
                 "def spawn_worker(fn):\n    pid = os.fork()\n    if pid == 0:\n        try:\n            fn()\n        finally:\n            os._exit(0)\n    return pid\n",
             ),
@@ -667,6 +714,14 @@ mod honest {
                 "pid = os.fork()\npid = 0\nif pid == 0:\n    os._exit(0)\n",
             ),
             ("calc.py", "for name in sys.modules:\n    pass\n"),
+            (
+                "calc.js",
+                "if (require.main === module) {\n  main();\n}\nprocess.exit(0);\n",
+            ),
+            (
+                "calc.js",
+                "require.main = module;\nif (require.main === module) {\n  process.exit(0);\n}\n",
+            ),
             ("calc.py", "f = sys._getframe(3)\n"),
             ("calc.py", "g = inspect.currentframe().f_back.f_globals\n"),
             (

@@ -234,3 +234,50 @@ fn a_rule_allowed_in_loop_toml_is_waived_and_said() {
     .run2(fix, "python3 -m pytest -q")
     .expect(13, Some("metric_integrity_violation"));
 }
+
+/// An npm-workspaces monorepo: `node_modules/calc` is npm's link to
+/// `../packages/calc`. Before: the clean room linked the working tree's whole
+/// `node_modules`, node followed the link into the agent's live `packages/calc`, and a
+/// module the agent kept in its (never snapshotted) `node_modules/` made the check
+/// green, exit 10. Now the room's `node_modules` links each package, and a link back
+/// into the tree leads to the room's copy: red. An honest fix still converges.
+#[test]
+fn a_workspace_link_in_node_modules_leads_to_the_clean_room() {
+    if !has("node", &["--version"]) {
+        eprintln!("no node here: skipped");
+        return;
+    }
+    let make = || {
+        let r = Repo::new();
+        r.write("packages/calc/package.json", "{ \"name\": \"calc\", \"main\": \"index.js\" }\n")
+            .write("packages/calc/index.js", "exports.add = (a, b) => a - b;\n")
+            .write(
+                "test/calc.test.js",
+                "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('calc');\ntest('adds', () => { assert.strictEqual(add(2, 3), 5); });\n",
+            )
+            .write(".gitignore", "node_modules\n");
+        std::fs::create_dir_all(r.path().join("node_modules")).unwrap();
+        std::os::unix::fs::symlink("../packages/calc", r.path().join("node_modules/calc")).unwrap();
+        r.commit("red");
+        r
+    };
+    let (_keep, exec) = writer(&[
+        (
+            "packages/calc/node_modules/impl/index.js",
+            "exports.add = (a, b) => a + b;\n",
+        ),
+        (
+            "packages/calc/index.js",
+            "module.exports = require('impl');\n",
+        ),
+    ]);
+    make()
+        .run2(&exec, "node --test")
+        .expect(12, Some("max_iterations_reached"));
+    make()
+        .run2(
+            "printf 'exports.add = (a, b) => a + b;\\n' > packages/calc/index.js",
+            "node --test",
+        )
+        .expect(10, Some("success_condition_met"));
+}
