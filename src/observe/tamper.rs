@@ -473,11 +473,7 @@ fn under_js_main_guard(lines: &[&str], i: usize) -> bool {
             match c {
                 '}' => open += 1,
                 '{' if open > 0 => open -= 1,
-                '{' => {
-                    if is_guard(l) {
-                        return true;
-                    }
-                }
+                '{' if is_guard(l) => return true,
                 _ => {}
             }
         }
