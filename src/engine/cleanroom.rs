@@ -80,8 +80,13 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> CleanRoomError + '_ {
 /// One dependency directory linked into the clean room.
 #[derive(Debug, Clone)]
 struct Dependency {
-    /// Root-relative path (`node_modules`, `web/node_modules`, `.venv`).
+    /// Root-relative path (`node_modules`, `web/node_modules`, `.venv`), or the
+    /// absolute path of an outside cache (`external`).
     rel: String,
+    /// A directory outside the tree the check reads and the exec may write (cargo's
+    /// git checkouts, npx's packages, a virtual environment's site-packages):
+    /// digested like a dependency directory, never linked into the room.
+    external: bool,
     /// Per-file stat digest at t0 (path → digest).
     t0: BTreeMap<String, String>,
 }
@@ -89,6 +94,11 @@ struct Dependency {
 /// The directory beside the room's tree that `CARGO_TARGET_DIR` names for the check
 /// (unless the user set it): builds stay incremental across checks and runs.
 const CARGO_TARGET: &str = "cargo-target";
+
+/// The directory beside the room's tree that `GOCACHE` names for the check: go's
+/// build cache of its own, which the exec cannot write (the user's `~/.cache/go-build`
+/// it can: a planted cache entry is a compiled package go trusts).
+const GO_CACHE: &str = "go-build";
 
 /// The clean room of one run.
 pub struct CleanRoom {
@@ -133,7 +143,10 @@ impl CleanRoom {
                 for e in rd.flatten() {
                     let name = e.file_name();
                     let keep = if dir == base.as_path() {
-                        matches!(name.to_str(), Some("tree" | "home" | "workdir"))
+                        matches!(
+                            name.to_str(),
+                            Some("tree" | "home" | "workdir" | "go-build")
+                        )
                     } else {
                         !crate::observe::toolchain::ancestor_names()
                             .any(|c| c.split('/').next() == name.to_str())
@@ -156,6 +169,7 @@ impl CleanRoom {
             .iter()
             .map(|rel| Dependency {
                 rel: rel.clone(),
+                external: false,
                 t0: stat_digests(&workdir.join(rel)),
             })
             .collect();
@@ -217,7 +231,7 @@ impl CleanRoom {
     /// A store or file error.
     pub fn sync(&mut self, store: &SnapshotStore, tree: &str) -> Result<SyncStats, CleanRoomError> {
         let stats = self.scanner.sync_to(store, tree)?;
-        for d in &self.deps {
+        for d in self.deps.iter().filter(|d| !d.external) {
             let link = self.root.join(&d.rel);
             let target = self.workdir.join(&d.rel);
             if Path::new(&d.rel)
@@ -270,8 +284,21 @@ impl CleanRoom {
     /// sorted; at most 20 listed, then `… and N more`).
     #[must_use]
     pub fn dependencies_changed(&self) -> Vec<String> {
+        self.changed_in(true)
+    }
+
+    /// [`Self::dependencies_changed`] in the tree's own dependency directories only:
+    /// what a check wrote there is judged as its writes, while its fills of the
+    /// caches outside (a first `npx`, cargo fetching a git checkout) are a package
+    /// manager's job.
+    #[must_use]
+    pub fn dependency_dirs_changed(&self) -> Vec<String> {
+        self.changed_in(false)
+    }
+
+    fn changed_in(&self, external: bool) -> Vec<String> {
         let mut out = Vec::new();
-        for d in &self.deps {
+        for d in self.deps.iter().filter(|d| external || !d.external) {
             let now = stat_digests(&self.workdir.join(&d.rel));
             for (p, h) in &d.t0 {
                 if now.get(p) != Some(h) {
@@ -289,6 +316,22 @@ impl CleanRoom {
             out.push(format!("… and {more} more"));
         }
         out
+    }
+
+    /// Digests `dirs` (absolute, outside the tree) like the dependency directories from
+    /// now on: caches the check reads that the exec may write. A change the check did
+    /// not make is listed by [`Self::dependencies_changed`] as a changed dependency.
+    pub fn watch_external(&mut self, dirs: &[PathBuf]) {
+        for d in dirs {
+            let rel = d.display().to_string();
+            if d.is_dir() && !self.deps.iter().any(|x| x.rel == rel) {
+                self.deps.push(Dependency {
+                    t0: stat_digests(d),
+                    rel,
+                    external: true,
+                });
+            }
+        }
     }
 
     /// Accepts the dependency directories as they are now: after every check (its
@@ -323,19 +366,18 @@ impl CleanRoom {
                     set.push((var.to_string(), home.join(sub).display().to_string()));
                 }
             }
-            if get("GOCACHE").is_none() && home.join(".cache/go-build").is_dir() {
-                set.push((
-                    "GOCACHE".into(),
-                    home.join(".cache/go-build").display().to_string(),
-                ));
-            }
         }
-        if get("CARGO_TARGET_DIR").is_none() {
-            set.push((
-                "CARGO_TARGET_DIR".into(),
-                self.base.join(CARGO_TARGET).display().to_string(),
-            ));
-        }
+        // Build caches of the room's own, in the state directory, whatever the user
+        // set: the exec may write `~/.cache/go-build` or a shared `CARGO_TARGET_DIR`
+        // (a test binary replaced there is one cargo calls fresh).
+        set.push((
+            "GOCACHE".into(),
+            self.base.join(GO_CACHE).display().to_string(),
+        ));
+        set.push((
+            "CARGO_TARGET_DIR".into(),
+            self.base.join(CARGO_TARGET).display().to_string(),
+        ));
         if let Some(path) = get("PATH") {
             let kept: Vec<&str> = path
                 .split(':')
@@ -354,6 +396,33 @@ impl CleanRoom {
         }
         (set, remove)
     }
+}
+
+/// Caches outside the tree a check reads its dependencies' code from: cargo's git
+/// checkouts and database (`$CARGO_HOME/git`), npx's packages (`_npx` in npm's
+/// cache), and the Python `site_dirs` the check's interpreters use (a virtual
+/// environment under `~/.cache`, as poetry makes). Existing directories only; the
+/// caller keeps those the exec may write.
+#[must_use]
+pub fn external_caches(site_dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let under = |var: &str, sub: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(sub)))
+    };
+    let mut out: Vec<PathBuf> = [
+        under("CARGO_HOME", ".cargo").map(|c| c.join("git")),
+        under("npm_config_cache", ".npm").map(|c| c.join("_npx")),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(site_dirs.iter().cloned())
+    .filter(|d| d.is_dir())
+    .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Builds `room_nm`, the clean room's `node_modules`, from `work_nm`, the working

@@ -680,6 +680,19 @@ impl Loop<'_> {
             excludes,
             &deps,
         )?;
+        // Caches outside the tree the check reads and the exec may write are digested
+        // like the dependency directories. Without a sandbox the exec may write every
+        // one: the site directories of a system interpreter (tens of thousands of
+        // files) are then left to the toolchain digests (§3.12), the caches are not.
+        let writable = |d: &Path| match &self.sandbox {
+            Some(plan) => plan.writable.iter().any(|w| d.starts_with(w)),
+            None => !self.tree.site_dirs().iter().any(|s| s == d),
+        };
+        let outside: Vec<PathBuf> = cleanroom::external_caches(self.tree.site_dirs())
+            .into_iter()
+            .filter(|d| !d.starts_with(&self.ws.workdir) && writable(d))
+            .collect();
+        room.watch_external(&outside);
         if self.cfg.clean_room.dependencies == crate::config::DependencyPolicy::Agent {
             room.rebase_dependencies();
         }

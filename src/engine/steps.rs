@@ -478,7 +478,7 @@ impl Loop<'_> {
             // here, as the check's writes (hermeticity, unless `check_may_write` allows
             // them), and then the state the next check's comparison starts from, so an
             // allowed write of the check is never taken for the agent's.
-            let deps_after = room.dependencies_changed();
+            let deps_after = room.dependency_dirs_changed();
             room.rebase_dependencies();
             writes.changed.extend(
                 deps_after

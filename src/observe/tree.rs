@@ -605,6 +605,12 @@ impl TreeObserver {
             .collect()
     }
 
+    /// The Python site directories of the check's interpreters, found at t0.
+    #[must_use]
+    pub fn site_dirs(&self) -> &[PathBuf] {
+        &self.site_dirs
+    }
+
     /// [`super::tamper::scan`] over the files changed since t0 (`changed`) that are
     /// neither tests, the frozen oracle nor runner configuration. Results are cached
     /// per (path, t0 blob, current blob): an unchanged file is not read again.
