@@ -689,4 +689,48 @@ mod tests {
         // nothing left: nothing to clear
         assert!(room.clear_leftovers().unwrap().is_empty());
     }
+
+    /// The room's `node_modules`: a package is linked to the workdir's, a workspace
+    /// link into the tree leads to the room's copy, `.cache` is the room's own and
+    /// emptied before every check, and a package added later is linked at the next.
+    #[test]
+    fn node_modules_links_lead_to_the_room() {
+        let tmp = tempfile::tempdir().unwrap();
+        let wd = tmp.path().join("wd");
+        let room = tmp.path().join("room");
+        std::fs::create_dir_all(wd.join("node_modules/left-pad")).unwrap();
+        std::fs::create_dir_all(wd.join("node_modules/@s/x")).unwrap();
+        std::fs::create_dir_all(wd.join("node_modules/.cache")).unwrap();
+        std::fs::write(wd.join("node_modules/.cache/planted.js"), "x").unwrap();
+        std::fs::create_dir_all(wd.join("packages/calc")).unwrap();
+        std::os::unix::fs::symlink("../packages/calc", wd.join("node_modules/calc")).unwrap();
+        std::fs::create_dir_all(&room).unwrap();
+        let (wnm, rnm) = (wd.join("node_modules"), room.join("node_modules"));
+        link_node_modules(&wnm, &rnm, &wd, &room).unwrap();
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap();
+        assert_eq!(
+            std::fs::read_link(rnm.join("left-pad")).unwrap(),
+            wnm.join("left-pad")
+        );
+        assert_eq!(
+            std::fs::read_link(rnm.join("@s/x")).unwrap(),
+            wnm.join("@s/x")
+        );
+        assert_eq!(
+            std::fs::read_link(rnm.join("calc")).unwrap(),
+            room.join("packages/calc"),
+            "the workspace link leads to the room's copy, not {}",
+            real(&wnm.join("calc")).display()
+        );
+        assert_eq!(std::fs::read_dir(rnm.join(".cache")).unwrap().count(), 0);
+        // a check's cache is gone before the next check
+        std::fs::write(rnm.join(".cache/left.js"), "x").unwrap();
+        link_node_modules(&wnm, &rnm, &wd, &room).unwrap();
+        assert_eq!(std::fs::read_dir(rnm.join(".cache")).unwrap().count(), 0);
+        // a package installed later is linked
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::create_dir_all(wnm.join("new-dep")).unwrap();
+        link_node_modules(&wnm, &rnm, &wd, &room).unwrap();
+        assert!(std::fs::read_link(rnm.join("new-dep")).is_ok());
+    }
 }
