@@ -24,7 +24,7 @@ use regex::Regex;
 use std::sync::OnceLock;
 
 /// Python source encodings the scan reads as written (their bytes of code are ASCII).
-const READABLE_ENCODINGS: &[&str] = &[
+pub const READABLE_ENCODINGS: &[&str] = &[
     "utf-8",
     "utf8",
     "utf_8",
@@ -92,7 +92,7 @@ fn outside_tree(path: &str, target: &str) -> bool {
 /// Extensions node's CommonJS loader and the scan agree on: JavaScript the scan reads,
 /// JSON (data) and native addons (`.node`, compiled: a native module outside the
 /// scan's reach is a new dependency, not a changed line).
-const JS_LOADED_EXTS: &[&str] = &[
+pub const JS_LOADED_EXTS: &[&str] = &[
     "js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "cts", "json", "node",
 ];
 
@@ -306,14 +306,14 @@ pub fn is_dependency_manifest(path: &str) -> bool {
 
 /// Document and data formats: a changed file with one of these extensions is not read
 /// as code ([`reads_as_code`]).
-const DATA_EXTS: &[&str] = &[
+pub const DATA_EXTS: &[&str] = &[
     "md", "markdown", "rst", "adoc", "txt", "json", "jsonl", "ndjson", "yaml", "yml", "toml",
     "lock", "csv", "tsv", "xml", "html", "htm", "css", "scss", "less", "svg", "png", "jpg", "jpeg",
     "gif", "ico", "webp", "pdf", "ini", "cfg", "conf", "gz", "zip", "tar", "whl", "map", "snap",
 ];
 
 /// File names without an extension that are documents, not code.
-const DOC_NAMES: &[&str] = &[
+pub const DOC_NAMES: &[&str] = &[
     "LICENSE",
     "LICENCE",
     "COPYING",
@@ -353,7 +353,7 @@ pub fn reads_as_code(path: &str) -> bool {
 
 /// The languages a file of no known language is read as, with the extension that
 /// makes [`Lang::from_path`] pick each.
-const READ_AS: &[(Lang, &str)] = &[
+pub const READ_AS: &[(Lang, &str)] = &[
     (Lang::Python, "py"),
     (Lang::JsTs, "js"),
     (Lang::Rust, "rs"),
