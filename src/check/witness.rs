@@ -77,12 +77,14 @@ impl Witness {
     /// name of its own, `loopexec_witness_<random>` (a hard link made now): Python
     /// looks in the current directory before `PYTHONPATH` (`python -m pytest`), so a
     /// fixed name could be shadowed by a file of the tree, and this one is known to no
-    /// process before the check starts. The witness file is a fresh name in the temp
-    /// directory, which pytest creates only when it runs.
+    /// process before the check starts. The witness files are fresh names in
+    /// `out_dir` (the clean room's private directory, which nothing the exec left
+    /// running can write; the temp directory for a check in place), which pytest and
+    /// unittest create only when they run.
     ///
     /// # Errors
     /// The plugin's directory or file cannot be written.
-    pub fn prepare() -> std::io::Result<Witness> {
+    pub fn prepare(out_dir: &Path) -> std::io::Result<Witness> {
         let mut h = blake3::Hasher::new();
         h.update(PYTEST_PLUGIN.as_bytes());
         h.update(UNITTEST_SITE.as_bytes());
@@ -90,7 +92,7 @@ impl Witness {
         let dir = crate::engine::cleanroom::state_dir()
             .join("witness")
             .join(&digest.as_str()[..16]);
-        Self::prepare_in(dir)
+        Self::prepare_with(dir, out_dir)
     }
 
     /// [`Witness::prepare`] with the plugin in `dir` (tests).
@@ -98,6 +100,11 @@ impl Witness {
     /// # Errors
     /// `dir` or the plugin file cannot be written.
     pub fn prepare_in(dir: PathBuf) -> std::io::Result<Witness> {
+        Self::prepare_with(dir, &std::env::temp_dir())
+    }
+
+    /// [`Witness::prepare`] with the plugin in `dir` and the outputs in `out_dir`.
+    fn prepare_with(dir: PathBuf, out_dir: &Path) -> std::io::Result<Witness> {
         let plugin = dir.join("loopexec_witness.py");
         for (file, text) in [
             (plugin.clone(), PYTEST_PLUGIN),
@@ -111,9 +118,9 @@ impl Witness {
             }
         }
         let token = crate::proc::escape::new_token();
-        let out = std::env::temp_dir().join(format!("loopexec-witness-{token}.json"));
-        let unittest_out =
-            std::env::temp_dir().join(format!("loopexec-witness-{token}.unittest.jsonl"));
+        std::fs::create_dir_all(out_dir)?;
+        let out = out_dir.join(format!("loopexec-witness-{token}.json"));
+        let unittest_out = out_dir.join(format!("loopexec-witness-{token}.unittest.jsonl"));
         let mut nonce = [0u8; 16];
         getrandom::getrandom(&mut nonce).map_err(std::io::Error::other)?;
         let module = format!("loopexec_witness_{}", crate::receipt::attest::hex(&nonce));

@@ -145,7 +145,7 @@ impl CleanRoom {
                     let keep = if dir == base.as_path() {
                         matches!(
                             name.to_str(),
-                            Some("tree" | "home" | "workdir" | "go-build")
+                            Some("tree" | "home" | "workdir" | "go-build" | "private")
                         )
                     } else {
                         !crate::observe::toolchain::ancestor_names()
@@ -223,6 +223,14 @@ impl CleanRoom {
     #[must_use]
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// A directory beside the room's tree for the check's private files (its bytecode
+    /// prefix, loopexec's witness outputs): in the state directory, so the check may
+    /// write it and the exec, or anything the exec left running, may not.
+    #[must_use]
+    pub fn private_dir(&self) -> PathBuf {
+        self.base.join("private")
     }
 
     /// Makes the clean room equal to `tree` and links the dependency directories.

@@ -298,9 +298,14 @@ impl Loop<'_> {
         // Python bytecode goes to a directory that is empty when the check starts
         // (see `pycache`): bytecode planted for it, or left by an earlier check, is
         // never read.
+        // the room's own directory (in the state directory) when there is a room
+        let private = self
+            .room
+            .as_ref()
+            .map_or_else(std::env::temp_dir, |r| r.private_dir());
         let pycache = self
             .pycache
-            .for_check()
+            .for_check(&private)
             .map_err(|source| EngineError::Capture {
                 path: std::env::temp_dir(),
                 source,
@@ -308,7 +313,7 @@ impl Loop<'_> {
         env_set.push(("PYTHONPYCACHEPREFIX".into(), pycache.display().to_string()));
         // pytest checks carry loopexec's witness plugin (check::witness).
         let witness = if crate::check::witness::wanted(&cmd) {
-            let w = crate::check::witness::Witness::prepare().map_err(|source| {
+            let w = crate::check::witness::Witness::prepare(&private).map_err(|source| {
                 EngineError::Capture {
                     path: std::env::temp_dir(),
                     source,

@@ -247,7 +247,8 @@ pub fn rerun(
     std::fs::create_dir_all(&pycache).map_err(ReplayError::Run)?;
     let mut env_set = env_set;
     env_set.push(("PYTHONPYCACHEPREFIX".into(), pycache.display().to_string()));
-    let witness = crate::check::witness::Witness::prepare().map_err(ReplayError::Run)?;
+    let witness =
+        crate::check::witness::Witness::prepare(&std::env::temp_dir()).map_err(ReplayError::Run)?;
     env_set.extend(witness.env(std::env::var("PYTHONPATH").ok().as_deref()));
     let spec = StepSpec {
         command: &wrapped,
