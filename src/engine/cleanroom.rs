@@ -163,6 +163,12 @@ impl CleanRoom {
                 }
             }
         }
+        // The private directory holds one run's bytecode prefixes and witness outputs:
+        // what a run that died left there goes.
+        let private = base.join("private");
+        if private.exists() {
+            std::fs::remove_dir_all(&private).map_err(io_err(&private))?;
+        }
         let marker = base.join("workdir");
         std::fs::write(&marker, workdir.as_os_str().as_encoded_bytes()).map_err(io_err(&marker))?;
         let deps = dependencies
