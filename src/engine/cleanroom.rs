@@ -413,12 +413,19 @@ impl CleanRoom {
 }
 
 /// Caches outside the tree a check reads its dependencies' code from: cargo's git
-/// checkouts and database (`$CARGO_HOME/git`), npx's packages (`_npx` in npm's
-/// cache), and the Python `site_dirs` the check's interpreters use (a virtual
-/// environment under `~/.cache`, as poetry makes). Existing directories only; the
-/// caller keeps those the exec may write.
+/// checkouts and database (`$CARGO_HOME/git`, for a check that runs cargo or a
+/// `workdir` with a `Cargo.toml`), npx's packages (`_npx` in npm's cache, for a check
+/// that runs `npx`, npm, yarn or pnpm, whose scripts may run `npx`), and
+/// the Python `site_dirs` the check's interpreters use (a virtual environment under
+/// `~/.cache`, as poetry makes). Each is digested twice per check, so a check that
+/// cannot read one does not pay for it. Existing directories only; the caller keeps
+/// those the exec may write.
 #[must_use]
-pub fn external_caches(site_dirs: &[PathBuf]) -> Vec<PathBuf> {
+pub fn external_caches(check: &str, workdir: &Path, site_dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let words = crate::observe::toolchain::command_words(check);
+    let runs = |w: &str| words.iter().any(|x| x == w);
+    let cargo = runs("cargo") || workdir.join("Cargo.toml").is_file();
+    let npx = ["npx", "npm", "yarn", "pnpm"].iter().any(|w| runs(w));
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let under = |var: &str, sub: &str| {
         std::env::var_os(var)
@@ -426,8 +433,12 @@ pub fn external_caches(site_dirs: &[PathBuf]) -> Vec<PathBuf> {
             .or_else(|| home.as_ref().map(|h| h.join(sub)))
     };
     let mut out: Vec<PathBuf> = [
-        under("CARGO_HOME", ".cargo").map(|c| c.join("git")),
-        under("npm_config_cache", ".npm").map(|c| c.join("_npx")),
+        under("CARGO_HOME", ".cargo")
+            .map(|c| c.join("git"))
+            .filter(|_| cargo),
+        under("npm_config_cache", ".npm")
+            .map(|c| c.join("_npx"))
+            .filter(|_| npx),
     ]
     .into_iter()
     .flatten()

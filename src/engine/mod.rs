@@ -688,10 +688,12 @@ impl Loop<'_> {
             Some(plan) => plan.writable.iter().any(|w| d.starts_with(w)),
             None => !self.tree.site_dirs().iter().any(|s| s == d),
         };
-        let outside: Vec<PathBuf> = cleanroom::external_caches(self.tree.site_dirs())
-            .into_iter()
-            .filter(|d| !d.starts_with(&self.ws.workdir) && writable(d))
-            .collect();
+        let check = self.cfg.check.clone().unwrap_or_default();
+        let outside: Vec<PathBuf> =
+            cleanroom::external_caches(&check, &self.ws.workdir, self.tree.site_dirs())
+                .into_iter()
+                .filter(|d| !d.starts_with(&self.ws.workdir) && writable(d))
+                .collect();
         room.watch_external(&outside);
         if self.cfg.clean_room.dependencies == crate::config::DependencyPolicy::Agent {
             room.rebase_dependencies();
