@@ -319,8 +319,16 @@ impl CleanRoom {
                     out.push(format!("{}/{p}", d.rel));
                 }
             }
-            for p in now.keys().filter(|p| !d.t0.contains_key(*p)) {
-                out.push(format!("{}/{p}", d.rel));
+            // In an outside cache, an addition is another package's (an agent's
+            // `npx eslint`, a `pip install`): the check reads what it filled itself at
+            // the baseline, so only a change or removal of a file already there is
+            // the agent's reach into it (a new top-level module or plugin in a site
+            // directory is the toolchain digests', §3.12; a new git dependency is
+            // named in `Cargo.toml`).
+            if !d.external {
+                for p in now.keys().filter(|p| !d.t0.contains_key(*p)) {
+                    out.push(format!("{}/{p}", d.rel));
+                }
             }
         }
         out.sort();

@@ -225,8 +225,9 @@ fn shell_sources_unread(line: &str) -> bool {
 }
 
 /// True when a line added to a `Cargo.toml` at `path` takes a dependency from outside
-/// the tree: a `path = "…"` climbing above the root or absolute, or a `file://` git
-/// source. Cargo compiles it into the check, and the snapshot never holds it.
+/// the tree: a `path = "…"` climbing above the root or absolute, or any `git` source
+/// (built from cargo's git cache, which the agent can write, with nothing to verify it
+/// against). Cargo compiles it into the check, and the snapshot never holds it.
 #[must_use]
 pub fn cargo_dependency_outside(path: &str, line: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
@@ -237,7 +238,10 @@ pub fn cargo_dependency_outside(path: &str, line: &str) -> bool {
         let key = c.get(1).map_or("", |m| m.as_str());
         let v = c.get(2).map_or("", |m| m.as_str());
         if key == "git" {
-            return v.starts_with("file:") || v.starts_with('/');
+            // any git source added since t0: cargo builds it from its git cache when
+            // the locked revision is there, which the agent can write (a fresh review
+            // planted a "clone" of a repository that does not exist)
+            return true;
         }
         outside_tree(path, v)
     })
@@ -555,7 +559,7 @@ mod tests {
             (
                 "Cargo.toml",
                 "n = { git = \"https://github.com/o/n\" }",
-                false,
+                true,
             ),
             ("Cargo.toml", "serde = \"1\"", false),
         ];
