@@ -244,7 +244,11 @@ pub fn test_data(sources: &[(String, String)], files: &[String]) -> Vec<String> 
     for (path, text) in sources {
         let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
         let up = dir.rsplit_once('/').map_or("", |(d, _)| d);
-        for lit in string_literals(text) {
+        let literals = text
+            .lines()
+            .flat_map(super::tamper_more::string_literals)
+            .filter(|l| l.len() <= 200);
+        for lit in literals {
             let lit = lit.trim_start_matches("./");
             if lit.is_empty() || lit.contains(char::is_whitespace) || !lit.contains(['.', '/']) {
                 continue;
@@ -269,37 +273,6 @@ pub fn test_data(sources: &[(String, String)], files: &[String]) -> Vec<String> 
         }
     }
     out.into_iter().collect()
-}
-
-/// The contents of the one-line string literals of `text` (`'…'`, `"…"`, `` `…` ``),
-/// quotes paired left to right with backslash escapes skipped (so `'\n' + open('x')`
-/// yields `\n` and `x`); at most 200 bytes each.
-fn string_literals(text: &str) -> Vec<&str> {
-    let b = text.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        let q = b[i];
-        if !matches!(q, b'\'' | b'"' | b'`') {
-            i += 1;
-            continue;
-        }
-        let start = i + 1;
-        let mut j = start;
-        while j < b.len() && b[j] != q && b[j] != b'\n' {
-            j += if b[j] == b'\\' { 2 } else { 1 };
-        }
-        if j < b.len() && b[j] == q {
-            if j - start <= 200 {
-                // quotes are ASCII: both ends are character boundaries
-                out.push(&text[start..j]);
-            }
-            i = j + 1;
-        } else {
-            i = start;
-        }
-    }
-    out
 }
 
 /// True for Python and JS/TS modules named as test helpers: a `_`, `-` or `.`

@@ -178,15 +178,11 @@ fn js_loads(path: &str, line: &str) -> Option<&'static str> {
     // a path built at run time, `require(path.join(__dirname, 'polyfill.dat'))`: the
     // literals it is built from still say where it points
     static CALL: OnceLock<Regex> = OnceLock::new();
-    static LIT: OnceLock<Regex> = OnceLock::new();
     let call = CALL.get_or_init(|| {
         Regex::new(r#"\b(?:require|import)\s*\(\s*[^'"`\s)]"#).expect("valid call regex")
     });
-    let lit =
-        LIT.get_or_init(|| Regex::new(r#"['"`]([^'"`\\]+)['"`]"#).expect("valid literal regex"));
     if call.is_match(line) {
-        for c in lit.captures_iter(line) {
-            let l = c.get(1).map_or("", |m| m.as_str());
+        for l in super::tamper_more::string_literals(line) {
             if l.starts_with('/') {
                 return Some("imports from outside the tree");
             }

@@ -110,6 +110,17 @@ fn literal_re() -> &'static Regex {
     })
 }
 
+/// The contents of the string literals of one line (quoted with `'`, `"` or `` ` ``,
+/// escapes honoured, `b`/`r`/`u` prefixes allowed), left to right.
+#[must_use]
+pub fn string_literals(line: &str) -> Vec<&str> {
+    literal_re()
+        .captures_iter(line)
+        .filter_map(|c| c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)))
+        .map(|m| m.as_str())
+        .collect()
+}
+
 /// The strings a line assembles from two or more literal pieces: pieces separated only
 /// by whitespace, a `+`, or (on a line that calls `join` or `concat!`) a comma.
 #[must_use]
