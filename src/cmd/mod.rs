@@ -125,15 +125,25 @@ pub(crate) fn recorded_by_ledger(
             ledger.display()
         )];
     }
-    let store = match crate::store::Store::open(&ledger) {
-        Ok(s) => s,
-        Err(e) => return vec![format!("the ledger cannot be read: {e}")],
-    };
+    match crate::store::Store::open(&ledger) {
+        Ok(store) => recorded_in(&store, run_id, path, lines),
+        Err(e) => vec![format!("the ledger cannot be read: {e}")],
+    }
+}
+
+/// [`recorded_by_ledger`] against an open ledger `store` (`runs` opens it once for
+/// every receipt).
+pub(crate) fn recorded_in(
+    store: &crate::store::Store,
+    run_id: &str,
+    path: &std::path::Path,
+    lines: &[Line],
+) -> Vec<String> {
     let last = lines.iter().rev().find_map(|l| match &l.event {
         crate::receipt::Event::Halted(h) => Some(h.halt_reason),
         _ => None,
     });
-    let mut problems = check_state::ledger_disagreements(path, run_id, lines, last, &store);
+    let mut problems = check_state::ledger_disagreements(path, run_id, lines, last, store);
     if problems.is_empty() && store.run(run_id).is_ok_and(|r| r.is_none()) {
         problems.push(format!(
             "{}: the ledger has no row for this run",

@@ -57,13 +57,7 @@ pub(crate) fn list(workdir: &Path) -> Outcome {
         .iter()
         .filter(|(id, _, lines)| {
             let Some(store) = &store else { return true };
-            let last = lines.iter().rev().find_map(|l| match &l.event {
-                crate::receipt::Event::Halted(h) => Some(h.halt_reason),
-                _ => None,
-            });
-            let path = ws.receipt_path(id);
-            !super::check_state::ledger_disagreements(&path, id, lines, last, store).is_empty()
-                || store.run(id).is_ok_and(|r| r.is_none())
+            !super::recorded_in(store, id, &ws.receipt_path(id), lines).is_empty()
         })
         .map(|(id, _, _)| id.clone())
         .collect();
