@@ -137,6 +137,44 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
     }
 }
 
+/// Lays out an empty bare repository at `git_dir` (gitrepository-layout(5)): `HEAD`,
+/// `config`, `objects/{info,pack}` and `refs/{heads,tags}` — what `git init --bare
+/// --template=` writes with no user or system configuration, without starting git
+/// (a process start is most of what a first run in a workdir pays for its store).
+/// Idempotent: a file already there is kept.
+///
+/// # Errors
+/// A directory or file cannot be written.
+fn init_bare(git_dir: &Path) -> Result<(), StoreError> {
+    for dir in ["objects/info", "objects/pack", "refs/heads", "refs/tags"] {
+        let d = git_dir.join(dir);
+        std::fs::create_dir_all(&d).map_err(io_err(&d))?;
+    }
+    let files: [(&str, &str); 2] = [
+        ("HEAD", "ref: refs/heads/master\n"),
+        (
+            "config",
+            "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n",
+        ),
+    ];
+    for (name, text) in files {
+        let f = git_dir.join(name);
+        // a file already there (a concurrent first run) is left as it is
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&f)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()));
+        match written {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                return Err(io_err(&f)(e));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// The private object store of one workdir ([`crate::observe::tree::store_path`]).
 ///
 /// Objects are written and read in-process ([`odb`]); trees this process built are
@@ -159,21 +197,11 @@ impl SnapshotStore {
     /// Opens the store at `git_dir`, creating it when absent.
     ///
     /// # Errors
-    /// [`StoreError`] when git cannot create it or the directory is not writable.
+    /// [`StoreError`] when the directory is not writable.
     pub fn open(git_dir: &Path) -> Result<SnapshotStore, StoreError> {
         let marker = git_dir.join(STORE_MARKER);
         if !marker.is_file() {
-            std::fs::create_dir_all(git_dir).map_err(io_err(git_dir))?;
-            let mut init = std::process::Command::new("git");
-            init.args(["init", "-q", "--bare"])
-                .arg(git_dir)
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env_remove("GIT_DIR")
-                .env_remove("GIT_WORK_TREE")
-                .env_remove("GIT_TEMPLATE_DIR")
-                .arg("--template=");
-            git::run(&mut init)?;
+            init_bare(git_dir)?;
             let info = git_dir.join("info");
             std::fs::create_dir_all(&info).map_err(io_err(&info))?;
             let attrs = info.join("attributes");

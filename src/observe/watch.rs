@@ -213,16 +213,18 @@ impl Drop for RoomWatch {
     }
 }
 
-/// Closes an inotify instance on a thread of its own. Closing one waits for the
-/// kernel to retire its watches (an RCU grace period: 5–20 ms measured), which a loop
-/// that watches every iteration must not wait for. The instance's events are no
-/// longer read; its descriptor is gone when the closer thread gets to it.
-fn close_in_background(ino: Inotify) {
+/// Closes an inotify instance (an [`Inotify`], or its bare descriptor) on a thread
+/// of its own. Closing one waits for the kernel to retire its watches (an RCU grace
+/// period: 5–20 ms measured), which a loop that watches every iteration must not wait
+/// for. The instance's events are no longer read; its descriptor is gone when the
+/// closer thread gets to it.
+pub(crate) fn close_in_background<T: Send + 'static>(ino: T) {
     use std::sync::mpsc::{channel, Sender};
     use std::sync::{Mutex, OnceLock};
-    static CLOSER: OnceLock<Option<Mutex<Sender<Inotify>>>> = OnceLock::new();
+    type Closing = Box<dyn Send>;
+    static CLOSER: OnceLock<Option<Mutex<Sender<Closing>>>> = OnceLock::new();
     let closer = CLOSER.get_or_init(|| {
-        let (tx, rx) = channel::<Inotify>();
+        let (tx, rx) = channel::<Closing>();
         std::thread::Builder::new()
             .name("inotify-closer".into())
             .spawn(move || {
@@ -233,10 +235,11 @@ fn close_in_background(ino: Inotify) {
             .ok()
             .map(|_| Mutex::new(tx))
     });
+    let boxed: Closing = Box::new(ino);
     let sent = closer.as_ref().map(|tx| {
         tx.lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .send(ino)
+            .send(boxed)
     });
     // without the thread (it could not be started) or its channel, close here
     if let Some(Err(e)) = sent {
