@@ -264,17 +264,14 @@ impl Trajectory {
     /// with the tree the iteration started from (false when git is unavailable).
     #[must_use]
     pub fn attempt_views(&self, success_exit_code: i32) -> Vec<AttemptView> {
-        let mut out = Vec::new();
-        let mut start_tree: Option<String> = self
-            .started
-            .as_ref()
-            .and_then(|s| s.git.baseline_tree.clone());
+        let mut out = Vec::with_capacity(self.iterations.len());
+        let mut start_tree: Option<&str> = self.baseline_tree();
         for (i, it) in self.iterations.iter().enumerate() {
             let (Some(check), Some(sets)) = (it.main_check(), self.main_sets(i)) else {
                 continue;
             };
-            let exec_tree = it.exec.as_ref().and_then(|e| e.tree.clone());
-            let tree_changed = match (&exec_tree, &start_tree) {
+            let exec_tree = it.exec.as_ref().and_then(|e| e.tree.as_deref());
+            let tree_changed = match (exec_tree, start_tree) {
                 (Some(a), Some(b)) => a != b,
                 _ => false,
             };
@@ -289,7 +286,7 @@ impl Trajectory {
             start_tree = if let Some(r) = &it.reverted {
                 self.tree_of_iteration(r.to_iteration).or(start_tree)
             } else {
-                check.tree_after.clone().or(exec_tree).or(start_tree)
+                check.tree_after.as_deref().or(exec_tree).or(start_tree)
             };
         }
         out
@@ -302,36 +299,37 @@ impl Trajectory {
     #[must_use]
     pub fn last_exec_changed_tree(&self) -> Option<bool> {
         let (last, before) = self.iterations.split_last()?;
-        let exec_tree = last.exec.as_ref()?.tree.clone()?;
-        let mut start: Option<String> = self
-            .started
-            .as_ref()
-            .and_then(|s| s.git.baseline_tree.clone());
+        let exec_tree = last.exec.as_ref()?.tree.as_deref()?;
+        let mut start: Option<&str> = self.baseline_tree();
         for it in before {
             let Some(check) = it.main_check() else {
                 continue;
             };
-            let it_exec = it.exec.as_ref().and_then(|e| e.tree.clone());
+            let it_exec = it.exec.as_ref().and_then(|e| e.tree.as_deref());
             start = if let Some(r) = &it.reverted {
                 self.tree_of_iteration(r.to_iteration).or(start)
             } else {
-                check.tree_after.clone().or(it_exec).or(start)
+                check.tree_after.as_deref().or(it_exec).or(start)
             };
         }
         Some(exec_tree != start?)
     }
 
-    fn tree_of_iteration(&self, n: u32) -> Option<String> {
+    /// The t0 snapshot's tree id, when git was available.
+    fn baseline_tree(&self) -> Option<&str> {
+        self.started
+            .as_ref()
+            .and_then(|s| s.git.baseline_tree.as_deref())
+    }
+
+    fn tree_of_iteration(&self, n: u32) -> Option<&str> {
         if n == 0 {
-            return self
-                .started
-                .as_ref()
-                .and_then(|s| s.git.baseline_tree.clone());
+            return self.baseline_tree();
         }
         let it = self.iterations.iter().rev().find(|i| i.iteration == n)?;
         it.main_check()
-            .and_then(|c| c.tree_after.clone())
-            .or_else(|| it.exec.as_ref()?.tree.clone())
+            .and_then(|c| c.tree_after.as_deref())
+            .or_else(|| it.exec.as_ref()?.tree.as_deref())
     }
 }
 

@@ -79,7 +79,7 @@ pub fn changed_fields(
 #[must_use]
 pub fn detect(
     cfg: &RunConfig,
-    us: &[(u32, IterationUsage)],
+    us: &[(u32, &IterationUsage)],
     it: u32,
     u: &IterationUsage,
 ) -> Option<Halt> {

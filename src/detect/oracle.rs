@@ -130,6 +130,25 @@ pub fn flaky_bound(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
     flaky_at(t, cfg.success_exit_code, cfg.oracle.confidence_target)
 }
 
+/// A group of check runs [`flaky_at`] compares. Ordered as their names are
+/// (`iteration N` before `tree …`), which decides which group a halt names first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Group<'a> {
+    /// The runs of one iteration: its main run and confirmations.
+    Iteration(u32),
+    /// The runs started from one tree (git tree id).
+    Tree(&'a str),
+}
+
+impl std::fmt::Display for Group<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Group::Iteration(n) => write!(f, "iteration {n}"),
+            Group::Tree(t) => write!(f, "tree {t}"),
+        }
+    }
+}
+
 /// `check_flaky`: the agreement bound of check runs on an identical tree.
 #[must_use]
 pub fn flaky_at(t: &Trajectory, code: i32, target: f64) -> Option<Halt> {
@@ -151,7 +170,7 @@ pub fn flaky_at(t: &Trajectory, code: i32, target: f64) -> Option<Halt> {
         .filter(counted)
         .filter_map(|c| c.tree_before.as_deref())
         .collect();
-    let mut groups: BTreeMap<String, Vec<(u32, u32, Verdict)>> = BTreeMap::new();
+    let mut groups: BTreeMap<Group<'_>, Vec<(u32, u32, Verdict)>> = BTreeMap::new();
     for (i, it) in t.iterations.iter().enumerate() {
         for (j, c) in it.checks.iter().enumerate().filter(|(_, c)| counted(c)) {
             let in_tree = c.tree_before.as_deref().filter(|t| trees.contains(t));
@@ -160,14 +179,11 @@ pub fn flaky_at(t: &Trajectory, code: i32, target: f64) -> Option<Halt> {
             }
             let v = (it.iteration, c.attempt, verdict(c, t.sets(i, j), code));
             if let Some(tree) = in_tree {
-                groups
-                    .entry(format!("tree {tree}"))
-                    .or_default()
-                    .push(v.clone());
+                groups.entry(Group::Tree(tree)).or_default().push(v.clone());
             }
             if it.iteration == last_iteration {
                 groups
-                    .entry(format!("iteration {}", it.iteration))
+                    .entry(Group::Iteration(it.iteration))
                     .or_default()
                     .push(v);
             }
@@ -229,7 +245,7 @@ pub fn flaky_at(t: &Trajectory, code: i32, target: f64) -> Option<Halt> {
                 ),
             ],
             detail: serde_json::json!({
-                "tree": tree,
+                "tree": tree.to_string(),
                 "runs": n,
                 "disagreeing": disagree,
                 "flake_rate": disagree as f64 / n as f64,

@@ -30,20 +30,16 @@ use crate::trajectory::Trajectory;
 
 /// Usage of each iteration that ran an exec, in order (iteration, usage).
 #[must_use]
-pub fn usages(t: &Trajectory) -> Vec<(u32, IterationUsage)> {
+pub fn usages(t: &Trajectory) -> Vec<(u32, &IterationUsage)> {
     t.iterations
         .iter()
-        .filter_map(|i| {
-            let e = i.exec.as_ref()?;
-            let u = e.usage.clone()?;
-            Some((i.iteration, u))
-        })
+        .filter_map(|i| Some((i.iteration, i.exec.as_ref()?.usage.as_ref()?)))
         .collect()
 }
 
 /// Run totals: (USD, tokens) over all iterations.
 #[must_use]
-pub fn totals(us: &[(u32, IterationUsage)]) -> (f64, u64) {
+pub fn totals(us: &[(u32, &IterationUsage)]) -> (f64, u64) {
     us.iter().fold((0.0, 0), |(c, t), (_, u)| {
         (c + u.cost_usd.unwrap_or(0.0), t + u.total_tokens())
     })
