@@ -93,7 +93,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python],
         name: "process exit",
-        pattern: r"\b(os|posix|nt)\s*\.\s*_exit\b|\b_exit\s*\(|\bimport\s[^#]*\b_exit\b|\bSystemExit\b\s*(?:$|\(\s*(?:\)|0\b|None\b|False\b|[A-Za-z_]\w*\s*[^\w'\x22]))|\bexit\s*\(\s*\d{3,}\s*\)|\bCDLL\s*\(|getattr\s*\(\s*os\s*,\s*(['\x22](_exit|_?kill\w*|abort|exec\w*)['\x22]|[^'\x22\s])|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get|\bos\.exec[lv]p?e?\s*\(",
+        pattern: r"\b(os|posix|nt)\s*\.\s*_exit\b|\b_exit\s*\(|['\x22]_exit['\x22]|\bvars\s*\(\s*(os|posix|nt)\s*\)|\b(os|posix|nt)\s*\.\s*__dict__\b|\bimport\s[^#]*\b_exit\b|\bSystemExit\b\s*(?:$|\(\s*(?:\)|0\b|None\b|False\b|[A-Za-z_]\w*\s*[^\w'\x22]))|\bexit\s*\(\s*\d{3,}\s*\)|\bCDLL\s*\(|getattr\s*\(\s*os\s*,\s*(['\x22](_exit|_?kill\w*|abort|exec\w*)['\x22]|[^'\x22\s])|^sys\.exit\s*\(|^exit\s*\(|^quit\s*\(|\bos\.kill\s*\(\s*os\.get|\bos\.exec[lv]p?e?\s*\(",
         skip_entry_points: true,
     },
     Rule {
@@ -122,7 +122,9 @@ pub const RULES: &[Rule] = &[
         // `exec(Path(…).read_text())`, `exec(open(…).read())`, `runpy.run_path(…)`:
         // code the scan never reads (a `.dat` file) run as part of the module
         // (`zipimport`: modules from an archive in the tree, which no scan reads)
-        pattern: r"\b(exec|eval)\s*\(.*(\.read(_text|_bytes)?\s*\(|\bopen\s*\()|\brunpy\s*\.\s*run_path\s*\(|\bexec\s*\(\s*compile\s*\(|\bzipimport\b",
+        // (a pickle runs what it names when loaded: a fresh review's pickle built an
+        // always-equal class no rule could read)
+        pattern: r"\b(exec|eval)\s*\(.*(\.read(_text|_bytes)?\s*\(|\bopen\s*\()|\brunpy\s*\.\s*run_path\s*\(|\bexec\s*\(\s*compile\s*\(|\bzipimport\b|\b(pickle|cPickle|_pickle|dill|cloudpickle|joblib)\s*\.\s*loads?\s*\(|\bUnpickler\s*\(|\bshelve\s*\.\s*open\s*\(",
         skip_entry_points: false,
     },
     Rule {
@@ -188,7 +190,9 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::JsTs],
         name: "process exit",
-        pattern: r"\bprocess\.(exit|reallyExit)\s*\(\s*(\)|0\s*\)|[^\d\s]|\d{3,})|process\.exitCode\s*=\s*(0\b|[^\d\s=]|\d{3,})",
+        // (also the exit function taken as a value: `Reflect.apply(process.exit, …)`,
+        // `const quit = process.exit`, `process["exit"]`, a fresh review)
+        pattern: r"\bprocess\.(exit|reallyExit)\s*\(\s*(\)|0\s*\)|[^\d\s]|\d{3,})|process\.exitCode\s*=\s*(0\b|[^\d\s=]|\d{3,})|\bprocess\s*\.\s*(exit|reallyExit)\b\s*([^\s(]|$)|\bprocess\s*\[\s*['\x22`](exit|reallyExit)['\x22`]",
         skip_entry_points: true,
     },
     // Rust
@@ -226,7 +230,9 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Rust],
         name: "process exit",
-        pattern: r"\bprocess::exit\s*\(\s*(0\s*\)|[^\d\s-]|\d{3,})|\blibc::_?exit\s*\(\s*(0\s*\)|[^\d\s-]|\d{3,})|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(",
+        // (also the exit function taken as a value: `let quit: fn(i32) -> ! =
+        // std::process::exit`, a fresh review)
+        pattern: r"\bprocess::exit\s*\(\s*(0\s*\)|[^\d\s-]|\d{3,})|\blibc::_?exit\s*\(\s*(0\s*\)|[^\d\s-]|\d{3,})|\b(process|libc)::_?exit\b\s*([^\s(]|$)|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(",
         skip_entry_points: true,
     },
     // Shell (a library the check sources: its code runs inside the check script)
@@ -265,8 +271,11 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Go],
         name: "process exit",
-        // (also through `syscall`/`x/sys/unix`, a fresh review exited from `init()`)
-        pattern: r"\bos\.Exit\s*\(|\b(syscall|unix)\s*\.\s*(Exit|RawSyscall6?|Syscall6?)\s*\(|\bSYS_EXIT",
+        // (also through `syscall`/`x/sys/unix`, a fresh review exited from `init()`;
+        // and the exit function taken as a value, `quit := syscall.Exit`). A literal
+        // non-zero status cannot end a test run green and is left alone, as in the
+        // other languages.
+        pattern: r"\bos\s*\.\s*Exit\b\s*(\(\s*(0\s*\)|[^\d\s]|\d{3,})|[^\s(]|$)|\b(syscall|unix)\s*\.\s*(Exit|RawSyscall6?|Syscall6?)\b|\bSYS_EXIT",
         skip_entry_points: true,
     },
     Rule {
@@ -281,6 +290,25 @@ pub const RULES: &[Rule] = &[
         langs: &[Lang::Python, Lang::JsTs, Lang::Rust, Lang::Go],
         name: "write to /proc fds",
         pattern: r"/proc/[^/\s]+/fd",
+        skip_entry_points: false,
+    },
+    // Every language: a file outside the tree in a place anyone may write, named by
+    // code under test: what it reads there no snapshot holds and no rule reads (a
+    // fresh review's `build.rs` copied generated code from `/tmp`, and a module
+    // unpickled a payload from there).
+    Rule {
+        langs: &[Lang::Python, Lang::JsTs, Lang::Rust, Lang::Go],
+        name: "code read from outside the tree",
+        pattern: r#"['"`](/tmp|/var/tmp|/dev/shm)(/|['"`])"#,
+        skip_entry_points: false,
+    },
+    // Every language: the environment the process started with, read past what the
+    // runtime shows (a variable popped from `os.environ` stays in
+    // `/proc/self/environ`; a fresh review found the witness's file there).
+    Rule {
+        langs: &[Lang::Python, Lang::JsTs, Lang::Rust, Lang::Go],
+        name: "runner environment read",
+        pattern: r"/proc/[^/\s]+/environ|\benviron['\x22`]",
         skip_entry_points: false,
     },
 ];
@@ -308,18 +336,71 @@ pub struct TamperHit {
     pub text: String,
 }
 
-/// True for files whose job is to start and end a process.
+/// True for files whose job is to start and end a process, judged by what they hold
+/// where the language says so, not by their name alone (a fresh review moved code
+/// under test into a library file named `main.go`, `cli.rs` and `cli.js` to have its
+/// exits pass):
+/// * Go: the file is in `package main`;
+/// * Rust: `main.rs`, `build.rs`, or a file under `src/bin/` or `examples/`, that
+///   defines `fn main`;
+/// * Python: `__main__.py`, or a script that starts with `#!`;
+/// * JavaScript/TypeScript: a script that starts with `#!`;
+/// * any other language: a file named `main.*` or `cli.*`, or under a `bin/`
+///   directory.
+///
+/// For Go and Rust a process exit passes only inside `main` itself
+/// ([`in_main_function`]): tests can call every other function of the file.
 #[must_use]
-pub fn is_entry_point(path: &str) -> bool {
+pub fn is_entry_point(path: &str, text: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let stem = name.split('.').next().unwrap_or(name);
-    name == "main.rs"
-        || name == "__main__.py"
-        || name == "main.go"
-        || stem == "cli"
-        || path.contains("src/bin/")
-        || path.starts_with("bin/")
-        || path.contains("/bin/")
+    let script = text.starts_with("#!");
+    match Lang::from_path(path) {
+        Lang::Go => text.lines().any(|l| {
+            let l = l.trim_end();
+            l == "package main" || l.starts_with("package main ") || l.starts_with("package main/")
+        }),
+        Lang::Rust => {
+            (name == "main.rs"
+                || name == "build.rs"
+                || path.contains("src/bin/")
+                || path.starts_with("examples/")
+                || path.contains("/examples/"))
+                && text.lines().any(|l| {
+                    let l = l.trim_start();
+                    l.starts_with("fn main(") || l.starts_with("pub fn main(")
+                })
+        }
+        Lang::Python => name == "__main__.py" || script,
+        Lang::JsTs => script,
+        _ => {
+            stem == "main"
+                || stem == "cli"
+                || path.contains("src/bin/")
+                || path.starts_with("bin/")
+                || path.contains("/bin/")
+        }
+    }
+}
+
+/// True when line `i` of Go or Rust source `lines` lies in the body of the `main`
+/// function: the nearest function header above it that starts a line (gofmt and
+/// rustfmt put top-level functions at column 0) is `func main(` or `fn main(`.
+#[must_use]
+pub fn in_main_function(lines: &[&str], i: usize) -> bool {
+    lines[..=i.min(lines.len().saturating_sub(1))]
+        .iter()
+        .rev()
+        .find_map(|l| {
+            let header = l.strip_prefix("pub ").unwrap_or(l);
+            let header = header.strip_prefix("async ").unwrap_or(header);
+            if header.starts_with("func ") || header.starts_with("fn ") {
+                Some(header.starts_with("func main(") || header.starts_with("fn main("))
+            } else {
+                None
+            }
+        })
+        .unwrap_or(false)
 }
 
 /// Hits in the lines added to `path` between `old` (t0's content, empty when new) and
@@ -330,9 +411,15 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
     if matches!(lang, Lang::Other) {
         return Vec::new();
     }
-    let entry = is_entry_point(path);
+    let entry = is_entry_point(path, new);
     let diff = similar::TextDiff::from_lines(old, new);
     let new_lines: Vec<&str> = new.lines().collect();
+    // Go and Rust: an exit passes only in `main` itself
+    let exit_passes = |i: Option<usize>| {
+        entry
+            && (!matches!(lang, Lang::Go | Lang::Rust)
+                || i.is_some_and(|i| in_main_function(&new_lines, i)))
+    };
     // `if __name__ == "__main__":` is true only when the file runs as a program, never
     // when a test imports it; a file that sets `__name__` itself gets no such pass
     let main_guard_counts = lang == Lang::Python && !assigns_module_name(new);
@@ -362,7 +449,13 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             continue;
         }
         for (rule, re) in RULES.iter().zip(compiled()) {
-            if !rule.langs.contains(&lang) || (rule.skip_entry_points && entry) {
+            let passes = rule.skip_entry_points
+                && if rule.name == "process exit" {
+                    exit_passes(change.new_index())
+                } else {
+                    entry
+                };
+            if !rule.langs.contains(&lang) || passes {
                 continue;
             }
             if re.is_match(line) {
@@ -513,6 +606,74 @@ fn enclosing_header(lines: &[&str], i: usize, is_header: &dyn Fn(&str) -> bool) 
 mod tests {
     use super::*;
 
+    /// An entry point is told by what the file holds, and in Go and Rust only `main`
+    /// itself may exit: (path, file, flagged).
+    #[test]
+    fn entry_points_are_judged_by_content_and_only_main_may_exit() {
+        let rows: &[(&str, &str, bool)] = &[
+            // a library in `package calc` named main.go (ninth fresh review)
+            (
+                "main.go",
+                "package calc\n\nfunc Add(a, b int) int {\n\tsyscall.Exit(0)\n\treturn a + b\n}\n",
+                true,
+            ),
+            // package main: main may exit, a function the tests can call may not
+            (
+                "cmd/calc/run.go",
+                "package main\n\nfunc main() {\n\tos.Exit(run())\n}\n",
+                false,
+            ),
+            (
+                "cmd/calc/run.go",
+                "package main\n\nfunc run() int {\n\tos.Exit(0)\n\treturn 0\n}\n",
+                true,
+            ),
+            // Rust: a library module named cli.rs; main.rs's main and its other functions
+            (
+                "src/cli.rs",
+                "pub fn add(a: i32, b: i32) -> i32 {\n    std::process::exit(0);\n}\n",
+                true,
+            ),
+            (
+                "src/main.rs",
+                "fn main() {\n    std::process::exit(code());\n}\n",
+                false,
+            ),
+            (
+                "src/main.rs",
+                "fn run() {\n    std::process::exit(0);\n}\n\nfn main() {\n    run();\n}\n",
+                true,
+            ),
+            // JavaScript and Python: a script says so with `#!`
+            (
+                "bin/cli.js",
+                "#!/usr/bin/env node\nprocess.exit(main());\n",
+                false,
+            ),
+            (
+                "cli.js",
+                "module.exports.add = (a, b) => { process.exit(0); };\n",
+                true,
+            ),
+            (
+                "tools/run.py",
+                "#!/usr/bin/env python3\nimport os\nos._exit(0)\n",
+                false,
+            ),
+            ("pkg/__main__.py", "import os\nos._exit(0)\n", false),
+            // other languages: by name and place, as before
+            ("bin/roman.pl", "use strict;\nexit 0;\n", false),
+        ];
+        for (path, text, flagged) in rows {
+            let hits = scan(path, "", text);
+            assert_eq!(
+                hits.iter().any(|h| h.rule == "process exit"),
+                *flagged,
+                "{path}: {hits:?}"
+            );
+        }
+    }
+
     #[test]
     fn every_rule_fires_on_an_added_line_and_not_on_an_existing_one() {
         let table: &[(&str, &str, Option<&str>)] = &[
@@ -566,7 +727,77 @@ mod tests {
                 Some("assertion library patched"),
             ),
             ("calc.js", "process.exit(0);", Some("process exit")),
-            ("bin/cli.js", "process.exit(0);", None), // an entry point
+            // a library file is no entry point for its name (ninth fresh review)
+            ("bin/cli.js", "process.exit(0);", Some("process exit")),
+            ("cli.py", "os._exit(0)", Some("process exit")),
+            // the exit function taken as a value (ninth fresh review)
+            (
+                "calc.js",
+                "Reflect.apply(process.exit, process, [0]);",
+                Some("process exit"),
+            ),
+            (
+                "calc.js",
+                "const quit = process['exit'];",
+                Some("process exit"),
+            ),
+            (
+                "src/lib.rs",
+                "let quit: fn(i32) -> ! = std::process::exit;",
+                Some("process exit"),
+            ),
+            ("calc.go", "\tquit := syscall.Exit", Some("process exit")),
+            ("calc.go", "\tquit := os.Exit", Some("process exit")),
+            ("calc.go", "\tos.Exit(2)", None), // cannot end a test run green
+            (
+                "helper.py",
+                "    vars(os)[\"_exit\"](0)",
+                Some("process exit"),
+            ),
+            (
+                "helper.py",
+                "    os.__dict__['_exit'](0)",
+                Some("process exit"),
+            ),
+            // code and data from outside the tree (ninth fresh review)
+            (
+                "build.rs",
+                "    std::fs::copy(\"/tmp/gen.rs\", out.join(\"gen.rs\")).unwrap();",
+                Some("code read from outside the tree"),
+            ),
+            (
+                "build.rs",
+                "    std::fs::write(out.join(\"gen.rs\"), code).unwrap();",
+                Some("code generated at build time"),
+            ),
+            ("src/lib.rs", "    std::fs::write(path, code)?;", None),
+            (
+                "calc.py",
+                "    table = pickle.load(open(path, 'rb'))",
+                Some("code loaded from a data file"),
+            ),
+            (
+                "calc.go",
+                "\tdata, _ := os.ReadFile(\"/dev/shm/x\")",
+                Some("code read from outside the tree"),
+            ),
+            ("calc.py", "    root = '/tmpl/x'", None),
+            // the witness's variable read where popping it does not reach
+            (
+                "helper.py",
+                "    raw = open('/proc/self/environ', 'rb').read()",
+                Some("runner environment read"),
+            ),
+            (
+                "calc.js",
+                "const env = fs.readFileSync('/proc/self/environ');",
+                Some("runner environment read"),
+            ),
+            (
+                "helper.py",
+                "    if k.endswith(b'WITNESS_FILE'):",
+                Some("loopexec detection"),
+            ),
             (
                 "src/lib.rs",
                 "if cfg!(test) { return a + b; }",

@@ -116,15 +116,29 @@ pub fn loader_hit(lang: Lang, path: &str, line: &str, reads_files: bool) -> Opti
         Lang::Python => {
             (reads_files && python_code_from_string(line)).then_some("code run from a string")
         }
-        Lang::Rust => {
-            rust_loads_unread(line).then_some("code loaded from a file the scan does not read")
-        }
+        Lang::Rust => rust_loads_unread(line)
+            .then_some("code loaded from a file the scan does not read")
+            .or_else(|| build_script_writes(path, line).then_some("code generated at build time")),
         Lang::JsTs => js_loads(path, line),
         Lang::Shell => {
             shell_sources_unread(line).then_some("code loaded from a file the scan does not read")
         }
         _ => None,
     }
+}
+
+/// True when a line of a Rust build script (`build.rs`) writes a file: code it
+/// generates (`include!(concat!(env!("OUT_DIR"), …))` compiles it into the crate) is
+/// code no rule reads, made from whatever the script read (a fresh review's build
+/// script copied it from `/tmp`). A build script that only runs a generator
+/// (`prost_build::compile_protos`) writes through it and is not flagged.
+fn build_script_writes(path: &str, line: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"\bfs\s*::\s*(write|copy|rename|hard_link)\s*\(|\bFile\s*::\s*create\s*\(|\bOpenOptions\b|\bsymlink\s*\(")
+            .expect("valid build script regex")
+    });
+    (path == "build.rs" || path.ends_with("/build.rs")) && re.is_match(line)
 }
 
 /// True when a Rust line compiles in a file the scan does not read as Rust:
@@ -480,7 +494,7 @@ mod tests {
             ),
             (
                 "calc.js",
-                "require('/tmp/ext/polyfill.js');\n",
+                "require('/opt/ext/polyfill.js');\n",
                 Some("imports from outside the tree"),
             ),
             (
@@ -490,7 +504,7 @@ mod tests {
             ),
             (
                 "src/calc.mjs",
-                "import { f } from '/tmp/x.mjs';\n",
+                "import { f } from '/opt/x.mjs';\n",
                 Some("imports from outside the tree"),
             ),
             (
@@ -511,7 +525,7 @@ mod tests {
             ),
             (
                 "calc.js",
-                "const p = require(path.join('/tmp', 'x'));\n",
+                "const p = require(path.join('/opt', 'x'));\n",
                 Some("imports from outside the tree"),
             ),
             (
