@@ -91,6 +91,41 @@ struct Dependency {
     t0: BTreeMap<String, String>,
 }
 
+/// Every directory that holds one of `files` (relative paths), at any depth.
+fn parent_dirs<'a>(files: impl Iterator<Item = &'a String>) -> std::collections::BTreeSet<&'a str> {
+    let mut dirs = std::collections::BTreeSet::new();
+    for f in files {
+        let mut p = f.as_str();
+        while let Some((parent, _)) = p.rsplit_once('/') {
+            if !dirs.insert(parent) {
+                break; // its parents are in already
+            }
+            p = parent;
+        }
+    }
+    dirs
+}
+
+/// True when relative path `p` lies inside one of `dirs` (a directory that existed),
+/// not only at the top level of the tree they are relative to.
+fn inside_existing(p: &str, dirs: &std::collections::BTreeSet<&str>) -> bool {
+    let mut q = p;
+    while let Some((parent, _)) = q.rsplit_once('/') {
+        if dirs.contains(parent) {
+            return true;
+        }
+        q = parent;
+    }
+    false
+}
+
+/// The directory beside the room's tree that `TMPDIR` names for the check: its
+/// temporary files and the caches tools keep there (jest's transform cache is
+/// `$TMPDIR/jest_<uid>`) are the room's own, which the exec cannot write, and emptied
+/// before a confirmation like the check's `HOME` (a fresh review rewrote jest's cached
+/// copy of a test file in `/tmp` between two checks).
+const CHECK_TMP: &str = "tmp";
+
 /// The directory beside the room's tree that `CARGO_TARGET_DIR` names for the check
 /// (unless the user set it): builds stay incremental across checks and runs.
 const CARGO_TARGET: &str = "cargo-target";
@@ -169,6 +204,9 @@ impl CleanRoom {
         if private.exists() {
             std::fs::remove_dir_all(&private).map_err(io_err(&private))?;
         }
+        // (not kept above: a run starts with an empty one)
+        let tmp = base.join(CHECK_TMP);
+        std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
         let marker = base.join("workdir");
         std::fs::write(&marker, workdir.as_os_str().as_encoded_bytes()).map_err(io_err(&marker))?;
         let deps = dependencies
@@ -197,8 +235,9 @@ impl CleanRoom {
     /// Run before a confirmation, so that a green that converges is reproduced without
     /// anything a check planted for a later one (a `conftest.py` in `target/`, a
     /// `node_modules` a link points into, a test binary rewritten in the cargo target
-    /// that cargo still finds fresh, an `.npmrc` in `HOME`). The next sync walks.
-    /// Returns what was emptied (tree-relative, or `<cargo-target>`, `<home>`).
+    /// that cargo still finds fresh, an `.npmrc` in `HOME`, a cache in `TMPDIR`). The
+    /// next sync walks. Returns what was emptied (tree-relative, or `<cargo-target>`,
+    /// `<home>`, `<tmp>`).
     ///
     /// # Errors
     /// A directory that cannot be removed or made again.
@@ -216,10 +255,13 @@ impl CleanRoom {
             std::fs::remove_dir_all(&target).map_err(io_err(&target))?;
             cleared.push("<cargo-target>".into());
         }
-        if std::fs::read_dir(&self.home).is_ok_and(|mut d| d.next().is_some()) {
-            std::fs::remove_dir_all(&self.home).map_err(io_err(&self.home))?;
-            std::fs::create_dir_all(&self.home).map_err(io_err(&self.home))?;
-            cleared.push("<home>".into());
+        let tmp = self.base.join(CHECK_TMP);
+        for (dir, name) in [(&self.home, "<home>"), (&tmp, "<tmp>")] {
+            if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+                std::fs::remove_dir_all(dir).map_err(io_err(dir))?;
+                std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+                cleared.push(name.into());
+            }
         }
         self.scanner.forget_watch();
         Ok(cleared)
@@ -319,14 +361,24 @@ impl CleanRoom {
                     out.push(format!("{}/{p}", d.rel));
                 }
             }
-            // In an outside cache, an addition is another package's (an agent's
-            // `npx eslint`, a `pip install`): the check reads what it filled itself at
-            // the baseline, so only a change or removal of a file already there is
-            // the agent's reach into it (a new top-level module or plugin in a site
-            // directory is the toolchain digests', §3.12; a new git dependency is
-            // named in `Cargo.toml`).
-            if !d.external {
-                for p in now.keys().filter(|p| !d.t0.contains_key(*p)) {
+            // In an outside cache, an addition at its top level is another package's
+            // (an agent's `npx eslint` makes a new `_npx/<hash>/`, a `pip install` a
+            // new module): the check reads what it filled itself at the baseline (a
+            // new top-level module or plugin in a site directory is the toolchain
+            // digests', §3.12; a new git dependency is named in `Cargo.toml`). An
+            // addition inside a directory already there is the agent's reach into a
+            // package the check reads (a fresh review added a `debug` package inside
+            // npx's copy of mocha, which node found first).
+            let t0_dirs = if d.external {
+                parent_dirs(d.t0.keys())
+            } else {
+                std::collections::BTreeSet::new()
+            };
+            for p in now.keys().filter(|p| !d.t0.contains_key(*p)) {
+                // (bytecode the exec's imports cached beside a package is never read
+                // by the check: its Python caches under its own PYTHONPYCACHEPREFIX)
+                let bytecode = p.split('/').any(|c| c == "__pycache__");
+                if !d.external || (inside_existing(p, &t0_dirs) && !bytecode) {
                     out.push(format!("{}/{p}", d.rel));
                 }
             }
@@ -399,6 +451,10 @@ impl CleanRoom {
         set.push((
             "CARGO_TARGET_DIR".into(),
             self.base.join(CARGO_TARGET).display().to_string(),
+        ));
+        set.push((
+            "TMPDIR".into(),
+            self.base.join(CHECK_TMP).display().to_string(),
         ));
         if let Some(path) = get("PATH") {
             let kept: Vec<&str> = path
@@ -696,6 +752,40 @@ mod tests {
         );
     }
 
+    /// In a cache outside the tree, a new top-level entry is another package's (an
+    /// agent's `npx eslint`), accepted; an addition inside a directory already there
+    /// is named (ninth review: a `debug` package added inside npx's copy of mocha),
+    /// except bytecode the exec's imports cached.
+    #[test]
+    fn an_outside_cache_names_additions_inside_existing_packages() {
+        let tmp = tempfile::tempdir().unwrap();
+        let wd = tmp.path().join("wd");
+        std::fs::create_dir_all(&wd).unwrap();
+        let npx = tmp.path().join("npx");
+        std::fs::create_dir_all(npx.join("a1/node_modules/mocha/lib")).unwrap();
+        std::fs::write(npx.join("a1/node_modules/mocha/lib/runner.js"), "real").unwrap();
+        let mut room =
+            CleanRoom::prepare(&tmp.path().join("state"), &wd, Excludes::default(), &[]).unwrap();
+        room.watch_external(std::slice::from_ref(&npx));
+        // another package's npx directory, and bytecode beside a package: accepted
+        std::fs::create_dir_all(npx.join("b2/node_modules/eslint")).unwrap();
+        std::fs::write(npx.join("b2/node_modules/eslint/index.js"), "x").unwrap();
+        std::fs::create_dir_all(npx.join("a1/node_modules/mocha/lib/__pycache__")).unwrap();
+        std::fs::write(npx.join("a1/node_modules/mocha/lib/__pycache__/x.pyc"), "x").unwrap();
+        assert_eq!(room.dependencies_changed(), Vec::<String>::new());
+        // a package planted inside mocha's directory: named
+        let shim = npx.join("a1/node_modules/mocha/node_modules/debug");
+        std::fs::create_dir_all(&shim).unwrap();
+        std::fs::write(shim.join("index.js"), "shim").unwrap();
+        assert_eq!(
+            room.dependencies_changed(),
+            vec![format!(
+                "{}/a1/node_modules/mocha/node_modules/debug/index.js",
+                npx.display()
+            )]
+        );
+    }
+
     /// Seventh review: a test binary rewrote itself in the room's cargo target during a
     /// red check, and the next checks (the confirmation too) ran it as fresh. Before a
     /// confirmation the cargo target and the check's `HOME` are emptied as well as the
@@ -711,11 +801,26 @@ mod tests {
         std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
         std::fs::write(&planted, "#!/bin/sh\necho 'test result: ok. 1 passed'\n").unwrap();
         std::fs::write(room.home.join(".npmrc"), "node-options=--require /x.js\n").unwrap();
+        // the check's TMPDIR is the room's, and a cache a red check left there goes too
+        let (set, _) = room.env(&[]);
+        let tmpdir = set.iter().find(|(k, _)| k == "TMPDIR").unwrap().1.clone();
+        assert_eq!(PathBuf::from(&tmpdir), room.base.join(CHECK_TMP));
+        std::fs::create_dir_all(room.base.join("tmp/jest_0")).unwrap();
+        std::fs::write(
+            room.base.join("tmp/jest_0/calc.test.js"),
+            "expect(5).toBe(5)",
+        )
+        .unwrap();
         let cleared = room.clear_leftovers().unwrap();
         assert_eq!(
             cleared,
-            vec!["<cargo-target>".to_string(), "<home>".to_string()]
+            vec![
+                "<cargo-target>".to_string(),
+                "<home>".to_string(),
+                "<tmp>".to_string()
+            ]
         );
+        assert!(room.base.join(CHECK_TMP).is_dir(), "TMPDIR is made again");
         assert!(!planted.exists());
         assert!(room.home.is_dir(), "HOME is made again, empty");
         assert_eq!(std::fs::read_dir(&room.home).unwrap().count(), 0);

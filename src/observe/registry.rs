@@ -87,6 +87,12 @@ pub fn locked_crates(lock: &str) -> Vec<LockedCrate> {
 #[derive(Debug)]
 pub struct Registry {
     home: PathBuf,
+    /// When the run began (this registry was made): an archive written since was
+    /// fetched while the agent could write the registry.
+    started: std::time::SystemTime,
+    /// The keys of the crates t0's `Cargo.lock` named (set when t0 is measured): a
+    /// crate the check fetches for that lock is checked against t0's checksum.
+    t0_locked: Option<std::collections::HashSet<String>>,
     /// crate directory → (stat digest, value).
     seen: HashMap<PathBuf, (String, String)>,
 }
@@ -97,6 +103,8 @@ impl Registry {
     pub fn new(cargo_home: PathBuf) -> Registry {
         Registry {
             home: cargo_home,
+            started: std::time::SystemTime::now(),
+            t0_locked: None,
             seen: HashMap::new(),
         }
     }
@@ -123,6 +131,10 @@ impl Registry {
         t0: Option<&BTreeMap<String, String>>,
     ) -> BTreeMap<String, String> {
         let crates = locked_crates(lock);
+        let key_of = |c: &LockedCrate| format!("{KEY_PREFIX}{}@{}", c.name, c.version);
+        if t0.is_none() {
+            self.t0_locked = Some(crates.iter().map(key_of).collect());
+        }
         if crates.is_empty() {
             return BTreeMap::new();
         }
@@ -131,12 +143,28 @@ impl Registry {
         let mut found = Vec::new();
         for c in crates {
             let dir_name = format!("{}-{}", c.name, c.version);
+            let key = key_of(&c);
+            // A crate new since t0 (not in t0's lock; resumed, not measured at t0) is
+            // measured from its archive alone too: one fetched during the run is
+            // judged before the check extracts and compiles it.
+            let new_since_t0 = t0.is_some()
+                && self.t0_locked.as_ref().map_or_else(
+                    || t0.is_some_and(|m| !m.contains_key(&key)),
+                    |locked| !locked.contains(&key),
+                );
             let Some(index) = indexes.iter().find(|i| {
                 self.home
                     .join("registry/src")
                     .join(i)
                     .join(&dir_name)
                     .is_dir()
+                    || (new_since_t0
+                        && self
+                            .home
+                            .join("registry/cache")
+                            .join(i)
+                            .join(format!("{dir_name}.crate"))
+                            .is_file())
             }) else {
                 continue;
             };
@@ -146,16 +174,25 @@ impl Registry {
                 .join("registry/cache")
                 .join(index)
                 .join(format!("{dir_name}.crate"));
-            let key = format!("{KEY_PREFIX}{}@{}", c.name, c.version);
-            found.push((key, c, dir, archive));
+            found.push((key, c, dir, archive, new_since_t0));
         }
         // The stat walks are system calls on many small directories: spread over a
         // few threads (a project with 300 dependencies has some 15,000 files there).
         let dirs: Vec<&Path> = found.iter().map(|f| f.2.as_path()).collect();
         let sigs = stat_digests(&dirs);
         let mut out = BTreeMap::new();
-        for ((key, c, dir, archive), sig) in found.into_iter().zip(sigs) {
+        for ((key, c, dir, archive, new), sig) in found.into_iter().zip(sigs) {
             let reference = t0.map(|m| m.get(&key).map(String::as_str));
+            if new {
+                if let Some(why) = self.fetched_during_run(&archive) {
+                    out.insert(key, format!("unverifiable: {why}"));
+                    continue;
+                }
+            }
+            // an archive older than the run, not extracted yet: the check extracts it
+            if !dir.is_dir() {
+                continue;
+            }
             let value = self.value(&dir, &archive, &c, sig, reference);
             out.insert(key, value);
         }
@@ -187,6 +224,31 @@ impl Registry {
             self.seen.insert(dir.to_path_buf(), (sig, v.clone()));
         }
         v
+    }
+}
+
+impl Registry {
+    /// Why `archive` cannot vouch for its crate when it was written after the run
+    /// began: cargo checks an archive against the checksum of the registry's index
+    /// cache, and both lie where the exec may write (a fresh review appended a version
+    /// to the index cache, dropped an archive whose assertion macros expand to
+    /// nothing, and moved `Cargo.lock` to it). Offline there is nothing else to check
+    /// it against. `None` for an archive older than the run (or none yet).
+    fn fetched_during_run(&self, archive: &Path) -> Option<String> {
+        let m = std::fs::metadata(archive).ok()?;
+        let written = std::time::UNIX_EPOCH
+            + std::time::Duration::new(
+                u64::try_from(m.ctime()).unwrap_or(0),
+                u32::try_from(m.ctime_nsec()).unwrap_or(0),
+            );
+        (written >= self.started).then(|| {
+            format!(
+                "{} was fetched during the run into a registry cache the agent can write, and its checksum comes from the same cache: a dependency added or upgraded by the agent cannot be verified offline (review it, then accept it by starting a new run)",
+                archive
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            )
+        })
     }
 }
 

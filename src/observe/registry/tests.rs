@@ -199,3 +199,60 @@ fn crates_not_extracted_or_dropped_from_the_lock_are_no_change() {
     assert!(reg.measure(&lock, Some(&t0)).is_empty());
     assert!(unchanged(Some(&t0["crate:foo@1.0.0"]), None));
 }
+
+/// Ninth fresh review: a version added to the index cache and its archive dropped into
+/// the cache while the run went on. A crate new since t0 whose archive was written
+/// during the run is unverifiable, extracted or not (the check would extract it).
+#[test]
+fn a_crate_fetched_during_the_run_is_unverifiable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bar: Spec = ("bar", "0.2.0", &[("src/lib.rs", "pub fn ok() {}\n")]);
+    let (home, lock_both) = home_with(tmp.path(), &[FOO, bar]);
+    let cut = lock_both.find("\n[[package]]\nname = \"bar\"").unwrap();
+    let lock_foo = lock_both[..cut].to_string();
+    let mut reg = Registry::new(home.clone());
+    let t0 = reg.measure(&lock_foo, None);
+    // the archive is (re)written after the run began
+    let archive = home.join("registry/cache/index.example-0123/bar-0.2.0.crate");
+    let bytes = std::fs::read(&archive).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&archive, &bytes).unwrap();
+    let now = reg.measure(&lock_both, Some(&t0));
+    assert!(
+        now["crate:bar@0.2.0"]
+            .starts_with("unverifiable: bar-0.2.0.crate was fetched during the run"),
+        "{now:?}"
+    );
+    assert!(!unchanged(None, Some(&now["crate:bar@0.2.0"])));
+    // not extracted yet: judged from the archive all the same
+    std::fs::remove_dir_all(crate_dir(&home, "bar-0.2.0")).unwrap();
+    let now = reg.measure(&lock_both, Some(&t0));
+    assert!(
+        now["crate:bar@0.2.0"].starts_with("unverifiable: "),
+        "{now:?}"
+    );
+    // the crates of t0 are as they were
+    assert_eq!(now["crate:foo@1.0.0"], t0["crate:foo@1.0.0"]);
+}
+
+/// A crate t0's lock names that was not fetched yet at t0 (a fresh CI machine) and
+/// that the check fetches during the run is checked against t0's checksum: published.
+#[test]
+fn a_crate_of_t0s_lock_fetched_by_the_check_is_published() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, lock) = home_with(tmp.path(), &[FOO]);
+    let archive = home.join("registry/cache/index.example-0123/foo-1.0.0.crate");
+    let bytes = std::fs::read(&archive).unwrap();
+    let dir = crate_dir(&home, "foo-1.0.0");
+    let saved = tmp.path().join("saved");
+    std::fs::rename(&dir, &saved).unwrap();
+    std::fs::remove_file(&archive).unwrap();
+    let mut reg = Registry::new(home.clone());
+    let t0 = reg.measure(&lock, None);
+    assert!(t0.is_empty(), "nothing fetched at t0");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&archive, &bytes).unwrap();
+    std::fs::rename(&saved, &dir).unwrap();
+    let now = reg.measure(&lock, Some(&t0));
+    assert_eq!(now["crate:foo@1.0.0"], PUBLISHED, "{now:?}");
+}
