@@ -111,6 +111,23 @@ pub struct OracleRules {
     /// Documents a Rust crate reads into its docs (`#![doc = include_str!("../README.md")]`),
     /// found at t0 ([`rust_doc_includes`]): their code blocks are doctests.
     doc_files: Vec<String>,
+    /// Go vendor directories (`vendor/`, `svc/vendor/`): those holding a
+    /// `modules.txt` at t0 ([`vendor_dirs`]).
+    vendor_dirs: Vec<String>,
+}
+
+/// The Go vendor directories of a tree (each with its trailing `/`): a `vendor/` that
+/// holds `modules.txt`, which `go mod vendor` writes. `go` builds the module's
+/// dependencies, the tests' assertion libraries among them (testify), from there
+/// instead of its module cache, so their code is the oracle's as much as the tests
+/// are (a fresh review made `assert.Equal` only log).
+#[must_use]
+pub fn vendor_dirs<'a>(paths: impl Iterator<Item = &'a String>) -> Vec<String> {
+    paths
+        .filter_map(|p| p.strip_suffix("vendor/modules.txt"))
+        .filter(|dir| dir.is_empty() || dir.ends_with('/'))
+        .map(|dir| format!("{dir}vendor/"))
+        .collect()
 }
 
 impl OracleRules {
@@ -126,7 +143,13 @@ impl OracleRules {
             test_data: Vec::new(),
             pulled_in: Vec::new(),
             doc_files: Vec::new(),
+            vendor_dirs: Vec::new(),
         }
+    }
+
+    /// Sets the Go vendor directories found at t0 ([`vendor_dirs`]).
+    pub fn set_vendor_dirs(&mut self, dirs: Vec<String>) {
+        self.vendor_dirs = dirs;
     }
 
     /// Sets the documents Rust crates read into their docs (found at t0,
@@ -180,6 +203,13 @@ impl OracleRules {
         }
         if self.frozen_globs.is_match(path) {
             return Some("declared oracle file");
+        }
+        if self
+            .vendor_dirs
+            .iter()
+            .any(|d| path.starts_with(d.as_str()))
+        {
+            return Some("vendored dependency");
         }
         let mut parts: Vec<&str> = path.split('/').collect();
         let name = parts.pop().unwrap_or(path);
@@ -275,19 +305,52 @@ pub fn test_data(sources: &[(String, String)], files: &[String]) -> Vec<String> 
     out.into_iter().collect()
 }
 
-/// True for Python and JS/TS modules named as test helpers: a `_`, `-` or `.`
-/// separated part of the stem that starts with `test` (`testutils.py`,
-/// `test_helpers.py`, `my_testing.py`, `test-utils.js`, `testUtils.ts`), so helpers the
-/// tests call (`check_eq(..)`) are frozen with them. `latest.py` is not one.
+/// True for Python and JS/TS modules named as test helpers, so helpers the tests call
+/// (`check_eq(..)`) are frozen with them. A `_`, `-` or `.` separated part of the stem
+/// names one when it is
+/// * `test`, `tests` or `testing`, alone or followed by a helper word (`util(s)`,
+///   `helper(s)`, `lib`, `support`, `kit`, `case(s)`, `fixture(s)`, `common`, `base`,
+///   `tools`, `setup`, `data`, `double(s)`, `mock(s)`): `testutils.py`,
+///   `testing_utils.py`, `test-utils.js`;
+/// * `test` joined to a capitalized word: `testUtils.ts`;
+/// * an assertion library's word: `assertions`, `asserts`, `assertion`, `matchers`,
+///   `expectations` (a fresh review weakened `shop/assertions.py`, which the tests
+///   assert through).
+///
+/// `latest.py`, `contest.py` and `testimonials.py` are none (a fresh review's honest
+/// fix to `web/testimonials.py` was taken for a test helper's edit).
 #[must_use]
 pub fn is_test_helper_name(name: &str) -> bool {
+    const HELPER_WORDS: &[&str] = &[
+        "", "util", "utils", "helper", "helpers", "lib", "support", "kit", "case", "cases",
+        "fixture", "fixtures", "common", "base", "tools", "setup", "data", "double", "doubles",
+        "mock", "mocks",
+    ];
+    const ASSERTION_WORDS: &[&str] = &[
+        "assertions",
+        "asserts",
+        "assertion",
+        "matchers",
+        "expectations",
+    ];
     let lang = Lang::from_path(name);
     if !matches!(lang, Lang::Python | Lang::JsTs) {
         return false;
     }
     let stem = name.split('.').next().unwrap_or(name);
-    stem.split(['_', '-'])
-        .any(|p| p.to_ascii_lowercase().starts_with("test"))
+    stem.split(['_', '-']).any(|part| {
+        let lower = part.to_ascii_lowercase();
+        let helper = ["testing", "tests", "test"].iter().any(|t| {
+            lower
+                .strip_prefix(t)
+                .is_some_and(|rest| HELPER_WORDS.contains(&rest))
+        });
+        let camel = part
+            .strip_prefix("test")
+            .and_then(|rest| rest.chars().next())
+            .is_some_and(char::is_uppercase);
+        helper || camel || ASSERTION_WORDS.contains(&lower.as_str())
+    })
 }
 
 /// Rust files that are whole test modules: for `#[cfg(test)] mod NAME;` in `dir/F.rs`,
@@ -989,11 +1052,10 @@ pub fn edits(
         {
             continue;
         }
-        // A Rust file whose change is layout only (`cargo fmt`) is no edit: it
-        // compiles to what t0's did.
+        // A Rust or Go file whose change is layout only (`cargo fmt`, `gofmt`) is no
+        // edit: it compiles to what t0's did.
         if kind == EditKind::Modified
-            && Lang::from_path(&path) == Lang::Rust
-            && layout_only(&text(&a), &text(&b))
+            && layout_only_in(Lang::from_path(&path), &text(&a), &text(&b))
         {
             continue;
         }
@@ -1030,6 +1092,17 @@ pub fn edits(
     }
     out.sort_by(|x, y| (&x.path, x.kind).cmp(&(&y.path, y.kind)));
     Ok(out)
+}
+
+/// True when two texts of `lang` differ in layout only: Rust
+/// ([`super::lex::rust_layout_free`]) and Go ([`super::lex::go_layout_free`]); never
+/// for another language (where layout can be meaning: Python's indentation).
+fn layout_only_in(lang: Lang, old: &str, new: &str) -> bool {
+    match lang {
+        Lang::Rust => layout_only(old, new),
+        Lang::Go => super::lex::go_layout_free(old) == super::lex::go_layout_free(new),
+        _ => false,
+    }
 }
 
 /// True when two Rust texts differ in layout only ([`super::lex::rust_layout_free`]).

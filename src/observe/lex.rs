@@ -617,8 +617,175 @@ pub fn rust_layout_free(src: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Go source with its layout removed, as [`rust_layout_free`] does for Rust. Go ends a
+/// statement at a line break after an identifier, a literal, `break`, `continue`,
+/// `fallthrough`, `return`, `++`, `--`, `)`, `]` or `}` (the spec's automatic
+/// semicolons), so such a break becomes `;` and every other one is layout; a `;`
+/// before `)` or `}` is optional and dropped. Two files with the same form differ
+/// only in what `gofmt` changes: indentation, alignment, spaces around operators,
+/// blank lines, a one-line block written over three. Interpreted strings (`"…"` with
+/// escapes), raw strings (`` `…` ``, across lines) and rune literals (`'…'`) are kept
+/// byte for byte; comments with their whitespace removed.
+#[must_use]
+pub fn go_layout_free(src: &str) -> String {
+    // keywords after which a line break inserts no semicolon
+    const NO_SEMICOLON: &[&str] = &[
+        "case",
+        "chan",
+        "const",
+        "default",
+        "defer",
+        "else",
+        "for",
+        "func",
+        "go",
+        "goto",
+        "if",
+        "import",
+        "interface",
+        "map",
+        "package",
+        "range",
+        "select",
+        "struct",
+        "switch",
+        "type",
+        "var",
+    ];
+    let b = src.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(b.len());
+    // a line break here ends the statement
+    let mut ends = false;
+    let line_break = |out: &mut Vec<u8>, ends: &mut bool| {
+        if std::mem::take(ends) {
+            out.push(b';');
+        }
+    };
+    let word = |x: u8| x.is_ascii_alphanumeric() || x == b'_' || x >= 0x80;
+    let op = |x: u8| x.is_ascii_punctuation() && !b"()[]{},;\"'`".contains(&x);
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            let end = src[i..].find('\n').map_or(b.len(), |k| i + k);
+            line_break(&mut out, &mut ends);
+            out.extend(b[i..end].iter().filter(|x| !x.is_ascii_whitespace()));
+            out.push(b'\n');
+            i = end;
+            continue;
+        }
+        if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            let end = src[i + 2..].find("*/").map_or(b.len(), |k| i + 2 + k + 2);
+            if b[i..end].contains(&b'\n') {
+                line_break(&mut out, &mut ends);
+            }
+            out.extend(b[i..end].iter().filter(|x| !x.is_ascii_whitespace()));
+            i = end;
+            continue;
+        }
+        if c == b'`' || c == b'"' || c == b'\'' {
+            let mut k = i + 1;
+            while k < b.len() && b[k] != c && (c == b'`' || b[k] != b'\n') {
+                k += if b[k] == b'\\' && c != b'`' { 2 } else { 1 };
+            }
+            let end = (k + 1).min(b.len());
+            if out.last().copied().is_some_and(word) {
+                out.push(b' ');
+            }
+            out.extend_from_slice(&b[i..end]);
+            ends = true;
+            i = end;
+            continue;
+        }
+        if c.is_ascii_whitespace() {
+            let mut k = i;
+            while k < b.len() && b[k].is_ascii_whitespace() {
+                k += 1;
+            }
+            if b[i..k].contains(&b'\n') {
+                line_break(&mut out, &mut ends);
+            }
+            // two tokens that would fuse without the space keep one
+            if let (Some(&p), Some(&n)) = (out.last(), b.get(k)) {
+                if (word(p) && word(n)) || (op(p) && op(n)) {
+                    out.push(b' ');
+                }
+            }
+            i = k;
+            continue;
+        }
+        if word(c) {
+            let mut k = i;
+            while k < b.len() && word(b[k]) {
+                k += 1;
+            }
+            out.extend_from_slice(&b[i..k]);
+            ends = !NO_SEMICOLON.contains(&&src[i..k]);
+            i = k;
+            continue;
+        }
+        if (c == b'+' || c == b'-') && b.get(i + 1) == Some(&c) {
+            out.extend_from_slice(&b[i..i + 2]);
+            ends = true;
+            i += 2;
+            continue;
+        }
+        out.push(c);
+        ends = matches!(c, b')' | b']' | b'}');
+        i += 1;
+    }
+    line_break(&mut out, &mut ends);
+    // `;` before a closing bracket is optional
+    let mut form = Vec::with_capacity(out.len());
+    for (j, &x) in out.iter().enumerate() {
+        let next = out[j + 1..].iter().find(|y| !y.is_ascii_whitespace());
+        if x == b';' && matches!(next, Some(b')' | b'}')) {
+            continue;
+        }
+        form.push(x);
+    }
+    String::from_utf8_lossy(&form).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
+
+    /// What gofmt changes keeps the form; a line break, a literal or the code does not
+    /// (old, new, same form).
+    #[test]
+    fn go_layout_free_table() {
+        let rows: &[(&str, &str, bool)] = &[
+            (
+                "func TestAdd(t *testing.T) {\n  if add(2,3) != 5 {\n    t.Fatal(\"x\")\n  }\n}\n",
+                "func TestAdd(t *testing.T) {\n\tif add(2, 3) != 5 {\n\t\tt.Fatal(\"x\")\n\t}\n}\n",
+                true,
+            ),
+            (
+                "x := 1 // note\n\n\ny := 2\n",
+                "x := 1   //   note\ny := 2\n",
+                true,
+            ),
+            // gofmt writes a one-line block over three lines
+            (
+                "if Add(0, 0) != 0 { t.Fatal(\"zero\") }\n",
+                "if Add(0, 0) != 0 {\n\tt.Fatal(\"zero\")\n}\n",
+                true,
+            ),
+            ("i++\nj--\n", "i++; j--\n", true),
+            ("s := \"a b\"\n", "s := \"ab\"\n", false),
+            ("s := `a\n b`\n", "s := `a\nb`\n", false),
+            ("return\nx\n", "return x\n", false),
+            ("if a != 5 {", "if a != 6 {", false),
+            ("x := a - -b", "x := a--b", false),
+        ];
+        for (old, new, same) in rows {
+            assert_eq!(
+                super::go_layout_free(old) == super::go_layout_free(new),
+                *same,
+                "{old:?} vs {new:?}"
+            );
+        }
+    }
 
     /// Layout-only changes keep the form; a change inside a literal or to the code
     /// does not.

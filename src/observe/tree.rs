@@ -369,6 +369,7 @@ impl TreeObserver {
         let (Some(store), Some(e0)) = (&self.store, &self.t0_entries) else {
             return;
         };
+        self.rules.set_vendor_dirs(frozen::vendor_dirs(e0.keys()));
         let rs: Vec<(&String, &FileEntry)> =
             e0.iter().filter(|(p, _)| p.ends_with(".rs")).collect();
         let oids: Vec<String> = rs.iter().map(|(_, e)| e.oid.clone()).collect();

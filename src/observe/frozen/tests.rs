@@ -38,6 +38,12 @@ fn frozen_as_follows_runner_conventions() {
         ("src/test-utils.js", Some("test helper")),
         ("latest.py", None),
         ("contest.py", None),
+        // ninth fresh review: an honest page module, and an assertion helper
+        ("web/testimonials.py", None),
+        ("shop/assertions.py", Some("test helper")),
+        ("src/testUtils.ts", Some("test helper")),
+        ("pkg/tests_common.py", Some("test helper")),
+        ("pkg/testament.py", None),
     ];
     for (path, want) in table {
         assert_eq!(r.frozen_as(path), *want, "{path}");
@@ -512,4 +518,36 @@ fn data_files_the_tests_name_are_found() {
         ],
         "out.csv names two files (ambiguous), calc.py is code, the message no file"
     );
+}
+
+/// A Go vendor directory (one holding `modules.txt` at t0) is frozen whole: the tests'
+/// assertion libraries are built from it (ninth fresh review).
+#[test]
+fn a_go_vendor_directory_is_frozen() {
+    let paths: Vec<String> = [
+        "go.mod",
+        "vendor/modules.txt",
+        "vendor/github.com/stretchr/testify/assert/assertions.go",
+        "svc/vendor/modules.txt",
+        "docs/vendor/notes.md",
+    ]
+    .iter()
+    .map(|p| (*p).to_string())
+    .collect();
+    let dirs = vendor_dirs(paths.iter());
+    assert_eq!(dirs, vec!["vendor/".to_string(), "svc/vendor/".to_string()]);
+    let mut r = OracleRules::new(GlobSet::empty(), GlobSet::empty(), Some("go test ./..."));
+    r.set_vendor_dirs(dirs);
+    let table: &[(&str, Option<&str>)] = &[
+        (
+            "vendor/github.com/stretchr/testify/assert/assertions.go",
+            Some("vendored dependency"),
+        ),
+        ("svc/vendor/x/y.go", Some("vendored dependency")),
+        ("docs/vendor/notes.md", None),
+        ("calc.go", None),
+    ];
+    for (path, want) in table {
+        assert_eq!(r.frozen_as(path), *want, "{path}");
+    }
 }
