@@ -237,12 +237,24 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
             .baseline_check()
             .map(|b| integrity::Shown::of(&b.parsed))
             .unwrap_or_default();
-        if let Some(h) = integrity::evidence(
+        if let Some(mut h) = integrity::evidence(
             unavailable,
             judged,
             t0_shown,
             integrity::Shown::of(&main.parsed),
         ) {
+            let unnamed = h
+                .contributors
+                .iter()
+                .any(|c| c.contains("shows no tests") || c.contains("names none of its tests"));
+            if let Some(hint) = cfg
+                .check
+                .as_deref()
+                .and_then(integrity::naming_hint)
+                .filter(|_| unnamed)
+            {
+                h.contributors.push(hint);
+            }
             return halt(h);
         }
         if let Some(h) = objective::verify(t, cfg, &main.parsed) {

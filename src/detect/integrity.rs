@@ -409,6 +409,31 @@ impl<'a> Shown<'a> {
     }
 }
 
+/// What to change when a green shows no test names because of how the check was
+/// asked: `go test` names the tests it ran only with `-v` or `-json` (its quiet form
+/// prints `ok <package>` for a package whose tests all passed, and names a test only
+/// when it fails). `None` for any other check.
+#[must_use]
+pub fn naming_hint(check: &str) -> Option<String> {
+    let words: Vec<&str> = check
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+        .map(|w| w.trim_matches(['\'', '"']))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let go_test = words
+        .windows(2)
+        .any(|w| (w[0] == "go" || w[0].ends_with("/go")) && w[1] == "test");
+    let names = words.iter().any(|w| {
+        matches!(*w, "-v" | "-json" | "-test.v" | "--json")
+            || w.starts_with("-v=")
+            || w.starts_with("-json=")
+            || w.starts_with("-test.v=")
+    });
+    (go_test && !names).then(|| {
+        "`go test` names the tests it ran only with -v or -json; make the check `go test -v …` (or `-json`) so that a green shows them".to_string()
+    })
+}
+
 /// Fail closed (`objective_unverified`): a green run is believed only on positive
 /// evidence. `guards_unavailable` comes from `run_started`; `now` are the measures of
 /// the judged tree (t0's for a green baseline); `t0_shown`/`shown` what the baseline and
@@ -557,7 +582,14 @@ pub fn toolchain(t0: Option<&TreeMeasures>, m: &TreeMeasures) -> Option<Halt> {
                 .keys()
                 .filter(|k| !t0.toolchain.contains_key(*k))
                 .filter(|k| !k.starts_with(KEY_PREFIX) || crate_changed(k))
-                .map(|k| format!("{k}: added")),
+                .map(|k| {
+                    // a crate added is named with why it is no pass
+                    let why = m.toolchain.get(k).filter(|_| k.starts_with(KEY_PREFIX));
+                    match why {
+                        Some(v) => format!("{k}: added, {v}"),
+                        None => format!("{k}: added"),
+                    }
+                }),
         )
         .collect();
     if changed.is_empty() {
@@ -642,6 +674,24 @@ mod trust_tests {
     /// names as lost). A file reported as one result (plain `prove`) stands for the
     /// points a red run named by number (a fresh review's honest prove fix was
     /// halted); it does not stand for points of another file or named points.
+    /// Only a `go test` asked without -v/-json gets the hint (table: check, hinted).
+    #[test]
+    fn only_a_quiet_go_test_is_told_to_name_its_tests() {
+        let rows = [
+            ("go test ./...", true),
+            ("cd svc && go test -race ./...", true),
+            ("go test -v ./...", false),
+            ("go test -json ./...", false),
+            ("go test -v=true ./...", false),
+            ("go vet ./... && go test -count=1 ./...", true),
+            ("cargo test", false),
+            ("gotestsum ./...", false),
+        ];
+        for (check, hinted) in rows {
+            assert_eq!(naming_hint(check).is_some(), hinted, "{check}");
+        }
+    }
+
     #[test]
     fn collected_set_table() {
         use crate::check::model::Outcome::{Failed, Passed, Skipped};
