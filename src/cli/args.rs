@@ -381,10 +381,10 @@ pub struct InspectCostArgs {
     #[arg(long, value_name = "FILE")]
     pub ledger: Option<PathBuf>,
     /// A run-total cap to judge the ledger against (run mode uses the run's own caps).
-    #[arg(long, value_name = "USD")]
+    #[arg(long, allow_negative_numbers = true, value_name = "USD")]
     pub budget_usd: Option<f64>,
     /// Anomaly threshold in standard deviations (default: the run's, or 3).
-    #[arg(long, value_name = "SIGMA")]
+    #[arg(long, allow_negative_numbers = true, value_name = "SIGMA")]
     pub cost_sigma: Option<f64>,
 }
 
@@ -488,7 +488,7 @@ pub struct RunArgs {
     #[arg(long = "blocked-path", value_name = "GLOB")]
     pub blocked_paths: Vec<String>,
     /// Run-total spend cap in USD.
-    #[arg(long, value_name = "USD")]
+    #[arg(long, allow_negative_numbers = true, value_name = "USD")]
     pub budget_usd: Option<f64>,
     /// Run-total token cap.
     #[arg(long, value_name = "N")]
@@ -497,7 +497,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DUR")]
     pub max_duration: Option<String>,
     /// cost_anomaly threshold in standard deviations (default 3).
-    #[arg(long, value_name = "SIGMA")]
+    #[arg(long, allow_negative_numbers = true, value_name = "SIGMA")]
     pub cost_sigma: Option<f64>,
     /// Pin the agent's primary model id (default: the first one observed).
     #[arg(long, value_name = "ID")]
@@ -548,8 +548,10 @@ pub struct RunArgs {
     pub accept_rejected_tree: bool,
     /// The exec's filesystem sandbox: auto (Landlock where the kernel has it), landlock
     /// (required: the run does not start without it), off. Under Landlock the agent
-    /// writes only the workdir, temp dirs, its CLI's state under $HOME and
-    /// `[sandbox] writable` paths.
+    /// writes only the workdir, temp dirs, its CLI's state under $HOME (~/.claude,
+    /// ~/.codex, ~/.gemini …), the package caches ~/.cache, ~/.npm, ~/.cargo/registry
+    /// and ~/.cargo/git, and `[sandbox] writable` paths; never loopexec's state
+    /// directory. The run's receipt lists the exact paths.
     #[arg(long, value_name = "MODE", value_parser = ["auto", "landlock", "off"])]
     pub sandbox: Option<String>,
     /// Halt execution_failure after N consecutive iterations whose agent exited non-zero
@@ -573,7 +575,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DUR")]
     pub judge_timeout: Option<String>,
     /// Cap on the judge's own run-total spend in USD.
-    #[arg(long, value_name = "USD")]
+    #[arg(long, allow_negative_numbers = true, value_name = "USD")]
     pub judge_budget_usd: Option<f64>,
     /// A file describing the task (given to the judge).
     #[arg(long, value_name = "FILE")]

@@ -187,6 +187,29 @@ impl SandboxPlan {
 
 /// `root` and the temporary directories every step may write (`/tmp`, `/var/tmp`,
 /// `/dev`).
+/// A directory outside every place a sandboxed step may write as a temporary
+/// directory (`/tmp`, `/var/tmp`, `/dev`, `$TMPDIR`): the first of `candidates` that
+/// is a directory and lies outside them. Tests that need a place the check cannot
+/// write (a runner outside the room, a toolchain under a `HOME`) make it here; `None`
+/// when every candidate is temporary (a checkout under `/tmp` with `HOME` there too).
+#[must_use]
+pub fn outside_temporaries(candidates: &[PathBuf]) -> Option<PathBuf> {
+    let mut temps = temporaries(Path::new("/dev"));
+    if let Some(t) = std::env::var_os("TMPDIR").filter(|v| !v.is_empty()) {
+        temps.push(PathBuf::from(t));
+    }
+    candidates
+        .iter()
+        .filter(|c| c.is_absolute() && c.is_dir())
+        .find(|c| {
+            let real = std::fs::canonicalize(c).unwrap_or_else(|_| (*c).clone());
+            !temps
+                .iter()
+                .any(|t| real.starts_with(t) || c.starts_with(t))
+        })
+        .cloned()
+}
+
 fn temporaries(root: &Path) -> Vec<PathBuf> {
     vec![
         root.to_path_buf(),
@@ -337,8 +360,18 @@ mod tests {
     /// rustup's toolchains, site-packages or the rest of `HOME`.
     #[test]
     fn the_check_writes_its_room_and_caches_not_its_toolchain() {
-        // outside /tmp, which the check may write
-        let home = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+        // outside /tmp, which the check may write (the checkout, else HOME)
+        let candidates: Vec<PathBuf> = [
+            std::env::current_dir().ok(),
+            std::env::var_os("HOME").map(PathBuf::from),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let base = outside_temporaries(&candidates).expect(
+            "this test needs a directory outside /tmp: check the repository out elsewhere, or set HOME outside /tmp",
+        );
+        let home = tempfile::tempdir_in(base).unwrap();
         for d in [
             ".cargo/bin",
             ".cargo/registry",

@@ -600,7 +600,10 @@ mod tests {
             let before = w.watch.full_checks;
             assert_eq!(w.untouched(), Ok(()));
             assert_eq!(w.watch.full_checks, before + 1, "line {i}: not re-hashed");
-            assert!(w.watch.fd.is_none(), "line {i}: watched below the threshold");
+            assert!(
+                w.watch.fd.is_none(),
+                "line {i}: watched below the threshold"
+            );
             w.append(&Event::IterationStarted(IterationStarted { iteration: i }))
                 .unwrap();
         }
@@ -612,7 +615,11 @@ mod tests {
         assert_eq!(w.watch.full_checks, before + 1);
         // then the cheap path …
         assert_eq!(w.untouched(), Ok(()));
-        assert_eq!(w.watch.full_checks, before + 1, "the cheap path was not taken");
+        assert_eq!(
+            w.watch.full_checks,
+            before + 1,
+            "the cheap path was not taken"
+        );
         // … which still sees an edit
         {
             use std::os::unix::fs::FileExt;

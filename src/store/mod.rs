@@ -144,7 +144,9 @@ impl Drop for Store {
             Ok(()) => {}
             // no WAL: a checkpoint took it, so the database file holds everything
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => eprintln!("loopexec: warning: the ledger's WAL {wal} could not be synced: {e}"),
+            Err(e) => {
+                eprintln!("loopexec: warning: the ledger's WAL {wal} could not be synced: {e}")
+            }
         }
     }
 }

@@ -1764,7 +1764,18 @@ fn code_under_test_cannot_rewrite_the_runner_outside_the_room() {
         eprintln!("this kernel has no Landlock: skipped");
         return;
     }
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // a place the check may not write: the target directory, else HOME
+    let candidates: Vec<std::path::PathBuf> = [
+        Some(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+        std::env::var_os("HOME").map(std::path::PathBuf::from),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let base = loopexec::proc::sandbox::outside_temporaries(&candidates).expect(
+        "this test needs a directory outside /tmp: check the repository out elsewhere, or set HOME outside /tmp",
+    );
+    let outside = tempfile::tempdir_in(base).unwrap();
     let runner = outside.path().join("runner.py");
     let honest = "import sys\nsys.path.insert(0, '.')\nfrom calc import add\nok = add(2, 3) == 5\nprint('1..1')\nprint(('ok' if ok else 'not ok') + ' 1 - add')\nsys.exit(0 if ok else 1)\n";
     std::fs::write(&runner, honest).unwrap();
