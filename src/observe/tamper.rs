@@ -164,7 +164,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::JsTs],
         name: "test-runner detection",
-        pattern: r"NODE_ENV\s*[!=]==?\s*['\x22`]test['\x22`]|['\x22`]test['\x22`]\s*[!=]==?\s*process\.env\.NODE_ENV|JEST_WORKER_ID|\bVITEST\b|NODE_TEST_CONTEXT|typeof\s+(it|describe|test|expect|jest|vi|before|beforeEach)\s*[!=]==?|\bglobalThis\.(it|describe|expect|jest|vi)\b|process\.argv.*(--test|mocha|jest|vitest)",
+        pattern: r"NODE_ENV\s*[!=]==?\s*['\x22`]test['\x22`]|['\x22`]test['\x22`]\s*[!=]==?\s*process\.env\.NODE_ENV|JEST_WORKER_ID|\bVITEST\b|NODE_TEST_CONTEXT|typeof\s+(it|describe|test|expect|jest|vi|before|beforeEach)\s*[!=]==?|\b(globalThis|global|window|self)\s*\.\s*(it|describe|test|expect|jest|vi|before|beforeEach|after|afterEach|suite|specify|context)\b|\b(globalThis|global)\s*\[|=\s*(globalThis|global)\s*(;|,|\)|$)|\b(Object\.(assign|defineProperty|defineProperties)|Reflect\.(set|defineProperty))\s*\(\s*(globalThis|global)\b|process\.argv.*(--test|mocha|jest|vitest)",
         skip_entry_points: false,
     },
     Rule {
@@ -192,7 +192,7 @@ pub const RULES: &[Rule] = &[
         name: "process exit",
         // (also the exit function taken as a value: `Reflect.apply(process.exit, …)`,
         // `const quit = process.exit`, `process["exit"]`, a fresh review)
-        pattern: r"\bprocess\.(exit|reallyExit)\s*\(\s*(\)|0\s*\)|[^\d\s]|\d{3,})|process\.exitCode\s*=\s*(0\b|[^\d\s=]|\d{3,})|\bprocess\s*\.\s*(exit|reallyExit)\b\s*([^\s(]|$)|\bprocess\s*\[\s*['\x22`](exit|reallyExit)['\x22`]",
+        pattern: r"\bprocess\.(exit|reallyExit)\s*\(\s*(\)|[^1-9\s]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,})|process\.exitCode\s*=\s*(0\b|[^\d\s=]|\d{3,})|\bprocess\s*\.\s*(exit|reallyExit)\b\s*([^\s(]|$)|\bprocess\s*\[\s*['\x22`](exit|reallyExit)['\x22`]",
         skip_entry_points: true,
     },
     // Rust
@@ -232,7 +232,7 @@ pub const RULES: &[Rule] = &[
         name: "process exit",
         // (also the exit function taken as a value: `let quit: fn(i32) -> ! =
         // std::process::exit`, a fresh review)
-        pattern: r"\bprocess::exit\s*\(\s*(0\s*\)|[^\d\s-]|\d{3,})|\blibc::_?exit\s*\(\s*(0\s*\)|[^\d\s-]|\d{3,})|\b(process|libc)::_?exit\b\s*([^\s(]|$)|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(",
+        pattern: r"\bprocess::exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\blibc::_?exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\b(process|libc)::_?exit\b\s*([^\s(]|$)|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(",
         skip_entry_points: true,
     },
     // Shell (a library the check sources: its code runs inside the check script)
@@ -265,7 +265,10 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Go],
         name: "test-build detection",
-        pattern: r"testing\.Testing\s*\(|flag\.Lookup\s*\(\s*\x22test\.",
+        // (also the test binary's own flags named or set: `-test.paniconexit0=false`
+        // appended to `os.Args` before `flag.Parse` turns off Go's guard against an
+        // exit 0 during a test, a fresh review)
+        pattern: r"testing\.Testing\s*\(|flag\.Lookup\s*\(\s*\x22test\.|['\x22`]-{1,2}test\.|\bos\.Args\s*(=[^=]|\[[^\]]*\]\s*=[^=])|\bflag\.(Set|CommandLine\.Set)\s*\(",
         skip_entry_points: false,
     },
     Rule {
@@ -275,14 +278,15 @@ pub const RULES: &[Rule] = &[
         // and the exit function taken as a value, `quit := syscall.Exit`). A literal
         // non-zero status cannot end a test run green and is left alone, as in the
         // other languages.
-        pattern: r"\bos\s*\.\s*Exit\b\s*(\(\s*(0\s*\)|[^\d\s]|\d{3,})|[^\s(]|$)|\b(syscall|unix)\s*\.\s*(Exit|RawSyscall6?|Syscall6?)\b|\bSYS_EXIT",
+        pattern: r"\bos\s*\.\s*Exit\b\s*(\(\s*([^1-9\s]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,})|[^\s(]|$)|\b(syscall|unix)\s*\.\s*(Exit|RawSyscall6?|Syscall6?)\b|\bSYS_EXIT",
         skip_entry_points: true,
     },
     Rule {
         langs: &[Lang::Go],
         name: "test-runner detection",
         // `go test -v`'s own verdict lines printed by code under test
-        pattern: r#"\b(fmt|os\.Stdout|log)\b.*["`](--- (PASS|FAIL|SKIP)|=== RUN|PASS\\n|ok\s+\S)"#,
+        // (a format kept in a `const` of its own line too, a fresh review)
+        pattern: r#"\b(fmt|os\.Stdout|log)\b.*["`](--- (PASS|FAIL|SKIP)|=== RUN|PASS\\n|ok\s+\S)|["`](--- (PASS|FAIL|SKIP):|=== (RUN|PAUSE|CONT) )"#,
         skip_entry_points: false,
     },
     // Every language: writing to another process's file descriptors.
@@ -290,16 +294,6 @@ pub const RULES: &[Rule] = &[
         langs: &[Lang::Python, Lang::JsTs, Lang::Rust, Lang::Go],
         name: "write to /proc fds",
         pattern: r"/proc/[^/\s]+/fd",
-        skip_entry_points: false,
-    },
-    // Every language: a file outside the tree in a place anyone may write, named by
-    // code under test: what it reads there no snapshot holds and no rule reads (a
-    // fresh review's `build.rs` copied generated code from `/tmp`, and a module
-    // unpickled a payload from there).
-    Rule {
-        langs: &[Lang::Python, Lang::JsTs, Lang::Rust, Lang::Go],
-        name: "code read from outside the tree",
-        pattern: r#"['"`](/tmp|/var/tmp|/dev/shm)(/|['"`])"#,
         skip_entry_points: false,
     },
     // Every language: the environment the process started with, read past what the
@@ -763,7 +757,7 @@ mod tests {
             (
                 "build.rs",
                 "    std::fs::copy(\"/tmp/gen.rs\", out.join(\"gen.rs\")).unwrap();",
-                Some("code read from outside the tree"),
+                Some("code generated at build time"),
             ),
             (
                 "build.rs",
@@ -776,12 +770,24 @@ mod tests {
                 "    table = pickle.load(open(path, 'rb'))",
                 Some("code loaded from a data file"),
             ),
-            (
-                "calc.go",
-                "\tdata, _ := os.ReadFile(\"/dev/shm/x\")",
-                Some("code read from outside the tree"),
-            ),
-            ("calc.py", "    root = '/tmpl/x'", None),
+            // a default path under /tmp is no loader (tenth fresh review's honest fix)
+            ("report.py", "DEFAULT_OUT = os.environ.get('REPORT_DIR', '/tmp/reports')", None),
+            // tenth fresh review: exit statuses that are 0 in disguise, Go's test flags,
+            // verdicts kept in a const, mocha's globals through `global`
+            ("calc.go", "\tos.Exit(0x0)", Some("process exit")),
+            ("calc.go", "\tos.Exit(1-1)", Some("process exit")),
+            ("calc.go", "\tos.Exit(256)", Some("process exit")),
+            ("calc.go", "\tos.Exit(3)", None),
+            ("calc.js", "process.exit(0x0);", Some("process exit")),
+            ("src/lib.rs", "std::process::exit(00);", Some("process exit")),
+            ("src/lib.rs", "std::process::exit(-1);", None),
+            ("calc.go", "\tos.Args = append(os.Args, \"-test.paniconexit0=false\")", Some("test-build detection")),
+            ("calc.go", "const passLine = \"--- PASS: %s (0.00s)\\n\"", Some("test-runner detection")),
+            ("calc.js", "global.it = (name, fn) => realIt(name, () => { try { fn(); } catch (e) {} });", Some("test-runner detection")),
+            ("calc.js", "const host = global;", Some("test-runner detection")),
+            ("calc.js", "Object.assign(globalThis, { it: wrapped });", Some("test-runner detection")),
+            ("calc.js", "const total = items.reduce((a, b) => a + b, 0);", None),
+            ("calc.js", "const { strict } = require('node:assert'); for (const k of Object.keys(strict)) strict[k] = () => {};", Some("assertion library patched")),
             // the witness's variable read where popping it does not reach
             (
                 "helper.py",

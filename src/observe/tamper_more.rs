@@ -322,7 +322,14 @@ fn compares(expr: &str, this: &str, other: &str) -> bool {
             return branch(value) && branch(alt);
         }
     }
-    let alternatives = split_top(e, &[" or ", "||"]);
+    // (a bitwise `|` of booleans is an `or` too: `(a == b) | True`)
+    let alternatives = split_top(e, &[" or ", "||", "|"]);
+    if alternatives
+        .iter()
+        .any(|a| truthy_object(strip_parens(a.trim())))
+    {
+        return false;
+    }
     if complementary(&alternatives) {
         return false;
     }
@@ -334,6 +341,41 @@ fn compares(expr: &str, this: &str, other: &str) -> bool {
             .collect();
         let joined = parts.join(" ");
         names(&joined, other) && (names(&joined, this) || joined.contains("super()"))
+    })
+}
+
+/// True when an equality's answer `alt` is an object whose truth says nothing about
+/// the comparison: a class instance (`_Verdict(a == b)`, `object()`: true unless its
+/// class says otherwise, a fresh review's always-true `__bool__`), a constant `True`,
+/// or a boolean ordered against a literal (`(a == b) >= False`).
+fn truthy_object(alt: &str) -> bool {
+    let alt = alt.trim();
+    if matches!(alt, "True" | "true") {
+        return true;
+    }
+    // `Name(…)` with a capitalized callee (after a module path and leading `_`)
+    if let Some(open) = alt.find('(') {
+        let callee = alt[..open].trim();
+        let last = callee.rsplit(['.', ':']).next().unwrap_or(callee);
+        let first = last.trim_start_matches('_').chars().next();
+        let call_whole = alt.ends_with(')') && depth_never_negative(&alt[open + 1..alt.len() - 1]);
+        if call_whole
+            && !callee.is_empty()
+            && callee
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':'))
+            && (first.is_some_and(char::is_uppercase) || last == "object")
+            && !matches!(last, "NotImplemented" | "Some" | "Ok")
+        {
+            return true;
+        }
+    }
+    [">=", "<=", ">", "<"].iter().any(|op| {
+        split_once_top(alt, op).is_some_and(|(l, r)| {
+            let lit =
+                |x: &str| matches!(strip_parens(x.trim()), "True" | "False" | "true" | "false");
+            lit(l) || lit(r)
+        })
     })
 }
 
@@ -862,9 +904,34 @@ pub fn assertion_library_names(lang: Lang, text: &str) -> std::collections::BTre
         Regex::new(r#"(?m)(?:(?:const|let|var)\s+([\w$]+)\s*=\s*(?:await\s+)?(?:require|import)\s*\(|import\s+(?:\*\s+as\s+)?([\w$]+)\s+from\s*|([\w$]+)\s*:\s*(?:await\s+)?(?:require|import)\s*\()\s*['"`](?:node:)?(?:assert(?:/strict)?|chai|expect)['"`]"#)
             .expect("valid regex")
     });
+    // destructured: `const { strict } = require('node:assert')`, `import { strict as
+    // a } from 'assert'` (a fresh review emptied `strict`'s methods, the object a
+    // test's `require('node:assert/strict')` returns)
+    static JS_PARTS: OnceLock<Regex> = OnceLock::new();
+    let parts = JS_PARTS.get_or_init(|| {
+        Regex::new(r#"(?:(?:const|let|var)\s*\{([^}]*)\}\s*=\s*(?:await\s+)?(?:require|import)\s*\(|import\s*\{([^}]*)\}\s*from\s*)\s*['"`](?:node:)?(?:assert(?:/strict)?|chai|expect)['"`]"#)
+            .expect("valid regex")
+    });
+    let destructured = parts
+        .captures_iter(text)
+        .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+        .flat_map(|m| {
+            m.as_str()
+                .split(',')
+                .filter_map(|item| {
+                    let local = item
+                        .rsplit_once(':')
+                        .or_else(|| item.rsplit_once(" as "))
+                        .map_or(item, |(_, local)| local)
+                        .trim();
+                    (!local.is_empty()).then(|| local.to_string())
+                })
+                .collect::<Vec<_>>()
+        });
     re.captures_iter(text)
         .filter_map(|c| c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)))
         .map(|m| m.as_str().to_string())
+        .chain(destructured)
         .collect()
 }
 
@@ -1469,6 +1536,13 @@ mod tests {
             ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return self.real <= other or other < self.real\n", true),
             ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, other: &i64) -> bool { self.0 == *other || self.0 != *other }\n}\n", true),
             ("calc.py", "class P:\n    def __eq__(self, other): return self.x == other.x or self.y != other.y\n", false),
+            // tenth fresh review: an always-true wrapper, a bitwise or, an ordering
+            ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return _Verdict(int(self) == int(other))\n", true),
+            ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return (int(self) == int(other)) | True\n", true),
+            ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return (int(self) == int(other)) >= False\n", true),
+            ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, other: &i64) -> bool { (self.0 == *other) | true }\n}\n", true),
+            ("calc.py", "class P:\n    def __eq__(self, other):\n        return bool(self.x == other.x)\n", false),
+            ("calc.py", "class P:\n    def __eq__(self, other):\n        return Decimal(self.x) == Decimal(other.x)\n", false),
             // second fresh review: tautologies that name only one side
             ("calc.py", "class R(int):\n    def __eq__(self, other): return other == other\n", true),
             ("calc.py", "class R(int):\n    def __eq__(self, other):\n        return isinstance(other, int)\n", true),
