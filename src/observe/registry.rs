@@ -19,6 +19,14 @@
 //!   they are the same (cargo extracted the crate again), else
 //!   `modified <digest>: <paths>` or `unverifiable: <why>`.
 //!
+//! A crate `Cargo.lock` names that t0's lock did not (the agent added or upgraded a
+//! dependency) and whose archive was written after the run began is
+//! `unverifiable: … was fetched during the run …`, extracted or not: cargo checks an
+//! archive against the checksum in the registry's index cache, which the exec may
+//! write too, so nothing offline vouches for it. A crate of t0's lock fetched later
+//! (by the check, on a machine that had not fetched it yet) is checked against t0's
+//! checksum as above.
+//!
 //! [`crate::detect::integrity::toolchain`] reads these keys with their own rule: a
 //! crate that appears or that reads [`PUBLISHED`] is no change (the agent added or
 //! re-extracted a dependency, exactly as published); any other change of value is a
@@ -243,7 +251,7 @@ impl Registry {
             );
         (written >= self.started).then(|| {
             format!(
-                "{} was fetched during the run into a registry cache the agent can write, and its checksum comes from the same cache: a dependency added or upgraded by the agent cannot be verified offline (review it, then accept it by starting a new run)",
+                "{} was fetched during the run into a registry cache the agent can write, and its checksum comes from the same cache: a dependency added or upgraded by the agent cannot be verified offline (review it; a new run started with --accept-rejected-tree takes it into its t0)",
                 archive
                     .file_name()
                     .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
