@@ -169,6 +169,14 @@ pub struct OracleConfig {
     /// Whether test files the agent added since t0 run inside the judged check
     /// (`[oracle] new_tests`, default `exclude`; [`crate::observe::oracle_scope`]).
     pub new_tests: NewTestPolicy,
+    /// Globs of files the agent may edit although loopexec would freeze them by what
+    /// they are to the tests: data a test reads, a test helper, a file under a test
+    /// directory (`[oracle] editable`; a locale file a test compares with another,
+    /// whose missing entry is the task). Never a test file itself, a Rust test module,
+    /// nor a file a `frozen` glob names. Empty by default, and then left out of the
+    /// recorded configuration.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub editable: Vec<String>,
 }
 
 /// What the judged check does with test files the agent added (`[oracle] new_tests`).
@@ -195,6 +203,7 @@ impl Default for OracleConfig {
             confidence_target: 0.95,
             accept_rejected_tree: false,
             new_tests: NewTestPolicy::default(),
+            editable: Vec::new(),
         }
     }
 }
@@ -948,6 +957,8 @@ pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
         ("guards.test_paths", &c.guards.test_paths),
         ("guards.protected", &c.guards.protected),
         ("guards.check_may_write", &c.guards.check_may_write),
+        ("oracle.frozen", &c.oracle.frozen),
+        ("oracle.editable", &c.oracle.editable),
     ] {
         for g in globs {
             globset::Glob::new(g)

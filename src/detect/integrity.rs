@@ -239,17 +239,25 @@ pub fn metric_integrity(
                 .map(|(f, _)| f)
                 .chain(
                     now.manifest
-                        .keys()
-                        .filter(|f| !t0.manifest.contains_key(*f)),
+                        .iter()
+                        // a new package's manifest with no test sections is no runner
+                        // configuration (a workspace member the agent adds)
+                        .filter(|(f, h)| {
+                            !t0.manifest.contains_key(*f)
+                                && !crate::observe::manifest::digest_has_no_test_sections(f, h)
+                        })
+                        .map(|(f, _)| f),
                 )
                 .collect();
             if !changed.is_empty() {
                 layers.push("manifest");
-                contributors.extend(
-                    changed
-                        .iter()
-                        .map(|f| format!("protected file changed since t0: {f}")),
-                );
+                contributors.extend(changed.iter().map(|f| {
+                    if t0.manifest.contains_key(*f) {
+                        format!("protected file changed since t0: {f}")
+                    } else {
+                        format!("protected file added since t0: {f}")
+                    }
+                }));
             }
         }
     }
@@ -279,7 +287,7 @@ pub fn frozen_oracle(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {
     if edits.is_empty() {
         return None;
     }
-    let contributors = edits
+    let mut contributors: Vec<String> = edits
         .iter()
         .map(|e| {
             let verb = match e.kind {
@@ -299,6 +307,30 @@ pub fn frozen_oracle(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {
             )
         })
         .collect();
+    // Files frozen for what they are to the tests, not because they are tests: when
+    // editing one is the task (a missing locale entry), a person can say so.
+    let inferred: Vec<&str> = edits
+        .iter()
+        .filter(|e| {
+            e.kind == EditKind::Modified
+                && matches!(
+                    e.what.as_str(),
+                    "data the tests read" | "test helper" | "file under a test directory"
+                )
+        })
+        .map(|e| e.path.as_str())
+        .collect();
+    if !inferred.is_empty() {
+        contributors.push(format!(
+            "if editing {} is the task, a person can allow it in loop.toml: [oracle] editable = [{}]",
+            inferred.join(", "),
+            inferred
+                .iter()
+                .map(|p| format!("\"{p}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     Some(Halt {
         reason: HaltReason::MetricIntegrityViolation,
         contributors,

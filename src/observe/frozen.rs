@@ -114,6 +114,9 @@ pub struct OracleRules {
     /// Go vendor directories (`vendor/`, `svc/vendor/`): those holding a
     /// `modules.txt` at t0 ([`vendor_dirs`]).
     vendor_dirs: Vec<String>,
+    /// `[oracle] editable`: files a person lets the agent edit although they are data
+    /// the tests read, a test helper or under a test directory.
+    editable: GlobSet,
 }
 
 /// The Go vendor directories of a tree (each with its trailing `/`): a `vendor/` that
@@ -144,7 +147,13 @@ impl OracleRules {
             pulled_in: Vec::new(),
             doc_files: Vec::new(),
             vendor_dirs: Vec::new(),
+            editable: GlobSet::empty(),
         }
+    }
+
+    /// Sets `[oracle] editable` (see the field).
+    pub fn set_editable(&mut self, globs: GlobSet) {
+        self.editable = globs;
     }
 
     /// Sets the Go vendor directories found at t0 ([`vendor_dirs`]).
@@ -222,13 +231,30 @@ impl OracleRules {
         if self.test_modules.iter().any(|m| m == path) {
             return Some("test module file");
         }
+        if self.editable.is_match(path) {
+            return None;
+        }
         if self.test_data.iter().any(|m| m == path) {
             return Some("data the tests read");
         }
         if is_test_helper_name(name) {
             return Some("test helper");
         }
-        if parts.iter().any(|p| in_test_dir(p, name)) {
+        // A JavaScript library's own `lib/spec/` (a fresh review's honest fix there)
+        // is no test directory: below the top, `spec/` holds specs for JavaScript only
+        // by their names (`*.spec.js`, `*Spec.js`, jasmine's pattern).
+        let nested_js_source = |i: usize, dir: &str| {
+            i > 0
+                && dir == "spec"
+                && Lang::from_path(name) == Lang::JsTs
+                && !name.to_ascii_lowercase().contains("spec.")
+                && !name.contains("_spec.")
+        };
+        if parts
+            .iter()
+            .enumerate()
+            .any(|(i, p)| in_test_dir(p, name) && !nested_js_source(i, p))
+        {
             return Some("file under a test directory");
         }
         if name.ends_with(".snap") || name.ends_with(".t") {
@@ -278,21 +304,34 @@ pub fn test_data(sources: &[(String, String)], files: &[String]) -> Vec<String> 
             .lines()
             .flat_map(super::tamper_more::string_literals)
             .filter(|l| l.len() <= 200);
-        for lit in literals {
-            let lit = lit.trim_start_matches("./");
-            if lit.is_empty() || lit.contains(char::is_whitespace) || !lit.contains(['.', '/']) {
+        for raw in literals {
+            // a module path (`require('./cases')`) names its file without `.json`
+            let relative = raw.starts_with("./") || raw.starts_with("../");
+            let lit = raw.trim_start_matches("./");
+            if lit.is_empty()
+                || lit.contains(char::is_whitespace)
+                || (!lit.contains(['.', '/']) && !relative)
+            {
                 continue;
             }
+            let bare = !lit.rsplit('/').next().unwrap_or(lit).contains('.');
+            let forms: Vec<String> = if relative && bare {
+                vec![lit.to_string(), format!("{lit}.json")]
+            } else {
+                vec![lit.to_string()]
+            };
             let mut found = false;
-            for base in ["", dir, up] {
-                let cand = if base.is_empty() {
-                    normalize(lit)
-                } else {
-                    normalize(&format!("{base}/{lit}"))
-                };
-                if let Some(c) = cand.filter(|c| data.contains(c.as_str())) {
-                    out.insert(c);
-                    found = true;
+            for form in &forms {
+                for base in ["", dir, up] {
+                    let cand = if base.is_empty() {
+                        normalize(form)
+                    } else {
+                        normalize(&format!("{base}/{form}"))
+                    };
+                    if let Some(c) = cand.filter(|c| data.contains(c.as_str())) {
+                        out.insert(c);
+                        found = true;
+                    }
                 }
             }
             if !found && !lit.contains('/') {
@@ -303,6 +342,111 @@ pub fn test_data(sources: &[(String, String)], files: &[String]) -> Vec<String> 
         }
     }
     out.into_iter().collect()
+}
+
+/// Source files that hold only the tests' expectations: a Python module with no
+/// `def`, `class` or `lambda` that test files import and no other file does
+/// (`from cases import ADD_CASES`), and a Go file of a package with tests that
+/// declares no function and whose names only the package's tests use (`var AddCases =
+/// []struct{…}` in `cases.go`). A fresh review changed an expected value there, which
+/// no rule read: code of a known language was never "data". A module the code under
+/// test imports too (`config.py`) is the code's, whatever it holds. `sources` are
+/// (path, content) of the tree's `.py` and `.go` files; `is_test` tells test files.
+#[must_use]
+pub fn data_modules(sources: &[(String, String)], is_test: &dyn Fn(&str) -> bool) -> Vec<String> {
+    static PY_IMPORT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static GO_NAME: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let py_import = PY_IMPORT.get_or_init(|| {
+        regex::Regex::new(r"(?m)^\s*(?:from\s+([\w.]+)\s+import\b|import\s+([\w.]+))")
+            .expect("valid import regex")
+    });
+    let go_name = GO_NAME.get_or_init(|| {
+        regex::Regex::new(
+            r"(?m)^(?:(?:var|const)\s+([A-Za-z_]\w*)|\t([A-Za-z_]\w*)\s*(?:=|[A-Za-z\[\*]))",
+        )
+        .expect("valid declaration regex")
+    });
+    let code_free = |text: &str, words: &[&str]| {
+        !text.lines().any(|l| {
+            let t = l.trim_start();
+            words.iter().any(|w| t.starts_with(w)) || t.contains("lambda")
+        })
+    };
+    let mut out = Vec::new();
+    // Python: the last component of every module each file imports
+    let imports = |text: &str| -> std::collections::BTreeSet<String> {
+        py_import
+            .captures_iter(text)
+            .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+            .map(|m| m.as_str().rsplit('.').next().unwrap_or("").to_string())
+            .collect()
+    };
+    let py: Vec<(&String, &String)> = sources
+        .iter()
+        .filter(|(p, _)| p.ends_with(".py"))
+        .map(|(p, t)| (p, t))
+        .collect();
+    let (mut by_tests, mut by_code) = (
+        std::collections::BTreeSet::new(),
+        std::collections::BTreeSet::new(),
+    );
+    for (p, t) in &py {
+        let set = if is_test(p) {
+            &mut by_tests
+        } else {
+            &mut by_code
+        };
+        set.extend(imports(t));
+    }
+    for (p, t) in &py {
+        let stem = p.rsplit('/').next().unwrap_or(p).trim_end_matches(".py");
+        if !is_test(p)
+            && stem != "__init__"
+            && by_tests.contains(stem)
+            && !by_code.contains(stem)
+            && code_free(t, &["def ", "async def ", "class ", "@"])
+        {
+            out.push((*p).clone());
+        }
+    }
+    // Go: per directory, a file with no function whose names only the tests use
+    let dir_of = |p: &str| {
+        p.rsplit_once('/')
+            .map_or(String::new(), |(d, _)| d.to_string())
+    };
+    for (p, t) in sources
+        .iter()
+        .filter(|(p, _)| p.ends_with(".go") && !is_test(p))
+    {
+        if !code_free(t, &["func "]) {
+            continue;
+        }
+        let names: Vec<&str> = go_name
+            .captures_iter(t)
+            .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+            .map(|m| m.as_str())
+            .filter(|n| !matches!(*n, "package" | "import" | "var" | "const" | "type"))
+            .collect();
+        let dir = dir_of(p);
+        let uses = |text: &str| names.iter().any(|n| super::tamper_more::names(text, n));
+        let peers = sources
+            .iter()
+            .filter(|(q, _)| q != p && q.ends_with(".go") && dir_of(q) == dir);
+        let (mut in_tests, mut in_code) = (false, false);
+        for (q, text) in peers {
+            if uses(text) {
+                if is_test(q) {
+                    in_tests = true;
+                } else {
+                    in_code = true;
+                }
+            }
+        }
+        if in_tests && !in_code {
+            out.push(p.clone());
+        }
+    }
+    out
 }
 
 /// True for Python and JS/TS modules named as test helpers, so helpers the tests call

@@ -325,6 +325,21 @@ pub fn has_no_test_sections(path: &str, content: &[u8]) -> bool {
     protected_content(path, content) == empty.as_bytes()
 }
 
+/// True when `digest` (a manifest entry: blake3 hex of [`protected_content`]) is that of
+/// a scoped file with no protected section at all ([`has_no_test_sections`]): a new
+/// package's `Cargo.toml` holding only `[package]` and `[dependencies]` measures so.
+#[must_use]
+pub fn digest_has_no_test_sections(path: &str, digest: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(
+        name,
+        "pyproject.toml" | "setup.cfg" | "package.json" | "Cargo.toml"
+    ) && blake3::hash(format!("{name} test sections\n").as_bytes())
+        .to_hex()
+        .as_str()
+        == digest
+}
+
 /// The part of a file that is protected: the test sections of `pyproject.toml`,
 /// `setup.cfg` and `package.json` (by file name, at any depth), the whole content of
 /// anything else or of one of those that does not parse.
@@ -429,6 +444,44 @@ fn package_json_sections(content: &[u8]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+
+    /// A new package's manifest with no test sections measures as such, so the
+    /// manifest layer does not flag a workspace member the agent adds (a fresh
+    /// review's honest fix); one with a test section, or another file, does not.
+    #[test]
+    fn a_manifest_digest_with_no_test_sections_is_told_apart() {
+        let rows: &[(&str, &str, bool)] = &[
+            (
+                "crates/m/Cargo.toml",
+                "[package]\nname = \"m\"\nversion = \"0.1.0\"\n\n[dependencies]\n",
+                true,
+            ),
+            (
+                "crates/m/Cargo.toml",
+                "[package]\nname = \"m\"\n\n[[test]]\nname = \"t\"\nharness = false\n",
+                false,
+            ),
+            ("pkg/pyproject.toml", "[project]\nname = \"p\"\n", true),
+            (
+                "pkg/pyproject.toml",
+                "[project]\nname = \"p\"\n[tool.pytest.ini_options]\naddopts = \"-q\"\n",
+                false,
+            ),
+            ("pytest.ini", "[pytest]\n", false),
+        ];
+        for (path, text, none) in rows {
+            let digest = blake3::hash(&protected_content(path, text.as_bytes()))
+                .to_hex()
+                .to_string();
+            assert_eq!(
+                digest_has_no_test_sections(path, &digest),
+                *none,
+                "{path}: {text}"
+            );
+            assert_eq!(has_no_test_sections(path, text.as_bytes()), *none, "{path}");
+        }
+    }
+
     use super::*;
 
     /// The modules a test imports that something installs and t0's root lacks are

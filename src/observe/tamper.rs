@@ -104,7 +104,9 @@ pub const RULES: &[Rule] = &[
         // (also every loaded module walked: a runner found by its shape, not its name;
         // a frame's globals or locals, not its code's name for a log line; a module
         // asked for by its literal name, `"numpy" in sys.modules`, is no walk)
-        pattern: r"\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\b(settrace|setprofile)\b|\b(_getframe|currentframe)\s*\([^)]*\)\s*(?:$|[^.\s]|\.\s*f_(?:globals|locals|builtins|trace|lineno))|\bf_(?:globals|locals|builtins|trace)\b|\bsys\s*\.\s*monitoring\b|\bf_lineno\s*=|\b(SourcelessFileLoader|ExtensionFileLoader)\b|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items|keys)\s*\(|\bfor\b.*\bin\s+(list\s*\(\s*|sorted\s*\(\s*|tuple\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b|\b(list|tuple|sorted|iter|dict|set|map|filter|vars)\s*\(\s*(sys|_\w*)\s*\.\s*modules\b",
+        // (and unittest's own hooks: a `load_tests` in a package the runner discovers,
+        // a test's method swapped through `_testMethodName`, a fresh review)
+        pattern: r"\bdef\s+load_tests\s*\(|\bload_tests\s*=[^=]|\b_testMethodName\b|\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\b(settrace|setprofile)\b|\b(_getframe|currentframe)\s*\([^)]*\)\s*(?:$|[^.\s]|\.\s*f_(?:globals|locals|builtins|trace|lineno))|\bf_(?:globals|locals|builtins|trace)\b|\bsys\s*\.\s*monitoring\b|\bf_lineno\s*=|\b(SourcelessFileLoader|ExtensionFileLoader)\b|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items|keys)\s*\(|\bfor\b.*\bin\s+(list\s*\(\s*|sorted\s*\(\s*|tuple\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b|\b(list|tuple|sorted|iter|dict|set|map|filter|vars)\s*\(\s*(sys|_\w*)\s*\.\s*modules\b",
         skip_entry_points: false,
     },
     Rule {
@@ -785,6 +787,10 @@ mod tests {
             ("calc.go", "const passLine = \"--- PASS: %s (0.00s)\\n\"", Some("test-runner detection")),
             ("calc.js", "global.it = (name, fn) => realIt(name, () => { try { fn(); } catch (e) {} });", Some("test-runner detection")),
             ("calc.js", "const host = global;", Some("test-runner detection")),
+            ("shop/__init__.py", "def load_tests(loader, standard_tests, pattern):", Some("runner introspection")),
+            ("shop/__init__.py", "        setattr(t, t._testMethodName, t.id)", Some("runner introspection")),
+            ("build.rs", "    let mut f = std::fs::File::options().create(true).write(true).open(&p).unwrap();", Some("code generated at build time")),
+            ("build.rs", "    writeln!(out, \"pub fn add() {{}}\").unwrap();", Some("code generated at build time")),
             ("calc.js", "Object.assign(globalThis, { it: wrapped });", Some("test-runner detection")),
             ("calc.js", "const total = items.reduce((a, b) => a + b, 0);", None),
             ("calc.js", "const { strict } = require('node:assert'); for (const k of Object.keys(strict)) strict[k] = () => {};", Some("assertion library patched")),

@@ -203,7 +203,7 @@ pub fn always_equal(def_line: &str, body: &str) -> bool {
 }
 
 /// True when `expr` names the identifier `name` as a whole word.
-fn names(expr: &str, name: &str) -> bool {
+pub(crate) fn names(expr: &str, name: &str) -> bool {
     !name.is_empty()
         && expr.match_indices(name).any(|(i, _)| {
             let before = expr[..i].chars().next_back();

@@ -204,13 +204,18 @@ impl TreeObserver {
             guards::build_globset(&test_paths).unwrap_or_else(|_| globset::GlobSet::empty());
         let frozen_globs =
             guards::build_globset(&cfg.oracle.frozen).unwrap_or_else(|_| globset::GlobSet::empty());
+        let mut rules = OracleRules::new(test_globs.clone(), frozen_globs, cfg.check.as_deref());
+        rules.set_editable(
+            guards::build_globset(&cfg.oracle.editable)
+                .unwrap_or_else(|_| globset::GlobSet::empty()),
+        );
         TreeObserver {
             dir: workdir.to_path_buf(),
             run_id: run_id.to_string(),
             store,
             scanner: TreeScanner::new(workdir, excludes),
             note,
-            rules: OracleRules::new(test_globs.clone(), frozen_globs, cfg.check.as_deref()),
+            rules,
             test_globs,
             protected: guards::build_globset_ignoring_case(&protected)
                 .unwrap_or_else(|_| globset::GlobSet::empty()),
@@ -365,6 +370,30 @@ impl TreeObserver {
     /// (`#[cfg(test)] mod tests;`), the documents a crate reads into its docs
     /// ([`frozen::rust_doc_includes`]) and the scripts the check pulls in
     /// ([`frozen::pulled_in`]).
+    /// [`frozen::data_modules`] of t0's tree: its Python and Go files (up to 4,000,
+    /// each up to 1 MiB) read from the store.
+    fn data_modules(&self, store: &SnapshotStore, e0: &BTreeMap<String, FileEntry>) -> Vec<String> {
+        let code: Vec<(&String, &FileEntry)> = e0
+            .iter()
+            .filter(|(p, e)| (p.ends_with(".py") || p.ends_with(".go")) && e.mode != "120000")
+            .take(4000)
+            .collect();
+        let oids: Vec<String> = code.iter().map(|(_, e)| e.oid.clone()).collect();
+        let Ok(blobs) = git::cat_blobs(store.dir(), &oids) else {
+            return Vec::new();
+        };
+        let sources: Vec<(String, String)> = code
+            .iter()
+            .zip(blobs)
+            .filter_map(|((p, _), b)| {
+                b.filter(|b| b.len() <= 1 << 20)
+                    .map(|b| ((*p).clone(), String::from_utf8_lossy(&b).into_owned()))
+            })
+            .collect();
+        let test_globs = &self.test_globs;
+        frozen::data_modules(&sources, &|p| guards::is_test_file(p, test_globs).is_some())
+    }
+
     fn learn_oracle_from_t0(&mut self) {
         let (Some(store), Some(e0)) = (&self.store, &self.t0_entries) else {
             return;
@@ -409,8 +438,9 @@ impl TreeObserver {
                 })
                 .collect();
             let files: Vec<String> = e0.keys().cloned().collect();
-            self.rules
-                .set_test_data(frozen::test_data(&sources, &files));
+            let mut data = frozen::test_data(&sources, &files);
+            data.extend(self.data_modules(store, e0));
+            self.rules.set_test_data(data);
         }
         // Installed modules the Python tests import: a root module of that name added
         // later would shadow them (manifest::shadow_globs).

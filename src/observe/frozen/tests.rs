@@ -41,6 +41,10 @@ fn frozen_as_follows_runner_conventions() {
         // ninth fresh review: an honest page module, and an assertion helper
         ("web/testimonials.py", None),
         ("shop/assertions.py", Some("test helper")),
+        // tenth fresh review: a JavaScript library's own lib/spec/ is code
+        ("lib/spec/version.js", None),
+        ("lib/spec/version.spec.js", Some("test file")),
+        ("spec/helpers/setup.js", Some("file under a test directory")),
         ("src/testUtils.ts", Some("test helper")),
         ("pkg/tests_common.py", Some("test helper")),
         ("pkg/testament.py", None),
@@ -550,4 +554,81 @@ fn a_go_vendor_directory_is_frozen() {
     for (path, want) in table {
         assert_eq!(r.frozen_as(path), *want, "{path}");
     }
+}
+
+/// A JavaScript test's `require('./cases')` names `cases.json` (node resolves the
+/// extension; a fresh review edited the expected values there).
+#[test]
+fn a_required_json_table_is_data_the_tests_read() {
+    let files: Vec<String> = [
+        "test/cases.json",
+        "test/calc.test.js",
+        "lib/calc.js",
+        "docs/cases.md",
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    let sources = vec![(
+        "test/calc.test.js".to_string(),
+        "const cases = require('./cases');\nconst { add } = require('../lib/calc');\nconst label = 'cases';\n".to_string(),
+    )];
+    assert_eq!(
+        test_data(&sources, &files),
+        vec!["test/cases.json".to_string()]
+    );
+}
+
+/// `[oracle] editable` lets a person unfreeze what loopexec inferred (data a test
+/// reads, a helper, a file under a test directory), never a test file or a declared
+/// oracle file (a fresh review's honest locale fix could never go green).
+#[test]
+fn editable_globs_unfreeze_only_what_was_inferred() {
+    let globs = |g: &[&str]| crate::observe::guards::build_globset(g).unwrap();
+    let mut r = OracleRules::new(GlobSet::empty(), globs(&["golden/**"]), Some("pytest"));
+    r.set_test_data(vec!["locales/fr.json".to_string()]);
+    r.set_editable(globs(&[
+        "locales/*.json",
+        "tests/**",
+        "golden/**",
+        "testutils.py",
+    ]));
+    let table: &[(&str, Option<&str>)] = &[
+        ("locales/fr.json", None),
+        ("testutils.py", None),
+        ("tests/fixtures/users.yaml", None),
+        ("tests/test_i18n.py", Some("test file")),
+        ("golden/out.txt", Some("declared oracle file")),
+    ];
+    for (path, want) in table {
+        assert_eq!(r.frozen_as(path), *want, "{path}");
+    }
+}
+
+/// Expectations kept in a module of a known language are data the tests read when only
+/// tests use them and the file holds no code (tenth fresh review: `cases.py`,
+/// `cases.go`); a constants module the code imports too, or one with functions, is
+/// the code's.
+#[test]
+fn a_module_that_only_holds_the_tests_expectations_is_data() {
+    let src = |p: &str, t: &str| (p.to_string(), t.to_string());
+    let sources = vec![
+        src("tests/test_calc.py", "from cases import ADD_CASES\nfrom config import LIMIT\nfrom helpers import check\nimport calc\n"),
+        src("tests/cases.py", "ADD_CASES = {\n    \"small\": (2, 3, 5),\n}\n"),
+        src("config.py", "LIMIT = 10\n"),
+        src("calc.py", "from config import LIMIT\n\ndef add(a, b):\n    return a + b\n"),
+        src("tests/helpers.py", "def check(x):\n    assert x\n"),
+        src("calc/cases.go", "package calc\n\nvar AddCases = []struct{ A, B, Want int }{\n\t{2, 3, 5},\n}\n"),
+        src("calc/limits.go", "package calc\n\nconst Max = 10\n"),
+        src("calc/calc.go", "package calc\n\nfunc Add(a, b int) int {\n\tif a > Max {\n\t\treturn Max\n\t}\n\treturn a + b\n}\n"),
+        src("calc/calc_test.go", "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tfor _, c := range AddCases {\n\t\t_ = c\n\t}\n\t_ = Max\n}\n"),
+    ];
+    let is_test = |p: &str| {
+        let name = p.rsplit('/').next().unwrap_or(p);
+        name.starts_with("test_") || name.ends_with("_test.go")
+    };
+    assert_eq!(
+        data_modules(&sources, &is_test),
+        vec!["tests/cases.py".to_string(), "calc/cases.go".to_string()]
+    );
 }
