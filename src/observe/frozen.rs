@@ -357,8 +357,10 @@ pub fn data_modules(sources: &[(String, String)], is_test: &dyn Fn(&str) -> bool
     static PY_IMPORT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     static GO_NAME: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let py_import = PY_IMPORT.get_or_init(|| {
-        regex::Regex::new(r"(?m)^\s*(?:from\s+([\w.]+)\s+import\b|import\s+([\w.]+))")
-            .expect("valid import regex")
+        regex::Regex::new(
+            r"(?m)^\s*(?:from\s+([\w.]*)\s+import\s+\(?([\w., \t]+)|import\s+([\w.]+))",
+        )
+        .expect("valid import regex")
     });
     let go_name = GO_NAME.get_or_init(|| {
         regex::Regex::new(
@@ -373,13 +375,23 @@ pub fn data_modules(sources: &[(String, String)], is_test: &dyn Fn(&str) -> bool
         })
     };
     let mut out = Vec::new();
-    // Python: the last component of every module each file imports
+    // Python: the last component of every module each file imports, and every name a
+    // `from … import` takes (`from shop import rates`, `from . import rates` import a
+    // module by that name)
     let imports = |text: &str| -> std::collections::BTreeSet<String> {
-        py_import
-            .captures_iter(text)
-            .filter_map(|c| c.get(1).or_else(|| c.get(2)))
-            .map(|m| m.as_str().rsplit('.').next().unwrap_or("").to_string())
-            .collect()
+        let mut out = std::collections::BTreeSet::new();
+        for c in py_import.captures_iter(text) {
+            for m in [c.get(1), c.get(3)].into_iter().flatten() {
+                out.insert(m.as_str().rsplit('.').next().unwrap_or("").to_string());
+            }
+            if let Some(names) = c.get(2) {
+                for n in names.as_str().split(',') {
+                    let n = n.split_whitespace().next().unwrap_or("");
+                    out.insert(n.to_string());
+                }
+            }
+        }
+        out
     };
     let py: Vec<(&String, &String)> = sources
         .iter()
@@ -429,9 +441,11 @@ pub fn data_modules(sources: &[(String, String)], is_test: &dyn Fn(&str) -> bool
             .collect();
         let dir = dir_of(p);
         let uses = |text: &str| names.iter().any(|n| super::tamper_more::names(text, n));
+        // the package's tests, and code anywhere (another package uses an exported
+        // constant through its import, a fresh review's `limits.MaxUploadMB`)
         let peers = sources
             .iter()
-            .filter(|(q, _)| q != p && q.ends_with(".go") && dir_of(q) == dir);
+            .filter(|(q, _)| q != p && q.ends_with(".go") && (dir_of(q) == dir || !is_test(q)));
         let (mut in_tests, mut in_code) = (false, false);
         for (q, text) in peers {
             if uses(text) {
@@ -447,6 +461,92 @@ pub fn data_modules(sources: &[(String, String)], is_test: &dyn Fn(&str) -> bool
         }
     }
     out
+}
+
+/// `data` without the files code under test names too: a data file of no known
+/// language that a non-test source names by a string literal (`require('./config.json')`
+/// in the app) is the code's configuration, whatever a test's title says (a fresh
+/// review's honest port change in `config.json` was refused because a suite was
+/// titled `'config.json'`). `sources` are (path, content) of t0's code files.
+#[must_use]
+pub fn not_named_by_code(
+    data: Vec<String>,
+    sources: &[(String, String)],
+    is_test: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    let code: Vec<&str> = sources
+        .iter()
+        .filter(|(p, _)| !is_test(p))
+        .map(|(_, t)| t.as_str())
+        .collect();
+    data.into_iter()
+        .filter(|d| {
+            if Lang::from_path(d) != Lang::Other {
+                return true; // a data module is judged by its importers
+            }
+            let name = d.rsplit('/').next().unwrap_or(d);
+            let stem = name.split('.').next().unwrap_or(name);
+            !code.iter().any(|t| {
+                t.lines().any(|l| {
+                    super::tamper_more::string_literals(l).iter().any(|lit| {
+                        let last = lit.rsplit('/').next().unwrap_or(lit);
+                        last == name || (lit.starts_with('.') && last == stem)
+                    })
+                })
+            })
+        })
+        .collect()
+}
+
+/// How code would name a frozen data file `path` (`text`: its content at t0): a Python
+/// module by its module name (`cases`), a Go file by the names it declares
+/// (`AddCases`), anything else by its file name and stem (`cases.json`, `cases`, as
+/// `require('./cases')` writes it).
+#[must_use]
+pub fn data_handles(path: &str, text: &str) -> Vec<String> {
+    static GO_NAME: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let stem = name.split('.').next().unwrap_or(name);
+    if path.ends_with(".py") {
+        return vec![stem.to_string()];
+    }
+    if path.ends_with(".go") {
+        let re = GO_NAME.get_or_init(|| {
+            regex::Regex::new(
+                r"(?m)^(?:(?:var|const)\s+([A-Za-z_]\w*)|\t([A-Za-z_]\w*)\s*(?:=|[A-Za-z\[\*]))",
+            )
+            .expect("valid declaration regex")
+        });
+        return re
+            .captures_iter(text)
+            .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+            .map(|m| m.as_str().to_string())
+            .filter(|n| n != "_")
+            .collect();
+    }
+    vec![name.to_string(), stem.to_string()]
+}
+
+/// True when `line`, added to code under test `path`, reaches a frozen data file by
+/// one of its `handles` ([`data_handles`]): a Python import of the module, a Go
+/// mention of a name it declares, a string literal naming the file (`require('./cases')`).
+/// At t0 only tests used such a file; code under test that loads it can rewrite the
+/// expectations in memory without editing the file (a fresh review's `init()` and
+/// module-level loop did).
+#[must_use]
+pub fn reaches_data(path: &str, line: &str, handles: &[String]) -> bool {
+    let t = line.trim_start();
+    if path.ends_with(".py") {
+        let import = t.starts_with("import ") || t.starts_with("from ");
+        return import && handles.iter().any(|h| super::tamper_more::names(t, h));
+    }
+    if path.ends_with(".go") {
+        return handles.iter().any(|h| super::tamper_more::names(line, h));
+    }
+    super::tamper_more::string_literals(line).iter().any(|lit| {
+        let last = lit.rsplit('/').next().unwrap_or(lit);
+        handles.iter().any(|h| last == h.as_str())
+    })
 }
 
 /// True for Python and JS/TS modules named as test helpers, so helpers the tests call

@@ -132,12 +132,13 @@ pub fn loader_hit(lang: Lang, path: &str, line: &str, reads_files: bool) -> Opti
 /// code no rule reads, made from whatever the script read (a fresh review's build
 /// script copied it from `/tmp`; another wrote it through `File::options()`). A
 /// write in any spelling is flagged (`fs::write`, a `File` opened for writing,
-/// `write!`, `write_all`, `io::copy`), and so is a program the script starts. A build
-/// script that only calls a generator (`prost_build::compile_protos`) is not.
+/// `write!`, `write_all`, `io::copy`). A build script that only calls a generator
+/// (`prost_build::compile_protos`) or runs a program for its output (`git rev-parse`
+/// into `cargo:rustc-env`, a fresh review's honest fix) is not.
 fn build_script_writes(path: &str, line: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
-        Regex::new(r"\bfs\s*::\s*(write|copy|rename|hard_link)\b|\bFile\s*::\s*(create|create_new|options)\b|\bOpenOptions\b|\bsymlink\b|\b(write_all|write_fmt)\s*\(|\bwrite(ln)?!\s*\(|\.write\s*\(|\bio\s*::\s*copy\b|\bCommand\s*::\s*new\b")
+        Regex::new(r"\bfs\s*::\s*(write|copy|rename|hard_link)\b|\bFile\s*::\s*(create|create_new|options)\b|\bOpenOptions\b|\bsymlink\b|\b(write_all|write_fmt)\s*\(|\bwrite(ln)?!\s*\(|\.write\s*\(|\bio\s*::\s*copy\b")
             .expect("valid build script regex")
     });
     (path == "build.rs" || path.ends_with("/build.rs")) && re.is_match(line)

@@ -72,6 +72,9 @@ pub struct TreeObserver {
     /// t0's files in focus.
     t0_focus: BTreeMap<String, FileEntry>,
     /// Runner-tampering hits per (path, t0 blob, current blob).
+    /// How code would name t0's frozen data files ([`frozen::data_handles`]): code
+    /// under test that reaches one is flagged ([`frozen::reaches_data`]).
+    data_handles: Vec<String>,
     tamper_cache:
         std::collections::HashMap<(String, Option<String>, String), Vec<super::tamper::TamperHit>>,
     git_dir: Option<PathBuf>,
@@ -231,6 +234,7 @@ impl TreeObserver {
             focus: BTreeMap::new(),
             t0_focus: BTreeMap::new(),
             tamper_cache: std::collections::HashMap::new(),
+            data_handles: Vec::new(),
             git_dir: None,
             last_dirs: Vec::new(),
             quiet_from: None,
@@ -370,17 +374,27 @@ impl TreeObserver {
     /// (`#[cfg(test)] mod tests;`), the documents a crate reads into its docs
     /// ([`frozen::rust_doc_includes`]) and the scripts the check pulls in
     /// ([`frozen::pulled_in`]).
-    /// [`frozen::data_modules`] of t0's tree: its Python and Go files (up to 4,000,
-    /// each up to 1 MiB) read from the store.
-    fn data_modules(&self, store: &SnapshotStore, e0: &BTreeMap<String, FileEntry>) -> Vec<String> {
+    /// t0's data files ([`frozen::test_data`] of `named`, plus
+    /// [`frozen::data_modules`]) without those code under test names too
+    /// ([`frozen::not_named_by_code`]), from t0's code files (up to 4,000, each up to
+    /// 1 MiB) read from the store.
+    fn data_files(
+        &self,
+        store: &SnapshotStore,
+        e0: &BTreeMap<String, FileEntry>,
+        named: Vec<String>,
+    ) -> Vec<String> {
+        const CODE: &[&str] = &[
+            ".py", ".go", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".rs",
+        ];
         let code: Vec<(&String, &FileEntry)> = e0
             .iter()
-            .filter(|(p, e)| (p.ends_with(".py") || p.ends_with(".go")) && e.mode != "120000")
+            .filter(|(p, e)| CODE.iter().any(|x| p.ends_with(x)) && e.mode != "120000")
             .take(4000)
             .collect();
         let oids: Vec<String> = code.iter().map(|(_, e)| e.oid.clone()).collect();
         let Ok(blobs) = git::cat_blobs(store.dir(), &oids) else {
-            return Vec::new();
+            return named;
         };
         let sources: Vec<(String, String)> = code
             .iter()
@@ -391,7 +405,10 @@ impl TreeObserver {
             })
             .collect();
         let test_globs = &self.test_globs;
-        frozen::data_modules(&sources, &|p| guards::is_test_file(p, test_globs).is_some())
+        let is_test = |p: &str| guards::is_test_file(p, test_globs).is_some();
+        let mut data = frozen::not_named_by_code(named, &sources, &is_test);
+        data.extend(frozen::data_modules(&sources, &is_test));
+        data
     }
 
     fn learn_oracle_from_t0(&mut self) {
@@ -438,8 +455,31 @@ impl TreeObserver {
                 })
                 .collect();
             let files: Vec<String> = e0.keys().cloned().collect();
-            let mut data = frozen::test_data(&sources, &files);
-            data.extend(self.data_modules(store, e0));
+            let data = self.data_files(store, e0, frozen::test_data(&sources, &files));
+            // what code would name them by (a Go file by the names it declares)
+            let go: Vec<(&String, String)> = data
+                .iter()
+                .filter(|p| p.ends_with(".go"))
+                .filter_map(|p| Some((p, e0.get(p)?.oid.clone())))
+                .collect();
+            let texts = git::cat_blobs(
+                store.dir(),
+                &go.iter().map(|g| g.1.clone()).collect::<Vec<_>>(),
+            )
+            .unwrap_or_default();
+            let mut handles: Vec<String> = Vec::new();
+            for p in data.iter().filter(|p| !p.ends_with(".go")) {
+                handles.extend(frozen::data_handles(p, ""));
+            }
+            for ((p, _), b) in go.iter().zip(texts) {
+                let text = b
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                handles.extend(frozen::data_handles(p, &text));
+            }
+            handles.sort();
+            handles.dedup();
+            self.data_handles = handles;
             self.rules.set_test_data(data);
         }
         // Installed modules the Python tests import: a root module of that name added
@@ -721,6 +761,7 @@ impl TreeObserver {
             } else {
                 let mut found = super::tamper::scan(p, &old, &new);
                 found.extend(super::tamper_more::scan(p, &old, &new));
+                found.extend(data_reached(p, &old, &new, &self.data_handles));
                 found
             };
             hits.extend(found.iter().cloned());
@@ -1153,3 +1194,30 @@ impl TreeObserver {
 
 #[cfg(test)]
 mod tests;
+
+/// Lines added to code under test `path` (t0's `old`, now `new`) that reach a frozen
+/// data file by one of `handles` ([`frozen::reaches_data`]), as runner-tampering hits
+/// (rule "test data reached from code under test").
+fn data_reached(
+    path: &str,
+    old: &str,
+    new: &str,
+    handles: &[String],
+) -> Vec<super::tamper::TamperHit> {
+    if handles.is_empty() {
+        return Vec::new();
+    }
+    similar::TextDiff::from_lines(old, new)
+        .iter_all_changes()
+        .filter(|c| c.tag() == similar::ChangeTag::Insert)
+        .filter_map(|c| {
+            let line = c.value().trim_end_matches(['\n', '\r']);
+            frozen::reaches_data(path, line, handles).then(|| super::tamper::TamperHit {
+                path: path.to_string(),
+                line: c.new_index().map_or(0, |i| i + 1),
+                rule: "test data reached from code under test".to_string(),
+                text: line.trim().chars().take(200).collect(),
+            })
+        })
+        .collect()
+}

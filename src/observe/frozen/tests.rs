@@ -632,3 +632,53 @@ fn a_module_that_only_holds_the_tests_expectations_is_data() {
         vec!["tests/cases.py".to_string(), "calc/cases.go".to_string()]
     );
 }
+
+/// Code under test that imports, names or requires a frozen data file reaches the
+/// expectations in memory (twelfth review: a Go `init()`, a module-level loop, a
+/// required JSON rewritten); code that names other things does not. A data file the
+/// code names too is the code's (a `config.json` the app requires, titled in a test).
+#[test]
+fn code_that_reaches_test_data_is_told_and_code_data_is_not_frozen() {
+    let handles = vec![
+        "AddCases".to_string(),
+        "cases".to_string(),
+        "cases.json".to_string(),
+    ];
+    let rows: &[(&str, &str, bool)] = &[
+        ("calc.py", "import cases as _c", true),
+        ("calc.py", "from tests.cases import ADD_CASES", true),
+        ("calc.py", "showcases = 1", false),
+        ("fixup.go", "\tfor i := range AddCases {", true),
+        ("calc.go", "\treturn a + b", false),
+        (
+            "calc.js",
+            "for (const c of require('./cases')) c[2] = add(c[0], c[1]);",
+            true,
+        ),
+        ("calc.js", "const label = 'use cases';", false),
+    ];
+    for (path, line, want) in rows {
+        assert_eq!(reaches_data(path, line, &handles), *want, "{path}: {line}");
+    }
+    let src = |p: &str, t: &str| (p.to_string(), t.to_string());
+    let sources = vec![
+        src("app.js", "const cfg = require('./config.json');\n"),
+        src("test/app.test.js", "describe('config.json', () => {});\n"),
+        src("shop/__init__.py", "from . import rates\n"),
+        src("shop/rates.py", "VAT = {'de': 0.91}\n"),
+        src("tests/test_rates.py", "from shop.rates import VAT\n"),
+    ];
+    let is_test = |p: &str| p.contains("test");
+    assert_eq!(
+        not_named_by_code(
+            vec!["config.json".to_string(), "test/expected.txt".to_string()],
+            &sources,
+            &is_test
+        ),
+        vec!["test/expected.txt".to_string()]
+    );
+    assert!(
+        data_modules(&sources, &is_test).is_empty(),
+        "rates.py is the app's"
+    );
+}
