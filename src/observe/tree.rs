@@ -392,18 +392,9 @@ impl TreeObserver {
             .filter(|(p, e)| CODE.iter().any(|x| p.ends_with(x)) && e.mode != "120000")
             .take(4000)
             .collect();
-        let oids: Vec<String> = code.iter().map(|(_, e)| e.oid.clone()).collect();
-        let Ok(blobs) = git::cat_blobs(store.dir(), &oids) else {
+        let Ok(sources) = texts_of(store, &code) else {
             return named;
         };
-        let sources: Vec<(String, String)> = code
-            .iter()
-            .zip(blobs)
-            .filter_map(|((p, _), b)| {
-                b.filter(|b| b.len() <= 1 << 20)
-                    .map(|b| ((*p).clone(), String::from_utf8_lossy(&b).into_owned()))
-            })
-            .collect();
         let test_globs = &self.test_globs;
         let is_test = |p: &str| guards::is_test_file(p, test_globs).is_some();
         let mut data = frozen::not_named_by_code(named, &sources, &is_test);
@@ -443,17 +434,7 @@ impl TreeObserver {
             })
             .take(2000)
             .collect();
-        let oids: Vec<String> = tests.iter().map(|(_, e)| e.oid.clone()).collect();
-        if let Ok(blobs) = git::cat_blobs(store.dir(), &oids) {
-            let sources: Vec<(String, String)> = tests
-                .iter()
-                .zip(blobs)
-                .filter_map(|((p, _), b)| {
-                    // a test is text; a large file is generated data
-                    b.filter(|b| b.len() <= 1 << 20)
-                        .map(|b| ((*p).clone(), String::from_utf8_lossy(&b).into_owned()))
-                })
-                .collect();
+        if let Ok(sources) = texts_of(store, &tests) {
             let files: Vec<String> = e0.keys().cloned().collect();
             let data = self.data_files(store, e0, frozen::test_data(&sources, &files));
             // what code would name them by (a Go file by the names it declares)
@@ -1220,4 +1201,22 @@ fn data_reached(
             })
         })
         .collect()
+}
+
+/// The text of each of `entries` (path, entry) read from the store, as (path, text):
+/// files over 1 MiB are left out (a test or a table is text; a large file is
+/// generated data).
+fn texts_of(
+    store: &SnapshotStore,
+    entries: &[(&String, &FileEntry)],
+) -> Result<Vec<(String, String)>, git::GitError> {
+    let oids: Vec<String> = entries.iter().map(|(_, e)| e.oid.clone()).collect();
+    Ok(entries
+        .iter()
+        .zip(git::cat_blobs(store.dir(), &oids)?)
+        .filter_map(|((p, _), b)| {
+            b.filter(|b| b.len() <= 1 << 20)
+                .map(|b| ((*p).clone(), String::from_utf8_lossy(&b).into_owned()))
+        })
+        .collect())
 }
