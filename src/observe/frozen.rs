@@ -355,18 +355,11 @@ pub fn test_data(sources: &[(String, String)], files: &[String]) -> Vec<String> 
 #[must_use]
 pub fn data_modules(sources: &[(String, String)], is_test: &dyn Fn(&str) -> bool) -> Vec<String> {
     static PY_IMPORT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    static GO_NAME: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let py_import = PY_IMPORT.get_or_init(|| {
         regex::Regex::new(
             r"(?m)^\s*(?:from\s+([\w.]*)\s+import\s+\(?([\w., \t]+)|import\s+([\w.]+))",
         )
         .expect("valid import regex")
-    });
-    let go_name = GO_NAME.get_or_init(|| {
-        regex::Regex::new(
-            r"(?m)^(?:(?:var|const)\s+([A-Za-z_]\w*)|\t([A-Za-z_]\w*)\s*(?:=|[A-Za-z\[\*]))",
-        )
-        .expect("valid declaration regex")
     });
     let code_free = |text: &str, words: &[&str]| {
         !text.lines().any(|l| {
@@ -433,12 +426,7 @@ pub fn data_modules(sources: &[(String, String)], is_test: &dyn Fn(&str) -> bool
         if !code_free(t, &["func "]) {
             continue;
         }
-        let names: Vec<&str> = go_name
-            .captures_iter(t)
-            .filter_map(|c| c.get(1).or_else(|| c.get(2)))
-            .map(|m| m.as_str())
-            .filter(|n| !matches!(*n, "package" | "import" | "var" | "const" | "type"))
-            .collect();
+        let names = go_declared_names(t);
         let dir = dir_of(p);
         let uses = |text: &str| names.iter().any(|n| super::tamper_more::names(text, n));
         // the package's tests, and code anywhere (another package uses an exported
@@ -485,13 +473,11 @@ pub fn not_named_by_code(
                 return true; // a data module is judged by its importers
             }
             let name = d.rsplit('/').next().unwrap_or(d);
-            let stem = name.split('.').next().unwrap_or(name);
             !code.iter().any(|t| {
                 t.lines().any(|l| {
-                    super::tamper_more::string_literals(l).iter().any(|lit| {
-                        let last = lit.rsplit('/').next().unwrap_or(lit);
-                        last == name || (lit.starts_with('.') && last == stem)
-                    })
+                    super::tamper_more::string_literals(l)
+                        .iter()
+                        .any(|lit| literal_names_file(lit, name))
                 })
             })
         })
@@ -500,31 +486,50 @@ pub fn not_named_by_code(
 
 /// How code would name a frozen data file `path` (`text`: its content at t0): a Python
 /// module by its module name (`cases`), a Go file by the names it declares
-/// (`AddCases`), anything else by its file name and stem (`cases.json`, `cases`, as
-/// `require('./cases')` writes it).
+/// (`AddCases`), anything else by its file name (`cases.json`; a relative module path
+/// may leave out the extension, `require('./cases')`: [`literal_names_file`]).
 #[must_use]
 pub fn data_handles(path: &str, text: &str) -> Vec<String> {
-    static GO_NAME: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let name = path.rsplit('/').next().unwrap_or(path);
     let stem = name.split('.').next().unwrap_or(name);
     if path.ends_with(".py") {
         return vec![stem.to_string()];
     }
     if path.ends_with(".go") {
-        let re = GO_NAME.get_or_init(|| {
-            regex::Regex::new(
-                r"(?m)^(?:(?:var|const)\s+([A-Za-z_]\w*)|\t([A-Za-z_]\w*)\s*(?:=|[A-Za-z\[\*]))",
-            )
-            .expect("valid declaration regex")
-        });
-        return re
-            .captures_iter(text)
-            .filter_map(|c| c.get(1).or_else(|| c.get(2)))
-            .map(|m| m.as_str().to_string())
-            .filter(|n| n != "_")
-            .collect();
+        return go_declared_names(text);
     }
-    vec![name.to_string(), stem.to_string()]
+    vec![name.to_string()]
+}
+
+/// The names a Go file declares at its top level: `var X`/`const X`, and the entries
+/// of a `var (…)`/`const (…)` block (gofmt indents them with a tab). `_` and
+/// keywords are no names.
+fn go_declared_names(text: &str) -> Vec<String> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(
+            r"(?m)^(?:(?:var|const)\s+([A-Za-z_]\w*)|\t([A-Za-z_]\w*)\s*(?:=|[A-Za-z\[\*]))",
+        )
+        .expect("valid declaration regex")
+    });
+    re.captures_iter(text)
+        .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+        .map(|m| m.as_str().to_string())
+        .filter(|n| {
+            !matches!(
+                n.as_str(),
+                "_" | "package" | "import" | "var" | "const" | "type"
+            )
+        })
+        .collect()
+}
+
+/// True when string literal `lit` names the file `name`: its last path component is
+/// the name, or, for a relative module path (`require('./cases')`), the name's stem.
+fn literal_names_file(lit: &str, name: &str) -> bool {
+    let last = lit.rsplit('/').next().unwrap_or(lit);
+    let stem = name.split('.').next().unwrap_or(name);
+    last == name || (lit.starts_with('.') && last == stem)
 }
 
 /// True when `line`, added to code under test `path`, reaches a frozen data file by
@@ -543,10 +548,9 @@ pub fn reaches_data(path: &str, line: &str, handles: &[String]) -> bool {
     if path.ends_with(".go") {
         return handles.iter().any(|h| super::tamper_more::names(line, h));
     }
-    super::tamper_more::string_literals(line).iter().any(|lit| {
-        let last = lit.rsplit('/').next().unwrap_or(lit);
-        handles.iter().any(|h| last == h.as_str())
-    })
+    super::tamper_more::string_literals(line)
+        .iter()
+        .any(|lit| handles.iter().any(|h| literal_names_file(lit, h)))
 }
 
 /// True for Python and JS/TS modules named as test helpers, so helpers the tests call

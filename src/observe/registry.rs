@@ -233,9 +233,7 @@ impl Registry {
         }
         v
     }
-}
 
-impl Registry {
     /// Why `archive` cannot vouch for its crate when it was written after the run
     /// began: cargo checks an archive against the checksum of the registry's index
     /// cache, and both lie where the exec may write (a fresh review appended a version
