@@ -548,9 +548,14 @@ pub fn reaches_data(path: &str, line: &str, handles: &[String]) -> bool {
     if path.ends_with(".go") {
         return handles.iter().any(|h| super::tamper_more::names(line, h));
     }
-    super::tamper_more::string_literals(line)
-        .iter()
-        .any(|lit| handles.iter().any(|h| literal_names_file(lit, h)))
+    // a literal, or literals joined on the line (`require('./ca' + 'ses')`)
+    let lits = super::tamper_more::string_literals(line);
+    (0..lits.len()).any(|i| {
+        (i..lits.len()).any(|j| {
+            let joined: String = lits[i..=j].concat();
+            handles.iter().any(|h| literal_names_file(&joined, h))
+        })
+    })
 }
 
 /// True for Python and JS/TS modules named as test helpers, so helpers the tests call

@@ -186,7 +186,9 @@ pub const RULES: &[Rule] = &[
         name: "runner introspection",
         // node's built-in modules walked to find the assertion library by its shape
         // (a fresh review replaced every function of `node:assert` this way)
-        pattern: r"\bbuiltinModules\b|\bprocess\s*\.\s*binding\s*\(|\bprocess\s*\.\s*moduleLoadList\b",
+        // (and the module cache and graph: exports of a module the tests loaded,
+        // rewritten in memory through `require.cache` or `module.parent.children`)
+        pattern: r"\bbuiltinModules\b|\bprocess\s*\.\s*binding\s*\(|\bprocess\s*\.\s*moduleLoadList\b|\brequire\s*\.\s*cache\b|\bModule\s*\.\s*_cache\b|\bmodule\s*\.\s*(parent|children)\b|\brequire\s*\.\s*main\s*\.\s*children\b",
         skip_entry_points: false,
     },
     Rule {
@@ -787,6 +789,9 @@ mod tests {
             ("calc.go", "const passLine = \"--- PASS: %s (0.00s)\\n\"", Some("test-runner detection")),
             ("calc.js", "global.it = (name, fn) => realIt(name, () => { try { fn(); } catch (e) {} });", Some("test-runner detection")),
             ("calc.js", "const host = global;", Some("test-runner detection")),
+            ("add.js", "for (const k of Object.keys(require.cache)) patch(require.cache[k]);", Some("runner introspection")),
+            ("add.js", "const up = module.parent || require.main;", Some("runner introspection")),
+            ("ui.js", "const first = list.children[0];", None),
             ("shop/__init__.py", "def load_tests(loader, standard_tests, pattern):", Some("runner introspection")),
             ("shop/__init__.py", "        setattr(t, t._testMethodName, t.id)", Some("runner introspection")),
             ("build.rs", "    let mut f = std::fs::File::options().create(true).write(true).open(&p).unwrap();", Some("code generated at build time")),

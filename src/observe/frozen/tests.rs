@@ -656,6 +656,12 @@ fn code_that_reaches_test_data_is_told_and_code_data_is_not_frozen() {
             true,
         ),
         ("calc.js", "const label = 'use cases';", false),
+        ("add.js", "const t = require('./ca' + 'ses');", true),
+        (
+            "add.js",
+            "const raw = fs.readFileSync(path.join(__dirname, 'ca' + 'ses.json'));",
+            true,
+        ),
     ];
     for (path, line, want) in rows {
         assert_eq!(reaches_data(path, line, &handles), *want, "{path}: {line}");
