@@ -487,7 +487,7 @@ pub fn not_named_by_code(
 /// How code would name a frozen data file `path` (`text`: its content at t0): a Python
 /// module by its module name (`cases`), a Go file by the names it declares
 /// (`AddCases`), anything else by its file name (`cases.json`; a relative module path
-/// may leave out the extension, `require('./cases')`: [`literal_names_file`]).
+/// may leave out the extension, `require('./cases')`).
 #[must_use]
 pub fn data_handles(path: &str, text: &str) -> Vec<String> {
     let name = path.rsplit('/').next().unwrap_or(path);
