@@ -313,10 +313,12 @@ pub struct HashedTests {
     spill: HashMap<String, u64, IdHasher>,
     /// The keys the log may hold, so that [`HashedTests::outcome`] answers in log form.
     seen: SeenFilter,
-    /// Attempts appended to the log.
+    /// Attempts appended to the log (and folded from it).
     logged: usize,
-    /// Log entries read by [`HashedTests::outcome`] so far (see [`SCAN_BUDGET`]).
-    scanned: usize,
+    /// In log form, the attempts of log part `p` folded so far (when a question
+    /// about a key of that part had to be answered): its table, the later attempts
+    /// still in `log[p]`. Empty until the first such question.
+    folded: Vec<Table>,
     /// Under [`Listing::Compact`]: every attempt's id, in order (position = `next`
     /// when it was recorded).
     listed: Option<ListedTests>,
@@ -325,18 +327,16 @@ pub struct HashedTests {
 /// Most bits of a [`SeenFilter`] (2^24, 2 MiB).
 const SEEN_MAX_BITS: usize = 1 << 24;
 
-/// Log entries [`HashedTests::outcome`] may read per attempt logged (plus a fixed
-/// 64k) before the store moves to its table: a run that asks about many tests
-/// already seen (a report repeating one name) pays a table once, not a scan each.
-const SCAN_BUDGET: usize = 4;
-
-/// Which keys the log may hold: one bit per key (bits 8 and up of the key; the low
-/// byte picks the log part), about 16 bits per logged attempt, so a key never logged
-/// is told apart in cache (a false "maybe" about one time in 16, then the key's log
-/// part is read). Without it, asking whether a test was seen before (JUnit's
-/// repeated names, once per test case) moved the store to its table at the first
-/// test, and every later test cost a random probe of a table larger than the cache
-/// (12% of `parse --summary` of a 100k-case report, `perf record`).
+/// Which keys the log or `named` may hold: one bit per key (bits 8 and up of the
+/// key; the low byte picks the log part), 8 to 16 bits per key noted, so a key never
+/// noted is told apart in cache. On a "maybe" (a false one about one time in 8 to
+/// 16) the key's log part is folded into that part's own small table, as the end
+/// would fold it, and the table answers.
+///
+/// Without it, asking whether a test was seen before (JUnit's repeated names, once
+/// per test case) moved the store to its one table at the first test, and every
+/// later test cost a random probe of a table larger than the cache (12% of `parse
+/// --summary` of a 100k-case report, `perf record`).
 #[derive(Debug, Default)]
 struct SeenFilter {
     /// Length 0 or a power of two.
@@ -351,7 +351,12 @@ impl SeenFilter {
         (b / 64, 1 << (b % 64))
     }
 
-    /// False when `key` was surely never noted.
+    /// True once the filter was made (it then notes every key).
+    fn is_on(&self) -> bool {
+        !self.bits.is_empty()
+    }
+
+    /// False when `key` was surely never noted (or the filter was never made).
     fn may_hold(&self, key: u64) -> bool {
         if self.bits.is_empty() {
             return false;
@@ -360,28 +365,25 @@ impl SeenFilter {
         self.bits[w] & bit != 0
     }
 
-    /// Notes `key`. Returns true when the filter should grow (more than one key per
-    /// 16 bits, below [`SEEN_MAX_BITS`]).
+    /// Notes `key` (the filter is on). Returns true when the filter should grow (more than one key per
+    /// 8 bits, below [`SEEN_MAX_BITS`]).
     fn note(&mut self, key: u64) -> bool {
-        if self.bits.is_empty() {
-            self.bits = vec![0; 1 << 10];
-        }
         let (w, bit) = self.slot(key);
         self.bits[w] |= bit;
         self.noted += 1;
-        self.noted * 16 > self.bits.len() * 64 && self.bits.len() * 64 < SEEN_MAX_BITS
+        self.noted * 8 > self.bits.len() * 64 && self.bits.len() * 64 < SEEN_MAX_BITS
     }
 
-    /// Sizes the filter for `n` keys (16 bits each) and notes every key of `log`.
-    fn rebuild(&mut self, n: usize, log: &[Vec<Slot>]) {
+    /// Sizes the filter for `n` keys (8 bits each) and notes `keys`.
+    fn rebuild(&mut self, n: usize, keys: impl Iterator<Item = u64>) {
         let bits = n
-            .saturating_mul(16)
+            .saturating_mul(8)
             .clamp(1 << 16, SEEN_MAX_BITS)
             .next_power_of_two();
         self.bits = vec![0; bits / 64];
         self.noted = 0;
-        for e in log.iter().flatten() {
-            let (w, bit) = self.slot(e.hash);
+        for key in keys {
+            let (w, bit) = self.slot(key);
             self.bits[w] |= bit;
             self.noted += 1;
         }
@@ -409,7 +411,7 @@ impl HashedTests {
             spill: HashMap::default(),
             seen: SeenFilter::default(),
             logged: 0,
-            scanned: 0,
+            folded: Vec::new(),
             listed: None,
         }
     }
@@ -440,6 +442,30 @@ impl HashedTests {
         }
         let (w, bit) = named_bit(key);
         self.named_bits[w] |= bit;
+        // in log form the filter covers named keys too: a key it never noted is
+        // answered with one look (see `outcome`)
+        if self.log.is_some() && self.seen.is_on() && self.seen.note(key) {
+            self.rebuild_seen(Some(key));
+        }
+    }
+
+    /// Sizes the seen filter for twice the keys noted so far plus `extra`, and notes
+    /// them all (the log's, the folded tables', the named ones and `extra`).
+    fn rebuild_seen(&mut self, extra: Option<u64>) {
+        let Some(log) = self.log.as_ref() else { return };
+        let n = (self.logged + self.named.len() + 1) * 2;
+        let keys = log
+            .iter()
+            .flatten()
+            .map(|e| e.hash)
+            .chain(
+                self.folded
+                    .iter()
+                    .flat_map(|t| t.live_slots().map(|s| s.hash)),
+            )
+            .chain(self.named.keys().copied())
+            .chain(extra);
+        self.seen.rebuild(n, keys);
     }
 
     /// False when `key` is surely not in `named`.
@@ -465,6 +491,8 @@ impl HashedTests {
     pub fn reserve(&mut self, n: usize) {
         self.announced = self.announced.saturating_add(n);
         match self.log.as_mut() {
+            // a store asked about its tests folds its parts as it goes
+            Some(_) if !self.folded.is_empty() => {}
             Some(log) => {
                 let each = n / LOG_PARTS + n / LOG_PARTS / 8 + 1;
                 for part in log {
@@ -479,13 +507,19 @@ impl HashedTests {
     /// outcome state) and moving a named test's first position to its first attempt.
     fn fold_log(
         log: Vec<Vec<Slot>>,
+        folded: Vec<Table>,
         named: &mut HashMap<u64, Named, IdHasher>,
         named_bits: &[u64],
         mut f: impl FnMut(Slot),
     ) {
         let mut local = Table::default();
+        let mut folded = folded.into_iter();
         for part in log {
-            local.clear();
+            match folded.next() {
+                // the later attempts go onto what was folded before
+                Some(t) if t.live > 0 => local = t,
+                _ => local.clear(),
+            }
             local.reserve(part.len());
             for e in &part {
                 local.put(e.hash, e.first, e.state);
@@ -510,7 +544,8 @@ impl HashedTests {
         let n: usize = log.iter().map(Vec::len).sum();
         let mut table = std::mem::take(&mut self.table);
         table.reserve(n.max(self.announced));
-        Self::fold_log(log, &mut self.named, &self.named_bits, |s| {
+        let folded = std::mem::take(&mut self.folded);
+        Self::fold_log(log, folded, &mut self.named, &self.named_bits, |s| {
             table.put(s.hash, s.first, s.state)
         });
         self.table = table;
@@ -518,11 +553,20 @@ impl HashedTests {
 
     /// The outcome recorded for `id`.
     ///
-    /// In log form a key the [`SeenFilter`] never noted is answered at once, and
-    /// one it may hold by reading its log part from the end (the later attempt
-    /// decides), until [`SCAN_BUDGET`] is spent.
+    /// In log form a key the [`SeenFilter`] never noted is answered at once, and one
+    /// it may hold by its log part, folded into the part's table.
     pub fn outcome(&mut self, id: &str) -> Option<Outcome> {
         let key = self.key(id);
+        // in log form the filter covers named keys too (made at the first question:
+        // a parser that never asks, libtest's, never pays for it)
+        if self.log.is_some() {
+            if !self.seen.is_on() {
+                self.rebuild_seen(None);
+            }
+            if !self.seen.may_hold(key) {
+                return None;
+            }
+        }
         if let Some(n) = self
             .maybe_named(key)
             .then(|| self.named.get(&key))
@@ -530,19 +574,24 @@ impl HashedTests {
         {
             return Some(n.outcome);
         }
-        if let Some(log) = self.log.as_ref() {
-            if !self.seen.may_hold(key) {
-                return None;
+        if let Some(log) = self.log.as_mut() {
+            if self.folded.is_empty() {
+                self.folded.resize_with(LOG_PARTS, Table::default);
+                // parts folded as they are asked about stay short: the room reserved
+                // for a whole announced run goes back (see `reserve`)
+                for part in log.iter_mut() {
+                    part.shrink_to_fit();
+                }
             }
-            let part = &log[(key & 0xff) as usize];
-            if self.scanned + part.len() <= SCAN_BUDGET * self.logged + (1 << 16) {
-                self.scanned += part.len();
-                return part
-                    .iter()
-                    .rev()
-                    .find(|e| e.hash == key)
-                    .and_then(|e| outcome_of(e.state));
+            let p = (key & 0xff) as usize;
+            let (part, table) = (&mut log[p], &mut self.folded[p]);
+            table.reserve(part.len());
+            for e in part.drain(..) {
+                table.put(e.hash, e.first, e.state);
             }
+            return table
+                .find(key)
+                .and_then(|i| outcome_of(table.slots[i].state));
         }
         self.index_all();
         self.table
@@ -628,8 +677,8 @@ impl HashedTests {
                     state: code(o),
                 });
                 self.logged += 1;
-                if self.seen.note(key) {
-                    self.seen.rebuild(self.logged.max(self.announced) * 2, log);
+                if self.seen.is_on() && self.seen.note(key) {
+                    self.rebuild_seen(None);
                 }
             }
             None => self.table.put(key, pos, code(o)),
@@ -719,7 +768,10 @@ impl HashedTests {
         };
         match self.log.take() {
             Some(log) => {
-                Self::fold_log(log, &mut self.named, &self.named_bits, |s| add_slot(&s));
+                let folded = std::mem::take(&mut self.folded);
+                Self::fold_log(log, folded, &mut self.named, &self.named_bits, |s| {
+                    add_slot(&s);
+                });
             }
             None => self.table.live_slots().for_each(&mut add_slot),
         }
@@ -1045,13 +1097,16 @@ mod tests {
         assert_eq!(rest, counts(4285, 0, 0, 0));
     }
 
-    /// Asked about its tests while in log form, the store answers from the log as
-    /// the table would (later attempt decides, a test never recorded is `None`)
-    /// while the filter grows past its first size, and stays in log form until the
-    /// scan budget is spent; then it moves to its table and still answers alike.
+    /// Asked about its tests while in log form, the store answers as its table
+    /// would (later attempt decides, a test never recorded is `None`), folding a
+    /// log part only when the filter says "maybe", while the filter grows past its
+    /// first size and tests are recorded after their part was folded; moved to its
+    /// table it answers alike, and the end counts every test once.
     #[test]
-    fn outcomes_are_answered_in_log_form_until_the_budget_is_spent() {
+    fn outcomes_are_answered_in_log_form() {
+        // `g` gets the same attempts and questions and is finished in log form
         let mut h = HashedTests::new();
+        let mut g = HashedTests::new();
         let ids: Vec<String> = (0..20_000).map(|i| format!("case {i}")).collect();
         let want = |i: usize| match i % 5 {
             0 => Some(Skipped),
@@ -1060,29 +1115,58 @@ mod tests {
         };
         for (i, id) in ids.iter().enumerate() {
             // asked before each test is recorded, as a report's repeated-name check
-            // asks: the filter answers, no log part is read but for a false "maybe"
+            // asks
             assert_eq!(h.outcome(id), None, "{id}");
+            assert_eq!(g.outcome(id), None, "{id}");
             // a retried test: the later attempt decides
-            if i % 5 == 0 {
-                h.record(id, |_| Passed, None, MessageRule::KeepWhenNone);
-            }
             let o = want(i).expect("an outcome");
-            h.record(id, |p| merge_for(p, o), None, MessageRule::KeepWhenNone);
+            for s in [&mut h, &mut g] {
+                if i % 5 == 0 {
+                    s.record(id, |_| Passed, None, MessageRule::KeepWhenNone);
+                }
+                s.record(id, |p| merge_for(p, o), None, MessageRule::KeepWhenNone);
+            }
             if i % 1000 == 0 {
                 assert_eq!(h.outcome(id), want(i), "{id}");
             }
         }
         assert!(h.seen.bits.len() * 64 > 1 << 16, "the filter grew");
-        assert!(h.log.is_some(), "still in log form");
-        // asking about every test seen spends the budget (a part read each time)
+        assert!(h.folded.iter().any(|t| t.live > 0), "some part was folded");
         for (i, id) in ids.iter().enumerate() {
             assert_eq!(h.outcome(id), want(i), "{id}");
+            if i % 3 == 0 {
+                assert_eq!(g.outcome(id), want(i), "{id}");
+            }
         }
+        assert!(h.log.is_some() && g.log.is_some(), "still in log form");
+        // a retry of a test whose part is folded: the later attempt still decides
+        for s in [&mut h, &mut g] {
+            s.record(
+                &ids[1],
+                |p| merge_for(p, Skipped),
+                None,
+                MessageRule::KeepWhenNone,
+            );
+        }
+        assert_eq!(h.outcome(&ids[1]), Some(Skipped));
+        assert_eq!(h.len(), 20_000);
         assert!(h.log.is_none(), "moved to the table");
-        for (i, id) in ids.iter().enumerate() {
-            assert_eq!(h.outcome(id), want(i), "{id}");
-        }
+        assert_eq!(h.outcome(&ids[1]), Some(Skipped));
+        assert_eq!(h.outcome(&ids[2]), Some(Passed));
         assert_eq!(h.outcome("never"), None);
+        // a store never asked (libtest's) makes no filter
+        let mut quiet = HashedTests::new();
+        for id in &ids {
+            quiet.record(id, |_| Passed, None, MessageRule::KeepWhenNone);
+        }
+        assert!(!quiet.seen.is_on());
+        assert_eq!(quiet.finish().1, counts(20_000, 0, 0, 0));
+        for s in [h, g] {
+            let (failing, rest, _) = s.finish();
+            assert_eq!(failing.len(), 4000);
+            assert_eq!(failing[0].id, "case 3");
+            assert_eq!(rest, counts(11_999, 0, 4001, 0));
+        }
     }
 
     /// The merge rule of these tests: a later attempt decides, a pass after a
