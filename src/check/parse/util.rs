@@ -43,7 +43,7 @@ pub fn contains_byte(bytes: &[u8], needle: u8) -> bool {
         return memchr::memchr(needle, bytes).is_some();
     }
     if n < 8 {
-        return bytes.iter().any(|&b| b == needle);
+        return bytes.contains(&needle);
     }
     let pattern = u64::from_ne_bytes([needle; 8]);
     let word = |at: usize| {
