@@ -427,11 +427,24 @@ impl HashedTests {
 
     /// The key of `id`: its hash, or its private key after a detected clash.
     fn key(&self, id: &str) -> u64 {
+        self.key_hashed(id, (self.hash)(id))
+    }
+
+    /// [`HashedTests::key`] of `id` whose hash is `hash`.
+    fn key_hashed(&self, id: &str, hash: u64) -> u64 {
         if !self.spill.is_empty() {
             if let Some(&k) = self.spill.get(id) {
                 return k;
             }
         }
+        hash
+    }
+
+    /// The hash this store keys `id` by ([`id_hash`]): a caller that hashes an id
+    /// once for its own use hands it to [`HashedTests::outcome_hashed`] and
+    /// [`HashedTests::record_hashed`].
+    #[must_use]
+    pub fn hash_of(&self, id: &str) -> u64 {
         (self.hash)(id)
     }
 
@@ -556,7 +569,12 @@ impl HashedTests {
     /// In log form a key the [`SeenFilter`] never noted is answered at once, and one
     /// it may hold by its log part, folded into the part's table.
     pub fn outcome(&mut self, id: &str) -> Option<Outcome> {
-        let key = self.key(id);
+        self.outcome_hashed(id, self.hash_of(id))
+    }
+
+    /// [`HashedTests::outcome`] of `id` whose [`HashedTests::hash_of`] is `hash`.
+    pub fn outcome_hashed(&mut self, id: &str, hash: u64) -> Option<Outcome> {
+        let key = self.key_hashed(id, hash);
         // in log form the filter covers named keys too (made at the first question:
         // a parser that never asks, libtest's, never pays for it)
         if self.log.is_some() {
@@ -620,7 +638,19 @@ impl HashedTests {
         message: Option<String>,
         rule: MessageRule,
     ) {
-        let mut key = self.key(id);
+        self.record_hashed(id, self.hash_of(id), merge, message, rule);
+    }
+
+    /// [`HashedTests::record`] of `id` whose [`HashedTests::hash_of`] is `hash`.
+    pub fn record_hashed(
+        &mut self,
+        id: &str,
+        hash: u64,
+        merge: impl FnOnce(Option<Outcome>) -> Outcome,
+        message: Option<String>,
+        rule: MessageRule,
+    ) {
+        let mut key = self.key_hashed(id, hash);
         let pos = self.next;
         self.next = self.next.saturating_add(1);
         if let Some(l) = self.listed.as_mut() {

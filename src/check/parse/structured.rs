@@ -138,6 +138,16 @@ impl RunBuilder {
         }
     }
 
+    /// The 64-bit hash the builder keys `id` by: a parser that needs one for its own
+    /// grouping hands it back through [`RunBuilder::add_distinct_hashed`], so the id
+    /// is hashed once.
+    #[must_use]
+    pub fn id_hash(&self, id: &str) -> u64 {
+        self.hashed
+            .as_ref()
+            .map_or_else(|| util::id_hash(id), |h| h.hash_of(id))
+    }
+
     /// Records a test that is distinct from any test already recorded even if its id is
     /// taken: the id then gets the first free suffix `#2`, `#3`, ... (position-based, so
     /// stable as long as the runner reports in a stable order). Returns the id used.
@@ -161,16 +171,39 @@ impl RunBuilder {
     /// [`RunBuilder::distinct`] for an owned id, without handing the id back (no copy
     /// of the id is made when it is free, the common case).
     pub fn add_distinct(&mut self, id: String, outcome: Outcome, message: Option<&str>) {
-        let id = match util::strip_ansi(&id) {
-            std::borrow::Cow::Borrowed(_) => id,
-            std::borrow::Cow::Owned(o) => o,
+        let hash = self.id_hash(&id);
+        self.add_distinct_hashed(id, hash, outcome, message);
+    }
+
+    /// [`RunBuilder::add_distinct`] for an id whose [`RunBuilder::id_hash`] is `hash`.
+    pub fn add_distinct_hashed(
+        &mut self,
+        id: String,
+        hash: u64,
+        outcome: Outcome,
+        message: Option<&str>,
+    ) {
+        let (id, hash) = match util::strip_ansi(&id) {
+            std::borrow::Cow::Borrowed(_) => (id, hash),
+            std::borrow::Cow::Owned(o) => {
+                let h = self.id_hash(&o);
+                (o, h)
+            }
         };
-        if !self.has(&id) {
-            let message = message_for(outcome, message);
-            self.push(id, outcome, message);
-        } else {
+        let seen = match self.hashed.as_mut() {
+            Some(h) => h.outcome_hashed(&id, hash).is_some(),
+            None => self.index.find(&self.tests, &id).is_some(),
+        };
+        if seen {
             self.distinct(&id, outcome, message);
+            return;
         }
+        let message = message_for(outcome, message);
+        if let Some(h) = self.hashed.as_mut() {
+            h.record_hashed(&id, hash, |_| outcome, message, MessageRule::Replace);
+            return;
+        }
+        self.push(id, outcome, message);
     }
 
     /// Flags a failure that cannot be pinned on a named test. The first message given

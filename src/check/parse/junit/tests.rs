@@ -252,3 +252,52 @@ fn suite_counts_stand_for_a_root_without_counts_per_document() {
     assert!(run.complete);
     assert!(run.tests.is_empty());
 }
+
+/// The attributes read by hand equal what the reader's own iterator reads (first of
+/// each name, local names, entities decoded, a bad entity kept raw), and anything
+/// that is not plain `name="value"` is left to that iterator.
+#[test]
+fn attributes_read_by_hand_equal_the_readers() {
+    let keys: [&[u8]; 4] = [b"name", b"classname", b"file", b"status"];
+    for (element, plain) in [
+        (r#"<testcase classname="C" name="a" time="0.1"/>"#, true),
+        (r#"<testcase name = 'a b' classname	=	"C"/>"#, true),
+        ("<testcase\n name=\"a\"\r\n file=\"f.py\"/>", true),
+        (r#"<testcase name="x &amp; y &#x41;" status="run"/>"#, true),
+        (r#"<testcase name="bad &nope; entity"/>"#, true),
+        (r#"<testcase x:name="ns" name="second"/>"#, true),
+        (r#"<testcase name="first" name="twice"/>"#, true),
+        (r#"<testcase name="it's" classname='say "hi"'/>"#, true),
+        (r#"<testcase name="a > b" classname=""/>"#, true),
+        (r#"<testcase name="a"classname="glued"/>"#, false),
+        (r#"<testcase name=unquoted classname="C"/>"#, false),
+        (r#"<testcase name classname="C"/>"#, false),
+        (r#"<testcase name="a" ="x"/>"#, false),
+    ] {
+        let mut reader = quick_xml::Reader::from_str(element);
+        let event = reader.read_event().expect("an element");
+        let (quick_xml::events::Event::Empty(e) | quick_xml::events::Event::Start(e)) = event
+        else {
+            panic!("not an element: {element}");
+        };
+        assert_eq!(
+            plain_attributes(e.attributes_raw(), |_, _| {}),
+            plain,
+            "{element}"
+        );
+        let mut want: [Option<String>; 4] = Default::default();
+        for a in e.attributes().with_checks(false).flatten() {
+            let local = a.key.local_name();
+            if let Some(j) = keys.iter().position(|k| *k == local.as_ref()) {
+                if want[j].is_none() {
+                    want[j] = Some(match a.unescape_value() {
+                        Ok(v) => v.into_owned(),
+                        Err(_) => String::from_utf8_lossy(&a.value).into_owned(),
+                    });
+                }
+            }
+        }
+        let got = attrs(&e, keys).map(|v| v.map(Cow::into_owned));
+        assert_eq!(got, want, "{element}");
+    }
+}
