@@ -656,7 +656,11 @@ impl HashedTests {
         if let Some(l) = self.listed.as_mut() {
             l.push(id);
         }
-        let clash = if self.maybe_named(key) {
+        // a key the seen filter never noted is no named key either (the filter's
+        // word is in cache when the caller has just asked about this test; the
+        // named bits' is not)
+        let unseen = self.log.is_some() && self.seen.is_on() && !self.seen.may_hold(key);
+        let clash = if !unseen && self.maybe_named(key) {
             self.named.get(&key).map(|n| n.id != id)
         } else {
             None
@@ -664,8 +668,7 @@ impl HashedTests {
         if clash == Some(true) {
             key = self.spill_key(id, key);
         }
-        if let Some(n) = self
-            .maybe_named(key)
+        if let Some(n) = (!unseen && self.maybe_named(key))
             .then(|| self.named.get_mut(&key))
             .flatten()
         {
