@@ -205,7 +205,7 @@ struct State<'a> {
     c: Collector,
     list_seen: bool,
     /// Block in which each name of an earlier block was first seen, by the name's
-    /// 64-bit hash ([`super::util::id_hash`]); kept only while no binary label is
+    /// 64-bit hash ([`super::util::Collector::id_hash`]); kept only while no binary label is
     /// known (stderr not captured), the only case [`State::id`] reads it. Filled from
     /// `seen_now` when a later block records its first test, so output of one binary
     /// never builds it.
@@ -239,7 +239,7 @@ impl State<'_> {
             // no binary names (stderr not captured): a name an earlier binary already
             // used gets the binary's position
             None => match (!self.first_block.is_empty())
-                .then(|| self.first_block.get(&super::util::id_hash(name)))
+                .then(|| self.first_block.get(&self.c.id_hash(name)))
                 .flatten()
             {
                 Some(&b) if b != self.blocks => {
@@ -288,14 +288,23 @@ impl State<'_> {
         id.clear();
         self.id_into(name, &mut id);
         let unlabelled = self.block.as_ref().map_or(true, |b| b.label.is_none());
-        if unlabelled {
-            self.seen_block = self.blocks;
-            self.seen_now.push(super::util::id_hash(clean_name(name)));
-        }
         if let Some(b) = self.block.as_mut() {
             b.named += 1;
         }
-        self.c.record_batched(&id, o);
+        if unlabelled {
+            let clean = clean_name(name);
+            let hash = self.c.id_hash(clean);
+            self.seen_block = self.blocks;
+            self.seen_now.push(hash);
+            // the id is the name itself unless an earlier binary used it: hashed once
+            if id == clean {
+                self.c.record_batched_hashed(&id, hash, o);
+            } else {
+                self.c.record_batched(&id, o);
+            }
+        } else {
+            self.c.record_batched(&id, o);
+        }
         self.id_buf = id;
     }
 

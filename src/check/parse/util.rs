@@ -649,6 +649,29 @@ impl Collector {
         }
     }
 
+    /// [`Collector::record_batched`] of an id whose [`Collector::id_hash`] the
+    /// caller already has (the store then does not hash it again).
+    pub fn record_batched_hashed(&mut self, id: &str, hash: u64, outcome: Outcome) {
+        match self.hashed.as_mut() {
+            Some(h) => h.record_hashed(
+                id,
+                hash,
+                |prev| merge_attempt(prev, outcome),
+                None,
+                MessageRule::KeepWhenNone,
+            ),
+            None => self.record_owned(id.to_string(), outcome, None),
+        }
+    }
+
+    /// The 64-bit hash the collector keys `id` by ([`id_hash`]).
+    #[must_use]
+    pub fn id_hash(&self, id: &str) -> u64 {
+        self.hashed
+            .as_ref()
+            .map_or_else(|| id_hash(id), |h| h.hash_of(id))
+    }
+
     /// Records one attempt of test `id` (see the type doc for the merge rule).
     pub fn record(&mut self, id: &str, outcome: Outcome, message: Option<String>) {
         if let Some(h) = self.hashed.as_mut() {
