@@ -79,7 +79,9 @@ pub const RULES: &[Rule] = &[
         name: "test double in code under test",
         // `unittest.mock.ANY` equals everything; code under test has no business with
         // a test library's doubles and matchers (a fresh review returned `mock.ANY`)
-        pattern: r"\bmock\.ANY\b|^\s*from\s+(unittest\.mock|mock)\s+import\s[^#]*\bANY\b|\bdirty_equals\b|\bpytest\.approx\b|^\s*from\s+pytest\s+import[^#]*\bapprox\b",
+        // (also the module under another name, `import unittest.mock as m` then
+        // `m.ANY`, or named by a string, a fresh review)
+        pattern: r"\bmock\.ANY\b|^\s*from\s+(unittest\.mock|mock)\s+import\s[^#]*\bANY\b|^\s*import\s+[^#]*\b(unittest\.mock|mock)\s+as\b|^\s*from\s+unittest\s+import\s[^#]*\bmock\s+as\b|['\x22]unittest\.mock['\x22]|\bdirty_equals\b|\bpytest\.approx\b|^\s*from\s+pytest\s+import[^#]*\bapprox\b",
         skip_entry_points: false,
     },
     Rule {
@@ -236,7 +238,10 @@ pub const RULES: &[Rule] = &[
         name: "process exit",
         // (also the exit function taken as a value: `let quit: fn(i32) -> ! =
         // std::process::exit`, a fresh review)
-        pattern: r"\bprocess::exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\blibc::_?exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\b(process|libc)::_?exit\b\s*([^\s(]|$)|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(",
+        // (and the exit function or its module brought in under a name the rule
+        // cannot follow: `use std::process::{exit}`, `use std::process as p`, a
+        // fresh review; outside an entry point a library has no use for them)
+        pattern: r"\bprocess::exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\blibc::_?exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\b(process|libc)::_?exit\b\s*([^\s(]|$)|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(|\buse\s[^;]*\b(process|libc)\s*::\s*\{[^}]*\b(_?exit|self\s+as)\b|\buse\s[^;]*\b(process|libc)\s+as\b|\bextern\s+crate\s+libc\s+as\b",
         skip_entry_points: true,
     },
     // Shell (a library the check sources: its code runs inside the check script)
@@ -282,7 +287,11 @@ pub const RULES: &[Rule] = &[
         // and the exit function taken as a value, `quit := syscall.Exit`). A literal
         // non-zero status cannot end a test run green and is left alone, as in the
         // other languages.
-        pattern: r"\bos\s*\.\s*Exit\b\s*(\(\s*([^1-9\s]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,})|[^\s(]|$)|\b(syscall|unix)\s*\.\s*(Exit|RawSyscall6?|Syscall6?)\b|\bSYS_EXIT",
+        // (and `os`, `syscall` or `x/sys/unix` imported under another name or into
+        // the file's own scope, `import sc "syscall"` then `sc.Exit(0)`, a fresh
+        // review: an import line with a name before the path, any name but the
+        // word `import` itself, spelled out as the regex engine has no look-ahead)
+        pattern: r"\bos\s*\.\s*Exit\b\s*(\(\s*([^1-9\s]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,})|[^\s(]|$)|\b(syscall|unix)\s*\.\s*(Exit|RawSyscall6?|Syscall6?)\b|\bSYS_EXIT|^\s*(import\s*\(?\s*[\w.]+|[\w.]{1,5}|[\w.]{7,}|[\w.&&[^i]][\w.]{5}|i[\w.&&[^m]][\w.]{4}|im[\w.&&[^p]][\w.]{3}|imp[\w.&&[^o]][\w.]{2}|impo[\w.&&[^r]][\w.]|impor[\w.&&[^t]])\s+\x22(os|syscall|golang\.org/x/sys/unix)\x22",
         skip_entry_points: true,
     },
     Rule {
@@ -828,6 +837,21 @@ mod tests {
                 Some("test-build detection"),
             ),
             ("calc.go", "os.Exit(0)", Some("process exit")),
+            // a fresh review's exits under other names
+            ("calc.go", "import sc \"syscall\"", Some("process exit")),
+            ("calc.go", "\tsc \"syscall\"", Some("process exit")),
+            ("calc.go", "import . \"os\"", Some("process exit")),
+            ("calc.go", "import \"os\"", None),
+            ("calc.go", "\t\"syscall\"", None),
+            ("src/lib.rs", "use std::process::{exit};", Some("process exit")),
+            ("src/lib.rs", "use std::process::{self as p, Command};", Some("process exit")),
+            ("src/lib.rs", "use std::process as p;", Some("process exit")),
+            ("src/lib.rs", "use std::process::{Command, Stdio};", None),
+            ("src/lib.rs", "use std::process::exit as quit;", Some("process exit")),
+            ("calc.py", "import unittest.mock as m", Some("test double in code under test")),
+            ("calc.py", "from unittest import mock as m", Some("test double in code under test")),
+            ("calc.py", "m = importlib.import_module('unittest.mock')", Some("test double in code under test")),
+            ("calc.py", "import unittest", None),
             // a fresh review's init() exit and transcript, and a Rust constructor
             ("report.go", "\tsyscall.Exit(0)", Some("process exit")),
             (

@@ -295,7 +295,17 @@ pub struct Detected {
     pub kind: Kind,
     /// Its score (sum of signature weights, capped per signature).
     pub score: u32,
+    /// Other text kinds the stream also reads as, each scoring at least
+    /// [`SECOND_OPINION_SCORE`], best first: the parse asks them too (a check's
+    /// output that carries a second runner's verdicts, printed by the code under
+    /// test to outscore the real runner, must not hide the real runner's failures).
+    pub also: [Option<Kind>; 3],
 }
+
+/// Least score of a kind that is not the best for a stream but is read as well
+/// ([`Detected::also`]): a summary line of its own (8 and up), or several of its
+/// result lines.
+pub const SECOND_OPINION_SCORE: u32 = 8;
 
 /// Scans the first [`SCAN_BYTES`] of `src` (a stream or a report file) and returns
 /// the best kind, if any signature matched. Structured content wins outright when
@@ -347,15 +357,9 @@ pub fn detect_stream<'a>(src: impl Into<Source<'a>>) -> Option<Detected> {
         return Some(Detected {
             kind: k,
             score: 1000,
+            also: [None; 3],
         });
     }
-    if teamcity > 0 {
-        return Some(Detected {
-            kind: Kind::Teamcity,
-            score: 500,
-        });
-    }
-    let mut best: Option<Detected> = None;
     let mut totals: Vec<(Kind, u32)> = Vec::new();
     let sigs = c.map_or(&[][..], |c| c.sigs.as_slice());
     for (i, (k, w)) in sigs.iter().enumerate() {
@@ -369,12 +373,31 @@ pub fn detect_stream<'a>(src: impl Into<Source<'a>>) -> Option<Detected> {
             None => totals.push((*k, s)),
         }
     }
-    for (k, s) in totals {
-        if best.map_or(true, |b| s > b.score) {
-            best = Some(Detected { kind: k, score: s });
+    // best first; a tie keeps the signatures' order
+    totals.sort_by(|a, b| b.1.cmp(&a.1));
+    let mut also = [None; 3];
+    if teamcity > 0 {
+        // service messages win outright; the text kinds are asked as well
+        for (slot, (k, _)) in also
+            .iter_mut()
+            .zip(totals.iter().filter(|(_, s)| *s >= SECOND_OPINION_SCORE))
+        {
+            *slot = Some(*k);
         }
+        return Some(Detected {
+            kind: Kind::Teamcity,
+            score: 500,
+            also,
+        });
     }
-    best
+    let (&(kind, score), rest) = totals.split_first()?;
+    for (slot, (k, _)) in also
+        .iter_mut()
+        .zip(rest.iter().filter(|(_, s)| *s >= SECOND_OPINION_SCORE))
+    {
+        *slot = Some(*k);
+    }
+    Some(Detected { kind, score, also })
 }
 
 /// Recognises structured content from the first non-empty line and the head text.

@@ -445,6 +445,9 @@ pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) ->
             }
         }
     };
+    if fixed.is_none() {
+        second_opinions(&mut run, input, &detected, text_kind);
+    }
     diagnostics.append(&mut run.diagnostics);
     run.diagnostics = diagnostics;
     // killed or unknown exit with nothing to show for it
@@ -471,6 +474,69 @@ pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) ->
     }
     not_run::judge(&mut run, input.stdout, input.stderr, input.exit_code);
     run
+}
+
+/// Asks the other text kinds a stream also reads as ([`detect::Detected::also`]):
+/// every test one of them reads as failing that `run` does not hold as failing is
+/// added to `run`, with a diagnostic. Fail closed: code under test that prints a
+/// second runner's verdicts, so many that detection prefers them, cannot hide the
+/// real runner's failures (a fresh review's TAP lines outscored `cargo test`'s own
+/// output behind a `| tee` that hid its exit code). `chosen` is the kind the text
+/// parse used.
+fn second_opinions(
+    run: &mut ParsedRun,
+    input: &CheckInput,
+    detected: &[Option<detect::Detected>],
+    chosen: Option<Kind>,
+) {
+    for (i, d) in detected.iter().enumerate() {
+        let Some(d) = d else { continue };
+        for k in d.also.iter().flatten().copied() {
+            if Some(k) == chosen || k.is_structured() {
+                continue;
+            }
+            let (stdout, stderr) = if i == 0 {
+                (input.stdout, input.stderr)
+            } else {
+                (input.stderr, input.stdout)
+            };
+            let other = parse_text(
+                k,
+                &TextInput {
+                    stdout,
+                    stderr,
+                    exit_code: input.exit_code,
+                    listing: Listing::Failing,
+                },
+            );
+            let mut added = Vec::new();
+            for t in other.tests {
+                if !t.outcome.is_failing() || t.id.ends_with(UNATTRIBUTED_SUFFIX) {
+                    continue;
+                }
+                let held = run.tests.iter().any(|r| {
+                    r.outcome.is_failing() && (r.id == t.id || ends_with_key(&r.id, &t.id))
+                });
+                if held {
+                    continue;
+                }
+                added.push(t.id.clone());
+                // the same id read as passing by the chosen parse is failing now
+                match run.tests.iter_mut().find(|r| r.id == t.id) {
+                    Some(r) => *r = t,
+                    None => run.tests.push(t),
+                }
+            }
+            if !added.is_empty() {
+                run.diagnostics.push(format!(
+                    "the output also reads as {} output, which names failing tests this parse \
+                     did not: {} (they are counted as failing)",
+                    format_name(k.format()),
+                    added.join(", ")
+                ));
+            }
+        }
+    }
 }
 
 /// [`parse`], then the judgments only the check command itself allows (see
@@ -669,6 +735,59 @@ mod tests {
         assert!(run.unattributed_failure);
         assert!(run.diagnostics[0].contains("/nonexistent/ptext/report.xml"));
         assert_eq!(run.failing().len(), 1);
+    }
+
+    /// Code under test printing another runner's verdicts, enough of them that
+    /// detection prefers that runner, does not hide the real runner's failing test
+    /// (a fresh review's TAP and TeamCity decoys over `cargo test` output whose exit
+    /// code a `| tee` hid); the honest output parses as before.
+    #[test]
+    fn a_decoy_runner_does_not_hide_the_real_runners_failures() {
+        let cargo = "     Running tests/t.rs (target/debug/deps/t-617a6a46267baad3)\n\n\
+            running 2 tests\ntest other ... ok\ntest adds ... FAILED\n\nfailures:\n\n\
+            ---- adds stdout ----\nthread 'adds' panicked at tests/t.rs:1:21:\n\
+            assertion `left == right` failed\n\nfailures:\n    adds\n\n\
+            test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; \
+            finished in 0.06s\n\n";
+        let tap = "TAP version 13\n".repeat(3)
+            + "1..2\nok 1 - adds\nok 2 - other\n"
+            + &"Files=1, Tests=2\nResult: PASS\n".repeat(3);
+        let teamcity = "##teamcity[testStarted name='adds']\n\
+            ##teamcity[testFinished name='adds']\n"
+            .repeat(2);
+        for (name, text, format) in [
+            ("honest", cargo.to_string(), Format::Libtest),
+            ("tap decoy", tap + cargo, Format::Tap),
+            ("teamcity decoy", teamcity + cargo, Format::Teamcity),
+        ] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let out = dir.path().join("out.txt");
+            std::fs::write(&out, text).expect("write");
+            for exit_code in [0, 101] {
+                let run = parse(
+                    &CheckInput {
+                        stdout: Some(Source::File(&out)),
+                        stderr: None,
+                        exit_code: Some(exit_code),
+                        reports: &[],
+                    },
+                    FormatChoice::Auto,
+                );
+                assert_eq!(run.format, format, "{name}");
+                let failing: Vec<String> = run
+                    .failing()
+                    .into_iter()
+                    .filter(|id| !id.ends_with(UNATTRIBUTED_SUFFIX))
+                    .collect();
+                assert_eq!(
+                    failing,
+                    vec!["adds".to_string()],
+                    "{name}, exit {exit_code}"
+                );
+                let noted = run.diagnostics.iter().any(|d| d.contains("also reads as"));
+                assert_eq!(noted, name != "honest", "{name}: {:?}", run.diagnostics);
+            }
+        }
     }
 
     fn run_of(format: Format, complete: bool, tests: &[(&str, Outcome)]) -> ParsedRun {
