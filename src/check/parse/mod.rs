@@ -589,6 +589,34 @@ fn merge(mut p: ParsedRun, mut text: ParsedRun) -> ParsedRun {
                 }
             }
         }
+        // fail closed: a test the report holds as failing stays failing, whatever
+        // the console says of it or leaves out (a fresh review's stdout named three
+        // passing tests and the report's failing one disappeared)
+        let mut kept = Vec::new();
+        for r in p
+            .tests
+            .into_iter()
+            .filter(|r| r.outcome.is_failing() && !r.id.ends_with(UNATTRIBUTED_SUFFIX))
+        {
+            match find_match(&text.tests, &r.id) {
+                Some(i) if text.tests[i].outcome.is_failing() => {}
+                Some(i) => {
+                    kept.push(r.id.clone());
+                    text.tests[i] = r;
+                }
+                None => {
+                    kept.push(r.id.clone());
+                    text.tests.push(r);
+                }
+            }
+        }
+        if !kept.is_empty() {
+            text.diagnostics.push(format!(
+                "the report holds failing tests the console output does not show failing: {} \
+                 (kept failing)",
+                kept.join(", ")
+            ));
+        }
         text.diagnostics.append(&mut p.diagnostics);
         text.summary = text.summary.or(p.summary);
         return text;
@@ -808,6 +836,46 @@ mod tests {
             not_run: None,
             unlisted: crate::check::model::Counts::default(),
             listed: None,
+        }
+    }
+
+    /// A console that leads (it names more tests) never drops or clears a test the
+    /// report holds as failing: left out, it is added; shown passing, the report's
+    /// record replaces the console's; a console that agrees is left as it is.
+    #[test]
+    fn a_leading_console_keeps_the_reports_failures() {
+        use Outcome::{Failed, Passed};
+        for (console, want) in [
+            (
+                &[("a", Passed), ("b", Passed), ("c", Passed)][..],
+                "m::t_fail",
+            ),
+            (
+                &[("t_fail", Passed), ("t_ok", Passed), ("c", Passed)][..],
+                "m::t_fail",
+            ),
+            (
+                &[("t_fail", Failed), ("t_ok", Passed), ("c", Passed)][..],
+                "t_fail",
+            ),
+        ] {
+            let report = run_of(
+                Format::Junit,
+                true,
+                &[("m::t_fail", Failed), ("m::t_ok", Passed)],
+            );
+            let m = merge(report, run_of(Format::Tap, true, console));
+            let failing: Vec<&str> = m
+                .tests
+                .iter()
+                .filter(|t| t.outcome.is_failing())
+                .map(|t| t.id.as_str())
+                .collect();
+            assert_eq!(failing, vec![want], "{console:?}");
+            assert_eq!(
+                m.tests.len(),
+                3 + usize::from(want == "m::t_fail" && console[0].0 == "a")
+            );
         }
     }
 

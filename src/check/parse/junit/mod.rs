@@ -655,37 +655,58 @@ fn attr_opt(e: &BytesStart<'_>, key: &[u8]) -> Option<String> {
     v.map(Cow::into_owned)
 }
 
-/// The decoded values of attributes `keys` (the first of each), in one pass over
-/// the element's attributes, borrowed from the element when they hold no entity.
-/// An attribute's name is matched by its local part (after the first `:`); an
-/// undecodable value falls back to its raw text, read lossily.
+/// The decoded values of attributes `keys`, in one pass over the element's
+/// attributes, borrowed from the element when they hold no entity. An attribute's
+/// name is matched by its local part (after the first `:`): the first unprefixed
+/// one, else the first prefixed one. An undecodable value falls back to its raw
+/// text, read lossily.
 fn attrs<'a, const N: usize>(e: &'a BytesStart<'a>, keys: [&[u8]; N]) -> [Option<Cow<'a, str>>; N] {
     let mut out: [Option<Cow<'a, str>>; N] = std::array::from_fn(|_| None);
+    // whether `out[j]` came from an unprefixed name: that one wins over a prefixed
+    // one (`x:name`) wherever each stands (a fresh review named a failing case
+    // after a passing one through `x:name` ahead of its own `name`)
+    let mut exact = [false; N];
     let plain = plain_attributes(e.attributes_raw(), |name, raw| {
-        let local = memchr::memchr(b':', name).map_or(name, |i| &name[i + 1..]);
-        if let Some(j) = keys.iter().position(|k| *k == local) {
-            if out[j].is_none() {
-                out[j] = Some(decode_value(raw));
-            }
+        if let Some(j) = pick(&keys, &out, &mut exact, name) {
+            out[j] = Some(decode_value(raw));
         }
     });
     if plain {
         return out;
     }
-    // anything else is read by the reader's own iterator, as it always was
+    // anything else is read by the reader's own iterator
     out = std::array::from_fn(|_| None);
+    exact = [false; N];
     for a in e.attributes().with_checks(false).flatten() {
-        let local = a.key.local_name();
-        if let Some(j) = keys.iter().position(|k| *k == local.as_ref()) {
-            if out[j].is_none() {
-                out[j] = Some(match a.unescape_value() {
-                    Ok(v) => v,
-                    Err(_) => Cow::Owned(String::from_utf8_lossy(&a.value).into_owned()),
-                });
-            }
+        if let Some(j) = pick(&keys, &out, &mut exact, a.key.as_ref()) {
+            out[j] = Some(match a.unescape_value() {
+                Ok(v) => v,
+                Err(_) => Cow::Owned(String::from_utf8_lossy(&a.value).into_owned()),
+            });
         }
     }
     out
+}
+
+/// The slot of `keys` an attribute named `name` fills, if any: a name matches by
+/// its local part; the first unprefixed match wins, else the first prefixed one.
+/// `exact[j]` records that slot `j` holds an unprefixed match.
+fn pick<T, const N: usize>(
+    keys: &[&[u8]; N],
+    out: &[Option<T>; N],
+    exact: &mut [bool; N],
+    name: &[u8],
+) -> Option<usize> {
+    let (local, prefixed) = match memchr::memchr(b':', name) {
+        Some(i) => (&name[i + 1..], true),
+        None => (name, false),
+    };
+    let j = keys.iter().position(|k| *k == local)?;
+    if out[j].is_some() && (prefixed || exact[j]) {
+        return None;
+    }
+    exact[j] = !prefixed;
+    Some(j)
 }
 
 /// Hands `f` each attribute of `raw` (an element's bytes after its name) as name

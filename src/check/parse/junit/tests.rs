@@ -254,7 +254,8 @@ fn suite_counts_stand_for_a_root_without_counts_per_document() {
 }
 
 /// The attributes read by hand equal what the reader's own iterator reads (first of
-/// each name, local names, entities decoded, a bad entity kept raw), and anything
+/// each name, an unprefixed name before a prefixed one, local names, entities
+/// decoded, a bad entity kept raw), and anything
 /// that is not plain `name="value"` is left to that iterator.
 #[test]
 fn attributes_read_by_hand_equal_the_readers() {
@@ -266,6 +267,8 @@ fn attributes_read_by_hand_equal_the_readers() {
         (r#"<testcase name="x &amp; y &#x41;" status="run"/>"#, true),
         (r#"<testcase name="bad &nope; entity"/>"#, true),
         (r#"<testcase x:name="ns" name="second"/>"#, true),
+        (r#"<testcase x:name="ns" y:classname="C"/>"#, true),
+        (r#"<testcase name="first" x:name="ns"/>"#, true),
         (r#"<testcase name="first" name="twice"/>"#, true),
         (r#"<testcase name="it's" classname='say "hi"'/>"#, true),
         (r#"<testcase name="a > b" classname=""/>"#, true),
@@ -285,15 +288,21 @@ fn attributes_read_by_hand_equal_the_readers() {
             plain,
             "{element}"
         );
+        // the reader's iterator, an unprefixed name first
         let mut want: [Option<String>; 4] = Default::default();
-        for a in e.attributes().with_checks(false).flatten() {
-            let local = a.key.local_name();
-            if let Some(j) = keys.iter().position(|k| *k == local.as_ref()) {
-                if want[j].is_none() {
-                    want[j] = Some(match a.unescape_value() {
-                        Ok(v) => v.into_owned(),
-                        Err(_) => String::from_utf8_lossy(&a.value).into_owned(),
-                    });
+        for unprefixed in [true, false] {
+            for a in e.attributes().with_checks(false).flatten() {
+                let local = a.key.local_name();
+                if (a.key.prefix().is_none()) != unprefixed {
+                    continue;
+                }
+                if let Some(j) = keys.iter().position(|k| *k == local.as_ref()) {
+                    if want[j].is_none() {
+                        want[j] = Some(match a.unescape_value() {
+                            Ok(v) => v.into_owned(),
+                            Err(_) => String::from_utf8_lossy(&a.value).into_owned(),
+                        });
+                    }
                 }
             }
         }
