@@ -361,6 +361,17 @@ impl State<'_> {
         }
         let Some(b) = self.block.as_ref() else { return };
         if b.ended {
+            // a failing result after the block's own `test result:` line: a result
+            // line printed early by the code under test ended the block (a fresh
+            // review); the real failure still counts, and the run is inconsistent
+            if let Some((name, word)) =
+                split_test_line(line).filter(|_| !line.starts_with("test result: "))
+            {
+                if let Some(o) = result_word(word).filter(|o| o.is_failing()) {
+                    self.inconsistent = true;
+                    self.record(name, o);
+                }
+            }
             return;
         }
         if let Some(m) = line
@@ -604,6 +615,24 @@ mod tests {
     }
 
     /// The hand-written split agrees with the pattern it replaces.
+    /// A `test result: ok` line printed by the code under test in the middle of a
+    /// block ends it early; a test reported failing after it still fails, and the
+    /// run is not complete (a fresh review's forged summary line).
+    #[test]
+    fn a_failure_after_an_early_result_line_still_fails() {
+        let out = "running 2 tests\ntest other ... ok\n\
+            test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\
+            test adds ... FAILED\n\nfailures:\n\n---- adds stdout ----\nboom\n\n\
+            failures:\n    adds\n\n\
+            test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n";
+        for exit in [0, 101] {
+            let r = run(out, "", exit);
+            let failing: Vec<String> = r.failing().into_iter().collect();
+            assert_eq!(failing, vec!["adds".to_string()], "exit {exit}");
+            assert!(!r.complete, "exit {exit}");
+        }
+    }
+
     #[test]
     fn split_test_line_matches_its_pattern() {
         let re = Regex::new(r"^test (.+?) \.\.\. ?(.*)$").unwrap();
