@@ -723,7 +723,7 @@ pub fn names_path(text: &str, path: &str) -> bool {
 
 /// A libtest doctest's id without its line (`calc::src/lib.rs - mul (line 10)` →
 /// `calc::src/lib.rs - mul`); `None` for any other id.
-fn without_doctest_line(id: &str) -> Option<&str> {
+pub(crate) fn without_doctest_line(id: &str) -> Option<&str> {
     let (head, tail) = id.rsplit_once(" (line ")?;
     let digits = tail.strip_suffix(')')?;
     (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && head.contains(" - "))

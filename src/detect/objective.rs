@@ -106,8 +106,26 @@ pub fn check_implicit(baseline: &ParsedRun, run: &ParsedRun) -> Vec<Unverified> 
         .filter_map(|id| {
             // a passing file reported as one result stands for its numbered points
             let find = |want: &str| run.tests.iter().find(|t| t.id == want);
-            let found =
-                find(&id).or_else(|| crate::check::model::numbered_point_file(&id).and_then(find));
+            // a doctest renamed by its line (an edit above it) is found under its
+            // item's name, among the doctests this run names that t0 did not; a
+            // failing one among them is the one found
+            let moved_doctest = || {
+                let item = super::integrity::without_doctest_line(&id)?;
+                let mut renamed = run.tests.iter().filter(|t| {
+                    super::integrity::without_doctest_line(&t.id) == Some(item)
+                        && !baseline.tests.iter().any(|b| b.id == t.id)
+                });
+                let first = renamed.next()?;
+                Some(
+                    std::iter::once(first)
+                        .chain(renamed)
+                        .find(|t| !t.outcome.is_passing())
+                        .unwrap_or(first),
+                )
+            };
+            let found = find(&id)
+                .or_else(|| crate::check::model::numbered_point_file(&id).and_then(find))
+                .or_else(moved_doctest);
             match found {
                 Some(t) => (!t.outcome.is_passing())
                     .then(|| Unverified::NotPassed(id.clone(), vec![(id.clone(), t.outcome)])),
@@ -275,5 +293,32 @@ mod tests {
             })
             .collect();
         assert_eq!(got, ["not_passed t/sub.t#2"]);
+        // a doctest renamed by its line is found under its item's name; a doctest
+        // of another item, or one t0 already named, is not it
+        let doc = |line: u32| format!("calc::src/lib.rs - mul (line {line})");
+        let base = run(&[(doc(10).as_str(), Failed), ("t", Passed)]);
+        let other = "calc::src/lib.rs - add (line 13)";
+        let rows: &[(Vec<(String, Outcome)>, &[&str])] = &[
+            (vec![(doc(13), Passed), ("t".into(), Passed)], &[]),
+            (
+                vec![(doc(13), Failed), ("t".into(), Passed)],
+                &["not_passed"],
+            ),
+            (
+                vec![(other.into(), Passed), ("t".into(), Passed)],
+                &["missing"],
+            ),
+        ];
+        for (green, want) in rows {
+            let green: Vec<(&str, Outcome)> = green.iter().map(|(i, o)| (i.as_str(), *o)).collect();
+            let got: Vec<&str> = check_implicit(&base, &run(&green))
+                .iter()
+                .map(|u| match u {
+                    Unverified::Missing(_) => "missing",
+                    Unverified::NotPassed(..) => "not_passed",
+                })
+                .collect();
+            assert_eq!(got, *want, "{green:?}");
+        }
     }
 }

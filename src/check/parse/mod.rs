@@ -476,8 +476,8 @@ pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) ->
     run
 }
 
-/// Asks the other text kinds a stream also reads as ([`detect::Detected::also`]):
-/// every test one of them reads as failing that `run` does not hold as failing is
+/// Asks the other text kinds a stream also reads as ([`detect::Detected::also`]),
+/// when `run` names no failing test: every test one of them reads as failing is
 /// added to `run`, with a diagnostic. Fail closed: code under test that prints a
 /// second runner's verdicts, so many that detection prefers them, cannot hide the
 /// real runner's failures (a fresh review's TAP lines outscored `cargo test`'s own
@@ -489,6 +489,15 @@ fn second_opinions(
     detected: &[Option<detect::Detected>],
     chosen: Option<Kind>,
 ) {
+    // a run the chosen parse already holds red by name stays red; asking then would
+    // only add the same failures under a second runner's names
+    if run
+        .tests
+        .iter()
+        .any(|t| t.outcome.is_failing() && !t.id.ends_with(UNATTRIBUTED_SUFFIX))
+    {
+        return;
+    }
     for (i, d) in detected.iter().enumerate() {
         let Some(d) = d else { continue };
         for k in d.also.iter().flatten().copied() {
