@@ -298,7 +298,8 @@ mod tests {
         let doc = |line: u32| format!("calc::src/lib.rs - mul (line {line})");
         let base = run(&[(doc(10).as_str(), Failed), ("t", Passed)]);
         let other = "calc::src/lib.rs - add (line 13)";
-        let rows: &[(Vec<(String, Outcome)>, &[&str])] = &[
+        type DocRow<'a> = (Vec<(String, Outcome)>, &'a [&'a str]);
+        let rows: &[DocRow] = &[
             (vec![(doc(13), Passed), ("t".into(), Passed)], &[]),
             (
                 vec![(doc(13), Failed), ("t".into(), Passed)],

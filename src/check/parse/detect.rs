@@ -374,7 +374,7 @@ pub fn detect_stream<'a>(src: impl Into<Source<'a>>) -> Option<Detected> {
         }
     }
     // best first; a tie keeps the signatures' order
-    totals.sort_by(|a, b| b.1.cmp(&a.1));
+    totals.sort_by_key(|&(_, score)| std::cmp::Reverse(score));
     let mut also = [None; 3];
     if teamcity > 0 {
         // service messages win outright; the text kinds are asked as well

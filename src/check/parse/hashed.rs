@@ -566,7 +566,7 @@ impl HashedTests {
 
     /// The outcome recorded for `id`.
     ///
-    /// In log form a key the [`SeenFilter`] never noted is answered at once, and one
+    /// In log form a key the seen filter never noted is answered at once, and one
     /// it may hold by its log part, folded into the part's table.
     pub fn outcome(&mut self, id: &str) -> Option<Outcome> {
         self.outcome_hashed(id, self.hash_of(id))
