@@ -79,9 +79,11 @@ pub const RULES: &[Rule] = &[
         name: "test double in code under test",
         // `unittest.mock.ANY` equals everything; code under test has no business with
         // a test library's doubles and matchers (a fresh review returned `mock.ANY`)
-        // (also the module under another name, `import unittest.mock as m` then
-        // `m.ANY`, or named by a string, a fresh review)
-        pattern: r"\bmock\.ANY\b|^\s*from\s+(unittest\.mock|mock)\s+import\s[^#]*\bANY\b|^\s*import\s+[^#]*\b(unittest\.mock|mock)\s+as\b|^\s*from\s+unittest\s+import\s[^#]*\bmock\s+as\b|['\x22]unittest\.mock['\x22]|\bdirty_equals\b|\bpytest\.approx\b|^\s*from\s+pytest\s+import[^#]*\bapprox\b",
+        // (also the module under another name, by a star, through `getattr` or
+        // named by a string: `import unittest.mock as m` then `m.ANY`, `from
+        // unittest.mock import *`, `getattr(mock, "ANY")`, two fresh reviews;
+        // importing `mock` itself is left alone)
+        pattern: r"\bmock\.ANY\b|^\s*from\s+(unittest\.mock|mock)\s+import\s[^#]*\bANY\b|^\s*import\s+[^#]*\b(unittest\.mock|mock)\s+as\b|^\s*from\s+unittest\s+import\s[^#]*\bmock\s+as\b|^\s*from\s+(unittest\.mock|mock)\s+import\s+\*|\bgetattr\s*\(\s*[\w.]*mock\s*,|\w\s*=\s*(unittest\s*\.\s*)?mock\s*($|[;#)])|['\x22]unittest\.mock['\x22]|\bdirty_equals\b|\bpytest\.approx\b|^\s*from\s+pytest\s+import[^#]*\bapprox\b",
         skip_entry_points: false,
     },
     Rule {
@@ -205,7 +207,10 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Rust],
         name: "test-build detection",
-        pattern: r"cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name.*(contains|starts_with|ends_with|==|!=|matches|test)",
+        // (also an item compiled only for, or never for, rustdoc's doctests: a
+        // fresh review hid a failing doctest's function behind `cfg(not(doctest))`
+        // and gave the doctests a copy that passes)
+        pattern: r"cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name.*(contains|starts_with|ends_with|==|!=|matches|test)|\bcfg(_attr)?\s*!?\s*\([^)]*\bdoctest\b",
         skip_entry_points: false,
     },
     Rule {
@@ -239,9 +244,10 @@ pub const RULES: &[Rule] = &[
         // (also the exit function taken as a value: `let quit: fn(i32) -> ! =
         // std::process::exit`, a fresh review)
         // (and the exit function or its module brought in under a name the rule
-        // cannot follow: `use std::process::{exit}`, `use std::process as p`, a
-        // fresh review; outside an entry point a library has no use for them)
-        pattern: r"\bprocess::exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\blibc::_?exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\b(process|libc)::_?exit\b\s*([^\s(]|$)|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(|\buse\s[^;]*\b(process|libc)\s*::\s*\{[^}]*\b(_?exit|self\s+as)\b|\buse\s[^;]*\b(process|libc)\s+as\b|\bextern\s+crate\s+libc\s+as\b",
+        // cannot follow: `use std::process::{exit}`, `use std::process as p`,
+        // `use std::process::*`, and any bare `exit(0)`, two fresh reviews; outside
+        // an entry point a library has no use for them)
+        pattern: r"\bprocess::exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\blibc::_?exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\b(process|libc)::_?exit\b\s*([^\s(]|$)|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(|\buse\s[^;]*\b(std\s*::\s*process|libc)\s*::\s*(\{[^}]*\b(_?exit|self\s+as)\b|\*)|\buse\s[^;]*\b(std\s*::\s*process|libc)\s+as\b|\bextern\s+crate\s+libc\s+as\b|(^|[^\w:.])_?exit\s*\(\s*0+\s*\)",
         skip_entry_points: true,
     },
     // Shell (a library the check sources: its code runs inside the check script)
@@ -288,10 +294,11 @@ pub const RULES: &[Rule] = &[
         // non-zero status cannot end a test run green and is left alone, as in the
         // other languages.
         // (and `os`, `syscall` or `x/sys/unix` imported under another name or into
-        // the file's own scope, `import sc "syscall"` then `sc.Exit(0)`, a fresh
-        // review: an import line with a name before the path, any name but the
-        // word `import` itself, spelled out as the regex engine has no look-ahead)
-        pattern: r"\bos\s*\.\s*Exit\b\s*(\(\s*([^1-9\s]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,})|[^\s(]|$)|\b(syscall|unix)\s*\.\s*(Exit|RawSyscall6?|Syscall6?)\b|\bSYS_EXIT|^\s*(import\s*\(?\s*[\w.]+|[\w.]{1,5}|[\w.]{7,}|[\w.&&[^i]][\w.]{5}|i[\w.&&[^m]][\w.]{4}|im[\w.&&[^p]][\w.]{3}|imp[\w.&&[^o]][\w.]{2}|impo[\w.&&[^r]][\w.]|impor[\w.&&[^t]])\s+\x22(os|syscall|golang\.org/x/sys/unix)\x22",
+        // the file's own scope, `import sc "syscall"` then `sc.Exit(0)`: a one-line
+        // import of one of them with a name, a line of an import block naming
+        // `syscall` or `unix`, and any `NAME.Exit(0)`, two fresh reviews; a block's
+        // `goos "os"` alone is honest code)
+        pattern: r"\bos\s*\.\s*Exit\b\s*(\(\s*([^1-9\s]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,})|[^\s(]|$)|\b(syscall|unix)\s*\.\s*(Exit|RawSyscall6?|Syscall6?)\b|\bSYS_EXIT|^\s*import\s*\(?\s*[\w.]+\s+[\x22`](os|syscall|golang\.org/x/sys/unix)[\x22`]|^\s*[\w.]+\s+[\x22`](syscall|golang\.org/x/sys/unix)[\x22`]\s*(//.*)?$|\b\w+\s*\.\s*Exit\s*\(\s*0+\s*\)",
         skip_entry_points: true,
     },
     Rule {
@@ -843,6 +850,20 @@ mod tests {
             ("calc.go", "import . \"os\"", Some("process exit")),
             ("calc.go", "import \"os\"", None),
             ("calc.go", "\t\"syscall\"", None),
+            ("calc.go", "import sc `syscall`", Some("process exit")),
+            ("calc.go", "\tsc.Exit(0)", Some("process exit")),
+            ("calc.go", "\tcase \"os\":", None),
+            ("calc.go", "\treturn \"os\"", None),
+            ("calc.go", "\tgoos \"os\"", None),
+            ("src/lib.rs", "use std::process::*;", Some("process exit")),
+            ("src/lib.rs", "    exit(0);", Some("process exit")),
+            ("src/lib.rs", "use crate::process as stage;", None),
+            ("src/lib.rs", "#[cfg(not(doctest))]", Some("test-build detection")),
+            ("src/lib.rs", "#[cfg_attr(doctest, doc = \"\")]", Some("test-build detection")),
+            ("calc.py", "from unittest.mock import *", Some("test double in code under test")),
+            ("calc.py", "    return getattr(mock, 'ANY')", Some("test double in code under test")),
+            ("calc.py", "m = unittest.mock", Some("test double in code under test")),
+            ("calc.py", "import unittest.mock", None),
             ("src/lib.rs", "use std::process::{exit};", Some("process exit")),
             ("src/lib.rs", "use std::process::{self as p, Command};", Some("process exit")),
             ("src/lib.rs", "use std::process as p;", Some("process exit")),

@@ -29,6 +29,36 @@ const TARGET_FLAGS: &[&str] = &[
     "--all-targets",
 ];
 
+/// The text format the runner a check command names writes, when it names one
+/// loopexec reads by text: `cargo test` (libtest), `pytest` (also `python -m
+/// pytest`), `go test` without `-json`. Detection then reads the output as that
+/// runner's when it finds that runner's signatures in it at all, whatever else the
+/// output holds (a fresh review's code under test printed TAP lines and TeamCity
+/// messages, enough to be preferred, over `cargo test`'s own).
+#[must_use]
+pub fn runner_format(cmd: &str) -> Option<Format> {
+    if cargo_test(cmd).is_some() {
+        return Some(Format::Libtest);
+    }
+    let mut found = None;
+    for segment in cmd.split(['&', '|', ';']) {
+        let words: Vec<&str> = segment.split_whitespace().collect();
+        for (i, w) in words.iter().enumerate() {
+            let base = w.rsplit('/').next().unwrap_or(w);
+            if base == "pytest" || base == "py.test" {
+                found = Some(Format::Pytest);
+            }
+            if base == "go"
+                && words.get(i + 1) == Some(&"test")
+                && !words[i + 2..].iter().any(|a| a.starts_with("-json"))
+            {
+                found = Some(Format::Gotest);
+            }
+        }
+    }
+    found
+}
+
 /// What a `cargo test` invocation asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct CargoTest {
@@ -113,6 +143,26 @@ pub fn judge(run: &mut ParsedRun, command: &str, stderr: Option<Source<'_>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runner_format_names_the_runner_of_a_command() {
+        for (cmd, want) in [
+            ("cargo test", Some(Format::Libtest)),
+            (
+                "cargo test --no-fail-fast 2>&1 | tee test.log",
+                Some(Format::Libtest),
+            ),
+            ("python3 -m pytest -q", Some(Format::Pytest)),
+            ("cd app && .venv/bin/pytest tests/", Some(Format::Pytest)),
+            ("go test -v ./...", Some(Format::Gotest)),
+            ("go test -json ./...", None),
+            ("go vet ./...", None),
+            ("./check.sh", None),
+            ("npx jest", None),
+        ] {
+            assert_eq!(runner_format(cmd), want, "{cmd}");
+        }
+    }
 
     #[test]
     fn cargo_test_invocations_are_read() {

@@ -297,6 +297,20 @@ fn source_count(
 /// failing set, completeness and diagnostics are those [`parse`] gives.
 #[must_use]
 pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) -> ParsedRun {
+    parse_with_runner(input, choice, listing, None)
+}
+
+/// [`parse_with`] for a check whose command names its runner (`runner`, the kind
+/// [`command::runner_format`] gives): under auto-detection a stream in which that
+/// runner's signatures score at all is read as its output, even where another
+/// kind scores higher or TeamCity messages would win outright, and no second
+/// opinion is asked of it.
+fn parse_with_runner(
+    input: &CheckInput,
+    choice: FormatChoice,
+    listing: Listing,
+    runner: Option<Kind>,
+) -> ParsedRun {
     // What stdout and stderr hold (each scanned once, here).
     let streams = [input.stdout, input.stderr];
     let detected: Vec<Option<detect::Detected>> = streams
@@ -377,9 +391,16 @@ pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) ->
         }
         Some(None) => {}
         None => {
-            for (d, s) in detected.iter().zip(streams) {
+            // the stream the command's runner wrote, if its signatures are there
+            let by_runner = runner.and_then(|r| {
+                detected
+                    .iter()
+                    .position(|d| d.is_some_and(|d| d.kind == r || d.also.contains(&Some(r))))
+            });
+            for (i, (d, s)) in detected.iter().zip(streams).enumerate() {
                 if let (Some(d), Some(p)) = (d, s) {
-                    if d.kind.is_structured() {
+                    if d.kind.is_structured() && !(by_runner == Some(i) && d.kind == Kind::Teamcity)
+                    {
                         match parse_structured(d.kind, p, listing) {
                             Ok(r) => primaries.push(r),
                             Err(e) => {
@@ -401,6 +422,10 @@ pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) ->
                 .filter(|(_, d)| !d.kind.is_structured())
                 // ties go to stdout
                 .max_by(|(i, a), (j, b)| a.score.cmp(&b.score).then(j.cmp(i)));
+            let best = match (by_runner.and_then(|i| Some((i, detected[i]?))), runner) {
+                (Some((i, d)), Some(r)) => Some((i, detect::Detected { kind: r, ..d })),
+                _ => best,
+            };
             text_kind = best.map(|(_, d)| d.kind);
             // a runner that writes to stdout was captured on stderr (wrapper script)
             swap = best.is_some_and(|(i, d)| {
@@ -445,7 +470,7 @@ pub fn parse_with(input: &CheckInput, choice: FormatChoice, listing: Listing) ->
             }
         }
     };
-    if fixed.is_none() {
+    if fixed.is_none() && !(runner.is_some() && text_kind == runner) {
         second_opinions(&mut run, input, &detected, text_kind);
     }
     diagnostics.append(&mut run.diagnostics);
@@ -565,7 +590,10 @@ pub fn parse_command_with(
     command: Option<&str>,
     listing: Listing,
 ) -> ParsedRun {
-    let mut run = parse_with(input, choice, listing);
+    let runner = command
+        .and_then(command::runner_format)
+        .and_then(detect::Kind::from_format);
+    let mut run = parse_with_runner(input, choice, listing, runner);
     if let Some(cmd) = command {
         command::judge(&mut run, cmd, input.stderr);
     }
@@ -823,8 +851,57 @@ mod tests {
                 );
                 let noted = run.diagnostics.iter().any(|d| d.contains("also reads as"));
                 assert_eq!(noted, name != "honest", "{name}: {:?}", run.diagnostics);
+                // a command that names the runner: read as its output, no second
+                // opinion asked
+                let run = parse_command(
+                    &CheckInput {
+                        stdout: Some(Source::File(&out)),
+                        stderr: None,
+                        exit_code: Some(exit_code),
+                        reports: &[],
+                    },
+                    FormatChoice::Auto,
+                    Some("cargo test --no-fail-fast 2>&1 | tee test.log"),
+                );
+                assert_eq!(run.format, Format::Libtest, "{name}");
+                let failing: Vec<String> = run
+                    .failing()
+                    .into_iter()
+                    .filter(|id| !id.ends_with(UNATTRIBUTED_SUFFIX))
+                    .collect();
+                assert_eq!(
+                    failing,
+                    vec!["adds".to_string()],
+                    "{name}, exit {exit_code}"
+                );
+                assert!(!run.diagnostics.iter().any(|d| d.contains("also reads as")));
             }
         }
+    }
+
+    /// A passing `cargo test` whose tests print another runner's failing verdicts
+    /// (a fixture written to the inherited stdout) is green when the command names
+    /// cargo; the bare output, whose runner nothing names, is read fail-closed.
+    #[test]
+    fn a_named_runner_is_not_second_guessed_by_printed_fixtures() {
+        let cargo = "running 2 tests\ntest render ... ok\ntest other ... ok\n\n\
+            test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; \
+            finished in 0.06s\n\n";
+        let fixture = "TAP version 13\n1..2\nok 1 - parse\nnot ok 2 - render\n";
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = dir.path().join("out.txt");
+        std::fs::write(&out, format!("{fixture}{cargo}")).expect("write");
+        let input = CheckInput {
+            stdout: Some(Source::File(&out)),
+            stderr: None,
+            exit_code: Some(0),
+            reports: &[],
+        };
+        let named = parse_command(&input, FormatChoice::Auto, Some("cargo test"));
+        assert_eq!(named.format, Format::Libtest);
+        assert!(named.failing().is_empty(), "{:?}", named.failing());
+        let bare = parse(&input, FormatChoice::Auto);
+        assert!(!bare.failing().is_empty());
     }
 
     fn run_of(format: Format, complete: bool, tests: &[(&str, Outcome)]) -> ParsedRun {
