@@ -844,6 +844,14 @@ impl HashedTests {
     }
 }
 
+/// The hash `store` keys `id` by ([`HashedTests::hash_of`]), or without a store
+/// [`id_hash`], the full store's: what a parser that hashes an id for its own use
+/// hands back to its collector or builder.
+#[must_use]
+pub fn store_hash(store: Option<&HashedTests>, id: &str) -> u64 {
+    store.map_or_else(|| id_hash(id), |h| h.hash_of(id))
+}
+
 /// The store a [`Listing`] asks for: `Some` for [`Listing::Failing`] and
 /// [`Listing::Compact`].
 #[must_use]

@@ -313,9 +313,8 @@ impl State<'_> {
         let line = line.as_ref();
         let r = self.r;
         // the result line of a test, the bulk of any output, without a regex
-        if let Some((name, word)) =
-            split_test_line(line).filter(|_| !line.starts_with("test result: "))
-        {
+        let result = split_test_line(line).filter(|_| !line.starts_with("test result: "));
+        if let Some((name, word)) = result {
             if self
                 .block
                 .as_ref()
@@ -364,9 +363,7 @@ impl State<'_> {
             // a failing result after the block's own `test result:` line: a result
             // line printed early by the code under test ended the block (a fresh
             // review); the real failure still counts, and the run is inconsistent
-            if let Some((name, word)) =
-                split_test_line(line).filter(|_| !line.starts_with("test result: "))
-            {
+            if let Some((name, word)) = result {
                 if let Some(o) = result_word(word).filter(|o| o.is_failing()) {
                     self.inconsistent = true;
                     self.record(name, o);

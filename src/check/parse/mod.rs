@@ -399,8 +399,9 @@ fn parse_with_runner(
             });
             for (i, (d, s)) in detected.iter().zip(streams).enumerate() {
                 if let (Some(d), Some(p)) = (d, s) {
-                    if d.kind.is_structured() && !(by_runner == Some(i) && d.kind == Kind::Teamcity)
-                    {
+                    // the runner's stream is read as its text, not as what won it
+                    // outright (TeamCity messages the tests printed)
+                    if d.kind.is_structured() && by_runner != Some(i) {
                         match parse_structured(d.kind, p, listing) {
                             Ok(r) => primaries.push(r),
                             Err(e) => {
@@ -422,8 +423,8 @@ fn parse_with_runner(
                 .filter(|(_, d)| !d.kind.is_structured())
                 // ties go to stdout
                 .max_by(|(i, a), (j, b)| a.score.cmp(&b.score).then(j.cmp(i)));
-            let best = match (by_runner.and_then(|i| Some((i, detected[i]?))), runner) {
-                (Some((i, d)), Some(r)) => Some((i, detect::Detected { kind: r, ..d })),
+            let best = match (by_runner, runner) {
+                (Some(i), Some(kind)) => detected[i].map(|d| (i, detect::Detected { kind, ..d })),
                 _ => best,
             };
             text_kind = best.map(|(_, d)| d.kind);
@@ -829,52 +830,36 @@ mod tests {
             let out = dir.path().join("out.txt");
             std::fs::write(&out, text).expect("write");
             for exit_code in [0, 101] {
-                let run = parse(
-                    &CheckInput {
-                        stdout: Some(Source::File(&out)),
-                        stderr: None,
-                        exit_code: Some(exit_code),
-                        reports: &[],
-                    },
-                    FormatChoice::Auto,
-                );
+                let input = CheckInput {
+                    stdout: Some(Source::File(&out)),
+                    stderr: None,
+                    exit_code: Some(exit_code),
+                    reports: &[],
+                };
+                let named_failing = |run: &ParsedRun| -> Vec<String> {
+                    run.failing()
+                        .into_iter()
+                        .filter(|id| !id.ends_with(UNATTRIBUTED_SUFFIX))
+                        .collect()
+                };
+                let noted =
+                    |run: &ParsedRun| run.diagnostics.iter().any(|d| d.contains("also reads as"));
+                let run = parse(&input, FormatChoice::Auto);
                 assert_eq!(run.format, format, "{name}");
-                let failing: Vec<String> = run
-                    .failing()
-                    .into_iter()
-                    .filter(|id| !id.ends_with(UNATTRIBUTED_SUFFIX))
-                    .collect();
+                assert_eq!(named_failing(&run), ["adds"], "{name}, exit {exit_code}");
                 assert_eq!(
-                    failing,
-                    vec!["adds".to_string()],
-                    "{name}, exit {exit_code}"
+                    noted(&run),
+                    name != "honest",
+                    "{name}: {:?}",
+                    run.diagnostics
                 );
-                let noted = run.diagnostics.iter().any(|d| d.contains("also reads as"));
-                assert_eq!(noted, name != "honest", "{name}: {:?}", run.diagnostics);
                 // a command that names the runner: read as its output, no second
                 // opinion asked
-                let run = parse_command(
-                    &CheckInput {
-                        stdout: Some(Source::File(&out)),
-                        stderr: None,
-                        exit_code: Some(exit_code),
-                        reports: &[],
-                    },
-                    FormatChoice::Auto,
-                    Some("cargo test --no-fail-fast 2>&1 | tee test.log"),
-                );
+                let tee = "cargo test --no-fail-fast 2>&1 | tee test.log";
+                let run = parse_command(&input, FormatChoice::Auto, Some(tee));
                 assert_eq!(run.format, Format::Libtest, "{name}");
-                let failing: Vec<String> = run
-                    .failing()
-                    .into_iter()
-                    .filter(|id| !id.ends_with(UNATTRIBUTED_SUFFIX))
-                    .collect();
-                assert_eq!(
-                    failing,
-                    vec!["adds".to_string()],
-                    "{name}, exit {exit_code}"
-                );
-                assert!(!run.diagnostics.iter().any(|d| d.contains("also reads as")));
+                assert_eq!(named_failing(&run), ["adds"], "{name}, exit {exit_code}");
+                assert!(!noted(&run), "{name}");
             }
         }
     }

@@ -126,7 +126,7 @@ impl RunBuilder {
                 entry.outcome = retry(entry.outcome, outcome);
                 entry.message = message;
             }
-            None => self.push(id.to_string(), outcome, message),
+            None => self.push(id.to_string(), None, outcome, message),
         }
     }
 
@@ -143,9 +143,7 @@ impl RunBuilder {
     /// is hashed once.
     #[must_use]
     pub fn id_hash(&self, id: &str) -> u64 {
-        self.hashed
-            .as_ref()
-            .map_or_else(|| util::id_hash(id), |h| h.hash_of(id))
+        super::hashed::store_hash(self.hashed.as_ref(), id)
     }
 
     /// Records a test that is distinct from any test already recorded even if its id is
@@ -155,7 +153,7 @@ impl RunBuilder {
         let id = &*util::strip_ansi(id);
         let message = message_for(outcome, message);
         if !self.has(id) {
-            self.push(id.to_string(), outcome, message);
+            self.push(id.to_string(), None, outcome, message);
             return id.to_string();
         }
         let mut n = 2u64;
@@ -164,7 +162,7 @@ impl RunBuilder {
             n += 1;
             final_id = format!("{id}#{n}");
         }
-        self.push(final_id.clone(), outcome, message);
+        self.push(final_id.clone(), None, outcome, message);
         final_id
     }
 
@@ -199,11 +197,7 @@ impl RunBuilder {
             return;
         }
         let message = message_for(outcome, message);
-        if let Some(h) = self.hashed.as_mut() {
-            h.record_hashed(&id, hash, |_| outcome, message, MessageRule::Replace);
-            return;
-        }
-        self.push(id, outcome, message);
+        self.push(id, Some(hash), outcome, message);
     }
 
     /// Flags a failure that cannot be pinned on a named test. The first message given
@@ -259,9 +253,11 @@ impl RunBuilder {
     }
 
     /// Records a test not recorded before.
-    fn push(&mut self, id: String, outcome: Outcome, message: Option<String>) {
+    /// `hash`, when the caller has it, is `id`'s [`RunBuilder::id_hash`].
+    fn push(&mut self, id: String, hash: Option<u64>, outcome: Outcome, message: Option<String>) {
         if let Some(h) = self.hashed.as_mut() {
-            h.record(&id, |_| outcome, message, MessageRule::Replace);
+            let hash = hash.unwrap_or_else(|| h.hash_of(&id));
+            h.record_hashed(&id, hash, |_| outcome, message, MessageRule::Replace);
             return;
         }
         self.index.insert(&id, self.tests.len());

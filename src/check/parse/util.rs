@@ -667,9 +667,7 @@ impl Collector {
     /// The 64-bit hash the collector keys `id` by ([`id_hash`]).
     #[must_use]
     pub fn id_hash(&self, id: &str) -> u64 {
-        self.hashed
-            .as_ref()
-            .map_or_else(|| id_hash(id), |h| h.hash_of(id))
+        super::hashed::store_hash(self.hashed.as_ref(), id)
     }
 
     /// Records one attempt of test `id` (see the type doc for the merge rule).
