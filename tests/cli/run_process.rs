@@ -292,7 +292,9 @@ fn sigint_during_the_check_ends_the_check_and_halts_human_required() {
         None,
         "sleep 4183",
         "touch marker",
-        "if [ -f marker ]; then sleep 4183; fi; false",
+        // the sleep named through a variable: the shell's own command line (the
+        // baseline check's too) must not hold the marker the wait looks for
+        "if [ -f marker ]; then n=4183; sleep $n; fi; false",
     );
     let pid = i32::try_from(run.child().id()).unwrap();
     // SAFETY: signalling our own child process.

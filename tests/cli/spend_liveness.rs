@@ -280,7 +280,8 @@ fn watch_kill_during_a_wedged_check_also_halts_heartbeat_stale() {
         Some("wedgedcheck"),
         "sleep 4180",
         "touch marker",
-        "if [ -f marker ]; then sleep 4180; fi; false",
+        // (the sleep named through a variable, as in `run_process`)
+        "if [ -f marker ]; then n=4180; sleep $n; fi; false",
     );
     watch_kill_after_stall(&r, "wedgedcheck").expect(19, Some("heartbeat_stale"));
     let out = finish(&mut run, Duration::from_secs(30));
