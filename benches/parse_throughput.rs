@@ -19,12 +19,16 @@
 //!
 //! Rows (issue 14's targets): wall time ≤ 4× `wc -l` (≥ 25% of its speed); peak RSS
 //! ≤ 16 MiB for the JUnit report, ≤ 64 MiB for the libtest output. CPU rows report
-//! only.
+//! only. The JUnit report is also read by `junitparser` (a Python library CI tools
+//! use to read such reports, counting outcomes and listing the failing cases): the
+//! target is ≤ 0.10× its wall time (10× faster). That row is skipped, with a note,
+//! when `python3 -c 'import junitparser'` fails (`python3 -m pip install junitparser`).
 //!
 //! Run: `cargo bench --bench parse_throughput` (measures `target/release/loopexec`;
 //! set `LOOPEXEC_BIN=/path/to/loopexec` to measure another build, e.g. main's for a
 //! before/after table; `PARSE_BENCH_REPS=N` sets the repetitions, default 9). Under
 //! `cargo test --benches` the inputs are 100× smaller and each row runs 5 times.
+//! `PARSE_BENCH=junit` (or `libtest`) measures only the inputs whose name starts so.
 
 mod common;
 use common::ab::{ab, measure, Metric, Sample};
@@ -246,6 +250,60 @@ impl Input {
     }
 }
 
+/// What the `junitparser` comparator runs: it reads the whole report into
+/// junitparser's tree, as a CI step that reads such a report does, and prints
+/// `passed failed skipped` (an error counts as failed, as in `counts`) and the number
+/// of failing cases it listed.
+const JUNITPARSER_SCRIPT: &str = r#"import sys
+from junitparser import JUnitXml, Failure, Error, Skipped
+passed = failed = skipped = 0
+failing = []
+for suite in JUnitXml.fromfile(sys.argv[1]):
+    for case in suite:
+        result = case.result
+        if any(isinstance(r, (Failure, Error)) for r in result):
+            failed += 1
+            failing.append(case.classname + "::" + case.name)
+        elif any(isinstance(r, Skipped) for r in result):
+            skipped += 1
+        else:
+            passed += 1
+print(passed, failed, skipped, len(failing))
+"#;
+
+/// `python3 SCRIPT REPORT` when `junitparser` can be imported, checked once against
+/// the generated counts; `None` (with the reason printed) otherwise.
+fn junitparser(dir: &Path, report: &Path, expected: Counts) -> Option<Command> {
+    let script = dir.join("junitparser_count.py");
+    std::fs::write(&script, JUNITPARSER_SCRIPT).expect("write the junitparser script");
+    let mut c = Command::new("python3");
+    c.arg(&script).arg(report).stdin(Stdio::null());
+    let out = match c.output() {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            println!(
+                "note: junitparser rows skipped: {} (python3 -m pip install junitparser)",
+                err.lines().last().unwrap_or("python3 failed")
+            );
+            return None;
+        }
+        Err(e) => {
+            println!("note: junitparser rows skipped: python3 cannot be run ({e})");
+            return None;
+        }
+    };
+    let got = String::from_utf8_lossy(&out.stdout);
+    let e = expected;
+    assert_eq!(
+        got.trim(),
+        format!("{} {} {} {}", e.passed, e.failed, e.skipped, e.failed),
+        "junitparser read other counts than the generator wrote"
+    );
+    c.stdout(Stdio::null()).stderr(Stdio::inherit());
+    Some(c)
+}
+
 fn main() {
     let full = bench_mode();
     let (cases, lines, mut reps) = if full {
@@ -335,7 +393,9 @@ fn main() {
             bin.display()
         );
     }
-    for input in &inputs {
+    let only = std::env::var("PARSE_BENCH").unwrap_or_default();
+    let mut jp = junitparser(d, &junit, junit_counts);
+    for input in inputs.iter().filter(|i| i.name.starts_with(&only)) {
         for &summary in shapes {
             input.verify(&bin, summary);
             let shape = if summary { "--summary" } else { "default" };
@@ -373,6 +433,21 @@ fn main() {
                 "ROW {name} peak RSS: median {:.1} MiB (min {:.1}) · target ≤ {t:.0} MiB: {verdict}",
                 row.a_median, row.a_min
             );
+            if let (Some(jp), true) = (jp.as_mut(), input.main_file == junit) {
+                ab(
+                    &format!("{name} wall vs junitparser"),
+                    Metric::Wall,
+                    reps,
+                    ("loopexec parse", "junitparser"),
+                    Some(0.10),
+                    || input.run(&bin, summary),
+                    || {
+                        let (st, s) = measure(jp);
+                        assert!(st.success(), "junitparser failed: {st}");
+                        s
+                    },
+                );
+            }
         }
     }
 }
