@@ -146,12 +146,6 @@ pub fn normalize_message(msg: &str) -> String {
         } else {
             l
         };
-        // every unit the duration pattern knows holds an `s`
-        let duration_like = |l: &str| {
-            l.char_indices()
-                .find(|(_, c)| c.is_numeric())
-                .is_some_and(|(i, _)| l[i..].contains('s'))
-        };
         let l = if duration_like(&l) {
             Cow::Owned(
                 re(
@@ -177,6 +171,31 @@ pub fn normalize_message(msg: &str) -> String {
     // kept per failing test until the run is printed: no room to grow
     out.shrink_to_fit();
     out
+}
+
+/// True when `line` may hold a duration [`normalize_message`] removes: a run of
+/// numeric characters and dots followed, after at most one whitespace character, by
+/// the first letter of a unit (`ms`, `s`, `sec`, `seconds`, `µs`, `us`, `ns`). Every
+/// match of the duration pattern has that shape (its digits and fraction are such a
+/// run, and what follows them is `\s?` and a unit), so a line without it is left
+/// alone without a regex search: `at pkg.Class0.test_103(Class.java:103)` is not
+/// searched, `in 0.01s` and `12 ms` are.
+fn duration_like(line: &str) -> bool {
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if !c.is_numeric() {
+            continue;
+        }
+        while chars.next_if(|&c| c.is_numeric() || c == '.').is_some() {}
+        chars.next_if(|c| c.is_whitespace());
+        if chars
+            .peek()
+            .is_some_and(|c| matches!(c, 'm' | 's' | 'µ' | 'u' | 'n'))
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// Cuts `s` to at most `limit` bytes on a character boundary.
@@ -1102,6 +1121,39 @@ mod tests {
             ("thread 'main' (77) panicked", "thread 'main' panicked"),
         ] {
             assert_eq!(normalize_message(input), want, "{input:?}");
+        }
+    }
+
+    /// The duration guard holds for every line the duration pattern matches, and
+    /// spares a stack frame's digits.
+    #[test]
+    fn duration_guard_covers_every_duration_match() {
+        let pattern = Regex::new(r"\s*\(?\b(in )?\d+(\.\d+)?\s?(ms|s|sec|seconds|µs|us|ns)\b\)?")
+            .expect("the duration pattern");
+        let lines = [
+            "done in 12 ms",
+            "in 0.00s",
+            "1.2.3s",
+            "x 1\u{2003}ms",
+            "42ns and 3 us",
+            "9sec",
+            "wait 3 seconds",
+            "took (0.01s)",
+            "\u{661}\u{662}ms elapsed",
+            "1 2s",
+            "v1.5 s",
+            "at pkg.Class0.test_103(Class.java:103)",
+            "src/mod_0.rs:17:9:",
+            "1.s",
+            "7 items",
+        ];
+        for line in lines {
+            if pattern.is_match(line) {
+                assert!(duration_like(line), "{line:?} matches but was not searched");
+            }
+        }
+        for spared in ["at pkg.Class0.test_103(Class.java:103)", "src/mod_0.rs:17:9:", "7 items"] {
+            assert!(!duration_like(spared), "{spared:?}");
         }
     }
 
