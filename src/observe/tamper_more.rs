@@ -353,6 +353,39 @@ fn truthy_object(alt: &str) -> bool {
     if matches!(alt, "True" | "true") {
         return true;
     }
+    // a tuple or a non-empty list (`return (self, other)`, `return self, other`,
+    // `[self == other]`): true whatever it holds (a fresh review)
+    if split_top(alt, &[","]).len() > 1
+        || (alt.starts_with('[') && alt.ends_with(']') && !alt[1..alt.len() - 1].trim().is_empty())
+    {
+        return true;
+    }
+    // a size or magnitude ordered against zero: `abs(self - other) >= 0`,
+    // `len(x) > -1` (a fresh review)
+    let size = |x: &str| {
+        let x = strip_parens(x.trim());
+        ["abs(", "len(", "math.fabs(", "fabs("]
+            .iter()
+            .any(|f| x.starts_with(f) && x.ends_with(')'))
+    };
+    let non_positive = |x: &str| {
+        let x = strip_parens(x.trim()).replace(' ', "");
+        x.starts_with('-') && x[1..].chars().all(|c| c.is_ascii_digit() || c == '.')
+            || x.chars().all(|c| c == '0' || c == '.') && !x.is_empty()
+    };
+    if let Some((l, r)) = split_once_top(alt, ">=") {
+        if size(l) && non_positive(r) {
+            return true;
+        }
+    } else if let Some((l, r)) = split_once_top(alt, "<=") {
+        if size(r) && non_positive(l) {
+            return true;
+        }
+    } else if let Some((l, r)) = split_once_top(alt, ">") {
+        if size(l) && r.trim().starts_with('-') && non_positive(r) {
+            return true;
+        }
+    }
     // `Name(…)` with a capitalized callee (after a module path and leading `_`)
     if let Some(open) = alt.find('(') {
         let callee = alt[..open].trim();
@@ -1543,6 +1576,15 @@ mod tests {
             ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, other: &i64) -> bool { (self.0 == *other) | true }\n}\n", true),
             ("calc.py", "class P:\n    def __eq__(self, other):\n        return bool(self.x == other.x)\n", false),
             ("calc.py", "class P:\n    def __eq__(self, other):\n        return Decimal(self.x) == Decimal(other.x)\n", false),
+            // a later fresh review: an answer that is a tuple, or a magnitude ordered
+            // against zero, names both operands and is always true
+            ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return abs(self - other) >= 0\n", true),
+            ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return 0 <= abs(self - other)\n", true),
+            ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return (self, other)\n", true),
+            ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return self, other\n", true),
+            ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return [self == other]\n", true),
+            ("calc.py", "class P:\n    def __eq__(self, other):\n        return abs(self.x - other.x) <= 0\n", false),
+            ("calc.py", "class P:\n    def __eq__(self, other):\n        return abs(self.x - other.x) < 1e-9\n", false),
             // second fresh review: tautologies that name only one side
             ("calc.py", "class R(int):\n    def __eq__(self, other): return other == other\n", true),
             ("calc.py", "class R(int):\n    def __eq__(self, other):\n        return isinstance(other, int)\n", true),
