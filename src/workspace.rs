@@ -169,14 +169,27 @@ impl Workspace {
     }
 
     /// The newest run: the ledger's newest row, else the receipt with the greatest
-    /// modification time.
+    /// modification time. A newest row whose receipt has halted but was never sealed
+    /// in the control journal (`journal::Decision::RunSealed`: rows and a receipt
+    /// planted in the workdir) is passed over for the run the journal sealed last.
     #[must_use]
     pub fn latest_run(&self) -> Option<String> {
         if self.ledger_path().is_file() {
             if let Ok(store) = crate::store::Store::open(&self.ledger_path()) {
                 if let Ok(Some(r)) = store.latest_run() {
-                    if self.receipt_path(&r.run_id).is_file() {
-                        return Some(r.run_id);
+                    let path = self.receipt_path(&r.run_id);
+                    if path.is_file() {
+                        if !ends_halted(&path)
+                            || crate::cmd::unsealed(&store, &r.run_id, &path).is_none()
+                        {
+                            return Some(r.run_id);
+                        }
+                        return store
+                            .journal()
+                            .state()
+                            .ok()
+                            .and_then(|s| s.last_sealed)
+                            .filter(|id| self.receipt_path(id).is_file());
                     }
                 }
             }
@@ -193,6 +206,24 @@ impl Workspace {
             .max()
             .map(|(_, id)| id)
     }
+}
+
+/// True when the receipt at `path` ends with its `halted` line (read from its last
+/// 256 KiB; a `halted` line is smaller).
+fn ends_halted(path: &Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    let from = len.saturating_sub(256 * 1024);
+    let mut tail = Vec::new();
+    if f.seek(SeekFrom::Start(from)).is_err() || f.read_to_end(&mut tail).is_err() {
+        return false;
+    }
+    let body = tail.strip_suffix(b"\n").unwrap_or(&tail);
+    let last = body.rsplit(|b| *b == b'\n').next().unwrap_or(body);
+    crate::receipt::is_halted_line(last)
 }
 
 fn read_holder(path: &Path) -> (String, String) {

@@ -13,6 +13,7 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
         Ok(r) => r,
         Err(o) => return o,
     };
+    run.warn_if_unrecorded();
     let Some(pos) = run
         .lines
         .iter()

@@ -108,6 +108,20 @@ impl LoadedRun {
     pub fn provenance_problems(&self) -> Vec<String> {
         recorded_by_ledger(&self.ws, &self.run_id, &self.receipt, &self.lines)
     }
+
+    /// Says on stderr, for a command that reads the run back (`explain-halt`,
+    /// `report`), when no run of this workspace recorded it: its verdict is then the
+    /// receipt's word alone.
+    pub fn warn_if_unrecorded(&self) {
+        let problems = self.provenance_problems();
+        if !problems.is_empty() {
+            eprintln!(
+                "loopexec: warning: run {} was not recorded by this workspace, so what follows is only its receipt's word: {}",
+                self.run_id,
+                problems.join("; ")
+            );
+        }
+    }
 }
 
 /// [`LoadedRun::provenance_problems`] for the receipt at `path` (run `run_id`, its
@@ -150,7 +164,41 @@ pub(crate) fn recorded_in(
             path.display()
         ));
     }
+    if last.is_some() {
+        problems.extend(unsealed(store, run_id, path));
+    }
     problems
+}
+
+/// What is wrong with the seal of halted run `run_id` (receipt at `path`): none in the
+/// control journal (the receipt was not written by a run of this workspace: the
+/// ledger, in the workdir, can be written by the agent; the journal, outside it,
+/// cannot), a receipt that differs from the one sealed, or a journal that cannot be
+/// read (nothing is vouched for then). Empty when the seal matches.
+pub(crate) fn unsealed(
+    store: &crate::store::Store,
+    run_id: &str,
+    path: &std::path::Path,
+) -> Option<String> {
+    let journal = store.journal().path().display().to_string();
+    let seals = match store.journal().state() {
+        Ok(s) => s.seals,
+        Err(e) => return Some(format!("the control journal cannot vouch for it: {e}")),
+    };
+    let Some(sealed) = seals.get(run_id) else {
+        return Some(format!(
+            "{}: loopexec's control journal ({journal}, outside the workdir) holds no seal for this run, so no run of this workspace wrote this receipt",
+            path.display()
+        ));
+    };
+    match std::fs::read(path) {
+        Ok(bytes) if blake3::hash(&bytes).to_hex().as_str() == sealed => None,
+        Ok(_) => Some(format!(
+            "{}: the receipt is not the one loopexec sealed when the run halted (its blake3 differs from {sealed} in {journal})",
+            path.display()
+        )),
+        Err(e) => Some(format!("{}: cannot be read ({e})", path.display())),
+    }
 }
 
 /// Resolves the workdir and `--run-id` (latest by default) and reads the receipt.

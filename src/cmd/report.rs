@@ -264,6 +264,7 @@ pub(crate) fn run(workdir: &Path, a: &ReportArgs, _json: bool) -> Outcome {
         Ok(r) => r,
         Err(o) => return o,
     };
+    run.warn_if_unrecorded();
     let mut body = build(&run);
     let mut written = Vec::new();
     if let Some(p) = &a.junit {

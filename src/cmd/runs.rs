@@ -72,7 +72,7 @@ pub(crate) fn list(workdir: &Path) -> Outcome {
     }
     for (id, f, _) in &runs {
         let halt = if unrecorded.contains(id) {
-            "(not in the ledger)"
+            "(not recorded)"
         } else {
             f.halt_reason.as_deref().unwrap_or("(running or died)")
         };
@@ -89,7 +89,7 @@ pub(crate) fn list(workdir: &Path) -> Outcome {
     }
     if !unrecorded.is_empty() {
         human.push_str(
-            "(not in the ledger): a receipt this workspace's ledger did not record (copied in or edited); `loopexec check` names what differs\n",
+            "(not recorded): a receipt no run of this workspace recorded (copied in, edited, or missing its seal in the control journal); `loopexec check` names what differs\n",
         );
     }
     let body = RunsBody {

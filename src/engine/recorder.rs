@@ -4,6 +4,7 @@ use super::{EngineError, Loop, RunOutcome};
 use crate::halt::Halt;
 use crate::receipt::events::Halted;
 use crate::receipt::Event;
+use crate::store::journal::Decision;
 use crate::store::{HaltRecord, Store};
 use crate::workspace::Workspace;
 use std::path::Path;
@@ -103,7 +104,21 @@ impl Loop<'_> {
         // The final line is a must-succeed write: when it fails (a full disk, a receipt
         // taken away) the outcome is internal_error, saying what was not recorded.
         let (halt, explanation) = match self.receipt.append_line(&Event::Halted(Box::new(ev))) {
-            Ok(_) => (halt, explanation),
+            Ok(_) => {
+                // The seal, outside the workdir: `attest`, `runs` and `latest` believe
+                // a halted receipt only with it (see `journal::Decision::RunSealed`).
+                let sealed = self.store.journal().append(Decision::RunSealed {
+                    run_id: self.run_id.clone(),
+                    receipt_blake3: self.receipt.digest_hex(),
+                    halt_reason: halt.reason.to_string(),
+                });
+                if let Err(e) = sealed {
+                    eprintln!(
+                        "loopexec: warning: the receipt was not sealed in the control journal ({e}); `attest` will refuse this run"
+                    );
+                }
+                (halt, explanation)
+            }
             Err(e) => {
                 let h = Halt::new(
                     crate::halt::HaltReason::InternalError,

@@ -38,17 +38,46 @@ pub struct Rule {
 const CARGO_RUNTIME_PATTERN: &str =
     r#"(^|[^!\s]\s*\(|[=,\[{])\s*"CARGO_|\bvars(_os)?\s*\(\s*\).*"CARGO"#;
 
-/// True for a Rust file cargo builds only as a test, bench or example target.
-fn rust_test_target(path: &str) -> bool {
-    path.split('/')
-        .rev()
-        .skip(1)
-        .any(|dir| matches!(dir, "tests" | "benches" | "examples"))
+/// A test's outcome decided from Python code under test: `pytest.skip(…)`,
+/// `pytest.exit(…)`, `pytest.xfail(…)`, `raise unittest.SkipTest(…)` and their
+/// imports. Code under test has no use for them; a fresh review skipped the tests of
+/// a function that did not exist at t0 (so t0 could not protect them) this way, and
+/// ended the session green with `pytest.exit(returncode=0)`. Not flagged in a test
+/// file ([`test_target`]), where they are the runner's own vocabulary.
+const PY_FORCED_OUTCOME_PATTERN: &str = r"\bpytest\s*\.\s*(skip|exit|xfail|importorskip|fail)\b|\bSkipTest\b|\bunittest\s*\.\s*(skip|skipIf|skipUnless|expectedFailure)\b|\bfrom\s+pytest\s+import\b[^#]*\b(skip|exit|xfail|importorskip|fail)\b|\bfrom\s+_?pytest\.outcomes\s+import\b";
+
+/// True for a file that is test code by its place: a Rust file cargo builds only as a
+/// test, bench or example target (under `tests/`, `benches/`, `examples/`); a Python
+/// `test_*.py`, `*_test.py` or `conftest.py`, or one under `tests/`/`test/`.
+fn test_target(lang: Lang, path: &str) -> bool {
+    let mut dirs = path.split('/').rev();
+    let name = dirs.next().unwrap_or(path);
+    match lang {
+        Lang::Rust => dirs.any(|dir| matches!(dir, "tests" | "benches" | "examples")),
+        Lang::Python => {
+            name.starts_with("test_")
+                || name.ends_with("_test.py")
+                || name == "conftest.py"
+                || dirs.any(|dir| matches!(dir, "tests" | "test"))
+        }
+        _ => false,
+    }
+}
+
+/// Rules read only in code under test, not in a test file ([`test_target`]).
+fn code_only(rule: &Rule) -> bool {
+    rule.pattern == CARGO_RUNTIME_PATTERN || rule.pattern == PY_FORCED_OUTCOME_PATTERN
 }
 
 /// The rules, by language.
 pub const RULES: &[Rule] = &[
     // Python
+    Rule {
+        langs: &[Lang::Python],
+        name: "test outcome forced",
+        pattern: PY_FORCED_OUTCOME_PATTERN,
+        skip_entry_points: false,
+    },
     Rule {
         langs: &[Lang::Python],
         name: "pytest hook",
@@ -512,7 +541,7 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
                 };
             if !rule.langs.contains(&lang)
                 || passes
-                || (rule.pattern == CARGO_RUNTIME_PATTERN && rust_test_target(path))
+                || (code_only(rule) && test_target(lang, path))
             {
                 continue;
             }
@@ -955,6 +984,12 @@ mod tests {
             ("calc.py", "m = unittest.mock", Some("test double in code under test")),
             ("calc.py", "import unittest.mock", None),
             ("src/lib.rs", "use std::process::{exit};", Some("process exit")),
+            ("calc.py", "    raise unittest.SkipTest('not implemented yet')", Some("test outcome forced")),
+            ("calc.py", "    pytest.exit('done', returncode=0)", Some("test outcome forced")),
+            ("calc.py", "from pytest import skip", Some("test outcome forced")),
+            ("tests/test_calc.py", "    pytest.skip('needs network')", None),
+            ("test_calc.py", "    raise unittest.SkipTest('slow')", None),
+            ("calc.py", "    skipped = [t for t in todo if t.skip]", None),
             // a later fresh review: an exit over three lines, libc's `write` and
             // `exit` exported from the crate, cargo's variables read at run time
             ("src/lib.rs", "    std::process::\n        exit(\n        code)", Some("process exit")),

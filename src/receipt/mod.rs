@@ -197,6 +197,13 @@ impl Writer {
         Ok(())
     }
 
+    /// Hex blake3 of every byte written to the receipt so far (what
+    /// [`Self::untouched`] compares the file with).
+    #[must_use]
+    pub fn digest_hex(&self) -> String {
+        self.digest.finalize().to_hex().to_string()
+    }
+
     /// The receipt's path.
     #[must_use]
     pub fn path(&self) -> &Path {
@@ -507,6 +514,11 @@ struct Head {
     /// The event's tag, read here only to pick [`Event::CheckFinished`]'s fast path.
     #[serde(default)]
     event: Option<String>,
+}
+
+/// True when `raw` (one line, without its newline) is a well-formed `halted` line.
+pub(crate) fn is_halted_line(raw: &[u8]) -> bool {
+    parse_line(raw).is_ok_and(|l| matches!(l.event, Event::Halted(_)))
 }
 
 /// One receipt line from its raw bytes (without the newline; they also give its

@@ -98,6 +98,17 @@ pub enum Decision {
     },
     /// `run --resume` cleared the latch after the acknowledgement.
     LatchCleared { run_id: String },
+    /// A run halted and its receipt is complete: `receipt_blake3` is the hex blake3
+    /// of the whole receipt file as loopexec wrote it. A receipt with a `halted` line
+    /// and no seal here was not written by a run of this workspace (an agent can copy
+    /// a green receipt made elsewhere into `.loopexec/runs/` and add ledger rows for
+    /// it; it cannot write this journal from inside the sandbox), so nothing signs or
+    /// picks it as the latest run.
+    RunSealed {
+        run_id: String,
+        receipt_blake3: String,
+        halt_reason: String,
+    },
 }
 
 /// One journal line.
@@ -327,6 +338,10 @@ pub struct State {
     pub answers: BTreeMap<String, (String, String, String)>,
     /// Runs latched, with (reason, halt id, at); cleared latches are removed.
     pub latches: BTreeMap<String, (String, String, String)>,
+    /// Sealed runs: run id → hex blake3 of its receipt (the last seal of a run wins).
+    pub seals: BTreeMap<String, String>,
+    /// The run sealed last, if any.
+    pub last_sealed: Option<String>,
 }
 
 impl State {
@@ -411,6 +426,14 @@ impl State {
                 }
                 Decision::LatchCleared { run_id } => {
                     s.latches.remove(run_id);
+                }
+                Decision::RunSealed {
+                    run_id,
+                    receipt_blake3,
+                    ..
+                } => {
+                    s.seals.insert(run_id.clone(), receipt_blake3.clone());
+                    s.last_sealed = Some(run_id.clone());
                 }
             }
         }
