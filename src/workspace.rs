@@ -171,7 +171,8 @@ impl Workspace {
     /// The newest run: the ledger's newest row, else the receipt with the greatest
     /// modification time. A newest row whose receipt has halted but was never sealed
     /// in the control journal (`journal::Decision::RunSealed`: rows and a receipt
-    /// planted in the workdir) is passed over for the run the journal sealed last.
+    /// planted in the workdir) is passed over for the run the journal sealed last,
+    /// when it sealed one.
     #[must_use]
     pub fn latest_run(&self) -> Option<String> {
         if self.ledger_path().is_file() {
@@ -179,17 +180,23 @@ impl Workspace {
                 if let Ok(Some(r)) = store.latest_run() {
                     let path = self.receipt_path(&r.run_id);
                     if path.is_file() {
-                        if !ends_halted(&path)
-                            || crate::cmd::unsealed(&store, &r.run_id, &path).is_none()
-                        {
-                            return Some(r.run_id);
-                        }
-                        return store
+                        // (a journal that sealed nothing — another state directory,
+                        // runs older than seals — cannot tell: the newest row stands,
+                        // and the commands that read it say it is not recorded)
+                        let last_sealed = store
                             .journal()
                             .state()
                             .ok()
                             .and_then(|s| s.last_sealed)
                             .filter(|id| self.receipt_path(id).is_file());
+                        let pass_over = last_sealed.is_some()
+                            && ends_halted(&path)
+                            && crate::cmd::unsealed(&store, &r.run_id, &path).is_some();
+                        return if pass_over {
+                            last_sealed
+                        } else {
+                            Some(r.run_id)
+                        };
                     }
                 }
             }

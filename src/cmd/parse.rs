@@ -606,7 +606,9 @@ mod tests {
         // a deterministic spread of ids sharing long prefixes
         let mut x = 12345u64;
         for _ in 0..2000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let class = (x >> 33) % 7;
             let case = (x >> 40) % 300;
             let pad = "m".repeat(((x >> 20) % 3) as usize * 8);

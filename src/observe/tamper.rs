@@ -14,10 +14,10 @@
 //! (`metric_integrity_violation`, layer `runner_tampering`); each rule is a row of
 //! [`RULES`] with a test.
 
-use std::borrow::Cow;
 use super::lex::Lang;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 /// One rule: the languages it applies to, its name, the pattern, and whether entry
@@ -496,7 +496,11 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
     let (old_read, _) = joined_lines(lang, old);
     let (new_read, first_line) = joined_lines(lang, new);
     let diff = similar::TextDiff::from_lines(old_read.as_ref(), new_read.as_ref());
-    let physical = |i: usize| first_line.as_ref().map_or(i, |m| m.get(i).copied().unwrap_or(i));
+    let physical = |i: usize| {
+        first_line
+            .as_ref()
+            .map_or(i, |m| m.get(i).copied().unwrap_or(i))
+    };
     let new_lines: Vec<&str> = new.lines().collect();
     // Go and Rust: an exit passes only in `main` itself
     let exit_passes = |i: Option<usize>| {
@@ -539,9 +543,7 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
                 } else {
                     entry
                 };
-            if !rule.langs.contains(&lang)
-                || passes
-                || (code_only(rule) && test_target(lang, path))
+            if !rule.langs.contains(&lang) || passes || (code_only(rule) && test_target(lang, path))
             {
                 continue;
             }

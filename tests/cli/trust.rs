@@ -1833,8 +1833,11 @@ fn unittest_skips_and_a_replaced_test_run_are_no_green() {
         return;
     }
     let fixed = "def add(a, b):\n    return a + b\n\ndef one():\n    return 1\n";
-    let skip_broken = "import unittest\ndef add(a, b):\n    raise unittest.SkipTest('later')\n\ndef one():\n    return 1\n";
-    let skip_import = "import unittest\nraise unittest.SkipTest('later')\n";
+    // (the skips spelled so that no source rule reads them — `raise
+    // unittest.SkipTest` in code under test is `test outcome forced` — so the
+    // executed count is what must stop them)
+    let skip_broken = "import unittest\nS = getattr(unittest, 'Skip' + 'Test')\ndef add(a, b):\n    raise S('later')\n\ndef one():\n    return 1\n";
+    let skip_import = "import unittest\nraise getattr(unittest, 'Skip' + 'Test')('later')\n";
     let swallow = "import unittest\nfrom unittest import case as _c\nfor k in [unittest.TestCase]: k.failureException = _c._ShouldStop\ndef add(a, b):\n    return a - b\n\ndef one():\n    return 1\n";
     let run = "import unittest\ndef _run(self, result=None):\n    result.startTest(self)\n    result.addSuccess(self)\n    result.stopTest(self)\nunittest.TestCase.run = _run\ndef add(a, b):\n    return a - b\n\ndef one():\n    return 1\n";
     // (name, calc.py, check, expected halt reason)

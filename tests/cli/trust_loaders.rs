@@ -198,6 +198,102 @@ fn a_receipt_copied_from_another_project_is_not_this_workspaces_run() {
     r.lx(&["attest", &own_id, "--key", &key]).expect(0, None);
 }
 
+/// A fresh review went one step further than copying a receipt: the exec added the
+/// donor run's ledger rows too, dated in the future, so the ledger agreed with the
+/// receipt and `latest` named it; `explain-halt`, `report` and `attest latest` then
+/// spoke of a green run that never ran here. A halted run is sealed in the control
+/// journal, outside the workdir: the planted run is "not recorded", `latest` is this
+/// workspace's own run, and nothing signs the planted one.
+#[test]
+fn a_planted_receipt_with_ledger_rows_is_not_latest_nor_signed() {
+    let donor = Repo::new();
+    donor.write("value", "4\n").commit("red");
+    let green = donor
+        .run2("echo 5 > value", "[ \"$(cat value)\" = 5 ]")
+        .expect(10, Some("success_condition_met"));
+    let id = green["run"]["run_id"].as_str().expect("run id").to_string();
+
+    let r = Repo::new();
+    r.write("value", "4\n").commit("red");
+    let own = r
+        .run2("true", "[ \"$(cat value)\" = 5 ]")
+        .expect(12, Some("max_iterations_reached"));
+    let own_id = own["run"]["run_id"].as_str().expect("run id").to_string();
+    std::fs::copy(donor.receipt(&id), r.receipt(&id)).expect("plant the receipt");
+    let from = rusqlite::Connection::open(donor.path().join(".loopexec/ledger.sqlite"))
+        .expect("donor ledger");
+    let to = rusqlite::Connection::open(r.path().join(".loopexec/ledger.sqlite")).expect("ledger");
+    for table in ["runs", "iterations", "receipt_heads"] {
+        let cols: Vec<String> = from
+            .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let mut q = from
+            .prepare(&format!(
+                "SELECT {} FROM {table} WHERE run_id = ?1",
+                cols.join(",")
+            ))
+            .unwrap();
+        let rows: Vec<Vec<rusqlite::types::Value>> = q
+            .query_map([&id], |row| {
+                (0..cols.len())
+                    .map(|i| row.get(i))
+                    .collect::<Result<_, _>>()
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for mut row in rows {
+            for (i, c) in cols.iter().enumerate() {
+                if c == "started_at" {
+                    row[i] = rusqlite::types::Value::Text("2099-01-01T00:00:00Z".into());
+                }
+                if c == "workdir" {
+                    row[i] = rusqlite::types::Value::Text(r.path().display().to_string());
+                }
+            }
+            let marks = vec!["?"; cols.len()].join(",");
+            to.execute(
+                &format!(
+                    "INSERT OR REPLACE INTO {table} ({}) VALUES ({marks})",
+                    cols.join(",")
+                ),
+                rusqlite::params_from_iter(row),
+            )
+            .unwrap();
+        }
+    }
+    drop(to);
+
+    let runs = r.lx(&["runs"]).expect(0, None);
+    assert!(
+        runs["unrecorded"]
+            .as_array()
+            .expect("unrecorded")
+            .contains(&id.as_str().into()),
+        "{runs}"
+    );
+    let explained = r.lx(&["explain-halt"]).expect(0, None);
+    assert_eq!(explained["run_id"], own_id.as_str(), "{explained}");
+    let keys = tempfile::tempdir().unwrap();
+    let kd = keys.path().display().to_string();
+    r.lx(&["keygen", "--out", &kd]).expect(0, None);
+    let key = keys.path().join("loopexec.key").display().to_string();
+    let latest = r.lx(&["attest", "latest", "--key", &key]).expect(0, None);
+    assert_eq!(latest["run_id"], own_id.as_str(), "{latest}");
+    let planted = r.lx(&["attest", &id, "--key", &key]);
+    assert_eq!(
+        planted.code,
+        20,
+        "{}",
+        String::from_utf8_lossy(&planted.stdout)
+    );
+    assert!(planted.errors_text().contains("holds no seal for this run"));
+}
+
 /// An honest line a rule matches (a library's exit helper): 13 until the person who
 /// configures the run allows that rule for that file in loop.toml; then 10, with the
 /// waiver named in the verdict.

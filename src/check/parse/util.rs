@@ -1152,7 +1152,11 @@ mod tests {
                 assert!(duration_like(line), "{line:?} matches but was not searched");
             }
         }
-        for spared in ["at pkg.Class0.test_103(Class.java:103)", "src/mod_0.rs:17:9:", "7 items"] {
+        for spared in [
+            "at pkg.Class0.test_103(Class.java:103)",
+            "src/mod_0.rs:17:9:",
+            "7 items",
+        ] {
             assert!(!duration_like(spared), "{spared:?}");
         }
     }
