@@ -218,104 +218,10 @@ fn sorted_listed_ids(run: &ParsedRun) -> (String, Vec<(u32, u32)>) {
     if listed.is_err() {
         spans.clear();
     }
-    sort_spans(text.as_bytes(), &mut spans);
     let get = |&(a, b): &(u32, u32)| &text[a as usize..b as usize];
+    spans.sort_unstable_by(|x, y| get(x).cmp(get(y)));
     spans.dedup_by(|x, y| get(x) == get(y));
     (text, spans)
-}
-
-/// A byte range of a buffer being sorted by [`sort_spans`], with the 8 bytes of it
-/// the current pass compares.
-#[derive(Clone, Copy)]
-struct Keyed {
-    /// Bytes `depth..depth + 8` of the range as a big-endian number, zero-padded
-    /// past its end.
-    word: u64,
-    start: u32,
-    end: u32,
-}
-
-impl Keyed {
-    /// How many bytes of the range lie at or past `depth`, capped at 9: 9 means
-    /// "more than this word", so ranges with equal words and 9 go on to the next
-    /// word, and any other value (0–8) ends the range within this word.
-    fn rest(&self, depth: usize) -> usize {
-        (self.end as usize)
-            .saturating_sub(self.start as usize + depth)
-            .min(9)
-    }
-}
-
-/// Sorts `spans` (byte ranges of `text`) by the bytes they name, in byte order (the
-/// order `str::cmp` gives), 8 bytes at a time: each pass sorts (word, range) pairs
-/// held side by side, where comparing the strings themselves reads two random places
-/// of `text` per comparison — most of the cost of sorting 100k test ids that share
-/// long prefixes (`pkg.Class12::test_345`). Ranges equal in every word so far are
-/// sorted on the next word; a group whose next word is the same throughout (a shared
-/// prefix) moves on without sorting.
-///
-/// Zero padding orders a range that ends within a word before every longer range
-/// agreeing with it up to its end, as byte order does; two ranges whose padded words
-/// are equal differ only in length there (one holds NUL bytes where the other ended),
-/// and [`Keyed::rest`] orders the shorter first.
-fn sort_spans(text: &[u8], spans: &mut [(u32, u32)]) {
-    let word_at = |k: &Keyed, depth: usize| {
-        let from = k.start as usize + depth;
-        let to = (k.end as usize).min(from + 8);
-        let mut w = [0u8; 8];
-        if from < to {
-            w[..to - from].copy_from_slice(&text[from..to]);
-        }
-        u64::from_be_bytes(w)
-    };
-    let mut keyed: Vec<Keyed> = spans
-        .iter()
-        .map(|&(start, end)| Keyed {
-            word: 0,
-            start,
-            end,
-        })
-        .collect();
-    // Groups still to sort: (from, to, depth) into `keyed`; a stack, not recursion,
-    // so long shared prefixes cannot exhaust the call stack.
-    let mut todo = vec![(0usize, keyed.len(), 0usize)];
-    while let Some((from, to, mut depth)) = todo.pop() {
-        let group = &mut keyed[from..to];
-        if group.len() < 2 {
-            continue;
-        }
-        // Skip the words every range of the group shares.
-        loop {
-            for k in group.iter_mut() {
-                k.word = word_at(k, depth);
-            }
-            let (w, r) = (group[0].word, group[0].rest(depth));
-            if !group.iter().all(|k| k.word == w && k.rest(depth) == r) {
-                break;
-            }
-            if r < 9 {
-                // identical ranges
-                break;
-            }
-            depth += 8;
-        }
-        group.sort_unstable_by_key(|k| (k.word, k.rest(depth)));
-        let mut i = 0;
-        while i < group.len() {
-            let key = (group[i].word, group[i].rest(depth));
-            let mut j = i + 1;
-            while j < group.len() && (group[j].word, group[j].rest(depth)) == key {
-                j += 1;
-            }
-            if j - i > 1 && key.1 == 9 {
-                todo.push((from + i, from + j, depth + 8));
-            }
-            i = j;
-        }
-    }
-    for (s, k) in spans.iter_mut().zip(&keyed) {
-        *s = (k.start, k.end);
-    }
 }
 
 /// True when each string is greater than the one before it (so the sequence is its
@@ -583,54 +489,6 @@ fn json_strs<'a>(
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn sort_spans_gives_byte_order() {
-        // shared prefixes longer than a word, ranges ending inside and at a word's
-        // end, NUL bytes where a shorter range ended, duplicates, the empty range
-        let mut words: Vec<String> = vec![
-            String::new(),
-            "a".into(),
-            "a\0".into(),
-            "a\0\0b".into(),
-            "pkg.Class1::test_10".into(),
-            "pkg.Class1::test_2".into(),
-            "pkg.Class10::test_1".into(),
-            "pkg.Class1::test_10".into(),
-            "abcdefgh".into(),
-            "abcdefg".into(),
-            "abcdefghi".into(),
-            "abcdefgh\0".into(),
-            "zz".into(),
-            "\u{e9}t\u{e9}".into(),
-        ];
-        // a deterministic spread of ids sharing long prefixes
-        let mut x = 12345u64;
-        for _ in 0..2000 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let class = (x >> 33) % 7;
-            let case = (x >> 40) % 300;
-            let pad = "m".repeat(((x >> 20) % 3) as usize * 8);
-            words.push(format!("integration::{pad}module_{class}::case_{case}"));
-        }
-        let mut text = String::new();
-        let mut spans = Vec::new();
-        for w in &words {
-            let start = text.len() as u32;
-            text.push_str(w);
-            spans.push((start, text.len() as u32));
-        }
-        super::sort_spans(text.as_bytes(), &mut spans);
-        let got: Vec<&str> = spans
-            .iter()
-            .map(|&(a, b)| &text[a as usize..b as usize])
-            .collect();
-        let mut want: Vec<&str> = words.iter().map(String::as_str).collect();
-        want.sort_unstable();
-        assert_eq!(got, want);
-    }
-
     use super::*;
     use crate::check::model::Outcome as O;
 

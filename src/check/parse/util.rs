@@ -121,23 +121,33 @@ pub fn normalize_message(msg: &str) -> String {
     static HEX: OnceLock<Regex> = OnceLock::new();
     static DUR: OnceLock<Regex> = OnceLock::new();
     static TID: OnceLock<Regex> = OnceLock::new();
+    // (substring searchers built once: `str::contains` prepares one per call, which
+    // cost more than the search on a message's short lines)
+    static FINDERS: OnceLock<[memchr::memmem::Finder<'static>; 3]> = OnceLock::new();
+    let [backtrace, thread, hex] = FINDERS.get_or_init(|| {
+        [
+            memchr::memmem::Finder::new("RUST_BACKTRACE"),
+            memchr::memmem::Finder::new("thread '"),
+            memchr::memmem::Finder::new("0x"),
+        ]
+    });
     let stripped = strip_ansi(msg);
     let mut out = String::new();
     let mut kept = 0;
     for line in stripped.lines() {
         let line = line.trim_end();
-        if line.trim().is_empty() || line.contains("RUST_BACKTRACE") {
+        if line.trim().is_empty() || backtrace.find(line.as_bytes()).is_some() {
             continue;
         }
         // each pattern only on a line that holds what it must match (a thread name,
-        // `0x`, a numeric character — a superset of `\d` — with an `s` after it): the
-        // same result without a regex search per line
-        let l = if line.contains("thread '") {
+        // `0x`, a number followed by a unit's first letter): the same result without
+        // a regex search per line
+        let l = if thread.find(line.as_bytes()).is_some() {
             re(&TID, r"(thread '[^']*') \(\d+\)").replace_all(line, "$1")
         } else {
             Cow::Borrowed(line)
         };
-        let l = if l.contains("0x") {
+        let l = if hex.find(l.as_bytes()).is_some() {
             Cow::Owned(
                 re(&HEX, r"0x[0-9a-fA-F]{4,}")
                     .replace_all(&l, "0x?")
