@@ -139,8 +139,10 @@ fn code_kept_in_a_data_file_is_read() {
 /// A receipt copied verbatim from another project's green run (its hash chain is
 /// intact). Before: `runs` listed it as exit 10, `replay --offline` agreed and `attest`
 /// signed it. Now `runs` marks it, replay disagrees and attest refuses.
-#[test]
-fn a_receipt_copied_from_another_project_is_not_this_workspaces_run() {
+/// A donor project's green run and a workspace whose own run halted 12, with the
+/// donor's receipt copied into the workspace's runs: (donor, donor run id, workspace,
+/// its own run id).
+fn planted_green() -> (Repo, String, Repo, String) {
     let donor = Repo::new();
     donor.write("value", "4\n").commit("red");
     let green = donor
@@ -155,6 +157,12 @@ fn a_receipt_copied_from_another_project_is_not_this_workspaces_run() {
         .expect(12, Some("max_iterations_reached"));
     let own_id = own["run"]["run_id"].as_str().expect("run id").to_string();
     std::fs::copy(donor.receipt(&id), r.receipt(&id)).expect("plant the receipt");
+    (donor, id, r, own_id)
+}
+
+#[test]
+fn a_receipt_copied_from_another_project_is_not_this_workspaces_run() {
+    let (_donor, id, r, own_id) = planted_green();
 
     let runs = r.lx(&["runs"]).expect(0, None);
     let unrecorded: Vec<&str> = runs["unrecorded"]
@@ -206,20 +214,7 @@ fn a_receipt_copied_from_another_project_is_not_this_workspaces_run() {
 /// workspace's own run, and nothing signs the planted one.
 #[test]
 fn a_planted_receipt_with_ledger_rows_is_not_latest_nor_signed() {
-    let donor = Repo::new();
-    donor.write("value", "4\n").commit("red");
-    let green = donor
-        .run2("echo 5 > value", "[ \"$(cat value)\" = 5 ]")
-        .expect(10, Some("success_condition_met"));
-    let id = green["run"]["run_id"].as_str().expect("run id").to_string();
-
-    let r = Repo::new();
-    r.write("value", "4\n").commit("red");
-    let own = r
-        .run2("true", "[ \"$(cat value)\" = 5 ]")
-        .expect(12, Some("max_iterations_reached"));
-    let own_id = own["run"]["run_id"].as_str().expect("run id").to_string();
-    std::fs::copy(donor.receipt(&id), r.receipt(&id)).expect("plant the receipt");
+    let (donor, id, r, own_id) = planted_green();
     let from = rusqlite::Connection::open(donor.path().join(".loopexec/ledger.sqlite"))
         .expect("donor ledger");
     let to = rusqlite::Connection::open(r.path().join(".loopexec/ledger.sqlite")).expect("ledger");
