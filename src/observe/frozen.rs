@@ -30,7 +30,7 @@ use super::lex::{mask, Lang};
 use super::store::FileEntry;
 use globset::GlobSet;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Most changed lines listed per edit.
@@ -45,6 +45,28 @@ pub const MAX_LINES_PER_EDIT: usize = 12;
 pub fn in_test_dir(dir: &str, name: &str) -> bool {
     TEST_DIRS.contains(&dir)
         && !(dir == "spec" && matches!(Lang::from_path(name), Lang::Python | Lang::Rust | Lang::Go))
+}
+
+/// The Python sub-packages named `fixtures` among `paths` (a tree's files), each with
+/// its trailing `/`: `D/fixtures/__init__.py` where `D/__init__.py` is there too and
+/// no directory on the way is a test directory (`league/fixtures/`, not
+/// `tests/fixtures/` nor a top-level `fixtures/`, which hold the tests' fixtures).
+#[must_use]
+pub fn code_fixture_packages<'a>(paths: impl Iterator<Item = &'a String> + Clone) -> Vec<String> {
+    let inits: BTreeSet<&str> = paths
+        .clone()
+        .filter_map(|p| p.strip_suffix("__init__.py"))
+        .collect();
+    inits
+        .iter()
+        .filter_map(|dir| {
+            let pkg = dir.strip_suffix("fixtures/")?;
+            let parent_is_package = !pkg.is_empty() && inits.contains(pkg);
+            let on_the_way = pkg.trim_end_matches('/').split('/');
+            (parent_is_package && !on_the_way.clone().any(|d| TEST_DIRS.contains(&d)))
+                .then(|| (*dir).to_string())
+        })
+        .collect()
 }
 
 /// Directory names whose every file is part of the oracle: test code, and the data
@@ -114,6 +136,10 @@ pub struct OracleRules {
     /// Go vendor directories (`vendor/`, `svc/vendor/`): those holding a
     /// `modules.txt` at t0 ([`vendor_dirs`]).
     vendor_dirs: Vec<String>,
+    /// Python sub-packages named `fixtures` (`league/fixtures/`, each with its
+    /// trailing `/`) found at t0 ([`code_fixture_packages`]): code of the package
+    /// above them, not test fixtures.
+    code_fixtures: Vec<String>,
     /// `[oracle] editable`: files a person lets the agent edit although they are data
     /// the tests read, a test helper or under a test directory.
     editable: GlobSet,
@@ -147,8 +173,15 @@ impl OracleRules {
             pulled_in: Vec::new(),
             doc_files: Vec::new(),
             vendor_dirs: Vec::new(),
+            code_fixtures: Vec::new(),
             editable: GlobSet::empty(),
         }
+    }
+
+    /// Sets the Python sub-packages named `fixtures` found at t0
+    /// ([`code_fixture_packages`]).
+    pub fn set_code_fixtures(&mut self, dirs: Vec<String>) {
+        self.code_fixtures = dirs;
     }
 
     /// Sets `[oracle] editable` (see the field).
@@ -250,10 +283,20 @@ impl OracleRules {
                 && !name.to_ascii_lowercase().contains("spec.")
                 && !name.contains("_spec.")
         };
+        // A Python module of a code package's `fixtures` sub-package (a sports
+        // league's match fixtures, `league/fixtures/rounds.py`: a fresh review's
+        // honest fix there was refused) is code; its directory is no test directory.
+        let code_fixture = |i: usize| {
+            name.ends_with(".py")
+                && self
+                    .code_fixtures
+                    .iter()
+                    .any(|d| d.strip_suffix('/') == Some(&parts[..=i].join("/")))
+        };
         if parts
             .iter()
             .enumerate()
-            .any(|(i, p)| in_test_dir(p, name) && !nested_js_source(i, p))
+            .any(|(i, p)| in_test_dir(p, name) && !nested_js_source(i, p) && !code_fixture(i))
         {
             return Some("file under a test directory");
         }

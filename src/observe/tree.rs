@@ -407,6 +407,8 @@ impl TreeObserver {
             return;
         };
         self.rules.set_vendor_dirs(frozen::vendor_dirs(e0.keys()));
+        self.rules
+            .set_code_fixtures(frozen::code_fixture_packages(e0.keys()));
         let rs: Vec<(&String, &FileEntry)> =
             e0.iter().filter(|(p, _)| p.ends_with(".rs")).collect();
         let oids: Vec<String> = rs.iter().map(|(_, e)| e.oid.clone()).collect();

@@ -527,6 +527,44 @@ fn data_files_the_tests_name_are_found() {
 /// A Go vendor directory (one holding `modules.txt` at t0) is frozen whole: the tests'
 /// assertion libraries are built from it (ninth fresh review).
 #[test]
+fn a_code_packages_fixtures_subpackage_is_code() {
+    let paths: Vec<String> = [
+        "league/__init__.py",
+        "league/fixtures/__init__.py",
+        "league/fixtures/rounds.py",
+        "tests/__init__.py",
+        "tests/fixtures/__init__.py",
+        "tests/fixtures/teams.py",
+        "fixtures/__init__.py",
+        "fixtures/users.py",
+        "app/fixtures/data.json",
+    ]
+    .iter()
+    .map(|p| (*p).to_string())
+    .collect();
+    let dirs = code_fixture_packages(paths.iter());
+    assert_eq!(dirs, vec!["league/fixtures/".to_string()]);
+    let mut r = OracleRules::new(GlobSet::empty(), GlobSet::empty(), Some("pytest"));
+    r.set_code_fixtures(dirs);
+    let table: &[(&str, Option<&str>)] = &[
+        ("league/fixtures/rounds.py", None),
+        (
+            "league/fixtures/schedule.json",
+            Some("file under a test directory"),
+        ),
+        ("tests/fixtures/teams.py", Some("test file")),
+        ("fixtures/users.py", Some("file under a test directory")),
+        (
+            "app/fixtures/data.json",
+            Some("file under a test directory"),
+        ),
+    ];
+    for (path, want) in table {
+        assert_eq!(r.frozen_as(path), *want, "{path}");
+    }
+}
+
+#[test]
 fn a_go_vendor_directory_is_frozen() {
     let paths: Vec<String> = [
         "go.mod",
