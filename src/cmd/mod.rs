@@ -174,7 +174,7 @@ pub(crate) fn recorded_in(
 /// control journal (the receipt was not written by a run of this workspace: the
 /// ledger, in the workdir, can be written by the agent; the journal, outside it,
 /// cannot), a receipt that differs from the one sealed, or a journal that cannot be
-/// read (nothing is vouched for then). Empty when the seal matches.
+/// read (nothing is vouched for then). `None` when the seal matches.
 pub(crate) fn unsealed(
     store: &crate::store::Store,
     run_id: &str,
