@@ -183,20 +183,20 @@ impl Workspace {
                         // (a journal that sealed nothing — another state directory,
                         // runs older than seals — cannot tell: the newest row stands,
                         // and the commands that read it say it is not recorded)
-                        let last_sealed = store
-                            .journal()
-                            .state()
-                            .ok()
-                            .and_then(|s| s.last_sealed)
-                            .filter(|id| self.receipt_path(id).is_file());
-                        let pass_over = last_sealed.is_some()
-                            && ends_halted(&path)
-                            && crate::cmd::unsealed(&store, &r.run_id, &path).is_some();
-                        return if pass_over {
-                            last_sealed
-                        } else {
-                            Some(r.run_id)
-                        };
+                        if ends_halted(&path)
+                            && crate::cmd::unsealed(&store, &r.run_id, &path).is_some()
+                        {
+                            let last_sealed = store
+                                .journal()
+                                .state()
+                                .ok()
+                                .and_then(|s| s.last_sealed)
+                                .filter(|id| self.receipt_path(id).is_file());
+                            if last_sealed.is_some() {
+                                return last_sealed;
+                            }
+                        }
+                        return Some(r.run_id);
                     }
                 }
             }
