@@ -701,7 +701,10 @@ fn pick<T, const N: usize>(
         Some(i) => (&name[i + 1..], true),
         None => (name, false),
     };
-    let j = keys.iter().position(|k| *k == local)?;
+    // length and first byte first: most names are told apart without a `memcmp`
+    let j = keys
+        .iter()
+        .position(|k| k.len() == local.len() && k.first() == local.first() && *k == local)?;
     if out[j].is_some() && (prefixed || exact[j]) {
         return None;
     }
