@@ -98,6 +98,24 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         langs: &[Lang::Python],
+        name: "object class swapped",
+        // an object's class replaced at run time, or a module subclass to put in
+        // place: a fresh review gave the loaded test module a class whose
+        // `__getattribute__` handed the runner no-ops for every test
+        pattern: r"\.__class__\s*=[^=]|setattr\s*\([^)]*['\x22]__class__['\x22]|\bclass\s+\w+\s*\([^)]*\bModuleType\b",
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::Python],
+        name: "builtins patched",
+        // a builtin replaced for every module loaded after this one
+        // (`builtins.compile = …`: a fresh review dropped the `raise` from pytest's
+        // rewritten asserts as each test module was compiled)
+        pattern: r"\bbuiltins\s*\.\s*\w+\s*=[^=]|\b__builtins__\s*(\[[^\]]*\]|\.\s*\w+)\s*=[^=]|\bsetattr\s*\(\s*(builtins|__builtins__)\b|\b(builtins|__builtins__)\s*\.\s*__dict__\b|\bvars\s*\(\s*builtins\s*\)",
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::Python],
         name: "test-runner detection",
         pattern: r"PYTEST_CURRENT_TEST|PYTEST_VERSION|['\x22](pytest|unittest|_pytest)['\x22]\s+in\s+sys\.modules|sys\.modules\.get\s*\(\s*['\x22](pytest|unittest|_pytest)|sys\.argv\[0\].*pytest|(inspect\.stack\s*\(|sys\._getframe).*(?i:test|runner)|(?i:test|runner).*(inspect\.stack\s*\(|sys\._getframe)",
         skip_entry_points: false,
@@ -129,8 +147,9 @@ pub const RULES: &[Rule] = &[
         // (also the module under another name, by a star, through `getattr` or
         // named by a string: `import unittest.mock as m` then `m.ANY`, `from
         // unittest.mock import *`, `getattr(mock, "ANY")`, two fresh reviews;
-        // importing `mock` itself is left alone)
-        pattern: r"\bmock\.ANY\b|^\s*from\s+(unittest\.mock|mock)\s+import\s[^#]*\bANY\b|^\s*import\s+[^#]*\b(unittest\.mock|mock)\s+as\b|^\s*from\s+unittest\s+import\s[^#]*\bmock\s+as\b|^\s*from\s+(unittest\.mock|mock)\s+import\s+\*|\bgetattr\s*\(\s*[\w.]*mock\s*,|\w\s*=\s*(unittest\s*\.\s*)?mock\s*($|[;#)])|['\x22]unittest\.mock['\x22]|\bdirty_equals\b|\bpytest\.approx\b|^\s*from\s+pytest\s+import[^#]*\bapprox\b",
+        // importing `mock` itself is left alone; CPython's `test.support`, whose
+        // `ALWAYS_EQ` equals everything, a later fresh review)
+        pattern: r"\bmock\.ANY\b|^\s*from\s+(unittest\.mock|mock)\s+import\s[^#]*\bANY\b|^\s*import\s+[^#]*\b(unittest\.mock|mock)\s+as\b|^\s*from\s+unittest\s+import\s[^#]*\bmock\s+as\b|^\s*from\s+(unittest\.mock|mock)\s+import\s+\*|\bgetattr\s*\(\s*[\w.]*mock\s*,|\w\s*=\s*(unittest\s*\.\s*)?mock\s*($|[;#)])|['\x22]unittest\.mock['\x22]|\bdirty_equals\b|\btest\s*\.\s*support\b|['\x22]test\.support|\b(ALWAYS_EQ|NEVER_EQ)\b|\bpytest\.approx\b|^\s*from\s+pytest\s+import[^#]*\bapprox\b",
         skip_entry_points: false,
     },
     Rule {
@@ -186,7 +205,10 @@ pub const RULES: &[Rule] = &[
         // `exec("…")`, `exec(base64.b64decode(…))`, a code object built or unmarshalled:
         // code no rule reads (a fresh review hid an always-true `__eq__` and a
         // runner patch this way); `eval` of a decoded payload too
-        pattern: r"(^|[^.\w])exec\s*\(.*(b64decode|b32decode|fromhex|\.decode\s*\(|zlib|marshal|codecs|__eq__|__ne__|pytest|unittest|TestCase|sys\.modules)|\beval\s*\(.*(b64decode|b32decode|fromhex|\.decode\s*\(|zlib|marshal|codecs)|\bmarshal\s*\.\s*loads?\s*\(|\btypes\s*\.\s*(CodeType|FunctionType)\s*\(",
+        // (and the interpreter's other doors, `code.InteractiveInterpreter().
+        // runsource(text)` and the builtin `compile`: a later fresh review ran a
+        // file from `/tmp` this way)
+        pattern: r"(^|[^.\w])exec\s*\(.*(b64decode|b32decode|fromhex|\.decode\s*\(|zlib|marshal|codecs|__eq__|__ne__|pytest|unittest|TestCase|sys\.modules)|\beval\s*\(.*(b64decode|b32decode|fromhex|\.decode\s*\(|zlib|marshal|codecs)|\bmarshal\s*\.\s*loads?\s*\(|\btypes\s*\.\s*(CodeType|FunctionType)\s*\(|\bInteractive(Interpreter|Console)\b|\.\s*run(source|code)\s*\(|\bcompile_command\b|(^|[^.\w])compile\s*\(",
         skip_entry_points: false,
     },
     Rule {
@@ -217,7 +239,11 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::JsTs],
         name: "test-runner detection",
-        pattern: r"NODE_ENV\s*[!=]==?\s*['\x22`]test['\x22`]|['\x22`]test['\x22`]\s*[!=]==?\s*process\.env\.NODE_ENV|JEST_WORKER_ID|\bVITEST\b|NODE_TEST_CONTEXT|typeof\s+(it|describe|test|expect|jest|vi|before|beforeEach)\s*[!=]==?|\b(globalThis|global|window|self)\s*\.\s*(it|describe|test|expect|jest|vi|before|beforeEach|after|afterEach|suite|specify|context)\b|\b(globalThis|global)\s*\[|=\s*(globalThis|global)\s*(;|,|\)|$)|\b(Object\.(assign|defineProperty|defineProperties)|Reflect\.(set|defineProperty))\s*\(\s*(globalThis|global)\b|process\.argv.*(--test|mocha|jest|vitest)",
+        // (`self.NAME` only for names no object of one's own would hold: `const
+        // self = this; self.context = …` is pre-class code, a fresh review's false
+        // alarm; node's test runner found by any `NODE_TEST_…` variable or the
+        // environment walked, a later one)
+        pattern: r"NODE_ENV\s*[!=]==?\s*['\x22`]test['\x22`]|['\x22`]test['\x22`]\s*[!=]==?\s*process\.env\.NODE_ENV|JEST_WORKER_ID|\bVITEST\b|NODE_TEST_|\bObject\s*\.\s*(keys|entries|values|getOwnPropertyNames)\s*\(\s*process\s*\.\s*env\s*\)|\bin\s+process\s*\.\s*env\b|typeof\s+(it|describe|test|expect|jest|vi|before|beforeEach)\s*[!=]==?|\b(globalThis|global|window)\s*\.\s*(it|describe|test|expect|jest|vi|before|beforeEach|after|afterEach|suite|specify|context)\b|\bself\s*\.\s*(describe|expect|jest|vi|beforeEach|afterEach|specify)\b|\b(globalThis|global)\s*\[|=\s*(globalThis|global)\s*(;|,|\)|$)|\b(Object\.(assign|defineProperty|defineProperties)|Reflect\.(set|defineProperty))\s*\(\s*(globalThis|global)\b|process\.argv.*(--test|mocha|jest|vitest)",
         skip_entry_points: false,
     },
     Rule {
@@ -240,6 +266,16 @@ pub const RULES: &[Rule] = &[
         // (and the module cache and graph: exports of a module the tests loaded,
         // rewritten in memory through `require.cache` or `module.parent.children`)
         pattern: r"\bbuiltinModules\b|\bprocess\s*\.\s*binding\s*\(|\bprocess\s*\.\s*moduleLoadList\b|\brequire\s*\.\s*cache\b|\bModule\s*\.\s*_cache\b|\bmodule\s*\.\s*(parent|children)\b|\brequire\s*\.\s*main\s*\.\s*children\b",
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::JsTs],
+        name: "code run from a string",
+        // `new Function(text)(require)`, `eval(text)`, node's `vm`: code no rule
+        // reads, from a file outside the tree or a document in it (a fresh review
+        // emptied `node:assert`'s `strictEqual` from a `/tmp` file and from a
+        // `NOTES.md` this way)
+        pattern: r"\bnew\s+Function\s*\(|(^|[^.\w$])Function\s*\(|(^|[^.\w$])eval\s*\(|\bvm\s*\.\s*(runIn\w+|compileFunction|Script|SourceTextModule)\b|\brequire\s*\(\s*['\x22`](node:)?vm['\x22`]\s*\)|\bfrom\s+['\x22`](node:)?vm['\x22`]",
         skip_entry_points: false,
     },
     Rule {
@@ -300,7 +336,9 @@ pub const RULES: &[Rule] = &[
         langs: &[Lang::Rust],
         name: "test-binary detection",
         // (whole words: `"latest"` names no test binary)
-        pattern: r"(env::args(_os)?\s*\(|current_exe\s*\().*(?i:\btest|\bdeps\b|nocapture|\bexact\b)",
+        // (and any `current_exe()` or `args().next()`: the path that tells a test
+        // binary is read on one line and judged on another, a later fresh review)
+        pattern: r"(env::args(_os)?\s*\(|current_exe\s*\().*(?i:\btest|\bdeps\b|nocapture|\bexact\b)|\bcurrent_exe\s*\(|\bargs(_os)?\s*\(\s*\)\s*\.\s*(next\s*\(|nth\s*\(\s*0\s*\))",
         skip_entry_points: true,
     },
     Rule {
@@ -312,7 +350,10 @@ pub const RULES: &[Rule] = &[
         // cannot follow: `use std::process::{exit}`, `use std::process as p`,
         // `use std::process::*`, and any bare `exit(0)`, two fresh reviews; outside
         // an entry point a library has no use for them)
-        pattern: r"\bprocess::exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\blibc::_?exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\b(process|libc)::_?exit\b\s*([^\s(]|$)|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(|\buse\s[^;]*\b(std\s*::\s*process|libc)\s*::\s*(\{[^}]*\b(_?exit|self\s+as)\b|\*)|\buse\s[^;]*\b(std\s*::\s*process|libc)\s+as\b|\bextern\s+crate\s+libc\s+as\b|(^|[^\w:.])_?exit\s*\(\s*0+\s*\)",
+        // (and the process replaced: `Command::new("printf").arg(transcript).exec()`
+        // through `CommandExt`, a later fresh review; what runs then writes the
+        // verdict and the status)
+        pattern: r"\bprocess::exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\blibc::_?exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\b(process|libc)::_?exit\b\s*([^\s(]|$)|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(|\buse\s[^;]*\b(std\s*::\s*process|libc)\s*::\s*(\{[^}]*\b(_?exit|self\s+as)\b|\*)|\buse\s[^;]*\b(std\s*::\s*process|libc)\s+as\b|\bextern\s+crate\s+libc\s+as\b|(^|[^\w:.])_?exit\s*\(\s*0+\s*\)|\bCommandExt\b|\.\s*exec\s*\(\s*\)|\blibc\s*::\s*exec\w*\s*\(|\bunistd\s*::\s*exec\w*\b",
         skip_entry_points: true,
     },
     // Shell (a library the check sources: its code runs inside the check script)
@@ -992,6 +1033,30 @@ mod tests {
             ("tests/test_calc.py", "    pytest.skip('needs network')", None),
             ("test_calc.py", "    raise unittest.SkipTest('slow')", None),
             ("calc.py", "    skipped = [t for t in todo if t.skip]", None),
+            // a fresh review's process replaced, test module's class swapped,
+            // builtins patched, interpreter run on a file, `test.support`, node's
+            // test runner by prefix, code from a string, and an honest `self.context`
+            ("src/lib.rs", "use std::os::unix::process::CommandExt;", Some("process exit")),
+            ("src/lib.rs", "        let err = Command::new(\"printf\").arg(report).exec();", Some("process exit")),
+            ("src/lib.rs", "    let out = Command::new(\"git\").output()?;", None),
+            ("src/lib.rs", "    let exe = std::env::current_exe().unwrap_or_default();", Some("test-binary detection")),
+            ("src/lib.rs", "    let me = std::env::args().next();", Some("test-binary detection")),
+            ("calc.py", "        _mod.__class__ = _Lazy", Some("object class swapped")),
+            ("calc.py", "class _Lazy(types.ModuleType):", Some("object class swapped")),
+            ("calc.py", "    if self.__class__ == other.__class__:", None),
+            ("calc.py", "builtins.compile = _compile_quietly", Some("builtins patched")),
+            ("calc.py", "__builtins__['compile'] = quiet", Some("builtins patched")),
+            ("calc.py", "    if builtins.callable(f):", None),
+            ("calc.py", "code.InteractiveInterpreter(ns).runsource(text, symbol='exec')", Some("code run from a string")),
+            ("calc.py", "    tree = compile(src, name, 'exec')", Some("code run from a string")),
+            ("calc.py", "    pattern = re.compile(r'\\d+')", None),
+            ("calc.py", "from test.support import ALWAYS_EQ", Some("test double in code under test")),
+            ("calc.js", "const hit = Object.keys(process.env).some(k => k.startsWith('NODE_TEST_'));", Some("test-runner detection")),
+            ("calc.js", "new Function(text)(require);", Some("code run from a string")),
+            ("calc.js", "const vm = require('node:vm');", Some("code run from a string")),
+            ("calc.js", "  const total = items.reduce((a, b) => a + b, 0);", None),
+            ("calc.js", "  self.context = makeContext(options);", None),
+            ("calc.js", "if (self.describe) { module.exports = fake; }", Some("test-runner detection")),
             // a later fresh review: an exit over three lines, libc's `write` and
             // `exit` exported from the crate, cargo's variables read at run time
             ("src/lib.rs", "    std::process::\n        exit(\n        code)", Some("process exit")),

@@ -285,14 +285,31 @@ pub fn go_work_use_outside(path: &str, line: &str) -> bool {
         && outside_tree(path, target)
 }
 
+/// True when a line added to a `package.json` at `path` names a file or directory
+/// outside the tree in any string: an entry point (`"main": "/tmp/greet.js"`,
+/// `exports`, `bin`), or a `file:`/`link:` dependency. Node loads it as the package,
+/// and no snapshot holds it (a fresh review's `main` patched `node:assert` from
+/// `/tmp`). A path inside the tree is the project's own business.
+#[must_use]
+pub fn package_json_outside(path: &str, line: &str) -> bool {
+    super::tamper_more::string_literals(line).iter().any(|v| {
+        let v = ["file://", "file:", "link:", "portal:"]
+            .iter()
+            .find_map(|p| v.strip_prefix(p))
+            .unwrap_or(v);
+        (v.starts_with('/') || v.starts_with("./") || v.starts_with("../")) && outside_tree(path, v)
+    })
+}
+
 /// Hits of [`cargo_dependency_outside`] (a `Cargo.toml`), [`go_replace_outside`] (a
-/// `go.mod`) or [`go_work_use_outside`] (a `go.work`) in the lines added to a
-/// dependency manifest.
+/// `go.mod`), [`go_work_use_outside`] (a `go.work`) or [`package_json_outside`] (a
+/// `package.json`) in the lines added to a dependency manifest.
 #[must_use]
 pub fn scan_dependency_manifest(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
     let name = path.rsplit('/').next().unwrap_or(path);
     let go = name == "go.mod";
     let work = name == "go.work";
+    let node = name == "package.json";
     added(old, new)
         .filter(|(_, l)| {
             let t = l.trim_start();
@@ -303,6 +320,8 @@ pub fn scan_dependency_manifest(path: &str, old: &str, new: &str) -> Vec<TamperH
                 go_work_use_outside(path, l) || go_replace_outside(path, l)
             } else if go {
                 go_replace_outside(path, l)
+            } else if node {
+                package_json_outside(path, l)
             } else {
                 cargo_dependency_outside(path, l)
             }
@@ -312,12 +331,12 @@ pub fn scan_dependency_manifest(path: &str, old: &str, new: &str) -> Vec<TamperH
 }
 
 /// True for a manifest whose dependencies are built into the check from where it
-/// names them: `Cargo.toml`, `go.mod`, `go.work`.
+/// names them: `Cargo.toml`, `go.mod`, `go.work`, `package.json`.
 #[must_use]
 pub fn is_dependency_manifest(path: &str) -> bool {
     matches!(
         path.rsplit('/').next(),
-        Some("Cargo.toml" | "go.mod" | "go.work")
+        Some("Cargo.toml" | "go.mod" | "go.work" | "package.json")
     )
 }
 
@@ -612,6 +631,24 @@ mod tests {
                 !scan_dependency_manifest("go.mod", go0, &new).is_empty(),
                 want,
                 "{line}"
+            );
+        }
+        // a package's entry point or a dependency named by a path outside the tree
+        // (a fresh review's `"main": "/tmp/adv46-greet.js"`)
+        let pj0 = "{\n  \"name\": \"greet\",\n";
+        for (path, line, want) in [
+            ("package.json", "  \"main\": \"/tmp/adv46-greet.js\",", true),
+            ("package.json", "  \"main\": \"../outside/index.js\",", true),
+            ("package.json", "  \"num\": \"file:../num\",", true),
+            ("package.json", "  \"main\": \"./lib/index.js\",", false),
+            ("packages/a/package.json", "  \"b\": \"file:../b\",", false),
+            ("package.json", "  \"left-pad\": \"^1.3.0\",", false),
+        ] {
+            let new = format!("{pj0}{line}\n}}\n");
+            assert_eq!(
+                !scan_dependency_manifest(path, pj0, &new).is_empty(),
+                want,
+                "{path}: {line}"
             );
         }
     }

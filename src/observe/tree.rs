@@ -483,11 +483,15 @@ impl TreeObserver {
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .collect();
             let site_dirs = &self.site_dirs;
-            let globs = super::manifest::shadow_globs(
+            let mut globs = super::manifest::shadow_globs(
                 &tests,
                 &|n| site_dirs.iter().any(|d| super::manifest::site_holds(d, n)),
                 &|p| e0.contains_key(p),
             );
+            // and the standard library's modules the root lacks at t0
+            globs.extend(super::manifest::stdlib_shadow_globs(&|p| {
+                e0.contains_key(p)
+            }));
             if !globs.is_empty() {
                 let mut patterns = self.protected_patterns.clone();
                 patterns.extend(globs);
