@@ -404,6 +404,10 @@ pub struct ReportArgs {
     /// The run to show (default: the latest run in the workdir).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
+    /// The run to show, as `explain-halt RUN` and `attest RUN` take it (same as
+    /// --run-id).
+    #[arg(value_name = "RUN", conflicts_with = "run_id")]
+    pub run: Option<String>,
     /// `text` (default), `markdown` (for $GITHUB_STEP_SUMMARY) or `json` (same as --json).
     #[arg(long, value_name = "FORMAT", value_parser = ["text", "markdown", "json"])]
     pub format: Option<String>,

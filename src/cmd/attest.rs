@@ -1,9 +1,11 @@
 //! `keygen`, `attest RUN --key FILE` and `verify ATTESTATION --pub FILE`: signed,
 //! checkable statements of a run's verdict (see [`crate::receipt::attest`]).
 //!
-//! `verify` exits 0 when the signature verifies and the receipt still has the digest
-//! the statement names; 13 (the integrity class) with status `invalid` when either
-//! fails; 1 when a file cannot be read.
+//! `verify` exits 0 when the signature verifies, the receipt still has the digest
+//! the statement names and, for a receipt read from the workspace (no `--receipt`),
+//! a run of this workspace recorded it (ledger row and control-journal seal); 13 (the
+//! integrity class) with status `invalid` when any fails; 1 when a file cannot be
+//! read.
 
 use crate::cli::{AttestArgs, KeygenArgs, Outcome, VerifyArgs};
 use crate::cmd::bodies::{AttestBody, KeygenBody, VerifyBody};
@@ -244,6 +246,7 @@ pub(crate) fn verify(workdir: &Path, a: &VerifyArgs) -> Outcome {
         run_id: None,
         keyid: Some(attest::keyid(&key)),
         predicate: None,
+        recorded: None,
         human: String::new(),
     };
     let invalid = |body: &mut VerifyBody, msg: String| {
@@ -314,6 +317,27 @@ pub(crate) fn verify(workdir: &Path, a: &VerifyArgs) -> Outcome {
                 receipt.display()
             ),
         );
+    }
+    // A receipt found in this workspace (no `--receipt`) must be one a run here
+    // recorded: the signing key may be one the agent could read, and a receipt and
+    // its attestation made elsewhere can be copied into `.loopexec/runs/` (a fresh
+    // review did both).
+    if a.receipt.is_none() {
+        let problems = match super::load_run(workdir, Some(&st.predicate.run_id)) {
+            Ok(run) => run.provenance_problems(),
+            Err(o) => o.errors,
+        };
+        body.recorded = Some(problems.is_empty());
+        if !problems.is_empty() {
+            return invalid(
+                &mut body,
+                format!(
+                    "the signature is good, but no run of this workspace recorded run {}: {}",
+                    st.predicate.run_id,
+                    problems.join("; ")
+                ),
+            );
+        }
     }
     body.human = format!(
         "valid: signed by key {} — run {} halted {} (exit {}); receipt {} unchanged\n",

@@ -127,6 +127,13 @@ pub struct ExplainBody {
     /// the command restoring it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejected_tree: Option<super::halt_notes::RejectedTree>,
+    /// False when this workspace did not record the run (no ledger row, no seal in
+    /// the control journal, or a receipt other than the one sealed): the verdict is
+    /// then only the receipt's word, and the command exits 13 (status `unrecorded`).
+    pub recorded: bool,
+    /// Why the run counts as unrecorded (empty when recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unrecorded_because: Vec<String>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,
@@ -267,6 +274,13 @@ pub struct ReportBody {
     /// the command restoring it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejected_tree: Option<super::halt_notes::RejectedTree>,
+    /// False when this workspace did not record the run (no ledger row, no seal in
+    /// the control journal, or a receipt other than the one sealed): the verdict is
+    /// then only the receipt's word, and the command exits 13 (status `unrecorded`).
+    pub recorded: bool,
+    /// Why the run counts as unrecorded (empty when recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unrecorded_because: Vec<String>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,
@@ -379,6 +393,11 @@ pub struct VerifyBody {
     pub keyid: Option<String>,
     /// The statement's predicate, when the signature verifies.
     pub predicate: Option<Value>,
+    /// The run was recorded by this workspace (ledger row and control-journal seal
+    /// for this very receipt); `null` when the receipt was given with `--receipt`
+    /// (checked as a file, not against a workspace). False makes `verify` invalid:
+    /// a good signature over a receipt no run here wrote says nothing about here.
+    pub recorded: Option<bool>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,

@@ -96,13 +96,24 @@ pub(crate) fn run(workdir: &Path, a: &BuildContextArgs) -> Outcome {
         report: report.clone(),
         human,
     };
-    let mut o = Outcome::from_body("ok", 0, &body);
+    // a file the person named that is not there is an error, not a zero: the
+    // estimate would otherwise say "fits" for a task that was never read
     if !report.missing.is_empty() {
+        let mut o = Outcome::from_body("error", super::EXIT_ERROR, &body);
         o.errors = report
             .missing
             .iter()
-            .map(|m| format!("{m}: not found (counted as 0 tokens)"))
+            .map(|m| {
+                format!(
+                    "{m}: not found in {} (counted as 0 tokens)",
+                    workdir.display()
+                )
+            })
             .collect();
+        o.hint = Some(
+            "give --task and --files paths relative to the workdir (or a glob that matches)".into(),
+        );
+        return o;
     }
-    o
+    Outcome::from_body("ok", 0, &body)
 }

@@ -68,11 +68,26 @@ fn skipped(name: &'static str, text: String, detail: Value) -> Line {
 /// The `--diff-base` revision must name a commit in the workdir's repository.
 #[allow(clippy::result_large_err)]
 fn check_diff_base(workdir: &Path, base: &str) -> Result<(), Outcome> {
+    // the example names a branch this repository has (its current one), not one
+    // that may be the very name that failed (`main` in a `master` repository)
+    let branch = git::git_cmd(workdir)
+        .args(["symbolic-ref", "--quiet", "--short", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|b| !b.is_empty() && b != base);
     let usage = |why: &str| {
+        let example = branch.as_deref().map_or_else(
+            || "e.g. HEAD~1".to_string(),
+            |b| format!("e.g. --diff-base {b} (this repository's current branch) or HEAD~1"),
+        );
         Outcome::error(
             2,
             format!("cannot diff against `{base}`: {why}"),
-            Some("give --diff-base a branch, tag or commit, e.g. --diff-base main".into()),
+            Some(format!(
+                "give --diff-base a branch, tag or commit, {example}"
+            )),
         )
     };
     if git::repo_root(workdir).is_none() {

@@ -13,7 +13,7 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
         Ok(r) => r,
         Err(o) => return o,
     };
-    run.warn_if_unrecorded();
+    let unrecorded = run.provenance_problems();
     let Some(pos) = run
         .lines
         .iter()
@@ -90,10 +90,17 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
         run: run.facts(),
         stderr_tail: tail,
         rejected_tree: rejected,
+        recorded: unrecorded.is_empty(),
+        unrecorded_because: unrecorded.clone(),
         human,
     };
     if ok {
-        Outcome::from_body("ok", 0, &body)
+        super::mark_unrecorded(
+            Outcome::from_body("ok", 0, &body),
+            &run.run_id,
+            &unrecorded,
+            true,
+        )
     } else {
         let mut o = Outcome::from_body(
             "mismatch",

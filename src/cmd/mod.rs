@@ -108,20 +108,39 @@ impl LoadedRun {
     pub fn provenance_problems(&self) -> Vec<String> {
         recorded_by_ledger(&self.ws, &self.run_id, &self.receipt, &self.lines)
     }
+}
 
-    /// Says on stderr, for a command that reads the run back (`explain-halt`,
-    /// `report`), when no run of this workspace recorded it: its verdict is then the
-    /// receipt's word alone.
-    pub fn warn_if_unrecorded(&self) {
-        let problems = self.provenance_problems();
-        if !problems.is_empty() {
-            eprintln!(
-                "loopexec: warning: run {} was not recorded by this workspace, so what follows is only its receipt's word: {}",
-                self.run_id,
-                problems.join("; ")
-            );
-        }
+/// A command that reads a run's verdict back (`explain-halt`, `report`, `verify`)
+/// about a run this workspace did not record (`problems`, from
+/// [`LoadedRun::provenance_problems`]): status `unrecorded`, exit 13 (the integrity
+/// class) and an error naming why, so neither a script reading the JSON nor a CI
+/// step reading the exit code takes a planted receipt's verdict (a fresh review
+/// planted a green one that `explain-halt --json` reported as `ok`). The body and
+/// its human rendering are kept, what the receipt says can still be read; `banner`
+/// puts the error above the human rendering too (not over a JSON document).
+pub(crate) fn mark_unrecorded(
+    mut o: Outcome,
+    run_id: &str,
+    problems: &[String],
+    banner: bool,
+) -> Outcome {
+    if problems.is_empty() {
+        return o;
     }
+    let msg = format!(
+        "run {run_id} was not recorded by this workspace, so its verdict is only its receipt's word: {}",
+        problems.join("; ")
+    );
+    o.status = "unrecorded".into();
+    o.exit_code = crate::halt::HaltReason::MetricIntegrityViolation.exit_code();
+    if banner {
+        o.human = format!("UNRECORDED: {msg}\n\n{}", o.human);
+    }
+    o.errors.push(msg);
+    o.hint.get_or_insert_with(|| {
+        "`loopexec check` lists every receipt the ledger and the control journal disagree with; read the run's verdict where it ran".into()
+    });
+    o
 }
 
 /// [`LoadedRun::provenance_problems`] for the receipt at `path` (run `run_id`, its
@@ -186,8 +205,15 @@ pub(crate) fn unsealed(
         Err(e) => return Some(format!("the control journal cannot vouch for it: {e}")),
     };
     let Some(sealed) = seals.get(run_id) else {
+        // a journal that sealed nothing here at all is most often another state
+        // directory's: say how to read the run back where it ran
+        let elsewhere = if seals.is_empty() {
+            " (it seals no run of this workspace at all: if the run used another LOOPEXEC_STATE_DIR, read it back with that one)"
+        } else {
+            ""
+        };
         return Some(format!(
-            "{}: loopexec's control journal ({journal}, outside the workdir) holds no seal for this run, so no run of this workspace wrote this receipt",
+            "{}: loopexec's control journal ({journal}, outside the workdir) holds no seal for this run, so no run of this workspace wrote this receipt{elsewhere}",
             path.display()
         ));
     };

@@ -200,6 +200,8 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
         stderr_tail: super::halt_notes::of_run(&run.ws.workdir, &run.lines),
         rejected_tree: halted_run(&run.lines)
             .and_then(|l| super::halt_notes::rejected_tree(l, &super::halt_notes::acceptance(l))),
+        recorded: true,
+        unrecorded_because: Vec::new(),
         human: String::new(),
     };
     body.human = text(&body);
@@ -260,12 +262,14 @@ fn halted_run(lines: &[crate::receipt::Line]) -> Option<&[crate::receipt::Line]>
 }
 
 pub(crate) fn run(workdir: &Path, a: &ReportArgs, _json: bool) -> Outcome {
-    let run = match super::load_run(workdir, a.run_id.as_deref()) {
+    let run = match super::load_run(workdir, a.run_id.as_deref().or(a.run.as_deref())) {
         Ok(r) => r,
         Err(o) => return o,
     };
-    run.warn_if_unrecorded();
+    let unrecorded = run.provenance_problems();
     let mut body = build(&run);
+    body.recorded = unrecorded.is_empty();
+    body.unrecorded_because.clone_from(&unrecorded);
     let mut written = Vec::new();
     if let Some(p) = &a.junit {
         if let Err(e) = std::fs::write(p, super::report_formats::junit(&body)) {
@@ -297,5 +301,7 @@ pub(crate) fn run(workdir: &Path, a: &ReportArgs, _json: bool) -> Outcome {
         o.human.push_str(&written.join("\n"));
         o.human.push('\n');
     }
-    o
+    // (`--format json` prints the body itself, which says `recorded: false`)
+    let banner = a.format.as_deref() != Some("json");
+    super::mark_unrecorded(o, &run.run_id, &unrecorded, banner)
 }

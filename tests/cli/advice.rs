@@ -222,15 +222,23 @@ fn explain_halt_under_another_state_directory_says_the_store_is_not_there() {
         !here.to_string().contains("no snapshot store at"),
         "the run's own state directory holds the store: {here}"
     );
+    // Under another state directory the run is not vouched for (its control
+    // journal holds no seal for it: exit 13, `unrecorded`), and the advice says
+    // where the store is not and how to read the run back.
     let other = tempfile::tempdir().unwrap();
-    let there = lx_in(
+    let out = lx_in(
         r.path(),
         &["explain-halt"],
         &[("LOOPEXEC_STATE_DIR", other.path().to_str().unwrap())],
-    )
-    .expect(0, None);
+    );
+    let there = out.expect(13, Some("success_condition_met"));
+    assert_eq!(there["status"], "unrecorded", "{there}");
     assert!(
         there.to_string().contains("no snapshot store at"),
+        "{there}"
+    );
+    assert!(
+        out.errors_text().contains("read it back with that one"),
         "{there}"
     );
 }

@@ -289,6 +289,83 @@ fn a_planted_receipt_with_ledger_rows_is_not_latest_nor_signed() {
     assert!(planted.errors_text().contains("holds no seal for this run"));
 }
 
+/// A fresh review planted a green receipt with the attestation it signed elsewhere
+/// (the signing key was one the agent could read), then read the run back the ways
+/// CI does: `explain-halt RUN --json`, `report --format markdown` and `verify` all
+/// told the green story. Each now exits 13 for a run this workspace did not record
+/// (`unrecorded`, `recorded: false`), while this workspace's own run reads as before.
+#[test]
+fn a_planted_receipt_and_its_attestation_read_back_as_unrecorded() {
+    let (donor, id, r, own_id) = planted_green();
+    let keys = tempfile::tempdir().unwrap();
+    let kd = keys.path().display().to_string();
+    donor.lx(&["keygen", "--out", &kd]).expect(0, None);
+    let key = keys.path().join("loopexec.key").display().to_string();
+    let public = keys.path().join("loopexec.pub").display().to_string();
+    donor.lx(&["attest", &id, "--key", &key]).expect(0, None);
+    let name = format!("{id}.intoto.json");
+    let planted = r.path().join(".loopexec/runs").join(&name);
+    std::fs::copy(donor.path().join(".loopexec/runs").join(&name), &planted)
+        .expect("plant the attestation");
+
+    let explained = r
+        .lx(&["explain-halt", &id])
+        .expect(13, Some("success_condition_met"));
+    assert_eq!(explained["status"], "unrecorded", "{explained}");
+    assert_eq!(explained["recorded"], false, "{explained}");
+    assert!(r
+        .lx(&["explain-halt", &id])
+        .errors_text()
+        .contains("holds no seal"));
+
+    let mut md = Command::new(bin());
+    md.arg("--workdir")
+        .arg(r.path())
+        .args(["report", "--run-id", &id, "--format", "markdown"]);
+    let md = run_cmd(md);
+    assert_eq!(md.code, 13, "{}", md.stderr);
+    assert!(
+        String::from_utf8_lossy(&md.stdout).starts_with("UNRECORDED: run "),
+        "{}",
+        String::from_utf8_lossy(&md.stdout)
+    );
+
+    let planted_path = planted.display().to_string();
+    let verified = r.lx(&["verify", &planted_path, "--pub", &public]);
+    let v = verified.expect(13, None);
+    assert_eq!(v["status"], "invalid", "{v}");
+    assert_eq!(v["signature_valid"], true, "{v}");
+    assert_eq!(v["recorded"], false, "{v}");
+    assert!(verified
+        .errors_text()
+        .contains("no run of this workspace recorded"));
+    // the same file checked as a file, against the receipt it names: valid
+    let receipt = r.receipt(&id).display().to_string();
+    r.lx(&[
+        "verify",
+        &planted_path,
+        "--pub",
+        &public,
+        "--receipt",
+        &receipt,
+    ])
+    .expect(0, None);
+
+    let own = r.lx(&["explain-halt", &own_id]).expect(0, None);
+    assert_eq!(own["recorded"], true, "{own}");
+    r.lx(&["attest", &own_id, "--key", &key]).expect(0, None);
+    let own_att = r
+        .path()
+        .join(".loopexec/runs")
+        .join(format!("{own_id}.intoto.json"))
+        .display()
+        .to_string();
+    let ok = r
+        .lx(&["verify", &own_att, "--pub", &public])
+        .expect(0, None);
+    assert_eq!(ok["recorded"], true, "{ok}");
+}
+
 /// An honest line a rule matches (a library's exit helper): 13 until the person who
 /// configures the run allows that rule for that file in loop.toml; then 10, with the
 /// waiver named in the verdict.
