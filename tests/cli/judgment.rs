@@ -304,6 +304,20 @@ fn a_context_that_cannot_fit_is_context_budget_unsatisfiable() {
     assert_eq!(v["fits"], false, "{v}");
     assert_eq!(v["report"]["window"], 1000, "{v}");
     assert_eq!(v["report"]["estimate"], "bytes/4", "{v}");
+    // A task file that is not there is an error naming it, not a zero that fits.
+    let missing = r.lx(&[
+        "build-context",
+        "--task",
+        "NOSUCH.md",
+        "--model",
+        "tiny-model",
+    ]);
+    let v = missing.expect(1, None);
+    assert_eq!(v["status"], "error", "{v}");
+    assert!(
+        missing.errors_text().contains("NOSUCH.md: not found"),
+        "{v}"
+    );
 }
 
 #[test]
