@@ -125,7 +125,9 @@ pub const RULES: &[Rule] = &[
         name: "always-equal object",
         // (`def __eq__` and `__eq__ = lambda` that ignore what they are compared with:
         // `tamper_more::always_equal`)
-        pattern: r"setattr\s*\([^)]*(__eq__|eq__['\x22])",
+        // (also `__eq__ = functools.partialmethod(operator.is_not)`, a later
+        // fresh review: an operator or partial installed as equality)
+        pattern: r"setattr\s*\([^)]*(__eq__|eq__['\x22])|\b__eq__\s*=[^=].*\b(partialmethod|partial|operator\s*\.\s*(is_not|ne|not_|truth|is_|or_|contains|ge|le|gt|lt))\b",
         skip_entry_points: false,
     },
     Rule {
@@ -176,7 +178,13 @@ pub const RULES: &[Rule] = &[
         // asked for by its literal name, `"numpy" in sys.modules`, is no walk)
         // (and unittest's own hooks: a `load_tests` in a package the runner discovers,
         // a test's method swapped through `_testMethodName`, a fresh review)
-        pattern: r"\bdef\s+load_tests\s*\(|\bload_tests\s*=[^=]|\b_testMethodName\b|\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\b(settrace|setprofile)\b|\b(_getframe|currentframe)\s*\([^)]*\)\s*(?:$|[^.\s]|\.\s*f_(?:globals|locals|builtins|trace|lineno))|\bf_(?:globals|locals|builtins|trace)\b|\bsys\s*\.\s*monitoring\b|\bf_lineno\s*=|\b(SourcelessFileLoader|ExtensionFileLoader)\b|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items|keys)\s*\(|\bfor\b.*\bin\s+(list\s*\(\s*|sorted\s*\(\s*|tuple\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b|\b(list|tuple|sorted|iter|dict|set|map|filter|vars)\s*\(\s*(sys|_\w*)\s*\.\s*modules\b",
+        // (and a later review's: the runner's classes found by walking
+        // `type.__subclasses__` (pytest's report made to store "failed" as
+        // "passed", unittest's asserts emptied), the caller's source read for the
+        // expected literal (`traceback.extract_stack`), and the import machinery
+        // taught to load a document (`SOURCE_SUFFIXES`) or a file from outside the
+        // tree (`PathFinder.find_spec(name, [dir])`))
+        pattern: r"\bdef\s+load_tests\s*\(|\bload_tests\s*=[^=]|\b_testMethodName\b|\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\b(settrace|setprofile)\b|\b(_getframe|currentframe)\s*\([^)]*\)\s*(?:$|[^.\s]|\.\s*f_(?:globals|locals|builtins|trace|lineno))|\bf_(?:globals|locals|builtins|trace)\b|\bsys\s*\.\s*monitoring\b|\bf_lineno\s*=|\b(SourcelessFileLoader|ExtensionFileLoader)\b|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items|keys)\s*\(|\bfor\b.*\bin\s+(list\s*\(\s*|sorted\s*\(\s*|tuple\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b|\b(list|tuple|sorted|iter|dict|set|map|filter|vars)\s*\(\s*(sys|_\w*)\s*\.\s*modules\b|\b__subclasses__\b|\b(extract_stack|walk_stack|stack|getouterframes|getframeinfo)\s*\(.*\.\s*(line|lines|code_context)\b|\binspect\s*\.\s*(getsource|getsourcelines|findsource)\b|\b(SOURCE_SUFFIXES|BYTECODE_SUFFIXES|EXTENSION_SUFFIXES|path_hooks|meta_path|path_importer_cache|PathFinder|FileFinder)\b|\.\s*find_spec\s*\(|\bmodule_from_spec\s*\(",
         skip_entry_points: false,
     },
     Rule {
@@ -379,7 +387,9 @@ pub const RULES: &[Rule] = &[
         langs: &[Lang::Rust],
         name: "always-equal object",
         // `impl PartialEq<i32> for Sum { fn eq(&self, _: &i32) -> bool { true } }`
-        pattern: r"fn\s+(eq|ne)\s*\([^)]*\)\s*->\s*bool\s*\{\s*(true|false)\s*\}",
+        // (and `!std::ptr::eq(&self.0, other)`: two values are never one place,
+        // a later fresh review)
+        pattern: r"fn\s+(eq|ne)\s*\([^)]*\)\s*->\s*bool\s*\{\s*(true|false)\s*\}|!\s*(std\s*::\s*|core\s*::\s*)?ptr\s*::\s*(addr_)?eq\s*\(",
         skip_entry_points: false,
     },
     // Go
@@ -589,6 +599,14 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
                 continue;
             }
             if re.is_match(line) {
+                // `pickle.loads(pickle.dumps(x))` copies a value in memory: no
+                // payload is read (a fresh review's false alarm)
+                if rule.name == "code loaded from a data file"
+                    && lang == Lang::Python
+                    && !re.is_match(&pickle_round_trip().replace_all(line, ""))
+                {
+                    continue;
+                }
                 if rule.name == "process exit"
                     && lang == Lang::Python
                     && change.new_index().is_some_and(|i| {
@@ -617,6 +635,16 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         }
     }
     out
+}
+
+/// A pickle round trip in memory, `pickle.loads(pickle.dumps(`: what it loads is
+/// what the same line dumped.
+fn pickle_round_trip() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"\b(pickle|cPickle|_pickle|dill|cloudpickle)\s*\.\s*loads\s*\(\s*(pickle|cPickle|_pickle|dill|cloudpickle)\s*\.\s*dumps\s*\(")
+            .expect("valid round-trip regex")
+    })
 }
 
 /// Go or Rust source with a statement split over lines read as one line: a line
@@ -1033,6 +1061,18 @@ mod tests {
             ("tests/test_calc.py", "    pytest.skip('needs network')", None),
             ("test_calc.py", "    raise unittest.SkipTest('slow')", None),
             ("calc.py", "    skipped = [t for t in todo if t.skip]", None),
+            // a later review: classes found by their hierarchy, the caller's source,
+            // the import machinery, operators as equality, identity negated, and a
+            // pickle round trip in memory (honest)
+            ("calc.py", "for cls in type.__subclasses__(object):", Some("runner introspection")),
+            ("calc.py", "    src = traceback.extract_stack()[-2].line", Some("runner introspection")),
+            ("calc.py", "    name = traceback.extract_stack()[-2].name", None),
+            ("calc.py", "importlib.machinery.SOURCE_SUFFIXES.append('.md')", Some("runner introspection")),
+            ("calc.py", "spec = importlib.machinery.PathFinder.find_spec(name, [where])", Some("runner introspection")),
+            ("calc.py", "    __eq__ = functools.partialmethod(operator.is_not)", Some("always-equal object")),
+            ("src/lib.rs", "        !std::ptr::eq(&self.0, other)", Some("always-equal object")),
+            ("calc.py", "    return pickle.loads(pickle.dumps(value))", None),
+            ("calc.py", "    return pickle.loads(blob)", Some("code loaded from a data file")),
             // a fresh review's process replaced, test module's class swapped,
             // builtins patched, interpreter run on a file, `test.support`, node's
             // test runner by prefix, code from a string, and an honest `self.context`

@@ -132,13 +132,15 @@ pub fn loader_hit(lang: Lang, path: &str, line: &str, reads_files: bool) -> Opti
 /// code no rule reads, made from whatever the script read (a fresh review's build
 /// script copied it from `/tmp`; another wrote it through `File::options()`). A
 /// write in any spelling is flagged (`fs::write`, a `File` opened for writing,
-/// `write!`, `write_all`, `io::copy`). A build script that only calls a generator
+/// `write!`, `write_all`, `io::copy`, or a program that copies: `Command::new("cp")`
+/// put a document's always-equal impl into `OUT_DIR` in a later fresh review). A
+/// build script that only calls a generator
 /// (`prost_build::compile_protos`) or runs a program for its output (`git rev-parse`
 /// into `cargo:rustc-env`, a fresh review's honest fix) is not.
 fn build_script_writes(path: &str, line: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
-        Regex::new(r"\bfs\s*::\s*(write|copy|rename|hard_link)\b|\bFile\s*::\s*(create|create_new|options)\b|\bOpenOptions\b|\bsymlink\b|\b(write_all|write_fmt)\s*\(|\bwrite(ln)?!\s*\(|\.write\s*\(|\bio\s*::\s*copy\b")
+        Regex::new(r#"\bfs\s*::\s*(write|copy|rename|hard_link)\b|\bFile\s*::\s*(create|create_new|options)\b|\bOpenOptions\b|\bsymlink\b|\b(write_all|write_fmt)\s*\(|\bwrite(ln)?!\s*\(|\.write\s*\(|\bio\s*::\s*copy\b|\bCommand\s*::\s*new\s*\(\s*"(/usr)?(/bin/)?(cp|mv|install|ln|tee|dd|rsync|cat|sh|bash|dash|zsh|sed|awk|perl|python3?|curl|wget|tar|unzip|gzip|zstd|base64|xxd)""#)
             .expect("valid build script regex")
     });
     (path == "build.rs" || path.ends_with("/build.rs")) && re.is_match(line)
@@ -199,13 +201,32 @@ fn js_loads(path: &str, line: &str) -> Option<&'static str> {
         Regex::new(r#"\b(?:require|import)\s*\(\s*[^'"`\s)]"#).expect("valid call regex")
     });
     if call.is_match(line) {
-        for l in super::tamper_more::string_literals(line) {
+        let literals = super::tamper_more::string_literals(line);
+        for l in &literals {
             if l.starts_with('/') {
                 return Some("imports from outside the tree");
             }
             if !l.contains(char::is_whitespace) && unread_ext(l) {
                 return Some("code loaded from a file the scan does not read");
             }
+        }
+        // a path built from no literal at all (`require(path.join(docs, entry))`
+        // over a directory listing), or assembled (`['node', 'ass' + 'ert'].
+        // join(':')`, a base64-decoded name) without a literal naming a file the
+        // scan reads, may load anything (a later fresh review emptied `node:assert`
+        // from a document each way)
+        static ASSEMBLED: OnceLock<Regex> = OnceLock::new();
+        let assembled = ASSEMBLED.get_or_init(|| {
+            Regex::new(r#"Buffer\s*\.\s*from|\batob\s*\(|fromCharCode|\.\s*join\s*\(\s*['"`]|\.\s*(reverse|split|replace|map|concat)\s*\(|\+"#)
+                .expect("valid assembled regex")
+        });
+        let names_read_file = literals.iter().any(|l| {
+            let name = l.rsplit('/').next().unwrap_or(l);
+            name.rsplit_once('.')
+                .is_some_and(|(stem, ext)| !stem.is_empty() && JS_LOADED_EXTS.contains(&ext))
+        });
+        if literals.is_empty() || (!names_read_file && assembled.is_match(line)) {
+            return Some("code loaded from a file the scan does not read");
         }
     }
     None
@@ -456,6 +477,34 @@ mod tests {
     #[test]
     fn loaders_the_other_rules_cannot_read_are_flagged() {
         let rows: &[(&str, &str, Option<&str>)] = &[
+            // a later fresh review: a require whose path no literal names (a
+            // directory listing, a joined or decoded name), a build script copying
+            // with a program; a computed path to a JSON file stays free
+            (
+                "calc.js",
+                "fs.readdirSync(docs).forEach((entry) => require(path.join(docs, entry)));\n",
+                Some("code loaded from a file the scan does not read"),
+            ),
+            (
+                "calc.js",
+                "const a = require(['node', 'ass' + 'ert'].join(':'));\n",
+                Some("code loaded from a file the scan does not read"),
+            ),
+            (
+                "calc.js",
+                "const pkg = require(path.join(__dirname, 'package.json'));\n",
+                None,
+            ),
+            (
+                "build.rs",
+                "    Command::new(\"cp\").arg(\"docs/DESIGN.md\").arg(&dest).status().unwrap();\n",
+                Some("code generated at build time"),
+            ),
+            (
+                "build.rs",
+                "    let rev = Command::new(\"git\").args([\"rev-parse\", \"HEAD\"]).output().unwrap();\n",
+                None,
+            ),
             (
                 "calc.py",
                 "# -*- coding: utf-7 -*-\ndef add(a, b): return a + b\n",

@@ -754,6 +754,53 @@ impl TreeObserver {
             hits.extend(found.iter().cloned());
             self.tamper_cache.insert(key, found);
         }
+        hits.extend(self.code_links_to_unread(sdir, e0, changed)?);
+        Ok(hits)
+    }
+
+    /// A symlink changed since t0, named as code (`calc.py`), that points at a file
+    /// the scan does not read as that language (`docs/calc.md`) or out of the tree:
+    /// the interpreter loads the target as code while the scan reads only the link's
+    /// text (a fresh review replaced `calc.py` with a link to a document this way).
+    fn code_links_to_unread(
+        &self,
+        sdir: &Path,
+        e0: &BTreeMap<String, FileEntry>,
+        changed: &[String],
+    ) -> Result<Vec<super::tamper::TamperHit>, git::GitError> {
+        let links: Vec<(&String, &FileEntry)> = changed
+            .iter()
+            .filter_map(|p| Some((p, self.last_entries.get(p)?)))
+            .filter(|(p, e)| e.mode == "120000" && e0.get(*p) != Some(*e))
+            .filter(|(p, _)| !matches!(super::lex::Lang::from_path(p), super::lex::Lang::Other))
+            .collect();
+        if links.is_empty() {
+            return Ok(Vec::new());
+        }
+        let oids: Vec<String> = links.iter().map(|(_, e)| e.oid.clone()).collect();
+        let targets = git::cat_blobs(sdir, &oids)?;
+        let mut hits = Vec::new();
+        for ((p, _), target) in links.into_iter().zip(targets) {
+            let target = target
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            let dir = p.rsplit_once('/').map_or("", |(d, _)| d);
+            let joined = if dir.is_empty() {
+                target.clone()
+            } else {
+                format!("{dir}/{target}")
+            };
+            let inside = !target.starts_with('/') && frozen::normalize(&joined).is_some();
+            let same_lang = super::lex::Lang::from_path(&target) == super::lex::Lang::from_path(p);
+            if !(inside && same_lang) {
+                hits.push(super::tamper::TamperHit {
+                    path: p.clone(),
+                    line: 0,
+                    rule: "code loaded from a file the scan does not read".into(),
+                    text: format!("{p} is a link to {target}"),
+                });
+            }
+        }
         Ok(hits)
     }
 
