@@ -180,11 +180,12 @@ pub const RULES: &[Rule] = &[
         // a test's method swapped through `_testMethodName`, a fresh review)
         // (and a later review's: the runner's classes found by walking
         // `type.__subclasses__` (pytest's report made to store "failed" as
-        // "passed", unittest's asserts emptied), the caller's source read for the
-        // expected literal (`traceback.extract_stack`), and the import machinery
+        // "passed", unittest's asserts emptied), a function's source read
+        // (`inspect.getsource`; a caller's line read from the stack is
+        // `tamper_more::reads_caller_source`, over the whole file), and the import machinery
         // taught to load a document (`SOURCE_SUFFIXES`) or a file from outside the
         // tree (`PathFinder.find_spec(name, [dir])`))
-        pattern: r"\bdef\s+load_tests\s*\(|\bload_tests\s*=[^=]|\b_testMethodName\b|\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\b(settrace|setprofile)\b|\b(_getframe|currentframe)\s*\([^)]*\)\s*(?:$|[^.\s]|\.\s*f_(?:globals|locals|builtins|trace|lineno))|\bf_(?:globals|locals|builtins|trace)\b|\bsys\s*\.\s*monitoring\b|\bf_lineno\s*=|\b(SourcelessFileLoader|ExtensionFileLoader)\b|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items|keys)\s*\(|\bfor\b.*\bin\s+(list\s*\(\s*|sorted\s*\(\s*|tuple\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b|\b(list|tuple|sorted|iter|dict|set|map|filter|vars)\s*\(\s*(sys|_\w*)\s*\.\s*modules\b|\b__subclasses__\b|\b(extract_stack|walk_stack|stack|getouterframes|getframeinfo)\s*\(.*\.\s*(line|lines|code_context)\b|\binspect\s*\.\s*(getsource|getsourcelines|findsource)\b|\b(SOURCE_SUFFIXES|BYTECODE_SUFFIXES|EXTENSION_SUFFIXES|path_hooks|meta_path|path_importer_cache|PathFinder|FileFinder)\b|\.\s*find_spec\s*\(|\bmodule_from_spec\s*\(",
+        pattern: r"\bdef\s+load_tests\s*\(|\bload_tests\s*=[^=]|\b_testMethodName\b|\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\b(settrace|setprofile)\b|\b(_getframe|currentframe)\s*\([^)]*\)\s*(?:$|[^.\s]|\.\s*f_(?:globals|locals|builtins|trace|lineno))|\bf_(?:globals|locals|builtins|trace)\b|\bsys\s*\.\s*monitoring\b|\bf_lineno\s*=|\b(SourcelessFileLoader|ExtensionFileLoader)\b|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items|keys)\s*\(|\bfor\b.*\bin\s+(list\s*\(\s*|sorted\s*\(\s*|tuple\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b|\b(list|tuple|sorted|iter|dict|set|map|filter|vars)\s*\(\s*(sys|_\w*)\s*\.\s*modules\b|\b__subclasses__\b|\binspect\s*\.\s*(getsource|getsourcelines|findsource)\b|\b(SOURCE_SUFFIXES|BYTECODE_SUFFIXES|EXTENSION_SUFFIXES|path_hooks|meta_path|path_importer_cache|PathFinder|FileFinder)\b|\.\s*find_spec\s*\(|\bmodule_from_spec\s*\(",
         skip_entry_points: false,
     },
     Rule {

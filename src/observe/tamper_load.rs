@@ -76,7 +76,7 @@ pub fn python_code_from_string(line: &str) -> bool {
 
 /// True when `target`, a path written in file `path` (relative to its directory, or
 /// absolute), lies outside the tree.
-fn outside_tree(path: &str, target: &str) -> bool {
+pub(crate) fn outside_tree(path: &str, target: &str) -> bool {
     if target.starts_with('/') {
         return true;
     }

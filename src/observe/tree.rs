@@ -784,13 +784,7 @@ impl TreeObserver {
             let target = target
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default();
-            let dir = p.rsplit_once('/').map_or("", |(d, _)| d);
-            let joined = if dir.is_empty() {
-                target.clone()
-            } else {
-                format!("{dir}/{target}")
-            };
-            let inside = !target.starts_with('/') && frozen::normalize(&joined).is_some();
+            let inside = !super::tamper_load::outside_tree(p, &target);
             let same_lang = super::lex::Lang::from_path(&target) == super::lex::Lang::from_path(p);
             if !(inside && same_lang) {
                 hits.push(super::tamper::TamperHit {
