@@ -25,7 +25,7 @@ pub use control::{
 
 use crate::halt::HaltReason;
 use rusqlite::config::DbConfig;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::path::Path;
 use std::time::Duration;
 
@@ -192,6 +192,33 @@ fn severity(reason: HaltReason) -> &'static str {
     control::default_severity(reason)
 }
 
+/// How long opening waits for another connection to finish switching a new ledger
+/// to WAL (the same as the busy timeout of every other statement).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Puts `conn`'s database in WAL mode. Switching a new ledger takes an exclusive lock
+/// and SQLite answers `SQLITE_BUSY` at once, without its busy handler, while another
+/// connection holds the file; two commands opening a new ledger together (`run`
+/// starting while the agent's gate or a person's `status` opens it) retry here for
+/// up to [`BUSY_TIMEOUT`] instead of failing.
+///
+/// # Errors
+/// SQLite errors, `SQLITE_BUSY` after [`BUSY_TIMEOUT`].
+fn wal_mode(conn: &Connection) -> rusqlite::Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && start.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
 impl Store {
     /// Opens (creating and migrating if needed) the ledger at `path`, with its control
     /// journal under loopexec's state directory
@@ -215,7 +242,7 @@ impl Store {
         };
         let fresh = !path.exists();
         let conn = Connection::open(path).map_err(sql)?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(sql)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         // A ledger created now holds nothing yet: building it (the switch to WAL and
         // the migrations) is not worth the five fsyncs SQLite would spend on it. A
         // power cut in those milliseconds can only cost an empty ledger; every later
@@ -224,8 +251,7 @@ impl Store {
             conn.pragma_update(None, "synchronous", "OFF")
                 .map_err(sql)?;
         }
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(sql)?;
+        wal_mode(&conn).map_err(sql)?;
         // Closing leaves the WAL as it is: a checkpoint on close copies every page the
         // connection wrote back into the database and costs three fsyncs and an
         // unlink (10–15 ms at the end of every run and every command that writes).
@@ -291,7 +317,26 @@ impl Store {
         }
         // Every pending migration in one transaction: a fresh ledger is built with one
         // commit, and an upgrade is all or nothing (DDL is transactional in SQLite).
-        let tx = self.conn.transaction().map_err(sql)?;
+        // The transaction takes the write lock first and reads the version again
+        // under it: two commands opening a new ledger at once (`run` and `status` or
+        // the gate's `pending`) would otherwise both build it, and the second would
+        // fail with "table runs already exists".
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let version: i64 = tx
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(sql)?;
+        if version > USER_VERSION {
+            return Err(StoreError::Newer {
+                path: self.path.clone(),
+                found: version,
+            });
+        }
+        if version == USER_VERSION {
+            return tx.commit().map_err(sql);
+        }
         for m in MIGRATIONS
             .iter()
             .skip(usize::try_from(version).unwrap_or(0))
@@ -669,5 +714,36 @@ mod tests {
             Store::open_in(&p, dir.path()),
             Err(StoreError::Newer { .. })
         ));
+    }
+
+    /// Two commands opening a ledger nobody has built yet (`run` starting while the
+    /// agent's gate or a person's `status` opens it) both get a ledger; before, the
+    /// later one failed with "table runs already exists" and the run halted
+    /// `invariant_failed` at its start.
+    #[test]
+    fn commands_opening_a_new_ledger_at_once_both_get_it() {
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("l.sqlite");
+            let go = std::sync::Barrier::new(4);
+            std::thread::scope(|s| {
+                let opened: Vec<_> = (0..4)
+                    .map(|_| {
+                        s.spawn(|| {
+                            go.wait();
+                            Store::open_in(&p, dir.path()).map(|s| s.user_version().unwrap())
+                        })
+                    })
+                    .collect();
+                for o in opened {
+                    let v = o.join().unwrap();
+                    assert!(
+                        matches!(v, Ok(USER_VERSION)),
+                        "round {round}: {:?}",
+                        v.err()
+                    );
+                }
+            });
+        }
     }
 }

@@ -707,17 +707,34 @@ fn an_attended_call_confirmed_in_time_is_allowed_and_logged_with_who_confirmed()
         "60s",
     ])));
     let mut id = String::new();
-    // (deadlines, not timings: generous for a loaded machine)
-    assert!(wait_until(Duration::from_secs(120), || {
+    // (deadlines, not timings: generous for a loaded machine). The hook's answer
+    // ends the wait too: a call answered without waiting is the failure to show.
+    let answered = |name: &str| std::fs::read_to_string(st.path().join(name)).unwrap_or_default();
+    let waited = wait_until(Duration::from_secs(240), || {
         let p = r.lx(&["pending"]).json();
         match p["pending"][0]["id"].as_str() {
             Some(i) => {
                 id = i.to_string();
                 true
             }
-            None => false,
+            // the hook answered, or the run ended, without the call waiting
+            None => {
+                st.path().join("push.rc").exists()
+                    || run.child().try_wait().is_ok_and(|s| s.is_some())
+            }
         }
-    }));
+    });
+    if !waited || id.is_empty() {
+        let out = finish(&mut run, Duration::from_secs(180));
+        panic!(
+            "no pending action; the hook answered rc={} out={} err={}; the run: {} {}",
+            answered("push.rc"),
+            answered("push.out"),
+            answered("push.err"),
+            String::from_utf8_lossy(&out.stdout),
+            out.stderr
+        );
+    }
     let holds = r.lx(&["holds"]).expect(0, None);
     assert!(mentions(&holds, "waiting for a person"), "{holds}");
     r.lx(&["confirm", &id, "--by", "alice"]).expect(0, None);
