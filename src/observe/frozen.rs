@@ -143,6 +143,11 @@ pub struct OracleRules {
     /// `[oracle] editable`: files a person lets the agent edit although they are data
     /// the tests read, a test helper or under a test directory.
     editable: GlobSet,
+    /// Python modules the tests assert through, found at t0 ([`assertion_helpers`]).
+    assertion_helpers: Vec<String>,
+    /// Documents pytest collects for doctests (`--doctest-glob` of the check,
+    /// [`doctest_documents`]).
+    doctest_documents: Vec<DoctestDocuments>,
 }
 
 /// The Go vendor directories of a tree (each with its trailing `/`): a `vendor/` that
@@ -175,6 +180,8 @@ impl OracleRules {
             vendor_dirs: Vec::new(),
             code_fixtures: Vec::new(),
             editable: GlobSet::empty(),
+            assertion_helpers: Vec::new(),
+            doctest_documents: check.map(doctest_documents).unwrap_or_default(),
         }
     }
 
@@ -228,6 +235,12 @@ impl OracleRules {
         self.test_data = files;
     }
 
+    /// Sets the Python modules the tests assert through (found at t0,
+    /// [`assertion_helpers`]).
+    pub fn set_assertion_helpers(&mut self, files: Vec<String>) {
+        self.assertion_helpers = files;
+    }
+
     /// Why `path` belongs to the frozen test oracle (`None`: it does not).
     #[must_use]
     pub fn frozen_as(&self, path: &str) -> Option<&'static str> {
@@ -245,6 +258,9 @@ impl OracleRules {
         }
         if self.frozen_globs.is_match(path) {
             return Some("declared oracle file");
+        }
+        if self.doctest_documents.iter().any(|d| d.collects(path)) {
+            return Some("document whose doctests the check collects");
         }
         if self
             .vendor_dirs
@@ -269,6 +285,9 @@ impl OracleRules {
         }
         if self.test_data.iter().any(|m| m == path) {
             return Some("data the tests read");
+        }
+        if self.assertion_helpers.iter().any(|m| m == path) {
+            return Some("helper the tests assert through");
         }
         if is_test_helper_name(name) {
             return Some("test helper");
@@ -397,13 +416,6 @@ pub fn test_data(sources: &[(String, String)], files: &[String]) -> Vec<String> 
 /// (path, content) of the tree's `.py` and `.go` files; `is_test` tells test files.
 #[must_use]
 pub fn data_modules(sources: &[(String, String)], is_test: &dyn Fn(&str) -> bool) -> Vec<String> {
-    static PY_IMPORT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let py_import = PY_IMPORT.get_or_init(|| {
-        regex::Regex::new(
-            r"(?m)^\s*(?:from\s+([\w.]*)\s+import\s+\(?([\w., \t]+)|import\s+([\w.]+))",
-        )
-        .expect("valid import regex")
-    });
     let code_free = |text: &str, words: &[&str]| {
         !text.lines().any(|l| {
             let t = l.trim_start();
@@ -411,41 +423,13 @@ pub fn data_modules(sources: &[(String, String)], is_test: &dyn Fn(&str) -> bool
         })
     };
     let mut out = Vec::new();
-    // Python: the last component of every module each file imports, and every name a
-    // `from … import` takes (`from shop import rates`, `from . import rates` import a
-    // module by that name)
-    let imports = |text: &str| -> std::collections::BTreeSet<String> {
-        let mut out = std::collections::BTreeSet::new();
-        for c in py_import.captures_iter(text) {
-            for m in [c.get(1), c.get(3)].into_iter().flatten() {
-                out.insert(m.as_str().rsplit('.').next().unwrap_or("").to_string());
-            }
-            if let Some(names) = c.get(2) {
-                for n in names.as_str().split(',') {
-                    let n = n.split_whitespace().next().unwrap_or("");
-                    out.insert(n.to_string());
-                }
-            }
-        }
-        out
-    };
+    // Python: a module only the tests import ([`py_imports_by`])
     let py: Vec<(&String, &String)> = sources
         .iter()
         .filter(|(p, _)| p.ends_with(".py"))
         .map(|(p, t)| (p, t))
         .collect();
-    let (mut by_tests, mut by_code) = (
-        std::collections::BTreeSet::new(),
-        std::collections::BTreeSet::new(),
-    );
-    for (p, t) in &py {
-        let set = if is_test(p) {
-            &mut by_tests
-        } else {
-            &mut by_code
-        };
-        set.extend(imports(t));
-    }
+    let (by_tests, by_code) = py_imports_by(sources, is_test);
     for (p, t) in &py {
         let stem = p.rsplit('/').next().unwrap_or(p).trim_end_matches(".py");
         if !is_test(p)
@@ -455,6 +439,35 @@ pub fn data_modules(sources: &[(String, String)], is_test: &dyn Fn(&str) -> bool
             && code_free(t, &["def ", "async def ", "class ", "@"])
         {
             out.push((*p).clone());
+        }
+    }
+    // JavaScript: a module the tests require by a relative path, that no code under
+    // test requires, holding no function or class (`module.exports = [[2, 3, 5]]`, a
+    // third fresh review's `cases.js`)
+    let js = |p: &str| matches!(Lang::from_path(p), Lang::JsTs);
+    let (mut js_by_tests, mut js_by_code) = (
+        std::collections::BTreeSet::new(),
+        std::collections::BTreeSet::new(),
+    );
+    for (p, t) in sources.iter().filter(|(p, _)| js(p)) {
+        let set = if is_test(p) {
+            &mut js_by_tests
+        } else {
+            &mut js_by_code
+        };
+        set.extend(js_relative_requires(p, t, &|c| {
+            sources.iter().any(|(q, _)| q == c)
+        }));
+    }
+    for (p, t) in sources.iter().filter(|(p, _)| js(p) && !is_test(p)) {
+        if js_by_tests.contains(p)
+            && !js_by_code.contains(p)
+            && code_free(t, &["function", "class ", "async "])
+            && !t.contains("=>")
+            && !t.contains("function")
+            && !t.contains("require(")
+        {
+            out.push(p.clone());
         }
     }
     // Go: per directory, a file with no function whose names only the tests use
@@ -492,6 +505,117 @@ pub fn data_modules(sources: &[(String, String)], is_test: &dyn Fn(&str) -> bool
         }
     }
     out
+}
+
+/// The files a JavaScript file at `path` requires or imports by a relative specifier
+/// (`require('./cases')`, `import cases from "../cases.js"`), resolved as node does
+/// (the path itself, then with `.js`, `.cjs`, `.mjs`, `.json`, then `index.js` in it)
+/// against the files `exists` says the tree holds.
+#[must_use]
+pub fn js_relative_requires(path: &str, text: &str, exists: &dyn Fn(&str) -> bool) -> Vec<String> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(
+            r#"(?:require\s*\(\s*|\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}/[^'"]+)['"]"#,
+        )
+        .expect("valid regex")
+    });
+    let dir = path
+        .rsplit_once('/')
+        .map_or(String::new(), |(d, _)| format!("{d}/"));
+    let mut out = Vec::new();
+    for c in re.captures_iter(text) {
+        let Some(base) = normalize(&format!("{dir}{}", &c[1])) else {
+            continue;
+        };
+        let found = ["", ".js", ".cjs", ".mjs", ".json", "/index.js"]
+            .iter()
+            .map(|x| format!("{base}{x}"))
+            .find(|c| exists(c));
+        out.extend(found);
+    }
+    out
+}
+
+/// Python modules the tests assert through: a module at least one test file imports
+/// and no code under test does, whose text fails a test itself (`raise
+/// AssertionError`, an `assert` statement, `pytest.fail(`, `self.fail(`, a
+/// `unittest.TestCase`). Tests that compare through `support.check(got, want)` are
+/// only as strict as `check` (a third fresh review made a root `support.py`'s `check`
+/// accept anything). `sources` are (path, content) of the tree's `.py` files;
+/// `is_test` tells test files.
+#[must_use]
+pub fn assertion_helpers(
+    sources: &[(String, String)],
+    is_test: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    let (by_tests, by_code) = py_imports_by(sources, is_test);
+    let fails_a_test = |t: &str| {
+        t.lines().any(|l| {
+            let l = l.trim_start();
+            l.starts_with("assert ")
+                || l.contains("raise AssertionError")
+                || l.contains("pytest.fail(")
+                || l.contains("self.fail(")
+                || l.contains("unittest.TestCase")
+        })
+    };
+    sources
+        .iter()
+        .filter(|(p, t)| {
+            let stem = p.rsplit('/').next().unwrap_or(p).trim_end_matches(".py");
+            p.ends_with(".py")
+                && !is_test(p)
+                && stem != "__init__"
+                && by_tests.contains(stem)
+                && !by_code.contains(stem)
+                && fails_a_test(t)
+        })
+        .map(|(p, _)| p.clone())
+        .collect()
+}
+
+/// The module names the Python test files import, and those the other Python files
+/// import: the last component of every module each file imports, and every name a
+/// `from … import` takes (`from shop import rates`, `from . import rates` import a
+/// module by that name).
+fn py_imports_by(
+    sources: &[(String, String)],
+    is_test: &dyn Fn(&str) -> bool,
+) -> (
+    std::collections::BTreeSet<String>,
+    std::collections::BTreeSet<String>,
+) {
+    static PY_IMPORT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let py_import = PY_IMPORT.get_or_init(|| {
+        regex::Regex::new(
+            r"(?m)^\s*(?:from\s+([\w.]*)\s+import\s+\(?([\w., \t]+)|import\s+([\w.]+))",
+        )
+        .expect("valid import regex")
+    });
+    let (mut by_tests, mut by_code) = (
+        std::collections::BTreeSet::new(),
+        std::collections::BTreeSet::new(),
+    );
+    for (p, text) in sources.iter().filter(|(p, _)| p.ends_with(".py")) {
+        let set = if is_test(p) {
+            &mut by_tests
+        } else {
+            &mut by_code
+        };
+        for c in py_import.captures_iter(text) {
+            for m in [c.get(1), c.get(3)].into_iter().flatten() {
+                set.insert(m.as_str().rsplit('.').next().unwrap_or("").to_string());
+            }
+            if let Some(names) = c.get(2) {
+                for n in names.as_str().split(',') {
+                    let n = n.split_whitespace().next().unwrap_or("");
+                    set.insert(n.to_string());
+                }
+            }
+        }
+    }
+    (by_tests, by_code)
 }
 
 /// `data` without the files code under test names too: a data file of no known
@@ -692,6 +816,70 @@ pub fn rust_test_modules(
     out
 }
 
+/// The files of the test targets Cargo manifests declare outside `tests/`
+/// (`[[test]] path = "checks/it.rs"`, resolved against the manifest's directory), with
+/// the module files those crate roots declare (`mod common;` → `checks/common.rs` or
+/// `checks/common/mod.rs`), when `exists` says the tree holds them. `cargo test` builds
+/// and runs each such file as a test crate whatever its directory (a third fresh
+/// review edited the `expected()` helper of `checks/it.rs`, which no convention
+/// froze). `manifests` are (path, content) of the tree's `Cargo.toml` files; `sources`
+/// (path, content) of its `.rs` files. A manifest that does not parse declares none.
+#[must_use]
+pub fn cargo_test_targets(
+    manifests: &[(String, String)],
+    sources: &[(String, String)],
+    exists: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    static MOD: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let module = MOD.get_or_init(|| {
+        regex::Regex::new(r"(?m)^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*;")
+            .expect("valid regex")
+    });
+    let mut roots = Vec::new();
+    for (path, text) in manifests {
+        let Ok(doc) = text.parse::<toml::Table>() else {
+            continue;
+        };
+        let dir = path.strip_suffix("Cargo.toml").unwrap_or("");
+        let tests = doc.get("test").and_then(toml::Value::as_array);
+        for t in tests.into_iter().flatten() {
+            let Some(rel) = t.get("path").and_then(toml::Value::as_str) else {
+                continue;
+            };
+            if rel.starts_with('/') {
+                continue;
+            }
+            if let Some(p) = normalize(&format!("{dir}{rel}")) {
+                if exists(&p) {
+                    roots.push(p);
+                }
+            }
+        }
+    }
+    let mut out = roots.clone();
+    for root in &roots {
+        let Some((_, src)) = sources.iter().find(|(p, _)| p == root) else {
+            continue;
+        };
+        let dir = root
+            .rsplit_once('/')
+            .map_or(String::new(), |(d, _)| format!("{d}/"));
+        for c in module.captures_iter(&mask(Lang::Rust, src)) {
+            for cand in [
+                format!("{dir}{}.rs", &c[1]),
+                format!("{dir}{}/mod.rs", &c[1]),
+            ] {
+                if exists(&cand) {
+                    out.push(cand);
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The documents Rust sources read into their docs, `#![doc = include_str!("PATH")]`
 /// or `#[doc = include_str!("PATH")]`, resolved against the including file's directory
 /// (root-relative, sorted), when `exists` says the tree holds them. Rustdoc runs the
@@ -798,6 +986,7 @@ pub fn markdown_doctests(src: &str) -> Vec<(usize, usize, &'static str)> {
 #[must_use]
 pub fn check_words(check: &str) -> Vec<String> {
     let mut out = make_goals(check);
+    out.extend(unittest_modules(check));
     for w in check.split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|') {
         let w = w.trim_matches(['\'', '"']);
         let w = w.strip_prefix("./").unwrap_or(w);
@@ -823,6 +1012,170 @@ pub fn check_words(check: &str) -> Vec<String> {
     }
     out.sort();
     out.dedup();
+    out
+}
+
+/// The files of the test modules a `python -m unittest` in `check` names by module
+/// name (`checks`, `tests.test_calc`, `tests.test_calc.T.test_add`): for each dotted
+/// prefix `a.b`, the candidates `a/b.py` and `a/b/__init__.py` (the caller keeps those
+/// the tree holds). unittest imports a named module from the root, so `checks.py` is
+/// the test file whatever its name (a fresh review edited the expected value of a
+/// `checks.py` that no test-file convention names). The arguments of `-k`, and of
+/// `discover`'s `-s`, `-p`, `-t`, are no modules; a word with a `/` or ending in `.py`
+/// is a path, which [`check_words`] keeps as it is.
+#[must_use]
+pub fn unittest_modules(check: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for segment in check.split([';', '&', '|', '\n', '(', ')']) {
+        let mut words = segment
+            .split_whitespace()
+            .map(|w| w.trim_matches(['\'', '"']));
+        let mut prev = "";
+        let mut found = false;
+        for w in words.by_ref() {
+            if prev == "-m" && w == "unittest" {
+                found = true;
+                break;
+            }
+            prev = w;
+        }
+        if !found {
+            continue;
+        }
+        while let Some(w) = words.next() {
+            if matches!(
+                w,
+                "-k" | "-s"
+                    | "-p"
+                    | "-t"
+                    | "--start-directory"
+                    | "--pattern"
+                    | "--top-level-directory"
+            ) {
+                words.next();
+                continue;
+            }
+            if w.starts_with('-')
+                || w.contains('/')
+                || w.contains('=')
+                || w.ends_with(".py")
+                || w == "discover"
+            {
+                continue;
+            }
+            let parts: Vec<&str> = w.split('.').collect();
+            if parts
+                .iter()
+                .any(|p| p.is_empty() || !p.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            {
+                continue;
+            }
+            for i in 1..=parts.len() {
+                let base = parts[..i].join("/");
+                out.push(format!("{base}.py"));
+                out.push(format!("{base}/__init__.py"));
+            }
+        }
+    }
+    out
+}
+
+/// The documents a pytest run collects for doctests: the file-name pattern of each
+/// `--doctest-glob` (pytest matches it against file names), within the paths the run
+/// names (none: the whole tree).
+#[derive(Debug, Clone)]
+pub struct DoctestDocuments {
+    pattern: globset::GlobMatcher,
+    scopes: Vec<String>,
+}
+
+impl DoctestDocuments {
+    /// True when pytest would collect `path` (root-relative) for its doctests.
+    #[must_use]
+    pub fn collects(&self, path: &str) -> bool {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        self.pattern.is_match(name)
+            && (self.scopes.is_empty()
+                || self.scopes.iter().any(|s| {
+                    path == s
+                        || path
+                            .strip_prefix(s.as_str())
+                            .is_some_and(|r| r.starts_with('/'))
+                }))
+    }
+}
+
+/// pytest's options (of those a check may pass) that take the next word as their
+/// value: that word is no path to collect.
+const PYTEST_VALUE_OPTIONS: &[&str] = &[
+    "-k",
+    "-m",
+    "-p",
+    "-c",
+    "-o",
+    "-W",
+    "-n",
+    "-r",
+    "--deselect",
+    "--ignore",
+    "--ignore-glob",
+    "--rootdir",
+    "--basetemp",
+    "--confcutdir",
+    "--junitxml",
+    "--junit-xml",
+    "--tb",
+    "--maxfail",
+    "--durations",
+    "--log-level",
+    "--doctest-glob",
+    "--import-mode",
+    "--cov",
+    "--cov-report",
+    "--timeout",
+    "--override-ini",
+];
+
+/// The doctest documents of each pytest run in `check` (`pytest --doctest-glob='*.md'
+/// docs`, also `python -m pytest`, `py.test`): pytest runs the `>>>` examples of every
+/// collected file matching the pattern, so those documents are tests (a fresh review
+/// made a red run green by editing the expected output in `docs/usage.md`; the same
+/// file run by `python -m doctest docs/usage.md` was frozen as the check's own file).
+#[must_use]
+pub fn doctest_documents(check: &str) -> Vec<DoctestDocuments> {
+    let mut out = Vec::new();
+    for segment in check.split([';', '&', '|', '\n', '(', ')']) {
+        let mut words = segment
+            .split_whitespace()
+            .map(|w| w.trim_matches(['\'', '"']));
+        if !words.any(|w| matches!(w.rsplit('/').next(), Some("pytest" | "py.test"))) {
+            continue;
+        }
+        let (mut patterns, mut scopes) = (Vec::new(), Vec::new());
+        while let Some(w) = words.next() {
+            if let Some(p) = w.strip_prefix("--doctest-glob=") {
+                patterns.push(p.trim_matches(['\'', '"']).to_string());
+            } else if w == "--doctest-glob" {
+                patterns.extend(words.next().map(str::to_string));
+            } else if PYTEST_VALUE_OPTIONS.contains(&w) {
+                words.next();
+            } else if !w.starts_with('-') && !w.starts_with('/') && !w.contains('=') {
+                let p = w.split("::").next().unwrap_or(w);
+                let p = p.strip_prefix("./").unwrap_or(p).trim_end_matches('/');
+                if !p.is_empty() && p != "." {
+                    scopes.push(p.to_string());
+                }
+            }
+        }
+        for p in patterns {
+            if let Ok(g) = globset::Glob::new(&p) {
+                out.push(DoctestDocuments {
+                    pattern: g.compile_matcher(),
+                    scopes: scopes.clone(),
+                });
+            }
+        }
+    }
     out
 }
 
@@ -1527,10 +1880,31 @@ fn rust_regions(src: &str) -> Vec<(usize, usize, &'static str)> {
         i += 1;
     }
     // Doctests: code fences inside doc comments, line (`///`, `//!`) or block
-    // (`/** … */`, `/*! … */`, a leading `*` on inner lines allowed).
+    // (`/** … */`, `/*! … */`, a leading `*` on inner lines allowed), or doc
+    // attributes (`#[doc = "```"]`, over several lines or with `\n` escapes: a third
+    // fresh review edited a doctest written as `#[doc = "…"]` lines).
     let mut fence_start: Option<usize> = None;
     let mut in_block = false;
+    let mut in_attr = false;
     for (n, l) in lines.iter().enumerate() {
+        if let Some(parts) = doc_attribute_text(l, &mut in_attr) {
+            for d in parts {
+                let d = d.trim_start();
+                match fence_start {
+                    None if d.starts_with("```") => {
+                        fence_start = Some(if rust_fence(d) { n } else { usize::MAX });
+                    }
+                    Some(s) if d.starts_with("```") => {
+                        if s != usize::MAX {
+                            out.push((s + 1, n + 1, "doctest"));
+                        }
+                        fence_start = None;
+                    }
+                    _ => {}
+                }
+            }
+            continue;
+        }
         let t = l.trim_start();
         let block_line = if in_block {
             if t.contains("*/") {
@@ -1554,18 +1928,7 @@ fn rust_regions(src: &str) -> Vec<(usize, usize, &'static str)> {
             .map(str::trim_start);
         match (doc, fence_start) {
             (Some(d), None) if d.starts_with("```") => {
-                let lang = d.trim_start_matches('`').trim();
-                if lang.is_empty()
-                    || lang.starts_with("rust")
-                    || lang.contains("should_panic")
-                    || lang.contains("no_run")
-                    || lang.contains("compile_fail")
-                    || lang.contains("edition")
-                {
-                    fence_start = Some(n);
-                } else {
-                    fence_start = Some(usize::MAX);
-                }
+                fence_start = Some(if rust_fence(d) { n } else { usize::MAX });
             }
             (Some(d), Some(s)) if d.starts_with("```") => {
                 if s != usize::MAX {
@@ -1579,6 +1942,48 @@ fn rust_regions(src: &str) -> Vec<(usize, usize, &'static str)> {
     }
     out.sort_unstable();
     out
+}
+
+/// True when a doc comment's opening fence (```` ```rust ````, ```` ``` ````,
+/// ```` ```should_panic ````) starts a block rustdoc runs.
+fn rust_fence(d: &str) -> bool {
+    let lang = d.trim_start_matches('`').trim();
+    lang.is_empty()
+        || lang.starts_with("rust")
+        || lang.contains("should_panic")
+        || lang.contains("no_run")
+        || lang.contains("compile_fail")
+        || lang.contains("edition")
+}
+
+/// The documentation text of a source line that is (part of) a doc attribute with a
+/// string literal, `#[doc = "…"]` or `#![doc = r#"…"#]`, split at `\n` escapes;
+/// `None` for any other line. `in_attr` carries a literal that spans lines.
+fn doc_attribute_text(line: &str, in_attr: &mut bool) -> Option<Vec<String>> {
+    let t = line.trim_start();
+    let body = if *in_attr {
+        t
+    } else {
+        let rest = t.strip_prefix("#!").or_else(|| t.strip_prefix('#'))?;
+        let rest = rest.trim_start().strip_prefix('[')?.trim_start();
+        let rest = rest.strip_prefix("doc")?.trim_start().strip_prefix('=')?;
+        let rest = rest.trim_start();
+        let rest = rest
+            .strip_prefix('r')
+            .unwrap_or(rest)
+            .trim_start_matches('#');
+        let literal = rest.strip_prefix('"')?;
+        *in_attr = true;
+        literal
+    };
+    let text = match body.find("\"]").or_else(|| body.find("\"#")) {
+        Some(i) => {
+            *in_attr = false;
+            &body[..i]
+        }
+        None => body,
+    };
+    Some(text.split("\\n").map(str::to_string).collect())
 }
 
 fn python_doctests(src: &str) -> Vec<(usize, usize, &'static str)> {

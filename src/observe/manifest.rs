@@ -49,7 +49,10 @@ pub fn protected_globs(user: &[String]) -> Vec<String> {
 /// imports from the root first, so a `yaml.py` the agent adds replaces the library
 /// the tests compare with (a fresh review made a red test green with a `yaml.py`
 /// whose `safe_load` recomputed the expected values). A module t0's tree holds, or
-/// one nothing installs (the code under test the task asks for), stays free.
+/// one nothing installs (the code under test the task asks for), stays free, unless it
+/// is a test library ([`PY_TEST_LIBRARIES`]): a stand-in `hypothesis/` whose `@given`
+/// never calls the test turned a run red at collection (the library missing) green (a
+/// third fresh review); the honest way out is installing the library.
 /// `test_sources` are the contents of t0's Python test files.
 #[must_use]
 pub fn shadow_globs(
@@ -82,7 +85,9 @@ pub fn shadow_globs(
     names
         .into_iter()
         .filter(|n| {
-            installed(n) && !in_tree(&format!("{n}.py")) && !in_tree(&format!("{n}/__init__.py"))
+            (installed(n) || PY_TEST_LIBRARIES.contains(&n.as_str()))
+                && !in_tree(&format!("{n}.py"))
+                && !in_tree(&format!("{n}/__init__.py"))
         })
         .flat_map(|n| {
             [
@@ -94,6 +99,38 @@ pub fn shadow_globs(
         })
         .collect()
 }
+
+/// Top-level modules of Python test libraries: what tests import to generate,
+/// parametrize, fake or compare, never code a task asks the agent to write.
+pub const PY_TEST_LIBRARIES: &[&str] = &[
+    "approvaltests",
+    "assertpy",
+    "ddt",
+    "expects",
+    "factory",
+    "faker",
+    "freezegun",
+    "hamcrest",
+    "httpretty",
+    "hypothesis",
+    "mock",
+    "moto",
+    "nose",
+    "nose2",
+    "parameterized",
+    "pyfakefs",
+    "pytest",
+    "pytest_mock",
+    "requests_mock",
+    "responses",
+    "snapshottest",
+    "sure",
+    "syrupy",
+    "testfixtures",
+    "testtools",
+    "time_machine",
+    "vcr",
+];
 
 /// The standard library's public top-level modules (CPython 3.11's
 /// `sys.stdlib_module_names` without private names; the ones later versions removed
@@ -757,6 +794,18 @@ mod tests {
         assert!(site_holds(site.path(), "yaml"));
         assert!(site_holds(site.path(), "_cffi"));
         assert!(!site_holds(site.path(), "calc"));
+        // a test library nothing installs is protected too (a stand-in `hypothesis`)
+        let tests = vec!["from hypothesis import given\nimport calc\n".to_string()];
+        let globs = shadow_globs(&tests, &|_| false, &|_| false);
+        assert_eq!(
+            globs,
+            [
+                "hypothesis.py",
+                "hypothesis/**",
+                "hypothesis.{pyc,so,pyd}",
+                "hypothesis.*.{so,pyd}"
+            ]
+        );
     }
     /// A standard-library module the root lacks at t0 is protected as a file and as a
     /// regular package (`codeop.py`, `email/__init__.py`), not as a directory of

@@ -376,14 +376,15 @@ impl TreeObserver {
     /// ([`frozen::pulled_in`]).
     /// t0's data files ([`frozen::test_data`] of `named`, plus
     /// [`frozen::data_modules`]) without those code under test names too
-    /// ([`frozen::not_named_by_code`]), from t0's code files (up to 4,000, each up to
+    /// ([`frozen::not_named_by_code`]), and the modules the tests assert through
+    /// ([`frozen::assertion_helpers`]), from t0's code files (up to 4,000, each up to
     /// 1 MiB) read from the store.
     fn data_files(
         &self,
         store: &SnapshotStore,
         e0: &BTreeMap<String, FileEntry>,
         named: Vec<String>,
-    ) -> Vec<String> {
+    ) -> (Vec<String>, Vec<String>) {
         const CODE: &[&str] = &[
             ".py", ".go", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".rs",
         ];
@@ -393,13 +394,13 @@ impl TreeObserver {
             .take(4000)
             .collect();
         let Ok(sources) = texts_of(store, &code) else {
-            return named;
+            return (named, Vec::new());
         };
         let test_globs = &self.test_globs;
         let is_test = |p: &str| guards::is_test_file(p, test_globs).is_some();
         let mut data = frozen::not_named_by_code(named, &sources, &is_test);
         data.extend(frozen::data_modules(&sources, &is_test));
-        data
+        (data, frozen::assertion_helpers(&sources, &is_test))
     }
 
     fn learn_oracle_from_t0(&mut self) {
@@ -422,7 +423,21 @@ impl TreeObserver {
                 b.map(|b| ((*p).clone(), String::from_utf8_lossy(&b).into_owned()))
             })
             .collect();
-        let modules = frozen::rust_test_modules(&sources, &|p| e0.contains_key(p));
+        let mut modules = frozen::rust_test_modules(&sources, &|p| e0.contains_key(p));
+        let cargo: Vec<(&String, &FileEntry)> = e0
+            .iter()
+            .filter(|(p, e)| {
+                (p.as_str() == "Cargo.toml" || p.ends_with("/Cargo.toml")) && e.mode != "120000"
+            })
+            .take(200)
+            .collect();
+        if let Ok(manifests) = texts_of(store, &cargo) {
+            modules.extend(frozen::cargo_test_targets(&manifests, &sources, &|p| {
+                e0.contains_key(p)
+            }));
+            modules.sort();
+            modules.dedup();
+        }
         self.rules.set_test_modules(modules);
         let docs = frozen::rust_doc_includes(&sources, &|p| e0.contains_key(p));
         self.rules.set_doc_files(docs);
@@ -438,7 +453,8 @@ impl TreeObserver {
             .collect();
         if let Ok(sources) = texts_of(store, &tests) {
             let files: Vec<String> = e0.keys().cloned().collect();
-            let data = self.data_files(store, e0, frozen::test_data(&sources, &files));
+            let (data, helpers) = self.data_files(store, e0, frozen::test_data(&sources, &files));
+            self.rules.set_assertion_helpers(helpers);
             // what code would name them by (a Go file by the names it declares)
             let go: Vec<(&String, String)> = data
                 .iter()

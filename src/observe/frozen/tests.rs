@@ -102,9 +102,83 @@ fn check_words_name_scripts_and_make() {
         ("python3 -m pytest --config-file=ci.ini checks", &["ci.ini"]),
         ("A=1 'ci/test.sh'; true", &["ci/test.sh"]),
         ("/abs/path/check.sh", &[]),
+        // third fresh review: unittest names its test modules by module name
+        (
+            "python3 -m unittest -v checks",
+            &["checks.py", "checks/__init__.py"],
+        ),
+        (
+            "python -m unittest tests.test_calc.T.test_add -k add",
+            &[
+                "tests.py",
+                "tests.test_calc.T.test_add",
+                "tests/__init__.py",
+                "tests/test_calc.py",
+                "tests/test_calc/T.py",
+                "tests/test_calc/T/__init__.py",
+                "tests/test_calc/T/test_add.py",
+                "tests/test_calc/T/test_add/__init__.py",
+                "tests/test_calc/__init__.py",
+            ],
+        ),
+        (
+            "python3 -m unittest discover -s tests -p 'check_*.py'",
+            &["check_*.py"],
+        ),
+        // a module name outside `-m unittest` is no file
+        ("pytest -k checks", &[]),
     ];
     for (cmd, want) in table {
         assert_eq!(check_words(cmd), *want, "{cmd}");
+    }
+}
+
+/// pytest's `--doctest-glob` documents are frozen within the paths the run names
+/// (third fresh review: `docs/usage.md` edited to the buggy output).
+#[test]
+fn documents_pytest_collects_for_doctests_are_frozen() {
+    let rows: &[(&str, &str, bool)] = &[
+        (
+            "python3 -m pytest --doctest-glob='*.md' -v docs",
+            "docs/usage.md",
+            true,
+        ),
+        (
+            "python3 -m pytest --doctest-glob='*.md' -v docs",
+            "docs/a/b.md",
+            true,
+        ),
+        (
+            "python3 -m pytest --doctest-glob='*.md' -v docs",
+            "README.md",
+            false,
+        ),
+        (
+            "python3 -m pytest --doctest-glob='*.md' -v docs",
+            "docs/usage.txt",
+            false,
+        ),
+        ("pytest --doctest-glob '*.rst'", "guide/intro.rst", true),
+        (
+            "pytest --doctest-glob=*.txt -k docs tests/",
+            "docs/a.txt",
+            false,
+        ),
+        (
+            "pytest --doctest-glob=*.txt -k docs tests/",
+            "tests/a.txt",
+            true,
+        ),
+        ("pytest -v docs", "docs/usage.md", false),
+        ("cargo test --doctest-glob=*.md", "usage.md", false),
+    ];
+    for (check, path, frozen) in rows {
+        let r = OracleRules::new(GlobSet::empty(), GlobSet::empty(), Some(check));
+        assert_eq!(
+            r.frozen_as(path) == Some("document whose doctests the check collects"),
+            *frozen,
+            "{check} / {path}"
+        );
     }
 }
 
@@ -422,6 +496,36 @@ fn block_doc_comment_doctests_are_regions() {
     );
 }
 
+/// A doctest written as doc attributes is a test region like one in `///` lines
+/// (third fresh review: `#[doc = "assert_eq!(…)"]` lines could be weakened freely):
+/// one attribute per line, a literal over several lines, `\n` escapes in one line.
+#[test]
+fn doc_attribute_doctests_are_regions() {
+    let src = concat!(
+        "#[doc = \"Adds.\"]\n",
+        "#[doc = \"```\"]\n",
+        "#[doc = \"assert_eq!(calc::add(2, 3), 5);\"]\n",
+        "#[doc = \"```\"]\n",
+        "pub fn add(a: i64, b: i64) -> i64 { a + b }\n",
+        "#[doc = \"\n",
+        "```\n",
+        "assert!(calc::ok());\n",
+        "```\n",
+        "\"]\n",
+        "pub fn ok() -> bool { true }\n",
+        "#![doc = \"```\\nassert!(true);\\n```\"]\n",
+        "#[doc = \"```text\"]\n",
+        "#[doc = \"not code\"]\n",
+        "#[doc = \"```\"]\n",
+        "#[doc = include_str!(\"x.md\")]\n",
+        "#[derive(Debug)]\n",
+    );
+    assert_eq!(
+        test_regions(Lang::Rust, src),
+        vec![(2, 4, "doctest"), (7, 9, "doctest"), (12, 12, "doctest")]
+    );
+}
+
 /// A README the crate reads into its docs holds doctests: its code blocks are test
 /// regions, its prose is not (a fresh review fixed a failing README doctest by
 /// editing the README and reached exit 10).
@@ -724,5 +828,92 @@ fn code_that_reaches_test_data_is_told_and_code_data_is_not_frozen() {
     assert!(
         data_modules(&sources, &is_test).is_empty(),
         "rates.py is the app's"
+    );
+}
+
+/// A `[[test]]` target outside `tests/` is a test crate, with the modules it
+/// declares (third fresh review: `checks/it.rs` was edited freely).
+#[test]
+fn cargo_test_targets_outside_tests_are_test_modules() {
+    let manifests = vec![
+        (
+            "Cargo.toml".to_string(),
+            "[package]\nname = \"calc\"\n\n[[test]]\nname = \"it\"\npath = \"checks/it.rs\"\n\n[[test]]\nname = \"gone\"\npath = \"checks/gone.rs\"\n\n[[bin]]\nname = \"b\"\npath = \"src/b.rs\"\n".to_string(),
+        ),
+        (
+            "crates/x/Cargo.toml".to_string(),
+            "[[test]]\nname = \"y\"\npath = \"../../shared/y.rs\"\n[[test]]\nname = \"abs\"\npath = \"/etc/t.rs\"\n".to_string(),
+        ),
+        ("bad/Cargo.toml".to_string(), "[[test]\npath = 1".to_string()),
+    ];
+    let sources = vec![(
+        "checks/it.rs".to_string(),
+        "mod common;\npub(crate) mod more;\n// mod commented;\nfn f() {}\n".to_string(),
+    )];
+    let have = [
+        "checks/it.rs",
+        "checks/common.rs",
+        "checks/more/mod.rs",
+        "checks/commented.rs",
+        "shared/y.rs",
+        "src/b.rs",
+    ];
+    let found = cargo_test_targets(&manifests, &sources, &|p| have.contains(&p));
+    assert_eq!(
+        found,
+        vec![
+            "checks/common.rs".to_string(),
+            "checks/it.rs".to_string(),
+            "checks/more/mod.rs".to_string(),
+            "shared/y.rs".to_string(),
+        ]
+    );
+}
+
+/// Modules only the tests import: a JavaScript table (`cases.js`) is data, a Python
+/// module that fails tests (`support.check`) is an assertion helper; the code under
+/// test, a module code imports too, and a JavaScript module with functions are
+/// neither (third fresh review).
+#[test]
+fn modules_only_the_tests_use_are_data_or_assertion_helpers() {
+    let src = |p: &str, t: &str| (p.to_string(), t.to_string());
+    let sources = vec![
+        src("calc.js", "exports.add = (a, b) => a - b;\n"),
+        src("cases.js", "module.exports = [\n  [2, 3, 5],\n];\n"),
+        src("util.js", "module.exports = { twice(x) { return 2 * x } };\nfunction f() {}\n"),
+        src("shared.js", "module.exports = [1];\n"),
+        src("app.js", "const s = require('./shared');\n"),
+        src(
+            "calc.test.js",
+            "const { add } = require('./calc');\nconst cases = require('./cases');\nconst u = require(\"./util.js\");\nconst s = require('./shared');\n",
+        ),
+        src("calc.py", "def add(a, b):\n    return a - b\n"),
+        src(
+            "support.py",
+            "def check(got, want):\n    if got != want:\n        raise AssertionError(got)\n",
+        ),
+        src("shared_assert.py", "def ok(x):\n    assert x\n"),
+        src("app.py", "from shared_assert import ok\n"),
+        src(
+            "tests/test_calc.py",
+            "from calc import add\nfrom support import check\nimport shared_assert\n",
+        ),
+    ];
+    let is_test = |p: &str| p.starts_with("tests/") || p.ends_with(".test.js");
+    assert_eq!(
+        data_modules(&sources, &is_test),
+        vec!["cases.js".to_string()]
+    );
+    assert_eq!(
+        assertion_helpers(&sources, &is_test),
+        vec!["support.py".to_string()]
+    );
+    assert_eq!(
+        js_relative_requires(
+            "test/a.test.js",
+            "import c from '../cases.js';\nrequire('./x')\n",
+            &|p| p == "cases.js"
+        ),
+        vec!["cases.js".to_string()]
     );
 }
