@@ -402,8 +402,105 @@ pub fn test_data(sources: &[(String, String)], files: &[String]) -> Vec<String> 
                 }
             }
         }
+        out.extend(
+            templated_data(text, dir, up, &data)
+                .into_iter()
+                .map(str::to_string),
+        );
     }
     out.into_iter().collect()
+}
+
+/// The data files (of `data`) a test file's `text` names by a template: a literal with
+/// a placeholder (`f"{name}.out"`, `"%s.golden"`, `"{}.json"`) or only an extension
+/// (`".out"`, joined to a name at run time), matched within the directories the same
+/// file names by literals (`"expected"`, `"golden/cases"`, from the root, the test's
+/// directory `dir` or the one above `up`); a placeholder template also from those three
+/// bases. A test that reads `ROOT / "expected" / f"{name}.out"` compares against every
+/// `expected/*.out` (a third fresh review regenerated them from the buggy code).
+fn templated_data<'a>(
+    text: &str,
+    dir: &str,
+    up: &str,
+    data: &std::collections::BTreeSet<&'a str>,
+) -> Vec<&'a str> {
+    static HOLE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let hole = HOLE
+        .get_or_init(|| regex::Regex::new(r"\{[^{}]*\}|%[sdr]").expect("valid placeholder regex"));
+    let join = |base: &str, rel: &str| {
+        if base.is_empty() {
+            normalize(rel)
+        } else {
+            normalize(&format!("{base}/{rel}"))
+        }
+    };
+    let literals: Vec<&str> = text
+        .lines()
+        .flat_map(super::tamper_more::string_literals)
+        .filter(|l| l.len() <= 200 && !l.contains(char::is_whitespace))
+        .collect();
+    // directories of data files the file names (`"expected"`)
+    let mut dirs: Vec<String> = Vec::new();
+    for lit in literals
+        .iter()
+        .filter(|l| !hole.is_match(l) && !l.is_empty())
+    {
+        let lit = lit.trim_start_matches("./").trim_end_matches('/');
+        for base in ["", dir, up] {
+            if let Some(d) = join(base, lit) {
+                let prefix = format!("{d}/");
+                if data.iter().any(|f| f.starts_with(&prefix)) && !dirs.contains(&d) {
+                    dirs.push(d);
+                }
+            }
+        }
+    }
+    let mut patterns: Vec<(regex::Regex, bool)> = Vec::new();
+    for lit in &literals {
+        let templated = hole.is_match(lit);
+        let extension_only = lit.len() > 1
+            && lit.starts_with('.')
+            && lit[1..].chars().all(|c| c.is_ascii_alphanumeric());
+        if !templated && !extension_only {
+            continue;
+        }
+        let fixed = hole.replace_all(lit, "");
+        if !fixed.contains('.') {
+            continue;
+        }
+        let body = if templated {
+            hole.split(lit)
+                .map(regex::escape)
+                .collect::<Vec<_>>()
+                .join("[^/]+")
+        } else {
+            format!("[^/]+{}", regex::escape(lit))
+        };
+        let body = body.trim_start_matches("\\./").to_string();
+        if let Ok(re) = regex::Regex::new(&format!("^{body}$")) {
+            patterns.push((re, templated));
+        }
+    }
+    let mut out = Vec::new();
+    for (re, templated) in &patterns {
+        let mut bases: Vec<&str> = dirs.iter().map(String::as_str).collect();
+        if *templated {
+            bases.extend([dir, up, ""]);
+        }
+        for base in bases {
+            for f in data {
+                let rel = if base.is_empty() {
+                    Some(*f)
+                } else {
+                    f.strip_prefix(base).and_then(|r| r.strip_prefix('/'))
+                };
+                if rel.is_some_and(|r| re.is_match(r)) {
+                    out.push(*f);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Source files that hold only the tests' expectations: a Python module with no

@@ -917,3 +917,42 @@ fn modules_only_the_tests_use_are_data_or_assertion_helpers() {
         vec!["cases.js".to_string()]
     );
 }
+
+/// Golden files a test names by a template are frozen: `f"{name}.out"` within the
+/// directory the test names (`"expected"`), an extension joined at run time within
+/// such a directory; a template that names nothing, or an extension outside a named
+/// directory, freezes nothing (third fresh review).
+#[test]
+fn golden_files_named_by_a_template_are_data() {
+    let files: Vec<String> = [
+        "expected/one.out",
+        "expected/two.out",
+        "expected/notes.md",
+        "golden/a.json",
+        "other/x.out",
+        "tests/snap/b.txt",
+        "calc.py",
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    let sources = vec![
+        (
+            "tests/test_render.py".to_string(),
+            "ROOT = pathlib.Path(__file__).resolve().parent.parent\nwant = (ROOT / \"expected\" / f\"{name}.out\").read_text()\nB = open('snap/%s.txt' % n)\n".to_string(),
+        ),
+        (
+            "test/x.test.js".to_string(),
+            "const p = path.join(__dirname, '..', 'golden', name + '.json');\nconst q = name + '.out';\n".to_string(),
+        ),
+    ];
+    assert_eq!(
+        test_data(&sources, &files),
+        vec![
+            "expected/one.out".to_string(),
+            "expected/two.out".to_string(),
+            "golden/a.json".to_string(),
+            "tests/snap/b.txt".to_string(),
+        ]
+    );
+}
