@@ -107,7 +107,7 @@ pub enum Command {
     Keygen(KeygenArgs),
     /// Sign a run's verdict: a DSSE envelope holding an in-toto statement over its receipt.
     Attest(AttestArgs),
-    /// Check an attestation's signature and that the receipt it names is unchanged.
+    /// Check an attestation's signature and that its unchanged receipt says what it states.
     Verify(VerifyArgs),
     /// List the runs in the workdir with their verdicts, newest first.
     Runs,

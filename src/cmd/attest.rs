@@ -2,16 +2,19 @@
 //! checkable statements of a run's verdict (see [`crate::receipt::attest`]).
 //!
 //! `verify` exits 0 when the signature verifies, the receipt still has the digest
-//! the statement names and, for a receipt read from the workspace (no `--receipt`),
-//! a run of this workspace recorded it (ledger row and control-journal seal); 13 (the
-//! integrity class) with status `invalid` when any fails; 1 when a file cannot be
-//! read.
+//! the statement names, everything else the statement says is what the receipt
+//! re-derives to (the verdict, iterations, guards, fingerprint, spend, times and the
+//! git tree: the key may be one the agent could read, so a signature says who
+//! signed, not what happened) and, for a receipt read from the workspace (no
+//! `--receipt`), a run of this workspace recorded it (ledger row and control-journal
+//! seal); 13 (the integrity class) with status `invalid` when any fails; 1 when a
+//! file cannot be read.
 
 use crate::cli::{AttestArgs, KeygenArgs, Outcome, VerifyArgs};
 use crate::cmd::bodies::{AttestBody, KeygenBody, VerifyBody};
 use crate::halt::HaltReason;
 use crate::receipt::attest::{self, Dsse, Statement, Subject, VerdictPredicate};
-use crate::receipt::Event;
+use crate::receipt::{Event, Line};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -62,14 +65,16 @@ pub(crate) fn keygen(a: &KeygenArgs) -> Outcome {
     Outcome::from_body("ok", 0, &body)
 }
 
-/// The statement over a loaded run.
-fn statement(run: &super::LoadedRun, receipt_bytes: &[u8]) -> Statement {
-    let facts = run.facts();
+/// The statement over run `run_id` whose receipt at `receipt` holds `lines` and is
+/// `receipt_bytes`: what `attest` signs, and what `verify` derives again from the
+/// receipt to compare with what was signed.
+fn statement(run_id: &str, receipt: &Path, lines: &[Line], receipt_bytes: &[u8]) -> Statement {
+    let facts = crate::receipt::facts::run_facts(run_id, receipt, lines);
     let mut guards = serde_json::json!({});
     let mut code = 0;
     let mut last_tree = None;
     let mut last_fp = None;
-    for l in &run.lines {
+    for l in lines {
         match &l.event {
             Event::RunStarted(s) => {
                 code = s.config.success_exit_code;
@@ -89,7 +94,7 @@ fn statement(run: &super::LoadedRun, receipt_bytes: &[u8]) -> Statement {
             _ => {}
         }
     }
-    let name = run.receipt.file_name().map_or_else(
+    let name = receipt.file_name().map_or_else(
         || "receipt.jsonl".into(),
         |n| n.to_string_lossy().into_owned(),
     );
@@ -101,7 +106,7 @@ fn statement(run: &super::LoadedRun, receipt_bytes: &[u8]) -> Statement {
         let mut d = BTreeMap::new();
         d.insert("gitTree".into(), t);
         subject.push(Subject {
-            name: format!("tree:{}", run.run_id),
+            name: format!("tree:{run_id}"),
             digest: d,
         });
     }
@@ -110,7 +115,7 @@ fn statement(run: &super::LoadedRun, receipt_bytes: &[u8]) -> Statement {
         subject,
         predicate_type: attest::PREDICATE_TYPE.into(),
         predicate: VerdictPredicate {
-            run_id: run.run_id.clone(),
+            run_id: run_id.to_string(),
             halt_reason: facts.halt_reason.clone(),
             halt_class: facts.halt_class.clone(),
             exit_code: facts.exit_code,
@@ -168,7 +173,7 @@ pub(crate) fn attest(workdir: &Path, a: &AttestArgs) -> Outcome {
             )
         }
     };
-    let st = statement(&run, &bytes);
+    let st = statement(&run.run_id, &run.receipt, &run.lines, &bytes);
     let env = match attest::sign(&st, &key) {
         Ok(e) => e,
         Err(e) => return fail(&e, "this is a loopexec bug"),
@@ -204,6 +209,60 @@ pub(crate) fn attest(workdir: &Path, a: &AttestArgs) -> Outcome {
         statement: st,
     };
     Outcome::from_body("ok", 0, &body)
+}
+
+/// The statement `attest` would sign over the receipt at `path` (its bytes `bytes`),
+/// as JSON, for comparing with the signed one (`signed`): the loopexec version is the
+/// signer's (the one field the receipt cannot say), and with `--receipt` (`renamed`)
+/// so is the receipt subject's name (the file may have been copied under another).
+/// Errors: why the receipt cannot be read back.
+fn rederived(
+    path: &Path,
+    bytes: &[u8],
+    signed: &Statement,
+    renamed: bool,
+) -> Result<serde_json::Value, String> {
+    let lines = match crate::receipt::read(path) {
+        Ok(l) => l,
+        Err(crate::receipt::ReadError::TornTail { .. }) => super::read_complete_lines(path),
+        Err(e) => {
+            return Err(format!(
+                "the receipt cannot be read back ({e}), so nothing the statement says can be checked against it"
+            ))
+        }
+    };
+    if let Some((line, what)) = crate::receipt::verify_chain(&lines) {
+        return Err(format!(
+            "the receipt is damaged at line {line} ({what}), so nothing the statement says can be checked against it"
+        ));
+    }
+    let run_id = lines
+        .iter()
+        .find_map(|l| match &l.event {
+            Event::RunStarted(s) => Some(s.run_id.clone()),
+            _ => None,
+        })
+        .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let mut st = statement(&run_id, path, &lines, bytes);
+    st.predicate
+        .loopexec_version
+        .clone_from(&signed.predicate.loopexec_version);
+    if renamed {
+        let was = signed
+            .subject
+            .iter()
+            .find(|s| s.name.starts_with("receipt:"));
+        if let (Some(was), Some(now)) = (
+            was,
+            st.subject
+                .iter_mut()
+                .find(|s| s.name.starts_with("receipt:")),
+        ) {
+            now.name.clone_from(&was.name);
+        }
+    }
+    serde_json::to_value(&st).map_err(|e| format!("cannot derive the statement: {e}"))
 }
 
 /// Finds the DSSE envelope in a file: the file itself, or the first object in it
@@ -246,6 +305,8 @@ pub(crate) fn verify(workdir: &Path, a: &VerifyArgs) -> Outcome {
         run_id: None,
         keyid: Some(attest::keyid(&key)),
         predicate: None,
+        statement_matches: None,
+        mismatches: Vec::new(),
         recorded: None,
         human: String::new(),
     };
@@ -272,7 +333,7 @@ pub(crate) fn verify(workdir: &Path, a: &VerifyArgs) -> Outcome {
             ),
         );
     };
-    let st = match attest::open(&env, &key) {
+    let (st, signed) = match attest::open_json(&env, &key) {
         Ok(s) => s,
         Err(e) => return invalid(&mut body, e.to_string()),
     };
@@ -315,6 +376,26 @@ pub(crate) fn verify(workdir: &Path, a: &VerifyArgs) -> Outcome {
             format!(
                 "the receipt {} differs from the one that was attested (digest mismatch)",
                 receipt.display()
+            ),
+        );
+    }
+    // The signing key may be one the agent could read (SPEC §13.3): a statement it
+    // rewrote and signed again (a red run's verdict said green, another tree named)
+    // has a good signature over the right receipt digest. What the statement says
+    // must be what the receipt re-derives to.
+    let mismatches = match rederived(&receipt, &bytes, &st, a.receipt.is_some()) {
+        Ok(derived) => attest::disagreements(&signed, &derived),
+        Err(why) => vec![why],
+    };
+    body.statement_matches = Some(mismatches.is_empty());
+    if !mismatches.is_empty() {
+        body.mismatches.clone_from(&mismatches);
+        return invalid(
+            &mut body,
+            format!(
+                "the signature is good, but the signed statement disagrees with the receipt {} (the receipt says what happened; whoever holds the key can sign anything): {}",
+                receipt.display(),
+                mismatches.join("; ")
             ),
         );
     }

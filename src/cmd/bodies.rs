@@ -393,6 +393,15 @@ pub struct VerifyBody {
     pub keyid: Option<String>,
     /// The statement's predicate, when the signature verifies.
     pub predicate: Option<Value>,
+    /// Everything the signed statement says (subjects and predicate) is what the
+    /// receipt re-derives to; `null`: not checked (the signature or the receipt's
+    /// digest failed first). False makes `verify` invalid: whoever holds the key can
+    /// sign any verdict, only the receipt says what happened.
+    pub statement_matches: Option<bool>,
+    /// The fields where the signed statement and the receipt disagree, one line each,
+    /// named by their path in the statement (`predicate.halt_reason`,
+    /// `subject[1].digest.gitTree`).
+    pub mismatches: Vec<String>,
     /// The run was recorded by this workspace (ledger row and control-journal seal
     /// for this very receipt); `null` when the receipt was given with `--receipt`
     /// (checked as a file, not against a workspace). False makes `verify` invalid:

@@ -279,6 +279,18 @@ pub fn sign(statement: &Statement, key: &SigningKey) -> Result<Dsse, AttestError
 /// [`AttestError::BadEnvelope`] (not base64, wrong payload type, no signature),
 /// [`AttestError::BadSignature`], [`AttestError::BadStatement`].
 pub fn open(env: &Dsse, key: &VerifyingKey) -> Result<Statement, AttestError> {
+    open_json(env, key).map(|(st, _)| st)
+}
+
+/// [`open`], also returning the signed payload as JSON: every field the signer
+/// wrote, those [`Statement`] does not know included, for [`disagreements`].
+///
+/// # Errors
+/// As [`open`].
+pub fn open_json(
+    env: &Dsse,
+    key: &VerifyingKey,
+) -> Result<(Statement, serde_json::Value), AttestError> {
     if env.payload_type != PAYLOAD_TYPE {
         return Err(AttestError::BadEnvelope(format!(
             "payloadType is `{}`, expected `{PAYLOAD_TYPE}`",
@@ -301,15 +313,103 @@ pub fn open(env: &Dsse, key: &VerifyingKey) -> Result<Statement, AttestError> {
     if !ok {
         return Err(AttestError::BadSignature);
     }
-    let st: Statement =
+    let json: serde_json::Value =
         serde_json::from_slice(&payload).map_err(|e| AttestError::BadStatement(e.to_string()))?;
+    let st: Statement = serde_json::from_value(json.clone())
+        .map_err(|e| AttestError::BadStatement(e.to_string()))?;
     if st.statement_type != STATEMENT_TYPE || st.predicate_type != PREDICATE_TYPE {
         return Err(AttestError::BadStatement(format!(
             "_type `{}`, predicateType `{}`",
             st.statement_type, st.predicate_type
         )));
     }
-    Ok(st)
+    Ok((st, json))
+}
+
+/// Every field where a signed statement (`signed`, the payload's JSON) differs from
+/// the statement derived from the receipt (`derived`), one line each, named by its
+/// path in the statement (`predicate.halt_reason`, `subject[1].digest.gitTree`):
+/// a field only one of them has counts. Empty when they agree. A signature says
+/// who signed; only the receipt says what happened, so `verify` refuses a statement
+/// with any line here.
+#[must_use]
+pub fn disagreements(signed: &serde_json::Value, derived: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    diff_json("", signed, derived, &mut out);
+    out
+}
+
+/// At most this many characters of a value are quoted in a disagreement.
+const QUOTED_VALUE_LIMIT: usize = 80;
+
+fn quoted(v: &serde_json::Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() <= QUOTED_VALUE_LIMIT {
+        return s;
+    }
+    let cut: String = s.chars().take(QUOTED_VALUE_LIMIT).collect();
+    format!("{cut}…")
+}
+
+fn diff_json(
+    at: &str,
+    signed: &serde_json::Value,
+    derived: &serde_json::Value,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value;
+    let name = |key: &str| {
+        if at.is_empty() {
+            key.to_string()
+        } else {
+            format!("{at}.{key}")
+        }
+    };
+    match (signed, derived) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for k in keys {
+                match (a.get(k), b.get(k)) {
+                    (Some(x), Some(y)) => diff_json(&name(k), x, y, out),
+                    (Some(x), None) => out.push(format!(
+                        "{}: the statement says {}, the receipt has no such field",
+                        name(k),
+                        quoted(x)
+                    )),
+                    (None, Some(y)) => out.push(format!(
+                        "{}: missing from the statement, the receipt says {}",
+                        name(k),
+                        quoted(y)
+                    )),
+                    (None, None) => {}
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for i in 0..a.len().max(b.len()) {
+                let here = format!("{at}[{i}]");
+                match (a.get(i), b.get(i)) {
+                    (Some(x), Some(y)) => diff_json(&here, x, y, out),
+                    (Some(x), None) => out.push(format!(
+                        "{here}: the statement says {}, the receipt has no such entry",
+                        quoted(x)
+                    )),
+                    (None, Some(y)) => out.push(format!(
+                        "{here}: missing from the statement, the receipt says {}",
+                        quoted(y)
+                    )),
+                    (None, None) => {}
+                }
+            }
+        }
+        (a, b) if a == b => {}
+        (a, b) => out.push(format!(
+            "{}: the statement says {}, the receipt says {}",
+            if at.is_empty() { "(statement)" } else { at },
+            quoted(a),
+            quoted(b)
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -360,6 +460,72 @@ mod tests {
             };
             assert!(open(&bad, &key.verifying_key()).is_err(), "byte {i}");
         }
+    }
+
+    #[test]
+    fn disagreements_name_every_field_that_differs() {
+        use serde_json::json;
+        let honest = serde_json::to_value(statement()).unwrap();
+        let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+            let mut v = honest.clone();
+            f(&mut v);
+            v
+        };
+        let cases: Vec<(&str, serde_json::Value, Vec<&str>)> = vec![
+            ("the honest statement", honest.clone(), vec![]),
+            (
+                "a red verdict signed as green",
+                edit(&|v| {
+                    v["predicate"]["halt_reason"] = json!("no_convergence");
+                    v["predicate"]["exit_code"] = json!(12);
+                }),
+                vec!["predicate.exit_code", "predicate.halt_reason"],
+            ),
+            (
+                "another receipt digest",
+                edit(&|v| v["subject"][0]["digest"]["sha256"] = json!("00")),
+                vec!["subject[0].digest.sha256"],
+            ),
+            (
+                "a subject the receipt has no counterpart for",
+                edit(&|v| {
+                    v["subject"]
+                        .as_array_mut()
+                        .unwrap()
+                        .push(json!({"name": "x", "digest": {}}));
+                }),
+                vec!["subject[1]"],
+            ),
+            (
+                "a field loopexec never writes",
+                edit(&|v| v["predicate"]["verdict"] = json!("green")),
+                vec!["predicate.verdict"],
+            ),
+            (
+                "a field dropped",
+                edit(&|v| {
+                    v["predicate"].as_object_mut().unwrap().remove("iterations");
+                }),
+                vec!["predicate.iterations"],
+            ),
+            (
+                "a number of another type",
+                edit(&|v| v["predicate"]["iterations"] = json!("2")),
+                vec!["predicate.iterations"],
+            ),
+        ];
+        for (what, signed, want) in cases {
+            let got = disagreements(&signed, &honest);
+            let named: Vec<&str> = got
+                .iter()
+                .map(|l| l.split(':').next().unwrap_or_default())
+                .collect();
+            assert_eq!(named, want, "{what}: {got:?}");
+        }
+        let long = edit(&|v| v["predicate"]["halt_reason"] = json!("x".repeat(500)));
+        let got = disagreements(&long, &honest);
+        assert!(got[0].chars().count() < 250, "a long value is cut: {got:?}");
+        assert!(got[0].contains("\"success_condition_met\""), "{got:?}");
     }
 
     #[test]

@@ -354,6 +354,141 @@ fn verify_refuses_a_receipt_or_an_envelope_changed_by_one_byte() {
         .expect(13, None);
 }
 
+/// An envelope over `statement` signed as loopexec signs one (DSSE, ed25519 over
+/// the pre-authentication encoding) with the secret key file at `key_file`: what an
+/// agent that can read the user's key does.
+fn resign(statement: &Value, key_file: &str) -> Value {
+    use base64::Engine as _;
+    use ed25519_dalek::Signer as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let text = std::fs::read_to_string(key_file).unwrap();
+    let seed: [u8; 32] = b64
+        .decode(text.split_whitespace().nth(1).unwrap())
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let key = ed25519_dalek::SigningKey::from_bytes(&seed);
+    let payload = serde_json::to_vec(statement).unwrap();
+    let typ = "application/vnd.in-toto+json";
+    let mut pae = format!("DSSEv1 {} {typ} {} ", typ.len(), payload.len()).into_bytes();
+    pae.extend_from_slice(&payload);
+    serde_json::json!({
+        "payloadType": typ,
+        "payload": b64.encode(&payload),
+        "signatures": [{"keyid": "forged", "sig": b64.encode(key.sign(&pae).to_bytes())}],
+    })
+}
+
+/// A run that ended red, attested honestly, verifies (0). Its statement rewritten
+/// and signed again with the same key (the agent can read it, SPEC §13.3) has a good
+/// signature over the right receipt digest; `verify` re-derives the statement from
+/// the receipt and exits 13 naming each field the signed one got wrong.
+#[test]
+fn verify_refuses_a_re_signed_statement_the_receipt_does_not_say() {
+    let r = tap_repo("t1 t2");
+    r.lx_tap("true", &["--run-id", "red", "--max-iterations", "2"])
+        .expect(12, Some("max_iterations_reached"));
+    let keys = tempfile::tempdir().unwrap();
+    let kd = keys.path().display().to_string();
+    let kg = r.lx(&["keygen", "--out", &kd]).expect(0, None);
+    let (sk, pk) = (
+        kg["private_key"].as_str().unwrap().to_string(),
+        kg["public_key"].as_str().unwrap().to_string(),
+    );
+    let at = r.lx(&["attest", "red", "--key", &sk]).expect(0, None);
+    let honest = at["statement"].clone();
+    assert_eq!(honest["predicate"]["exit_code"], 12, "{honest}");
+    let env_path = at["attestation_path"].as_str().unwrap().to_string();
+    let ok = r.lx(&["verify", &env_path, "--pub", &pk]).expect(0, None);
+    assert_eq!(ok["statement_matches"], true, "{ok}");
+    assert_eq!(ok["mismatches"], serde_json::json!([]), "{ok}");
+    // the honest statement signed again by the test: the signing itself is loopexec's
+    let same = r.outside().join("same.json");
+    std::fs::write(&same, resign(&honest, &sk).to_string()).unwrap();
+    r.lx(&["verify", same.to_str().unwrap(), "--pub", &pk])
+        .expect(0, None);
+
+    // the empty tree
+    const OTHER_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+    type Edit = fn(&mut Value);
+    let cases: [(&str, Edit, &[&str]); 5] = [
+        (
+            "the red verdict said green",
+            |s| {
+                s["predicate"]["halt_reason"] = "success_condition_met".into();
+                s["predicate"]["halt_class"] = "converged".into();
+                s["predicate"]["exit_code"] = 10.into();
+            },
+            &[
+                "predicate.exit_code",
+                "predicate.halt_class",
+                "predicate.halt_reason",
+            ],
+        ),
+        (
+            "another tree named",
+            |s| s["subject"][1]["digest"]["gitTree"] = OTHER_TREE.into(),
+            &["subject[1].digest.gitTree"],
+        ),
+        (
+            "fewer iterations",
+            |s| s["predicate"]["iterations"] = 1.into(),
+            &["predicate.iterations"],
+        ),
+        (
+            "a verdict field loopexec never writes",
+            |s| s["predicate"]["verdict"] = "green".into(),
+            &["predicate.verdict"],
+        ),
+        (
+            "the tree subject dropped",
+            |s| {
+                s["subject"].as_array_mut().unwrap().truncate(1);
+            },
+            &["subject[1]"],
+        ),
+    ];
+    for (what, edit, named) in cases {
+        let mut forged = honest.clone();
+        edit(&mut forged);
+        let fp = r.outside().join("forged.json");
+        std::fs::write(&fp, resign(&forged, &sk).to_string()).unwrap();
+        let out = r.lx(&["verify", fp.to_str().unwrap(), "--pub", &pk]);
+        let v = out.expect(13, None);
+        assert_eq!(v["status"], "invalid", "{what}: {v}");
+        assert_eq!(v["signature_valid"], true, "{what}: {v}");
+        assert_eq!(v["receipt_matches"], true, "{what}: {v}");
+        assert_eq!(v["statement_matches"], false, "{what}: {v}");
+        let got: Vec<&str> = v["mismatches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap().split(':').next().unwrap())
+            .collect();
+        assert_eq!(got, named, "{what}: {v}");
+        for n in named {
+            assert!(
+                out.errors_text().contains(n),
+                "{what}: {}",
+                out.errors_text()
+            );
+        }
+        // checked as a file (`--receipt`), the receipt says the same
+        let receipt = r.receipt("red").display().to_string();
+        r.lx(&[
+            "verify",
+            fp.to_str().unwrap(),
+            "--pub",
+            &pk,
+            "--receipt",
+            &receipt,
+        ])
+        .expect(13, None);
+    }
+    // the honest attestation still verifies
+    r.lx(&["verify", &env_path, "--pub", &pk]).expect(0, None);
+}
+
 /// `gc --stores` removes the snapshot store of a workdir that no longer exists (a
 /// deleted temporary checkout) and keeps the store of one that does; plain `gc`
 /// leaves stores alone.
