@@ -19,9 +19,22 @@ pub const JUDGE_TASK_LIMIT: usize = 64 * 1024;
 pub const JUDGE_DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// `git diff` between two tree ids, bounded: (text, full byte count, truncated).
+///
+/// `--text`: the snapshot store unsets every attribute (`-diff` included, so a blob
+/// is always the file's bytes), and without it git would show every file, source
+/// included, as a `GIT binary patch` the judge cannot read; `--no-textconv`, so no
+/// driver the user's repository names rewrites what the judge sees.
 fn diff_trees(dir: &Path, from: &str, to: &str) -> Result<(String, usize, bool), String> {
     let out = git::git_cmd(dir)
-        .args(["diff", "--no-color", "--no-ext-diff", "--binary", from, to])
+        .args([
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--text",
+            from,
+            to,
+        ])
         .output()
         .map_err(|e| format!("cannot run git diff: {e}"))?;
     if !out.status.success() {
