@@ -58,10 +58,16 @@ fn a_rejecting_judge_halts_reviewer_rejected_with_its_reasons_in_the_receipt() {
             .expect("the judge got JSON on stdin");
     assert_eq!(seen, judged[0]["input"]);
     // The diff is readable text (the snapshot store unsets `diff` for every path, so
-    // without `--text` git showed each file as a `GIT binary patch`).
+    // without `--text` git showed each file as a `GIT binary patch`), and the paths
+    // it touches are listed apart.
     let text = seen["diff"]["text"].as_str().unwrap();
     assert!(text.contains("\n-t1 t2\n"), "the changed line: {text}");
     assert!(!text.contains("GIT binary patch"), "{text}");
+    assert_eq!(
+        seen["diff"]["paths"],
+        serde_json::json!(["failing"]),
+        "{seen}"
+    );
     assert_eq!(seen["check"]["failing"], serde_json::json!([]));
     rederives(&r, "jr", "reviewer_rejected");
     // The timeline shows the judge's verdict on the iteration it judged.
@@ -345,6 +351,94 @@ fn the_example_scope_judge_approves_in_scope_and_rejects_outside() {
         "{v}"
     );
     rederives(&r, "sc", "reviewer_rejected");
+    // A name git quotes in the diff's headers (a tab) outside the scope: rejected
+    // (a header regex over `a/… b/…` once skipped it and approved).
+    let r = tap_repo(2);
+    let agent = format!("{PROGRESS_AGENT}; echo x > \"$(printf 'release\\tprod.sh')\"");
+    let out = r.lx_tap(&agent, &["--judge", &judge("failing")]);
+    out.expect(16, Some("reviewer_rejected"));
+    assert!(
+        out.errors_text()
+            .contains("outside the declared scope: release\tprod.sh"),
+        "{}",
+        out.errors_text()
+    );
+}
+
+/// The example scope judge over inputs of its own: the path list when there is one,
+/// else the diff's headers with git's C-quoted names unquoted; a header it cannot
+/// split for certain, or a diff cut with no path list, is escalated, never approved.
+#[test]
+fn the_example_scope_judge_reads_quoted_names_and_fails_closed() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/judges/scope_judge.py"
+    );
+    let cases: &[(&str, serde_json::Value, &str)] = &[
+        (
+            "a listed path outside",
+            serde_json::json!({"paths": ["src/a.py", "deploy/r\tp.sh"], "text": ""}),
+            "reject",
+        ),
+        (
+            "listed paths inside, whatever the text says",
+            serde_json::json!({"paths": ["src/a.py"], "text": "diff --git a/x b/x\n"}),
+            "approve",
+        ),
+        (
+            "a quoted header outside",
+            serde_json::json!({"text": "diff --git \"a/deploy/r\\tp.sh\" \"b/deploy/r\\tp.sh\"\nnew file mode 100644\n"}),
+            "reject",
+        ),
+        (
+            "an octal-quoted header inside",
+            serde_json::json!({"text": "diff --git \"a/src/\\303\\244.py\" \"b/src/\\303\\244.py\"\n"}),
+            "approve",
+        ),
+        (
+            "a plain header with a space inside",
+            serde_json::json!({"text": "diff --git a/src/a b.py b/src/a b.py\n"}),
+            "approve",
+        ),
+        (
+            "a rename out of the scope",
+            serde_json::json!({"text": "diff --git a/src/x.py b/out/x.py\nrename from src/x.py\nrename to out/x.py\n"}),
+            "reject",
+        ),
+        (
+            "a header that splits two ways",
+            serde_json::json!({"text": "diff --git a/src/x b/src/y b/z\n"}),
+            "escalate",
+        ),
+        (
+            "an unterminated quote",
+            serde_json::json!({"text": "diff --git \"a/src/x \"b/src/x\n"}),
+            "escalate",
+        ),
+        (
+            "a diff cut at its bound, no path list",
+            serde_json::json!({"text": "diff --git a/src/x b/src/x\n", "truncated": true}),
+            "escalate",
+        ),
+        (
+            "no diff",
+            serde_json::json!({"error": "not a git repository"}),
+            "escalate",
+        ),
+    ];
+    for (what, diff, want) in cases {
+        let input = serde_json::json!({"diff": diff}).to_string();
+        let mut c = std::process::Command::new("python3");
+        c.args([script, "--allow", "src/*"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = c.spawn().expect("python3");
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{what}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one verdict");
+        assert_eq!(v["verdict"], *want, "{what}: {v}");
+    }
 }
 
 /// An agent printing Claude Code stream-json whose CLI version is 2.1.14 for its first
