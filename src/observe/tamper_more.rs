@@ -43,7 +43,7 @@ pub const RULES: &[Rule] = &[
         name: "imports from outside the tree",
         // (a package's `__path__` widened to another directory too, a fresh review;
         // pkgutil's `extend_path` idiom for namespace packages stays allowed)
-        pattern: r#"\bsys\.path\s*(?:\.\s*(?:append|insert|extend)\s*\(|\[[^\]]*\]\s*=|\+=)|\bsite\.addsitedir\s*\(|\bspec_from_file_location\s*\(|\bSourceFileLoader\s*\(|\b__path__\s*(?:\.\s*(?:append|insert|extend)\s*\(|\+=|=\s*\[|=\s*__path__\s*\+|=\s*list\s*\()"#,
+        pattern: r#"\bsys\.path\s*(?:\.\s*(?:append|insert|extend)\s*\(|\[[^\]]*\]\s*=|\+=)|\bsite\.addsitedir\s*\(|\bspec_from_file_location\s*\(|\bSourceFileLoader\b|\bimportlib\s*\.\s*(machinery|_bootstrap\w*)\b|\bimport\s+importlib\s*\.\s*(machinery|_bootstrap)|\bfrom\s+importlib\s*\.\s*(machinery|_bootstrap\w*)\s+import\b|\bfrom\s+importlib\s+import\s+[^#]*\b(machinery|_bootstrap\w*)\b|\.\s*load_module\s*\(|\b__path__\s*(?:\.\s*(?:append|insert|extend)\s*\(|\+=|=\s*\[|=\s*__path__\s*\+|=\s*list\s*\()"#,
         skip_entry_points: true,
     },
     Rule {
