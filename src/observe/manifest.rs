@@ -662,18 +662,44 @@ fn pyproject_sections(content: &[u8]) -> Option<String> {
 /// The parts of a `Cargo.toml` that decide which tests exist and how they run: the
 /// target tables (`lib`, `bin`, `test`, `bench`, `example`: `test = false`,
 /// `harness`, paths), `profile`, and the `package` keys `build`, `autotests`,
-/// `autobins`, `autobenches`, `autoexamples`. Dependencies and metadata are free.
+/// `autobins`, `autobenches`, `autoexamples`. Dependencies and metadata are free, and
+/// so is a `[[bin]]` or `[[example]]` target that leaves the tests alone
+/// ([`free_cargo_target`]: a command-line tool the task asks for, a fresh review's
+/// honest fix that halted 13).
 fn cargo_toml_sections(content: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(content).ok()?;
     let table: toml::Table = toml::from_str(text).ok()?;
     let mut out = String::from("Cargo.toml test sections\n");
+    // Edition 2015 (also the default when none is named) turns auto-discovery of a
+    // target kind off once one target of it is declared: a `[[bin]]` added there
+    // drops `src/bin/*` from the build, so no target is free.
+    let edition = table
+        .get("package")
+        .and_then(|p| p.get("edition"))
+        .and_then(toml::Value::as_str);
+    let discovery_survives = matches!(edition, Some(e) if e != "2015");
     for key in ["lib", "bin", "test", "bench", "example", "profile"] {
-        if let Some(v) = table.get(key) {
-            out.push_str(key);
-            out.push('=');
-            out.push_str(&serde_json::to_string(v).ok()?);
-            out.push('\n');
-        }
+        let Some(v) = table.get(key) else { continue };
+        let kept;
+        let v = match (key, v.as_array()) {
+            ("bin" | "example", Some(targets)) if discovery_survives => {
+                let counted: Vec<toml::Value> = targets
+                    .iter()
+                    .filter(|t| !free_cargo_target(key, t))
+                    .cloned()
+                    .collect();
+                if counted.is_empty() {
+                    continue;
+                }
+                kept = toml::Value::Array(counted);
+                &kept
+            }
+            _ => v,
+        };
+        out.push_str(key);
+        out.push('=');
+        out.push_str(&serde_json::to_string(v).ok()?);
+        out.push('\n');
     }
     if let Some(pkg) = table.get("package").and_then(toml::Value::as_table) {
         for key in [
@@ -693,6 +719,52 @@ fn cargo_toml_sections(content: &[u8]) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// True when a `[[bin]]` or `[[example]]` entry (`kind`) cannot change what
+/// `cargo test` judges, so adding, changing or removing it is no runner configuration
+/// edit. Fail-closed: only these keys, each at most at cargo's default —
+/// `name`, `path`, `required-features`, `edition`, `doc`, `test` (default `true` for
+/// a bin, `false` for an example: a bin's own unit tests run, an example is only
+/// built), `bench` (same defaults) and `harness = true`; anything else (`doctest`,
+/// `proc-macro`, `crate-type`, a key cargo adds later) counts. The `path` must be a
+/// relative `.rs` path inside the package with no component naming tests or benches
+/// (`tests/`, `test_util.rs`, `benches/`) and not `build.rs`: a target built from a
+/// test file or the build script counts. A test such a target held at t0 and no
+/// longer runs is the collected set's finding (SPEC §3.6), not this one's.
+fn free_cargo_target(kind: &str, target: &toml::Value) -> bool {
+    let Some(t) = target.as_table() else {
+        return false;
+    };
+    let example = kind == "example";
+    t.iter().all(|(k, v)| match k.as_str() {
+        "name" | "edition" | "doc" | "required-features" => true,
+        "test" | "bench" => v.as_bool() == Some(!example),
+        "harness" => v.as_bool() == Some(true),
+        "path" => v.as_str().is_some_and(free_target_path),
+        _ => false,
+    })
+}
+
+/// A `[[bin]]`/`[[example]]` `path` that names no test, bench or build-script file
+/// (see [`free_cargo_target`]).
+fn free_target_path(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.contains('\\')
+        && path.ends_with(".rs")
+        && path != "build.rs"
+        && parts.iter().all(|c| {
+            let c = c.to_ascii_lowercase();
+            !c.is_empty()
+                && c != "."
+                && c != ".."
+                && !c.contains("test")
+                && !c.contains("bench")
+                && !c.contains("spec")
+                && !c.contains("fixture")
+        })
 }
 
 fn setup_cfg_sections(content: &[u8]) -> Option<String> {
@@ -957,6 +1029,7 @@ mod tests {
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\nautotests = false\n", true),
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[[test]]\nname = \"x\"\nharness = false\n", true),
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[profile.test]\nopt-level = 3\n", true),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\nbuild = \"gen.rs\"\n", true),
         ];
         for (edited, protected_change) in table {
             assert_eq!(
@@ -966,6 +1039,77 @@ mod tests {
                 "{edited}"
             );
         }
+    }
+
+    /// A `[[bin]]` or `[[example]]` target that leaves the tests alone is no runner
+    /// configuration edit (a fresh review's honest fix added a requested
+    /// `tools/calc-cli.rs` binary and halted 13); one that sets a test key off its
+    /// default, is built from a test, bench or build-script file, or lives in an
+    /// edition 2015 package (where declaring one turns discovery off) still counts.
+    #[test]
+    fn a_bin_or_example_target_that_leaves_tests_alone_is_free() {
+        const PKG: &str = "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+        const BIN: &str = "[[bin]]\nname = \"calc-cli\"\npath = \"tools/calc-cli.rs\"\n";
+        // (t0's targets, the later targets, counted as a runner configuration edit)
+        let rows: &[(&str, &str, bool)] = &[
+            // free: added, changed, removed, with cargo's defaults spelled out
+            ("", BIN, false),
+            ("", "[[bin]]\nname = \"cli\"\n", false),
+            ("", "[[bin]]\nname = \"cli\"\npath = \"src/cli/main.rs\"\nrequired-features = [\"cli\"]\nedition = \"2021\"\ndoc = false\n", false),
+            ("", "[[bin]]\nname = \"cli\"\npath = \"tools/cli.rs\"\ntest = true\nharness = true\nbench = true\n", false),
+            ("", "[[example]]\nname = \"demo\"\npath = \"examples/demo.rs\"\ntest = false\n", false),
+            (BIN, "[[bin]]\nname = \"calc\"\npath = \"tools/calc.rs\"\n", false),
+            (BIN, "", false),
+            ("[lib]\ntest = false\n", "[lib]\ntest = false\n[[bin]]\nname = \"cli\"\n", false),
+            // counted: a test key off its default, or a key not known to be harmless
+            ("", "[[bin]]\nname = \"cli\"\ntest = false\n", true),
+            ("", "[[bin]]\nname = \"cli\"\nharness = false\n", true),
+            ("", "[[bin]]\nname = \"cli\"\ndoctest = true\n", true),
+            ("", "[[example]]\nname = \"demo\"\ntest = true\n", true),
+            ("", "[[example]]\nname = \"demo\"\ncrate-type = [\"lib\"]\n", true),
+            ("", "[[bin]]\nname = \"cli\"\nfuture-key = 1\n", true),
+            // counted: built from a test, bench, fixture or build-script file, or
+            // from outside the package
+            ("", "[[bin]]\nname = \"cli\"\npath = \"tests/add.rs\"\n", true),
+            ("", "[[bin]]\nname = \"cli\"\npath = \"src/add_test.rs\"\n", true),
+            ("", "[[bin]]\nname = \"cli\"\npath = \"benches/b.rs\"\n", true),
+            ("", "[[bin]]\nname = \"cli\"\npath = \"build.rs\"\n", true),
+            ("", "[[bin]]\nname = \"cli\"\npath = \"../other/tests.rs\"\n", true),
+            ("", "[[bin]]\nname = \"cli\"\npath = \"/tmp/cli.rs\"\n", true),
+            ("", "[[bin]]\nname = \"cli\"\npath = \"tools/cli.py\"\n", true),
+            // the other target kinds, profiles and the build script still count
+            ("", "[[test]]\nname = \"cli\"\npath = \"tools/cli.rs\"\n", true),
+            ("", "[[bench]]\nname = \"b\"\n", true),
+            ("", "[lib]\ndoctest = false\n", true),
+            ("", "[lib]\nharness = false\n", true),
+            ("", "[profile.test]\nopt-level = 3\n", true),
+        ];
+        for (before, after, counted) in rows {
+            let a = format!("{PKG}{before}");
+            let b = format!("{PKG}{after}");
+            assert_eq!(
+                protected_content("Cargo.toml", a.as_bytes())
+                    != protected_content("Cargo.toml", b.as_bytes()),
+                *counted,
+                "{before:?} -> {after:?}"
+            );
+        }
+        // Edition 2015, named or by default: declaring a bin drops `src/bin/*`.
+        for pkg in [
+            "[package]\nname = \"calc\"\n",
+            "[package]\nname = \"calc\"\nedition = \"2015\"\n",
+        ] {
+            assert_ne!(
+                protected_content("Cargo.toml", pkg.as_bytes()),
+                protected_content("Cargo.toml", format!("{pkg}{BIN}").as_bytes()),
+                "{pkg}"
+            );
+        }
+        // A new package holding only a free binary has no test sections.
+        assert!(has_no_test_sections(
+            "crates/cli/Cargo.toml",
+            format!("{PKG}{BIN}").as_bytes()
+        ));
     }
 
     #[test]
