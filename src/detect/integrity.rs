@@ -355,6 +355,21 @@ pub fn frozen_oracle(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {
                 .join(", ")
         ));
     }
+    // Runner configuration decides how every test is judged: no loop.toml setting
+    // hands it to the agent (`[oracle] editable` covers only what was inferred), so
+    // the halt names the way that exists — a person's own change, which a new run's
+    // t0 measures. (Before, the halt named none.)
+    let config: Vec<&str> = edits
+        .iter()
+        .filter(|e| e.what == "runner configuration")
+        .map(|e| e.path.as_str())
+        .collect();
+    if !config.is_empty() {
+        contributors.push(format!(
+            "if changing {} is the task, a person makes that change (commit it) and starts a new run, whose t0 measures it; no loop.toml setting lets the agent change runner configuration",
+            config.join(", ")
+        ));
+    }
     Some(Halt {
         reason: HaltReason::MetricIntegrityViolation,
         contributors,
@@ -973,6 +988,54 @@ mod trust_tests {
                 assert_eq!(h.reason, HaltReason::MetricIntegrityViolation);
                 assert!(h.contributors[0].contains("tests/a.py"));
             }
+        }
+    }
+
+    /// Each halt on the frozen oracle names what a person can do about the file: an
+    /// inferred one can be made `[oracle] editable`; runner configuration (before,
+    /// the halt named nothing) changes only by a person's own commit before a new
+    /// run; a test file is the task's verdict and gets no hint.
+    #[test]
+    fn frozen_oracle_halts_name_how_a_person_allows_the_edit() {
+        // (path, what, kind, a contributor must contain, none may contain)
+        let rows: &[(&str, &str, EditKind, &str, &str)] = &[
+            (
+                "Cargo.toml",
+                "runner configuration",
+                EditKind::Modified,
+                "if changing Cargo.toml is the task, a person makes that change (commit it) and starts a new run",
+                "[oracle] editable",
+            ),
+            (
+                "conftest.py",
+                "runner configuration",
+                EditKind::Created,
+                "if changing conftest.py is the task",
+                "[oracle] editable",
+            ),
+            (
+                "tests/data/fr.json",
+                "data the tests read",
+                EditKind::Modified,
+                "[oracle] editable = [\"tests/data/fr.json\"]",
+                "starts a new run",
+            ),
+            ("tests/a.py", "test file", EditKind::Modified, "", "is the task"),
+        ];
+        for (path, what, kind, wanted, unwanted) in rows {
+            let m = TreeMeasures {
+                oracle_edits: vec![OracleEdit {
+                    path: (*path).into(),
+                    kind: *kind,
+                    what: (*what).into(),
+                    lines: Vec::new(),
+                }],
+                ..TreeMeasures::default()
+            };
+            let h = frozen_oracle(&RunConfig::defaults(), &m).expect("halts");
+            let text = h.contributors.join("\n");
+            assert!(text.contains(wanted), "{path}: {text}");
+            assert!(!text.contains(unwanted), "{path}: {text}");
         }
     }
 
