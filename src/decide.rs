@@ -20,7 +20,7 @@
 //! | 6 | success | success_condition_met | the main check and its confirmations are green |
 //! | 7 | no convergence | same_test_regressed … no_progress_detected | after a check |
 //! | 8 | comprehension | comprehension_debt_exceeded | after a check, and before an exec |
-//! | 9 | the cap | max_iterations_reached | at iteration N |
+//! | 9 | the cap | max_iterations_reached | at iteration N; first of all for a run resumed at N (no iteration past the cap starts) |
 //!
 //! Guards dominate success (rows 0 and 4–5 before row 6): a check that went green
 //! because a test was deleted halts `metric_integrity_violation`, never
@@ -121,10 +121,35 @@ fn exec_integrity(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
         .or_else(|| integrity::toolchain(t0, now))
 }
 
+/// `max_iterations_reached` at once for a run resumed with no iteration left: the
+/// loop starts no iteration past the cap (SPEC §1.3; before, `run --resume` of a
+/// capped run ran "iteration 3/2"), so a `resumed` event with no iteration after it
+/// and the last iteration at the cap is this halt, whatever the receipt's earlier
+/// halt was (nothing of this segment ran to judge). The halt names how a person gives
+/// the run more iterations.
+fn cap_reached_at_resume(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
+    let last = t.last()?;
+    if t.segment_start <= last.iteration || last.iteration < cfg.max_iterations {
+        return None;
+    }
+    let run_id = t.started.as_ref().map_or("RUN_ID", |s| s.run_id.as_str());
+    Some(Halt {
+        reason: HaltReason::MaxIterationsReached,
+        contributors: vec![format!(
+            "the run had used its iteration cap ({cap}) when it was resumed; to give it more, resume with a higher cap: loopexec run --resume {run_id} --max-iterations N (N above {cap})",
+            cap = cfg.max_iterations
+        )],
+        detail: serde_json::json!({"max_iterations": cfg.max_iterations, "resumed_past_cap": true}),
+    })
+}
+
 fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     let Some(last) = t.last() else {
         return go(Next::Check);
     };
+    if let Some(h) = cap_reached_at_resume(t, cfg) {
+        return halt(h);
+    }
     // What the exec left in the tree is judged first, whatever ended the step: an exec
     // that edits a test and then times out, stalls or is stopped by a hold leaves the
     // edit for the next run's t0, and only an integrity halt makes that run refuse it

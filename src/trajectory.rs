@@ -158,6 +158,11 @@ impl Trajectory {
                 self.segment_start = r.from_iteration + 1;
                 self.interrupts.clear();
                 self.holds.clear();
+                // A cap set at the resume holds from here on: the loop decided with
+                // it, so re-derivation must too.
+                if let (Some(n), Some(s)) = (r.max_iterations, self.started.as_mut()) {
+                    s.config.max_iterations = n;
+                }
             }
             Event::Interrupted(i) => {
                 self.interrupts.push(Interrupt {
@@ -238,7 +243,8 @@ impl Trajectory {
         self.iterations.iter_mut().rev().find(|i| i.iteration == n)
     }
 
-    /// The policy the run had.
+    /// The policy the run had (with the iteration cap of its last `resumed` event
+    /// that set one).
     #[must_use]
     pub fn config(&self) -> Option<&RunConfig> {
         self.started.as_ref().map(|s| &s.config)

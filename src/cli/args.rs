@@ -446,7 +446,7 @@ pub struct RunArgs {
     /// The check (the test suite). Required, here or in loop.toml.
     #[arg(long, value_name = "CMD")]
     pub check: Option<String>,
-    /// Attempts after the baseline (default 10).
+    /// Attempts after the baseline (default 10); with --resume, the run's new cap.
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u32>,
     /// Run a single attempt (same as --max-iterations 1).

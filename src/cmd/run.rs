@@ -196,10 +196,16 @@ fn preflight(ws: Option<&Workspace>, run_id: &str, reason: HaltReason, message: 
 
 pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outcome {
     let resume = a.resume.is_some();
-    if resume && (overrides(a) != Overrides::default() || a.config.is_some()) {
+    // `--max-iterations` is the one setting a resume may change: the cap is how far a
+    // person lets the run go, not how it is judged (SPEC §1.3).
+    let others = Overrides {
+        max_iterations: if a.once { Some(1) } else { None },
+        ..overrides(a)
+    };
+    if resume && (others != Overrides::default() || a.config.is_some()) {
         return Outcome::error(
             2,
-            "--resume continues a run under the policy recorded in its receipt; other run flags would be ignored".into(),
+            "--resume continues a run under the policy recorded in its receipt; other run flags would be ignored: start a new run for other settings (only --max-iterations may raise its cap)".into(),
             Some("drop them, or start a new run with the new settings".into()),
         );
     }
@@ -225,7 +231,15 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
     };
     let cfg = if resume {
         match resumed_config(&ws, &run_id) {
-            Ok(c) => c,
+            Ok((mut c, done)) => {
+                if let Some(n) = a.max_iterations {
+                    if let Some(o) = raised_cap(&run_id, n, done) {
+                        return o;
+                    }
+                    c.max_iterations = n;
+                }
+                c
+            }
             Err(m) => return preflight(Some(&ws), &run_id, HaltReason::InvariantFailed, m),
         }
     } else {
@@ -384,8 +398,36 @@ fn warn_unmetered(t: &crate::trajectory::Trajectory) {
     }
 }
 
-/// The policy of a run being resumed: the one recorded in its `run_started`.
-fn resumed_config(ws: &Workspace, run_id: &str) -> Result<crate::config::RunConfig, String> {
+/// The refusal of `--resume ID --max-iterations N` when `N` gives the run no
+/// iteration it has not started (`done`, the last iteration in its receipt), or is out
+/// of the range a new run accepts; `None` when `N` may be the new cap.
+fn raised_cap(run_id: &str, n: u32, done: u32) -> Option<Outcome> {
+    if n > 100_000 {
+        return Some(Outcome::error(
+            2,
+            format!("--max-iterations {n}: must be at most 100000"),
+            None,
+        ));
+    }
+    (n <= done).then(|| {
+        Outcome::error(
+            2,
+            format!(
+                "--max-iterations {n} gives run `{run_id}` no further iteration: it has already started iteration {done}; give a cap above {done} (--max-iterations {})",
+                done + 1
+            ),
+            Some(format!(
+                "give a cap above {done}: loopexec run --resume {run_id} --max-iterations {}",
+                done + 1
+            )),
+        )
+    })
+}
+
+/// The policy of a run being resumed: the one recorded in its `run_started`, with
+/// the cap of the last `resumed` event that set one; and the last iteration its
+/// receipt started.
+fn resumed_config(ws: &Workspace, run_id: &str) -> Result<(crate::config::RunConfig, u32), String> {
     let path = ws.receipt_path(run_id);
     if !path.is_file() {
         return Err(format!(
@@ -394,11 +436,10 @@ fn resumed_config(ws: &Workspace, run_id: &str) -> Result<crate::config::RunConf
         ));
     }
     let lines = crate::receipt::read(&path).map_err(|e| e.to_string())?;
-    lines
-        .iter()
-        .find_map(|l| match &l.event {
-            crate::receipt::Event::RunStarted(s) => Some(s.config.clone()),
-            _ => None,
-        })
-        .ok_or_else(|| format!("receipt {} has no run_started event", path.display()))
+    let t = crate::trajectory::Trajectory::from_lines(&lines);
+    let cfg = t
+        .config()
+        .cloned()
+        .ok_or_else(|| format!("receipt {} has no run_started event", path.display()))?;
+    Ok((cfg, t.last().map_or(0, |i| i.iteration)))
 }

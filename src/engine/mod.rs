@@ -637,12 +637,23 @@ impl Loop<'_> {
         let acknowledged_by =
             crate::control::counted_acks(&self.store, &self.run_id, self.cfg, &acks);
         let resume_reason = self.resume_marker();
+        // The cap this segment decides with goes into the receipt when it is not the
+        // one re-derivation would read there (`run --resume ID --max-iterations N`).
+        let max_iterations = (self.traj.config().map(|c| c.max_iterations)
+            != Some(self.cfg.max_iterations))
+        .then_some(self.cfg.max_iterations);
         self.record(Event::Resumed(Resumed {
             pid: std::process::id(),
             acknowledged_by,
             from_iteration: last_halt,
             resume_reason,
+            max_iterations,
         }))?;
+        // No iteration past the cap starts: `decide` halts the resumed run at once
+        // (`max_iterations_reached`, naming `--max-iterations`).
+        if last_halt >= self.cfg.max_iterations {
+            return Ok(());
+        }
         self.record(Event::IterationStarted(IterationStarted {
             iteration: last_halt + 1,
         }))

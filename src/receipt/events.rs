@@ -276,6 +276,11 @@ pub struct Resumed {
     /// agent gets as `LOOPEXEC_RESUME_REASON`), when a hold had stopped it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_reason: Option<String>,
+    /// The iteration cap from here on, when the person resuming set one
+    /// (`run --resume ID --max-iterations N`); the recorded policy's cap otherwise.
+    /// `explain-halt` and `replay` fold it into the policy they decide with (SPEC §1.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<u32>,
 }
 
 /// The last event of a run (or of a resumed segment).

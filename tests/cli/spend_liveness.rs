@@ -295,3 +295,108 @@ fn watch_kill_during_a_wedged_check_also_halts_heartbeat_stale() {
         "no check_finished records the watchdog's kill"
     );
 }
+
+/// A TAP run of 5 failing tests that fixes one per iteration, halted at its cap of 2.
+fn capped_run(id: &str) -> Repo {
+    let r = tap_repo(5);
+    r.lx_tap(PROGRESS_AGENT, &["--run-id", id, "--max-iterations", "2"])
+        .expect(12, Some("max_iterations_reached"));
+    r
+}
+
+/// Before: `run --resume` of a run that halted at its cap ran "iteration 3/2", and
+/// the cap could not be raised (`--max-iterations` with `--resume` exited 2). A plain
+/// resume now halts again at once, at the cap's iteration, without starting another,
+/// naming how to raise the cap; the halt re-derives from the receipt.
+#[test]
+fn resuming_a_capped_run_halts_at_the_cap_again_before_the_agent_runs() {
+    let r = capped_run("cap");
+    let v = r
+        .lx(&["run", "--resume", "cap"])
+        .expect(12, Some("max_iterations_reached"));
+    assert!(
+        mentions(&v, "loopexec run --resume cap --max-iterations N"),
+        "{v}"
+    );
+    assert_eq!(v["iteration"], 2, "{v}");
+    let lines = verify_receipt(&r.receipt("cap"));
+    assert_eq!(
+        events(&lines, "exec_finished").len(),
+        2,
+        "the agent ran again"
+    );
+    assert_eq!(
+        events(&lines, "iteration_started").len(),
+        3,
+        "iterations 0..=2 only"
+    );
+    assert_eq!(r.read("failing").split_whitespace().count(), 3);
+    let ex = r.lx(&["explain-halt", "--run-id", "cap"]).expect(0, None);
+    assert_eq!(ex["rederived"], true, "{ex}");
+    assert_eq!(ex["derived_reason"], "max_iterations_reached", "{ex}");
+}
+
+/// `--resume ID --max-iterations N` raises the cap: the receipt's `resumed` event
+/// records it, the run goes on to converge, and the verdict re-derives offline with
+/// the new cap (under the first cap of 2 the receipt's last verdict would not
+/// re-derive).
+#[test]
+fn resuming_with_a_higher_cap_continues_and_re_derives_with_it() {
+    let r = capped_run("raise");
+    let v = r
+        .lx(&["run", "--resume", "raise", "--max-iterations", "4"])
+        .expect(12, Some("max_iterations_reached"));
+    assert_eq!(v["iteration"], 4, "{v}");
+    assert!(mentions(&v, "cap (4)"), "{v}");
+    // A plain resume keeps the raised cap (the receipt's), and a second raise goes on.
+    r.lx(&["run", "--resume", "raise"])
+        .expect(12, Some("max_iterations_reached"));
+    let v = r
+        .lx(&["run", "--resume", "raise", "--max-iterations", "8"])
+        .expect(10, Some("success_condition_met"));
+    assert_eq!(v["iteration"], 5, "{v}");
+    let lines = verify_receipt(&r.receipt("raise"));
+    let caps: Vec<&serde_json::Value> = events(&lines, "resumed")
+        .iter()
+        .map(|e| &e["max_iterations"])
+        .collect();
+    assert_eq!(
+        caps,
+        [
+            &serde_json::json!(4),
+            &serde_json::Value::Null,
+            &serde_json::json!(8)
+        ]
+    );
+    assert_eq!(events(&lines, "exec_finished").len(), 5);
+    let ex = r.lx(&["explain-halt", "--run-id", "raise"]).expect(0, None);
+    assert_eq!(ex["rederived"], true, "{ex}");
+    let off = r.lx(&["replay", "raise", "--offline"]).expect(0, None);
+    assert_eq!(off["derived_reason"], "success_condition_met", "{off}");
+}
+
+/// A cap that gives the run no further iteration, or any other run flag, is refused
+/// with exit 2 before anything is recorded, naming what to give instead (for a cap,
+/// the smallest that gives one more iteration).
+#[test]
+fn resume_refuses_a_cap_that_does_not_raise_and_other_flags() {
+    let r = capped_run("low");
+    // (extra arguments, the error or hint must mention)
+    let rows: &[(&[&str], &str)] = &[
+        (&["--max-iterations", "2"], "--max-iterations 3"),
+        (&["--max-iterations", "1"], "already started iteration 2"),
+        (&["--max-iterations", "100001"], "at most 100000"),
+        (&["--once"], "only --max-iterations"),
+        (&["--budget-usd", "1"], "start a new run"),
+    ];
+    for (extra, says) in rows {
+        let mut args = vec!["run", "--resume", "low"];
+        args.extend_from_slice(extra);
+        let out = r.lx(&args);
+        let v = out.json();
+        assert_eq!(out.code, 2, "{extra:?}: {v}");
+        assert!(mentions(&v, says), "{extra:?}: {v}");
+    }
+    let lines = verify_receipt(&r.receipt("low"));
+    assert!(events(&lines, "resumed").is_empty(), "a refusal resumed");
+}
