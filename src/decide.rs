@@ -215,7 +215,13 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
         return halt(h);
     }
     let code = cfg.success_exit_code;
-    let green = is_green(main, code) && oracle::confirmations_agree(t, code);
+    // A run whose t0 is a tree an earlier run left unjudged is judged from that
+    // run's t0: its untouched tree is no green of its own (SPEC §3.13)
+    let inherited = last.iteration == 0
+        && t.started
+            .as_ref()
+            .is_some_and(|s| s.inherits_unjudged.is_some());
+    let green = is_green(main, code) && oracle::confirmations_agree(t, code) && !inherited;
     let views = t.attempt_views(code);
     let accepted = progress::accepted(&views);
     let this_accepted = accepted.last().copied().unwrap_or(true);

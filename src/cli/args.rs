@@ -546,8 +546,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub check_in_place: bool,
     /// Start even though the working tree is still the one an earlier run rejected for
-    /// integrity (a test edited, a blocked path changed, a gamed green). Without it such
-    /// a run halts at once with the earlier reason: its t0 would freeze the cheat.
+    /// integrity (a test edited, a blocked path changed, a gamed green), or one an
+    /// earlier run left unjudged (it ended red after its agent changed the tree).
+    /// Without it the first halts at once with the earlier reason (its t0 would freeze
+    /// the cheat), and the second is judged from the earlier run's t0.
     #[arg(long)]
     pub accept_rejected_tree: bool,
     /// The exec's filesystem sandbox: auto (Landlock where the kernel has it), landlock

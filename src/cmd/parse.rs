@@ -90,12 +90,20 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
             Some("give --stdout FILE, --stderr FILE or --report FILE".into()),
         )));
     }
-    for p in a.stdout.iter().chain(a.stderr.iter()) {
+    // A report named on the command line that is not there is a mistyped path, not a
+    // runner that wrote none (that is the loop's case, where the check's own report
+    // path is read after it ran and an unreadable one is a diagnostic).
+    for p in a
+        .stdout
+        .iter()
+        .chain(a.stderr.iter())
+        .chain(a.reports.iter())
+    {
         if let Err(e) = std::fs::metadata(p) {
             return Err(Box::new(Outcome::error(
                 super::EXIT_ERROR,
                 format!("cannot read {}: {e}", p.display()),
-                Some("pass the file the check's output was saved to".into()),
+                Some("pass the file the check's output or report was saved to".into()),
             )));
         }
     }

@@ -424,9 +424,50 @@ fn remove_stale_spools(dir: &Path) {
     }
 }
 
+/// Halts that reject the tree the run left (integrity, and hermeticity: a check that
+/// changed what the next check reads, a `.pth` planted in a linked `.venv` by code
+/// under test, leaves a start that is green for that reason; second fresh review).
+fn rejects_tree(r: HaltReason) -> bool {
+    matches!(
+        r,
+        HaltReason::MetricIntegrityViolation
+            | HaltReason::BlockedPathModified
+            | HaltReason::RewardHackingDetected
+            | HaltReason::HermeticityViolation
+    )
+}
+
 impl Loop<'_> {
     pub(super) fn start(&mut self) -> Result<(), EngineError> {
-        let (git, baseline, unavailable) = self.tree.baseline();
+        let (mut git, mut baseline, unavailable) = self.tree.baseline();
+        let unjudged = if self.cfg.oracle.accept_rejected_tree {
+            None
+        } else {
+            git.baseline_tree
+                .as_deref()
+                .and_then(|t| self.unjudged_tree_run(t))
+        };
+        if let Some((u, earlier)) = &unjudged {
+            // The tree's measurements are the earlier t0's; what lies outside the tree
+            // (the check's toolchain, the repository's own configuration) is measured
+            // now: a change there during the earlier run halted it already, and one
+            // since is no agent's
+            if let Some(b) = &earlier.baseline {
+                baseline = crate::detect::integrity::TreeMeasures {
+                    toolchain: std::mem::take(&mut baseline.toolchain),
+                    git_internals: std::mem::take(&mut baseline.git_internals),
+                    ..b.clone()
+                };
+            }
+            self.tree.adopt_t0_measured(earlier, Some(baseline.clone()));
+            git.baseline_tree = earlier.git.baseline_tree.clone();
+            git.baseline_snapshot = earlier.git.baseline_snapshot.clone();
+            self.say(&format!(
+                "t0 is the tree run {} left unjudged ({}): this run is judged from that run's t0, and its iteration 0 is no green (--accept-rejected-tree takes the tree as it is)",
+                u.run_id,
+                u.halt_reason.map_or("no halt recorded", |r| r.as_str())
+            ));
+        }
         self.prepare_room(&baseline)?;
         let oracle = self.oracle_list(&baseline);
         let started = RunStarted {
@@ -448,6 +489,7 @@ impl Loop<'_> {
             oracle,
             sandbox: Some(self.sandbox_record.clone()),
             inherits_rejected: None,
+            inherits_unjudged: unjudged.map(|(u, _)| u),
         };
         let mut started = started;
         started.inherits_rejected = started
@@ -468,28 +510,9 @@ impl Loop<'_> {
     /// ledger's runs and the receipts; a receipt that cannot be read answers `None`
     /// (its own `check` reports it).
     fn rejected_tree_run(&self, tree: &str) -> Option<crate::receipt::events::InheritedRejection> {
-        let prev = self
-            .store
-            .run_ids()
-            .ok()?
-            .into_iter()
-            .rev()
-            .find(|r| *r != self.run_id)?;
-        let row = self.store.run(&prev).ok()??;
-        let reason = HaltReason::from_str_opt(row.halt_reason.as_deref()?)?;
-        // hermeticity too: a check that changed what the next check reads (a `.pth`
-        // planted in a linked `.venv` by code under test) leaves a start that is
-        // green for that reason (second fresh review)
-        if !matches!(
-            reason,
-            HaltReason::MetricIntegrityViolation
-                | HaltReason::BlockedPathModified
-                | HaltReason::RewardHackingDetected
-                | HaltReason::HermeticityViolation
-        ) {
-            return None;
-        }
-        let lines = crate::receipt::read(Path::new(&row.receipt)).ok()?;
+        let (prev, reason, receipt) = self.previous_run()?;
+        let reason = reason.filter(|r| rejects_tree(*r))?;
+        let lines = crate::receipt::read(Path::new(&receipt)).ok()?;
         let started = lines.iter().find_map(|l| match &l.event {
             Event::RunStarted(s) => Some(s),
             _ => None,
@@ -562,6 +585,66 @@ impl Loop<'_> {
         let kept = self.kept_edits(&rejection.flagged, &rejection.tree, tree);
         (!kept.is_empty())
             .then_some(crate::receipt::events::InheritedRejection { kept, ..rejection })
+    }
+
+    /// The newest earlier run of this workdir in the ledger: its id, its halt (`None`:
+    /// none recorded, or one this loopexec does not know) and its receipt's path.
+    fn previous_run(&self) -> Option<(String, Option<HaltReason>, String)> {
+        let prev = self
+            .store
+            .run_ids()
+            .ok()?
+            .into_iter()
+            .rev()
+            .find(|r| *r != self.run_id)?;
+        let row = self.store.run(&prev).ok()??;
+        let reason = row
+            .halt_reason
+            .as_deref()
+            .and_then(HaltReason::from_str_opt);
+        Some((prev, reason, row.receipt))
+    }
+
+    /// The newest earlier run of this workdir when `tree` (this run's t0) is the tree
+    /// it left and no verdict judged it: that run halted neither green nor for an
+    /// integrity reason (those are [`Self::rejected_tree_run`]'s), its agent changed
+    /// the tree since its t0, its check command is this run's, and the store still
+    /// holds that t0. Returns the
+    /// inheritance and that run's `run_started` (its t0, transitively an earlier
+    /// one's when it inherited too). A receipt that cannot be read answers `None`.
+    fn unjudged_tree_run(
+        &self,
+        tree: &str,
+    ) -> Option<(crate::receipt::events::InheritedUnjudged, RunStarted)> {
+        let (prev, reason, receipt) = self.previous_run()?;
+        if reason.is_some_and(|r| r == HaltReason::SuccessConditionMet || rejects_tree(r)) {
+            return None;
+        }
+        let lines = crate::receipt::read(Path::new(&receipt)).ok()?;
+        let started = lines.iter().find_map(|l| match &l.event {
+            Event::RunStarted(s) => Some((**s).clone()),
+            _ => None,
+        })?;
+        let left = lines.iter().rev().find_map(|l| match &l.event {
+            Event::ExecFinished(e) => e.tree.clone(),
+            Event::CheckFinished(c) if !c.changed_during_check.is_empty() => c.tree_after.clone(),
+            _ => None,
+        })?;
+        let t0 = started.git.baseline_tree.clone()?;
+        // the same check: a person who changed what judges the tree starts afresh
+        if left != tree || t0 == tree || started.config.check != self.cfg.check {
+            return None;
+        }
+        self.tree.store()?.entries_shared(&t0).ok()?;
+        Some((
+            crate::receipt::events::InheritedUnjudged {
+                run_id: prev,
+                halt_reason: reason,
+                tree: tree.to_string(),
+                judged_from: t0,
+            },
+            started,
+        ))
     }
 
     /// The files the rejected exec changed from `rejected_t0` to `rejected` that the

@@ -1217,9 +1217,28 @@ impl TreeObserver {
     /// When resuming, learn t0 from the receipt (and its files from the store).
     pub fn adopt_baseline(&mut self, t: &Trajectory) {
         if let Some(s) = &t.started {
+            self.adopt_t0(s);
+        }
+    }
+
+    /// Takes `s`'s t0 (its tree, snapshot and measurements, the files from the store)
+    /// as this run's: on resuming, and for a run that starts from a tree an earlier
+    /// run left unjudged (`run_started.inherits_unjudged`, with `measures` the t0
+    /// measurements this run records). The last snapshot stays.
+    pub fn adopt_t0(&mut self, s: &crate::receipt::RunStarted) {
+        self.adopt_t0_measured(s, s.baseline.clone());
+    }
+
+    /// As [`Self::adopt_t0`], with `measures` as t0's measurements.
+    pub fn adopt_t0_measured(
+        &mut self,
+        s: &crate::receipt::RunStarted,
+        measures: Option<TreeMeasures>,
+    ) {
+        {
             self.t0_tree.clone_from(&s.git.baseline_tree);
             self.t0_commit.clone_from(&s.git.baseline_snapshot);
-            self.t0_measures = s.baseline.clone();
+            self.t0_measures = measures;
             if let (Some(store), Some(tree)) = (&self.store, &self.t0_tree) {
                 self.t0_entries = store.entries(tree).ok();
             }

@@ -93,6 +93,31 @@ pub struct RunStarted {
     /// t0. `decide` halts on it unless `[oracle] accept_rejected_tree`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inherits_rejected: Option<InheritedRejection>,
+    /// The working tree at t0 is the tree an earlier run of this workdir left without
+    /// a verdict on it (it halted red, or stopped, after its agent changed the tree):
+    /// no scan ever read that agent's work, and ran the same check. This run is
+    /// judged from that run's t0 instead (`git.baseline_tree` and `baseline` are that
+    /// run's, but for the toolchain and the repository's configuration, measured now),
+    /// and its iteration
+    /// 0 is no green: a cheat planted by a red run and armed later would otherwise make
+    /// the next run green on a tree nobody judged (a third fresh review's dormant
+    /// cheat). `[oracle] accept_rejected_tree` (`--accept-rejected-tree`) takes the
+    /// tree as it is instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inherits_unjudged: Option<InheritedUnjudged>,
+}
+
+/// An earlier run whose unjudged final tree this run starts from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct InheritedUnjudged {
+    pub run_id: String,
+    /// Its halt (a reason other than success or an integrity rejection); `None` for a
+    /// run that recorded no halt (it died).
+    pub halt_reason: Option<HaltReason>,
+    /// The tree it left: this run's working tree at t0.
+    pub tree: String,
+    /// The tree this run is judged from: that run's own t0.
+    pub judged_from: String,
 }
 
 /// An earlier run whose rejected tree this run starts from.

@@ -219,6 +219,21 @@ fn wal_mode(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
+/// True when schema `version` of the ledger at `path` is this loopexec's, false when
+/// migrations are due.
+///
+/// # Errors
+/// [`StoreError::Newer`] for a database a newer loopexec wrote.
+fn is_current(path: &str, version: i64) -> Result<bool, StoreError> {
+    if version > USER_VERSION {
+        return Err(StoreError::Newer {
+            path: path.to_string(),
+            found: version,
+        });
+    }
+    Ok(version == USER_VERSION)
+}
+
 impl Store {
     /// Opens (creating and migrating if needed) the ledger at `path`, with its control
     /// journal under loopexec's state directory
@@ -306,13 +321,7 @@ impl Store {
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(sql)?;
-        if version > USER_VERSION {
-            return Err(StoreError::Newer {
-                path: self.path.clone(),
-                found: version,
-            });
-        }
-        if version == USER_VERSION {
+        if is_current(&path, version)? {
             return Ok(());
         }
         // Every pending migration in one transaction: a fresh ledger is built with one
@@ -328,13 +337,7 @@ impl Store {
         let version: i64 = tx
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(sql)?;
-        if version > USER_VERSION {
-            return Err(StoreError::Newer {
-                path: self.path.clone(),
-                found: version,
-            });
-        }
-        if version == USER_VERSION {
+        if is_current(&path, version)? {
             return tx.commit().map_err(sql);
         }
         for m in MIGRATIONS

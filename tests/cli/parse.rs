@@ -82,3 +82,14 @@ fn node_test_process_exit_is_not_a_passing_run() {
         "{v}"
     );
 }
+
+/// Before: `parse --report missing.xml` exited 0 with a note; a mistyped path is bad
+/// input, named with the fix, exit 1.
+#[test]
+fn a_report_that_is_not_there_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = lx_in(dir.path(), &["parse", "--report", "missing.xml"], &[]);
+    let v = out.expect(1, None);
+    let errors = v["errors"].to_string();
+    assert!(errors.contains("missing.xml"), "{v}");
+}

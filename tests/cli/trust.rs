@@ -729,6 +729,48 @@ fn a_new_run_does_not_start_from_a_tree_an_earlier_run_rejected() {
     assert_ne!(out.code, 13, "{}", out.errors_text());
 }
 
+/// A cheat planted by a run that ended red, armed later. Before: the next run took
+/// the planted tree as its t0 and was green at iteration 0 ("already green on the
+/// untouched tree"), exit 10, though no scan had ever read the planted code (a third
+/// fresh review). Now that run is judged from the earlier run's t0: its iteration 0
+/// is no green, and the first green check names the planted lines; a person who
+/// accepts the tree says so.
+#[test]
+fn a_cheat_left_by_a_red_run_is_judged_by_the_next_run() {
+    let armed = tempfile::tempdir().unwrap();
+    let flag = armed.path().join("armed");
+    let r = Repo::new();
+    r.write("lib.sh", "add() { echo $(( $1 - $2 )); }\n")
+        .write(
+            "check.sh",
+            ". ./lib.sh\necho 'TAP version 13'; echo 1..1\nif [ \"$(add 2 3)\" = 5 ]; then echo 'ok 1 - add'; else echo 'not ok 1 - add'; exit 1; fi\n",
+        )
+        .commit("fixture");
+    let plant = format!(
+        "printf '%s\\n' '[ -e {} ] && {{ echo 1..1; echo \"ok 1 - add\"; exit 0; }}' >> lib.sh",
+        flag.display()
+    );
+    let check = "sh check.sh";
+    let flags = ["--ack-required", "false", "--max-iterations", "1"];
+    let run = |id: &str, exec: &str, extra: &[&str]| {
+        let mut a = vec!["--run-id", id];
+        a.extend(flags);
+        a.extend(extra);
+        r.lx_tap_check(exec, check, &a, &[])
+    };
+    run("plant", &plant, &[]).expect(12, Some("max_iterations_reached"));
+    std::fs::write(&flag, "").unwrap();
+    let v = run("next", "true", &[]).expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "lib.sh"), "{v}");
+    let receipt = verify_receipt(&r.receipt("next"));
+    let started = &events(&receipt, "run_started")[0];
+    assert_eq!(started["inherits_unjudged"]["run_id"], "plant", "{started}");
+    let ex = r.lx(&["explain-halt", "--run-id", "next"]).expect(0, None);
+    assert_eq!(ex["rederived"], true, "{ex}");
+    // A person who accepts the tree as it is says so (and the check is green).
+    run("meant", "true", &["--accept-rejected-tree"]).expect(10, Some("success_condition_met"));
+}
+
 /// The rejected edit kept beside an unrelated change, and a second refused start.
 /// Before: a file added after the halt made t0 another tree, and the new run started
 /// from the rejected edit (exit 10); a start after a refused start was not refused.
