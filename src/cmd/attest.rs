@@ -403,6 +403,34 @@ pub(crate) fn verify(workdir: &Path, a: &VerifyArgs) -> Outcome {
     // recorded: the signing key may be one the agent could read, and a receipt and
     // its attestation made elsewhere can be copied into `.loopexec/runs/` (a fresh
     // review did both).
+    // So is one named with `--receipt` that lies in this workspace's state directory
+    // (`--receipt .loopexec/runs/forged.jsonl` skipped the question, a fresh review).
+    let named_here = a.receipt.as_deref().and_then(|p| {
+        let ws = crate::workspace::Workspace::at(workdir).ok()?;
+        let state = ws.receipt_path(&st.predicate.run_id);
+        let state = std::fs::canonicalize(state.parent()?.parent()?).ok()?;
+        std::fs::canonicalize(p)
+            .ok()?
+            .starts_with(&state)
+            .then_some(ws)
+    });
+    if let Some(ws) = &named_here {
+        let problems = match crate::receipt::read(&receipt) {
+            Ok(lines) => super::recorded_by_ledger(ws, &st.predicate.run_id, &receipt, &lines),
+            Err(e) => vec![e.to_string()],
+        };
+        body.recorded = Some(problems.is_empty());
+        if !problems.is_empty() {
+            return invalid(
+                &mut body,
+                format!(
+                    "the signature is good, but no run of this workspace recorded run {}: {}",
+                    st.predicate.run_id,
+                    problems.join("; ")
+                ),
+            );
+        }
+    }
     if a.receipt.is_none() {
         let problems = match super::load_run(workdir, Some(&st.predicate.run_id)) {
             Ok(run) => run.provenance_problems(),

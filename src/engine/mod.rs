@@ -510,9 +510,8 @@ impl Loop<'_> {
     /// ledger's runs and the receipts; a receipt that cannot be read answers `None`
     /// (its own `check` reports it).
     fn rejected_tree_run(&self, tree: &str) -> Option<crate::receipt::events::InheritedRejection> {
-        let (prev, reason, receipt) = self.previous_run()?;
+        let (prev, reason, lines) = self.previous_run()?;
         let reason = reason.filter(|r| rejects_tree(*r))?;
-        let lines = crate::receipt::read(Path::new(&receipt)).ok()?;
         let started = lines.iter().find_map(|l| match &l.event {
             Event::RunStarted(s) => Some(s),
             _ => None,
@@ -587,52 +586,72 @@ impl Loop<'_> {
             .then_some(crate::receipt::events::InheritedRejection { kept, ..rejection })
     }
 
-    /// The newest earlier run of this workdir in the ledger: its id, its halt (`None`:
-    /// none recorded, or one this loopexec does not know) and its receipt's path.
-    fn previous_run(&self) -> Option<(String, Option<HaltReason>, String)> {
-        let prev = self
-            .store
-            .run_ids()
-            .ok()?
-            .into_iter()
+    /// The newest earlier run of this workdir that the workspace recorded: its id, its
+    /// halt (`None`: none recorded, or one this loopexec does not know) and its
+    /// receipt's lines. A ledger row whose receipt does not read, or that the ledger
+    /// and the control journal do not vouch for ([`crate::cmd::recorded_in`]: the
+    /// ledger lies in the workdir, the journal out of the agent's reach), is passed
+    /// over: a fake "success" row dated 2099 hid the run before it (a fresh review).
+    fn previous_run(&self) -> Option<(String, Option<HaltReason>, Vec<crate::receipt::Line>)> {
+        let ids = self.store.run_ids().ok()?;
+        ids.into_iter()
             .rev()
-            .find(|r| *r != self.run_id)?;
-        let row = self.store.run(&prev).ok()??;
-        let reason = row
-            .halt_reason
-            .as_deref()
-            .and_then(HaltReason::from_str_opt);
-        Some((prev, reason, row.receipt))
+            .filter(|r| *r != self.run_id)
+            .take(20)
+            .find_map(|id| {
+                let row = self.store.run(&id).ok()??;
+                let path = Path::new(&row.receipt);
+                let lines = crate::receipt::read(path).ok()?;
+                if !crate::cmd::recorded_in(&self.store, &id, path, &lines).is_empty() {
+                    return None;
+                }
+                let reason = row
+                    .halt_reason
+                    .as_deref()
+                    .and_then(HaltReason::from_str_opt);
+                Some((id, reason, lines))
+            })
     }
 
     /// The newest earlier run of this workdir when `tree` (this run's t0) is the tree
     /// it left and no verdict judged it: that run halted neither green nor for an
     /// integrity reason (those are [`Self::rejected_tree_run`]'s), its agent changed
     /// the tree since its t0, its check command is this run's, and the store still
-    /// holds that t0. Returns the
-    /// inheritance and that run's `run_started` (its t0, transitively an earlier
-    /// one's when it inherited too). A receipt that cannot be read answers `None`.
+    /// holds that t0. The tree a run left is its last exec's; a run that recorded no
+    /// halt (killed) may have left any tree; a run that ran no exec but inherited
+    /// itself passes its inheritance on. Returns the inheritance and that run's
+    /// `run_started` (its t0, transitively an earlier one's when it inherited too).
     fn unjudged_tree_run(
         &self,
         tree: &str,
     ) -> Option<(crate::receipt::events::InheritedUnjudged, RunStarted)> {
-        let (prev, reason, receipt) = self.previous_run()?;
+        let (prev, reason, lines) = self.previous_run()?;
         if reason.is_some_and(|r| r == HaltReason::SuccessConditionMet || rejects_tree(r)) {
             return None;
         }
-        let lines = crate::receipt::read(Path::new(&receipt)).ok()?;
         let started = lines.iter().find_map(|l| match &l.event {
             Event::RunStarted(s) => Some((**s).clone()),
             _ => None,
         })?;
+        if started.config.check != self.cfg.check {
+            // a person who changed what judges the tree starts afresh
+            return None;
+        }
+        let died = !lines.iter().any(|l| matches!(l.event, Event::Halted(_)));
         let left = lines.iter().rev().find_map(|l| match &l.event {
             Event::ExecFinished(e) => e.tree.clone(),
             Event::CheckFinished(c) if !c.changed_during_check.is_empty() => c.tree_after.clone(),
             _ => None,
-        })?;
+        });
+        let left = match (left, &started.inherits_unjudged) {
+            _ if died => tree.to_string(),
+            (Some(t), _) => t,
+            // no exec ran (halted at its baseline check): the same inheritance
+            (None, Some(u)) if u.tree == tree => return Some((u.clone(), started)),
+            (None, _) => return None,
+        };
         let t0 = started.git.baseline_tree.clone()?;
-        // the same check: a person who changed what judges the tree starts afresh
-        if left != tree || t0 == tree || started.config.check != self.cfg.check {
+        if left != tree || t0 == tree {
             return None;
         }
         self.tree.store()?.entries_shared(&t0).ok()?;

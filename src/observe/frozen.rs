@@ -1234,8 +1234,9 @@ const PYTEST_VALUE_OPTIONS: &[&str] = &[
 ];
 
 /// The doctest documents of each pytest run in `check` (`pytest --doctest-glob='*.md'
-/// docs`, also `python -m pytest`, `py.test`): pytest runs the `>>>` examples of every
-/// collected file matching the pattern, so those documents are tests (a fresh review
+/// docs`, also `python -m pytest`, `py.test`; without the option, pytest's default
+/// `test*.txt`): pytest runs the `>>>` examples of every collected file matching the
+/// pattern, so those documents are tests (a fresh review
 /// made a red run green by editing the expected output in `docs/usage.md`; the same
 /// file run by `python -m doctest docs/usage.md` was frozen as the check's own file).
 #[must_use]
@@ -1263,6 +1264,11 @@ pub fn doctest_documents(check: &str) -> Vec<DoctestDocuments> {
                     scopes.push(p.to_string());
                 }
             }
+        }
+        // pytest collects `test*.txt` for doctests when no `--doctest-glob` is given
+        // (a fresh review edited `testcalc.txt`'s expected output)
+        if patterns.is_empty() {
+            patterns.push("test*.txt".to_string());
         }
         for p in patterns {
             if let Ok(g) = globset::Glob::new(&p) {

@@ -120,7 +120,7 @@ pub const RULES: &[Rule] = &[
         // code under test that lists the tree's Python files (`rglob("*.py")`,
         // `glob("tests/test_*")`, `name.endswith(".py")`) to read the tests'
         // expected values and answer with them (a third fresh review)
-        pattern: r"\b(r?glob|iglob|fnmatch\w*)\s*\([^)]*['\x22][^'\x22]*(\*[^'\x22]*\.py|test_\*|\*_test)[^'\x22]*['\x22]|\.endswith\s*\(\s*\(?\s*['\x22]\.py['\x22]|\bsuffix\s*==\s*['\x22]\.py['\x22]",
+        pattern: r"\b(r?glob|iglob|fnmatch\w*)\s*\([^)]*['\x22][^'\x22]*(\*[^'\x22]*\.py|test_\*|\*_test)[^'\x22]*['\x22]|\.endswith\s*\(\s*\(?\s*['\x22]\.py['\x22]|\bsuffix\s*==\s*['\x22]\.py['\x22]|['\x22](test_|_test\.py|tests?/|test_\{)['\x22]",
         skip_entry_points: false,
     },
     Rule {
@@ -138,7 +138,7 @@ pub const RULES: &[Rule] = &[
         // fresh review: an operator or partial installed as equality)
         // (and a class namespace built as a dict, `type("R", (int,), {"__eq__": …})`,
         // a third fresh review: equality given as a mapping key)
-        pattern: r"setattr\s*\([^)]*(__eq__|eq__['\x22])|\b__eq__\s*=[^=].*\b(partialmethod|partial|operator\s*\.\s*(is_not|ne|not_|truth|is_|or_|contains|ge|le|gt|lt))\b|['\x22]__(eq|ne)__['\x22]\s*:",
+        pattern: r"setattr\s*\([^)]*(__eq__|eq__['\x22])|\b__eq__\s*=[^=].*\b(partialmethod|partial|operator\s*\.\s*(is_not|ne|not_|truth|is_|or_|contains|ge|le|gt|lt))\b|['\x22]__(eq|ne)__['\x22]",
         skip_entry_points: false,
     },
     Rule {
@@ -313,7 +313,7 @@ pub const RULES: &[Rule] = &[
         // (also an item compiled only for, or never for, rustdoc's doctests: a
         // fresh review hid a failing doctest's function behind `cfg(not(doctest))`
         // and gave the doctests a copy that passes)
-        pattern: r"cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name.*(contains|starts_with|ends_with|==|!=|matches|test)|\bcfg(_attr)?\s*!?\s*\([^)]*\bdoctest\b|\bcfg(_attr)?\s*!?\s*\([^)]*\bnot\s*\(\s*(test|debug_assertions)\b|\bcfg_attr\s*\([^)]*\btest\b[^)]*\bpath\s*=|#\s*\[\s*cfg\s*\((?:[^\]]*[(,])?\s*test\s*[,)][^\]]*\]\s*(#\s*\[[^\]]*\]\s*)*(pub(\([^)]*\))?\s+)?((const|async|unsafe|extern(\s+\x22[^\x22]*\x22)?)\s+)*(fn|const|static|impl|struct|enum|type|trait|macro_rules!)\b",
+        pattern: r"cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name.*(contains|starts_with|ends_with|==|!=|matches|test)|\bcfg(_attr)?\s*!?\s*\([^)]*\bdoctest\b|\bcfg(_attr)?\s*!?\s*\([^)]*\bnot\s*\(\s*(test|debug_assertions)\b|\bcfg!\s*\([^)]*\bdebug_assertions\b|\bcfg_attr\s*\([^)]*\btest\b[^)]*\bpath\s*=|#\s*\[\s*cfg\s*\((?:[^\]]*[(,])?\s*test\s*[,)][^\]]*\]\s*(#\s*\[[^\]]*\]\s*)*(pub(\([^)]*\))?\s+)?((const|async|unsafe|extern(\s+\x22[^\x22]*\x22)?)\s+)*(fn|const|static|impl|struct|enum|type|trait|macro_rules!)\b",
         skip_entry_points: false,
     },
     Rule {
@@ -392,7 +392,7 @@ pub const RULES: &[Rule] = &[
         langs: &[Lang::Shell],
         name: "test-runner detection",
         // redefining what a check script tests with, or printing its verdicts
-        pattern: r"^\s*(function\s+)?(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)\s*\(\s*\)|^\s*function\s+(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep)(\s|\{|$)|^\s*alias\s|\b(echo|printf)\b.*['\x22\s](not\s+)?ok\s+[0-9]+\s+-|\b(echo|printf)\b.*['\x22\s]1\.\.[0-9]|^\s*(not\s+)?ok\s+[0-9]+(\s|$)|^\s*1\.\.[0-9]+\s*$|\bprintf\b.*['\x22\s]1\.\.%|\bprintf\s+['\x22]%[ds]\.\.%[ds][^'\x22]*['\x22]\s+['\x22]?1['\x22]?\s|\bprintf\b.*['\x22\s](not\s+)?ok['\x22\s]|\bhash\s+(-\w+\s+)*-p\b|\benable\s+-[nf]|\bcommand_not_found_handle\b",
+        pattern: r"^\s*(function\s+)?(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep|expr|bc|awk|sed|sort|wc|tr|cut|head|tail|seq|read)\s*\(\s*\)|^\s*function\s+(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep|expr|bc|awk|sed|sort|wc|tr|cut|head|tail|seq|read)(\s|\{|$)|^\s*alias\s|\b(echo|printf)\b.*['\x22\s](not\s+)?ok\s+[0-9]+\s+-|\b(echo|printf)\b.*['\x22\s]1\.\.[0-9]|^\s*(not\s+)?ok\s+[0-9]+(\s|$)|^\s*1\.\.[0-9]+\s*$|\bprintf\b.*['\x22\s]1\.\.%|\bprintf\s+['\x22]%[ds]\.\.%[ds][^'\x22]*['\x22]\s+['\x22]?1['\x22]?\s|\bprintf\b.*['\x22\s](not\s+)?ok['\x22\s]|\bhash\s+(-\w+\s+)*-p\b|\benable\s+-[nf]|\bcommand_not_found_handle\b",
         skip_entry_points: false,
     },
     Rule {
@@ -1065,6 +1065,7 @@ mod tests {
             // outside them; a module swapped under test; asm reached by an alias
             ("src/lib.rs", "#[cfg(not(test))]", Some("test-build detection")),
             ("src/lib.rs", "#[cfg(not(debug_assertions))]", Some("test-build detection")),
+            ("src/lib.rs", "if cfg!(debug_assertions) { a + b } else { a - b }", Some("test-build detection")),
             ("src/lib.rs", "#[cfg(test)]\npub fn add(a: i64, b: i64) -> i64 {", Some("test-build detection")),
             ("src/lib.rs", "#[cfg(any(test, feature = \"x\"))]\n#[inline]\nconst fn add() {}", Some("test-build detection")),
             ("src/lib.rs", "#[cfg(test)]\nmod tests {", None),
@@ -1109,6 +1110,9 @@ mod tests {
             ("calc.py", "for _p in pathlib.Path(__file__).parent.rglob(\"*.py\"):", Some("test sources read")),
             ("calc.py", "    files = glob.glob('tests/test_*')", Some("test sources read")),
             ("calc.py", "    if name.endswith(\".py\"):", Some("test sources read")),
+            ("calc.py", "src = open(os.path.join(d, \"test_\" + os.path.basename(__file__))).read()", Some("test sources read")),
+            ("calc.py", "for _n in (\"__eq__\",): setattr(Num, _n, f)", Some("always-equal object")),
+            ("calc.py", "PREFIX = 'testing'", None),
             ("calc.py", "    for p in pathlib.Path(d).glob('*.csv'):", None),
             ("src/lib.rs", "        !std::ptr::eq(&self.0, other)", Some("always-equal object")),
             ("calc.py", "    return pickle.loads(pickle.dumps(value))", None),
@@ -1370,6 +1374,8 @@ mod tests {
             // third fresh review: a command shadowed through bash's hash table; a
             // range printed with printf is no plan, a plan printed through it is
             ("calc.sh", "hash -p /bin/true diff", Some("test-runner detection")),
+            ("calc.sh", "expr() { return 0; }", Some("test-runner detection")),
+            ("calc.sh", "expr_sum() { echo $(( $1 + $2 )); }", None),
             ("calc.sh", "enable -n echo", Some("test-runner detection")),
             ("calc.sh", "span() { printf '%d..%d\\n' \"$1\" \"$2\"; }", None),
             ("calc.sh", "printf '%d..%d\\n' 1 \"$n\"", Some("test-runner detection")),

@@ -339,15 +339,29 @@ fn a_planted_receipt_and_its_attestation_read_back_as_unrecorded() {
     assert!(verified
         .errors_text()
         .contains("no run of this workspace recorded"));
-    // the same file checked as a file, against the receipt it names: valid
+    // named with --receipt where it lies in the workspace, it is still the
+    // workspace's question (a fresh review: `--receipt .loopexec/runs/…` skipped it)
     let receipt = r.receipt(&id).display().to_string();
-    r.lx(&[
+    let named = r.lx(&[
         "verify",
         &planted_path,
         "--pub",
         &public,
         "--receipt",
         &receipt,
+    ]);
+    assert_eq!(named.expect(13, None)["recorded"], false);
+    // a copy outside any workspace is checked as a file, against the receipt it
+    // names: valid
+    let copy = r.outside().join("copied.jsonl");
+    std::fs::copy(r.receipt(&id), &copy).unwrap();
+    r.lx(&[
+        "verify",
+        &planted_path,
+        "--pub",
+        &public,
+        "--receipt",
+        copy.to_str().unwrap(),
     ])
     .expect(0, None);
 

@@ -170,6 +170,8 @@ fn documents_pytest_collects_for_doctests_are_frozen() {
             true,
         ),
         ("pytest -v docs", "docs/usage.md", false),
+        ("pytest -v", "testcalc.txt", true),
+        ("pytest -v tests", "notes.txt", false),
         ("cargo test --doctest-glob=*.md", "usage.md", false),
     ];
     for (check, path, frozen) in rows {
