@@ -759,6 +759,15 @@ fn a_cheat_left_by_a_red_run_is_judged_by_the_next_run() {
         r.lx_tap_check(exec, check, &a, &[])
     };
     run("plant", &plant, &[]).expect(12, Some("max_iterations_reached"));
+    // a fake newer "success" row (the agent may write the ledger) does not hide it:
+    // no control-journal seal vouches for it
+    let db = rusqlite::Connection::open(r.path().join(".loopexec/ledger.sqlite")).unwrap();
+    db.execute(
+        "INSERT INTO runs(run_id, started_at, finished_at, workdir, pid, status, iteration, halt_reason, exit_code, receipt) SELECT 'zz', '2099-01-01T00:00:00.000Z', '2099-01-01T00:00:01.000Z', workdir, 1, 'halted', 1, 'success_condition_met', 10, receipt FROM runs WHERE run_id = 'plant'",
+        [],
+    )
+    .unwrap();
+    drop(db);
     std::fs::write(&flag, "").unwrap();
     let v = run("next", "true", &[]).expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "lib.sh"), "{v}");
