@@ -414,28 +414,19 @@ pub(crate) fn verify(workdir: &Path, a: &VerifyArgs) -> Outcome {
             .starts_with(&state)
             .then_some(ws)
     });
-    if let Some(ws) = &named_here {
-        let problems = match crate::receipt::read(&receipt) {
+    let problems = match (&named_here, &a.receipt) {
+        (Some(ws), _) => Some(match crate::receipt::read(&receipt) {
             Ok(lines) => super::recorded_by_ledger(ws, &st.predicate.run_id, &receipt, &lines),
             Err(e) => vec![e.to_string()],
-        };
-        body.recorded = Some(problems.is_empty());
-        if !problems.is_empty() {
-            return invalid(
-                &mut body,
-                format!(
-                    "the signature is good, but no run of this workspace recorded run {}: {}",
-                    st.predicate.run_id,
-                    problems.join("; ")
-                ),
-            );
-        }
-    }
-    if a.receipt.is_none() {
-        let problems = match super::load_run(workdir, Some(&st.predicate.run_id)) {
+        }),
+        (None, None) => Some(match super::load_run(workdir, Some(&st.predicate.run_id)) {
             Ok(run) => run.provenance_problems(),
             Err(o) => o.errors,
-        };
+        }),
+        // a file outside any workspace is checked as a file
+        (None, Some(_)) => None,
+    };
+    if let Some(problems) = problems {
         body.recorded = Some(problems.is_empty());
         if !problems.is_empty() {
             return invalid(
