@@ -520,22 +520,10 @@ pub fn data_modules(sources: &[(String, String)], is_test: &dyn Fn(&str) -> bool
         })
     };
     let mut out = Vec::new();
-    // Python: a module only the tests import ([`py_imports_by`])
-    let py: Vec<(&String, &String)> = sources
-        .iter()
-        .filter(|(p, _)| p.ends_with(".py"))
-        .map(|(p, t)| (p, t))
-        .collect();
-    let (by_tests, by_code) = py_imports_by(sources, is_test);
-    for (p, t) in &py {
-        let stem = p.rsplit('/').next().unwrap_or(p).trim_end_matches(".py");
-        if !is_test(p)
-            && stem != "__init__"
-            && by_tests.contains(stem)
-            && !by_code.contains(stem)
-            && code_free(t, &["def ", "async def ", "class ", "@"])
-        {
-            out.push((*p).clone());
+    // Python: a module only the tests import, holding no definition
+    for (p, t) in py_test_only_modules(sources, is_test) {
+        if code_free(t, &["def ", "async def ", "class ", "@"]) {
+            out.push(p.clone());
         }
     }
     // JavaScript: a module the tests require by a relative path, that no code under
@@ -646,7 +634,6 @@ pub fn assertion_helpers(
     sources: &[(String, String)],
     is_test: &dyn Fn(&str) -> bool,
 ) -> Vec<String> {
-    let (by_tests, by_code) = py_imports_by(sources, is_test);
     let fails_a_test = |t: &str| {
         t.lines().any(|l| {
             let l = l.trim_start();
@@ -657,18 +644,32 @@ pub fn assertion_helpers(
                 || l.contains("unittest.TestCase")
         })
     };
+    py_test_only_modules(sources, is_test)
+        .into_iter()
+        .filter(|(_, t)| fails_a_test(t))
+        .map(|(p, _)| p.clone())
+        .collect()
+}
+
+/// The Python modules (path, content) of `sources` that are no test file nor a
+/// package's `__init__`, that a test file imports and no other file does
+/// ([`py_imports_by`]).
+fn py_test_only_modules<'a>(
+    sources: &'a [(String, String)],
+    is_test: &dyn Fn(&str) -> bool,
+) -> Vec<(&'a String, &'a String)> {
+    let (by_tests, by_code) = py_imports_by(sources, is_test);
     sources
         .iter()
-        .filter(|(p, t)| {
+        .filter(|(p, _)| {
             let stem = p.rsplit('/').next().unwrap_or(p).trim_end_matches(".py");
             p.ends_with(".py")
                 && !is_test(p)
                 && stem != "__init__"
                 && by_tests.contains(stem)
                 && !by_code.contains(stem)
-                && fails_a_test(t)
         })
-        .map(|(p, _)| p.clone())
+        .map(|(p, t)| (p, t))
         .collect()
 }
 
