@@ -285,6 +285,10 @@ fn maybe_named(named_bits: &[u64], key: u64) -> bool {
     named_bits[w] & bit != 0
 }
 
+/// Most failing tests [`HashedTests::reserve_failing`] makes room for ahead (a
+/// report's declared counts are the producer's word; about 17 MB of map at most).
+const NAMED_RESERVE_LIMIT: usize = 1 << 18;
+
 /// Number of log vectors (by the top byte of the hash).
 const LOG_PARTS: usize = 256;
 
@@ -315,23 +319,34 @@ pub struct HashedTests {
     seen: SeenFilter,
     /// Attempts appended to the log (and folded from it).
     logged: usize,
-    /// In log form, the attempts of log part `p` folded so far (when a question
-    /// about a key of that part had to be answered): its table, the later attempts
-    /// still in `log[p]`. Empty until the first such question.
+    /// In log form, the attempts of log part `p` folded so far (once scans of that
+    /// part had read [`SCANS_PER_ENTRY`] times its length): its table, the later
+    /// attempts still in `log[p]`. Empty until the first such fold.
     folded: Vec<Table>,
+    /// In log form, the log entries of each part read by scans that answered a
+    /// question without folding it (see [`SCANS_PER_ENTRY`]).
+    scanned: [usize; LOG_PARTS],
     /// Under [`Listing::Compact`]: every attempt's id, in order (position = `next`
     /// when it was recorded).
     listed: Option<ListedTests>,
 }
 
+/// How many log entries per entry of a part scans may read before the part is
+/// folded into its own table instead: scans cost at most this many passes over the
+/// log, and a part asked about only on the filter's rare false "maybe" never gets a
+/// table (256 such tables held 2 MiB of a 100k-case report's peak; `valgrind
+/// --tool=massif`).
+const SCANS_PER_ENTRY: usize = 8;
+
 /// Most bits of a [`SeenFilter`] (2^24, 2 MiB).
 const SEEN_MAX_BITS: usize = 1 << 24;
 
-/// Which keys the log or `named` may hold: one bit per key (bits 8 and up of the
-/// key; the low byte picks the log part), 8 to 16 bits per key noted, so a key never
-/// noted is told apart in cache. On a "maybe" (a false one about one time in 8 to
-/// 16) the key's log part is folded into that part's own small table, as the end
-/// would fold it, and the table answers.
+/// Which keys the log or `named` may hold: two bits per key (from bits 8–31 and
+/// 36–59 of the key; the low byte picks the log part), 16 to 32 bits per key noted,
+/// so a key never noted is told apart in cache. A false "maybe" comes about once in
+/// 70 to 270 questions (`(1 - e^(-2/m))²` for `m` bits per key); the key's log part
+/// then answers by a scan, or, once scans have read [`SCANS_PER_ENTRY`] times its
+/// length, folded into that part's own small table, as the end would fold it.
 ///
 /// Without it, asking whether a test was seen before (JUnit's repeated names, once
 /// per test case) moved the store to its one table at the first test, and every
@@ -345,10 +360,17 @@ struct SeenFilter {
     noted: usize,
 }
 
+/// Bits of a [`SeenFilter`] per key noted, at least (at most twice as many).
+const SEEN_BITS_PER_KEY: usize = 16;
+
 impl SeenFilter {
-    fn slot(&self, key: u64) -> (usize, u64) {
-        let b = (key >> 8) as usize & (self.bits.len() * 64 - 1);
-        (b / 64, 1 << (b % 64))
+    /// The word and bit of each of `key`'s two bits.
+    fn slots(&self, key: u64) -> [(usize, u64); 2] {
+        let mask = self.bits.len() * 64 - 1;
+        [key >> 8, key >> 36].map(|k| {
+            let b = k as usize & mask;
+            (b / 64, 1 << (b % 64))
+        })
     }
 
     /// True once the filter was made (it then notes every key).
@@ -361,31 +383,38 @@ impl SeenFilter {
         if self.bits.is_empty() {
             return false;
         }
-        let (w, bit) = self.slot(key);
-        self.bits[w] & bit != 0
+        self.slots(key)
+            .iter()
+            .all(|&(w, bit)| self.bits[w] & bit != 0)
     }
 
-    /// Notes `key` (the filter is on). Returns true when the filter should grow (more than one key per
-    /// 8 bits, below [`SEEN_MAX_BITS`]).
-    fn note(&mut self, key: u64) -> bool {
-        let (w, bit) = self.slot(key);
-        self.bits[w] |= bit;
+    /// Sets `key`'s bits.
+    fn set(&mut self, key: u64) {
+        for (w, bit) in self.slots(key) {
+            self.bits[w] |= bit;
+        }
         self.noted += 1;
-        self.noted * 8 > self.bits.len() * 64 && self.bits.len() * 64 < SEEN_MAX_BITS
     }
 
-    /// Sizes the filter for `n` keys (8 bits each) and notes `keys`.
+    /// Notes `key` (the filter is on). Returns true when the filter should grow
+    /// (fewer than [`SEEN_BITS_PER_KEY`] bits per key, below [`SEEN_MAX_BITS`]).
+    fn note(&mut self, key: u64) -> bool {
+        self.set(key);
+        self.noted * SEEN_BITS_PER_KEY > self.bits.len() * 64
+            && self.bits.len() * 64 < SEEN_MAX_BITS
+    }
+
+    /// Sizes the filter for `n` keys ([`SEEN_BITS_PER_KEY`] bits each) and notes
+    /// `keys`.
     fn rebuild(&mut self, n: usize, keys: impl Iterator<Item = u64>) {
         let bits = n
-            .saturating_mul(8)
+            .saturating_mul(SEEN_BITS_PER_KEY)
             .clamp(1 << 16, SEEN_MAX_BITS)
             .next_power_of_two();
         self.bits = vec![0; bits / 64];
         self.noted = 0;
         for key in keys {
-            let (w, bit) = self.slot(key);
-            self.bits[w] |= bit;
-            self.noted += 1;
+            self.set(key);
         }
     }
 }
@@ -412,6 +441,7 @@ impl HashedTests {
             seen: SeenFilter::default(),
             logged: 0,
             folded: Vec::new(),
+            scanned: [0; LOG_PARTS],
             listed: None,
         }
     }
@@ -516,6 +546,15 @@ impl HashedTests {
         }
     }
 
+    /// Makes room for `n` more failing or flaky tests (their ids and messages), capped
+    /// at [`NAMED_RESERVE_LIMIT`]: a map grown by doubling holds its old and new
+    /// table at once (1 MiB over a 100k-case report's peak with 20,000 failing;
+    /// `valgrind --tool=massif`).
+    pub fn reserve_failing(&mut self, n: usize) {
+        let room = NAMED_RESERVE_LIMIT.saturating_sub(self.named.capacity());
+        self.named.reserve(n.min(room));
+    }
+
     /// Folds the log, calling `f` with each unnamed test (hash, first position,
     /// outcome state) and moving a named test's first position to its first attempt.
     fn fold_log(
@@ -593,15 +632,20 @@ impl HashedTests {
             return Some(n.outcome);
         }
         if let Some(log) = self.log.as_mut() {
+            let p = (key & 0xff) as usize;
+            // a part never folded is scanned while its scans have cost less than
+            // a fold of it would (a false "maybe" is rare): no table is made for
+            // it, and the end folds it in its turn
+            let unfolded = self.folded.get(p).is_none_or(|t| t.slots.is_empty());
+            if unfolded && self.scanned[p] < SCANS_PER_ENTRY * log[p].len() {
+                let part = &log[p];
+                let at = part.iter().rposition(|e| e.hash == key);
+                self.scanned[p] += at.map_or(part.len(), |i| part.len() - i);
+                return at.and_then(|i| outcome_of(part[i].state));
+            }
             if self.folded.is_empty() {
                 self.folded.resize_with(LOG_PARTS, Table::default);
-                // parts folded as they are asked about stay short: the room reserved
-                // for a whole announced run goes back (see `reserve`)
-                for part in log.iter_mut() {
-                    part.shrink_to_fit();
-                }
             }
-            let p = (key & 0xff) as usize;
             let (part, table) = (&mut log[p], &mut self.folded[p]);
             // a part's table made at once for its share of the announced tests:
             // tables regrown piecemeal leave freed slot arrays across the heap
@@ -614,6 +658,11 @@ impl HashedTests {
             table.reserve(part.len().max(share));
             for e in part.drain(..) {
                 table.put(e.hash, e.first, e.state);
+            }
+            if share > 0 {
+                // a folded part stays short: at its first fold the room reserved
+                // for its share of a whole announced run goes back (see `reserve`)
+                part.shrink_to_fit();
             }
             return table
                 .find(key)
@@ -1147,10 +1196,11 @@ mod tests {
     }
 
     /// Asked about its tests while in log form, the store answers as its table
-    /// would (later attempt decides, a test never recorded is `None`), folding a
-    /// log part only when the filter says "maybe", while the filter grows past its
-    /// first size and tests are recorded after their part was folded; moved to its
-    /// table it answers alike, and the end counts every test once.
+    /// would (later attempt decides, a test never recorded is `None`), scanning a
+    /// log part when the filter says "maybe" and folding it once scans cost more
+    /// than a fold, while the filter grows past its first size and tests are
+    /// recorded after their part was folded; moved to its table it answers alike,
+    /// and the end counts every test once.
     #[test]
     fn outcomes_are_answered_in_log_form() {
         // `g` gets the same attempts and questions and is finished in log form
@@ -1180,13 +1230,15 @@ mod tests {
             }
         }
         assert!(h.seen.bits.len() * 64 > 1 << 16, "the filter grew");
-        assert!(h.folded.iter().any(|t| t.live > 0), "some part was folded");
+        assert!(h.scanned.iter().any(|&n| n > 0), "some part was scanned");
         for (i, id) in ids.iter().enumerate() {
             assert_eq!(h.outcome(id), want(i), "{id}");
             if i % 3 == 0 {
                 assert_eq!(g.outcome(id), want(i), "{id}");
             }
         }
+        // asked about every test, a part's scans reach their budget: it is folded
+        assert!(h.folded.iter().any(|t| t.live > 0), "some part was folded");
         assert!(h.log.is_some() && g.log.is_some(), "still in log form");
         // a retry of a test whose part is folded: the later attempt still decides
         for s in [&mut h, &mut g] {

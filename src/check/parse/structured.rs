@@ -94,6 +94,15 @@ impl RunBuilder {
         }
     }
 
+    /// Makes room for `n` more failing tests, as the report announces them, when
+    /// only failing tests are kept whole ([`super::hashed::HashedTests::reserve_failing`];
+    /// the full store's room is made by [`RunBuilder::reserve`]).
+    pub fn reserve_failing(&mut self, n: usize) {
+        if let Some(h) = self.hashed.as_mut() {
+            h.reserve_failing(n);
+        }
+    }
+
     /// Records the report's own totals (see [`ParsedRun::summary`]).
     pub fn set_summary(&mut self, counts: crate::check::model::Counts) {
         self.summary = Some(counts);

@@ -288,6 +288,8 @@ impl JunitParser {
         if let Some(t) = self.root_tally {
             self.builder
                 .reserve(usize::try_from(t.total()).unwrap_or(usize::MAX));
+            self.builder
+                .reserve_failing(usize::try_from(t.failed).unwrap_or(usize::MAX));
         }
         let has_counts = attr_opt(e, b"failures").is_some() || attr_opt(e, b"errors").is_some();
         if has_counts || !suites {
