@@ -312,7 +312,8 @@ pub const SECOND_OPINION_SCORE: u32 = 8;
 /// recognised.
 #[must_use]
 pub fn detect_stream<'a>(src: impl Into<Source<'a>>) -> Option<Detected> {
-    // compiled at the first line: a check that printed nothing costs no regex build
+    // compiled at the first line that is not an XML report's: a check that printed
+    // nothing, or a report, costs no regex build
     let mut c: Option<&Compiled> = None;
     let mut hits: Vec<u32> = Vec::new();
     let mut head = String::new();
@@ -320,11 +321,6 @@ pub fn detect_stream<'a>(src: impl Into<Source<'a>>) -> Option<Detected> {
     let mut first_nonempty: Option<String> = None;
     let mut teamcity = 0u32;
     let _ = for_each_line(src, |raw| {
-        let c = *c.get_or_insert_with(|| {
-            let c = compiled();
-            hits = vec![0u32; c.sigs.len()];
-            c
-        });
         read += raw.len() + 1;
         let line = strip_ansi(raw);
         if first_nonempty.is_none() && !line.trim().is_empty() {
@@ -335,6 +331,11 @@ pub fn detect_stream<'a>(src: impl Into<Source<'a>>) -> Option<Detected> {
                 return ControlFlow::Break(());
             }
         }
+        let c = *c.get_or_insert_with(|| {
+            let c = compiled();
+            hits = vec![0u32; c.sigs.len()];
+            c
+        });
         if head.len() < 64 * 1024 {
             head.push_str(&line);
             head.push('\n');
