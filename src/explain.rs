@@ -110,6 +110,26 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::HumanRequired if h.detail.get("cause").and_then(|c| c.as_str()) == Some("hold") => "A person's hold stopped the run. Release the hold (`loopexec holds`, `loopexec release ID --by NAME`), acknowledge the halt event (`loopexec halts --unacked`, `loopexec ack ID --by NAME --resolution resolved`), then `loopexec run --resume RUN_ID`.".into(),
         HaltReason::HumanRequired => "The run was stopped by a signal. Inspect the tree, then start a new run (or `run --resume` this one).".into(),
         HaltReason::EscalationPending if h.detail.get("cause").and_then(|c| c.as_str()) == Some("approval_timeout") => "A destructive agent action waited for a person past the approval timeout. List it with `loopexec pending`, answer with `loopexec confirm ID --by NAME` or `loopexec deny ID --by NAME`, then `loopexec run --resume RUN_ID` (the agent must ask again: a confirmation covers one call, in real time).".into(),
+        HaltReason::BlockedPathModified if !git_files_named(h).is_empty() => {
+            let named = git_files_named(h);
+            let rest = named.len() < h.detail["paths"].as_array().map_or(0, Vec::len);
+            format!(
+                "The repository's own git files changed ({}): they are in no snapshot, so no diff or revert of the tree covers them. Compare them with what you expect (`git config --local --list --show-origin`, `ls -la .git/hooks .git/info`) and remove what you did not put there: a `core.fsmonitor`, a filter driver or a hook runs its program the next time git reads the work tree (loopexec's own git calls never run them).{}",
+                named.join(", "),
+                if rest {
+                    format!(
+                        " Then read the diff of the other named files ({}) and revert to t0 ({}).",
+                        t0_command(t, "git --no-pager --git-dir={store} diff --no-ext-diff --no-textconv --text {t0} {last}"),
+                        t0_command(
+                            t,
+                            "git --git-dir={store} --work-tree=. restore --source={t0} --worktree -- . && git --git-dir={store} diff -z --no-renames --name-only --diff-filter=A {t0} {last} | xargs -0 rm -f --"
+                        )
+                    )
+                } else {
+                    String::new()
+                }
+            )
+        }
         HaltReason::MetricIntegrityViolation | HaltReason::BlockedPathModified => format!(
             "Do not trust the green: read the diff of the named files ({}), then revert to t0 ({}).",
             t0_command(t, "git --no-pager --git-dir={store} diff --no-ext-diff --no-textconv --text {t0} {last}"),
@@ -149,6 +169,20 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
 /// A command over the run's snapshots in loopexec's own store: `{t0}` is the t0
 /// snapshot and `{last}` the last iteration's (commit ids from the receipt). Without a
 /// recorded t0 snapshot, says so instead.
+/// The paths of a `blocked_path_modified` halt that are the repository's own git
+/// files (`.git/config`, hooks, info: measured outside any tree).
+fn git_files_named(h: &Halt) -> Vec<&str> {
+    h.detail["paths"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| p.as_str())
+                .filter(|p| p.starts_with(".git/"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn t0_command(t: &Trajectory, template: &str) -> String {
     let Some(t0) = t
         .started

@@ -143,7 +143,11 @@ pub fn git_cmd(dir: &Path) -> Command {
         .env_remove("GIT_INDEX_FILE")
         .env_remove("GIT_PREFIX")
         .stdin(Stdio::null());
-    if dir.join(super::store::STORE_MARKER).is_file() {
+    let store = dir.join(super::store::STORE_MARKER).is_file();
+    if !store {
+        no_programs_of_the_repository(&mut c, dir);
+    }
+    if store {
         // loopexec's own snapshot store: nothing of the user's git configuration,
         // replace refs or attributes may change what an object holds.
         c.env("GIT_DIR", dir)
@@ -164,6 +168,64 @@ pub fn git_cmd(dir: &Path) -> Command {
         }
     }
     c
+}
+
+/// Keeps `cmd` from starting any program the repository's configuration names: the
+/// file-system monitor (`core.fsmonitor`, run by `status`, `diff`, `add`) and every
+/// filter driver (`filter.<driver>.clean`, `.smudge`, `.process`, run whenever git
+/// reads or writes a work-tree file the attributes give it). Hooks are off through
+/// `core.hooksPath`. An agent can write `.git/config` (a blocked path: the run halts),
+/// but a configuration left behind must not run a program outside the sandbox the
+/// next time loopexec asks git about the repository (before t0 is measured).
+///
+/// The overrides go in `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>`
+/// (git 2.31 and later), which take any driver name, and are the last word over every
+/// configuration file; git's own children (submodules) inherit them. The drivers are
+/// listed with `git config --get-regexp`, which reads configuration and runs nothing;
+/// when that cannot be asked, the listing is empty and only the monitor is turned off.
+fn no_programs_of_the_repository(c: &mut Command, dir: &Path) {
+    let mut overrides: Vec<(String, &str)> = vec![("core.fsmonitor".into(), "false")];
+    let listed = Command::new("git")
+        .current_dir(dir)
+        .args(["config", "--name-only", "-z", "--get-regexp", r"^filter\."])
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_CONFIG_COUNT")
+        .env_remove("GIT_CONFIG_PARAMETERS")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output();
+    let mut drivers: Vec<String> = listed
+        .ok()
+        .map(|o| {
+            o.stdout
+                .split(|b| *b == 0)
+                .filter_map(|k| std::str::from_utf8(k).ok())
+                // `filter.<driver>.<key>`: the driver is what lies between the first
+                // and the last dot
+                .filter_map(|k| Some(k.strip_prefix("filter.")?.rsplit_once('.')?.0))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    drivers.sort();
+    drivers.dedup();
+    for d in drivers {
+        for (key, value) in [
+            ("clean", ""),
+            ("smudge", ""),
+            ("process", ""),
+            ("required", "false"),
+        ] {
+            overrides.push((format!("filter.{d}.{key}"), value));
+        }
+    }
+    c.env_remove("GIT_CONFIG_PARAMETERS")
+        .env("GIT_CONFIG_COUNT", overrides.len().to_string());
+    for (i, (key, value)) in overrides.into_iter().enumerate() {
+        c.env(format!("GIT_CONFIG_KEY_{i}"), key)
+            .env(format!("GIT_CONFIG_VALUE_{i}"), value);
+    }
 }
 
 fn describe(cmd: &Command) -> String {

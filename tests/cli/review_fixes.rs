@@ -228,3 +228,51 @@ fn perl_code_that_rebinds_the_test_library_is_runner_tampering() {
         .expect(13, Some("metric_integrity_violation"));
     assert!(v.to_string().contains("calc.pl"), "{v}");
 }
+
+/// A file-system monitor the agent writes into `.git/config` halts the run, and the
+/// advice names the file instead of a diff of two equal trees. The program it names
+/// never runs from loopexec: not in `doctor`, not in the next run once the halt is
+/// acknowledged (loopexec's git calls turn the monitor and every filter driver off).
+#[test]
+fn a_file_system_monitor_left_in_git_config_never_runs_from_loopexec() {
+    let r = Repo::with_f();
+    let marks = tempfile::tempdir().unwrap();
+    let marker = marks.path().join("ran");
+    let set = format!(
+        "git config core.fsmonitor 'touch {}; false'",
+        marker.display()
+    );
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        &set,
+        "--check",
+        "test -f nope",
+        "--max-iterations",
+        "2",
+    ]);
+    let v = out.expect(13, Some("blocked_path_modified"));
+    let text = v["explanation"].as_str().unwrap_or_default().to_string();
+    assert!(text.contains("git config --local --list"), "{text}");
+    assert!(!text.contains("diff --no-ext-diff"), "{text}");
+    assert!(!marker.exists(), "the monitor ran during the run");
+    r.lx(&["doctor", "--check", "true"]);
+    assert!(!marker.exists(), "the monitor ran in doctor");
+    let halts = r.lx(&["halts", "--unacked"]).expect(0, None);
+    let id = halts["halts"][0]["id"].as_str().unwrap().to_string();
+    r.lx(&["ack", &id, "--by", "alice", "--resolution", "resolved"])
+        .expect(0, None);
+    r.lx(&[
+        "run",
+        "--exec",
+        "true",
+        "--check",
+        "test -f nope",
+        "--max-iterations",
+        "1",
+    ]);
+    assert!(!marker.exists(), "the monitor ran in the next run");
+    // the configuration is still there: a plain git call runs it (the test can fail)
+    r.git(&["status", "--porcelain"]);
+    assert!(marker.exists());
+}

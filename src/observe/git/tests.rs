@@ -301,3 +301,54 @@ fn racy_same_size_edits_are_seen() {
         Some(&b"1\n"[..])
     );
 }
+
+/// A repository whose configuration names programs (a file-system monitor, a filter
+/// driver with a `.` in its name, marked required) gets no program run by loopexec's
+/// git calls that read the work tree (`status`, `add`, `read-tree -u`): each would
+/// leave a marker file. The work tree is still read as it is.
+#[test]
+fn the_repository_s_programs_never_run() {
+    let d = repo();
+    let p = d.path();
+    write(p, ".gitattributes", "*.txt filter=lfs.x\n");
+    write(p, "a.txt", "a\n");
+    commit_all(p, "base");
+    let marker = tempfile::tempdir().unwrap();
+    let m = marker.path().display().to_string();
+    g(
+        p,
+        &[
+            "config",
+            "core.fsmonitor",
+            &format!("touch {m}/fsmonitor; false"),
+        ],
+    );
+    for key in ["clean", "smudge"] {
+        g(
+            p,
+            &[
+                "config",
+                &format!("filter.lfs.x.{key}"),
+                &format!("touch {m}/{key}; cat"),
+            ],
+        );
+    }
+    g(p, &["config", "filter.lfs.x.required", "true"]);
+    // same size, new content: git must read the file (through the filter, were it on)
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(p, "a.txt", "b\n");
+    assert!(is_dirty(p).unwrap());
+    let s = snapshot(p, "run1", "t0").unwrap();
+    assert_eq!(read_blob(p, &s.tree, "a.txt").unwrap().unwrap(), b"b\n");
+    write(p, "a.txt", "c\n");
+    restore(p, &s.commit).unwrap();
+    assert_eq!(std::fs::read(p.join("a.txt")).unwrap(), b"b\n");
+    let ran: Vec<_> = std::fs::read_dir(marker.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(ran.is_empty(), "programs of the repository ran: {ran:?}");
+    // the same configuration does run them for a plain git call (the test can fail)
+    g(p, &["status", "--porcelain"]);
+    assert!(marker.path().join("fsmonitor").exists());
+}
