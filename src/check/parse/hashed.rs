@@ -636,7 +636,7 @@ impl HashedTests {
             // a part never folded is scanned while its scans have cost less than
             // a fold of it would (a false "maybe" is rare): no table is made for
             // it, and the end folds it in its turn
-            let unfolded = self.folded.get(p).is_none_or(|t| t.slots.is_empty());
+            let unfolded = self.folded.get(p).map_or(true, |t| t.slots.is_empty());
             if unfolded && self.scanned[p] < SCANS_PER_ENTRY * log[p].len() {
                 let part = &log[p];
                 let at = part.iter().rposition(|e| e.hash == key);
