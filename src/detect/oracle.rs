@@ -4,7 +4,8 @@
 //!
 //! * `hermeticity_violation`: the tree after a check run differs from the tree before
 //!   it (paths matching `[guards] check_may_write` and the built-in cache globs
-//!   excepted).
+//!   excepted), or code the check created there holds what the tamper rules flag
+//!   (`check_created_code`: a module written and loaded within one check).
 //! * `check_flaky`: a maintained sequential bound. Every check run on an unchanged tree
 //!   (same git tree id, or the confirmation runs of one iteration) is a Bernoulli
 //!   sample of the check's stability: it agrees with the group's majority answer
@@ -41,7 +42,7 @@ pub const DEFAULT_CHECK_MAY_WRITE: &[&str] = &[
 pub fn hermeticity(cfg: &RunConfig, c: &CheckFinished) -> Option<Halt> {
     // `decide` asks this for every check of the trajectory at every step: the glob set
     // is built only when there is a write to judge.
-    if c.check_wrote.is_empty() {
+    if c.check_wrote.is_empty() && c.check_created_code.is_empty() {
         return None;
     }
     let globs: Vec<&str> = DEFAULT_CHECK_MAY_WRITE
@@ -57,16 +58,26 @@ pub fn hermeticity(cfg: &RunConfig, c: &CheckFinished) -> Option<Halt> {
         .iter()
         .filter(|p| !allowed.is_match(p.as_str()))
         .collect();
-    if wrote.is_empty() {
+    if wrote.is_empty() && c.check_created_code.is_empty() {
         return None;
     }
+    let created: Vec<&String> = c.check_created_code.iter().map(|h| &h.path).collect();
     Some(Halt {
         reason: HaltReason::HermeticityViolation,
         contributors: wrote
             .iter()
             .map(|p| format!("the check changed a file of the tree it judged: {p}"))
+            .chain(c.check_created_code.iter().map(|h| {
+                format!(
+                    "the check created code in the tree it judged: {}:{} ({}): {}",
+                    h.path, h.line, h.rule, h.text
+                )
+            }))
             .collect(),
-        detail: serde_json::json!({"iteration": c.iteration, "paths": wrote}),
+        detail: serde_json::json!({
+            "iteration": c.iteration,
+            "paths": wrote.iter().copied().chain(created).collect::<Vec<_>>(),
+        }),
     })
 }
 

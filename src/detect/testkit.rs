@@ -53,6 +53,7 @@ pub fn check(it: u32, attempt: u32, tree: Option<&str>, tests: &[(&str, Outcome)
         tree_after: tree.map(str::to_string),
         check_wrote: Vec::new(),
         check_created: Vec::new(),
+        check_created_code: Vec::new(),
         reports: Vec::new(),
         watchdog: None,
         changed_during_check: Vec::new(),

@@ -509,6 +509,32 @@ impl Loop<'_> {
                 writes = self.tree.check_writes(a, b);
             }
         }
+        // Code the check created in the tree it judged, read by the tamper rules against
+        // what the baseline check created (t0's own check is the reference: none at it)
+        let judged_after = match &room_record {
+            Some(rec) => rec.after.clone(),
+            None => tree_after.clone(),
+        };
+        let check_created_code = match judged_after.filter(|_| it > 0 && !writes.created.is_empty())
+        {
+            Some(after) => {
+                let baseline = self
+                    .traj
+                    .baseline_check()
+                    .and_then(|b| match &b.clean_room {
+                        Some(r) => r.after.clone(),
+                        None => b.tree_after.clone(),
+                    });
+                self.tree
+                    .created_code(&after, baseline.as_deref(), &writes.created)
+                    .map_err(|e| {
+                        EngineError::Tree(format!(
+                            "the files the check created could not be read: {e}"
+                        ))
+                    })?
+            }
+            None => Vec::new(),
+        };
         // What the check changed in cargo's registry: sources cargo never reads twice,
         // so an edit made by code under test (a build script) would be compiled into the
         // next check unseen (crate::observe::registry).
@@ -527,6 +553,7 @@ impl Loop<'_> {
             tree_after,
             check_wrote: writes.changed,
             check_created: writes.created,
+            check_created_code,
             reports: found.iter().map(|p| p.display().to_string()).collect(),
             watchdog,
             clean_room: room_record,

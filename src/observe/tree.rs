@@ -99,6 +99,38 @@ pub struct TreeObserver {
     last_crates: BTreeMap<String, String>,
 }
 
+/// The file of the judged tree (`judged` says which paths it holds) that a module
+/// created at `path` is found before, when code imports it by its name: Python finds
+/// a package (`calc/__init__.py`) and a compiled extension (`calc.so`,
+/// `calc.cpython-311-x86_64-linux-gnu.so`, `calc.pyd`) before the module
+/// `calc.py` of the same directory; node's `require('./calc')` tries the exact name
+/// `calc` before `calc.js`, `calc.cjs`, `calc.mjs`, `calc.json` and `calc.node`.
+/// `None` when nothing of the tree is shadowed.
+fn shadowed_module(path: &str, judged: &impl Fn(&str) -> bool) -> Option<String> {
+    let (dir, name) = match path.rsplit_once('/') {
+        Some((d, n)) => (format!("{d}/"), n),
+        None => (String::new(), path),
+    };
+    if name == "__init__.py" {
+        // `<parent>/<pkg>/__init__.py` shadows `<parent>/<pkg>.py`
+        let pkg = dir.trim_end_matches('/');
+        let module = format!("{pkg}.py");
+        return (!pkg.is_empty() && judged(&module)).then_some(module);
+    }
+    if name.ends_with(".so") || name.ends_with(".pyd") {
+        let stem = name.split('.').next().unwrap_or(name);
+        let module = format!("{dir}{stem}.py");
+        return (!stem.is_empty() && judged(&module)).then_some(module);
+    }
+    if !name.contains('.') && !name.is_empty() {
+        return ["js", "cjs", "mjs", "json", "node"]
+            .iter()
+            .map(|ext| format!("{dir}{name}.{ext}"))
+            .find(|m| judged(m));
+    }
+    None
+}
+
 fn to_tree_entries(entries: &BTreeMap<String, FileEntry>) -> Vec<TreeEntry> {
     entries
         .iter()
@@ -771,6 +803,141 @@ impl TreeObserver {
             self.tamper_cache.insert(key, found);
         }
         hits.extend(self.code_links_to_unread(sdir, e0, changed)?);
+        Ok(hits)
+    }
+
+    /// The hits of the tamper rules in code a check created in the tree it judged
+    /// (`created`: paths of the store tree `after`), each file read against what the
+    /// baseline check created at the same path (`baseline`: the store tree after it),
+    /// so what t0's own check builds is not new.
+    ///
+    /// A check runs the code under test, and that code may write a module beside
+    /// itself and import it in the same check (a package `calc/` beside `calc.py`, an
+    /// extensionless `calc` node finds before `calc.js`): such a file is in no
+    /// snapshot of the agent's tree, so only this reads it. Read are files of a known
+    /// language, files that may be code ([`super::tamper_load::reads_as_code`]:
+    /// read as every language), sourceless bytecode, and links named as code (one
+    /// hit each: what a link loads is outside what the check created). A module
+    /// found before one of the judged tree ([`shadowed_module`]: a package beside
+    /// `calc.py`, an extensionless `calc` beside `calc.js`) is a hit whatever it
+    /// holds. A package or compiled module the baseline check created at the same
+    /// path is the project's build (mypyc, an in-place extension build) and is not
+    /// read. Not read either: `__pycache__` (each check's bytecode goes to a fresh
+    /// `PYTHONPYCACHEPREFIX`) and binary files (a NUL byte in their first 8 KiB)
+    /// other than compiled modules. Results are cached per (path, baseline blob,
+    /// blob), as for the agent's files.
+    ///
+    /// # Errors
+    /// The store cannot list a tree or read a blob, as text.
+    pub fn created_code(
+        &mut self,
+        after: &str,
+        baseline: Option<&str>,
+        created: &[String],
+    ) -> Result<Vec<super::tamper::TamperHit>, String> {
+        let Some(store) = self.store.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let sdir = store.dir().to_path_buf();
+        let now = store.entries_shared(after).map_err(|e| e.to_string())?;
+        let base = match baseline {
+            Some(b) => Some(store.entries_shared(b).map_err(|e| e.to_string())?),
+            None => None,
+        };
+        let mut hits = Vec::new();
+        let mut keys = Vec::new();
+        let new: std::collections::BTreeSet<&str> = created.iter().map(String::as_str).collect();
+        let judged = |q: &str| now.contains_key(q) && !new.contains(q);
+        for p in created {
+            if p.split('/').any(|d| d == "__pycache__") {
+                continue;
+            }
+            let e = now.get(p);
+            let was = base.as_ref().and_then(|b| b.get(p));
+            // a compiled module or a package the baseline check built too is the
+            // project's own build (mypyc, an in-place extension build)
+            if was.is_some()
+                && (p.ends_with("/__init__.py")
+                    || p == "__init__.py"
+                    || super::tamper_more::is_sourceless_bytecode(p))
+            {
+                continue;
+            }
+            if let Some(shadowed) = e.and_then(|_| shadowed_module(p, &judged)) {
+                hits.push(super::tamper::TamperHit {
+                    path: p.clone(),
+                    line: 0,
+                    rule: "a module the check created, loaded before one of the tree".into(),
+                    text: format!("{p} is found before {shadowed} when the code imports it"),
+                });
+                continue;
+            }
+            let named_as_code = !matches!(super::lex::Lang::from_path(p), super::lex::Lang::Other);
+            if !(named_as_code
+                || super::tamper_load::reads_as_code(p)
+                || super::tamper_more::is_sourceless_bytecode(p))
+            {
+                continue;
+            }
+            let Some(e) = e else { continue };
+            if was == Some(e) {
+                continue;
+            }
+            if e.mode == "120000" {
+                hits.push(super::tamper::TamperHit {
+                    path: p.clone(),
+                    line: 0,
+                    rule: "a link named as code, made by the check".into(),
+                    text: format!("{p} is a link the check made in the tree it judged"),
+                });
+                continue;
+            }
+            keys.push((p.clone(), was.map(|w| w.oid.clone()), e.oid.clone()));
+        }
+        let mut oids: Vec<String> = keys
+            .iter()
+            .filter(|k| !self.tamper_cache.contains_key(*k))
+            .flat_map(|(_, a, b)| a.iter().cloned().chain([b.clone()]))
+            .collect();
+        oids.sort();
+        oids.dedup();
+        let blobs: BTreeMap<String, Vec<u8>> = oids
+            .iter()
+            .cloned()
+            .zip(git::cat_blobs(&sdir, &oids).map_err(|e| e.to_string())?)
+            .filter_map(|(o, b)| b.map(|b| (o, b)))
+            .collect();
+        for key in keys {
+            if let Some(h) = self.tamper_cache.get(&key) {
+                hits.extend(h.iter().cloned());
+                continue;
+            }
+            let (p, a, b) = &key;
+            let bytes = blobs.get(b).map_or(&[][..], Vec::as_slice);
+            let bytecode = super::tamper_more::is_sourceless_bytecode(p);
+            let binary = memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some();
+            let found = if binary && !bytecode {
+                Vec::new()
+            } else {
+                let text = |oid: Option<&String>| {
+                    oid.and_then(|o| blobs.get(o))
+                        .map(|b| String::from_utf8_lossy(b).into_owned())
+                        .unwrap_or_default()
+                };
+                let (old, new) = (text(a.as_ref()), text(Some(b)));
+                if bytecode {
+                    super::tamper_more::scan(p, &old, &new)
+                } else if super::tamper_load::reads_as_code(p) {
+                    super::tamper_load::scan_unknown(p, &old, &new)
+                } else {
+                    let mut found = super::tamper::scan(p, &old, &new);
+                    found.extend(super::tamper_more::scan(p, &old, &new));
+                    found
+                }
+            };
+            hits.extend(found.iter().cloned());
+            self.tamper_cache.insert(key, found);
+        }
         Ok(hits)
     }
 

@@ -214,6 +214,12 @@ pub struct CheckFinished {
     /// Files the check created (build outputs, lockfiles, reports): tolerated, recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub check_created: Vec<String>,
+    /// Tamper-rule hits in code the check created in the tree it judged, read against
+    /// what the baseline check created at the same paths
+    /// ([`crate::observe::tree::TreeObserver::created_code`]): code under test that
+    /// writes a module and loads it in the same check (hermeticity).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub check_created_code: Vec<crate::observe::tamper::TamperHit>,
     /// Report files removed before the run and found after it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reports: Vec<String>,

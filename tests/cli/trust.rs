@@ -1962,3 +1962,53 @@ fn a_forged_unittest_transcript_without_unittests_witness_is_not_green() {
     let started = events(&receipt_of(&v), "check_finished")[0].clone();
     assert_eq!(started["unittest_witness"], true, "t0 wrote one: {started}");
 }
+
+/// Code under test writes a package beside its own module while the check runs
+/// (`calc/__init__.py` beside `calc.py`), and a later process of the same check
+/// imports the package instead: code in no snapshot turned the red check green. Now
+/// the module the check created, found before one of the tree, is
+/// `hermeticity_violation` (the receipt lists it under `check_created_code`).
+#[test]
+fn a_module_the_check_writes_and_loads_is_hermeticity_violation() {
+    if pytest_missing() {
+        return;
+    }
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write(
+            "cli.py",
+            "import sys\nfrom calc import add\nprint(add(int(sys.argv[1]), int(sys.argv[2])))\n",
+        )
+        .write(
+            "test_cli.py",
+            "import subprocess, sys\nimport calc\n\ndef test_cli_adds():\n    out = subprocess.run([sys.executable, 'cli.py', '2', '3'], capture_output=True, text=True).stdout\n    assert out.strip() == '5'\n",
+        )
+        .commit("fixture");
+    let (_keep, exec) = writer(&[(
+        "calc.py",
+        "import os\n\ndef add(a, b):\n    return a - b\n\n_d = os.path.join(os.path.dirname(__file__), 'calc')\nos.makedirs(_d, exist_ok=True)\nwith open(os.path.join(_d, '__init__.py'), 'w') as _f:\n    _f.write('def add(a, b):\\n    return a + b\\n')\n",
+    )]);
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        &exec,
+        "--check",
+        "python3 -m pytest -q -p no:cacheprovider",
+        "--max-iterations",
+        "2",
+    ]);
+    assert_ne!(out.code, 10, "the planted package was believed");
+    let v = out.expect(14, Some("hermeticity_violation"));
+    assert!(mentions(&v, "calc/__init__.py"), "{v}");
+    let created: Vec<_> = events(&receipt_of(&v), "check_finished")
+        .iter()
+        .flat_map(|c| {
+            c["check_created_code"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(created.len(), 1, "{created:?}");
+    assert_eq!(created[0]["path"], "calc/__init__.py");
+}

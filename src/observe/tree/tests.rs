@@ -71,3 +71,43 @@ fn an_unchanged_tree_reuses_the_snapshot_and_a_changed_file_is_re_measured() {
     assert!(m.changed_since_t0.is_empty());
     assert!(m.oracle_edits.is_empty());
 }
+
+/// Which file of the judged tree a module the check created is found before, as
+/// Python's and node's resolvers look a name up.
+#[test]
+fn a_created_module_shadows_what_its_resolver_finds_after_it() {
+    let tree = [
+        "calc.py",
+        "pkg/util.py",
+        "lib/calc.js",
+        "lib/data.json",
+        "src/main.c",
+        "README.md",
+    ];
+    let judged = |p: &str| tree.contains(&p);
+    let rows: &[(&str, Option<&str>)] = &[
+        ("calc/__init__.py", Some("calc.py")),
+        ("pkg/util/__init__.py", Some("pkg/util.py")),
+        ("calc.so", Some("calc.py")),
+        ("calc.cpython-311-x86_64-linux-gnu.so", Some("calc.py")),
+        ("pkg/util.abi3.so", Some("pkg/util.py")),
+        ("calc.pyd", Some("calc.py")),
+        ("lib/calc", Some("lib/calc.js")),
+        ("lib/data", Some("lib/data.json")),
+        // nothing of the tree has the name: a build output, a new module
+        ("other/__init__.py", None),
+        ("__init__.py", None),
+        ("src/main", None),
+        ("lib/other", None),
+        ("libcalc.so", None),
+        ("calc.pyc", None),
+        ("lib/calc.ts", None),
+    ];
+    for (created, want) in rows {
+        assert_eq!(
+            super::shadowed_module(created, &judged).as_deref(),
+            *want,
+            "{created}"
+        );
+    }
+}
