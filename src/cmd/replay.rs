@@ -204,7 +204,12 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
                         }
                         item.reparse_fingerprint = Some(fp);
                     }
-                    Err(e) => item.note = Some(e.to_string()),
+                    Err(e) => {
+                        if matches!(e, rp::ReplayError::KeptAltered { .. }) {
+                            item.verdict = "disagrees".into();
+                        }
+                        item.note = Some(e.to_string());
+                    }
                 }
             }
             iterations.push(item);

@@ -33,6 +33,12 @@ pub enum ReplayError {
     Run(std::io::Error),
     #[error("no kept output for iteration {iteration} ({path}); it was recorded before output was kept, or LOOPEXEC_KEEP_OUTPUT_BYTES was 0")]
     NoKeptOutput { iteration: u32, path: String },
+    #[error("the kept output {path} is not what iteration {iteration}'s check printed: {detail}; it was changed after the run recorded it")]
+    KeptAltered {
+        iteration: u32,
+        path: String,
+        detail: String,
+    },
     #[error("cannot read kept output {path}: {source}")]
     Kept {
         path: String,
@@ -410,8 +416,31 @@ pub fn reparse(
         };
         let f = std::fs::File::open(&kept).map_err(kerr)?;
         let mut dec = zstd::Decoder::new(f).map_err(kerr)?;
-        let mut out = std::fs::File::create(&dest).map_err(ReplayError::Run)?;
-        std::io::copy(&mut dec, &mut out).map_err(kerr)?;
+        let out = std::fs::File::create(&dest).map_err(ReplayError::Run)?;
+        let mut tee = Digesting {
+            out,
+            hasher: blake3::Hasher::new(),
+        };
+        let n = std::io::copy(&mut dec, &mut tee).map_err(kerr)?;
+        // A whole stream kept must hash to the receipt's digest; a capped one is a
+        // prefix of it, never longer.
+        let altered = |detail: String| ReplayError::KeptAltered {
+            iteration,
+            path: kept.display().to_string(),
+            detail,
+        };
+        if n > summary.bytes {
+            return Err(altered(format!(
+                "it holds {n} bytes where the {stream} stream carried {}",
+                summary.bytes
+            )));
+        }
+        if n == summary.bytes && tee.hasher.finalize().to_hex().as_str() != summary.blake3 {
+            return Err(altered(format!(
+                "its blake3 is not the {stream} stream's ({})",
+                summary.blake3
+            )));
+        }
         paths.push(dest);
     }
     let exit = parse::exit_for_parser(step.exit_code, step.signal, cfg.success_exit_code);
@@ -426,6 +455,24 @@ pub fn reparse(
     );
     complete_parse(&mut parsed, step, cfg.success_exit_code, &[]);
     Ok(parsed)
+}
+
+/// A writer that hashes (blake3) what it passes on.
+struct Digesting<W> {
+    out: W,
+    hasher: blake3::Hasher,
+}
+
+impl<W: std::io::Write> std::io::Write for Digesting<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 #[cfg(test)]
@@ -445,5 +492,44 @@ mod tests {
         assert!(p.ends_with("3.check-1.stdout.zst"));
         let back = zstd::decode_all(std::fs::File::open(p).unwrap()).unwrap();
         assert_eq!(back, b"ok 1 - t1\n".repeat(10));
+    }
+
+    /// A kept stream is read back only while it is what the receipt says the stream
+    /// carried: its blake3 when whole, a prefix when capped (no longer than it).
+    #[test]
+    fn kept_output_changed_after_the_run_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let printed = b"not ok 1 - t1\n1..1\n";
+        let so = dir.path().join("o.spool");
+        let se = dir.path().join("e.spool");
+        std::fs::write(&so, printed).unwrap();
+        std::fs::write(&se, b"").unwrap();
+        keep_output(dir.path(), 1, 0, Source::File(&so), Source::File(&se)).unwrap();
+        let mut step = crate::detect::testkit::step(Some(1));
+        step.stdout.bytes = printed.len() as u64;
+        step.stdout.blake3 = blake3::hash(printed).to_hex().to_string();
+        let cfg = RunConfig::defaults();
+        let p = reparse(dir.path(), &cfg, 1, 0, &step).expect("the kept copy reads back");
+        assert_eq!(p.failing().len(), 1);
+        let forge = |text: &[u8]| {
+            let f = std::fs::File::create(kept_path(dir.path(), 1, 0, "stdout")).unwrap();
+            zstd::stream::copy_encode(text, f, 3).unwrap();
+        };
+        // same length, other bytes; then longer than the stream
+        for forged in [
+            &b"ok     1 - t1\n1..1\n"[..],
+            b"ok 1 - t1\nok 2 - t2\n1..2\n",
+        ] {
+            forge(forged);
+            let e = reparse(dir.path(), &cfg, 1, 0, &step).unwrap_err();
+            assert!(
+                matches!(e, ReplayError::KeptAltered { iteration: 1, .. }),
+                "{e}"
+            );
+        }
+        // a capped copy is a prefix of the stream: read, not judged by the digest
+        step.stdout.bytes += 100;
+        forge(b"not ok 1 - t1\n");
+        assert!(reparse(dir.path(), &cfg, 1, 0, &step).is_ok());
     }
 }
