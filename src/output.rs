@@ -120,8 +120,10 @@ pub struct RunFacts {
     pub halt_class: Option<String>,
     /// The halt's exit code (10–50); `null` while not halted.
     pub exit_code: Option<u8>,
-    /// The halt's iteration, or the current one while running (0 is the baseline).
-    pub iteration: u32,
+    /// The halt's iteration, or the current one while running (0 is the baseline);
+    /// `null` before iteration 0 started (a run refused at preflight), as the `run`
+    /// command's own `iteration`.
+    pub iteration: Option<u32>,
     /// RFC 3339 UTC time of `run_started` (of the halt, for a preflight refusal).
     pub started_at: Option<String>,
     /// RFC 3339 UTC time of the last `halted` event; `null` while running.

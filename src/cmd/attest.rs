@@ -119,7 +119,7 @@ fn statement(run_id: &str, receipt: &Path, lines: &[Line], receipt_bytes: &[u8])
             halt_reason: facts.halt_reason.clone(),
             halt_class: facts.halt_class.clone(),
             exit_code: facts.exit_code,
-            iterations: facts.iteration,
+            iterations: facts.iteration.unwrap_or(0),
             guards,
             fingerprint: last_fp,
             spend: facts.spend.clone(),

@@ -36,9 +36,9 @@ pub fn markdown(b: &ReportBody) -> String {
         (Some(r), Some(c)) => s.push_str(&format!(
             "**Halted: `{r}`** (exit {c}, {}) at iteration {}",
             f.halt_class.as_deref().unwrap_or("-"),
-            f.iteration
+            shown(f.iteration)
         )),
-        _ => s.push_str(&format!("**Running** (iteration {})", f.iteration)),
+        _ => s.push_str(&format!("**Running** (iteration {})", shown(f.iteration))),
     }
     if let Some(d) = f.duration_ms {
         s.push_str(&format!(" after {:.1}s", d as f64 / 1000.0));
@@ -203,7 +203,7 @@ pub fn html(b: &ReportBody) -> String {
         esc(b.run.halt_reason.as_deref().unwrap_or("running")),
         b.run.exit_code.map_or("-".into(), |c| c.to_string()),
         esc(b.run.halt_class.as_deref().unwrap_or("-")),
-        b.run.iteration
+        shown(b.run.iteration)
     ));
     s.push_str(&chart(
         "|F_i|: failing tests per iteration",
@@ -236,4 +236,9 @@ pub fn html(b: &ReportBody) -> String {
         esc(&b.run_id)
     ));
     s
+}
+
+/// An iteration as the reports print it: `-` before iteration 0 started.
+fn shown(iteration: Option<u32>) -> String {
+    iteration.map_or_else(|| "-".to_string(), |i| i.to_string())
 }

@@ -81,7 +81,8 @@ pub(crate) fn list(workdir: &Path) -> Outcome {
             id,
             halt,
             f.exit_code.map_or("-".into(), |c| c.to_string()),
-            f.iteration,
+            f.iteration
+                .map_or_else(|| "-".to_string(), |i| i.to_string()),
             f.duration_ms
                 .map_or("-".into(), |d| format!("{:.1}s", d as f64 / 1000.0)),
             f.started_at.as_deref().unwrap_or("-")

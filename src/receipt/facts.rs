@@ -57,7 +57,7 @@ pub fn run_facts(run_id: &str, receipt: &Path, lines: &[Line]) -> RunFacts {
                 f.started_at = Some(l.ts.clone());
             }
             Event::IterationStarted(i) => {
-                f.iteration = i.iteration;
+                f.iteration = Some(i.iteration);
             }
             Event::Resumed(_) => {
                 f.halt_reason = None;
@@ -66,7 +66,7 @@ pub fn run_facts(run_id: &str, receipt: &Path, lines: &[Line]) -> RunFacts {
                 f.finished_at = None;
             }
             Event::Halted(h) => {
-                f.iteration = h.iteration;
+                f.iteration = Some(h.iteration);
                 f.halt_reason = Some(h.halt_reason.as_str().to_string());
                 f.halt_class = Some(h.halt_reason.class().as_str().to_string());
                 f.exit_code = Some(h.exit_code);
@@ -109,7 +109,7 @@ pub fn preflight_facts(run_id: Option<&str>, halt: &Halt) -> RunFacts {
         halt_reason: Some(halt.reason.as_str().to_string()),
         halt_class: Some(halt.reason.class().as_str().to_string()),
         exit_code: Some(halt.reason.exit_code()),
-        iteration: 0,
+        iteration: None,
         started_at: Some(now.clone()),
         finished_at: Some(now),
         duration_ms: Some(0),
