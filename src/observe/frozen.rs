@@ -22,7 +22,9 @@
 //! Test code inside source files cannot be restored file-wise: a Rust `#[cfg(test)]`
 //! item, a Rust doctest (code fences in `///`/`//!` comments) and a Python doctest
 //! (`>>>` lines and their expected output) are **test regions**; a changed or deleted
-//! line inside one is an edit. Lines added inside a region (a new test) are not.
+//! line inside one is an edit. Lines added inside a region are an edit too unless they
+//! are a whole new test (a new `#[test] fn` in the module, a new doctest block, a new
+//! example after a docstring's t0 examples): [`grown`] compares regions item by item.
 
 use super::git::{self, GitError};
 use super::guards;
@@ -1831,9 +1833,11 @@ pub fn edits(
         } else {
             test_regions(lang, &old)
         };
+        let mut edited: Vec<(usize, usize)> = Vec::new();
         for (start, end, what) in regions {
             let lines = changed_lines(&old, &new, Some((start, end)));
             if lines.iter().any(|l| l.starts_with('-')) {
+                edited.push((start, end));
                 out.push(OracleEdit {
                     path: path.clone(),
                     kind: EditKind::TestRegion,
@@ -1841,6 +1845,39 @@ pub fn edits(
                     lines,
                 });
             }
+        }
+        // Lines added inside a region that are no whole new test (a helper that
+        // shadows the code under test, an attribute on a frozen test, a line inside
+        // a doctest): the region's structure, not the line diff, tells them.
+        let grown = if rules.is_doc_file(&path) {
+            grown::document(&old, &new)
+        } else {
+            match lang {
+                Lang::Rust => grown::rust(&old, &new),
+                Lang::Python => grown::python(&old, &new),
+                _ => Vec::new(),
+            }
+        };
+        for (start, end, what) in grown {
+            if edited.iter().any(|&(s, e)| s <= end && start <= e) {
+                continue;
+            }
+            let mut lines: Vec<String> = changed_lines(&old, &new, Some((start, end)))
+                .into_iter()
+                .filter(|l| l.starts_with('+'))
+                .collect();
+            if lines.is_empty() {
+                lines = changed_lines(&old, &new, None)
+                    .into_iter()
+                    .filter(|l| l.starts_with('+'))
+                    .collect();
+            }
+            out.push(OracleEdit {
+                path: path.clone(),
+                kind: EditKind::TestRegion,
+                what: format!("{what} at lines {start}-{end}, grown by lines that are no new test"),
+                lines,
+            });
         }
     }
     out.sort_by(|x, y| (&x.path, x.kind).cmp(&(&y.path, y.kind)));
@@ -1950,7 +1987,15 @@ fn rust_regions(src: &str) -> Vec<(usize, usize, &'static str)> {
     while i < masked_lines.len() {
         let t = masked_lines[i].trim_start();
         if test_attr(t) {
-            let start = i;
+            // The attributes right above the test attribute are the item's too
+            // (`#[should_panic]` over `#[test]` inverts the test).
+            let mut first = i;
+            while first > 0 && {
+                let a = masked_lines[first - 1].trim();
+                a.starts_with("#[") && a.ends_with(']')
+            } {
+                first -= 1;
+            }
             let mut depth: i64 = 0;
             let mut opened = false;
             let mut end = i;
@@ -1977,7 +2022,7 @@ fn rust_regions(src: &str) -> Vec<(usize, usize, &'static str)> {
                 }
                 end = j;
             }
-            out.push((start + 1, end + 1, "#[cfg(test)] item"));
+            out.push((first + 1, end + 1, "#[cfg(test)] item"));
             i = end + 1;
             continue;
         }
@@ -2114,6 +2159,8 @@ fn python_doctests(src: &str) -> Vec<(usize, usize, &'static str)> {
     }
     out
 }
+
+mod grown;
 
 #[cfg(test)]
 mod tests;

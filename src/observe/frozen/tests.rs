@@ -958,3 +958,202 @@ fn golden_files_named_by_a_template_are_data() {
         ]
     );
 }
+
+/// Lines added inside a t0 test region are an edit unless they are a whole new test:
+/// each row is (what the agent did, the new source, whether the region counts as
+/// edited). The line diff alone saw none of these: each adds lines only.
+#[test]
+fn lines_added_inside_a_rust_test_region_must_be_a_new_test() {
+    let t0 = "\
+pub fn add(a: i64, b: i64) -> i64 {
+    a - b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adds() {
+        assert_eq!(add(2, 3), 5);
+    }
+}
+";
+    let with = |from: &str, to: &str| {
+        assert!(t0.contains(from), "{from}");
+        t0.replacen(from, to, 1)
+    };
+    let end = "    }\n}\n";
+    let rows: Vec<(&str, String, bool)> = vec![
+        ("nothing", t0.to_string(), false),
+        (
+            "a new #[test] fn appended",
+            with(end, "    }\n\n    #[test]\n    fn adds_zero() {\n        assert_eq!(add(0, 0), 0);\n    }\n}\n"),
+            false,
+        ),
+        (
+            "a new async test with its harness attributes",
+            with(end, "    }\n    #[tokio::test]\n    #[should_panic(expected = \"x\")]\n    async fn x() { panic!(\"x\") }\n}\n"),
+            false,
+        ),
+        (
+            "a helper no frozen line names, and a test using it",
+            with(end, "    }\n    fn two() -> i64 { 2 }\n    #[test]\n    fn twos() { assert_eq!(add(two(), two()), 4); }\n}\n"),
+            false,
+        ),
+        (
+            "a new sub-module of tests",
+            with(end, "    }\n    mod more {\n        use super::*;\n        #[test]\n        fn m() { assert_eq!(add(1, 1), 2); }\n    }\n}\n"),
+            false,
+        ),
+        (
+            "the fix, formatted",
+            with("    a - b\n", "    a + b\n").replace("assert_eq!(add(2, 3), 5);", "assert_eq!(\n            add(2, 3),\n            5\n        );"),
+            false,
+        ),
+        (
+            "a new top-level test module",
+            format!("{t0}\n#[cfg(test)]\nmod more {{\n    fn add(a: i64, b: i64) -> i64 {{ a + b }}\n    #[test]\n    fn m() {{ assert_eq!(add(1, 1), 2); }}\n}}\n"),
+            false,
+        ),
+        (
+            "a fn shadowing the code under test after `use super::*;`",
+            with("    use super::*;\n", "    use super::*;\n    fn add(a: i64, b: i64) -> i64 { a + b }\n"),
+            true,
+        ),
+        (
+            "#[should_panic] added to a frozen test",
+            with("    #[test]\n    fn adds", "    #[test]\n    #[should_panic]\n    fn adds"),
+            true,
+        ),
+        (
+            "#[should_panic] added above a frozen test's #[test]",
+            with("    #[test]\n    fn adds", "    #[should_panic]\n    #[test]\n    fn adds"),
+            true,
+        ),
+        (
+            "an assertion commented out, a trivial one added",
+            with("        assert_eq!(add(2, 3), 5);\n", "/*\n        assert_eq!(add(2, 3), 5);\n*/\n        assert_eq!(add(0, 0), 0);\n"),
+            true,
+        ),
+        (
+            "a whole frozen test commented out",
+            with("    #[test]\n    fn adds() {\n        assert_eq!(add(2, 3), 5);\n    }\n", "    /*\n    #[test]\n    fn adds() {\n        assert_eq!(add(2, 3), 5);\n    }\n    */\n"),
+            true,
+        ),
+        (
+            "a line added inside a frozen test",
+            with("        assert_eq!(add(2, 3), 5);\n", "        let add = |a: i64, b: i64| a + b;\n        assert_eq!(add(2, 3), 5);\n"),
+            true,
+        ),
+        ("a const", with(end, "    }\n    const K: i64 = 1;\n}\n"), true),
+        ("a use", with("    use super::*;\n", "    use super::*;\n    use std::ops::Sub as add;\n"), true),
+        ("a macro", with("    use super::*;\n", "    use super::*;\n    macro_rules! assert_eq { ($($t:tt)*) => {} }\n"), true),
+        ("an inner attribute", with("    use super::*;\n", "    #![cfg(any())]\n    use super::*;\n"), true),
+        ("an attribute above the module", with("#[cfg(test)]\n", "#[cfg(any())]\n#[cfg(test)]\n"), true),
+        (
+            "a new test with an attribute that replaces a symbol",
+            with(end, "    }\n    #[test]\n    #[no_mangle]\n    fn x() {}\n}\n"),
+            true,
+        ),
+    ];
+    for (what, new, edited) in rows {
+        let grown = grown::rust(t0, &new);
+        assert_eq!(!grown.is_empty(), edited, "{what}: {grown:?}\n{new}");
+    }
+    // A top-level test function: an attribute above or inside it is an edit, a new one
+    // beside it is not.
+    let t0 = "pub fn add(a: i64, b: i64) -> i64 { a - b }\n#[test]\nfn adds() {\n    assert_eq!(add(2, 3), 5);\n}\n";
+    for (what, new, edited) in [
+        (
+            "#[should_panic] above",
+            t0.replace("#[test]", "#[should_panic]\n#[test]"),
+            true,
+        ),
+        (
+            "#[ignore] inside",
+            t0.replace("#[test]\n", "#[test]\n#[ignore]\n"),
+            true,
+        ),
+        (
+            "a new test beside",
+            format!("{t0}#[test]\nfn more() {{}}\n"),
+            false,
+        ),
+    ] {
+        assert_eq!(!grown::rust(t0, &new).is_empty(), edited, "{what}");
+    }
+}
+
+/// A Rust doctest is unchanged or an edit; a new fenced block is a new test.
+#[test]
+fn lines_added_inside_a_doctest_are_an_edit() {
+    let t0 = "/// Adds.\n///\n/// ```\n/// use calc::add;\n/// assert_eq!(add(2, 3), 5);\n/// ```\npub fn add(a: i64, b: i64) -> i64 { a - b }\n";
+    let block = "/// ```\n/// assert_eq!(calc::add(1, 1), 2);\n/// ```\n";
+    for (what, new, edited) in [
+        (
+            "a hidden line",
+            t0.replace(
+                "/// use calc::add;\n",
+                "/// use calc::add;\n/// # let add = |a: i64, b: i64| a + b;\n",
+            ),
+            true,
+        ),
+        (
+            "a new block after",
+            t0.replace("/// ```\npub", &format!("/// ```\n{block}pub")),
+            false,
+        ),
+        (
+            "a new block before",
+            t0.replace("/// Adds.\n///\n", &format!("/// Adds.\n///\n{block}")),
+            false,
+        ),
+        (
+            "prose",
+            t0.replace(
+                "/// Adds.\n",
+                "/// Adds two numbers.\n/// Wraps on overflow.\n",
+            ),
+            false,
+        ),
+    ] {
+        assert_eq!(!grown::rust(t0, &new).is_empty(), edited, "{what}");
+    }
+    let md = "# calc\n\n```\nassert_eq!(calc::add(2, 3), 5);\n```\n";
+    assert!(
+        !grown::document(md, &md.replace("```\nassert", "```\n# let x = 1;\nassert")).is_empty()
+    );
+    assert!(grown::document(md, &format!("{md}\nMore.\n\n```\nassert!(true);\n```\n")).is_empty());
+}
+
+/// A docstring's examples share one namespace and run in order: t0's must still open
+/// them. A new example after them, or in a docstring of its own, is a new test.
+#[test]
+fn python_examples_added_before_or_among_t0_examples_are_an_edit() {
+    let t0 = "def add(a, b):\n    \"\"\"Add two numbers.\n\n    >>> add(2, 3)\n    5\n    >>> add(-2, -3)\n    -5\n    \"\"\"\n    return a - b\n";
+    for (what, new, edited) in [
+        ("nothing", t0.to_string(), false),
+        ("the fix", t0.replace("a - b", "a + b"), false),
+        (
+            "a rebinding example before",
+            t0.replace("    >>> add(2, 3)\n", "    >>> add = lambda a, b: a + b\n    >>> add(2, 3)\n"),
+            true,
+        ),
+        (
+            "an example between",
+            t0.replace("    >>> add(-2", "    >>> add = max\n    >>> add(-2"),
+            true,
+        ),
+        ("an expected output line", t0.replace("    5\n", "    5\n    6\n"), true),
+        ("an example after", t0.replace("    -5\n", "    -5\n    >>> add(0, 0)\n    0\n"), false),
+        ("prose before", t0.replace("two numbers.\n", "two numbers.\n\n    Integers only.\n"), false),
+        (
+            "a new function with examples",
+            format!("{t0}\n\ndef sub(a, b):\n    \"\"\"\n    >>> sub(1, 1)\n    0\n    \"\"\"\n    return a - b\n"),
+            false,
+        ),
+    ] {
+        assert_eq!(!grown::python(t0, &new).is_empty(), edited, "{what}");
+    }
+}
