@@ -130,6 +130,10 @@ pub struct OracleRules {
     test_modules: Vec<String>,
     /// Data files the tests name, found at t0 ([`test_data`]).
     test_data: Vec<String>,
+    /// Patterns by which the tests list data files (`cases/*.json`), found at t0
+    /// ([`listed_data`]): a file the agent adds that one matches is data the tests
+    /// read too, left out of the judged tree like a new test file.
+    data_globs: GlobSet,
     /// Scripts the check's scripts source, include or run, found at t0 ([`pulled_in`]).
     pulled_in: Vec<String>,
     /// Documents a Rust crate reads into its docs (`#![doc = include_str!("../README.md")]`),
@@ -177,6 +181,7 @@ impl OracleRules {
             check_files: check.map(check_words).unwrap_or_default(),
             test_modules: Vec::new(),
             test_data: Vec::new(),
+            data_globs: GlobSet::empty(),
             pulled_in: Vec::new(),
             doc_files: Vec::new(),
             vendor_dirs: Vec::new(),
@@ -237,6 +242,18 @@ impl OracleRules {
         self.test_data = files;
     }
 
+    /// Sets the patterns by which the tests list data files (found at t0,
+    /// [`listed_data`]; `*` stops at `/`). An invalid pattern is dropped.
+    pub fn set_data_globs(&mut self, patterns: &[String]) {
+        let mut b = globset::GlobSetBuilder::new();
+        for p in patterns {
+            if let Ok(g) = globset::GlobBuilder::new(p).literal_separator(true).build() {
+                b.add(g);
+            }
+        }
+        self.data_globs = b.build().unwrap_or_else(|_| GlobSet::empty());
+    }
+
     /// Sets the Python modules the tests assert through (found at t0,
     /// [`assertion_helpers`]).
     pub fn set_assertion_helpers(&mut self, files: Vec<String>) {
@@ -285,7 +302,9 @@ impl OracleRules {
         if self.editable.is_match(path) {
             return None;
         }
-        if self.test_data.iter().any(|m| m == path) {
+        if self.test_data.iter().any(|m| m == path)
+            || (Lang::from_path(path) == Lang::Other && self.data_globs.is_match(path))
+        {
             return Some("data the tests read");
         }
         if self.assertion_helpers.iter().any(|m| m == path) {
@@ -410,6 +429,7 @@ pub fn test_data(sources: &[(String, String)], files: &[String]) -> Vec<String> 
                 .map(str::to_string),
         );
     }
+    out.extend(listed_data(sources, files).0);
     out.into_iter().collect()
 }
 
@@ -429,34 +449,13 @@ fn templated_data<'a>(
     static HOLE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let hole = HOLE
         .get_or_init(|| regex::Regex::new(r"\{[^{}]*\}|%[sdr]").expect("valid placeholder regex"));
-    let join = |base: &str, rel: &str| {
-        if base.is_empty() {
-            normalize(rel)
-        } else {
-            normalize(&format!("{base}/{rel}"))
-        }
-    };
     let literals: Vec<&str> = text
         .lines()
         .flat_map(super::tamper_more::string_literals)
         .filter(|l| l.len() <= 200 && !l.contains(char::is_whitespace))
         .collect();
     // directories of data files the file names (`"expected"`)
-    let mut dirs: Vec<String> = Vec::new();
-    for lit in literals
-        .iter()
-        .filter(|l| !hole.is_match(l) && !l.is_empty())
-    {
-        let lit = lit.trim_start_matches("./").trim_end_matches('/');
-        for base in ["", dir, up] {
-            if let Some(d) = join(base, lit) {
-                let prefix = format!("{d}/");
-                if data.iter().any(|f| f.starts_with(&prefix)) && !dirs.contains(&d) {
-                    dirs.push(d);
-                }
-            }
-        }
-    }
+    let dirs = globbed::named_dirs(text, dir, up, data);
     let mut patterns: Vec<(regex::Regex, bool)> = Vec::new();
     for lit in &literals {
         let templated = hole.is_match(lit);
@@ -2160,7 +2159,10 @@ fn python_doctests(src: &str) -> Vec<(usize, usize, &'static str)> {
     out
 }
 
+mod globbed;
 mod grown;
+
+pub use globbed::{globbed_files, listed_data};
 
 #[cfg(test)]
 mod tests;

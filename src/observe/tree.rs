@@ -486,6 +486,19 @@ impl TreeObserver {
         if let Ok(sources) = texts_of(store, &tests) {
             let files: Vec<String> = e0.keys().cloned().collect();
             let (data, helpers) = self.data_files(store, e0, frozen::test_data(&sources, &files));
+            // Patterns the tests list data by (`glob.glob("cases/*.json")`): a file
+            // added later that one matches is data too. A pattern some of whose t0
+            // files code under test names as well is the code's.
+            let globs: Vec<String> = frozen::listed_data(&sources, &files)
+                .1
+                .into_iter()
+                .filter(|p| {
+                    frozen::globbed_files(p, &files)
+                        .iter()
+                        .all(|f| data.contains(f))
+                })
+                .collect();
+            self.rules.set_data_globs(&globs);
             self.rules.set_assertion_helpers(helpers);
             // what code would name them by (a Go file by the names it declares)
             let go: Vec<(&String, String)> = data

@@ -1157,3 +1157,100 @@ fn python_examples_added_before_or_among_t0_examples_are_an_edit() {
         assert_eq!(!grown::python(t0, &new).is_empty(), edited, "{what}");
     }
 }
+
+/// Data files a test lists by a pattern or a directory listing are data the tests
+/// read: each row is (the test file, its content, the files it freezes, the patterns
+/// kept for files added later).
+#[test]
+fn data_files_a_test_lists_by_a_pattern_are_data() {
+    let files: Vec<String> = [
+        "cases/pos.json",
+        "cases/neg.json",
+        "cases/deep/x.json",
+        "cases/notes.py",
+        "tests/data/a.txt",
+        "tests/data/b.txt",
+        "fixtures_x/one.in",
+        "golden/sub/g.out",
+        "other/y.json",
+        "calc.py",
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    let s = |v: &[&str]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+    let rows: Vec<(&str, &str, Vec<String>, Vec<String>)> = vec![
+        (
+            "test_calc.py",
+            "@pytest.mark.parametrize(\"p\", sorted(glob.glob(\"cases/*.json\")))\n",
+            s(&["cases/neg.json", "cases/pos.json"]),
+            s(&["cases/*.json"]),
+        ),
+        (
+            "tests/test_calc.py",
+            "HERE = pathlib.Path(__file__).parent\nfor p in (HERE / \"data\").glob(\"*.txt\"):\n    pass\n",
+            s(&["tests/data/a.txt", "tests/data/b.txt"]),
+            s(&["tests/data/*.txt"]),
+        ),
+        (
+            "test_calc.py",
+            "for p in Path('cases').rglob('*.json'):\n    pass\n",
+            s(&["cases/deep/x.json", "cases/neg.json", "cases/pos.json"]),
+            s(&["cases/**/*.json"]),
+        ),
+        (
+            "test_calc.py",
+            "for n in os.listdir(\"fixtures_x\"):\n    pass\n",
+            s(&["fixtures_x/one.in"]),
+            s(&["fixtures_x/*"]),
+        ),
+        (
+            "test_calc.py",
+            "CASES = 'golden'\nfor root, _, names in os.walk(CASES):\n    pass\n",
+            s(&["golden/sub/g.out"]),
+            s(&["golden/**"]),
+        ),
+        (
+            "test_calc.py",
+            "for p in Path(\"cases\").iterdir():\n    pass\n",
+            s(&["cases/neg.json", "cases/pos.json"]),
+            s(&["cases/*"]),
+        ),
+        (
+            "test/calc.test.js",
+            "const names = fs.readdirSync('../cases');\nconst more = glob.sync(\"other/*.json\");\n",
+            s(&["cases/neg.json", "cases/pos.json", "other/y.json"]),
+            s(&["cases/*", "other/*.json"]),
+        ),
+        (
+            "tests/it.rs",
+            "for e in std::fs::read_dir(\"tests/data\").unwrap() {}\nstatic D: Dir = include_dir!(\"$CARGO_MANIFEST_DIR/cases\");\n",
+            s(&[
+                "cases/deep/x.json",
+                "cases/neg.json",
+                "cases/pos.json",
+                "tests/data/a.txt",
+                "tests/data/b.txt",
+            ]),
+            s(&["cases/**", "tests/data/*"]),
+        ),
+        ("test_calc.py", "x = glob.glob(\"nothing/*.json\")\n", vec![], vec![]),
+    ];
+    for (path, text, want_files, want_globs) in rows {
+        let sources = vec![(path.to_string(), text.to_string())];
+        let (got_files, got_globs) = listed_data(&sources, &files);
+        assert_eq!(got_files, want_files, "{path}: {text}");
+        if !want_globs.is_empty() {
+            assert_eq!(got_globs, want_globs, "{path}: {text}");
+        }
+        for f in &got_files {
+            assert!(test_data(&sources, &files).contains(f), "{f}");
+        }
+    }
+    // A file added later that a kept pattern matches is data the tests read; code is not.
+    let mut r = rules("python3 -m pytest");
+    r.set_data_globs(&s(&["cases/*.json"]));
+    assert_eq!(r.frozen_as("cases/new.json"), Some("data the tests read"));
+    assert_eq!(r.frozen_as("cases/deep/new.json"), None);
+    assert_eq!(r.frozen_as("cases/new.py"), None);
+}
