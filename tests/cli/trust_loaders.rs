@@ -554,7 +554,7 @@ fn an_example_added_before_a_python_doctest_is_an_edit() {
     let v = r
         .run2(
             "sed -i 's/^    >>> add(2, 3)$/    >>> add = lambda a, b: a + b\\n&/' calc.py",
-            "python3 -m pytest -q --doctest-modules calc.py",
+            "python3 -m pytest -q --doctest-modules",
         )
         .expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "calc.py"), "{v}");
@@ -562,7 +562,7 @@ fn an_example_added_before_a_python_doctest_is_an_edit() {
     fixture(&r);
     r.run2(
         "sed -i 's/return a - b/return a + b/; s/^    5$/&\\n    >>> add(0, 0)\\n    0/' calc.py",
-        "python3 -m pytest -q --doctest-modules calc.py",
+        "python3 -m pytest -q --doctest-modules",
     )
     .expect(10, Some("success_condition_met"));
 }
