@@ -37,32 +37,32 @@ pub(super) fn rust(old: &str, new: &str) -> Vec<Growth> {
     let r0 = super::rust_regions(old);
     let r1 = super::rust_regions(new);
     let mut out = blocks(old, new, &r0, &r1, "doctest");
-    let items =
-        |src: &str, regions: &[(usize, usize, &'static str)]| -> Vec<(usize, usize, String)> {
-            regions
-                .iter()
-                .filter(|r| r.2 != "doctest")
-                .map(|&(s, e, _)| (s, e, lines(src, s, e)))
-                .collect()
-        };
+    // each test item with its text and its text without layout
+    let items = |src: &str, regions: &[(usize, usize, &'static str)]| {
+        regions
+            .iter()
+            .filter(|r| r.2 != "doctest")
+            .map(|&(s, e, _)| {
+                let text = lines(src, s, e);
+                let key = rust_layout_free(&text);
+                (s, e, text, key)
+            })
+            .collect::<Vec<_>>()
+    };
     let old_items = items(old, &r0);
     let mut new_items = items(new, &r1);
-    for (s, e, text) in old_items {
-        let key = rust_layout_free(&text);
-        if let Some(i) = new_items
-            .iter()
-            .position(|(_, _, t)| rust_layout_free(t) == key)
-        {
+    for (s, e, text, key) in old_items {
+        if let Some(i) = new_items.iter().position(|(_, _, _, k)| *k == key) {
             new_items.remove(i);
             continue;
         }
         let head = head_key(&text);
         let same_head = new_items
             .iter()
-            .position(|(_, _, t)| head.is_some() && head_key(t) == head);
+            .position(|(_, _, t, _)| head.is_some() && head_key(t) == head);
         let ok = match same_head {
             Some(i) if is_module(&text) => {
-                let (_, _, t) = new_items.remove(i);
+                let (_, _, t, _) = new_items.remove(i);
                 module_grew_by_tests(&text, &t)
             }
             _ => false,
