@@ -292,8 +292,69 @@ enum NewItem<'a> {
     Module,
     /// A `use` declaration.
     Use,
-    /// Anything else (`const`, `static`, `impl`, `macro_rules!`, an inner attribute).
+    /// An item that binds one name (`const`, `static`, `struct`, `enum`, `union`,
+    /// `type`, `trait`, `macro_rules!`), with that name.
+    Named(&'a str),
+    /// Anything else (`impl`, an inner attribute).
     Other,
+}
+
+/// The names a `use` declaration (masked, without attributes) binds: the last
+/// segment of each leaf, or its `as` alias (`self` in a group binds the group's
+/// path: `io::{self, Write}` binds `io` and `Write`). `None` for a glob (`*`),
+/// which binds names no one can list, and for what does not read as a `use`.
+fn use_bindings(masked: &str) -> Option<Vec<&str>> {
+    let tree = masked
+        .trim()
+        .trim_start_matches("pub")
+        .trim_start()
+        .strip_prefix("use")?
+        .trim()
+        .strip_suffix(';')?;
+    if tree.contains('*') {
+        return None;
+    }
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    // tokens: identifiers and the punctuation that ends a leaf
+    let mut tokens: Vec<&str> = Vec::new();
+    let mut rest = tree;
+    while let Some(c) = rest.chars().next() {
+        if ident(c) {
+            let end = rest.find(|c: char| !ident(c)).unwrap_or(rest.len());
+            tokens.push(&rest[..end]);
+            rest = &rest[end..];
+        } else {
+            if matches!(c, ',' | '{' | '}') {
+                tokens.push(&rest[..1]);
+            }
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    let mut bound = Vec::new();
+    // the path segment before each open group, for `self` inside it
+    let mut groups: Vec<Option<&str>> = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        match *t {
+            "{" => groups.push(i.checked_sub(1).map(|j| tokens[j])),
+            "}" => {
+                groups.pop();
+            }
+            "," | "as" => {}
+            name => {
+                let next = tokens.get(i + 1).copied();
+                let after_as = i > 0 && tokens[i - 1] == "as";
+                let leaf_end = matches!(next, None | Some("," | "}"));
+                if after_as || (leaf_end && next != Some("as")) {
+                    if name == "self" {
+                        bound.push(groups.last().copied().flatten()?);
+                    } else if !(leaf_end && tokens.get(i + 1) == Some(&"as")) {
+                        bound.push(name);
+                    }
+                }
+            }
+        }
+    }
+    Some(bound)
 }
 
 fn classify(masked: &str) -> (Vec<String>, NewItem<'_>) {
@@ -312,16 +373,29 @@ fn classify(masked: &str) -> (Vec<String>, NewItem<'_>) {
         NewItem::Module
     } else if rest.starts_with("use ") || rest.starts_with("pub use ") {
         NewItem::Use
+    } else if let Some(c) = named_re().captures(rest) {
+        NewItem::Named(c.get(1).map_or("", |m| m.as_str()))
     } else {
         NewItem::Other
     };
     (attrs, kind)
 }
 
-/// True when a new item of a test module adds tests only: a test function, a helper
-/// function none of whose t0 module's `names` it could shadow, or a module of those
-/// (and of `use` declarations, which reach only that module). Its attributes must be
-/// plain ([`is_plain_attribute`]).
+fn named_re() -> &'static regex::Regex {
+    static NAMED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    NAMED.get_or_init(|| {
+        regex::Regex::new(
+            r"^(?:pub(?:\s*\([^)]*\))?\s+)?(?:(?:const|static(?:\s+mut)?|struct|enum|union|type|trait)\s+|macro_rules!\s*)([A-Za-z_]\w*)",
+        )
+        .expect("valid item regex")
+    })
+}
+
+/// True when a new item of a test module adds tests only: a test function; a helper
+/// function, a `const`/`static`/type/`trait`/`macro_rules!`, or a `use` that binds
+/// only names t0's module never mentions (`names`: nothing it uses can be
+/// shadowed); or a module of those (and of any `use` declarations, which reach only
+/// that module). Its attributes must be plain ([`is_plain_attribute`]).
 fn new_item_adds_tests(item: &str, masked: &str, names: &BTreeSet<&str>, depth: usize) -> bool {
     let (attrs, kind) = classify(masked);
     if !attrs.iter().all(|a| is_plain_attribute(a)) {
@@ -329,7 +403,12 @@ fn new_item_adds_tests(item: &str, masked: &str, names: &BTreeSet<&str>, depth: 
     }
     match kind {
         NewItem::Function(_, true) => true,
-        NewItem::Function(name, false) => !names.contains(name),
+        NewItem::Function(name, false) | NewItem::Named(name) => !names.contains(name),
+        // a `use` binding only names t0's module never mentions shadows nothing
+        // (`use std::collections::HashMap;` for a new test); one that binds a name
+        // the module uses (`use crate::fake::add;` beats `use super::*`), or a glob,
+        // may
+        NewItem::Use => use_bindings(masked).is_some_and(|b| b.iter().all(|n| !names.contains(n))),
         NewItem::Module if depth < 8 => {
             let Some((s, e)) = body(masked) else {
                 return false;
