@@ -102,6 +102,45 @@ pub fn mask(lang: Lang, src: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// `text` split into lines the way `lang` splits them, for scanners that read by `\n`:
+/// Python also ends a line at a lone `\r` (its tokenizer reads `\r\n`, `\r` and
+/// `\n` alike), JavaScript/TypeScript at a lone `\r`, U+2028 and U+2029 (ECMAScript's
+/// line terminators). Rust, Go, shell and Perl end a line comment only at `\n`, so
+/// their text is read as it is. Returns the text with each such line end turned into
+/// `\n` and, for each of its lines, the 0-based index of the `\n`-line it starts on
+/// (what `git diff` and an editor's line count show); `None` when `text` holds none
+/// (a `\r\n` file included).
+#[must_use]
+pub fn language_lines(lang: Lang, text: &str) -> Option<(String, Vec<usize>)> {
+    if !matches!(lang, Lang::Python | Lang::JsTs) {
+        return None;
+    }
+    let extra = |c: char, next: Option<char>| match c {
+        '\r' => next != Some('\n'),
+        '\u{2028}' | '\u{2029}' => lang == Lang::JsTs,
+        _ => false,
+    };
+    let mut chars = text.chars().peekable();
+    let mut out = String::with_capacity(text.len());
+    let mut map = vec![0];
+    let mut physical = 0;
+    let mut changed = false;
+    while let Some(c) = chars.next() {
+        if c == '\n' {
+            physical += 1;
+            out.push('\n');
+            map.push(physical);
+        } else if extra(c, chars.peek().copied()) {
+            changed = true;
+            out.push('\n');
+            map.push(physical);
+        } else {
+            out.push(c);
+        }
+    }
+    changed.then_some((out, map))
+}
+
 /// Blanks a comment: every byte but newlines becomes a space.
 fn blank(out: &mut [u8], from: usize, to: usize) {
     let to = to.min(out.len());
@@ -885,5 +924,48 @@ mod tests {
         let m = mask(Lang::Go, src);
         assert_eq!(m.matches("t.Errorf").count(), 1);
         assert!(!m.contains("Fatal"));
+    }
+
+    /// Each language's own line ends: (lang, text, lines as the language reads them,
+    /// the `\n`-line each starts on); `None` when `\n` already splits it.
+    #[test]
+    fn lines_are_split_where_the_language_ends_them() {
+        type Row = (Lang, &'static str, Option<(&'static str, &'static [usize])>);
+        let rows: &[Row] = &[
+            (Lang::Python, "a\rb\n", Some(("a\nb\n", &[0, 0, 1]))),
+            (
+                Lang::Python,
+                "# c\rx = 1\ny\rz",
+                Some(("# c\nx = 1\ny\nz", &[0, 0, 1, 1])),
+            ),
+            // a CRLF file, and an LF one, are already split
+            (Lang::Python, "a\r\nb\r\n", None),
+            (Lang::Python, "a\nb\n", None),
+            // U+2028 is no line end in Python (only in its strings' splitlines)
+            (Lang::Python, "a\u{2028}b\n", None),
+            (
+                Lang::JsTs,
+                "// k\u{2028}x();\n",
+                Some(("// k\nx();\n", &[0, 0, 1])),
+            ),
+            (
+                Lang::JsTs,
+                "a\u{2029}b\rc\r\nd",
+                Some(("a\nb\nc\r\nd", &[0, 0, 0, 1])),
+            ),
+            (Lang::JsTs, "a\r\nb", None),
+            // a comment ends only at `\n` in these
+            (Lang::Rust, "// a\rb\n", None),
+            (Lang::Go, "// a\u{2028}b\n", None),
+            (Lang::Shell, "# a\rb\n", None),
+        ];
+        for (lang, text, want) in rows {
+            let got = language_lines(*lang, text);
+            assert_eq!(
+                got.as_ref().map(|(t, m)| (t.as_str(), m.as_slice())),
+                *want,
+                "{lang:?} {text:?}"
+            );
+        }
     }
 }

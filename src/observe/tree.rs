@@ -730,7 +730,7 @@ impl TreeObserver {
         &self.site_dirs
     }
 
-    /// [`super::tamper::scan`] over the files changed since t0 (`changed`) that are
+    /// [`super::tamper_lines::scan_code`] (every line-based rule set) over the files changed since t0 (`changed`) that are
     /// neither tests, the frozen oracle nor runner configuration. Results are cached
     /// per (path, t0 blob, current blob): an unchanged file is not read again.
     fn tampering(
@@ -807,8 +807,7 @@ impl TreeObserver {
             } else if super::tamper_load::reads_as_code(p) {
                 super::tamper_load::scan_unknown(p, &old, &new)
             } else {
-                let mut found = super::tamper::scan(p, &old, &new);
-                found.extend(super::tamper_more::scan(p, &old, &new));
+                let mut found = super::tamper_lines::scan_code(p, &old, &new);
                 found.extend(data_reached(p, &old, &new, &self.data_handles));
                 found
             };
