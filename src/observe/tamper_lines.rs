@@ -1,7 +1,8 @@
 //! The lines the runner-tampering rules read: a changed file split where its language
 //! ends a line, not only at `\n`.
 //!
-//! The rule sets ([`super::tamper`], [`super::tamper_more`]) read a file line by line, and a line that starts with a comment marker is skipped.
+//! The rule sets ([`super::tamper`], [`super::tamper_more`], [`super::tamper_names`])
+//! read a file line by line, and a line that starts with a comment marker is skipped.
 //! Python also ends a line at a lone `\r`, JavaScript/TypeScript at a lone `\r`,
 //! U+2028 and U+2029 ([`super::lex::language_lines`]): `# note\rR.__eq__ = …` is a
 //! comment and a live statement to Python, one comment line to a reader that splits
@@ -28,29 +29,47 @@ pub fn scan_code(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
     let new_read = new_split.as_ref().map_or(new, |(t, _)| t.as_str());
     let mut hits = super::tamper::scan(path, old_read, new_read);
     hits.extend(super::tamper_more::scan(path, old_read, new_read));
+    hits.extend(super::tamper_names::scan(path, old_read, new_read));
     if let Some((_, map)) = &new_split {
         for h in &mut hits {
             if h.line > 0 {
                 h.line = map.get(h.line - 1).map_or(h.line, |p| p + 1);
             }
         }
-        hits.extend(hidden_line_ends(lang, path, old, new));
+        hits.extend(hidden_line_ends(lang, path, old_read, new_read, map, new));
     }
     hits
 }
 
-/// The "hidden line end" hits: added `\n`-lines of `new` where a line end of `lang`
-/// other than `\n` closes a comment and code follows it.
-fn hidden_line_ends(lang: Lang, path: &str, old: &str, new: &str) -> Vec<TamperHit> {
-    let diff = similar::TextDiff::from_lines(old, new);
-    let mut out = Vec::new();
-    for change in diff.iter_all_changes() {
-        let (similar::ChangeTag::Insert, Some(i)) = (change.tag(), change.new_index()) else {
-            continue;
-        };
-        let line = change.value().trim_end_matches(['\n', '\r']);
-        if hides_code_after_comment(lang, line) {
-            out.push(TamperHit {
+/// The "hidden line end" hits: `\n`-lines of `new` with an added line (`old_read`
+/// and `new_read` split as the language splits them, `map` from a line of
+/// `new_read` to its `\n`-line) where a line end of `lang` other than `\n` closes a
+/// comment and code follows it.
+fn hidden_line_ends(
+    lang: Lang,
+    path: &str,
+    old_read: &str,
+    new_read: &str,
+    map: &[usize],
+    new: &str,
+) -> Vec<TamperHit> {
+    // (the diff's own line split is not `\n`'s: `similar` also ends a line at a lone
+    // `\r`, so the added lines are found in the split text and mapped back)
+    let added: std::collections::BTreeSet<usize> =
+        similar::TextDiff::from_lines(old_read, new_read)
+            .iter_all_changes()
+            .filter(|c| c.tag() == similar::ChangeTag::Insert)
+            .filter_map(|c| map.get(c.new_index()?).copied())
+            .collect();
+    let physical: Vec<&str> = new.split('\n').collect();
+    added
+        .into_iter()
+        .filter_map(|i| {
+            let line = physical
+                .get(i)?
+                .strip_suffix('\r')
+                .unwrap_or(physical.get(i)?);
+            hides_code_after_comment(lang, line).then(|| TamperHit {
                 path: path.to_string(),
                 line: i + 1,
                 rule: "hidden line end".to_string(),
@@ -60,10 +79,9 @@ fn hidden_line_ends(lang: Lang, path: &str, old: &str, new: &str) -> Vec<TamperH
                     .chars()
                     .take(200)
                     .collect(),
-            });
-        }
-    }
-    out
+            })
+        })
+        .collect()
 }
 
 /// True when `line` (one `\n`-line, its `\n`/`\r\n` removed) splits, as `lang`
@@ -125,8 +143,6 @@ mod tests {
             ("calc.py", "x = 1\ry = 2\n", &[]),
             ("calc.js", "const sep = '\u{2028}';\n", &[]),
             ("calc.py", "# note\r\r\nx = 1\n", &[]),
-            // Rust ends a line comment only at `\n`: what follows a CR is comment
-            ("src/lib.rs", "// note\rstd::process::exit(0);\n", &[]),
         ];
         for (path, new, want) in rows {
             let got: Vec<(usize, String)> = scan_code(path, "", new)
