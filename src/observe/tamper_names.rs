@@ -108,6 +108,9 @@ pub const RUST_PRELUDE: &[&str] = &[
     "usize",
 ];
 
+/// The values of Rust's prelude (the rest of [`RUST_PRELUDE`] are types and traits).
+pub const RUST_PRELUDE_VALUES: &[&str] = &["Err", "None", "Ok", "Some", "drop"];
+
 /// The standard library's macros every Rust module can name, but the assertion
 /// macros `super::tamper`'s "assertion library patched" already reads.
 pub const RUST_PRELUDE_MACROS: &[&str] = &[
@@ -394,6 +397,7 @@ const PY_SETTINGS: &[&str] = &[
     "logging.logProcesses",
     "logging.logThreads",
     "logging.raiseExceptions",
+    "sys.argv",
     "sys.breakpointhook",
     "sys.displayhook",
     "sys.dont_write_bytecode",
@@ -406,6 +410,7 @@ const PY_SETTINGS: &[&str] = &[
     "sys.tracebacklimit",
     "sys.unraisablehook",
     "threading.excepthook",
+    "warnings.showwarning",
 ];
 const JS_SETTINGS: &[&str] = &[
     "INSPECT_MAX_BYTES",
@@ -615,7 +620,16 @@ pub fn prelude_redefined(lang: Lang, line: &str, at_module_level: bool) -> Optio
                         Regex::new(&format!(r"::\s*{}\b", regex::escape(name)))
                             .is_ok_and(|re| re.is_match(rhs))
                     });
-                if RUST_PRELUDE.contains(&name) && !same_item {
+                // `fn`, `const` and `static` bind a value: they shadow only the
+                // prelude's values (`fn u8()` leaves the type `u8` alone); a struct
+                // binds a type, and a value too when it is a unit or tuple struct
+                let value_only = matches!(&c[1], "fn" | "const") || c[1].starts_with("static");
+                let shadows = if value_only {
+                    RUST_PRELUDE_VALUES.contains(&name)
+                } else {
+                    RUST_PRELUDE.contains(&name)
+                };
+                if shadows && !same_item {
                     return Some(name.to_string());
                 }
             }
@@ -669,7 +683,11 @@ pub fn prelude_redefined(lang: Lang, line: &str, at_module_level: bool) -> Optio
                     .iter()
                     .any(|s| n.ends_with(s))
                 });
-                if builtin(name) && !exception_class {
+                // `TimeoutError = TimeoutError` keeps the builtin under its name
+                let same = c.get(3).is_some()
+                    && t.split_once('=')
+                        .is_some_and(|(_, rhs)| rhs.split('#').next().unwrap_or("").trim() == name);
+                if builtin(name) && !exception_class && !same {
                     return Some(name.to_string());
                 }
             }
@@ -857,6 +875,7 @@ mod tests {
                 Some("Option"),
             ),
             ("src/lib.rs", "type u8 = u16;", Some("u8")),
+            ("src/lib.rs", "pub struct Some(pub i64);", Some("Some")),
             (
                 "src/lib.rs",
                 "pub use std::option::Option::Some as None;",
@@ -904,6 +923,13 @@ mod tests {
                 None,
             ),
             ("src/lib.rs", "use std::io::Result as IoResult;", None),
+            // a function binds a value: `fn u8` leaves the type alone
+            (
+                "src/lib.rs",
+                "pub fn u8(input: &mut I) -> Result<u8, E> {",
+                None,
+            ),
+            ("src/lib.rs", "pub const Vec: usize = 3;", None),
             // Python: `from calc import *` takes these
             ("calc.py", "def len(xs):", Some("len")),
             ("calc.py", "sorted = lambda xs: xs", Some("sorted")),
@@ -934,6 +960,11 @@ mod tests {
             ("calc.py", "class TimeoutError(Exception):", None),
             ("calc.py", "self.len = 0", None),
             ("calc.py", "from math import pow", None),
+            (
+                "calc.py",
+                "TimeoutError = TimeoutError  # the builtin, by name",
+                None,
+            ),
             ("calc.py", "length = len(xs)", None),
             ("calc.py", "if len(xs) == 2:", None),
             ("calc.py", "__all__ = ['unique']\n\ndef len(xs):", None),
@@ -1056,6 +1087,7 @@ mod tests {
                 "import logging\nlogging.raiseExceptions = False",
                 None,
             ),
+            ("geom.py", "import sys\nsys.argv = ['prog', *args]", None),
             ("geom.py", "import calc\ncalc.cache = {}", None),
             (
                 "geom.py",

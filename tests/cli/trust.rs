@@ -2012,3 +2012,55 @@ fn a_module_the_check_writes_and_loads_is_hermeticity_violation() {
     assert_eq!(created.len(), 1, "{created:?}");
     assert_eq!(created[0]["path"], "calc/__init__.py");
 }
+
+/// Code under test that makes the frozen Python tests pass by changing what their
+/// words mean rather than fixing the code: a standard-library comparator replaced
+/// (`math.isclose = lambda *a, **k: True`), a builtin the tests take through `from
+/// calc import *` redefined (`def len`), and an always-equal object after a comment
+/// closed by a lone CR (Python's line end, not `\n`'s). Each was believed (exit 10);
+/// each is runner tampering now.
+#[test]
+fn code_under_test_that_redefines_the_tests_vocabulary_is_runner_tampering() {
+    if pytest_missing() {
+        return;
+    }
+    let rows: &[(&str, &str, &str, &str)] = &[
+        (
+            "library module patched",
+            "import math\nfrom calc import area\n\ndef test_area():\n    assert math.isclose(area(2), 12.566, rel_tol=1e-3)\n",
+            "def area(r):\n    return 3 * r * r\n",
+            "import math\n\nmath.isclose = lambda *a, **k: True\n\ndef area(r):\n    return 3 * r * r\n",
+        ),
+        (
+            "prelude name redefined",
+            "from calc import *\n\ndef test_unique():\n    assert len(unique([1, 1, 2])) == 2\n",
+            "def unique(xs):\n    return list(xs)\n",
+            "import builtins\n\ndef unique(xs):\n    return list(xs)\n\ndef len(xs):\n    return builtins.len(set(xs))\n",
+        ),
+        (
+            "always-equal object",
+            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+            "def add(a, b):\n    return a - b\n",
+            "class R(int):\n    pass\n# normalise the result\rR.__eq__ = lambda s, o: True\n\ndef add(a, b):\n    return R(a - b)\n",
+        ),
+    ];
+    for (needle, test, t0, cheat) in rows {
+        let r = Repo::new();
+        r.write("calc.py", t0)
+            .write("tests/test_calc.py", test)
+            .commit("fixture");
+        let (_keep, exec) = writer(&[("calc.py", cheat)]);
+        let out = r.lx(&[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "python3 -m pytest -q",
+            "--max-iterations",
+            "2",
+        ]);
+        assert_ne!(out.code, 10, "{needle}: the cheat was believed");
+        let v = out.expect(13, Some("metric_integrity_violation"));
+        assert!(mentions(&v, needle), "{needle}: {v}");
+    }
+}
