@@ -776,13 +776,8 @@ fn rust_module_level(text: &str) -> Vec<bool> {
         match c {
             '{' => {
                 let head = since.trim();
-                let is_mod = head
-                    .rsplit(|c: char| c == ';' || c == '}')
-                    .next()
-                    .is_some_and(|h| {
-                        let words: Vec<&str> = h.split_whitespace().collect();
-                        words.len() >= 2 && words[words.len() - 2] == "mod"
-                    });
+                let words: Vec<&str> = head.split_whitespace().collect();
+                let is_mod = words.len() >= 2 && words[words.len() - 2] == "mod";
                 stack.push(is_mod);
                 since.clear();
             }
