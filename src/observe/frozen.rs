@@ -674,6 +674,42 @@ fn py_test_only_modules<'a>(
         .collect()
 }
 
+/// The Python modules (last name) some test file takes every name of (`from calc
+/// import *`, `from pkg.calc import *`): a builtin's name the module defines reaches
+/// those tests. A relative `from . import *` names its package (`from .calc import
+/// *` names `calc`).
+#[must_use]
+pub fn py_star_imported(
+    sources: &[(String, String)],
+    is_test: &dyn Fn(&str) -> bool,
+) -> std::collections::BTreeSet<String> {
+    static STAR: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let star = STAR.get_or_init(|| {
+        regex::Regex::new(r"(?m)^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]*\*")
+            .expect("valid regex")
+    });
+    let mut out = std::collections::BTreeSet::new();
+    for (p, text) in sources
+        .iter()
+        .filter(|(p, _)| p.ends_with(".py") && is_test(p))
+    {
+        for c in star.captures_iter(text) {
+            let module = c[1].trim_end_matches('.');
+            match module.rsplit('.').next() {
+                Some(last) if !last.is_empty() => {
+                    out.insert(last.to_string());
+                }
+                // `from . import *`: the test's own package
+                _ => {
+                    let dir = p.rsplit_once('/').map_or("", |(d, _)| d);
+                    out.insert(dir.rsplit('/').next().unwrap_or(dir).to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The module names the Python test files import, and those the other Python files
 /// import: the last component of every module each file imports, and every name a
 /// `from … import` takes (`from shop import rates`, `from . import rates` import a

@@ -88,6 +88,11 @@ pub struct TreeObserver {
     /// True once `git rev-parse --absolute-git-dir` was asked (see `git_internals`).
     git_dir_asked: bool,
     toolchain_words: Vec<String>,
+    /// The Python modules (last name) t0's tests take every name of
+    /// (`from calc import *`): only there does a builtin's name defined by the code
+    /// under test reach a test ([`frozen::py_star_imported`]). `None` while t0's
+    /// sources could not be read: then every such definition counts.
+    py_star_imported: Option<std::collections::BTreeSet<String>>,
     toolchain_path: String,
     site_dirs: Vec<PathBuf>,
     config_files: Vec<PathBuf>,
@@ -129,6 +134,17 @@ fn shadowed_module(path: &str, judged: &impl Fn(&str) -> bool) -> Option<String>
             .find(|m| judged(m));
     }
     None
+}
+
+/// The name a Python file is imported by (its last component): `calc` for
+/// `src/calc.py` and for `calc/__init__.py`.
+fn py_module_name(path: &str) -> &str {
+    let stem = path.trim_end_matches(".py");
+    match stem.rsplit_once('/') {
+        Some((dir, "__init__")) => dir.rsplit('/').next().unwrap_or(dir),
+        Some((_, name)) => name,
+        None => stem,
+    }
 }
 
 fn to_tree_entries(entries: &BTreeMap<String, FileEntry>) -> Vec<TreeEntry> {
@@ -273,6 +289,7 @@ impl TreeObserver {
             quiet: None,
             git_dir_asked: false,
             toolchain_words: Vec::new(),
+            py_star_imported: None,
             toolchain_path: String::new(),
             site_dirs: Vec::new(),
             config_files: Vec::new(),
@@ -416,7 +433,11 @@ impl TreeObserver {
         store: &SnapshotStore,
         e0: &BTreeMap<String, FileEntry>,
         named: Vec<String>,
-    ) -> (Vec<String>, Vec<String>) {
+    ) -> (
+        Vec<String>,
+        Vec<String>,
+        Option<std::collections::BTreeSet<String>>,
+    ) {
         const CODE: &[&str] = &[
             ".py", ".go", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".rs",
         ];
@@ -426,13 +447,18 @@ impl TreeObserver {
             .take(4000)
             .collect();
         let Ok(sources) = texts_of(store, &code) else {
-            return (named, Vec::new());
+            return (named, Vec::new(), None);
         };
         let test_globs = &self.test_globs;
         let is_test = |p: &str| guards::is_test_file(p, test_globs).is_some();
         let mut data = frozen::not_named_by_code(named, &sources, &is_test);
         data.extend(frozen::data_modules(&sources, &is_test));
-        (data, frozen::assertion_helpers(&sources, &is_test))
+        let star = frozen::py_star_imported(&sources, &is_test);
+        (
+            data,
+            frozen::assertion_helpers(&sources, &is_test),
+            Some(star),
+        )
     }
 
     fn learn_oracle_from_t0(&mut self) {
@@ -485,7 +511,9 @@ impl TreeObserver {
             .collect();
         if let Ok(sources) = texts_of(store, &tests) {
             let files: Vec<String> = e0.keys().cloned().collect();
-            let (data, helpers) = self.data_files(store, e0, frozen::test_data(&sources, &files));
+            let (data, helpers, star) =
+                self.data_files(store, e0, frozen::test_data(&sources, &files));
+            self.py_star_imported = star;
             // Patterns the tests list data by (`glob.glob("cases/*.json")`): a file
             // added later that one matches is data too. A pattern some of whose t0
             // files code under test names as well is the code's.
@@ -809,6 +837,14 @@ impl TreeObserver {
             } else {
                 let mut found = super::tamper_lines::scan_code(p, &old, &new);
                 found.extend(data_reached(p, &old, &new, &self.data_handles));
+                // a Python module defining a builtin's name (`def sum`) shadows it
+                // only for a test that takes all its names (`from stats import *`)
+                if let (Some(star), true) = (&self.py_star_imported, p.ends_with(".py")) {
+                    let module = py_module_name(p);
+                    if !star.contains(module) {
+                        found.retain(|h| h.rule != "prelude name redefined");
+                    }
+                }
                 found
             };
             hits.extend(found.iter().cloned());

@@ -1261,3 +1261,32 @@ fn data_files_a_test_lists_by_a_pattern_are_data() {
     assert_eq!(r.frozen_as("cases/deep/new.json"), None);
     assert_eq!(r.frozen_as("cases/new.py"), None);
 }
+
+/// The modules t0's tests take every name of: only test files count, each form of a
+/// star import names its module's last name.
+#[test]
+fn the_modules_tests_star_import_are_found() {
+    let sources: Vec<(String, String)> = [
+        (
+            "tests/test_a.py",
+            "from calc import *\nfrom pkg.stats import  *\nimport os\n",
+        ),
+        (
+            "pkg/tests/test_b.py",
+            "from .geom import *\nfrom . import *\n",
+        ),
+        (
+            "tests/test_c.py",
+            "from shapes import area\n# from nope import *\n",
+        ),
+        ("calc.py", "from helpers import *\n"),
+    ]
+    .iter()
+    .map(|(p, t)| ((*p).to_string(), (*t).to_string()))
+    .collect();
+    let is_test = |p: &str| p.contains("test_");
+    let got: Vec<String> = super::py_star_imported(&sources, &is_test)
+        .into_iter()
+        .collect();
+    assert_eq!(got, ["calc", "geom", "stats", "tests"]);
+}

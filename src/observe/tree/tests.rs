@@ -111,3 +111,17 @@ fn a_created_module_shadows_what_its_resolver_finds_after_it() {
         );
     }
 }
+
+/// The name a Python file is imported by.
+#[test]
+fn a_python_file_is_imported_by_its_last_name() {
+    for (path, want) in [
+        ("calc.py", "calc"),
+        ("src/calc.py", "calc"),
+        ("calc/__init__.py", "calc"),
+        ("pkg/calc/__init__.py", "calc"),
+        ("__init__.py", "__init__"),
+    ] {
+        assert_eq!(super::py_module_name(path), want, "{path}");
+    }
+}
