@@ -10,7 +10,9 @@
 //! its recorded parse, the hash chain is verified, and the halt is re-derived by
 //! `decide` over the receipt's observations (what `explain-halt` does). With
 //! `--reparse` the kept check output is parsed again with this loopexec's parser, and
-//! an iteration whose fingerprint would change is shown.
+//! an iteration whose fingerprint would change is shown; a kept file that is no longer
+//! the bytes the run kept (`check_finished.kept`: length and blake3) makes its
+//! iteration disagree.
 //!
 //! Outcome: `ok` (exit 0) when everything agrees; `mismatch` (exit 20, the invariant
 //! class: the record is wrong) naming the first iteration that disagrees; `flaky`
@@ -192,7 +194,14 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
                 );
             }
             if a.reparse {
-                match rp::reparse(&run_dir, &cfg, *it, 0, &rec.check.step) {
+                match rp::reparse(
+                    &run_dir,
+                    &cfg,
+                    *it,
+                    0,
+                    &rec.check.step,
+                    rec.check.kept.as_ref(),
+                ) {
                     Ok(p) => {
                         let fp = fingerprint::of_parsed(&p, rec.check.step.exited_with(code));
                         if fp != parse_fp {

@@ -54,6 +54,7 @@ pub fn check(it: u32, attempt: u32, tree: Option<&str>, tests: &[(&str, Outcome)
         check_wrote: Vec::new(),
         check_created: Vec::new(),
         check_created_code: Vec::new(),
+        kept: None,
         reports: Vec::new(),
         watchdog: None,
         changed_during_check: Vec::new(),

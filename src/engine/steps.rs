@@ -445,7 +445,7 @@ impl Loop<'_> {
                 t0_wrote == Some(true),
             );
         }
-        self.keep_check_output(it, attempt, &spools);
+        let kept = self.keep_check_output(it, attempt, &spools);
         spools.remove();
         let watchdog = self.take_watchdog(&step);
         // A red exit cannot converge: the tree after it may be the exec's, as a quiet
@@ -554,6 +554,7 @@ impl Loop<'_> {
             check_wrote: writes.changed,
             check_created: writes.created,
             check_created_code,
+            kept,
             reports: found.iter().map(|p| p.display().to_string()).collect(),
             watchdog,
             clean_room: room_record,

@@ -220,6 +220,10 @@ pub struct CheckFinished {
     /// writes a module and loads it in the same check (hermeticity).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub check_created_code: Vec<crate::observe::tamper::TamperHit>,
+    /// What was kept of the check's streams for `replay --offline --reparse` (bytes
+    /// and blake3 before compression); `null` when nothing was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<crate::receipt::replay::KeptOutput>,
     /// Report files removed before the run and found after it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reports: Vec<String>,

@@ -333,8 +333,40 @@ pub fn kept_path(run_dir: &Path, iteration: u32, attempt: u32, stream: &str) -> 
     run_dir.join(format!("{iteration}.check{suffix}.{stream}.zst"))
 }
 
+/// What was kept of one stream: the bytes before compression and their blake3 (hex).
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub struct KeptStream {
+    /// Bytes kept (the stream's length, or the keep limit when it printed more).
+    pub bytes: u64,
+    /// blake3 of those bytes, hex (of nothing for a stream that printed nothing).
+    pub blake3: String,
+}
+
+impl KeptStream {
+    fn empty() -> KeptStream {
+        KeptStream {
+            bytes: 0,
+            blake3: blake3::hash(b"").to_hex().to_string(),
+        }
+    }
+}
+
+/// What [`keep_output`] kept of a check run, recorded in its `check_finished`
+/// (`kept`): `replay --offline --reparse` reads a kept file only while it still is
+/// these bytes.
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub struct KeptOutput {
+    pub stdout: KeptStream,
+    pub stderr: KeptStream,
+}
+
 /// Keeps a check run's full streams (from its spool files), zstd-compressed and
-/// capped. Returns how many bytes of each stream were kept.
+/// capped. Returns what was kept of each stream (`None` when nothing is kept:
+/// `LOOPEXEC_KEEP_OUTPUT_BYTES=0`).
 ///
 /// # Errors
 /// I/O errors reading a spool or writing the kept file.
@@ -344,13 +376,13 @@ pub fn keep_output(
     attempt: u32,
     stdout: crate::check::parse::Source<'_>,
     stderr: crate::check::parse::Source<'_>,
-) -> std::io::Result<(u64, u64)> {
+) -> std::io::Result<Option<KeptOutput>> {
     use crate::check::parse::Source;
     let limit = keep_limit();
     if limit == 0 {
-        return Ok((0, 0));
+        return Ok(None);
     }
-    let mut kept = [0u64; 2];
+    let mut kept = [KeptStream::empty(), KeptStream::empty()];
     for (i, (stream, spool)) in [("stdout", stdout), ("stderr", stderr)]
         .into_iter()
         .enumerate()
@@ -375,27 +407,44 @@ pub fn keep_output(
         let mut enc = zstd::Encoder::new(out, 3)?;
         // A 512 KiB window (level 3's own is 2 MiB): repeats in test logs are near.
         enc.window_log(19)?;
-        kept[i] = std::io::copy(&mut src.take(limit), &mut enc)?;
-        enc.finish()?;
+        let mut tee = Digesting {
+            out: enc,
+            hasher: blake3::Hasher::new(),
+        };
+        let bytes = std::io::copy(&mut src.take(limit), &mut tee)?;
+        tee.out.finish()?;
+        kept[i] = KeptStream {
+            bytes,
+            blake3: tee.hasher.finalize().to_hex().to_string(),
+        };
     }
-    Ok((kept[0], kept[1]))
+    let [stdout, stderr] = kept;
+    Ok(Some(KeptOutput { stdout, stderr }))
 }
 
 /// Re-parses a recorded check run from its kept output with this loopexec's parser.
+/// `kept` is what the run recorded it kept ([`KeptOutput`]; `None` in receipts
+/// written before it was recorded): the kept files must still be those bytes.
+/// Without it a whole stream must hash to the step's digest and a capped one be no
+/// longer than the stream.
 ///
 /// # Errors
-/// [`ReplayError::NoKeptOutput`] when nothing was kept; [`ReplayError::Kept`] on read
-/// errors.
+/// [`ReplayError::NoKeptOutput`] when nothing was kept; [`ReplayError::KeptAltered`]
+/// when a kept file is not what was kept; [`ReplayError::Kept`] on read errors.
 pub fn reparse(
     run_dir: &Path,
     cfg: &RunConfig,
     iteration: u32,
     attempt: u32,
     step: &StepResult,
+    kept: Option<&KeptOutput>,
 ) -> Result<ParsedRun, ReplayError> {
     let tmp = tempfile::tempdir().map_err(ReplayError::Run)?;
     let mut paths = Vec::new();
-    for (stream, summary) in [("stdout", &step.stdout), ("stderr", &step.stderr)] {
+    for (stream, summary, recorded) in [
+        ("stdout", &step.stdout, kept.map(|k| &k.stdout)),
+        ("stderr", &step.stderr, kept.map(|k| &k.stderr)),
+    ] {
         let kept = kept_path(run_dir, iteration, attempt, stream);
         let dest = tmp.path().join(stream);
         if !kept.is_file() && summary.bytes == 0 {
@@ -429,7 +478,17 @@ pub fn reparse(
             path: kept.display().to_string(),
             detail,
         };
-        if n > summary.bytes {
+        if let Some(r) = recorded {
+            let digest = tee.hasher.finalize();
+            if n != r.bytes || digest.to_hex().as_str() != r.blake3 {
+                return Err(altered(format!(
+                    "it holds {n} bytes with blake3 {} where {} bytes with blake3 {} were kept",
+                    digest.to_hex(),
+                    r.bytes,
+                    r.blake3
+                )));
+            }
+        } else if n > summary.bytes {
             return Err(altered(format!(
                 "it holds {n} bytes where the {stream} stream carried {}",
                 summary.bytes
@@ -486,8 +545,12 @@ mod tests {
         let se = dir.path().join("e.spool");
         std::fs::write(&so, b"ok 1 - t1\n".repeat(10)).unwrap();
         std::fs::write(&se, b"").unwrap();
-        let (a, b) = keep_output(dir.path(), 3, 1, Source::File(&so), Source::File(&se)).unwrap();
-        assert_eq!((a, b), (100, 0));
+        let kept = keep_output(dir.path(), 3, 1, Source::File(&so), Source::File(&se))
+            .unwrap()
+            .expect("kept");
+        assert_eq!((kept.stdout.bytes, kept.stderr.bytes), (100, 0));
+        let whole = b"ok 1 - t1\n".repeat(10);
+        assert_eq!(kept.stdout.blake3, blake3::hash(&whole).to_hex().as_str());
         let p = kept_path(dir.path(), 3, 1, "stdout");
         assert!(p.ends_with("3.check-1.stdout.zst"));
         let back = zstd::decode_all(std::fs::File::open(p).unwrap()).unwrap();
@@ -504,32 +567,41 @@ mod tests {
         let se = dir.path().join("e.spool");
         std::fs::write(&so, printed).unwrap();
         std::fs::write(&se, b"").unwrap();
-        keep_output(dir.path(), 1, 0, Source::File(&so), Source::File(&se)).unwrap();
+        let kept = keep_output(dir.path(), 1, 0, Source::File(&so), Source::File(&se))
+            .unwrap()
+            .expect("kept");
         let mut step = crate::detect::testkit::step(Some(1));
         step.stdout.bytes = printed.len() as u64;
         step.stdout.blake3 = blake3::hash(printed).to_hex().to_string();
         let cfg = RunConfig::defaults();
-        let p = reparse(dir.path(), &cfg, 1, 0, &step).expect("the kept copy reads back");
-        assert_eq!(p.failing().len(), 1);
+        for recorded in [Some(&kept), None] {
+            let p =
+                reparse(dir.path(), &cfg, 1, 0, &step, recorded).expect("the kept copy reads back");
+            assert_eq!(p.failing().len(), 1);
+        }
         let forge = |text: &[u8]| {
             let f = std::fs::File::create(kept_path(dir.path(), 1, 0, "stdout")).unwrap();
             zstd::stream::copy_encode(text, f, 3).unwrap();
         };
         // same length, other bytes; then longer than the stream
+        // same length, other bytes; longer than the stream; shorter (a "prefix")
         for forged in [
             &b"ok     1 - t1\n1..1\n"[..],
             b"ok 1 - t1\nok 2 - t2\n1..2\n",
+            b"ok 1 - t1\n",
         ] {
             forge(forged);
-            let e = reparse(dir.path(), &cfg, 1, 0, &step).unwrap_err();
+            let e = reparse(dir.path(), &cfg, 1, 0, &step, Some(&kept)).unwrap_err();
             assert!(
                 matches!(e, ReplayError::KeptAltered { iteration: 1, .. }),
                 "{e}"
             );
         }
-        // a capped copy is a prefix of the stream: read, not judged by the digest
-        step.stdout.bytes += 100;
+        // without a record of what was kept (an older receipt): a whole stream is
+        // judged by its digest, and a shorter copy passes as a capped one
+        forge(b"ok     1 - t1\n1..1\n");
+        assert!(reparse(dir.path(), &cfg, 1, 0, &step, None).is_err());
         forge(b"not ok 1 - t1\n");
-        assert!(reparse(dir.path(), &cfg, 1, 0, &step).is_ok());
+        assert!(reparse(dir.path(), &cfg, 1, 0, &step, None).is_ok());
     }
 }
