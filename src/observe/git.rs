@@ -174,7 +174,9 @@ pub fn git_cmd(dir: &Path) -> Command {
 /// file-system monitor (`core.fsmonitor`, run by `status`, `diff`, `add`) and every
 /// filter driver (`filter.<driver>.clean`, `.smudge`, `.process`, run whenever git
 /// reads or writes a work-tree file the attributes give it). Hooks are off through
-/// `core.hooksPath`. An agent can write `.git/config` (a blocked path: the run halts),
+/// `core.hooksPath`. Submodules are not entered (`diff.ignoreSubmodules=all`,
+/// `submodule.recurse=false`): `git status` would run `git status` inside each, under
+/// that repository's own configuration. An agent can write `.git/config` (a blocked path: the run halts),
 /// but a configuration left behind must not run a program outside the sandbox the
 /// next time loopexec asks git about the repository (before t0 is measured).
 ///
@@ -184,7 +186,14 @@ pub fn git_cmd(dir: &Path) -> Command {
 /// listed with `git config --get-regexp`, which reads configuration and runs nothing;
 /// when that cannot be asked, the listing is empty and only the monitor is turned off.
 fn no_programs_of_the_repository(c: &mut Command, dir: &Path) {
-    let mut overrides: Vec<(String, &str)> = vec![("core.fsmonitor".into(), "false")];
+    // submodules are never entered: a nested repository's own configuration names
+    // its own monitor and filters, which the listing below does not see
+    let mut overrides: Vec<(String, &str)> = vec![
+        ("core.fsmonitor".into(), "false"),
+        ("diff.ignoreSubmodules".into(), "all"),
+        ("status.submoduleSummary".into(), "false"),
+        ("submodule.recurse".into(), "false"),
+    ];
     let listed = Command::new("git")
         .current_dir(dir)
         .args(["config", "--name-only", "-z", "--get-regexp", r"^filter\."])

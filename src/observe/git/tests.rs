@@ -348,7 +348,31 @@ fn the_repository_s_programs_never_run() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert!(ran.is_empty(), "programs of the repository ran: {ran:?}");
+    // a submodule's own filter: git status would enter it (`git status` there)
+    let sub = p.join("vendor/sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    g(&sub, &["init", "-q"]);
+    write(&sub, ".gitattributes", "*.txt filter=evil\n");
+    write(&sub, "a.txt", "a\n");
+    commit_all(&sub, "sub");
+    g(
+        &sub,
+        &[
+            "config",
+            "filter.evil.clean",
+            &format!("touch {m}/submodule; cat"),
+        ],
+    );
+    g(p, &["add", "vendor/sub"]);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(&sub, "a.txt", "b\n");
+    is_dirty(p).unwrap();
+    assert!(
+        !marker.path().join("submodule").exists(),
+        "a submodule's filter ran"
+    );
     // the same configuration does run them for a plain git call (the test can fail)
     g(p, &["status", "--porcelain"]);
     assert!(marker.path().join("fsmonitor").exists());
+    assert!(marker.path().join("submodule").exists());
 }
