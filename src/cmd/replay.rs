@@ -205,11 +205,16 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
                     Ok(p) => {
                         let fp = fingerprint::of_parsed(&p, rec.check.step.exited_with(code));
                         if fp != parse_fp {
-                            item.note = Some(format!(
-                                "this loopexec's parser reads the kept output differently: {} failing where the receipt has {}",
-                                p.failing().len(),
-                                item.recorded_failing
-                            ));
+                            let (now, was) = (p.failing().len(), item.recorded_failing);
+                            item.note = Some(if now == was {
+                                format!(
+                                    "this loopexec's parse of the kept output has another fingerprint than the recorded parse, with the same {now} failing: the recorded parse also holds what was learnt beside the output (report files, the runner's witness)"
+                                )
+                            } else {
+                                format!(
+                                    "this loopexec's parser reads the kept output differently: {now} failing where the receipt has {was}"
+                                )
+                            });
                         }
                         item.reparse_fingerprint = Some(fp);
                     }
