@@ -24,7 +24,7 @@
 //! (`>>>` lines and their expected output) are **test regions**; a changed or deleted
 //! line inside one is an edit. Lines added inside a region are an edit too unless they
 //! are a whole new test (a new `#[test] fn` in the module, a new doctest block, a new
-//! example after a docstring's t0 examples): [`grown`] compares regions item by item.
+//! example after a docstring's t0 examples): the `grown` module compares regions item by item.
 
 use super::git::{self, GitError};
 use super::guards;

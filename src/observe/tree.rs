@@ -866,7 +866,7 @@ impl TreeObserver {
     /// language, files that may be code ([`super::tamper_load::reads_as_code`]:
     /// read as every language), sourceless bytecode, and links named as code (one
     /// hit each: what a link loads is outside what the check created). A module
-    /// found before one of the judged tree ([`shadowed_module`]: a package beside
+    /// found before one of the judged tree (`shadowed_module`: a package beside
     /// `calc.py`, an extensionless `calc` beside `calc.js`) is a hit whatever it
     /// holds. A package or compiled module the baseline check created at the same
     /// path is the project's build (mypyc, an in-place extension build) and is not

@@ -547,7 +547,7 @@ impl HashedTests {
     }
 
     /// Makes room for `n` more failing or flaky tests (their ids and messages), capped
-    /// at [`NAMED_RESERVE_LIMIT`]: a map grown by doubling holds its old and new
+    /// at `NAMED_RESERVE_LIMIT` (2^18): a map grown by doubling holds its old and new
     /// table at once (1 MiB over a 100k-case report's peak with 20,000 failing;
     /// `valgrind --tool=massif`).
     pub fn reserve_failing(&mut self, n: usize) {
