@@ -496,7 +496,55 @@ pub fn library_modules(lang: Lang, text: &str) -> std::collections::BTreeMap<Str
         _ => {}
     }
     out.retain(|local, _| !rebound(lang, text, local));
+    if lang == Lang::Python {
+        python_dynamic_modules(text, &library, &mut out);
+    }
     out
+}
+
+/// Adds to `out` the Python names bound, once in the file, to a library module taken
+/// at run time or through another name: `_m = importlib.import_module("math")`,
+/// `_m = __import__("math")`, `_m = math` (an alias of a name already in `out`).
+fn python_dynamic_modules(
+    text: &str,
+    library: &dyn Fn(&str) -> bool,
+    out: &mut std::collections::BTreeMap<String, String>,
+) {
+    static DYNAMIC: OnceLock<Regex> = OnceLock::new();
+    static ALIAS: OnceLock<Regex> = OnceLock::new();
+    let dynamic = DYNAMIC.get_or_init(|| {
+        Regex::new(
+            r#"(?m)^[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(?:importlib[ \t]*\.[ \t]*)?(?:import_module|__import__)[ \t]*\([ \t]*['"]([\w.]+)['"]"#,
+        )
+        .expect("valid regex")
+    });
+    let alias = ALIAS.get_or_init(|| {
+        Regex::new(r"(?m)^[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*([A-Za-z_][\w.]*)[ \t]*(?:#.*)?$")
+            .expect("valid regex")
+    });
+    // bound by this one assignment only (no other assignment, parameter or loop)
+    let once = |name: &str| {
+        let n = regex::escape(name);
+        let assigned = Regex::new(&format!(r"(?m)^[ \t]*{n}\s*(?::[^=\n]*)?=[^=]"))
+            .map_or(0, |re| re.find_iter(text).count());
+        let other = Regex::new(&format!(
+            r"(?m)\bdef\s+\w+\s*\([^)]*\b{n}\b|\bfor\s+(?:[\w\s,]*,\s*)?{n}\b[^#\n]*\bin\b|\bwith\b[^#\n]*\bas\s+{n}\b|\bexcept\b[^#\n]*\bas\s+{n}\b"
+        ))
+        .is_ok_and(|re| re.is_match(text));
+        assigned == 1 && !other
+    };
+    for c in dynamic.captures_iter(text) {
+        if library(&c[2]) && once(&c[1]) {
+            out.insert(c[1].to_string(), c[2].to_string());
+        }
+    }
+    for c in alias.captures_iter(text) {
+        if let Some(m) = out.get(&c[2]).cloned() {
+            if once(&c[1]) {
+                out.insert(c[1].to_string(), m);
+            }
+        }
+    }
 }
 
 /// True when `text` binds `name` other than by its import: a parameter, an
@@ -528,9 +576,23 @@ pub fn library_module_patched(
     modules: &std::collections::BTreeMap<String, String>,
 ) -> Option<String> {
     static PY: OnceLock<Regex> = OnceLock::new();
+    static PY_DIRECT: OnceLock<Regex> = OnceLock::new();
     static JS_DIRECT: OnceLock<Regex> = OnceLock::new();
     match lang {
         Lang::Python => {
+            // `importlib.import_module("math").isclose = …`, `__import__("math").x = …`
+            let direct = PY_DIRECT.get_or_init(|| {
+                Regex::new(r#"\b(?:import_module|__import__)\s*\(\s*['"]([\w.]+)['"]\s*\)\s*\.\s*\w+(?:\.\w+)*\s*(?:=[^=]|=$)"#)
+                    .expect("valid regex")
+            });
+            if let Some(c) = direct.captures(line) {
+                let top = c[1].split('.').next().unwrap_or(&c[1]);
+                if super::manifest::PY_STDLIB_MODULES.contains(&top)
+                    || super::manifest::PY_TEST_LIBRARIES.contains(&top)
+                {
+                    return Some(c[1].to_string());
+                }
+            }
             // `NAME.a.b = …`, `NAME.a += …`, `setattr(NAME…`, `delattr(NAME…`,
             // `NAME.__dict__[…] = …`, `vars(NAME)[…] = …`, `NAME.__dict__.update(…)`
             let re = PY.get_or_init(|| {
@@ -1069,7 +1131,34 @@ mod tests {
                 "require('node:util').inspect = () => '';",
                 Some("util"),
             ),
+            (
+                "geom.py",
+                "import importlib\n_m = importlib.import_module(\"math\")\n_m.isclose = f",
+                Some("math"),
+            ),
+            (
+                "geom.py",
+                "_m = __import__('math')\n_m.isclose = f",
+                Some("math"),
+            ),
+            ("geom.py", "__import__('math').isclose = f", Some("math")),
+            (
+                "geom.py",
+                "importlib.import_module(\"math\").isclose = f",
+                Some("math"),
+            ),
+            (
+                "geom.py",
+                "import math\n_m = math\n_m.isclose = f",
+                Some("math"),
+            ),
             // honest
+            (
+                "geom.py",
+                "import math\n_m = math\n_m = other\n_m.isclose = f",
+                None,
+            ),
+            ("geom.py", "_m = __import__('calc')\n_m.cache = {}", None),
             ("geom.py", "import math\nself.len = 0", None),
             ("geom.py", "import math\nobj.math = math", None),
             ("geom.py", "import math\nx.isclose = f", None),
