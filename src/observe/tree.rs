@@ -104,6 +104,19 @@ pub struct TreeObserver {
     last_crates: BTreeMap<String, String>,
 }
 
+/// The tamper rules' hits in the lines added to code at `path` between `old` and
+/// `new`: sourceless bytecode by its own rules, a file of no known language read as
+/// every language, any other file as its language splits its lines.
+fn scan_code_file(path: &str, old: &str, new: &str) -> Vec<super::tamper::TamperHit> {
+    if super::tamper_more::is_sourceless_bytecode(path) {
+        super::tamper_more::scan(path, old, new)
+    } else if super::tamper_load::reads_as_code(path) {
+        super::tamper_load::scan_unknown(path, old, new)
+    } else {
+        super::tamper_lines::scan_code(path, old, new)
+    }
+}
+
 /// The file of the judged tree (`judged` says which paths it holds) that a module
 /// created at `path` is found before, when code imports it by its name: Python finds
 /// a package (`calc/__init__.py`) and a compiled extension (`calc.so`,
@@ -795,24 +808,7 @@ impl TreeObserver {
             })
             .map(|(p, e)| (p.clone(), e0.get(p).map(|a| a.oid.clone()), e.oid.clone()))
             .collect();
-        let mut oids: Vec<String> = Vec::new();
-        for (p, a, b) in &keys {
-            if !self
-                .tamper_cache
-                .contains_key(&(p.clone(), a.clone(), b.clone()))
-            {
-                oids.extend(a.iter().cloned());
-                oids.push(b.clone());
-            }
-        }
-        oids.sort();
-        oids.dedup();
-        let blobs: BTreeMap<String, Vec<u8>> = oids
-            .iter()
-            .cloned()
-            .zip(git::cat_blobs(sdir, &oids)?)
-            .filter_map(|(o, b)| b.map(|b| (o, b)))
-            .collect();
+        let blobs = self.uncached_blobs(sdir, &keys)?;
         let text = |oid: &str| {
             blobs
                 .get(oid)
@@ -830,12 +826,12 @@ impl TreeObserver {
             let new = text(b);
             let found = if super::tamper_load::is_dependency_manifest(p) {
                 super::tamper_load::scan_dependency_manifest(p, &old, &new)
-            } else if super::tamper_more::is_sourceless_bytecode(p) {
-                super::tamper_more::scan(p, &old, &new)
-            } else if super::tamper_load::reads_as_code(p) {
-                super::tamper_load::scan_unknown(p, &old, &new)
+            } else if super::tamper_more::is_sourceless_bytecode(p)
+                || super::tamper_load::reads_as_code(p)
+            {
+                scan_code_file(p, &old, &new)
             } else {
-                let mut found = super::tamper_lines::scan_code(p, &old, &new);
+                let mut found = scan_code_file(p, &old, &new);
                 found.extend(data_reached(p, &old, &new, &self.data_handles));
                 // a Python module defining a builtin's name (`def sum`) shadows it
                 // only for a test that takes all its names (`from stats import *`)
@@ -942,19 +938,9 @@ impl TreeObserver {
             }
             keys.push((p.clone(), was.map(|w| w.oid.clone()), e.oid.clone()));
         }
-        let mut oids: Vec<String> = keys
-            .iter()
-            .filter(|k| !self.tamper_cache.contains_key(*k))
-            .flat_map(|(_, a, b)| a.iter().cloned().chain([b.clone()]))
-            .collect();
-        oids.sort();
-        oids.dedup();
-        let blobs: BTreeMap<String, Vec<u8>> = oids
-            .iter()
-            .cloned()
-            .zip(git::cat_blobs(&sdir, &oids).map_err(|e| e.to_string())?)
-            .filter_map(|(o, b)| b.map(|b| (o, b)))
-            .collect();
+        let blobs = self
+            .uncached_blobs(&sdir, &keys)
+            .map_err(|e| e.to_string())?;
         for key in keys {
             if let Some(h) = self.tamper_cache.get(&key) {
                 hits.extend(h.iter().cloned());
@@ -972,21 +958,34 @@ impl TreeObserver {
                         .map(|b| String::from_utf8_lossy(b).into_owned())
                         .unwrap_or_default()
                 };
-                let (old, new) = (text(a.as_ref()), text(Some(b)));
-                if bytecode {
-                    super::tamper_more::scan(p, &old, &new)
-                } else if super::tamper_load::reads_as_code(p) {
-                    super::tamper_load::scan_unknown(p, &old, &new)
-                } else {
-                    let mut found = super::tamper::scan(p, &old, &new);
-                    found.extend(super::tamper_more::scan(p, &old, &new));
-                    found
-                }
+                scan_code_file(p, &text(a.as_ref()), &text(Some(b)))
             };
             hits.extend(found.iter().cloned());
             self.tamper_cache.insert(key, found);
         }
         Ok(hits)
+    }
+
+    /// The blobs (by object id) of the `(path, old blob, new blob)` keys whose tamper
+    /// hits are not cached yet, read from the store in one call.
+    fn uncached_blobs(
+        &self,
+        sdir: &Path,
+        keys: &[(String, Option<String>, String)],
+    ) -> Result<BTreeMap<String, Vec<u8>>, git::GitError> {
+        let mut oids: Vec<String> = keys
+            .iter()
+            .filter(|k| !self.tamper_cache.contains_key(*k))
+            .flat_map(|(_, a, b)| a.iter().cloned().chain([b.clone()]))
+            .collect();
+        oids.sort();
+        oids.dedup();
+        Ok(oids
+            .iter()
+            .cloned()
+            .zip(git::cat_blobs(sdir, &oids)?)
+            .filter_map(|(o, b)| b.map(|b| (o, b)))
+            .collect())
     }
 
     /// A symlink changed since t0, named as code (`calc.py`), that points at a file
