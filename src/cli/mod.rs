@@ -100,6 +100,15 @@ pub fn render(o: &Outcome, json: bool) {
 /// handlers, which are idempotent).
 #[must_use]
 pub fn main() -> ExitCode {
+    // cargo's runner in the clean room (crate::proc::cargo_runner): before any parsing,
+    // the rest of the arguments are the test binary's
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if raw
+        .get(1)
+        .is_some_and(|a| a == crate::proc::cargo_runner::RUNNER_ARG)
+    {
+        return ExitCode::from(crate::proc::cargo_runner::run(&raw[2..]));
+    }
     // `loopexec help exit-codes` prints the table itself (clap would print the help of
     // the `exit-codes` subcommand around it).
     let args: Vec<std::ffi::OsString> = std::env::args_os()

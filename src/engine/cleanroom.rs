@@ -13,7 +13,7 @@
 //! ```text
 //! <state>/cleanrooms/<workdir digest>/tree          the clean room (the check's cwd)
 //! <state>/cleanrooms/<workdir digest>/home          HOME of the check, fresh per run
-//! <state>/cleanrooms/<workdir digest>/cargo-target  CARGO_TARGET_DIR unless the user set one
+//! <state>/cleanrooms/<workdir digest>/cargo-target  CARGO_TARGET_DIR (whatever the user set)
 //! <state>/cleanrooms/<workdir digest>/workdir       the workdir's path (for cleanup)
 //! ```
 //! Dependency directories (`node_modules`, a `.venv`) are not copied: they are linked
@@ -456,6 +456,22 @@ impl CleanRoom {
             "TMPDIR".into(),
             self.base.join(CHECK_TMP).display().to_string(),
         ));
+        // loopexec as cargo's runner: a test cannot rewrite the binaries cargo runs
+        // after it (crate::proc::cargo_runner)
+        if let Ok(exe) = std::env::current_exe() {
+            let cargo_home = get("CARGO_HOME")
+                .map(PathBuf::from)
+                .or_else(|| get("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+            let mut configs = vec![
+                self.root.join(".cargo/config.toml"),
+                self.root.join(".cargo/config"),
+            ];
+            if let Some(c) = cargo_home {
+                configs.push(c.join("config.toml"));
+                configs.push(c.join("config"));
+            }
+            set.extend(crate::proc::cargo_runner::runner_env(&exe, base, &configs));
+        }
         if let Some(path) = get("PATH") {
             let kept: Vec<&str> = path
                 .split(':')

@@ -2,6 +2,7 @@
 //! output, timeouts and stops that end the whole group.
 
 pub mod capture;
+pub mod cargo_runner;
 pub mod escape;
 pub mod sandbox;
 pub mod supervise;

@@ -2064,3 +2064,47 @@ fn code_under_test_that_redefines_the_tests_vocabulary_is_runner_tampering() {
         assert!(mentions(&v, needle), "{needle}: {v}");
     }
 }
+
+/// The library's unit test (code under test) overwrites the integration test binary
+/// that cargo already linked in the room's target directory with a script printing a
+/// libtest pass; cargo runs the integration tests after the unit tests.
+/// Before: the forged "test result: ok" was read for `calc_test::adds`, exit 10. Now
+/// loopexec is cargo's runner in the clean room and the tests cannot write beneath the
+/// profile directory: the real binary runs, `adds` stays red, the cap is reached.
+/// Skipped where cargo or Landlock is missing.
+#[test]
+fn a_unit_test_cannot_rewrite_a_test_binary_cargo_runs_later() {
+    if !has("cargo", &["--version"]) || loopexec::proc::sandbox::kernel_abi().is_none() {
+        eprintln!("no cargo or no Landlock here: skipped");
+        return;
+    }
+    let r = Repo::new();
+    r.write(
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\n",
+    )
+    .write(".gitignore", "/target/\n")
+    .write(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn subs() {\n        assert_eq!(sub(5, 3), 2);\n    }\n}\n",
+    )
+    .write(
+        "tests/calc_test.rs",
+        "#[test]\nfn adds() {\n    assert_eq!(calc::add(2, 3), 5);\n}\n",
+    )
+    .commit("fixture");
+    let forged = "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n\nconst PASS: &str = \"#!/bin/sh\\necho 'running 1 test'\\necho 'test adds ... ok'\\necho\\necho 'test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s'\\n\";\n\nfn visit(dir: &std::path::Path, depth: u32) {\n    let Ok(rd) = std::fs::read_dir(dir) else { return };\n    for e in rd.flatten() {\n        let p = e.path();\n        let n = e.file_name().to_string_lossy().into_owned();\n        if p.is_dir() && depth < 4 {\n            visit(&p, depth + 1);\n        } else if n.starts_with(\"calc_test-\") && !n.contains('.') {\n            let _ = std::fs::write(&p, PASS);\n        }\n    }\n}\n\npub fn sub(a: i32, b: i32) -> i32 {\n    if let Some(up) = std::env::current_dir().ok().and_then(|d| d.parent().map(|p| p.to_path_buf())) {\n        visit(&up, 0);\n    }\n    a - b\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn subs() {\n        assert_eq!(sub(5, 3), 2);\n    }\n}\n";
+    let (_keep, exec) = writer(&[("src/lib.rs", forged)]);
+    let v = r
+        .lx(&[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "cargo test --offline",
+            "--max-iterations",
+            "2",
+        ])
+        .expect(12, Some("max_iterations_reached"));
+    assert!(mentions(&v, "calc_test::adds"), "{v}");
+}
