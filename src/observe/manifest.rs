@@ -701,6 +701,15 @@ fn cargo_toml_sections(content: &[u8]) -> Option<String> {
         out.push_str(&serde_json::to_string(v).ok()?);
         out.push('\n');
     }
+    for key in ["patch", "replace"] {
+        if let Some(v) = table.get(key) {
+            out.push_str(key);
+            out.push('=');
+            out.push_str(&serde_json::to_string(v).ok()?);
+            out.push('\n');
+        }
+    }
+    dependency_sources(&table, &mut out).ok()?;
     if let Some(pkg) = table.get("package").and_then(toml::Value::as_table) {
         for key in [
             "build",
@@ -719,6 +728,78 @@ fn cargo_toml_sections(content: &[u8]) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// The dependency keys of a `Cargo.toml` that name where a crate comes from rather
+/// than which version: an in-tree `path`, a `git` source (with its `branch`, `tag`,
+/// `rev`), another `registry`, a `package` rename.
+const DEPENDENCY_SOURCE_KEYS: &[&str] = &[
+    "path",
+    "git",
+    "branch",
+    "tag",
+    "rev",
+    "registry",
+    "registry-index",
+    "package",
+];
+
+/// Appends, for every dependency of every dependency table (`dependencies`,
+/// `dev-dependencies`, `build-dependencies`, their `target.<cfg>.` forms and
+/// `workspace.dependencies`) that does not come from crates.io under its own name,
+/// a line `<table>.<name>=<source keys as JSON>`. A crate the tests use swapped for
+/// an in-tree stand-in (`approx = { path = "approx" }` whose `assert_relative_eq!`
+/// checks nothing: a fresh review's exit 10) is then a runner configuration edit,
+/// like `[patch]` and `[replace]`; a version bump or a new crates.io dependency stays
+/// free. Adding a new path or git dependency counts too (fail-closed: loopexec cannot
+/// tell a new workspace crate from a stand-in by name).
+///
+/// # Errors
+/// A dependency that cannot be written as JSON (never for parsed TOML).
+fn dependency_sources(table: &toml::Table, out: &mut String) -> Result<(), serde_json::Error> {
+    const TABLES: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
+    let mut scopes: Vec<(String, &toml::Table)> = vec![(String::new(), table)];
+    if let Some(targets) = table.get("target").and_then(toml::Value::as_table) {
+        for (cfg, t) in targets {
+            if let Some(t) = t.as_table() {
+                scopes.push((format!("target.{cfg}."), t));
+            }
+        }
+    }
+    let mut tables: Vec<(String, &toml::Table)> = Vec::new();
+    for (prefix, scope) in scopes {
+        for name in TABLES {
+            if let Some(deps) = scope.get(name).and_then(toml::Value::as_table) {
+                tables.push((format!("{prefix}{name}"), deps));
+            }
+        }
+    }
+    if let Some(deps) = table
+        .get("workspace")
+        .and_then(|w| w.get("dependencies"))
+        .and_then(toml::Value::as_table)
+    {
+        tables.push(("workspace.dependencies".into(), deps));
+    }
+    for (name, deps) in tables {
+        for (dep, spec) in deps {
+            let Some(spec) = spec.as_table() else {
+                continue; // `dep = "1.2"`: crates.io under its own name
+            };
+            let source: toml::Table = spec
+                .iter()
+                .filter(|(k, _)| DEPENDENCY_SOURCE_KEYS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if !source.is_empty() {
+                out.push_str(&format!(
+                    "{name}.{dep}={}\n",
+                    serde_json::to_string(&source)?
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// True when a `[[bin]]` or `[[example]]` entry (`kind`) cannot change what
@@ -1030,6 +1111,14 @@ mod tests {
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[[test]]\nname = \"x\"\nharness = false\n", true),
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[profile.test]\nopt-level = 3\n", true),
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\nbuild = \"gen.rs\"\n", true),
+            // where a crate comes from is how the tests are judged; its version is not
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[dev-dependencies]\napprox = \"0.5\"\n", false),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[dev-dependencies]\napprox = { version = \"0.5\", features = [\"std\"] }\n", false),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[dev-dependencies]\napprox = { path = \"approx\" }\n", true),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[dependencies]\napprox = { version = \"0.5\", package = \"approx-lite\" }\n", true),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[target.'cfg(unix)'.dev-dependencies]\napprox = { git = \"https://example.com/approx\" }\n", true),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[patch.crates-io]\napprox = { path = \"approx\" }\n", true),
+            ("[workspace]\nmembers = [\"a\"]\n[workspace.dependencies]\napprox = { path = \"approx\" }\n", true),
         ];
         for (edited, protected_change) in table {
             assert_eq!(
