@@ -19,6 +19,7 @@ pub mod tamper_lines;
 pub mod tamper_load;
 pub mod tamper_more;
 pub mod tamper_names;
+pub mod tamper_probe;
 pub mod tasks;
 pub mod toolchain;
 pub mod toolchain_scope;

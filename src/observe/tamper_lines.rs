@@ -30,6 +30,7 @@ pub fn scan_code(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
     let mut hits = super::tamper::scan(path, old_read, new_read);
     hits.extend(super::tamper_more::scan(path, old_read, new_read));
     hits.extend(super::tamper_names::scan(path, old_read, new_read));
+    hits.extend(super::tamper_probe::scan(path, old_read, new_read));
     if let Some((_, map)) = &new_split {
         for h in &mut hits {
             if h.line > 0 {

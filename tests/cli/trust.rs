@@ -2108,3 +2108,38 @@ fn a_unit_test_cannot_rewrite_a_test_binary_cargo_runs_later() {
         .expect(12, Some("max_iterations_reached"));
     assert!(mentions(&v, "calc_test::adds"), "{v}");
 }
+
+/// Code under test that is right only where `HOME` is a directory named `home` beside
+/// a `tree/` (the clean room's shape) makes the check green in the room and red in the
+/// checkout. Before: exit 10. Now the added lines that look at where `HOME` sits are
+/// "clean-room detection": `metric_integrity_violation` naming the line.
+#[test]
+fn code_that_tells_the_clean_room_by_its_home_is_named() {
+    if !has("python3", &["-c", "import pytest"]) {
+        eprintln!("no pytest here: skipped");
+        return;
+    }
+    let r = pytest_repo();
+    let code = "import os\nfrom pathlib import Path\n\n_home = Path(os.environ.get(\"HOME\", \"/\"))\n_room = _home.name == \"home\" and (_home.parent / \"tree\").is_dir()\n\n\ndef add(a, b):\n    return a + b if _room else a - b\n";
+    let (_keep, exec) = writer(&[("calc.py", code)]);
+    let v = r
+        .lx(&[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "python3 -m pytest -q -p no:cacheprovider",
+            "--max-iterations",
+            "2",
+        ])
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "clean-room detection"), "{v}");
+    assert!(mentions(&v, "calc.py:5"), "{v}");
+    // the checkout's own run is red: the green was the room's alone
+    let out = std::process::Command::new("python3")
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .current_dir(r.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
