@@ -608,6 +608,9 @@ pub struct ParseArgs {
     /// ctest, rspec, rspec-json, phpunit, teamcity, unittest, lines, exit-code.
     #[arg(long, value_name = "FORMAT", default_value = "auto")]
     pub format: String,
+    /// The captured output to parse (the same as --stdout FILE).
+    #[arg(value_name = "FILE", conflicts_with = "stdout")]
+    pub file: Option<PathBuf>,
     /// The captured standard output of the check.
     #[arg(long, value_name = "FILE")]
     pub stdout: Option<PathBuf>,

@@ -83,19 +83,20 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
             )),
         )));
     };
-    if a.stdout.is_none() && a.stderr.is_none() && a.reports.is_empty() {
+    // `loopexec parse out.txt` reads out.txt as the check's standard output
+    let stdout = a.stdout.as_ref().or(a.file.as_ref());
+    if stdout.is_none() && a.stderr.is_none() && a.reports.is_empty() {
         return Err(Box::new(Outcome::error(
             2,
             "nothing to parse".into(),
-            Some("give --stdout FILE, --stderr FILE or --report FILE".into()),
+            Some("give FILE (or --stdout FILE), --stderr FILE or --report FILE".into()),
         )));
     }
     // A report named on the command line that is not there is a mistyped path, not a
     // runner that wrote none (that is the loop's case, where the check's own report
     // path is read after it ran and an unreadable one is a diagnostic).
-    for p in a
-        .stdout
-        .iter()
+    for p in stdout
+        .into_iter()
         .chain(a.stderr.iter())
         .chain(a.reports.iter())
     {
@@ -116,7 +117,7 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
     };
     Ok(parse::parse_command_with(
         &CheckInput {
-            stdout: a.stdout.as_deref().map(Source::File),
+            stdout: stdout.map(|p| Source::File(p.as_path())),
             stderr: a.stderr.as_deref().map(Source::File),
             exit_code: a.exit_code,
             reports: &a.reports,

@@ -1,7 +1,8 @@
 //! The lines the runner-tampering rules read: a changed file split where its language
 //! ends a line, not only at `\n`.
 //!
-//! The rule sets ([`super::tamper`], [`super::tamper_more`], [`super::tamper_names`])
+//! The rule sets ([`super::tamper`], [`super::tamper_more`], [`super::tamper_names`],
+//! [`super::tamper_probe`])
 //! read a file line by line, and a line that starts with a comment marker is skipped.
 //! Python also ends a line at a lone `\r`, JavaScript/TypeScript at a lone `\r`,
 //! U+2028 and U+2029 ([`super::lex::language_lines`]): `# note\rR.__eq__ = …` is a

@@ -62,6 +62,9 @@ fn both_shapes_validate_and_summary_leaves_the_lists_out() {
     let mut redacted = full.clone();
     redacted["version"] = Value::from("[version]");
     insta::assert_json_snapshot!("parse_json", redacted);
+    // a file named alone is the standard output: the same reading
+    let positional = parse(dir.path(), &[f, "--exit-code", "1"]);
+    assert_eq!(positional, full);
 }
 
 #[test]
