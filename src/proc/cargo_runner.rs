@@ -81,7 +81,7 @@ pub fn runner_env(
         .collect()
 }
 
-/// The profile directories of `target`: each directory at most [`PROFILE_DEPTH`]
+/// The profile directories of `target`: each directory at most `PROFILE_DEPTH`
 /// levels below it that holds a `deps/` directory. Symbolic links are not followed.
 #[must_use]
 pub fn profile_dirs(target: &Path) -> Vec<PathBuf> {
