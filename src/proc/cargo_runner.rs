@@ -19,11 +19,16 @@
 //! elsewhere stay as the check's own sandbox allows them (Landlock layers intersect):
 //! `CARGO_TARGET_TMPDIR`, the room, temporary directories.
 //!
-//! What it costs a project: a test that writes beneath a profile directory (a nested
-//! `cargo build` into the same target directory) fails with a permission error, and
-//! nothing may be created directly in the target directory itself or in its ancestors
-//! (Landlock grants whole hierarchies, so the layer grants each sibling of the
-//! protected path instead of the parents). Where the project or `CARGO_HOME` already
+//! Landlock grants whole hierarchies, so the layer grants each sibling of the
+//! protected path instead of its parents: nothing may be created directly in the
+//! target directory or its ancestors. Tests that build or write where cargo's target
+//! directory is (trybuild's `target/tests/trybuild`, a nested `cargo build`, a
+//! `testdir`) find it through `CARGO_TARGET_DIR` or `cargo metadata`, so the runner
+//! points `CARGO_TARGET_DIR` at [`TESTS_TARGET`], a directory of their own inside the
+//! target directory. What it costs a project: a test that writes beneath a profile
+//! directory by a path of its own making (`current_exe()`'s ancestors) gets a
+//! permission error, and a test that reads `CARGO_TARGET_DIR` to find the product
+//! binary finds the tests' directory instead (`CARGO_BIN_EXE_<name>` is unchanged). Where the project or `CARGO_HOME` already
 //! configures a runner, loopexec leaves it in charge and the guard is off
 //! ([`runner_env`]); where the kernel has no Landlock the runner only executes the
 //! binary (the run records that the check is not sandboxed).
@@ -35,6 +40,11 @@ use std::path::{Path, PathBuf};
 /// The first argument that makes loopexec act as cargo's runner (not a subcommand:
 /// it is never typed by a person and never shown in `--help`).
 pub const RUNNER_ARG: &str = "__cargo-runner";
+
+/// The directory in the target directory that the tests' own builds go to: the
+/// runner points `CARGO_TARGET_DIR` there for the binary it runs (see [`run`]). Never a
+/// profile directory to protect, whatever it holds.
+pub const TESTS_TARGET: &str = "tests-target";
 
 /// How deep below the target directory a profile directory may be:
 /// `target/debug` (1) or `target/<triple>/debug` (2).
@@ -91,6 +101,9 @@ pub fn profile_dirs(target: &Path) -> Vec<PathBuf> {
         let mut next = Vec::new();
         for dir in &level {
             for child in real_dirs(dir) {
+                if child.file_name().is_some_and(|n| n == TESTS_TARGET) {
+                    continue;
+                }
                 if child
                     .join("deps")
                     .symlink_metadata()
@@ -197,7 +210,11 @@ fn protect(protected: &[PathBuf]) -> Result<bool, landlock::RulesetError> {
 
 /// `loopexec __cargo-runner <binary> <args…>`: protects the profile directories of
 /// `CARGO_TARGET_DIR` (see the module documentation) and executes `<binary>` with
-/// `<args…>` in this process. Returns only on failure, with the exit code to use:
+/// `<args…>` in this process. The binary sees `CARGO_TARGET_DIR` pointing at
+/// [`TESTS_TARGET`] inside the target directory (created here): what a test builds or
+/// writes where cargo's target directory is (trybuild's `tests/trybuild`, a nested
+/// `cargo build`, a `testdir`) goes to a directory it may write, since nothing can be
+/// created in the target directory itself once its profile directories are protected. Returns only on failure, with the exit code to use:
 /// 101 (libtest's own failure code) when there is no binary, the protection cannot
 /// be set up on a kernel that has Landlock, or the binary cannot be executed — each
 /// named on stderr. A test binary loopexec could not protect is never run unguarded.
@@ -212,6 +229,20 @@ pub fn run(args: &[OsString]) -> u8 {
         .filter(|t| !t.is_empty())
         .map(PathBuf::from);
     let protected = protected_dirs(Path::new(binary), env_target.as_deref());
+    let mut cmd = std::process::Command::new(binary);
+    cmd.args(rest);
+    if let Some(target) = &env_target {
+        let tests_target = target.join(TESTS_TARGET);
+        if let Err(e) = std::fs::create_dir_all(&tests_target) {
+            eprintln!(
+                "loopexec {RUNNER_ARG}: cannot create {} for the tests' own builds ({e}); not running {}",
+                tests_target.display(),
+                Path::new(binary).display()
+            );
+            return 101;
+        }
+        cmd.env("CARGO_TARGET_DIR", tests_target);
+    }
     if !protected.is_empty() {
         if let Err(e) = protect(&protected) {
             eprintln!(
@@ -222,7 +253,7 @@ pub fn run(args: &[OsString]) -> u8 {
             return 101;
         }
     }
-    let err = std::process::Command::new(binary).args(rest).exec();
+    let err = cmd.exec();
     eprintln!(
         "loopexec {RUNNER_ARG}: cannot run {}: {err}",
         Path::new(binary).display()
@@ -255,6 +286,7 @@ mod tests {
             "target/release/deps",
             "target/x86_64-unknown-linux-musl/debug/deps",
             "target/tmp",
+            "target/tests-target/debug/deps",
             "target/doc/src",
             "target/a/b/c/deps",
         ]);
