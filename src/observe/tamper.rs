@@ -111,7 +111,10 @@ pub const RULES: &[Rule] = &[
         // a builtin replaced for every module loaded after this one
         // (`builtins.compile = …`: a fresh review dropped the `raise` from pytest's
         // rewritten asserts as each test module was compiled)
-        pattern: r"\bbuiltins\s*\.\s*\w+\s*=[^=]|\b__builtins__\s*(\[[^\]]*\]|\.\s*\w+)\s*=[^=]|\bsetattr\s*\(\s*(builtins|__builtins__)\b|\b(builtins|__builtins__)\s*\.\s*__dict__\b|\bvars\s*\(\s*builtins\s*\)",
+        // (and `__builtins__` bound to another name, `_b = __builtins__` then
+        // `_b["round"] = …`, a fresh review: no honest module needs its own handle
+        // on the builtins namespace)
+        pattern: r"(^|[^=!<>])=\s*(vars\s*\(\s*)?__builtins__\s*\)?\s*($|[;#]|\bif\b)|\belse\s+(vars\s*\(\s*)?__builtins__\b|\bbuiltins\s*\.\s*\w+\s*=[^=]|\b__builtins__\s*(\[[^\]]*\]|\.\s*\w+)\s*=[^=]|\bsetattr\s*\(\s*(builtins|__builtins__)\b|\b(builtins|__builtins__)\s*\.\s*__dict__\b|\bvars\s*\(\s*builtins\s*\)",
         skip_entry_points: false,
     },
     Rule {
@@ -383,10 +386,13 @@ pub const RULES: &[Rule] = &[
         // cannot follow: `use std::process::{exit}`, `use std::process as p`,
         // `use std::process::*`, and any bare `exit(0)`, two fresh reviews; outside
         // an entry point a library has no use for them)
+        // (and C's other exits, declared in an `extern` block or reached through
+        // `libc`: `quick_exit`, `at_quick_exit`, `_Exit`, a declared `syscall`; a
+        // fresh review printed libtest's tail and left through `quick_exit(0)`)
         // (and the process replaced: `Command::new("printf").arg(transcript).exec()`
         // through `CommandExt`, a later fresh review; what runs then writes the
         // verdict and the status)
-        pattern: r"\bprocess::exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\blibc::_?exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\b(process|libc)::_?exit\b\s*([^\s(]|$)|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort)\s*\(|\buse\s[^;]*\b(std\s*::\s*process|libc)\s*::\s*(\{[^}]*\b(_?exit|self\s+as)\b|\*)|\buse\s[^;]*\b(std\s*::\s*process|libc)\s+as\b|\bextern\s+crate\s+libc\s+as\b|(^|[^\w:.])_?exit\s*\(\s*0+\s*\)|\bCommandExt\b|\.\s*exec\s*\(\s*\)|\blibc\s*::\s*exec\w*\s*\(|\bunistd\s*::\s*exec\w*\b",
+        pattern: r"\bprocess::exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\blibc::_?exit\s*\(\s*([^1-9\s-]|[1-9]\d*\s*[^\d\s)]|[1-9]\d{2,}|-\s*[1-9]\d{2,})|\b(process|libc)::_?exit\b\s*([^\s(]|$)|\blink_name\s*=|\bfn\s+_{0,2}(exit|_exit|_Exit|exit_group|abort|quick_exit|at_quick_exit|syscall)\s*\(|\b(quick_exit|at_quick_exit|_Exit)\b|\buse\s[^;]*\b(std\s*::\s*process|libc)\s*::\s*(\{[^}]*\b(_?exit|self\s+as)\b|\*)|\buse\s[^;]*\b(std\s*::\s*process|libc)\s+as\b|\bextern\s+crate\s+libc\s+as\b|(^|[^\w:.])_?exit\s*\(\s*0+\s*\)|\bCommandExt\b|\.\s*exec\s*\(\s*\)|\blibc\s*::\s*exec\w*\s*\(|\bunistd\s*::\s*exec\w*\b",
         skip_entry_points: true,
     },
     // Shell (a library the check sources: its code runs inside the check script)
@@ -405,7 +411,9 @@ pub const RULES: &[Rule] = &[
         langs: &[Lang::Shell],
         name: "test-runner detection",
         // redefining what a check script tests with, or printing its verdicts
-        pattern: r"^\s*(function\s+)?(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep|expr|bc|awk|sed|sort|wc|tr|cut|head|tail|seq|read)\s*\(\s*\)|^\s*function\s+(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep|expr|bc|awk|sed|sort|wc|tr|cut|head|tail|seq|read)(\s|\{|$)|^\s*alias\s|\b(echo|printf)\b.*['\x22\s](not\s+)?ok\s+[0-9]+\s+-|\b(echo|printf)\b.*['\x22\s]1\.\.[0-9]|^\s*(not\s+)?ok\s+[0-9]+(\s|$)|^\s*1\.\.[0-9]+\s*$|\bprintf\b.*['\x22\s]1\.\.%|\bprintf\s+['\x22]%[ds]\.\.%[ds][^'\x22]*['\x22]\s+['\x22]?1['\x22]?\s|\bprintf\b.*['\x22\s](not\s+)?ok['\x22\s]|\bhash\s+(-\w+\s+)*-p\b|\benable\s+-[nf]|\bcommand_not_found_handle\b",
+        // (a definition or alias after any command separator too, `:; [() { …; }`,
+        // `true && alias`, `{ test() …`: a fresh review hid one behind `:;`)
+        pattern: r"(^|[;&|{(]|\b(then|do|else|time)\s)\s*(function\s+)?(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep|expr|bc|awk|sed|sort|wc|tr|cut|head|tail|seq|read)\s*\(\s*\)|(^|[;&|{(]|\b(then|do|else|time)\s)\s*function\s+(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep|expr|bc|awk|sed|sort|wc|tr|cut|head|tail|seq|read)(\s|\{|$)|(^|[;&|{(]|\b(then|do|else)\s)\s*alias\s|\b(echo|printf)\b.*['\x22\s](not\s+)?ok\s+[0-9]+\s+-|\b(echo|printf)\b.*['\x22\s]1\.\.[0-9]|^\s*(not\s+)?ok\s+[0-9]+(\s|$)|^\s*1\.\.[0-9]+\s*$|\bprintf\b.*['\x22\s]1\.\.%|\bprintf\s+['\x22]%[ds]\.\.%[ds][^'\x22]*['\x22]\s+['\x22]?1['\x22]?\s|\bprintf\b.*['\x22\s](not\s+)?ok['\x22\s]|\bhash\s+(-\w+\s+)*-p\b|\benable\s+-[nf]|\bcommand_not_found_handle\b",
         skip_entry_points: false,
     },
     Rule {
@@ -1013,6 +1021,18 @@ mod tests {
             ("calc.go", "\tos.Exit(1-1)", Some("process exit")),
             ("calc.go", "\tos.Exit(256)", Some("process exit")),
             ("calc.go", "\tos.Exit(3)", None),
+            // the builtins namespace under another name (a fresh review's `_b`)
+            ("geo.py", "_b = __builtins__", Some("builtins patched")),
+            ("geo.py", "_b = _b if isinstance(_b, dict) else vars(__builtins__)", Some("builtins patched")),
+            ("geo.py", "ns = vars(__builtins__) if True else None", Some("builtins patched")),
+            ("geo.py", "HAS_PRINT = hasattr(__builtins__, 'print')", None),
+            ("geo.py", "builtin_len = builtins.len", None),
+            // C's other exits (a fresh review's `quick_exit(0)` after a forged tail)
+            ("src/lib.rs", "    fn quick_exit(code: i32) -> !;", Some("process exit")),
+            ("src/lib.rs", "    unsafe { libc::quick_exit(0) }", Some("process exit")),
+            ("src/lib.rs", "    unsafe { at_quick_exit(flush) };", Some("process exit")),
+            ("src/lib.rs", "    fn syscall(n: i64, ...) -> i64;", Some("process exit")),
+            ("src/lib.rs", "    let quick = exit_early(code);", None),
             ("calc.js", "process.exit(0x0);", Some("process exit")),
             ("src/lib.rs", "std::process::exit(00);", Some("process exit")),
             ("src/lib.rs", "std::process::exit(-1);", None),
@@ -1365,6 +1385,13 @@ mod tests {
             ),
             ("calc.sh", "echo 1..2", Some("test-runner detection")),
             ("calc.sh", "add() { echo $(( $1 + $2 )); }", None),
+            // a definition after a command separator (a fresh review's `:; [() …`)
+            ("calc.sh", ":; [() { case \"$2\" in '!=') return 1;; esac; builtin [ \"$@\"; }", Some("test-runner detection")),
+            ("calc.sh", "true && function test { return 0; }", Some("test-runner detection")),
+            ("calc.sh", "{ echo() { :; }; }", Some("test-runner detection")),
+            ("calc.sh", "if :; then alias diff=true; fi", Some("test-runner detection")),
+            ("calc.sh", "x=1; [ \"$x\" = 1 ] && add() { echo 0; }", None),
+            ("calc.sh", "if [ -f a ]; then test -d b; fi", None),
             // fresh review: verdicts in a heredoc, an exit wrapped in a compound
             ("calc.sh", "ok 1 - add_basic", Some("test-runner detection")),
             ("calc.sh", "1..2", Some("test-runner detection")),
