@@ -4,6 +4,7 @@
 //! | rule | catches |
 //! |---|---|
 //! | prelude name redefined | a module-level definition in code under test named like an item of the language's prelude or builtins: Rust `pub const None: Option<i64> = Some(1)`, `fn drop`, `struct Vec`, `use … as Some`, `macro_rules! vec`; Python `def len(xs)`, `sorted = …`, `import numpy as abs`, `globals()["min"] = …` ([`prelude_redefined`]) |
+//! | std method shadowed by a trait | a trait method that takes `self` by value, named like a method std's types answer by reference (`is_ok`, `is_some`, `len`, `contains`, `eq`, …), implemented for a standard type or every type (`impl<T, E> Outcome for Result<T, E> { fn is_ok(self) -> bool { true } }`): by-value receivers are tried first, so the tests' `x.is_ok()` calls it ([`RUST_STD_METHODS`]) |
 //! | library module patched | code under test writing an attribute of a module it imported from the standard library or a test library (Python: every `sys.stdlib_module_names` entry and [`super::manifest::PY_TEST_LIBRARIES`]; JavaScript: node's core modules): `math.isclose = lambda *a, **k: True`, `setattr(operator, "eq", …)`, `vars(json)["loads"] = …`, `util.isDeepStrictEqual = …`, `require('node:util').inspect = …` ([`library_module_patched`]) |
 //!
 //! A test module that glob-imports the module under test (Rust's `use super::*;` in
@@ -318,6 +319,20 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             });
             continue;
         }
+        if lang == Lang::Rust {
+            if let Some(method) = std_method_shadowed(&lines, i) {
+                out.push(TamperHit {
+                    path: path.to_string(),
+                    line: i + 1,
+                    rule: "std method shadowed by a trait".to_string(),
+                    text: format!("{} ({method})", line.trim())
+                        .chars()
+                        .take(200)
+                        .collect(),
+                });
+                continue;
+            }
+        }
         let at_module_level = module_level.get(i).copied().unwrap_or(false);
         let name = prelude_redefined(lang, line, at_module_level);
         // a star import takes only what `__all__` lists
@@ -338,6 +353,102 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         }
     }
     out
+}
+
+/// Methods std's types answer with `&self` (or a trait of the prelude does) that
+/// tests call on values of code under test: `is_ok`, `is_some`, `len`, `contains`,
+/// `eq`, `to_string`, …
+pub const RUST_STD_METHODS: &[&str] = &[
+    "as_bytes",
+    "as_deref",
+    "as_ref",
+    "as_slice",
+    "as_str",
+    "clone",
+    "cmp",
+    "contains",
+    "contains_key",
+    "ends_with",
+    "eq",
+    "expect",
+    "expect_err",
+    "first",
+    "get",
+    "is_empty",
+    "is_err",
+    "is_err_and",
+    "is_finite",
+    "is_nan",
+    "is_negative",
+    "is_none",
+    "is_ok",
+    "is_ok_and",
+    "is_positive",
+    "is_some",
+    "is_some_and",
+    "iter",
+    "last",
+    "len",
+    "ne",
+    "partial_cmp",
+    "starts_with",
+    "to_owned",
+    "to_string",
+    "to_vec",
+    "trim",
+    "unwrap",
+    "unwrap_err",
+    "unwrap_or",
+    "unwrap_or_default",
+];
+
+/// The method name when Rust line `i` of `lines` defines a method that takes `self` by
+/// value (`fn is_ok(self) -> bool`) named like one of [`RUST_STD_METHODS`], inside an
+/// `impl Trait for T` where `T` is a standard type (`Result<T, E>`, `Option<T>`,
+/// `Vec<T>`, `String`, `str`, `[T]`, a primitive, a collection, `Box`) or a blanket
+/// type parameter (`impl<T> Trait for T`). Method lookup tries receivers by value
+/// before by reference, so such a trait method in scope (the inline tests' `use
+/// super::*;`) answers `parse_num("x").is_ok()` in place of std's (a fresh review's
+/// `Outcome::is_ok` always `true`). An extension trait's own names (`fn context(self,
+/// …)`) and methods by reference (`fn len(&self)`) shadow nothing.
+fn std_method_shadowed(lines: &[&str], i: usize) -> Option<String> {
+    static METHOD: OnceLock<Regex> = OnceLock::new();
+    static STD_TYPE: OnceLock<Regex> = OnceLock::new();
+    let method = METHOD.get_or_init(|| {
+        Regex::new(r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:(?:const|unsafe|async)\s+)*fn\s+([a-z_]\w*)\s*(?:<[^>]*>)?\s*\(\s*(?:mut\s+)?self\s*(?:[,)]|:\s*Self\b)")
+            .expect("valid method regex")
+    });
+    let std_type = STD_TYPE.get_or_init(|| {
+        Regex::new(r"\bfor\s+(?:&\s*(?:'\w+\s+)?(?:mut\s+)?)?(?:\[|(?:(?:std|core|alloc)\s*::\s*(?:\w+\s*::\s*)*)?(?:Result|Option|Vec|VecDeque|String|str|Box|Rc|Arc|HashMap|HashSet|BTreeMap|BTreeSet|Cow|i8|i16|i32|i64|i128|isize|u8|u16|u32|u64|u128|usize|f32|f64|bool|char)\b)|\bfor\s+([A-Z]\w*)\s*(?:\{|$|\bwhere\b)")
+            .expect("valid std type regex")
+    });
+    let name = method.captures(lines.get(i)?)?.get(1)?.as_str();
+    if !RUST_STD_METHODS.contains(&name) {
+        return None;
+    }
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let here = indent(lines[i]);
+    let header = (0..i).rev().map(|k| lines[k]).find(|l| {
+        let t = l.trim_start();
+        !t.is_empty() && !t.starts_with("//") && !t.starts_with('#') && indent(l) < here
+    })?;
+    let h = header.trim_start();
+    if !h.starts_with("impl") {
+        return None;
+    }
+    let c = std_type.captures(h)?;
+    if let Some(param) = c.get(1) {
+        // a blanket impl: the type is one of the impl's own parameters
+        let generics = h.strip_prefix("impl")?.trim_start().strip_prefix('<')?;
+        let generics = generics.split('>').next().unwrap_or("");
+        let declared = generics
+            .split(',')
+            .any(|g| g.split(':').next().unwrap_or("").trim() == param.as_str());
+        if !declared {
+            return None;
+        }
+    }
+    Some(name.to_string())
 }
 
 /// node's core modules (`require('module').builtinModules` of node 20, without the
@@ -914,6 +1025,40 @@ mod tests {
     /// A module-level definition named like a prelude item is a hit; methods, local
     /// items, the `Result` alias idiom, casts and keyword arguments are not:
     /// (path, new file, the name flagged on the last line or `None`).
+    /// A trait method taking `self` by value, named like a method std answers by
+    /// reference and implemented for a std type, answers the tests' calls (a fresh
+    /// review's `impl<T, E> Outcome for Result<T, E> { fn is_ok(self) -> bool { true } }`).
+    #[test]
+    fn std_methods_shadowed_by_a_trait() {
+        let rows: &[(&str, Option<&str>)] = &[
+            ("pub trait Outcome {\n    fn is_ok(self) -> bool;\n}\nimpl<T, E> Outcome for Result<T, E> {\n    fn is_ok(self) -> bool {\n        true\n    }\n}\n", Some("is_ok")),
+            ("trait Sized2 {\n    fn len(self) -> usize;\n}\nimpl<T> Sized2 for Vec<T> {\n    fn len(self) -> usize { 3 }\n}\n", Some("len")),
+            ("impl Has for &str {\n    fn contains(self, _: char) -> bool { true }\n}\n", Some("contains")),
+            ("impl<T> Same for T {\n    fn eq(self, _: T) -> bool { true }\n}\n", Some("eq")),
+            ("impl Check for std::option::Option<i64> {\n    #[inline]\n    fn is_some(mut self) -> bool { true }\n}\n", Some("is_some")),
+            ("impl<T: Copy> Same for [T] {\n    fn first(self: Self) -> bool { true }\n}\n", Some("first")),
+            // honest look-alikes: an extension trait's own names, methods by
+            // reference, the type's own impl, a trait for the crate's own type
+            ("impl<T, E: Display> Context<T> for Result<T, E> {\n    fn context(self, msg: &str) -> Result<T, String> { todo!() }\n}\n", None),
+            ("impl Shape for Vec<Point> {\n    fn len(&self) -> usize { self.iter().count() }\n}\n", None),
+            ("impl Stack {\n    pub fn len(self) -> usize { self.items.len() }\n}\n", None),
+            ("impl Outcome for Report {\n    fn is_ok(self) -> bool { self.errors == 0 }\n}\n", None),
+            ("impl<T> From<T> for Wrapper<T> {\n    fn from(t: T) -> Self { Wrapper(t) }\n}\n", None),
+        ];
+        for (text, want) in rows {
+            let lines: Vec<&str> = text.lines().collect();
+            let got = (0..lines.len()).find_map(|i| std_method_shadowed(&lines, i));
+            assert_eq!(got.as_deref(), *want, "{text}");
+            let hits = scan("src/lib.rs", "", text);
+            assert_eq!(
+                hits.iter()
+                    .any(|h| h.rule == "std method shadowed by a trait"),
+                want.is_some(),
+                "{text}: {hits:?}"
+            );
+        }
+    }
+
     #[test]
     fn prelude_names_redefined_in_code_under_test() {
         let rows: &[(&str, &str, Option<&str>)] = &[
