@@ -1022,9 +1022,6 @@ fn python_module_level(lines: &[&str]) -> Vec<bool> {
 mod tests {
     use super::*;
 
-    /// A module-level definition named like a prelude item is a hit; methods, local
-    /// items, the `Result` alias idiom, casts and keyword arguments are not:
-    /// (path, new file, the name flagged on the last line or `None`).
     /// A trait method taking `self` by value, named like a method std answers by
     /// reference and implemented for a std type, answers the tests' calls (a fresh
     /// review's `impl<T, E> Outcome for Result<T, E> { fn is_ok(self) -> bool { true } }`).
@@ -1059,6 +1056,9 @@ mod tests {
         }
     }
 
+    /// A module-level definition named like a prelude item is a hit; methods, local
+    /// items, the `Result` alias idiom, casts and keyword arguments are not:
+    /// (path, new file, the name flagged on the last line or `None`).
     #[test]
     fn prelude_names_redefined_in_code_under_test() {
         let rows: &[(&str, &str, Option<&str>)] = &[
