@@ -53,6 +53,100 @@ pub fn declared_test_globs(workdir: &Path, check: Option<&str>) -> Vec<String> {
     out
 }
 
+/// The directories of the workdir (relative, `""` for the root) that the project's
+/// runner configuration and the check command put on Python's import path ahead of
+/// site-packages: pytest's `pythonpath` (`pytest.ini`, `tox.ini` `[pytest]`,
+/// `setup.cfg` `[tool:pytest]`, `pyproject.toml` `[tool.pytest.ini_options]`, the
+/// file named by `-c`/`--config-file`, `-o pythonpath=…`) and the `PYTHONPATH`
+/// assigned in the check command (`PYTHONPATH=src pytest`, `export PYTHONPATH=…`).
+/// Entries outside the workdir, or that name no plain directory (a glob, a variable
+/// other than the working directory's), are left out. Sorted, without duplicates.
+#[must_use]
+pub fn declared_pythonpath(workdir: &Path, check: Option<&str>) -> Vec<String> {
+    let from_ini = |text: &str, sections: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = sections
+            .iter()
+            .flat_map(|section| ini_values(text, section, "pythonpath"))
+            .collect();
+        v.extend(pyproject_values(text, "pythonpath"));
+        v
+    };
+    let mut entries = Vec::new();
+    for (file, section) in [
+        ("pytest.ini", "pytest"),
+        ("tox.ini", "pytest"),
+        ("setup.cfg", "tool:pytest"),
+        ("pyproject.toml", ""),
+    ] {
+        if let Ok(text) = std::fs::read_to_string(workdir.join(file)) {
+            entries.extend(from_ini(&text, &[section]));
+        }
+    }
+    let mut from_env = Vec::new();
+    if let Some(check) = check {
+        let (overrides, config) = pytest_command_key(check, "pythonpath");
+        if let Some(file) = config {
+            if let Ok(text) = std::fs::read_to_string(workdir.join(&file)) {
+                // relative to the directory of the file that names them
+                let base = file.rsplit_once('/').map_or("", |(d, _)| d);
+                entries.extend(
+                    from_ini(&text, &["pytest", "tool:pytest"])
+                        .into_iter()
+                        .map(|e| match (base, e.starts_with('/')) {
+                            ("", _) | (_, true) => e,
+                            (b, false) => format!("{b}/{e}"),
+                        }),
+                );
+            }
+        }
+        entries.extend(overrides);
+        for w in check.split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|')) {
+            if let Some(v) = w.trim_matches(['\'', '"']).strip_prefix("PYTHONPATH=") {
+                from_env.extend(v.trim_matches(['\'', '"']).split(':').map(str::to_string));
+            }
+        }
+    }
+    let mut out: Vec<String> = entries
+        .iter()
+        .chain(&from_env)
+        .filter_map(|e| workdir_relative(workdir, e))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `entry` (a path as a runner or `PYTHONPATH` names it) relative to the workdir,
+/// normalized (`""` for the workdir itself); `None` outside it or when it is no plain
+/// path.
+fn workdir_relative(workdir: &Path, entry: &str) -> Option<String> {
+    let e = entry.trim();
+    let e = ["$PWD", "${PWD}", "$(pwd)"]
+        .iter()
+        .find_map(|v| e.strip_prefix(v))
+        .map_or(e.to_string(), |rest| format!(".{rest}"));
+    if e.is_empty() || e.contains(['$', '*', '?', '[', ']', '{', '}', '\\', '`', '~']) {
+        return None;
+    }
+    let rel = match e.strip_prefix('/') {
+        Some(_) => Path::new(&e)
+            .strip_prefix(workdir)
+            .ok()?
+            .to_string_lossy()
+            .into_owned(),
+        None => e,
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for c in rel.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => return None,
+            c => parts.push(c),
+        }
+    }
+    Some(parts.join("/"))
+}
+
 /// The whitespace-separated values of `key` in `[section]` of an ini text,
 /// continuation lines (indented) included.
 fn ini_values(text: &str, section: &str, key: &str) -> Vec<String> {
@@ -87,6 +181,11 @@ fn ini_values(text: &str, section: &str, key: &str) -> Vec<String> {
 
 /// `[tool.pytest.ini_options] python_files` of a `pyproject.toml` (a string or a list).
 fn pyproject_python_files(text: &str) -> Vec<String> {
+    pyproject_values(text, "python_files")
+}
+
+/// `[tool.pytest.ini_options] KEY` of a `pyproject.toml` (a string or a list).
+fn pyproject_values(text: &str, key: &str) -> Vec<String> {
     let Ok(doc) = text.parse::<toml::Table>() else {
         return Vec::new();
     };
@@ -94,7 +193,7 @@ fn pyproject_python_files(text: &str) -> Vec<String> {
         .get("tool")
         .and_then(|t| t.get("pytest"))
         .and_then(|t| t.get("ini_options"))
-        .and_then(|t| t.get("python_files"));
+        .and_then(|t| t.get(key));
     match v {
         Some(toml::Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
         Some(toml::Value::Array(a)) => a
@@ -109,6 +208,11 @@ fn pyproject_python_files(text: &str) -> Vec<String> {
 /// What a pytest command line declares: `-o python_files=…` overrides, and the
 /// configuration file named by `-c`/`--config-file` (relative to the workdir).
 fn pytest_command(check: &str) -> (Vec<String>, Option<String>) {
+    pytest_command_key(check, "python_files")
+}
+
+/// [`pytest_command`] for the ini key `key`.
+fn pytest_command_key(check: &str, key: &str) -> (Vec<String>, Option<String>) {
     if !check.contains("pytest") {
         return (Vec::new(), None);
     }
@@ -128,7 +232,7 @@ fn pytest_command(check: &str) -> (Vec<String>, Option<String>) {
             w.strip_prefix("-o").filter(|v| v.contains('='))
         };
         if let Some((k, v)) = value.and_then(|v| v.split_once('=')) {
-            if k.trim() == "python_files" {
+            if k.trim() == key {
                 patterns.extend(v.split_whitespace().map(str::to_string));
             }
         }
@@ -256,6 +360,86 @@ mod tests {
             }
             assert_eq!(
                 declared_test_globs(d.path(), Some(check)),
+                *want,
+                "{files:?} {check}"
+            );
+        }
+    }
+
+    /// (files in the workdir, check command, import directories declared)
+    #[test]
+    fn declared_pythonpath_table() {
+        type Row = (
+            &'static [(&'static str, &'static str)],
+            &'static str,
+            &'static [&'static str],
+        );
+        let rows: &[Row] = &[
+            (&[], "python3 -m pytest -q", &[]),
+            (
+                &[(
+                    "pyproject.toml",
+                    "[tool.pytest.ini_options]\npythonpath = [\"src\"]\n",
+                )],
+                "python3 -m pytest",
+                &["src"],
+            ),
+            (
+                &[(
+                    "pyproject.toml",
+                    "[tool.pytest.ini_options]\npythonpath = \"./src lib/\"\n",
+                )],
+                "pytest",
+                &["lib", "src"],
+            ),
+            (
+                &[("pytest.ini", "[pytest]\npythonpath = . src\n")],
+                "pytest",
+                &["", "src"],
+            ),
+            (
+                &[(
+                    "setup.cfg",
+                    "[metadata]\npythonpath = no\n[tool:pytest]\npythonpath =\n    lib\n",
+                )],
+                "pytest",
+                &["lib"],
+            ),
+            (
+                &[("tox.ini", "[pytest]\npythonpath = app\n")],
+                "tox",
+                &["app"],
+            ),
+            // outside the workdir, or no plain path: left out
+            (
+                &[("pytest.ini", "[pytest]\npythonpath = ../x /usr/lib src/*\n")],
+                "pytest",
+                &[],
+            ),
+            (&[], "python3 -m pytest -o pythonpath=lib", &["lib"]),
+            (
+                &[("ci.ini", "[pytest]\npythonpath = src\n")],
+                "python3 -m pytest -c ci.ini",
+                &["src"],
+            ),
+            (&[], "PYTHONPATH=src:lib python3 -m pytest", &["lib", "src"]),
+            (&[], "export PYTHONPATH=$PWD/src && pytest", &["src"]),
+            (&[], "env 'PYTHONPATH=.' pytest", &[""]),
+            (&[], "PYTHONPATH=$HOME/x pytest", &[]),
+            // a project's other data with the same key: not read
+            (
+                &[("pyproject.toml", "[tool.other]\npythonpath = [\"src\"]\n")],
+                "pytest",
+                &[],
+            ),
+        ];
+        for (files, check, want) in rows {
+            let d = tempfile::tempdir().unwrap();
+            for (name, text) in *files {
+                std::fs::write(d.path().join(name), text).unwrap();
+            }
+            assert_eq!(
+                declared_pythonpath(d.path(), Some(check)),
                 *want,
                 "{files:?} {check}"
             );
