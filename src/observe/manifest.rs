@@ -60,6 +60,23 @@ pub fn shadow_globs(
     installed: &dyn Fn(&str) -> bool,
     in_tree: &dyn Fn(&str) -> bool,
 ) -> Vec<String> {
+    library_names(test_sources, installed)
+        .into_iter()
+        .filter(|n| !in_tree(&format!("{n}.py")) && !in_tree(&format!("{n}/__init__.py")))
+        .flat_map(|n| {
+            [
+                format!("{n}.py"),
+                format!("{n}/**"),
+                format!("{n}.{{pyc,so,pyd}}"),
+                format!("{n}.*.{{so,pyd}}"),
+            ]
+        })
+        .collect()
+}
+
+/// The installed modules and test libraries of [`shadow_globs`]: the top-level
+/// modules the tests import that `installed` holds (or [`PY_TEST_LIBRARIES`]).
+fn library_names(test_sources: &[String], installed: &dyn Fn(&str) -> bool) -> Vec<String> {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let re = RE.get_or_init(|| {
         regex::Regex::new(r"(?m)^\s*(?:from\s+([A-Za-z_]\w*)[\w.]*\s+import\b|import\s+([A-Za-z_][\w.]*(?:\s+as\s+\w+)?(?:\s*,\s*[A-Za-z_][\w.]*(?:\s+as\s+\w+)?)*))")
@@ -84,20 +101,127 @@ pub fn shadow_globs(
     }
     names
         .into_iter()
-        .filter(|n| {
-            (installed(n) || PY_TEST_LIBRARIES.contains(&n.as_str()))
-                && !in_tree(&format!("{n}.py"))
-                && !in_tree(&format!("{n}/__init__.py"))
-        })
-        .flat_map(|n| {
-            [
-                format!("{n}.py"),
-                format!("{n}/**"),
-                format!("{n}.{{pyc,so,pyd}}"),
-                format!("{n}.*.{{so,pyd}}"),
-            ]
-        })
+        .filter(|n| installed(n) || PY_TEST_LIBRARIES.contains(&n.as_str()))
         .collect()
+}
+
+/// At most this many directories besides the root get [`import_dir_shadow_globs`]
+/// (the first ones in path order).
+pub const MAX_IMPORT_DIRS: usize = 256;
+
+/// At most this many groups of directories (those lacking the same names at t0 form
+/// one) get [`import_dir_shadow_globs`], the largest first: each group adds a few
+/// large case-insensitive alternations, and the regex engine refuses a glob set past
+/// about a dozen of them.
+pub const MAX_IMPORT_DIR_GROUPS: usize = 8;
+
+/// The directories of a tree (`""` for the root, else relative without a trailing
+/// `/`) that a pytest check puts on `sys.path` ahead of site-packages: the root
+/// (`python -m pytest`), the `configured` ones (pytest's `pythonpath`, the check's
+/// `PYTHONPATH`: [`super::declared_tests::declared_pythonpath`]) that the tree
+/// holds files under, and the directory pytest's default `prepend` import mode (and
+/// `append`) inserts for each test file and `conftest.py`: the first directory upward
+/// from it without an `__init__.py` (`tests/` for `tests/test_a.py`, the root for
+/// `tests/test_a.py` beside `tests/__init__.py`). `paths` are the tree's files in
+/// order, `is_test` says which are Python test files. Sorted, without duplicates.
+#[must_use]
+pub fn py_import_dirs(
+    paths: &std::collections::BTreeSet<&str>,
+    is_test: &dyn Fn(&str) -> bool,
+    configured: &[String],
+) -> Vec<String> {
+    let mut out = std::collections::BTreeSet::new();
+    out.insert(String::new());
+    for c in configured {
+        let prefix = format!("{c}/");
+        if c.is_empty()
+            || paths
+                .range(prefix.as_str()..)
+                .next()
+                .is_some_and(|p| p.starts_with(&prefix))
+        {
+            out.insert(c.clone());
+        }
+    }
+    for p in paths {
+        let name = p.rsplit('/').next().unwrap_or(p);
+        if !(name == "conftest.py" || (name.ends_with(".py") && is_test(p))) {
+            continue;
+        }
+        let mut dir = p.rsplit_once('/').map_or("", |(d, _)| d);
+        while !dir.is_empty() && paths.contains(format!("{dir}/__init__.py").as_str()) {
+            dir = dir.rsplit_once('/').map_or("", |(d, _)| d);
+        }
+        out.insert(dir.to_string());
+    }
+    out.into_iter().collect()
+}
+
+/// [`shadow_globs`] and [`stdlib_shadow_globs`] for every directory of `dirs`
+/// ([`py_import_dirs`]; `in_tree` is asked about paths from the root): a module added
+/// at the top of any directory Python searches before site-packages shadows the
+/// library as one in the root does (a fresh review's `src/jsonschema.py`, under
+/// `pythonpath = ["src"]`, whose `validate()` accepted anything). The root keeps the
+/// globs of those two functions; another directory gets the single file, a
+/// package's `__init__` and the compiled forms of each name it lacks at t0, as a few
+/// alternations (a directory without `__init__` named like a library is a
+/// namespace portion the installed package wins over: a `tests/data/requests/` of
+/// fixtures stays free). Directories whose names hold glob syntax are skipped, and
+/// only the first [`MAX_IMPORT_DIRS`] besides the root, in the
+/// [`MAX_IMPORT_DIR_GROUPS`] largest groups, are covered.
+#[must_use]
+pub fn import_dir_shadow_globs(
+    dirs: &[String],
+    test_sources: &[String],
+    installed: &dyn Fn(&str) -> bool,
+    in_tree: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if dirs.iter().any(String::is_empty) {
+        out.extend(shadow_globs(test_sources, installed, in_tree));
+        out.extend(stdlib_shadow_globs(in_tree));
+    }
+    let others = dirs
+        .iter()
+        .filter(|d| !d.is_empty() && !d.contains(['*', '?', '[', ']', '{', '}', '\\', ',']))
+        .take(MAX_IMPORT_DIRS);
+    let libraries = library_names(test_sources, installed);
+    // directories lacking the same names share globs: `{src,tests}/{a,b}.py` grows
+    // with the directories plus the names, where a glob per directory would grow with
+    // their product (and past the regex engine's size limit from a dozen on)
+    let mut groups: BTreeMap<Vec<&str>, Vec<&str>> = BTreeMap::new();
+    for dir in others {
+        let in_dir = |n: &str| {
+            in_tree(&format!("{dir}/{n}.py")) || in_tree(&format!("{dir}/{n}/__init__.py"))
+        };
+        let mut names: Vec<&str> = libraries
+            .iter()
+            .map(String::as_str)
+            .chain(PY_STDLIB_MODULES.iter().copied())
+            .filter(|n| !in_dir(n))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        if !names.is_empty() {
+            groups.entry(names).or_default().push(dir);
+        }
+    }
+    let alternation = |items: &[&str]| match items {
+        [one] => (*one).to_string(),
+        many => format!("{{{}}}", many.join(",")),
+    };
+    let mut groups: Vec<(Vec<&str>, Vec<&str>)> = groups.into_iter().collect();
+    groups.sort_by_key(|(_, dirs)| std::cmp::Reverse(dirs.len()));
+    for (names, dirs) in groups.into_iter().take(MAX_IMPORT_DIR_GROUPS) {
+        let (d, n) = (alternation(&dirs), alternation(&names));
+        out.extend([
+            format!("{d}/{n}.{{py,pyc,so,pyd}}"),
+            format!("{d}/{n}/__init__.{{py,pyc,so,pyd}}"),
+            format!("{d}/{n}.*.{{so,pyd}}"),
+            format!("{d}/{n}/__init__.*.{{so,pyd}}"),
+        ]);
+    }
+    out
 }
 
 /// Top-level modules of Python test libraries: what tests import to generate,
@@ -981,6 +1105,182 @@ mod tests {
         ] {
             assert_eq!(globs.is_match(path), protected, "{path}");
         }
+    }
+
+    /// (t0's files, configured `pythonpath`, the directories pytest searches first)
+    #[test]
+    fn import_dirs_table() {
+        type Row = (
+            &'static [&'static str],
+            &'static [&'static str],
+            &'static [&'static str],
+        );
+        let rows: &[Row] = &[
+            (&["calc.py", "test_calc.py"], &[], &[""]),
+            (
+                &["src/report.py", "tests/test_report.py"],
+                &["src"],
+                &["", "src", "tests"],
+            ),
+            // a package's tests: the first directory upward without `__init__.py`
+            (&["tests/__init__.py", "tests/test_a.py"], &[], &[""]),
+            (
+                &[
+                    "pkg/__init__.py",
+                    "pkg/tests/__init__.py",
+                    "pkg/tests/test_a.py",
+                    "lib/x.py",
+                ],
+                &[],
+                &[""],
+            ),
+            (
+                &["tests/unit/test_a.py", "tests/conftest.py"],
+                &[],
+                &["", "tests", "tests/unit"],
+            ),
+            // a configured directory t0 holds nothing under is no directory of the tree
+            (&["calc.py", "test_calc.py"], &["src", ""], &[""]),
+            // a Python file no test pattern names: no insertion
+            (&["tools/helper.py", "test_calc.py"], &[], &[""]),
+        ];
+        for (files, configured, want) in rows {
+            let paths: std::collections::BTreeSet<&str> = files.iter().copied().collect();
+            let is_test = |p: &str| {
+                let n = p.rsplit('/').next().unwrap_or(p);
+                n.starts_with("test_")
+            };
+            let configured: Vec<String> = configured.iter().map(|s| (*s).to_string()).collect();
+            assert_eq!(
+                py_import_dirs(&paths, &is_test, &configured),
+                *want,
+                "{files:?}"
+            );
+        }
+    }
+
+    /// Before: only the root was protected from modules shadowing a library, and a
+    /// fresh review's `src/jsonschema.py` (under `pythonpath = ["src"]`) whose
+    /// `validate()` accepted anything reached exit 10 while the tests, with the
+    /// installed `jsonschema`, failed. (t0's files, configured `pythonpath`, the
+    /// module added, protected)
+    #[test]
+    fn modules_shadowing_a_library_in_any_searched_directory_are_protected() {
+        type Row = (
+            &'static [&'static str],
+            &'static [&'static str],
+            &'static str,
+            bool,
+        );
+        let src_layout: &[&str] = &["src/report.py", "tests/test_report.py"];
+        let package_tests: &[&str] = &[
+            "src/app/__init__.py",
+            "src/app/core.py",
+            "tests/__init__.py",
+            "tests/test_report.py",
+        ];
+        let rows: &[Row] = &[
+            // hits: an installed module the tests import, or the standard library's
+            (src_layout, &["src"], "src/jsonschema.py", true),
+            (src_layout, &["src"], "src/jsonschema/__init__.py", true),
+            (src_layout, &["src"], "src/JSONSchema.py", true),
+            (
+                src_layout,
+                &["src"],
+                "src/jsonschema.cpython-311-x86_64-linux-gnu.so",
+                true,
+            ),
+            (src_layout, &["src"], "src/fractions.py", true),
+            (src_layout, &["src"], "src/email/__init__.py", true),
+            (src_layout, &[], "tests/jsonschema.py", true),
+            (src_layout, &[], "tests/decimal.py", true),
+            (src_layout, &[], "jsonschema.py", true),
+            (
+                &["checks/unit/test_a.py"],
+                &[],
+                "checks/unit/json.pyc",
+                true,
+            ),
+            (package_tests, &[], "fractions.py", true),
+            (package_tests, &["src"], "src/jsonschema.py", true),
+            // honest look-alikes: a fresh name, a directory no one searches, a module
+            // inside a package, t0's own module, data named like a library, a library
+            // no test imports
+            (src_layout, &["src"], "src/report_schema.py", false),
+            (src_layout, &["src"], "src/fractions_util.py", false),
+            (src_layout, &[], "src/jsonschema.py", false),
+            (src_layout, &["src"], "lib/jsonschema.py", false),
+            (package_tests, &[], "tests/fractions.py", false),
+            (package_tests, &["src"], "src/app/jsonschema.py", false),
+            (
+                &["src/jsonschema.py", "tests/test_report.py"],
+                &["src"],
+                "src/jsonschema.py",
+                false,
+            ),
+            (src_layout, &[], "tests/data/jsonschema/draft7.json", false),
+            (src_layout, &["src"], "src/yaml.py", false),
+            (
+                src_layout,
+                &["src"],
+                "src/jsonschema_extra/__init__.py",
+                false,
+            ),
+        ];
+        let tests =
+            vec!["from jsonschema import validate\n\nfrom report import render\n".to_string()];
+        let installed = |n: &str| matches!(n, "jsonschema" | "yaml");
+        for (files, configured, added, protected) in rows {
+            let paths: std::collections::BTreeSet<&str> = files.iter().copied().collect();
+            let is_test = |p: &str| p.rsplit('/').next().unwrap_or(p).starts_with("test_");
+            let configured: Vec<String> = configured.iter().map(|s| (*s).to_string()).collect();
+            let dirs = py_import_dirs(&paths, &is_test, &configured);
+            let in_tree = |p: &str| paths.contains(p);
+            let globs = import_dir_shadow_globs(&dirs, &tests, &installed, &in_tree);
+            let set = crate::observe::guards::build_globset_ignoring_case(&globs).unwrap();
+            assert_eq!(
+                set.is_match(added),
+                *protected,
+                "{added} in {files:?} {configured:?}"
+            );
+        }
+    }
+
+    /// The most directories covered still build as one glob set, quickly.
+    #[test]
+    fn many_import_dirs_build() {
+        let files: Vec<String> = (0..200).map(|i| format!("t{i:03}/test_a.py")).collect();
+        let paths: std::collections::BTreeSet<&str> = files.iter().map(String::as_str).collect();
+        let dirs = py_import_dirs(&paths, &|p| p.ends_with("test_a.py"), &[]);
+        assert_eq!(dirs.len(), 201);
+        let globs = import_dir_shadow_globs(&dirs, &[], &|_| false, &|_| false);
+        let start = std::time::Instant::now();
+        let mut patterns = protected_globs(&[]);
+        patterns.extend(globs);
+        let set = crate::observe::guards::build_globset_ignoring_case(&patterns).unwrap();
+        assert!(set.is_match("t199/json.py") && set.is_match("json.py"));
+        // every directory holding a standard-library name of its own: one group each
+        let in_tree = |p: &str| {
+            let (dir, name) = p.split_once('/').unwrap_or(("", p));
+            let i: usize = dir.trim_start_matches('t').parse().unwrap_or(usize::MAX);
+            PY_STDLIB_MODULES
+                .get(i)
+                .is_some_and(|n| name == format!("{n}.py"))
+        };
+        let globs = import_dir_shadow_globs(&dirs, &[], &|_| false, &in_tree);
+        let mut patterns = protected_globs(&[]);
+        patterns.extend(globs);
+        let set = crate::observe::guards::build_globset_ignoring_case(&patterns).unwrap();
+        assert!(!set.is_match(format!("t000/{}.py", PY_STDLIB_MODULES[0])));
+        let covered = (0..200)
+            .filter(|i| set.is_match(format!("t{i:03}/json.py")))
+            .count();
+        assert!((MAX_IMPORT_DIR_GROUPS - 1..=MAX_IMPORT_DIR_GROUPS).contains(&covered));
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     use crate::observe::git::snapshot;

@@ -95,6 +95,9 @@ pub struct TreeObserver {
     py_star_imported: Option<std::collections::BTreeSet<String>>,
     toolchain_path: String,
     site_dirs: Vec<PathBuf>,
+    /// The directories the project's runner configuration and the check command put
+    /// on Python's import path ([`super::declared_tests::declared_pythonpath`]).
+    py_path: Vec<String>,
     config_files: Vec<PathBuf>,
     new_tests: crate::config::NewTestPolicy,
     indirect: super::toolchain_scope::Scope,
@@ -305,6 +308,7 @@ impl TreeObserver {
             py_star_imported: None,
             toolchain_path: String::new(),
             site_dirs: Vec::new(),
+            py_path: super::declared_tests::declared_pythonpath(workdir, cfg.check.as_deref()),
             config_files: Vec::new(),
             new_tests: cfg.oracle.new_tests,
             indirect: super::toolchain_scope::Scope::for_run(workdir, cfg),
@@ -567,8 +571,9 @@ impl TreeObserver {
             self.data_handles = handles;
             self.rules.set_test_data(data);
         }
-        // Installed modules the Python tests import: a root module of that name added
-        // later would shadow them (manifest::shadow_globs).
+        // Installed modules the Python tests import: a module of that name added later
+        // at the top of a directory the check searches first would shadow them
+        // (manifest::shadow_globs, manifest::import_dir_shadow_globs).
         if !self.site_dirs.is_empty() {
             let py: Vec<String> = e0
                 .keys()
@@ -585,19 +590,33 @@ impl TreeObserver {
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .collect();
             let site_dirs = &self.site_dirs;
-            let mut globs = super::manifest::shadow_globs(
-                &tests,
-                &|n| site_dirs.iter().any(|d| super::manifest::site_holds(d, n)),
-                &|p| e0.contains_key(p),
+            // (and the standard library's modules those directories lack at t0)
+            let paths: std::collections::BTreeSet<&str> = e0.keys().map(String::as_str).collect();
+            let test_globs = &self.test_globs;
+            let dirs = super::manifest::py_import_dirs(
+                &paths,
+                &|p| guards::is_test_file(p, test_globs) == Some(super::lex::Lang::Python),
+                &self.py_path,
             );
-            // and the standard library's modules the root lacks at t0
-            globs.extend(super::manifest::stdlib_shadow_globs(&|p| {
-                e0.contains_key(p)
-            }));
+            let installed = |n: &str| site_dirs.iter().any(|d| super::manifest::site_holds(d, n));
+            let in_tree = |p: &str| e0.contains_key(p);
+            let globs =
+                super::manifest::import_dir_shadow_globs(&dirs, &tests, &installed, &in_tree);
             if !globs.is_empty() {
                 let mut patterns = self.protected_patterns.clone();
                 patterns.extend(globs);
-                if let Ok(g) = guards::build_globset_ignoring_case(&patterns) {
+                let built = guards::build_globset_ignoring_case(&patterns).or_else(|_| {
+                    // the root's alone, should the other directories' not build
+                    patterns.truncate(self.protected_patterns.len());
+                    patterns.extend(super::manifest::import_dir_shadow_globs(
+                        &[String::new()],
+                        &tests,
+                        &installed,
+                        &in_tree,
+                    ));
+                    guards::build_globset_ignoring_case(&patterns)
+                });
+                if let Ok(g) = built {
                     self.protected = g;
                     self.protected_patterns = patterns;
                 }
