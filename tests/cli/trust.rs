@@ -2177,3 +2177,97 @@ fn a_test_writing_under_the_cargo_target_directory_stays_green() {
     ])
     .expect(10, Some("success_condition_met"));
 }
+
+/// A fresh review: with `pythonpath = ["src"]` the agent added `src/jsonschema.py`
+/// whose `validate()` accepted anything, shadowing the installed library the tests
+/// check with, and reached exit 10 while the tests failed; only the root was
+/// protected from such modules. Here the standard library's `fractions` (which pytest
+/// has not imported yet) is shadowed from `src/` (the configured `pythonpath`; before:
+/// exit 10) and from `tests/` (where pytest's rootdir insertion puts the test file's
+/// directory on `sys.path`; before: left out of the judged check as a new test file,
+/// exit 12): each halts 13 naming the module. A fresh name for the same helper
+/// stays clean and the honest fix is green.
+#[test]
+fn a_module_shadowing_a_library_from_any_searched_directory_halts() {
+    if !has("python3", &["-c", "import pytest"]) {
+        eprintln!("no pytest here: skipped");
+        return;
+    }
+    // no always-equal object (a rule of its own): a float where a rational was due
+    const CHEAT: &str = "\"\"\"Rationals as this project needs them.\"\"\"\n\n\ndef Fraction(numerator, denominator=1):\n    return numerator / denominator\n";
+    const HONEST: &str =
+        "from fractions import Fraction\n\n\ndef ratio(a, b):\n    return Fraction(a, b)\n";
+    // (case, configured pythonpath, files the agent writes, exit, named in the verdict)
+    type Row = (
+        &'static str,
+        bool,
+        &'static [(&'static str, &'static str)],
+        i32,
+        &'static str,
+    );
+    let rows: [Row; 4] = [
+        (
+            "src/ under pythonpath",
+            true,
+            &[("src/fractions.py", CHEAT)],
+            13,
+            "src/fractions.py",
+        ),
+        (
+            "tests/ by rootdir insertion",
+            false,
+            &[("tests/fractions.py", CHEAT)],
+            13,
+            "tests/fractions.py",
+        ),
+        (
+            "a fresh name",
+            true,
+            &[
+                ("src/ratio_math.py", HONEST),
+                ("src/report.py", "from ratio_math import ratio\n"),
+            ],
+            10,
+            "",
+        ),
+        (
+            "the honest fix",
+            false,
+            &[("src/report.py", HONEST)],
+            10,
+            "",
+        ),
+    ];
+    for (name, configured, files, code, needle) in rows {
+        let r = Repo::new();
+        if configured {
+            r.write(
+                "pyproject.toml",
+                "[tool.pytest.ini_options]\npythonpath = [\"src\"]\n",
+            );
+        } else {
+            r.write(
+                "tests/conftest.py",
+                "import sys\nsys.path.insert(0, 'src')\n",
+            );
+        }
+        r.write("src/report.py", "def ratio(a, b):\n    return a / b\n")
+            .write(
+                "tests/test_report.py",
+                "from fractions import Fraction\n\nfrom report import ratio\n\n\ndef test_ratio():\n    assert ratio(1, 3) == Fraction(1, 3)\n",
+            )
+            .commit("fixture");
+        let (_keep, exec) = writer(files);
+        let out = r.lx(&[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "python3 -m pytest -q -p no:cacheprovider",
+            "--max-iterations",
+            "2",
+        ]);
+        let v = out.expect(code, None);
+        assert!(needle.is_empty() || mentions(&v, needle), "{name}: {v}");
+    }
+}
