@@ -799,6 +799,42 @@ pub fn python_path_in_tree(path: &str, line: &str) -> bool {
     ups <= depth + 1
 }
 
+/// `(local, name)` when a Python line only copies one name to another (`x = other`).
+fn operand_copied(line: &str) -> Option<(String, String)> {
+    let (lhs, rhs) = line.trim().split_once('=')?;
+    let (lhs, rhs) = (lhs.trim(), rhs.trim());
+    let ident = |w: &str| {
+        !w.is_empty()
+            && !w.starts_with(|c: char| c.is_ascii_digit())
+            && w.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
+    (ident(lhs) && ident(rhs) && lhs != rhs).then(|| (lhs.to_string(), rhs.to_string()))
+}
+
+/// `text` with every whole-word `word` replaced by `by` (see [`names`]).
+fn replace_word(text: &str, word: &str, by: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(word) {
+        // the character before the match: in `rest`, or the last one already copied
+        let before = rest[..i]
+            .chars()
+            .next_back()
+            .or_else(|| out.chars().next_back());
+        let after = rest[i + word.len()..].chars().next();
+        let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        out.push_str(&rest[..i]);
+        out.push_str(if is_word(before) || is_word(after) {
+            word
+        } else {
+            by
+        });
+        rest = &rest[i + word.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// True when line `i` of `lines` (a Python file) makes an equality that does not
 /// compare, in the forms a one-line reading misses (fresh reviews reached exit 10 with
 /// each):
@@ -827,6 +863,14 @@ pub fn python_equality_ignores_other(lines: &[&str], i: usize) -> bool {
         }
         if def_ignores_other(lines, i, t) {
             return true;
+        }
+        // a body that first copies an operand to a local (`x = other` then `return x
+        // == x`) is judged with the copy read as the operand (a fresh review)
+        if let Some((local, operand)) = operand_copied(&first) {
+            let answer = replace_word(&logical_line(lines, end + 2), &local, &operand);
+            if always_equal(t, &answer) {
+                return true;
+            }
         }
         // a body that only hands the comparison to a function of this file
         // (`return self._same(other)`) is judged as that function (a ninth review)
@@ -1998,6 +2042,11 @@ mod tests {
             ("calc.py", "class R(int):\n    def _same(self, other):\n        return True\n\n    def __eq__(self, other):\n        return self._same(other)\n", true),
             ("calc.py", "class R(int):\n    def _same(self, other):\n        return int(self) == int(other)\n\n    def __eq__(self, other):\n        return self._same(other)\n", false),
             ("calc.py", "class R(int):\n    def __eq__(self, other):\n        same = True\n        return same\n", true),
+            // a copy of an operand compared with itself (a fresh review's
+            // `x = other` / `return x == x`); a copy compared with the other is honest
+            ("calc.py", "class R(int):\n    def __eq__(self, other):\n        x = other\n        return x == x\n", true),
+            ("calc.py", "class R(int):\n    def __eq__(self, other):\n        mine = self\n        return int(mine) == int(mine)\n", true),
+            ("calc.py", "class R(int):\n    def __eq__(self, other):\n        theirs = other\n        return int(self) == int(theirs)\n", false),
             ("calc.py", "class M:\n    def equals(self, other):\n        if not isinstance(other, M):\n            return NotImplemented\n        return (self.a, self.c) == (other.a, other.c)\n    __eq__ = equals\n", false),
             ("calc.py", "class M:\n    def __eq__(self, other):\n        if not isinstance(other, M):\n            return NotImplemented\n        mine = (self.a, self.c)\n        return mine == (other.a, other.c)\n", false),
             ("calc.py", "class M(Base):\n    __eq__ = Base.__eq__\n", false),
