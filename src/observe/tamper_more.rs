@@ -13,7 +13,7 @@
 //! | imports from outside the tree | code under test (not an entry point) that edits `sys.path`, adds a site dir or loads a module from a file path: code the snapshot never holds, which no rule can read |
 //! | module name decoded at run time | `require(Buffer.from(…))`, `require(atob(…))`, `__import__`/`import_module` of a decoded name (`fromhex`, `b64decode`, `chr`), a `.modules[…]`/`.modules.get(…)` lookup by a computed name: the spelling that hides a runner or assertion module from every other rule |
 //! | always-equal object | an `__eq__`/`__ne__` (a `def` on one or two lines, or a `lambda`) or a Rust `fn eq`/`fn ne` whose answer does not compare the two operands: one never named, an alternative of `or` that compares nothing, a thing compared with itself, a member of a literal holding it (`other in (other, self)`), sides made constant (`x * 0 == y * 0`), enum discriminants (`std::mem::discriminant`), a signature over several lines ([`always_equal`]) |
-//! | runner verdict printed | a test runner's own summary or verdict lines in code under test: libtest's `test result: ok.` and `N passed; N failed`, pytest's `N passed in`, unittest's `Ran N tests`, TAP's `ok N - ` and node's `# pass N`: a transcript forged before an exit (a fresh review printed libtest's tail and left through `quick_exit(0)`) |
+//! | runner verdict printed | a test runner's own summary or verdict lines in code under test: libtest's `test result: ok.`, `N passed; N failed` with literal counts and `failed; N ignored`, pytest's `===== N passed in` banner or a literal `2 passed in 0.01`, unittest's `Ran N tests`, TAP's `ok N - ` and node's `# pass N`: a transcript forged before an exit (a fresh review printed libtest's tail and left through `quick_exit(0)`) |
 //! | equality weakened | a dataclass (or attrs) field whose comparison is turned off (`field(compare=False)`) where the field was a plain one at t0 ("always-equal object" when no field of its class compares then) |
 //! | sourceless bytecode | a `.pyc`/`.pyo` outside `__pycache__`, whatever it holds ([`is_sourceless_bytecode`]) |
 //! | name assembled from pieces | string pieces joined by `+`, by adjacency or by `join`/`concat!` that spell a runner module, a process-exit function or loopexec's names (`"_py" + "test"`, `"ex" + "it"`, `"".join(["LOOP", "EXEC_"])`): the general form of hiding `importlib.import_module("_pytest…")`, `__import__`, `getattr(os, …)` or `process[…]` from the rules above. A single literal is not assembled: ordinary imports are not flagged |
@@ -57,7 +57,10 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python, Lang::JsTs, Lang::Rust],
         name: "runner verdict printed",
-        pattern: r#"\bresult:\s*(ok|FAILED)\.|\bpassed;\s*(\d+|\{[^}]*\})\s+failed\b|(\d+|\{[^}]*\}|%[ds])\s+passed\s+in\s|['"]Ran\s+(\d+|\{[^}]*\}|%[ds])\s+tests?\b|['"`]#\s+(pass|fail|tests)\s+(\d|\$\{|['"`])|['"`]\s*(not\s+)?ok\s+(\d+|\$\{[^}]*\}|\{[^}]*\}|%[ds])\s+-\s"#,
+        // (a summary with placeholders is a CLI's own unless it has the runner's whole
+        // shape: libtest's `; N ignored`, pytest's `=====` banner; a fresh review's
+        // false alarms printed `{failed} failed, {passed} passed in {t}s`)
+        pattern: r#"\bresult:\s*(ok|FAILED)\.|\bpassed;\s*\d+\s+failed\b|\bfailed;\s*(\d+|\{[^}]*\})\s+ignored\b|\b\d+\s+passed\s+in\s+\d|={3,}\s*(\d+|\{[^}]*\}|%[ds])\s+passed\s+in\s|['"]Ran\s+(\d+|\{[^}]*\}|%[ds])\s+tests?\b|['"`]#\s+(pass|fail|tests)\s+(\d|\$\{|['"`])|['"`]\s*(not\s+)?ok\s+(\d+|\$\{[^}]*\}|\{[^}]*\}|%[ds])\s+-\s"#,
         skip_entry_points: false,
     },
 ];
@@ -1738,7 +1741,11 @@ mod tests {
         let table: &[(&str, &str, Option<&str>)] = &[
             // runner verdict printed (a fresh review forged libtest's tail)
             ("src/lib.rs", "    let _ = write!(out, \"{label} result: ok. 2 passed; 0 failed; 0 ignored\\n\");", Some("runner verdict printed")),
-            ("src/lib.rs", "    println!(\"{} passed; {} failed\", p, f);", Some("runner verdict printed")),
+            ("src/lib.rs", "    println!(\"{} passed; {} failed; {} ignored\", p, f, i);", Some("runner verdict printed")),
+            ("src/lib.rs", "    println!(\"2 passed; 0 failed\");", Some("runner verdict printed")),
+            // a CLI's own summaries (a fresh review's false alarms)
+            ("src/lib.rs", "    println!(\"{} passed; {} failed\", p, f);", None),
+            ("checklist/cli.py", "    return f\"{failed} failed, {passed} passed in {elapsed:.2f}s\"", None),
             ("src/lib.rs", "    println!(\"{} checks passed, {} failed\", p, f);", None),
             ("calc.py", "    print(f\"===== {n} passed in 0.01s =====\")", Some("runner verdict printed")),
             ("calc.py", "    print(\"Ran %d tests\" % n)", Some("runner verdict printed")),
