@@ -592,6 +592,12 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     "**/.cargo/config",
     "**/.cargo/config.toml",
     "**/.config/nextest.toml",
+    // insta's configuration (`behavior: force_pass: true` passes every snapshot
+    // assertion: a fresh review)
+    "**/.config/insta.yaml",
+    "**/.config/insta.yml",
+    "**/insta.yaml",
+    "**/insta.yml",
     "**/tarpaulin.toml",
     "**/.tarpaulin.toml",
     // Coverage services
@@ -834,6 +840,19 @@ fn cargo_toml_sections(content: &[u8]) -> Option<String> {
         }
     }
     dependency_sources(&table, &mut out).ok()?;
+    // which workspace members a plain `cargo test` runs (a fresh review's
+    // `default-members` ran another member's same-named test in the failing one's place)
+    if let Some(ws) = table.get("workspace").and_then(toml::Value::as_table) {
+        for key in ["default-members", "exclude"] {
+            if let Some(v) = ws.get(key) {
+                out.push_str("workspace.");
+                out.push_str(key);
+                out.push('=');
+                out.push_str(&serde_json::to_string(v).ok()?);
+                out.push('\n');
+            }
+        }
+    }
     if let Some(pkg) = table.get("package").and_then(toml::Value::as_table) {
         for key in [
             "build",
@@ -1419,6 +1438,9 @@ mod tests {
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[target.'cfg(unix)'.dev-dependencies]\napprox = { git = \"https://example.com/approx\" }\n", true),
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[patch.crates-io]\napprox = { path = \"approx\" }\n", true),
             ("[workspace]\nmembers = [\"a\"]\n[workspace.dependencies]\napprox = { path = \"approx\" }\n", true),
+            ("[workspace]\nmembers = [\"a\", \"b\"]\ndefault-members = [\"b\"]\n", true),
+            ("[workspace]\nmembers = [\"a\", \"b\"]\nexclude = [\"a\"]\n", true),
+            ("[workspace]\nmembers = [\"a\", \"b\"]\n", false),
         ];
         for (edited, protected_change) in table {
             assert_eq!(

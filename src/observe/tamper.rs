@@ -356,7 +356,7 @@ pub const RULES: &[Rule] = &[
         // what libtest prints, how the process exits, or what `memcmp` answers to
         // `assert_eq!` (a fresh review turned FAILED into ok this way). An attribute
         // line is read together with the item below it ([`joined_lines`]).
-        pattern: r#"(\bexport_name\s*=\s*"|\bno_mangle\b.*\bfn\s+)_{0,2}(write|writev|pwrite|pwrite64|pwritev|pwritev2|fwrite|fwrite_unlocked|fputs|fputc|putc|putchar|puts|printf|fprintf|vprintf|vfprintf|dprintf|vdprintf|fflush|send|sendto|sendmsg|sendmmsg|exit|_exit|_Exit|quick_exit|abort|atexit|at_quick_exit|on_exit|cxa_atexit|cxa_thread_atexit_impl|exit_group|kill|raise|tgkill|pthread_exit|pthread_kill|close|dup|dup2|dup3|fcntl|ioctl|isatty|open|open64|openat|creat|read|readv|main|libc_start_main|signal|sigaction|syscall|getenv|secure_getenv|setenv|unsetenv|fork|vfork|execve|posix_spawn|waitpid|wait4|memcmp|bcmp|strcmp|strncmp|memcpy|memmove|malloc|free)\s*[(<"]"#,
+        pattern: r#"(\bexport_name\s*=\s*"|\bno_mangle\b.*\bfn\s+)_{0,2}(write|writev|pwrite|pwrite64|pwritev|pwritev2|fwrite|fwrite_unlocked|fputs|fputc|putc|putchar|puts|printf|fprintf|vprintf|vfprintf|dprintf|vdprintf|fflush|send|sendto|sendmsg|sendmmsg|exit|_exit|_Exit|quick_exit|abort|atexit|at_quick_exit|on_exit|cxa_atexit|cxa_thread_atexit_impl|exit_group|kill|raise|tgkill|pthread_exit|pthread_kill|close|dup|dup2|dup3|fcntl|ioctl|isatty|open|open64|openat|creat|read|readv|main|libc_start_main|signal|sigaction|syscall|getenv|secure_getenv|setenv|unsetenv|fork|vfork|execve|posix_spawn|waitpid|wait4|memcmp|bcmp|strcmp|strncmp|memcpy|memmove|malloc|free|wrap_\w+|real_\w+)\s*[(<"]"#,
         skip_entry_points: false,
     },
     Rule {
@@ -1189,6 +1189,7 @@ mod tests {
             ("src/lib.rs", "// std::process::\nlet n = count(\n    items);", None),
             ("src/lib.rs", "#[export_name = \"write\"]\npub unsafe extern \"C\" fn fake_write(fd: i32) -> isize {", Some("symbol interposition")),
             ("src/lib.rs", "#[unsafe(no_mangle)]\npub extern \"C\" fn exit(code: i32) -> ! {", Some("symbol interposition")),
+            ("src/lib.rs", "#[no_mangle]\npub extern \"C\" fn __wrap_main(argc: i32) -> i32 {", Some("symbol interposition")),
             ("src/lib.rs", "#[no_mangle]\n#[inline(never)]\npub extern \"C\" fn bcmp(a: *const u8, b: *const u8, n: usize) -> i32 {", Some("symbol interposition")),
             ("src/lib.rs", "#[no_mangle]\npub extern \"C\" fn calc_add(a: i32, b: i32) -> i32 {", None),
             ("src/lib.rs", "    if std::env::var(\"CARGO_MANIFEST_DIR\").is_ok() {", Some("test-build detection")),

@@ -118,7 +118,10 @@ pub fn loader_hit(lang: Lang, path: &str, line: &str, reads_files: bool) -> Opti
         }
         Lang::Rust => rust_loads_unread(line)
             .then_some("code loaded from a file the scan does not read")
-            .or_else(|| build_script_writes(path, line).then_some("code generated at build time")),
+            .or_else(|| build_script_writes(path, line).then_some("code generated at build time"))
+            .or_else(|| {
+                build_script_links(path, line).then_some("linker arguments from a build script")
+            }),
         Lang::JsTs => js_loads(path, line),
         Lang::Shell => {
             shell_sources_unread(line).then_some("code loaded from a file the scan does not read")
@@ -144,6 +147,17 @@ fn build_script_writes(path: &str, line: &str) -> bool {
             .expect("valid build script regex")
     });
     (path == "build.rs" || path.ends_with("/build.rs")) && re.is_match(line)
+}
+
+/// True when a line of a Rust build script hands the linker arguments of its own
+/// (`cargo:rustc-link-arg`, `-tests`, `-bins`, `-bin=`, `-examples`,
+/// `rustc-cdylib-link-arg`, or the `cargo::` spelling): `-Wl,--wrap=main` made every
+/// test binary's `main` a function of the code under test that printed a libtest
+/// pass (a fresh review). Linking a library (`rustc-link-lib`) or naming a search
+/// path is not flagged.
+fn build_script_links(path: &str, line: &str) -> bool {
+    (path == "build.rs" || path.ends_with("/build.rs"))
+        && (line.contains("rustc-link-arg") || line.contains("rustc-cdylib-link-arg"))
 }
 
 /// True when a Rust line compiles in a file the scan does not read as Rust:
@@ -503,6 +517,21 @@ mod tests {
             (
                 "build.rs",
                 "    let rev = Command::new(\"git\").args([\"rev-parse\", \"HEAD\"]).output().unwrap();\n",
+                None,
+            ),
+            (
+                "build.rs",
+                "    println!(\"cargo:rustc-link-arg-tests=-Wl,--wrap=main\");\n",
+                Some("linker arguments from a build script"),
+            ),
+            (
+                "build.rs",
+                "    println!(\"cargo::rustc-link-arg=-Wl,--defsym=main=fake\");\n",
+                Some("linker arguments from a build script"),
+            ),
+            (
+                "build.rs",
+                "    println!(\"cargo:rustc-link-lib=z\");\n",
                 None,
             ),
             (
