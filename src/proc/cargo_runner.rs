@@ -46,6 +46,10 @@ pub const RUNNER_ARG: &str = "__cargo-runner";
 /// profile directory to protect, whatever it holds.
 pub const TESTS_TARGET: &str = "tests-target";
 
+/// The directory in the check's `TMPDIR` that the tests' temporary files go to: the
+/// runner points `TMPDIR` there (see [`run`]).
+pub const TESTS_TMP: &str = "tests";
+
 /// How deep below the target directory a profile directory may be:
 /// `target/debug` (1) or `target/<triple>/debug` (2).
 const PROFILE_DEPTH: usize = 2;
@@ -101,7 +105,12 @@ pub fn profile_dirs(target: &Path) -> Vec<PathBuf> {
         let mut next = Vec::new();
         for dir in &level {
             for child in real_dirs(dir) {
-                if child.file_name().is_some_and(|n| n == TESTS_TARGET) {
+                let name = child.file_name().map(|n| n.to_string_lossy().into_owned());
+                let name = name.as_deref().unwrap_or("");
+                // the tests' own builds and CARGO_TARGET_TMPDIR are theirs; below the
+                // target directory only a target triple holds profiles (a test that
+                // made thousands of `tmp/wN/deps` slowed every runner start)
+                if name == TESTS_TARGET || (dir == target && name == "tmp") {
                     continue;
                 }
                 if child
@@ -110,7 +119,7 @@ pub fn profile_dirs(target: &Path) -> Vec<PathBuf> {
                     .is_ok_and(|m| m.is_dir())
                 {
                     found.push(child);
-                } else {
+                } else if name.contains('-') {
                     next.push(child);
                 }
             }
@@ -189,16 +198,17 @@ fn real_dirs(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Refuses writes beneath `protected` for this process and what it starts, by a
-/// Landlock layer granting writes on [`writable_siblings`] only. `Ok(false)` when the
+/// Landlock layer granting writes on [`writable_siblings`] and `also` (directories
+/// inside a protected one that stay writable) only. `Ok(false)` when the
 /// kernel has no Landlock (nothing enforced).
 ///
 /// # Errors
 /// The kernel refused the ruleset.
-fn protect(protected: &[PathBuf]) -> Result<bool, landlock::RulesetError> {
+fn protect(protected: &[PathBuf], also: &[PathBuf]) -> Result<bool, landlock::RulesetError> {
     let abi = ABI::V6;
     let write = AccessFs::from_write(abi);
     let mut rs = Ruleset::default().handle_access(write)?.create()?;
-    for p in writable_siblings(protected) {
+    for p in writable_siblings(protected).iter().chain(also) {
         // an entry removed since it was listed grants nothing
         if let Ok(fd) = PathFd::new(&p) {
             rs = rs.add_rule(PathBeneath::new(fd, write))?;
@@ -228,9 +238,37 @@ pub fn run(args: &[OsString]) -> u8 {
     let env_target = std::env::var_os("CARGO_TARGET_DIR")
         .filter(|t| !t.is_empty())
         .map(PathBuf::from);
-    let protected = protected_dirs(Path::new(binary), env_target.as_deref());
+    let mut protected = protected_dirs(Path::new(binary), env_target.as_deref());
+    let mut also = Vec::new();
     let mut cmd = std::process::Command::new(binary);
     cmd.args(rest);
+    // The room's TMPDIR (beside its target directory) is where rustdoc links the
+    // doctests cargo runs later: protected like the profile directories, with the
+    // tests' own temporary files in a directory of their own inside it.
+    let room_tmp = std::env::var_os("TMPDIR")
+        .filter(|t| !t.is_empty())
+        .map(PathBuf::from)
+        .filter(|t| {
+            t.is_absolute()
+                && t.is_dir()
+                && env_target
+                    .as_deref()
+                    .is_some_and(|target| t.parent().is_some() && t.parent() == target.parent())
+        });
+    if let Some(tmp) = room_tmp {
+        let own = tmp.join(TESTS_TMP);
+        if let Err(e) = std::fs::create_dir_all(&own) {
+            eprintln!(
+                "loopexec {RUNNER_ARG}: cannot create {} for the tests' temporary files ({e}); not running {}",
+                own.display(),
+                Path::new(binary).display()
+            );
+            return 101;
+        }
+        cmd.env("TMPDIR", &own);
+        protected.push(tmp);
+        also.push(own);
+    }
     if let Some(target) = &env_target {
         let tests_target = target.join(TESTS_TARGET);
         if let Err(e) = std::fs::create_dir_all(&tests_target) {
@@ -244,7 +282,7 @@ pub fn run(args: &[OsString]) -> u8 {
         cmd.env("CARGO_TARGET_DIR", tests_target);
     }
     if !protected.is_empty() {
-        if let Err(e) = protect(&protected) {
+        if let Err(e) = protect(&protected, &also) {
             eprintln!(
                 "loopexec {RUNNER_ARG}: cannot protect the test binaries in {} from the tests ({e}); not running {}",
                 protected[0].display(),
@@ -287,6 +325,8 @@ mod tests {
             "target/x86_64-unknown-linux-musl/debug/deps",
             "target/tmp",
             "target/tests-target/debug/deps",
+            "target/tmp/w1/deps",
+            "target/plain/debug/deps",
             "target/doc/src",
             "target/a/b/c/deps",
         ]);
@@ -418,7 +458,7 @@ mod tests {
         // the layer is set on a thread of its own; the child inherits it
         let status = std::thread::scope(|s| {
             s.spawn(|| {
-                assert!(protect(&protected).unwrap());
+                assert!(protect(&protected, &[]).unwrap());
                 std::process::Command::new("sh")
                     .arg("-c")
                     .arg(format!(

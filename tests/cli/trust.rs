@@ -2146,8 +2146,9 @@ fn code_that_tells_the_clean_room_by_its_home_is_named() {
 
 /// What the cargo runner costs an honest project: a test that builds or writes where
 /// cargo's target directory is (trybuild writes `target/tests/trybuild`, a testdir
-/// crate `target/testdir-0`) still runs green in the clean room; the test binary's
-/// `CARGO_TARGET_DIR` is a directory of the tests' own.
+/// crate `target/testdir-0`) or writes a temporary file still runs green in the clean
+/// room; the test binary's `CARGO_TARGET_DIR` and `TMPDIR` are directories of the
+/// tests' own.
 #[test]
 fn a_test_writing_under_the_cargo_target_directory_stays_green() {
     if !has("cargo", &["--version"]) {
@@ -2163,7 +2164,7 @@ fn a_test_writing_under_the_cargo_target_directory_stays_green() {
     .write("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n")
     .write(
         "tests/builds.rs",
-        "#[test]\nfn writes_where_the_target_directory_is() {\n    let target = std::env::var(\"CARGO_TARGET_DIR\").unwrap_or_else(|_| \"target\".into());\n    let dir = std::path::Path::new(&target).join(\"tests/trybuild/calc\");\n    std::fs::create_dir_all(&dir).unwrap();\n    std::fs::write(dir.join(\"Cargo.toml\"), \"[package]\\n\").unwrap();\n    std::fs::create_dir_all(std::path::Path::new(&target).join(\"testdir-0\")).unwrap();\n    assert_eq!(calc::add(2, 3), 5);\n}\n",
+        "#[test]\nfn writes_where_the_target_directory_is() {\n    let target = std::env::var(\"CARGO_TARGET_DIR\").unwrap_or_else(|_| \"target\".into());\n    let dir = std::path::Path::new(&target).join(\"tests/trybuild/calc\");\n    std::fs::create_dir_all(&dir).unwrap();\n    std::fs::write(dir.join(\"Cargo.toml\"), \"[package]\\n\").unwrap();\n    std::fs::create_dir_all(std::path::Path::new(&target).join(\"testdir-0\")).unwrap();\n    std::fs::write(std::env::temp_dir().join(\"scratch.txt\"), \"x\").unwrap();\n    assert_eq!(calc::add(2, 3), 5);\n}\n",
     )
     .commit("fixture");
     r.lx(&[
