@@ -402,6 +402,25 @@ pub const RUST_STD_METHODS: &[&str] = &[
     "unwrap_or_default",
 ];
 
+/// The methods of [`RUST_STD_METHODS`] that `Option` or `Result` answer (and the other
+/// std types do not).
+const OPTION_RESULT_METHODS: &[&str] = &[
+    "as_deref",
+    "expect",
+    "expect_err",
+    "is_err",
+    "is_err_and",
+    "is_none",
+    "is_ok",
+    "is_ok_and",
+    "is_some",
+    "is_some_and",
+    "unwrap",
+    "unwrap_err",
+    "unwrap_or",
+    "unwrap_or_default",
+];
+
 /// The method name when Rust line `i` of `lines` defines a method that takes `self` by
 /// value (`fn is_ok(self) -> bool`) named like one of [`RUST_STD_METHODS`], inside an
 /// `impl Trait for T` where `T` is a standard type (`Result<T, E>`, `Option<T>`,
@@ -437,6 +456,25 @@ fn std_method_shadowed(lines: &[&str], i: usize) -> Option<String> {
         return None;
     }
     let c = std_type.captures(h)?;
+    // `Option` and `Result` answer only their own methods (`Option` has no `is_empty`
+    // to shadow: a fresh review's false alarm), and the other std types none of theirs
+    let for_type = h.split(" for ").nth(1).unwrap_or("");
+    let head = for_type
+        .split('<')
+        .next()
+        .unwrap_or("")
+        .trim_start_matches(|c: char| c == '&' || c.is_whitespace())
+        .rsplit("::")
+        .next()
+        .unwrap_or("")
+        .trim_start();
+    let option_or_result = head.starts_with("Option") || head.starts_with("Result");
+    if c.get(1).is_none() && option_or_result != OPTION_RESULT_METHODS.contains(&name) {
+        const SHARED: &[&str] = &["clone", "cmp", "eq", "ne", "partial_cmp", "iter"];
+        if !SHARED.contains(&name) {
+            return None;
+        }
+    }
     if let Some(param) = c.get(1) {
         // a blanket impl: the type is one of the impl's own parameters
         let generics = h.strip_prefix("impl")?.trim_start().strip_prefix('<')?;
@@ -1041,6 +1079,10 @@ mod tests {
             ("impl Stack {\n    pub fn len(self) -> usize { self.items.len() }\n}\n", None),
             ("impl Outcome for Report {\n    fn is_ok(self) -> bool { self.errors == 0 }\n}\n", None),
             ("impl<T> From<T> for Wrapper<T> {\n    fn from(t: T) -> Self { Wrapper(t) }\n}\n", None),
+            // a method the type does not have shadows nothing (a fresh review's false alarm)
+            ("impl Blank for Option<&str> {\n    fn is_empty(self) -> bool { self.map_or(true, str::is_empty) }\n}\n", None),
+            ("impl Probe for Vec<u8> {\n    fn is_some(self) -> bool { true }\n}\n", None),
+            ("impl Probe for Option<std::string::String> {\n    fn unwrap_or_default(self) -> String { String::new() }\n}\n", Some("unwrap_or_default")),
         ];
         for (text, want) in rows {
             let lines: Vec<&str> = text.lines().collect();
