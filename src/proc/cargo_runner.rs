@@ -210,7 +210,7 @@ fn protect(protected: &[PathBuf], also: &[PathBuf]) -> Result<bool, landlock::Ru
     let mut rs = Ruleset::default().handle_access(write)?.create()?;
     for p in writable_siblings(protected).iter().chain(also) {
         // an entry removed since it was listed grants nothing
-        if let Ok(fd) = PathFd::new(&p) {
+        if let Ok(fd) = PathFd::new(p) {
             rs = rs.add_rule(PathBeneath::new(fd, write))?;
         }
     }
