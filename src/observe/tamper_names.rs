@@ -455,7 +455,32 @@ fn std_method_shadowed(lines: &[&str], i: usize) -> Option<String> {
     if !h.starts_with("impl") {
         return None;
     }
-    let c = std_type.captures(h)?;
+    let mut c = std_type.captures(h)?;
+    let resolved;
+    let mut h = h;
+    if let Some(param) = c.get(1) {
+        // a blanket impl: the type is one of the impl's own parameters; else a type
+        // alias of this file for a std type (`type Parsed = Result<i64, String>;`, a
+        // fresh review) is read as that type
+        let generics = h
+            .strip_prefix("impl")
+            .map(str::trim_start)
+            .and_then(|g| g.strip_prefix('<'))
+            .map(|g| g.split('>').next().unwrap_or(""))
+            .unwrap_or("");
+        let declared = generics
+            .split(',')
+            .any(|g| g.split(':').next().unwrap_or("").trim() == param.as_str());
+        if !declared {
+            let aliased = type_alias(lines, param.as_str())?;
+            resolved = format!("impl Alias for {aliased} {{");
+            h = &resolved;
+            c = std_type.captures(h)?;
+            if c.get(1).is_some() {
+                return None;
+            }
+        }
+    }
     // `Option` and `Result` answer only their own methods (`Option` has no `is_empty`
     // to shadow: a fresh review's false alarm), and the other std types none of theirs
     let for_type = h.split(" for ").nth(1).unwrap_or("");
@@ -475,18 +500,18 @@ fn std_method_shadowed(lines: &[&str], i: usize) -> Option<String> {
             return None;
         }
     }
-    if let Some(param) = c.get(1) {
-        // a blanket impl: the type is one of the impl's own parameters
-        let generics = h.strip_prefix("impl")?.trim_start().strip_prefix('<')?;
-        let generics = generics.split('>').next().unwrap_or("");
-        let declared = generics
-            .split(',')
-            .any(|g| g.split(':').next().unwrap_or("").trim() == param.as_str());
-        if !declared {
-            return None;
-        }
-    }
     Some(name.to_string())
+}
+
+/// The type a `type NAME = T;` line of `lines` names, if any (`T` without the `;`).
+fn type_alias(lines: &[&str], name: &str) -> Option<String> {
+    lines.iter().find_map(|l| {
+        let t = l.trim_start();
+        let t = t.strip_prefix("pub ").map_or(t, str::trim_start);
+        let rest = t.strip_prefix("type ")?.trim_start().strip_prefix(name)?;
+        let rest = rest.trim_start().strip_prefix('=')?;
+        Some(rest.trim().trim_end_matches(';').trim().to_string())
+    })
 }
 
 /// node's core modules (`require('module').builtinModules` of node 20, without the
@@ -1080,6 +1105,8 @@ mod tests {
             ("impl Outcome for Report {\n    fn is_ok(self) -> bool { self.errors == 0 }\n}\n", None),
             ("impl<T> From<T> for Wrapper<T> {\n    fn from(t: T) -> Self { Wrapper(t) }\n}\n", None),
             // a method the type does not have shadows nothing (a fresh review's false alarm)
+            ("type Parsed = Result<i64, String>;\n\nimpl Outcome for Parsed {\n    fn is_err(self) -> bool { false }\n}\n", Some("is_err")),
+            ("type Points = Vec<Point>;\n\nimpl Summary for Points {\n    fn total(self) -> usize { 0 }\n}\n", None),
             ("impl Blank for Option<&str> {\n    fn is_empty(self) -> bool { self.map_or(true, str::is_empty) }\n}\n", None),
             ("impl Probe for Vec<u8> {\n    fn is_some(self) -> bool { true }\n}\n", None),
             ("impl Probe for Option<std::string::String> {\n    fn unwrap_or_default(self) -> String { String::new() }\n}\n", Some("unwrap_or_default")),
