@@ -413,7 +413,7 @@ pub const RULES: &[Rule] = &[
         // redefining what a check script tests with, or printing its verdicts
         // (a definition or alias after any command separator too, `:; [() { …; }`,
         // `true && alias`, `{ test() …`: a fresh review hid one behind `:;`)
-        pattern: r"(^|[;&|{(]|\b(then|do|else|time)\s)\s*(function\s+)?(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep|expr|bc|awk|sed|sort|wc|tr|cut|head|tail|seq|read)\s*\(\s*\)|(^|[;&|{(]|\b(then|do|else|time)\s)\s*function\s+(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep|expr|bc|awk|sed|sort|wc|tr|cut|head|tail|seq|read)(\s|\{|$)|(^|[;&|{(]|\b(then|do|else)\s)\s*alias\s|\b(echo|printf)\b.*['\x22\s](not\s+)?ok\s+[0-9]+\s+-|\b(echo|printf)\b.*['\x22\s]1\.\.[0-9]|^\s*(not\s+)?ok\s+[0-9]+(\s|$)|^\s*1\.\.[0-9]+\s*$|\bprintf\b.*['\x22\s]1\.\.%|\bprintf\s+['\x22]%[ds]\.\.%[ds][^'\x22]*['\x22]\s+['\x22]?1['\x22]?\s|\bprintf\b.*['\x22\s](not\s+)?ok['\x22\s]|\bhash\s+(-\w+\s+)*-p\b|\benable\s+-[nf]|\bcommand_not_found_handle\b|\btrap\s+.*\b(DEBUG|RETURN)\s*$|\bset\s+-[a-zA-Z]*T\b|\bset\s+-o\s+functrace\b",
+        pattern: r"(^|[;&|{(]|\b(then|do|else|time)\s)\s*(function\s+)?(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep|expr|bc|awk|sed|sort|wc|tr|cut|head|tail|seq|read)\s*\(\s*\)|(^|[;&|{(]|\b(then|do|else|time)\s)\s*function\s+(test|\[|\[\[|echo|printf|true|false|exit|set|trap|command|builtin|return|cat|diff|cmp|grep|expr|bc|awk|sed|sort|wc|tr|cut|head|tail|seq|read)(\s|\{|$)|(^|[;&|{(]|\b(then|do|else)\s)\s*alias\s|\b(echo|printf)\b.*['\x22\s](not\s+)?ok\s+[0-9]+\s+-|\b(echo|printf)\b.*['\x22\s]1\.\.[0-9]|^\s*(not\s+)?ok\s+[0-9]+(\s|$)|^\s*1\.\.[0-9]+\s*$|\bprintf\b.*['\x22\s]1\.\.%|\bprintf\s+['\x22]%[ds]\.\.%[ds][^'\x22]*['\x22]\s+['\x22]?1['\x22]?\s|\bprintf\b.*['\x22\s](not\s+)?ok['\x22\s]|\bhash\s+(-\w+\s+)*-p\b|\benable\s+-[nf]|\bcommand_not_found_handle\b|\btrap\s+.*\b(DEBUG|RETURN)\s*$|\bset\s+-[a-zA-Z]*T\b|\bset\s+-o\s+functrace\b|\b(readonly|declare\s+-[a-zA-Z]*r[a-zA-Z]*|typeset\s+-[a-zA-Z]*r[a-zA-Z]*)\s+(-\w+\s+)*(fail|failed|fails|failure|failures|errors|status|rc|result|verdict|passed|ok)\b",
         skip_entry_points: false,
     },
     Rule {
@@ -1274,6 +1274,10 @@ mod tests {
             ("lib.sh", "trap 'fail=0' DEBUG", Some("test-runner detection")),
             ("lib.sh", "trap '[ \"$fail\" ] && fail=0' RETURN", Some("test-runner detection")),
             ("lib.sh", "trap 'rm -f \"$tmp\"' INT TERM", None),
+            // a verdict variable frozen for the script that sources the library
+            ("lib.sh", "readonly fail=0", Some("test-runner detection")),
+            ("lib.sh", "declare -r status=0", Some("test-runner detection")),
+            ("lib.sh", "readonly VERSION=1.2", None),
             (
                 "calc.py",
                 "unittest.TestCase.assertEqual = lambda *a, **k: None",
