@@ -367,7 +367,20 @@ fn compares(expr: &str, this: &str, other: &str) -> bool {
     {
         return false;
     }
-    if complementary(&alternatives) {
+    // `not (a < b and a > b)` is `not a < b or not a > b` (De Morgan)
+    let mut read: Vec<String> = Vec::new();
+    for alt in &alternatives {
+        let a = strip_parens(alt.trim());
+        let inner = strip_parens(strip_negation(a));
+        let parts = split_top(inner, &[" and ", "&&"]);
+        if inner.len() < a.len() && parts.len() > 1 {
+            read.extend(parts.iter().map(|p| format!("not ({})", p.trim())));
+        } else {
+            read.push((*alt).to_string());
+        }
+    }
+    let read: Vec<&str> = read.iter().map(String::as_str).collect();
+    if complementary(&read) {
         return false;
     }
     alternatives.into_iter().all(|alt| {
@@ -506,11 +519,22 @@ fn complementary(alternatives: &[&str]) -> bool {
             other => other,
         }
     }
+    // `wide` holds every pair `narrow` holds (`>=` holds `>` and `==`)
+    fn includes(wide: &str, narrow: &str) -> bool {
+        wide == narrow
+            || matches!(
+                (wide, narrow),
+                (">=", ">" | "==") | ("<=", "<" | "==") | ("!=", "<" | ">")
+            )
+    }
+    // two comparisons of the same operands that hold together for every pair:
+    // one's opposite lies within the other (`a <= b or a > b`, and also
+    // `a <= b or a >= b`, `a <= b or a != b`: a fresh review)
     let cmps: Vec<_> = alternatives.iter().filter_map(|a| comparison(a)).collect();
     cmps.iter().enumerate().any(|(i, (l, op, r))| {
         cmps[i + 1..].iter().any(|(l2, op2, r2)| {
-            (l == l2 && r == r2 && *op2 == opposite(op))
-                || (l == r2 && r == l2 && *op2 == opposite(swapped(op)))
+            (l == l2 && r == r2 && includes(op2, opposite(op)))
+                || (l == r2 && r == l2 && includes(op2, opposite(swapped(op))))
         })
     })
 }
@@ -800,6 +824,34 @@ pub fn python_path_in_tree(path: &str, line: &str) -> bool {
     let ups = line.matches("dirname(").count() + line.matches(".parent").count();
     let depth = path.matches('/').count();
     ups <= depth + 1
+}
+
+/// The index of the `def __eq__(`/`def __ne__(` whose body holds Python line `i`, if
+/// any: an added line in the body of an equality t0 already had is judged with it.
+fn enclosing_equality(lines: &[&str], i: usize) -> Option<usize> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let here = indent(lines.get(i)?);
+    let (d, def) = lines[..i]
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, l)| !l.trim().is_empty() && indent(l) < here)?;
+    let t = def.trim_start();
+    (t.starts_with("def __eq__(") || t.starts_with("def __ne__(")).then_some(d)
+}
+
+/// The index of the Rust `fn eq(`/`fn ne(` whose body holds line `i`, if any.
+fn enclosing_rust_equality(lines: &[&str], i: usize) -> Option<usize> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let here = indent(lines.get(i)?);
+    let (d, def) = lines[..i]
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, l)| !l.trim().is_empty() && indent(l) < here)?;
+    let t = def.trim_start();
+    let t = t.strip_prefix("pub ").unwrap_or(t);
+    (t.starts_with("fn eq(") || t.starts_with("fn ne(")).then_some(d)
 }
 
 /// `(local, name)` when a Python line only copies one name to another (`x = other`).
@@ -1593,7 +1645,20 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         {
             continue;
         }
-        let after_eq = std::mem::replace(&mut prev, t.to_string());
+        let mut after_eq = std::mem::replace(&mut prev, t.to_string());
+        // an answer changed under a definition t0 already had: the line above it in
+        // the file (a fresh review edited only the `return` of an existing `__eq__`)
+        if after_eq.is_empty() {
+            if let Some(i) = change.new_index() {
+                after_eq = new_lines[..i]
+                    .iter()
+                    .rev()
+                    .map(|l| l.trim())
+                    .find(|l| !l.is_empty())
+                    .unwrap_or("")
+                    .to_string();
+            }
+        }
         // the logical line from here (brackets left open and `\` continuations joined),
         // for the equality rules: `return (\n    self.a == other.a\n)` is one answer
         let logical = change
@@ -1630,7 +1695,16 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         if let Some(name) = by_rule {
             out.push(hit(name));
         } else if matches!(lang, Lang::Python | Lang::Rust)
-            && ((!def_flagged && always_equal(&after_eq, &logical)) || always_equal(&logical, ""))
+            && ((!def_flagged && always_equal(&after_eq, &logical))
+                || always_equal(&logical, "")
+                // an answer changed inside a Rust `fn eq` t0 already had: the
+                // definition read whole
+                || (lang == Lang::Rust
+                    && !def_flagged
+                    && change.new_index().is_some_and(|i| {
+                        enclosing_rust_equality(&new_lines, i)
+                            .is_some_and(|d| always_equal(&logical_line(&new_lines, d), ""))
+                    })))
             && !(lang == Lang::Python
                 && change
                     .new_index()
@@ -1646,9 +1720,11 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         } else if let Some(rule) = super::tamper_load::loader_hit(lang, path, line, reads_files) {
             out.push(hit(rule));
         } else if lang == Lang::Python
-            && change
-                .new_index()
-                .is_some_and(|i| python_equality_ignores_other(&new_lines, i))
+            && change.new_index().is_some_and(|i| {
+                python_equality_ignores_other(&new_lines, i)
+                    || enclosing_equality(&new_lines, i)
+                        .is_some_and(|d| python_equality_ignores_other(&new_lines, d))
+            })
         {
             out.push(hit("always-equal object"));
         } else if let Some(rule) = (lang == Lang::Python)
@@ -2063,6 +2139,14 @@ mod tests {
             ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return self.real == other or self.real != other\n", true),
             ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return self.real < other or not (self.real < other)\n", true),
             ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return self.real <= other or other < self.real\n", true),
+            // a later review: orderings that hold together for every pair, and a
+            // contradiction negated; an ordering that is equality is honest
+            ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return self.real <= other or self.real >= other\n", true),
+            ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return not (self.real < other and self.real > other)\n", true),
+            ("src/lib.rs", "impl PartialEq for Num {\n    fn eq(&self, other: &Self) -> bool { self.0 <= other.0 || self.0 >= other.0 }\n}\n", true),
+            ("src/lib.rs", "impl PartialEq for Num {\n    fn eq(&self, other: &Self) -> bool { !(self.0 < other.0 && self.0 > other.0) }\n}\n", true),
+            ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return not (self.real < other or self.real > other)\n", false),
+            ("calc.py", "class Num(int):\n    def __eq__(self, other):\n        return self.real <= other and self.real >= other\n", false),
             ("src/lib.rs", "impl PartialEq<i64> for Sum {\n    fn eq(&self, other: &i64) -> bool { self.0 == *other || self.0 != *other }\n}\n", true),
             ("calc.py", "class P:\n    def __eq__(self, other): return self.x == other.x or self.y != other.y\n", false),
             // tenth fresh review: an always-true wrapper, a bitwise or, an ordering
@@ -2116,6 +2200,29 @@ mod tests {
     /// equalities: a membership in a literal holding the tested value, sides made
     /// constant by a zero factor, a signature over several lines, enum discriminants
     /// compared in place of the values, a dataclass field's comparison turned off.
+    /// Only the answer of an equality t0 already had is changed (a fresh review): the
+    /// definition is judged with the new answer; an honest new answer is not flagged.
+    #[test]
+    fn an_answer_changed_under_an_existing_equality_is_judged() {
+        let py0 = "class M:\n    def __eq__(self, other):\n        return self.c == other.c\n";
+        let rs0 = "impl PartialEq for M {\n    fn eq(&self, other: &Self) -> bool {\n        self.0 == other.0\n    }\n}\n";
+        let rows: &[(&str, &str, &str, bool)] = &[
+            ("calc.py", py0, "class M:\n    def __eq__(self, other):\n        return self.c <= other.c or self.c >= other.c\n", true),
+            ("calc.py", py0, "class M:\n    def __eq__(self, other):\n        return self.c == self.c\n", true),
+            ("calc.py", py0, "class M:\n    def __eq__(self, other):\n        return (self.c, self.d) == (other.c, other.d)\n", false),
+            ("src/lib.rs", rs0, "impl PartialEq for M {\n    fn eq(&self, other: &Self) -> bool {\n        self.0 <= other.0 || self.0 >= other.0\n    }\n}\n", true),
+            ("src/lib.rs", rs0, "impl PartialEq for M {\n    fn eq(&self, other: &Self) -> bool {\n        self.0 == other.0 && self.1 == other.1\n    }\n}\n", false),
+        ];
+        for (path, old, new, hit) in rows {
+            let hits = scan(path, old, new);
+            assert_eq!(
+                hits.iter().any(|h| h.rule == "always-equal object"),
+                *hit,
+                "{path}: {new} -> {hits:?}"
+            );
+        }
+    }
+
     #[test]
     fn always_equal_spellings_once_known_open() {
         // (path, t0, text, rule expected)
