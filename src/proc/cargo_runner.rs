@@ -17,7 +17,10 @@
 //! directory holding a `deps/`) and then executes the binary, so the binary and
 //! everything it starts can read and run what cargo linked but not change it. Writes
 //! elsewhere stay as the check's own sandbox allows them (Landlock layers intersect):
-//! `CARGO_TARGET_TMPDIR`, the room, temporary directories.
+//! `CARGO_TARGET_TMPDIR`, the room, temporary directories. The room's `TMPDIR` is
+//! protected too: rustdoc links the doctests there, and cargo runs them after every
+//! other binary (a background process a test left running swapped one in a fresh
+//! review); the tests' own temporary files go to [`TESTS_TMP`] inside it.
 //!
 //! Landlock grants whole hierarchies, so the layer grants each sibling of the
 //! protected path instead of its parents: nothing may be created directly in the
@@ -28,10 +31,10 @@
 //! target directory. What it costs a project: a test that writes beneath a profile
 //! directory by a path of its own making (`current_exe()`'s ancestors) gets a
 //! permission error, and a test that reads `CARGO_TARGET_DIR` to find the product
-//! binary finds the tests' directory instead (`CARGO_BIN_EXE_<name>` is unchanged). Where the project or `CARGO_HOME` already
-//! configures a runner, loopexec leaves it in charge and the guard is off
-//! ([`runner_env`]); where the kernel has no Landlock the runner only executes the
-//! binary (the run records that the check is not sandboxed).
+//! binary finds the tests' directory instead (`CARGO_BIN_EXE_<name>` is unchanged).
+//! Where the project or `CARGO_HOME` already configures a runner, loopexec leaves it in
+//! charge and the guard is off ([`runner_env`]); where the kernel has no Landlock the
+//! runner only executes the binary (the run records that the check is not sandboxed).
 
 use landlock::{AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, ABI};
 use std::ffi::OsString;
