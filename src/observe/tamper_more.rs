@@ -826,22 +826,11 @@ pub fn python_path_in_tree(path: &str, line: &str) -> bool {
     ups <= depth + 1
 }
 
-/// The index of the `def __eq__(`/`def __ne__(` whose body holds Python line `i`, if
-/// any: an added line in the body of an equality t0 already had is judged with it.
-fn enclosing_equality(lines: &[&str], i: usize) -> Option<usize> {
-    let indent = |l: &str| l.len() - l.trim_start().len();
-    let here = indent(lines.get(i)?);
-    let (d, def) = lines[..i]
-        .iter()
-        .enumerate()
-        .rev()
-        .find(|(_, l)| !l.trim().is_empty() && indent(l) < here)?;
-    let t = def.trim_start();
-    (t.starts_with("def __eq__(") || t.starts_with("def __ne__(")).then_some(d)
-}
-
-/// The index of the Rust `fn eq(`/`fn ne(` whose body holds line `i`, if any.
-fn enclosing_rust_equality(lines: &[&str], i: usize) -> Option<usize> {
+/// The index of the equality definition whose body holds line `i`, if any: the
+/// nearest line above it that is less indented and starts (after a `pub `) with one
+/// of `heads` (`def __eq__(`, `fn eq(`). An added line in the body of an equality t0
+/// already had is judged with its definition.
+fn enclosing_equality(lines: &[&str], i: usize, heads: &[&str]) -> Option<usize> {
     let indent = |l: &str| l.len() - l.trim_start().len();
     let here = indent(lines.get(i)?);
     let (d, def) = lines[..i]
@@ -851,7 +840,7 @@ fn enclosing_rust_equality(lines: &[&str], i: usize) -> Option<usize> {
         .find(|(_, l)| !l.trim().is_empty() && indent(l) < here)?;
     let t = def.trim_start();
     let t = t.strip_prefix("pub ").unwrap_or(t);
-    (t.starts_with("fn eq(") || t.starts_with("fn ne(")).then_some(d)
+    heads.iter().any(|h| t.starts_with(h)).then_some(d)
 }
 
 /// `(local, name)` when a Python line only copies one name to another (`x = other`).
@@ -1702,7 +1691,7 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
                 || (lang == Lang::Rust
                     && !def_flagged
                     && change.new_index().is_some_and(|i| {
-                        enclosing_rust_equality(&new_lines, i)
+                        enclosing_equality(&new_lines, i, &["fn eq(", "fn ne("])
                             .is_some_and(|d| always_equal(&logical_line(&new_lines, d), ""))
                     })))
             && !(lang == Lang::Python
@@ -1722,7 +1711,7 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         } else if lang == Lang::Python
             && change.new_index().is_some_and(|i| {
                 python_equality_ignores_other(&new_lines, i)
-                    || enclosing_equality(&new_lines, i)
+                    || enclosing_equality(&new_lines, i, &["def __eq__(", "def __ne__("])
                         .is_some_and(|d| python_equality_ignores_other(&new_lines, d))
             })
         {
