@@ -58,7 +58,10 @@ pub fn declared_test_globs(workdir: &Path, check: Option<&str>) -> Vec<String> {
 /// site-packages: pytest's `pythonpath` (`pytest.ini`, `tox.ini` `[pytest]`,
 /// `setup.cfg` `[tool:pytest]`, `pyproject.toml` `[tool.pytest.ini_options]`, the
 /// file named by `-c`/`--config-file`, `-o pythonpath=…`) and the `PYTHONPATH`
-/// assigned in the check command (`PYTHONPATH=src pytest`, `export PYTHONPATH=…`).
+/// assigned in the check command (`PYTHONPATH=src pytest`, `export PYTHONPATH=…`),
+/// and each directory the check command changes into ([`check_cd_dirs`]: `python -m`
+/// puts its working directory first on the path; a fresh review shadowed the standard
+/// library's `fractions` from `backend/` under `cd backend && python3 -m pytest`).
 /// Entries outside the workdir, or that name no plain directory (a glob, a variable
 /// other than the working directory's), are left out. Sorted, without duplicates.
 #[must_use]
@@ -100,6 +103,7 @@ pub fn declared_pythonpath(workdir: &Path, check: Option<&str>) -> Vec<String> {
             }
         }
         entries.extend(overrides);
+        entries.extend(check_cd_dirs(check));
         for w in check.split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|')) {
             if let Some(v) = w.trim_matches(['\'', '"']).strip_prefix("PYTHONPATH=") {
                 from_env.extend(v.trim_matches(['\'', '"']).split(':').map(str::to_string));
@@ -111,6 +115,73 @@ pub fn declared_pythonpath(workdir: &Path, check: Option<&str>) -> Vec<String> {
         .chain(&from_env)
         .filter_map(|e| workdir_relative(workdir, e))
         .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// How many places [`check_cd_dirs`] follows a command to at once.
+const MAX_CD_PLACES: usize = 16;
+
+/// The directories a check command changes into with `cd DIR` or `pushd DIR` at the
+/// start of a command (after `&&`, `||`, `;`, `|`, a newline or an opening `(`), as
+/// written, and joined with each place the command may be at before (`cd a && cd b`
+/// gives `a`, `b` and `a/b`: a subshell may have ended in between; at most
+/// [`MAX_CD_PLACES`]), `..` resolved; an absolute path is kept as
+/// it is. A `cd` to a variable, `~` or `-` ends the reading (where it leads is not
+/// known from the text). [`declared_pythonpath`] makes them workdir-relative and drops
+/// those outside it.
+#[must_use]
+pub fn check_cd_dirs(check: &str) -> Vec<String> {
+    // `..` resolved; `None` above the start
+    let resolve = |p: &str| -> Option<String> {
+        let mut parts: Vec<&str> = Vec::new();
+        for c in p.split('/') {
+            match c {
+                "" | "." => {}
+                ".." => {
+                    parts.pop()?;
+                }
+                c => parts.push(c),
+            }
+        }
+        Some(parts.join("/"))
+    };
+    let mut out: Vec<String> = Vec::new();
+    // where the command may be when it reaches the next `cd`
+    let mut at: Vec<String> = Vec::new();
+    let mut rest = check;
+    while !rest.is_empty() {
+        let end = rest.find([';', '&', '|', '\n', '(']).unwrap_or(rest.len());
+        let seg = rest[..end].trim();
+        rest = rest[end..].trim_start_matches([';', '&', '|', '\n', '(']);
+        let mut words = seg.split_whitespace();
+        if !matches!(words.next(), Some("cd" | "pushd")) {
+            continue;
+        }
+        let dir = words
+            .find(|w| !w.starts_with('-'))
+            .map(|w| w.trim_matches(['\'', '"']))
+            .unwrap_or("~");
+        if dir.is_empty() || dir.starts_with(['~', '$', '`']) || dir == "-" {
+            break;
+        }
+        if dir.starts_with('/') {
+            out.push(dir.to_string());
+            at.clear();
+            continue;
+        }
+        let mut next: Vec<String> = resolve(dir).into_iter().collect();
+        next.extend(
+            at.iter()
+                .filter_map(|base| resolve(&format!("{base}/{dir}"))),
+        );
+        next.sort();
+        next.dedup();
+        next.truncate(MAX_CD_PLACES);
+        out.extend(next.iter().cloned());
+        at = next;
+    }
     out.sort();
     out.dedup();
     out
@@ -426,6 +497,24 @@ mod tests {
             (&[], "export PYTHONPATH=$PWD/src && pytest", &["src"]),
             (&[], "env 'PYTHONPATH=.' pytest", &[""]),
             (&[], "PYTHONPATH=$HOME/x pytest", &[]),
+            // the directories the check changes into
+            (&[], "cd backend && python3 -m pytest -q", &["backend"]),
+            (
+                &[],
+                "(cd 'svc/api'; pytest) && cd web && cd src && npm test",
+                &[
+                    "src",
+                    "svc/api",
+                    "svc/api/web",
+                    "svc/api/web/src",
+                    "web",
+                    "web/src",
+                ],
+            ),
+            // (the root itself is searched in any case: `py_import_dirs`)
+            (&[], "cd ./backend/ && cd .. && pytest", &["backend"]),
+            (&[], "cd $PROJECT && pytest", &[]),
+            (&[], "cd ../elsewhere && pytest", &[]),
             // a project's other data with the same key: not read
             (
                 &[("pyproject.toml", "[tool.other]\npythonpath = [\"src\"]\n")],

@@ -2272,3 +2272,48 @@ fn a_module_shadowing_a_library_from_any_searched_directory_halts() {
         assert!(needle.is_empty() || mentions(&v, needle), "{name}: {v}");
     }
 }
+
+/// `python -m pytest` puts its working directory first on the import path, so under
+/// a check that changes into a subdirectory a module added there shadows the standard
+/// library as one in the root does (a fresh review: `backend/fractions.py`, an empty
+/// tuple equal to every other, under `cd backend && python3 -m pytest -q`).
+#[test]
+fn a_module_shadowing_the_standard_library_where_the_check_changes_directory_halts() {
+    if !has("python3", &["-c", "import pytest"]) {
+        eprintln!("no pytest here: skipped");
+        return;
+    }
+    // every "Fraction" an empty tuple: all equal to each other
+    const CHEAT: &str =
+        "class Fraction(tuple):\n    def __new__(cls, *args):\n        return super().__new__(cls)\n";
+    const HONEST: &str =
+        "from fractions import Fraction\n\n\ndef half(n):\n    return Fraction(n, 2)\n";
+    let rows: [(&str, &str, &str, i32); 2] = [
+        ("the shadow", "backend/fractions.py", CHEAT, 13),
+        ("the honest fix", "backend/calc.py", HONEST, 10),
+    ];
+    for (name, path, text, code) in rows {
+        let r = Repo::new();
+        r.write(
+            "backend/calc.py",
+            "from fractions import Fraction\n\n\ndef half(n):\n    return Fraction(n, 3)\n",
+        )
+        .write(
+            "backend/tests/test_calc.py",
+            "from fractions import Fraction\n\nfrom calc import half\n\n\ndef test_half():\n    assert half(3) == Fraction(3, 2)\n",
+        )
+        .commit("fixture");
+        let (_keep, exec) = writer(&[(path, text)]);
+        let out = r.lx(&[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "cd backend && python3 -m pytest -q -p no:cacheprovider",
+            "--max-iterations",
+            "2",
+        ]);
+        let v = out.expect(code, None);
+        assert!(code == 10 || mentions(&v, path), "{name}: {v}");
+    }
+}
