@@ -537,3 +537,72 @@ fn stores_of_workdirs_that_are_gone_are_found() {
         (vec![(stores.join("b.git"), gone_wd)], 1)
     );
 }
+
+/// Each scan reuses the subtrees its changes did not reach; the tree it writes is the
+/// one a build of every directory writes, through additions, edits, removals of files
+/// and of whole directories, a directory coming back and a file turning into one.
+#[test]
+fn a_scan_reuses_unchanged_subtrees_and_writes_the_tree_a_full_build_writes() {
+    let (_t, store, mut sc) = setup();
+    let root = sc.root().to_path_buf();
+    for (rel, body) in [
+        ("a.txt", "a"),
+        ("d1/x.txt", "x"),
+        ("d1/sub/y.txt", "y"),
+        ("d2/z.txt", "z"),
+        ("d2/deep/er/w.txt", "w"),
+    ] {
+        put(&root, rel, body);
+    }
+    type Step = (&'static str, fn(&Path));
+    let steps: [Step; 7] = [
+        ("nothing", |_| {}),
+        ("one file deep", |r| put(r, "d2/deep/er/w.txt", "w2")),
+        ("a new directory", |r| put(r, "d3/n/new.txt", "n")),
+        ("a whole directory removed", |r| {
+            fs::remove_dir_all(r.join("d1/sub")).unwrap()
+        }),
+        ("the directory back, as it was", |r| {
+            put(r, "d1/sub/y.txt", "y")
+        }),
+        ("a file turned into a directory", |r| {
+            fs::remove_file(r.join("a.txt")).unwrap();
+            put(r, "a.txt/inner.txt", "i");
+        }),
+        ("a root file", |r| put(r, "b.txt", "b")),
+    ];
+    let first = sc.scan(&store).unwrap();
+    assert_eq!(first.tree, store.write_tree(&first.entries).unwrap());
+    let mut objects_before = count_objects(&store);
+    for (name, change) in steps {
+        change(&root);
+        let s = sc.scan(&store).unwrap();
+        let full = store.write_tree(&s.entries).unwrap();
+        assert_eq!(s.tree, full, "{name}");
+        let t = git::ls_tree(store.dir(), &s.tree).unwrap();
+        let listed: Vec<&str> = t
+            .iter()
+            .filter(|e| e.kind == "blob")
+            .map(|e| e.path.as_str())
+            .collect();
+        assert_eq!(listed, paths(&s), "{name}: git reads the tree written");
+        if name == "nothing" {
+            assert_eq!(
+                count_objects(&store),
+                objects_before,
+                "{name}: nothing written"
+            );
+        }
+        objects_before = count_objects(&store);
+    }
+}
+
+/// Loose objects in the store.
+fn count_objects(store: &SnapshotStore) -> usize {
+    fs::read_dir(store.dir().join("objects"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|d| d.file_name().len() == 2)
+        .map(|d| fs::read_dir(d.path()).unwrap().count())
+        .sum()
+}
