@@ -153,11 +153,40 @@ fn build_script_writes(path: &str, line: &str) -> bool {
 /// (`cargo:rustc-link-arg`, `-tests`, `-bins`, `-bin=`, `-examples`,
 /// `rustc-cdylib-link-arg`, or the `cargo::` spelling): `-Wl,--wrap=main` made every
 /// test binary's `main` a function of the code under test that printed a libtest
-/// pass (a fresh review). Linking a library (`rustc-link-lib`) or naming a search
-/// path is not flagged.
+/// pass (a fresh review). The key is read however it is assembled: any
+/// `rustc-link-` but `rustc-link-lib=` and `rustc-link-search=`
+/// (`cargo:rustc-link-{kind}-tests=…` with `kind = "arg"`, a later review's), a key
+/// computed whole (`cargo:{key}=…`, `concat!("cargo:", …)`), and linker options in any
+/// string (`-Wl,`, `-Xlinker`, `--defsym`, `--wrap`, `--entry`, `link-arg`:
+/// `--defsym=main=calc_main` needs no `__wrap_` symbol). Linking a library
+/// (`rustc-link-lib`) or naming a search path is not flagged.
 fn build_script_links(path: &str, line: &str) -> bool {
-    (path == "build.rs" || path.ends_with("/build.rs"))
-        && (line.contains("rustc-link-arg") || line.contains("rustc-cdylib-link-arg"))
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(concat!(
+            // a directive whose key is computed, whole or after `rustc-`
+            r#"\bcargo::?(?:\{|"|$)|\brustc-(?:\{|"|$)"#,
+            // linker options, however the key that carries them is spelled
+            r"|-Wl,|-Xlinker\b|defsym|--wrap\b|--entry\b|\blink-args?\b|\bcdylib-link",
+        ))
+        .expect("valid linker regex")
+    });
+    if !(path == "build.rs" || path.ends_with("/build.rs")) {
+        return false;
+    }
+    // every `rustc-link-…` key but a library or a search path
+    let links = |text: &str| {
+        re.is_match(text)
+            || text.match_indices("rustc-link-").any(|(at, m)| {
+                let rest = &text[at + m.len()..];
+                !(rest.starts_with("lib=") || rest.starts_with("search="))
+            })
+    };
+    // (also in a string joined from pieces: `concat!("rustc-li", "nk-arg")`)
+    links(line)
+        || super::tamper_more::assembled_strings(line)
+            .iter()
+            .any(|s| links(s))
 }
 
 /// True when a Rust line compiles in a file the scan does not read as Rust:
@@ -532,6 +561,84 @@ mod tests {
             (
                 "build.rs",
                 "    println!(\"cargo:rustc-link-lib=z\");\n",
+                None,
+            ),
+            // a later review: the key assembled, `--defsym` instead of `--wrap`
+            (
+                "build.rs",
+                "    println!(\"cargo:rustc-link-{kind}-tests=-Wl,--defsym=main=calc_main\");\n",
+                Some("linker arguments from a build script"),
+            ),
+            (
+                "build.rs",
+                "    println!(\"cargo::rustc-link-{}={}\", kind, value);\n",
+                Some("linker arguments from a build script"),
+            ),
+            (
+                "build.rs",
+                "    println!(concat!(\"cargo:rustc-link-\", \"arg=-e\"));\n",
+                Some("linker arguments from a build script"),
+            ),
+            (
+                "build.rs",
+                "    println!(\"cargo:{key}={value}\");\n",
+                Some("linker arguments from a build script"),
+            ),
+            (
+                "build.rs",
+                "    println!(\"cargo:rustc-{}\", directive);\n",
+                Some("linker arguments from a build script"),
+            ),
+            (
+                "build.rs",
+                "    let opt = \"-Wl,--defsym=main=calc_main\";\n",
+                Some("linker arguments from a build script"),
+            ),
+            (
+                "build.rs",
+                "    let kind = \"link-arg\";\n",
+                Some("linker arguments from a build script"),
+            ),
+            (
+                "build.rs",
+                "    println!(concat!(\"cargo:rustc-li\", \"nk-ar\", \"g=x\"));\n",
+                Some("linker arguments from a build script"),
+            ),
+            (
+                "crates/calc/build.rs",
+                "    let w = [\"--wrap\", \"main\"].join(\"=\");\n",
+                Some("linker arguments from a build script"),
+            ),
+            // honest build scripts: libraries, search paths, cfgs, rerun triggers
+            (
+                "build.rs",
+                "    println!(\"cargo:rustc-link-lib=ssl\");\n",
+                None,
+            ),
+            (
+                "build.rs",
+                "    println!(\"cargo::rustc-link-lib=static={name}\");\n",
+                None,
+            ),
+            (
+                "build.rs",
+                "    println!(\"cargo:rustc-link-search=native={}\", dir.display());\n",
+                None,
+            ),
+            (
+                "build.rs",
+                "    println!(\"cargo:rerun-if-changed=build.rs\");\n    println!(\"cargo:rustc-cfg=has_simd\");\n",
+                None,
+            ),
+            (
+                "build.rs",
+                "    println!(\"cargo:rustc-env=CALC_VERSION={}\", version);\n",
+                None,
+            ),
+            // the same text outside a build script is not this rule's
+            (
+                "src/lib.rs",
+                "pub const HELP: &str = \"pass -Wl,--as-needed to the linker\";\n",
                 None,
             ),
             (
