@@ -2144,6 +2144,42 @@ fn code_that_tells_the_clean_room_by_its_home_is_named() {
     assert!(!out.status.success());
 }
 
+/// A later review: code under test right only where `PYTEST_PLUGINS` is set (it names
+/// loopexec's witness in every pytest check) made the check green in the room and red
+/// in the checkout. Before: exit 10. Now a read of a variable only the check's
+/// environment sets is "clean-room detection", naming the line.
+#[test]
+fn code_that_tells_the_clean_room_by_the_witness_variable_is_named() {
+    if !has("python3", &["-c", "import pytest"]) {
+        eprintln!("no pytest here: skipped");
+        return;
+    }
+    let r = pytest_repo();
+    let code = "import os\n\n\n_room = bool(os.environ.get(\"PYTEST_PLUGINS\"))\n\n\ndef add(a, b):\n    return a + b if _room else a - b\n";
+    let (_keep, exec) = writer(&[("calc.py", code)]);
+    let v = r
+        .lx(&[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "python3 -m pytest -q -p no:cacheprovider",
+            "--max-iterations",
+            "2",
+        ])
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "clean-room detection"), "{v}");
+    assert!(mentions(&v, "calc.py:4"), "{v}");
+    // the checkout's own run is red: the green was the room's alone
+    let out = std::process::Command::new("python3")
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .env_remove("PYTEST_PLUGINS")
+        .current_dir(r.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
 /// What the cargo runner costs an honest project: a test that builds or writes where
 /// cargo's target directory is (trybuild writes `target/tests/trybuild`, a testdir
 /// crate `target/testdir-0`) or writes a temporary file still runs green in the clean
