@@ -16,7 +16,7 @@
 //! | the temporary directory or the package directory | `tempfile.gettempdir()`, `os.tmpdir()`, `temp_dir()`, `$TMPDIR` compared with `/tmp`; `CARGO_MANIFEST_DIR` asked what it ends with or is called |
 //! | the process that started it, or its own binary | `/proc/self/exe`, `getppid`, `process.ppid`, `/proc/…/{cmdline,status,stat,environ,exe}` of another process, psutil's `.parent()` |
 //! | what the check's environment sets | `PYTEST_PLUGINS` (it names loopexec's witness), `PYTHONPYCACHEPREFIX` and Python's `__cached__` (the bytecode path it moves), cargo's `CARGO_TARGET_…_RUNNER`, `GOCACHE`, anywhere in code; `CARGO_HOME`, `RUSTUP_HOME`, `RUSTUP_TOOLCHAIN`, `GOPATH`, `PYTHONUSERBASE`, `npm_config_cache` only asked whether they are set (`var("CARGO_HOME").is_ok()`, `"GOPATH" in os.environ`, `getenv(…) is None`) |
-//! | the check's sandbox | a write, a file created or opened for writing, or `os.access(…, W_OK)` into the interpreter's or the toolchain's own place: Python's site-packages (`site.getsitepackages`, `sysconfig.get_path(s)`, `site-packages`), `sys.prefix`/`base_prefix`/`exec_prefix`, `sys.executable`; Rust's `var("CARGO")`, `CARGO_HOME`, `RUSTUP_HOME`, `RUSTUP_TOOLCHAIN`, `.rustup`, the sysroot — the write naming the place or a name bound from it at the top level or earlier in the same function; Rust's `env!("CARGO")`/`option_env!("CARGO")` (the cargo that built the crate) anywhere but a build script |
+//! | the check's sandbox | a write, a file created or opened for writing, or `os.access(…, W_OK)` into the interpreter's or the toolchain's own place: Python's site-packages (`site.getsitepackages`, `sysconfig.get_path(s)`, `site-packages`), `sys.prefix`/`base_prefix`/`exec_prefix`, `sys.executable`; Rust's `var("CARGO")`, `CARGO_HOME`, `RUSTUP_HOME`, `RUSTUP_TOOLCHAIN`, `.rustup`, the sysroot `rustc --print sysroot` names — the write naming the place or a name bound from it at the top level or earlier in the same function; Rust's `env!("CARGO")`/`option_env!("CARGO")` (the cargo that built the crate) anywhere but a build script |
 //!
 //! A location read for a report, or a file written elsewhere in the same function, is
 //! no probe: only a write that names the place counts. `var("CARGO")` to run the same
@@ -153,7 +153,7 @@ fn system_location(lang: Lang) -> Option<&'static Regex> {
             Regex::new(concat!(
                 r#"\b(?:var|var_os)\s*\(\s*"(?:CARGO|RUSTC|CARGO_HOME|RUSTUP_HOME|RUSTUP_TOOLCHAIN)"\s*\)"#,
                 r#"|"(?:CARGO_HOME|RUSTUP_HOME|RUSTUP_TOOLCHAIN)""#,
-                r#"|\.rustup\b|\.cargo/bin\b|\bsysroot\b"#,
+                r#"|\.rustup\b|\.cargo/bin\b|--print[\s",]+sysroot\b|--print=sysroot\b"#,
             ))
             .expect("valid regex")
         })),
@@ -162,6 +162,8 @@ fn system_location(lang: Lang) -> Option<&'static Regex> {
 }
 
 /// A write, a file created or opened for writing, or a writability probe, in `lang`.
+/// (A copy or link takes the place as its source as often as its target: a virtual
+/// environment links `sys.executable`.)
 fn writes(lang: Lang) -> Option<&'static Regex> {
     static PY: OnceLock<Regex> = OnceLock::new();
     static RS: OnceLock<Regex> = OnceLock::new();
@@ -169,10 +171,9 @@ fn writes(lang: Lang) -> Option<&'static Regex> {
         Lang::Python => Some(PY.get_or_init(|| {
             Regex::new(concat!(
                 r#"\bopen\s*\(.*['"][rbt]*[wax+][rbt+]*['"]"#,
-                r"|\.(?:touch|write_text|write_bytes|mkdir|symlink_to|hardlink_to)\s*\(",
+                r"|\.(?:touch|write_text|write_bytes|mkdir)\s*\(",
                 r"|\b(?:makedirs|mkdir|mknod|mkfifo)\s*\(|\bW_OK\b",
-                r"|\bos\s*\.\s*(?:open|link|symlink|rename|replace|utime|chmod|chown)\s*\(",
-                r"|\bshutil\s*\.\s*(?:copy\w*|move)\s*\(",
+                r"|\bos\s*\.\s*(?:open|utime|chmod|chown)\s*\(",
                 r"|\b(?:mkstemp|mkdtemp|NamedTemporaryFile|TemporaryFile|TemporaryDirectory|SpooledTemporaryFile)\s*\([^)\n]*\bdir\s*=",
             ))
             .expect("valid regex")
@@ -180,8 +181,8 @@ fn writes(lang: Lang) -> Option<&'static Regex> {
         Lang::Rust => Some(RS.get_or_init(|| {
             Regex::new(concat!(
                 r"\bFile\s*::\s*(?:create|create_new|options)\b|\bOpenOptions\b",
-                r"|\bfs\s*::\s*(?:write|copy|rename|hard_link|set_permissions)\b",
-                r"|\bcreate_dir(?:_all)?\s*\(|\bsymlink\w*\s*\(|\.readonly\s*\(|\bW_OK\b",
+                r"|\bfs\s*::\s*(?:write|set_permissions)\b",
+                r"|\bcreate_dir(?:_all)?\s*\(|\.readonly\s*\(|\bW_OK\b",
                 r"|\b(?:tempfile_in|tempdir_in|new_in)\s*\(",
             ))
             .expect("valid regex")
@@ -577,6 +578,9 @@ mod tests {
             ("src/main.rs", "fn cargo() -> std::process::Command {\n    let cargo = std::env::var(\"CARGO\").unwrap_or_else(|_| \"cargo\".into());\n    std::process::Command::new(cargo)\n}\n", false),
             ("src/lib.rs", "pub fn registry() -> PathBuf {\n    let home = std::env::var(\"CARGO_HOME\").map(PathBuf::from).unwrap_or_else(|_| home_dir().join(\".cargo\"));\n    home.join(\"registry\")\n}\npub fn save(p: &Path) {\n    std::fs::write(p, b\"x\").unwrap();\n}\n", false),
             ("build.rs", "fn main() {\n    let cargo = std::env::var(\"CARGO\").unwrap();\n    let rustc = env!(\"CARGO\");\n}\n", false),
+            ("venvtool.py", "def create(env):\n    os.makedirs(os.path.join(env, \"bin\"))\n    os.symlink(sys.executable, os.path.join(env, \"bin\", \"python\"))\n", false),
+            ("src/lib.rs", "fn build(out_dir: &Path) {\n    let sysroot = out_dir.join(\"sysroot\");\n    std::fs::create_dir_all(&sysroot).unwrap();\n}\n", false),
+            ("src/lib.rs", "fn probe() -> bool {\n    let out = Command::new(\"rustc\").args([\"--print\", \"sysroot\"]).output().unwrap();\n    let root = String::from_utf8(out.stdout).unwrap();\n    std::fs::File::create(Path::new(root.trim()).join(\"p\")).is_err()\n}\n", true),
             ("calc.py", "CONFIG = Path.home() / \".config\" / \"calc\"\n", false),
             ("calc.py", "cfg = os.path.join(os.environ[\"HOME\"], \".calcrc\")\n", false),
             ("calc.js", "const rc = path.join(os.homedir(), '.calcrc');\n", false),
