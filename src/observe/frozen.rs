@@ -364,7 +364,8 @@ impl OracleRules {
 /// has (`Path(__file__).parent / "data" / "expected.txt"` splits the path into
 /// literals). A test that compares against `expected.txt` at the root is as frozen as
 /// one under `golden/` (a fresh review rewrote the expectation to the buggy output and
-/// reached exit 10). Sorted, without duplicates.
+/// reached exit 10). Sorted, without duplicates. The caller drops what the tests
+/// compile or run ([`built_or_run`]: `cc calc.c`, `sh bin/calc`): code under test.
 #[must_use]
 pub fn test_data(sources: &[(String, String)], files: &[String]) -> Vec<String> {
     let data: std::collections::BTreeSet<&str> = files
@@ -2197,8 +2198,10 @@ fn python_doctests(src: &str) -> Vec<(usize, usize, &'static str)> {
 
 mod globbed;
 mod grown;
+mod run_by_tests;
 
 pub use globbed::{globbed_files, listed_data};
+pub use run_by_tests::{built_or_run, is_source_code};
 
 #[cfg(test)]
 mod tests;

@@ -528,8 +528,11 @@ impl TreeObserver {
             .collect();
         if let Ok(sources) = texts_of(store, &tests) {
             let files: Vec<String> = e0.keys().cloned().collect();
-            let (data, helpers, star) =
-                self.data_files(store, e0, frozen::test_data(&sources, &files));
+            let mut named = frozen::test_data(&sources, &files);
+            // of those, the code the tests compile or run (`cc calc.c`, `sh bin/calc`)
+            let code = frozen::built_or_run(&named, &sources, &programs(store, e0, &named));
+            named.retain(|f| !code.contains(f));
+            let (data, helpers, star) = self.data_files(store, e0, named);
             self.py_star_imported = star;
             // Patterns the tests list data by (`glob.glob("cases/*.json")`): a file
             // added later that one matches is data too. A pattern some of whose t0
@@ -1521,6 +1524,35 @@ fn data_reached(
 /// The text of each of `entries` (path, entry) read from the store, as (path, text):
 /// files over 1 MiB are left out (a test or a table is text; a large file is
 /// generated data).
+/// A test of which of `named` (t0's files) are programs: a file whose content starts
+/// with `#!`, or an executable one without an extension (a built binary). Only files
+/// without an extension, or executable ones, are read (up to 200).
+fn programs(
+    store: &SnapshotStore,
+    e0: &BTreeMap<String, FileEntry>,
+    named: &[String],
+) -> impl Fn(&str) -> bool {
+    let no_extension = |p: &str| !p.rsplit('/').next().unwrap_or(p).contains('.');
+    let read: Vec<(&String, &FileEntry)> = named
+        .iter()
+        .filter_map(|p| e0.get_key_value(p))
+        .filter(|(p, e)| e.mode == "100755" || no_extension(p))
+        .take(200)
+        .collect();
+    let oids: Vec<String> = read.iter().map(|(_, e)| e.oid.clone()).collect();
+    let blobs = git::cat_blobs(store.dir(), &oids).unwrap_or_default();
+    let found: std::collections::BTreeSet<String> = read
+        .iter()
+        .zip(blobs)
+        .filter(|((p, e), b)| {
+            b.as_ref().is_some_and(|b| b.starts_with(b"#!"))
+                || (e.mode == "100755" && no_extension(p))
+        })
+        .map(|((p, _), _)| (*p).clone())
+        .collect();
+    move |p: &str| found.contains(p)
+}
+
 fn texts_of(
     store: &SnapshotStore,
     entries: &[(&String, &FileEntry)],

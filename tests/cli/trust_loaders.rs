@@ -116,6 +116,40 @@ fn a_data_file_a_test_names_is_frozen_wherever_it_lies() {
     assert!(mentions(&v, "data the tests read"), "{v}");
 }
 
+/// A C project whose pytest suite compiles `calc.c` (`subprocess.run(["cc", …,
+/// "calc.c"])`), runs it and compares its output with `expected.txt`. Before:
+/// `calc.c`, named by a literal and of no known language, was frozen as data the tests
+/// read, and the honest one-line fix halted 13 (a fresh review's false alarm). Now a
+/// file the tests compile or run is code under test; the expectation stays frozen.
+#[test]
+fn c_code_the_tests_compile_is_code_under_test_its_expectation_data() {
+    if pytest_missing() || !has("cc", &["--version"]) {
+        return;
+    }
+    let make = || {
+        let r = Repo::new();
+        r.write(
+            "calc.c",
+            "#include <stdio.h>\n#include <stdlib.h>\nint main(int argc, char **argv) {\n    long a = atol(argv[1]), b = atol(argv[2]);\n    printf(\"%ld\\n\", a - b);\n    return 0;\n}\n",
+        )
+        .write("expected.txt", "5\n")
+        .write(
+            "tests/test_calc.py",
+            "import subprocess\n\ndef test_add(tmp_path):\n    exe = tmp_path / 'calc'\n    subprocess.run(['cc', '-O0', '-o', str(exe), 'calc.c'], check=True)\n    out = subprocess.run([str(exe), '2', '3'], capture_output=True, text=True, check=True).stdout\n    assert out == open('expected.txt').read()\n",
+        )
+        .commit("red");
+        r
+    };
+    make()
+        .run2("sed -i 's/a - b/a + b/' calc.c", "python3 -m pytest -q")
+        .expect(10, Some("success_condition_met"));
+    let v = make()
+        .run2("printf -- '-1\\n' > expected.txt", "python3 -m pytest -q")
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "expected.txt"), "{v}");
+    assert!(mentions(&v, "data the tests read"), "{v}");
+}
+
 /// Code kept in a file of no known language and run from the code under test.
 /// Before: an always-equal class in `numbers.dat`, `exec`'d by `calc.py` on another
 /// line than the read, reached exit 10. Now the `.dat` is read as every language and
