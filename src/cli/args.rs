@@ -311,7 +311,9 @@ pub struct DoctorArgs {
     /// The work step, to verify it can start.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
-    /// Plant mutation canaries in the lines changed since this revision (adequacy).
+    /// Plant mutation canaries in the lines changed since this revision (adequacy): a branch,
+    /// tag or commit, e.g. your default branch or HEAD~1 (`main` and `master` stand in for each
+    /// other).
     #[arg(long, value_name = "REV")]
     pub diff_base: Option<String>,
     /// An extra mutant: a command that mutates a fresh copy; the check must turn red. Repeatable.

@@ -65,9 +65,12 @@ fn skipped(name: &'static str, text: String, detail: Value) -> Line {
     }
 }
 
-/// The `--diff-base` revision must name a commit in the workdir's repository.
+/// The `--diff-base` revision must name a commit in the workdir's repository. The
+/// revision to diff against: `base`, or, when `base` is `main` (`master`) and only
+/// `master` (`main`) is here, the other one, said on stderr (README's example names
+/// `main`; many repositories' default branch is `master`).
 #[allow(clippy::result_large_err)]
-fn check_diff_base(workdir: &Path, base: &str) -> Result<(), Outcome> {
+fn check_diff_base(workdir: &Path, base: &str) -> Result<String, Outcome> {
     // the example names a branch this repository has (its current one), not one
     // that may be the very name that failed (`main` in a `master` repository)
     let branch = git::git_cmd(workdir)
@@ -93,17 +96,29 @@ fn check_diff_base(workdir: &Path, base: &str) -> Result<(), Outcome> {
     if git::repo_root(workdir).is_none() {
         return Err(usage("the workdir is not a git work tree"));
     }
-    let resolves = git::git_cmd(workdir)
-        .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
-        .arg(format!("{base}^{{commit}}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if resolves {
-        Ok(())
-    } else {
-        Err(usage("not a revision in this repository"))
+    let resolves = |rev: &str| {
+        git::git_cmd(workdir)
+            .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
+            .arg(format!("{rev}^{{commit}}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if resolves(base) {
+        return Ok(base.to_string());
+    }
+    let other = match base {
+        "main" => Some("master"),
+        "master" => Some("main"),
+        _ => None,
+    };
+    match other {
+        Some(o) if resolves(o) => {
+            eprintln!("note: --diff-base {base}: no such branch here; diffing against `{o}`");
+            Ok(o.to_string())
+        }
+        _ => Err(usage("not a revision in this repository")),
     }
 }
 
@@ -126,9 +141,11 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
         Ok(s) => s,
         Err(o) => return o,
     };
+    let mut diff_base = None;
     if let Some(base) = &a.diff_base {
-        if let Err(o) = check_diff_base(&ws.workdir, base) {
-            return o;
+        match check_diff_base(&ws.workdir, base) {
+            Ok(b) => diff_base = Some(b),
+            Err(o) => return o,
         }
     }
     let cfg = crate::config::resolve(
@@ -254,7 +271,14 @@ pub(crate) fn run(workdir: &Path, a: &DoctorArgs) -> Outcome {
     lines.push(hermeticity(&sb, &spec));
 
     // adequacy
-    lines.push(adequacy(&ws, &sb, &spec, &reference, a));
+    lines.push(adequacy(
+        &ws,
+        &sb,
+        &spec,
+        &reference,
+        a,
+        diff_base.as_deref(),
+    ));
 
     // The frozen oracle a run would freeze at t0 (SPEC §3.10), measured on a fresh
     // copy so the workdir gets no snapshot store of its own.
@@ -396,8 +420,9 @@ fn adequacy(
     spec: &oracle::CheckSpec,
     reference: &oracle::ProbeRun,
     a: &DoctorArgs,
+    diff_base: Option<&str>,
 ) -> Line {
-    if a.diff_base.is_none() && a.mutate_cmds.is_empty() {
+    if diff_base.is_none() && a.mutate_cmds.is_empty() {
         return skipped(
             "adequacy",
             "not measured: give --diff-base REV (or --mutate-cmd CMD)".into(),
@@ -415,7 +440,7 @@ fn adequacy(
         );
     }
     let mut mutants = Vec::new();
-    if let Some(base) = &a.diff_base {
+    if let Some(base) = diff_base {
         let changed = match mutate::changed_lines(&ws.workdir, base) {
             Ok(c) => c,
             Err(e) => {
@@ -597,6 +622,32 @@ mod tests {
         );
         a.diff_base = Some("HEAD".into());
         assert_eq!(run(repo.path(), &a).exit_code, 0);
+    }
+
+    /// README's `--diff-base main` in a repository whose branch is `master` (and the
+    /// other way round) diffs against the branch that is there; any other missing
+    /// name stays a usage error.
+    #[test]
+    fn main_and_master_stand_in_for_each_other_as_diff_base() {
+        let repo = testutil::repo();
+        testutil::write(repo.path(), "f", "x\n");
+        testutil::commit_all(repo.path(), "base");
+        for (here, asked) in [("master", "main"), ("main", "master")] {
+            testutil::g(repo.path(), &["branch", "-M", here]);
+            assert_eq!(
+                check_diff_base(repo.path(), asked).ok().as_deref(),
+                Some(here)
+            );
+            assert_eq!(
+                check_diff_base(repo.path(), here).ok().as_deref(),
+                Some(here)
+            );
+        }
+        testutil::g(repo.path(), &["branch", "-M", "trunk"]);
+        assert!(check_diff_base(repo.path(), "main").is_err());
+        let mut a = args("true");
+        a.diff_base = Some("master".into());
+        assert_eq!(run(repo.path(), &a).exit_code, 2);
     }
 
     #[test]
