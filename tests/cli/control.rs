@@ -837,7 +837,14 @@ fn init_agent_installs_the_gate_hook_keeping_existing_settings() {
         ".claude/settings.json",
         r#"{"model": "sonnet", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]}}"#,
     );
-    let v = r.lx(&["init", "--agent", "claude"]).expect(0, None);
+    // `loopexec` on PATH is this binary: the hook names it bare
+    let linked = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(bin(), linked.path().join("loopexec")).unwrap();
+    let path = format!("{}:/usr/bin:/bin", linked.path().display());
+    let init = |agent: &str| r.lx_env(&["init", "--agent", agent], &[("PATH", &path)]);
+    let out = init("claude");
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    let v = out.expect(0, None);
     assert!(v["hooks"]
         .as_str()
         .unwrap()
@@ -853,7 +860,7 @@ fn init_agent_installs_the_gate_hook_keeping_existing_settings() {
         );
     }
     // Running it again adds nothing twice.
-    r.lx(&["init", "--agent", "claude"]).expect(0, None);
+    init("claude").expect(0, None);
     assert_eq!(
         read(".claude/settings.json")["hooks"]["PreToolUse"]
             .as_array()
@@ -861,7 +868,7 @@ fn init_agent_installs_the_gate_hook_keeping_existing_settings() {
             .len(),
         1
     );
-    r.lx(&["init", "--agent", "gemini"]).expect(0, None);
+    init("gemini").expect(0, None);
     let g = read(".gemini/settings.json");
     assert_eq!(
         g["hooks"]["BeforeTool"][0]["hooks"][0]["command"],
@@ -871,6 +878,43 @@ fn init_agent_installs_the_gate_hook_keeping_existing_settings() {
         g["hooks"]["AfterTool"][0]["hooks"][0]["command"],
         "loopexec gate"
     );
+}
+
+/// Before: `init --agent claude` from a binary built with `cargo build --release`
+/// and never installed wrote a hook running bare `loopexec gate`, which could not
+/// run: the action gate was silently missing (a fresh review). Now the hook runs this
+/// binary by its absolute path, init says so, and a later init repoints the hook.
+#[test]
+fn init_agent_names_this_binary_when_loopexec_is_not_on_path() {
+    let r = Repo::with_f();
+    let exe = std::fs::canonicalize(bin()).unwrap();
+    let want = format!("{} gate", exe.display());
+    let read = || -> Value { serde_json::from_str(&r.read(".claude/settings.json")).unwrap() };
+    // an earlier init from an installed loopexec
+    let linked = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(bin(), linked.path().join("loopexec")).unwrap();
+    let with_link = format!("{}:/usr/bin:/bin", linked.path().display());
+    r.lx_env(&["init", "--agent", "claude"], &[("PATH", &with_link)])
+        .expect(0, None);
+    assert_eq!(
+        read()["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        "loopexec gate"
+    );
+    let out = r.lx_env(&["init", "--agent", "claude"], &[("PATH", "/usr/bin:/bin")]);
+    assert!(
+        out.stderr.contains("warning: `loopexec` is not on PATH")
+            && out.stderr.contains(&exe.display().to_string()),
+        "{}",
+        out.stderr
+    );
+    let v = out.expect(0, None);
+    assert_eq!(v["hook_command"], want.as_str(), "{v}");
+    let s = read();
+    for ev in ["PreToolUse", "PostToolUse"] {
+        let list = s["hooks"][ev].as_array().unwrap();
+        assert_eq!(list.len(), 1, "{s}");
+        assert_eq!(list[0]["hooks"][0]["command"], want.as_str(), "{s}");
+    }
 }
 
 /// Before: the record of the agent's actions was whatever the agent left in the file.
