@@ -35,7 +35,7 @@
 use super::git::{self, GitError};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -987,6 +987,8 @@ impl TreeScanner {
                 .map(|(_, e)| e.oid.clone())
                 .collect::<Vec<_>>(),
         )?;
+        // directories this sync found or made to be directories
+        let mut dirs_ok = HashSet::new();
         for ((path, e), blob) in to_write.into_iter().zip(blobs) {
             let full = self.root.join(path);
             let bytes = blob.ok_or_else(|| {
@@ -995,9 +997,8 @@ impl TreeScanner {
                     e.oid
                 ))
             })?;
-            write_entry(&full, e, &bytes)?;
-            let st = std::fs::symlink_metadata(&full).map_err(io_err(&full))?;
-            self.written.insert(path.clone(), Stat::of(&st));
+            let st = write_entry(&full, e, &bytes, &mut dirs_ok)?;
+            self.written.insert(path.clone(), st);
             stats.written += 1;
         }
         // The scan at the start stays the reference: files written since have a newer
@@ -1015,8 +1016,18 @@ pub struct SyncStats {
     pub removed: usize,
 }
 
-fn write_entry(full: &Path, e: &FileEntry, bytes: &[u8]) -> Result<(), StoreError> {
-    if let Some(parent) = full.parent() {
+/// Writes one file (or symlink) of a tree at `full`, replacing whatever is there (a
+/// file is unlinked first, never written through: it may be a hard link), and returns
+/// its stat data as written. `dirs_ok` holds the parents already made or found to be
+/// directories during this sync (a tree cannot need one of them as a file), so each is
+/// checked once.
+fn write_entry(
+    full: &Path,
+    e: &FileEntry,
+    bytes: &[u8],
+    dirs_ok: &mut HashSet<PathBuf>,
+) -> Result<Stat, StoreError> {
+    if let Some(parent) = full.parent().filter(|p| !dirs_ok.contains(*p)) {
         // A file where a directory must go (or the reverse) is replaced.
         let mut p = parent.to_path_buf();
         let mut chain = Vec::new();
@@ -1032,24 +1043,37 @@ fn write_entry(full: &Path, e: &FileEntry, bytes: &[u8]) -> Result<(), StoreErro
             }
         }
         std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+        dirs_ok.insert(parent.to_path_buf());
     }
-    match std::fs::symlink_metadata(full) {
-        Ok(m) if m.is_dir() && !m.file_type().is_symlink() => {
-            std::fs::remove_dir_all(full).map_err(io_err(full))?;
-        }
-        Ok(_) => std::fs::remove_file(full).map_err(io_err(full))?,
-        Err(_) => {}
+    // one unlink for what is usually absent or a file; a directory is removed whole
+    match std::fs::remove_file(full) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => match std::fs::symlink_metadata(full) {
+            Ok(m) if m.is_dir() => std::fs::remove_dir_all(full).map_err(io_err(full))?,
+            _ => return Err(io_err(full)(err)),
+        },
     }
-    if e.mode == "120000" {
+    let st = if e.mode == "120000" {
         let target: &std::ffi::OsStr = std::os::unix::ffi::OsStrExt::from_bytes(bytes);
         std::os::unix::fs::symlink(target, full).map_err(io_err(full))?;
+        std::fs::symlink_metadata(full).map_err(io_err(full))?
     } else {
-        std::fs::write(full, bytes).map_err(io_err(full))?;
         let mode = if e.mode == "100755" { 0o755 } else { 0o644 };
-        std::fs::set_permissions(full, std::fs::Permissions::from_mode(mode))
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(full)
             .map_err(io_err(full))?;
-    }
-    Ok(())
+        std::io::Write::write_all(&mut f, bytes).map_err(io_err(full))?;
+        // the exact mode, whatever the umask took from it at creation
+        f.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(io_err(full))?;
+        f.metadata().map_err(io_err(full))?
+    };
+    Ok(Stat::of(&st))
 }
 
 fn prune_empty_parents(root: &Path, file: &Path) {

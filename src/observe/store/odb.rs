@@ -30,6 +30,7 @@ use sha1::{Digest, Sha1};
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A SHA-1 object id (20 bytes).
@@ -82,6 +83,9 @@ pub fn object_id(kind: &str, body: &[u8]) -> Oid {
 pub struct Odb {
     objects: PathBuf,
     known: Arc<Mutex<HashSet<Oid>>>,
+    /// Fan-out directories (`objects/xx`, by first byte) this store has made or
+    /// found: each costs its `mkdir` once, not once per object.
+    fanout: Arc<[AtomicBool; 256]>,
 }
 
 impl Odb {
@@ -91,6 +95,7 @@ impl Odb {
         Odb {
             objects: git_dir.join("objects"),
             known: Arc::new(Mutex::new(HashSet::new())),
+            fanout: Arc::new(std::array::from_fn(|_| AtomicBool::new(false))),
         }
     }
 
@@ -124,10 +129,22 @@ impl Odb {
             return Ok(oid);
         }
         let dir = path.parent().unwrap_or(&self.objects);
-        std::fs::create_dir_all(dir)?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix("tmp_obj_")
-            .tempfile_in(dir)?;
+        let made = &self.fanout[usize::from(oid[0])];
+        if !made.load(Ordering::Relaxed) {
+            std::fs::create_dir_all(dir)?;
+            made.store(true, Ordering::Relaxed);
+        }
+        let tmp = tempfile::Builder::new().prefix("tmp_obj_").tempfile_in(dir);
+        let mut tmp = match tmp {
+            // the directory was removed since: made again
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(dir)?;
+                tempfile::Builder::new()
+                    .prefix("tmp_obj_")
+                    .tempfile_in(dir)?
+            }
+            other => other?,
+        };
         {
             let mut z = flate2::write::ZlibEncoder::new(&mut tmp, flate2::Compression::fast());
             z.write_all(format!("{kind} {}\0", body.len()).as_bytes())?;
