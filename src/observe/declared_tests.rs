@@ -127,7 +127,7 @@ const MAX_CD_PLACES: usize = 16;
 /// start of a command (after `&&`, `||`, `;`, `|`, a newline or an opening `(`), as
 /// written, and joined with each place the command may be at before (`cd a && cd b`
 /// gives `a`, `b` and `a/b`: a subshell may have ended in between; at most
-/// [`MAX_CD_PLACES`]), `..` resolved; an absolute path is kept as
+/// 16), `..` resolved; an absolute path is kept as
 /// it is. A `cd` to a variable, `~` or `-` ends the reading (where it leads is not
 /// known from the text). [`declared_pythonpath`] makes them workdir-relative and drops
 /// those outside it.
