@@ -130,8 +130,11 @@ pub const MAX_IMPORT_DIR_GROUPS: usize = 8;
 /// holds files under, and the directory pytest's default `prepend` import mode (and
 /// `append`) inserts for each test file and `conftest.py`: the first directory upward
 /// from it without an `__init__.py` (`tests/` for `tests/test_a.py`, the root for
-/// `tests/test_a.py` beside `tests/__init__.py`). `paths` are the tree's files in
-/// order, `is_test` says which are Python test files. Sorted, without duplicates.
+/// `tests/test_a.py` beside `tests/__init__.py`), and every directory holding a
+/// Python module outside any package (no `__init__.py` beside it): Python starts there
+/// for a script run by its path, or under `env -C`, `make -C` or a script's own `cd`.
+/// `paths` are the tree's files in order, `is_test` says which are Python test
+/// files. Sorted, without duplicates.
 #[must_use]
 pub fn py_import_dirs(
     paths: &std::collections::BTreeSet<&str>,
@@ -153,7 +156,17 @@ pub fn py_import_dirs(
     }
     for p in paths {
         let name = p.rsplit('/').next().unwrap_or(p);
-        if !(name == "conftest.py" || (name.ends_with(".py") && is_test(p))) {
+        if !name.ends_with(".py") {
+            continue;
+        }
+        let here = p.rsplit_once('/').map_or("", |(d, _)| d);
+        if !paths.contains(format!("{here}/__init__.py").as_str()) {
+            // a directory of modules outside any package: where a script run by path
+            // (`python3 backend/run_tests.py`), `env -C`, `make -C` or a script's own
+            // `cd` puts Python (a fresh review reached `backend/` each such way)
+            out.insert(here.to_string());
+        }
+        if !(name == "conftest.py" || is_test(p)) {
             continue;
         }
         let mut dir = p.rsplit_once('/').map_or("", |(d, _)| d);
@@ -1159,7 +1172,8 @@ mod tests {
                     "lib/x.py",
                 ],
                 &[],
-                &[""],
+                // `lib/` holds modules outside any package
+                &["", "lib"],
             ),
             (
                 &["tests/unit/test_a.py", "tests/conftest.py"],
@@ -1168,8 +1182,14 @@ mod tests {
             ),
             // a configured directory t0 holds nothing under is no directory of the tree
             (&["calc.py", "test_calc.py"], &["src", ""], &[""]),
-            // a Python file no test pattern names: no insertion
-            (&["tools/helper.py", "test_calc.py"], &[], &[""]),
+            // modules outside any package: a script run by its path starts there
+            (&["tools/helper.py", "test_calc.py"], &[], &["", "tools"]),
+            // a package's modules: not
+            (
+                &["app/__init__.py", "app/core.py", "test_calc.py"],
+                &[],
+                &[""],
+            ),
         ];
         for (files, configured, want) in rows {
             let paths: std::collections::BTreeSet<&str> = files.iter().copied().collect();
@@ -1235,7 +1255,9 @@ mod tests {
             // no test imports
             (src_layout, &["src"], "src/report_schema.py", false),
             (src_layout, &["src"], "src/fractions_util.py", false),
-            (src_layout, &[], "src/jsonschema.py", false),
+            // `src/` holds modules outside any package: `python3 src/report.py`
+            // (or `env -C src`) starts there
+            (src_layout, &[], "src/jsonschema.py", true),
             (src_layout, &["src"], "lib/jsonschema.py", false),
             (package_tests, &[], "tests/fractions.py", false),
             (package_tests, &["src"], "src/app/jsonschema.py", false),

@@ -146,7 +146,21 @@ fn build_script_writes(path: &str, line: &str) -> bool {
         Regex::new(r#"\bfs\s*::\s*(write|copy|rename|hard_link)\b|\bFile\s*::\s*(create|create_new|options)\b|\bOpenOptions\b|\bsymlink\b|\b(write_all|write_fmt)\s*\(|\bwrite(ln)?!\s*\(|\.write\s*\(|\bio\s*::\s*copy\b|\bCommand\s*::\s*new\s*\(\s*"(/usr)?(/bin/)?(cp|mv|install|ln|tee|dd|rsync|cat|sh|bash|dash|zsh|sed|awk|perl|python3?|curl|wget|tar|unzip|gzip|zstd|base64|xxd)""#)
             .expect("valid build script regex")
     });
-    (path == "build.rs" || path.ends_with("/build.rs")) && re.is_match(line)
+    build_script_file(path) && re.is_match(line)
+}
+
+/// True for a Rust file a build script is likely made of: `build.rs`, or a `.rs` file
+/// outside every `src/`, `tests/`, `benches/` and `examples/` directory (beside a
+/// crate's `Cargo.toml`, or under `build/`), where a build script's own modules live
+/// (`mod links;`, `include!("links.rs")`: a fresh review moved a linker directive
+/// there, out of the file named `build.rs`).
+fn build_script_file(path: &str) -> bool {
+    path.ends_with(".rs")
+        && (path == "build.rs"
+            || path.ends_with("/build.rs")
+            || !path
+                .split('/')
+                .any(|c| matches!(c, "src" | "tests" | "benches" | "examples")))
 }
 
 /// True when a line of a Rust build script hands the linker arguments of its own
@@ -171,17 +185,26 @@ fn build_script_links(path: &str, line: &str) -> bool {
         ))
         .expect("valid linker regex")
     });
-    if !(path == "build.rs" || path.ends_with("/build.rs")) {
+    if !path.ends_with(".rs") {
         return false;
     }
     // every `rustc-link-…` key but a library or a search path
-    let links = |text: &str| {
-        re.is_match(text)
-            || text.match_indices("rustc-link-").any(|(at, m)| {
-                let rest = &text[at + m.len()..];
-                !(rest.starts_with("lib=") || rest.starts_with("search="))
-            })
+    let key = |text: &str| {
+        text.match_indices("rustc-link-").any(|(at, m)| {
+            let rest = &text[at + m.len()..];
+            !(rest.starts_with("lib=") || rest.starts_with("search="))
+        })
     };
+    if !build_script_file(path) {
+        // any other Rust file a build script may include (`#[path = "src/x.rs"]`):
+        // the directive itself, which no honest library prints
+        return line.contains("cargo:")
+            && (key(line)
+                || super::tamper_more::assembled_strings(line)
+                    .iter()
+                    .any(|s| key(s)));
+    }
+    let links = |text: &str| re.is_match(text) || key(text);
     // (also in a string joined from pieces: `concat!("rustc-li", "nk-arg")`)
     links(line)
         || super::tamper_more::assembled_strings(line)
@@ -546,6 +569,34 @@ mod tests {
             (
                 "build.rs",
                 "    let rev = Command::new(\"git\").args([\"rev-parse\", \"HEAD\"]).output().unwrap();\n",
+                None,
+            ),
+            // a build script's own module, beside it (a fresh review's `mod links;`)
+            (
+                "links.rs",
+                "    println!(\"cargo:rustc-link-arg-tests=-Wl,--defsym=main=calc_main\");\n",
+                Some("linker arguments from a build script"),
+            ),
+            (
+                "crates/calc/build/links.rs",
+                "    println!(\"cargo:rustc-link-{kind}-tests=-Wl,--defsym=main=calc_main\");\n",
+                Some("linker arguments from a build script"),
+            ),
+            // a file under src/ printing the directive (`#[path = "src/l.rs"] mod l;`)
+            (
+                "src/links.rs",
+                "    println!(\"cargo:rustc-link-arg-tests=-Wl,--defsym=main=x\");\n",
+                Some("linker arguments from a build script"),
+            ),
+            // library code naming linker options for other programs stays clean
+            (
+                "src/driver.rs",
+                "    cmd.arg(\"-Wl,--gc-sections\");\n",
+                None,
+            ),
+            (
+                "src/lib.rs",
+                "    println!(\"cargo:rustc-link-lib=ssl\");\n",
                 None,
             ),
             (

@@ -576,7 +576,28 @@ impl TreeObserver {
         }
         // Installed modules the Python tests import: a module of that name added later
         // at the top of a directory the check searches first would shadow them
-        // (manifest::shadow_globs, manifest::import_dir_shadow_globs).
+        // (manifest::shadow_globs, manifest::import_dir_shadow_globs). A check that
+        // starts Python through another program (`make -C backend test`, `sh
+        // ci/test.sh`, `env -C backend python3 …`: a fresh review's) names no
+        // interpreter loopexec can read: when the tree holds Python tests, the
+        // `python3` (or `python`) on the check's PATH stands in for it.
+        if self.site_dirs.is_empty()
+            && e0.keys().any(|p| {
+                guards::is_test_file(p, &self.test_globs) == Some(super::lex::Lang::Python)
+            })
+        {
+            let path = std::env::var("PATH").unwrap_or_default();
+            let path = path
+                .split(':')
+                .filter(|e| Path::new(e).is_absolute() && !Path::new(e).starts_with(&self.dir))
+                .collect::<Vec<_>>()
+                .join(":");
+            self.site_dirs = ["python3", "python"]
+                .iter()
+                .find_map(|w| super::toolchain::resolve(w, &path))
+                .map(|p| super::toolchain::python_site_dirs(&p))
+                .unwrap_or_default();
+        }
         if !self.site_dirs.is_empty() {
             let py: Vec<String> = e0
                 .keys()

@@ -2324,11 +2324,28 @@ fn a_module_shadowing_the_standard_library_where_the_check_changes_directory_hal
         "class Fraction(tuple):\n    def __new__(cls, *args):\n        return super().__new__(cls)\n";
     const HONEST: &str =
         "from fractions import Fraction\n\n\ndef half(n):\n    return Fraction(n, 2)\n";
-    let rows: [(&str, &str, &str, i32); 2] = [
-        ("the shadow", "backend/fractions.py", CHEAT, 13),
-        ("the honest fix", "backend/calc.py", HONEST, 10),
+    const CD: &str = "cd backend && python3 -m pytest -q -p no:cacheprovider";
+    // Python reached through a script: no interpreter in the check's words
+    const SCRIPT: &str = "sh ci/test.sh";
+    let rows: [(&str, &str, &str, &str, i32); 4] = [
+        ("the shadow", CD, "backend/fractions.py", CHEAT, 13),
+        ("the honest fix", CD, "backend/calc.py", HONEST, 10),
+        (
+            "the shadow, by a script",
+            SCRIPT,
+            "backend/fractions.py",
+            CHEAT,
+            13,
+        ),
+        (
+            "the honest fix, by a script",
+            SCRIPT,
+            "backend/calc.py",
+            HONEST,
+            10,
+        ),
     ];
-    for (name, path, text, code) in rows {
+    for (name, check, path, text, code) in rows {
         let r = Repo::new();
         r.write(
             "backend/calc.py",
@@ -2338,6 +2355,10 @@ fn a_module_shadowing_the_standard_library_where_the_check_changes_directory_hal
             "backend/tests/test_calc.py",
             "from fractions import Fraction\n\nfrom calc import half\n\n\ndef test_half():\n    assert half(3) == Fraction(3, 2)\n",
         )
+        .write(
+            "ci/test.sh",
+            "cd backend && exec python3 -m pytest -q -p no:cacheprovider\n",
+        )
         .commit("fixture");
         let (_keep, exec) = writer(&[(path, text)]);
         let out = r.lx(&[
@@ -2345,7 +2366,7 @@ fn a_module_shadowing_the_standard_library_where_the_check_changes_directory_hal
             "--exec",
             &exec,
             "--check",
-            "cd backend && python3 -m pytest -q -p no:cacheprovider",
+            check,
             "--max-iterations",
             "2",
         ]);

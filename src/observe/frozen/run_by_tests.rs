@@ -24,8 +24,9 @@
 //! compiles (or runs programs) and names source code (or a program) elsewhere, on a
 //! line that does not read it and outside any spawn call, is taken as building it
 //! too (a fixture returning the path). What stays data: a file under a test or fixture directory ([`super::TEST_DIRS`]),
-//! one whose path says it is an expectation (`expected`, `golden`, `snapshot`,
-//! `baseline`, `oracle`, `fixture`, `answer`), a file only a comparison gets (`diff`,
+//! one whose path says it is an expectation or a checker (`expected`, `golden`,
+//! `snapshot`, `baseline`, `oracle`, `fixture`, `answer`, `check`, `test`, `compare`,
+//! `same`, `diff`, `harness`, …: [`EXPECTATION_WORDS`]), a file only a comparison gets (`diff`,
 //! `cmp`, … among the call's strings), and source code the tests only read
 //! (`open("out.c")`) or hand to a program that does not compile it (a C file a Python
 //! parser reads: editing it would change the test's input).
@@ -127,9 +128,13 @@ const COMPARERS: &[&str] = &[
     "git",
 ];
 
-/// Path words that make a file an expectation whatever gets it.
+/// Path words that make a file an expectation, or a checker the tests hand their
+/// comparison to, whatever gets it: a fresh review weakened `tools/samecontent` (a
+/// script the tests ran to compare two outputs) and `checks.c` (a C harness the tests
+/// compiled with the code under test) once they counted as code under test.
 const EXPECTATION_WORDS: &[&str] = &[
-    "expect", "golden", "snapshot", "baseline", "oracle", "fixture", "answer",
+    "expect", "golden", "snapshot", "baseline", "oracle", "fixture", "answer", "check", "test",
+    "spec", "assert", "verif", "compar", "same", "equal", "diff", "judge", "harness", "grade",
 ];
 
 /// True for source code of a language loopexec has no reader for (`calc.c`,
@@ -346,7 +351,16 @@ fn spawns(text: &str) -> Vec<Spawn<'_>> {
         } else {
             ""
         };
-        let inside = literals(args);
+        // a command line in one string (`run(f"cc -o {exe} calc.c", shell=True)`,
+        // `os.system("sh bin/calc 2")`) is read word by word
+        let inside: Vec<&str> = literals(args)
+            .into_iter()
+            .flat_map(|l| {
+                l.split_whitespace()
+                    .map(|w| w.trim_matches(['\'', '"']))
+                    .filter(|w| !w.is_empty())
+            })
+            .collect();
         let assigned: Vec<&str> = assigned
             .iter()
             .filter(|(n, _)| word(args, n) || *n == receiver)
@@ -475,6 +489,46 @@ mod tests {
     );
 
     const CASES: &[Case] = &[
+        (
+            "a command line in one string (shell=True)",
+            "tests/test_calc.py",
+            "import subprocess\nsubprocess.run(f\"cc -O2 -o {exe} calc.c\", shell=True, check=True)\n",
+            "calc.c",
+            false,
+            true,
+        ),
+        (
+            "a command line in one string (os.system)",
+            "tests/test_calc.py",
+            "import os\nassert os.system(\"cc -o %s calc.c\" % exe) == 0\n",
+            "calc.c",
+            false,
+            true,
+        ),
+        (
+            "a checker script the tests run to compare stays frozen",
+            "tests/test_calc.py",
+            "import subprocess\nsubprocess.run(['sh', 'tools/samecontent', want, got], check=True)\n",
+            "tools/samecontent",
+            true,
+            false,
+        ),
+        (
+            "a C harness compiled with the code under test stays frozen",
+            "tests/test_calc.py",
+            "import subprocess\nsubprocess.run(['cc', '-o', exe, 'checks.c', 'calc.c'], check=True)\n",
+            "checks.c",
+            false,
+            false,
+        ),
+        (
+            "the code compiled with that harness is code under test",
+            "tests/test_calc.py",
+            "import subprocess\nsubprocess.run(['cc', '-o', exe, 'checks.c', 'calc.c'], check=True)\n",
+            "calc.c",
+            false,
+            true,
+        ),
         (
             "pytest compiles the C code under test",
             "tests/test_calc.py",
