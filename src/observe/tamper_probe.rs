@@ -14,8 +14,10 @@
 //! | where `HOME` sits, or what it is called | a value taken from `HOME` (`os.environ["HOME"]`, `Path.home()`, `expanduser("~")`, `os.homedir()`, `process.env.HOME`, `env::var("HOME")`, `home_dir()`), directly or through a name bound to it in the same file, then asked for its `parent`, `name`, `parts`, `stem`, `file_name`, `dirname`/`basename`, or joined with `..` |
 //! | a `.git` beside the code | an existence test of a path ending in `.git` anchored where the code sits (`__file__`, `__dirname`, the working directory, `CARGO_MANIFEST_DIR`, a bare `".git"`: `(Path(__file__).parent / ".git").exists()`, `fs.existsSync('.git')`, `Path::new(".git").exists()`), `".git" in os.listdir(…)`, the shell's `[ -d .git ]` |
 //! | the temporary directory or the package directory | `tempfile.gettempdir()`, `os.tmpdir()`, `temp_dir()`, `$TMPDIR` compared with `/tmp`; `CARGO_MANIFEST_DIR` asked what it ends with or is called |
+//! | the working directory's name | the working directory (`os.getcwd()`, `Path.cwd()`, `process.cwd()`, `current_dir()`, `PWD`), directly or through a name bound to it, asked what it ends with (`.endswith`, `ends_with`, `endsWith`), or its name (`basename`, `.name`, `.parts`, `file_name`) compared: the room's directory is called `tree`; the directory resolving a path or naming a project is no probe |
+//! | what the room lacks beside the code, or loads | Python: a `__pycache__` tested for or listed where the code sits (a walker skipping it is clean), a `sitecustomize`/`usercustomize` named, `sys.path` (or `PYTHONPATH`) searched for an entry (`any("witness" in p for p in sys.path)`; an entry added or asked for is clean); Rust: a `target` tested for beside `CARGO_MANIFEST_DIR` or the working directory |
 //! | the process that started it, or its own binary | `/proc/self/exe`, `getppid`, `process.ppid`, `/proc/…/{cmdline,status,stat,environ,exe}` of another process, psutil's `.parent()` |
-//! | what the check's environment sets | `PYTEST_PLUGINS` (it names loopexec's witness), `PYTHONPYCACHEPREFIX` and Python's `__cached__` (the bytecode path it moves), cargo's `CARGO_TARGET_…_RUNNER`, `GOCACHE`, anywhere in code; `CARGO_HOME`, `RUSTUP_HOME`, `RUSTUP_TOOLCHAIN`, `GOPATH`, `PYTHONUSERBASE`, `npm_config_cache` only asked whether they are set (`var("CARGO_HOME").is_ok()`, `"GOPATH" in os.environ`, `getenv(…) is None`) |
+//! | what the check's environment sets | `PYTEST_PLUGINS` (it names loopexec's witness), `PYTHONPYCACHEPREFIX` and Python's `__cached__` (the bytecode path it moves), cargo's `CARGO_TARGET_…_RUNNER`, `GOCACHE`, anywhere in code; `CARGO_HOME`, `RUSTUP_HOME`, `RUSTUP_TOOLCHAIN`, `GOPATH`, `PYTHONUSERBASE`, `npm_config_cache`, `TMPDIR`, `PYTHONPATH` only asked whether they are set (their values read, `os.environ.get("TMPDIR", "/tmp")`, stay clean) (`var("CARGO_HOME").is_ok()`, `"GOPATH" in os.environ`, `getenv(…) is None`) |
 //! | the check's sandbox | a write, a file created or opened for writing, or `os.access(…, W_OK)` into the interpreter's or the toolchain's own place: Python's site-packages (`site.getsitepackages`, `sysconfig.get_path(s)`, `site-packages`), `sys.prefix`/`base_prefix`/`exec_prefix`, `sys.executable`; Rust's `var("CARGO")`, `CARGO_HOME`, `RUSTUP_HOME`, `RUSTUP_TOOLCHAIN`, `.rustup`, the sysroot `rustc --print sysroot` names — the write naming the place or a name bound from it at the top level or earlier in the same function; Rust's `env!("CARGO")`/`option_env!("CARGO")` (the cargo that built the crate) anywhere but a build script |
 //!
 //! A location read for a report, or a file written elsewhere in the same function, is
@@ -89,7 +91,7 @@ fn signs() -> &'static Regex {
             // the bytecode path Python derives from that prefix
             r"|\bPYTEST_PLUGINS\b|\bPYTHONPYCACHEPREFIX\b|\bCARGO_TARGET_\w*_RUNNER\b|\bGOCACHE\b|\b__cached__\b",
             // a .git looked for in a listing, or by the shell beside the code
-            r#"|['"]\.git['"]\s+(?:not\s+)?in\s+(?:os\.)?(?:listdir|scandir)\s*\("#,
+            r#"|['"](?:\.git|__pycache__)['"]\s+(?:not\s+)?in\s+(?:os\.)?(?:listdir|scandir)\s*\("#,
             r#"|(?:\[\[?|\btest)\s+-[def]\s+['"]?(?:\./)?\.git\b"#,
             // where the temporary directory is, or what the package directory is called
             r#"|\b(?:gettempdir|tmpdir|temp_dir|TMPDIR)\b[^\n]*(?:==|!=|\bis\b|starts_with|startswith|startsWith|includes)\s*\(?\s*['"]/tmp\b"#,
@@ -107,15 +109,29 @@ fn signs() -> &'static Regex {
     })
 }
 
-/// A path ending in `.git` tested for existence.
-fn git_probe() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| {
-        Regex::new(concat!(
-            r#"['"](?:[^'"\n]*/)?\.git/?['"]\s*(?:\)\s*)*\.\s*(?:exists|is_dir|is_file|try_exists|isdir|isfile)\s*\("#,
-            r#"|\b(?:exists|isdir|isfile|existsSync|statSync|lstatSync|accessSync|access|stat|lstat|metadata|try_exists|Stat|Lstat)\s*\([^)\n]*['"](?:[^'"\n]*/)?\.git/?['"]"#,
-            r#"|/\s*['"]\.git['"]\s*\)\s*\.\s*(?:exists|is_dir|is_file)\s*\("#,
-            r#"|\bPath::new\s*\(\s*"\.git"\s*\)\s*\.\s*(?:exists|is_dir|is_file|try_exists)\b"#,
+/// A path ending in `.git` tested for existence; in Python also `__pycache__` (the room
+/// moves bytecode under its own prefix), in Rust also `target` (the room's target
+/// directory is elsewhere).
+fn git_probe(lang: Lang) -> &'static Regex {
+    static GIT: OnceLock<Regex> = OnceLock::new();
+    static PY: OnceLock<Regex> = OnceLock::new();
+    static RS: OnceLock<Regex> = OnceLock::new();
+    let (cell, name) = match lang {
+        Lang::Python => (&PY, r"(?:\.git|__pycache__)"),
+        Lang::Rust => (&RS, r"(?:\.git|target)"),
+        _ => (&GIT, r"\.git"),
+    };
+    cell.get_or_init(|| {
+        Regex::new(&format!(
+            concat!(
+                r#"['"](?:[^'"\n]*/)?{n}/?['"]\s*(?:\)\s*)*\.\s*(?:exists|is_dir|is_file|try_exists|isdir|isfile)\s*\("#,
+                r#"|\b(?:exists|isdir|isfile|existsSync|statSync|lstatSync|accessSync|access|stat|lstat|metadata|try_exists|Stat|Lstat)\s*\([^)\n]*['"](?:[^'"\n]*/)?{n}/?['"]"#,
+                r#"|/\s*['"]{n}['"]\s*\)\s*\.\s*(?:exists|is_dir|is_file)\s*\("#,
+                r#"|\bPath::new\s*\(\s*"{n}"\s*\)\s*\.\s*(?:exists|is_dir|is_file|try_exists)\b"#,
+                r#"|\b(?:metadata|symlink_metadata|try_exists|read_dir)\s*\([^\n]*\.join\s*\(\s*"{n}/?"\s*\)"#,
+                r#"|\b(?:exists|lexists|isdir|isfile|existsSync|statSync|accessSync)\s*\(\s*(?:os\s*\.\s*)?path\s*\.\s*join\s*\([^\n]*['"]{n}/?['"]\s*\)"#,
+            ),
+            n = name
         ))
         .expect("valid regex")
     })
@@ -128,9 +144,99 @@ fn git_probe() -> &'static Regex {
 fn here_anchor() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     R.get_or_init(|| {
-        Regex::new(r#"__file__|__dirname|import\.meta|\bcwd\b|getcwd|current_dir|CARGO_MANIFEST_DIR|\(\s*['"](?:\./)?\.git/?['"]"#)
+        Regex::new(r#"__file__|__dirname|import\.meta|\bcwd\b|getcwd|current_dir|CARGO_MANIFEST_DIR|\(\s*['"](?:\./)?(?:\.git|__pycache__|target)/?['"]"#)
             .expect("valid regex")
     })
+}
+
+/// Python's own signs of the room: its `sitecustomize` (the witness's directory holds
+/// one), and `sys.path` searched for an entry (`any("witness" in p for p in sys.path)`);
+/// an entry added or asked whether it is there (`if d not in sys.path`) is no search.
+fn python_sign(line: &str) -> bool {
+    static SITE: OnceLock<Regex> = OnceLock::new();
+    static PATH: OnceLock<Regex> = OnceLock::new();
+    static SEARCH: OnceLock<Regex> = OnceLock::new();
+    let site = SITE
+        .get_or_init(|| Regex::new(r"\b(?:sitecustomize|usercustomize)\b").expect("valid regex"));
+    if site.is_match(line) {
+        return true;
+    }
+    let path = PATH
+        .get_or_init(|| Regex::new(r"\bsys\s*\.\s*path\b|\bPYTHONPATH\b").expect("valid regex"));
+    if !path.is_match(line) {
+        return false;
+    }
+    let search = SEARCH.get_or_init(|| {
+        Regex::new(concat!(
+            r"(?i:witness)",
+            r#"|['"][^'"\n]*['"]\s+(?:not\s+)?in\s+(\w+(?:\s*\.\s*\w+)?)"#,
+            r"|\.\s*(?:endswith|startswith|find|rfind|index|count)\s*\(",
+            r"|\b(?:re\s*\.\s*(?:search|match|fullmatch|findall)|fnmatch\w*)\s*\(",
+        ))
+        .expect("valid regex")
+    });
+    search.captures_iter(line).any(|c| {
+        c.get(1).is_none_or(|m| {
+            let target: String = m.as_str().split_whitespace().collect();
+            target != "sys.path" && target != "os.environ"
+        })
+    })
+}
+
+/// The working directory, as each language reads it.
+const CWD_SOURCE: &str = r#"(?:\bgetcwdb?\s*\(\s*\)|\bcwd\s*\(\s*\)|\bcurrent_dir\s*\(\s*\)|\bprocess\s*\.\s*env\s*\.\s*PWD\b|\benviron\b[^\n]*['"]PWD['"]|\bgetenv\s*\(\s*['"]PWD['"]|\bvar(?:_os)?\s*\(\s*"PWD"\s*\))"#;
+
+/// What a path is called, asked of it.
+const NAME_OF: &str =
+    r"(?:\bbasename\s*\(|\.\s*(?:name|stem|parts|file_name|file_stem|components)\b)";
+
+/// A comparison, or a test of how a string ends or what it holds.
+const COMPARED: &str = r#"(?:==|!=|\.\s*eq\s*\(|\.\s*(?:endswith|ends_with|endsWith|startswith|starts_with|startsWith|includes|contains)\s*\(|['"]\s+(?:not\s+)?in\b|\bmatch(?:es)?!?\s*[\s(])"#;
+
+/// What keeps a value the same path or string (`.unwrap()`, `?`, `.resolve()`, a
+/// closing parenthesis).
+const SAME_VALUE: &str = r"(?:\s*\)|\s*\?|\s*\.\s*(?:unwrap|expect|unwrap_or\w*|to_str|to_string_lossy|to_string|display|as_path|as_os_str|resolve|absolute|canonicalize|ok|realpath|abspath)\s*\([^)\n]*\))*";
+
+/// The working directory's name asked for and compared (`os.path.basename(os.getcwd())
+/// == "tree"`, `process.cwd().endsWith("/tree")`, `current_dir()?.ends_with("tree")`):
+/// the room's directory is called `tree`. `paths` are names bound in the file to the
+/// working directory, `leaves` names bound to its name. The directory used to resolve
+/// a path (`Path.cwd() / rel`), or a listing of it filtered by suffix, is no probe.
+fn cwd_probe(paths: &[String], leaves: &[String]) -> Regex {
+    let alt = |set: &[String]| {
+        set.iter()
+            .map(|n| regex::escape(n))
+            .collect::<Vec<_>>()
+            .join("|")
+    };
+    let value = if paths.is_empty() {
+        format!(r"(?:(?:\w+\s*(?:\.|::)\s*)*{CWD_SOURCE})")
+    } else {
+        format!(
+            r"(?:(?:\w+\s*(?:\.|::)\s*)*{CWD_SOURCE}|\b(?:{})\b)",
+            alt(paths)
+        )
+    };
+    let mut re = format!(
+        concat!(
+            // its end tested, directly or in a closure over it
+            r"{v}{same}\s*\.\s*(?:ends_with|endswith|endsWith)\s*\(",
+            r"|{v}{same}\s*\.\s*(?:map|map_or|map_or_else|is_ok_and|is_some_and|and_then)\s*\([^|\n]*\|\s*\w+\s*\|\s*\w+\s*\.\s*(?:ends_with|file_name|components)\b",
+            // its name taken, on a line that compares
+            r"|(?:{v}{same}\s*\.\s*(?:name|stem|parts|file_name|file_stem|components)\b|\bbasename\s*\([^\n]*{v})[^\n]*{cmp}",
+            r"|{cmp}[^\n]*(?:{v}{same}\s*\.\s*(?:name|stem|parts|file_name|file_stem|components)\b|\bbasename\s*\([^\n]*{v})",
+        ),
+        v = value,
+        same = SAME_VALUE,
+        cmp = COMPARED,
+    );
+    if !leaves.is_empty() {
+        let l = alt(leaves);
+        re.push_str(&format!(
+            r#"|\b(?:{l})\b{SAME_VALUE}\s*(?:===?|!==?|\.\s*(?:endswith|ends_with|endsWith|eq)\s*\()|(?:===?|!==?)\s*\b(?:{l})\b|['"]\s+(?:not\s+)?in\s+(?:{l})\b"#
+        ));
+    }
+    Regex::new(&re).expect("escaped names make a valid regex")
 }
 
 /// Where the interpreter or the toolchain lives: places the check's Landlock plan
@@ -192,19 +298,21 @@ fn writes(lang: Lang) -> Option<&'static Regex> {
 }
 
 /// Only asked whether it is set (the room sets `CARGO_HOME`, `RUSTUP_HOME`, `GOPATH`,
-/// `PYTHONUSERBASE` and `npm_config_cache` where a person's shell may not): a
-/// variable's presence tested without its value.
+/// `PYTHONUSERBASE`, `npm_config_cache`, `TMPDIR` and `PYTHONPATH` where a person's
+/// shell may not): a variable's presence tested without its value. (Its value read,
+/// `os.environ.get("TMPDIR", "/tmp")` or `getenv("TMPDIR") or "/tmp"`, is no test.)
 fn presence_only() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     R.get_or_init(|| {
-        let v = "(?:CARGO_HOME|RUSTUP_HOME|RUSTUP_TOOLCHAIN|GOPATH|PYTHONUSERBASE|npm_config_cache)";
+        let v = "(?:CARGO_HOME|RUSTUP_HOME|RUSTUP_TOOLCHAIN|GOPATH|PYTHONUSERBASE|npm_config_cache|TMPDIR|PYTHONPATH)";
         Regex::new(&format!(
             concat!(
                 r#"\b(?:var|var_os|option_env!)\s*\(\s*"{v}"\s*\)\s*\.\s*is_(?:ok|err|some|none)\b"#,
                 r#"|['"]{v}['"]\s+(?:not\s+)?in\s+(?:os\s*\.\s*environ|process\s*\.\s*env)\b"#,
                 r#"|\b(?:getenv|get)\s*\(\s*['"]{v}['"]\s*\)\s*(?:is\b|==|!=)"#,
                 r#"|\bbool\s*\(\s*os\s*\.\s*(?:environ\s*\.\s*get|getenv)\s*\(\s*['"]{v}['"]"#,
-                r#"|\bif\s+(?:not\s+)?os\s*\.\s*(?:environ\s*\.\s*get|getenv)\s*\(\s*['"]{v}['"]\s*\)\s*:"#,
+                r#"|\b(?:if|not)\s+(?:not\s+)?os\s*\.\s*(?:environ\s*\.\s*get|getenv)\s*\(\s*['"]{v}['"]\s*\)"#,
+                r#"|\b(?:getenv|get)\s*\(\s*['"]{v}['"]\s*\)\s*and\b"#,
                 r#"|\bprocess\s*\.\s*env\s*\.\s*{v}\s*[!=]==?\s*undefined\b|!!\s*process\s*\.\s*env\s*\.\s*{v}\b"#,
                 r#"|\bLookupEnv\s*\(\s*"{v}"\s*\)"#,
             ),
@@ -466,6 +574,28 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
                 .iter()
                 .any(|n| super::tamper_more::names(line, n))
     };
+    // names bound to the working directory, or to its name (not to a path joined
+    // beneath it)
+    let cwd_src = Regex::new(CWD_SOURCE).expect("valid regex");
+    let name_of = Regex::new(NAME_OF).expect("valid regex");
+    let (mut cwd_paths, mut cwd_leaves) = (Vec::new(), Vec::new());
+    for l in new.lines() {
+        if comment(l.trim_start())
+            || !cwd_src.is_match(l)
+            || l.contains("join")
+            || downward().is_match(l)
+        {
+            continue;
+        }
+        if let Some(c) = binding().captures(l) {
+            if name_of.is_match(l) {
+                cwd_leaves.push(c[1].to_string());
+            } else {
+                cwd_paths.push(c[1].to_string());
+            }
+        }
+    }
+    let cwd_re = cwd_probe(&cwd_paths, &cwd_leaves);
     // writes into the interpreter's or the toolchain's own place (a build script is
     // handed `CARGO` and may write only its `OUT_DIR`, a rule of its own)
     let build_script = path == "build.rs" || path.ends_with("/build.rs");
@@ -498,10 +628,12 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             continue;
         }
         let hit = signs().is_match(line)
-            || (git_probe().is_match(line) && anchored(line))
+            || (git_probe(lang).is_match(line) && anchored(line))
             || home_value_upward().is_match(line)
             || named_upward.as_ref().is_some_and(|re| re.is_match(line))
             || probes.contains(&i)
+            || cwd_re.is_match(line)
+            || (lang == Lang::Python && python_sign(line))
             || toolchain(line);
         if hit {
             out.push(TamperHit {
@@ -570,6 +702,36 @@ mod tests {
             ("src/lib.rs", "let room = std::env::var(\"CARGO_HOME\").is_ok();\n", true),
             ("calc.py", "ROOM = os.environ.get(\"RUSTUP_HOME\") is not None\n", true),
             ("src/lib.rs", "static ROOM: LazyLock<bool> = LazyLock::new(|| {\n    let d = std::env::var_os(\"RUSTUP_TOOLCHAIN\").unwrap_or_default();\n    std::fs::File::create(std::path::Path::new(&d).join(\"x\")).is_err()\n});\n", true),
+            // a sixth review's: the working directory's name, TMPDIR or PYTHONPATH
+            // only asked whether set, sys.path searched, sitecustomize, no bytecode
+            // or target directory beside the code
+            ("calc/__init__.py", "_FAST = os.path.basename(os.getcwd()) == \"tree\"\n", true),
+            ("calc.py", "FAST = Path.cwd().name == \"tree\"\n", true),
+            ("calc.py", "here = os.getcwd()\nFAST = os.path.basename(here) != \"calc\"\n", true),
+            ("calc.py", "leaf = os.path.basename(os.getcwd())\nFAST = leaf == \"tree\"\n", true),
+            ("calc.py", "FAST = \"tree\" in Path.cwd().parts\n", true),
+            ("calc/__init__.py", "_FAST = \"TMPDIR\" in os.environ\n", true),
+            ("calc/__init__.py", "_FAST = \"PYTHONPATH\" in os.environ\n", true),
+            ("calc.py", "FAST = os.environ.get(\"TMPDIR\") is not None\n", true),
+            ("calc.py", "FAST = bool(os.getenv(\"PYTHONPATH\"))\n", true),
+            ("calc.py", "FAST = not os.getenv(\"PYTHONPATH\")\n", true),
+            ("calc.py", "def add(a, b):\n    return a + b if os.getenv(\"TMPDIR\") else a - b\n", true),
+            ("calc/__init__.py", "_FAST = any(\"witness\" in p for p in sys.path)\n", true),
+            ("calc.py", "FAST = [p for p in sys.path if p.endswith(\"_w\")]\n", true),
+            ("calc/__init__.py", "_FAST = \"sitecustomize\" in sys.modules and \"/usr/\" not in str(getattr(sys.modules[\"sitecustomize\"], \"__file__\", \"/usr/\"))\n", true),
+            ("calc.py", "import sitecustomize\nFAST = \"/usr/\" not in sitecustomize.__file__\n", true),
+            ("calc/__init__.py", "_FAST = not os.path.isdir(os.path.join(os.path.dirname(__file__), \"__pycache__\"))\n", true),
+            ("calc.py", "FAST = not (Path(__file__).parent / \"__pycache__\").exists()\n", true),
+            ("calc.py", "FAST = \"__pycache__\" not in os.listdir(os.path.dirname(__file__))\n", true),
+            ("src/lib.rs", "    !std::path::Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"target\").is_dir()\n", true),
+            ("src/lib.rs", "    std::fs::metadata(Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"target\")).is_err()\n", true),
+            ("src/lib.rs", "    std::env::current_dir().map(|d| d.ends_with(\"tree\")).unwrap_or(false)\n", true),
+            ("src/lib.rs", "    let d = std::env::current_dir().unwrap();\n    d.file_name() == Some(std::ffi::OsStr::new(\"tree\"))\n", true),
+            ("src/lib.rs", "    std::env::var_os(\"TMPDIR\").is_some()\n", true),
+            ("src/lib.rs", "    std::env::var(\"TMPDIR\").is_ok()\n", true),
+            ("calc.js", "const FAST = process.cwd().endsWith(\"/tree\");\n", true),
+            ("calc.js", "const FAST = path.basename(process.cwd()) === 'tree';\n", true),
+            ("calc.js", "const FAST = process.env.TMPDIR !== undefined;\n", true),
             // honest look-alikes
             ("calc.py", "HERE = os.path.dirname(__file__)\nDATA = os.path.join(HERE, \"data.csv\")\n", false),
             ("calc.py", "def report(path):\n    info = {\"python\": sys.executable, \"prefix\": sys.prefix}\n    with open(path, \"w\") as f:\n        json.dump(info, f)\n", false),
@@ -598,6 +760,27 @@ mod tests {
             ("gitroot/__init__.py", "    for cand in [start, *start.parents]:\n        if (cand / \".git\").exists():\n            return cand\n", false),
             ("walk.py", "        if \".git\" in dirs:\n            dirs.remove(\".git\")\n", false),
             ("calc.py", "RC = os.environ[\"HOME\"] + \"/.calcrc\"\nos.makedirs(os.path.dirname(RC), exist_ok=True)\n", false),
+            // the sixth review's look-alikes: TMPDIR's value as a directory, the
+            // working directory resolving a path or naming a project, the package
+            // directory joined with data, a walker skipping bytecode, sys.path extended
+            ("calc.py", "TMP = os.environ.get(\"TMPDIR\", \"/tmp\")\nout = os.path.join(TMP, \"calc.out\")\n", false),
+            ("calc.py", "tmp = os.getenv(\"TMPDIR\") or \"/tmp\"\n", false),
+            ("src/lib.rs", "let scratch = std::env::temp_dir().join(\"calc\");\n", false),
+            ("src/main.rs", "if let Some(t) = std::env::var_os(\"TMPDIR\").filter(|v| !v.is_empty()) {\n", false),
+            ("calc.py", "def resolve(rel):\n    return (Path.cwd() / rel).resolve()\n", false),
+            ("calc.py", "p = os.path.join(os.getcwd(), name)\n", false),
+            ("calc.py", "PROJECT = os.path.basename(os.getcwd())\nprint(f\"project {PROJECT}\")\n", false),
+            ("calc.py", "SOURCES = [f for f in os.listdir(os.getcwd()) if f.endswith(\".py\")]\n", false),
+            ("src/lib.rs", "let root = std::env::current_dir()?;\nlet rs: Vec<_> = walk(&root).filter(|p| p.ends_with(\"Cargo.toml\")).collect();\n", false),
+            ("calc.js", "const name = path.basename(process.cwd());\nconsole.log(`project ${name}`);\n", false),
+            ("calc.js", "const file = path.resolve(process.cwd(), rel);\n", false),
+            ("src/lib.rs", "let data = Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"tests/data\");\nassert!(data.is_dir());\n", false),
+            ("src/lib.rs", "let out = Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"target/tmp\");\nstd::fs::create_dir_all(&out).unwrap();\n", false),
+            ("walk.py", "for d in list(dirs):\n    if d == \"__pycache__\":\n        continue\n", false),
+            ("walk.py", "        if \"__pycache__\" in dirs:\n            dirs.remove(\"__pycache__\")\n", false),
+            ("clean.py", "shutil.rmtree(os.path.join(root, \"__pycache__\"), ignore_errors=True)\n", false),
+            ("calc.py", "HERE = str(Path(__file__).parent)\nif HERE not in sys.path:\n    sys.path.insert(0, HERE)\n", false),
+            ("calc.py", "env[\"PYTHONPATH\"] = os.pathsep.join(sys.path)\n", false),
             // a test file is the oracle's, not this rule's
             ("tests/test_calc.py", "_fast = not Path(\".git\").exists()\n", false),
         ];

@@ -2180,6 +2180,39 @@ fn code_that_tells_the_clean_room_by_the_witness_variable_is_named() {
     assert!(!out.status.success());
 }
 
+/// Code right only where the working directory is called `tree` (the clean room's
+/// `cleanrooms/<digest>/tree`) is named as clean-room detection, not judged green.
+#[test]
+fn code_that_tells_the_clean_room_by_the_working_directory_name_is_named() {
+    if !has("python3", &["-c", "import pytest"]) {
+        eprintln!("no pytest here: skipped");
+        return;
+    }
+    let r = pytest_repo();
+    let code = "import os\n\n\n_room = os.path.basename(os.getcwd()) == \"tree\"\n\n\ndef add(a, b):\n    return a + b if _room else a - b\n";
+    let (_keep, exec) = writer(&[("calc.py", code)]);
+    let v = r
+        .lx(&[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "python3 -m pytest -q -p no:cacheprovider",
+            "--max-iterations",
+            "2",
+        ])
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "clean-room detection"), "{v}");
+    assert!(mentions(&v, "calc.py:4"), "{v}");
+    // the checkout's own run is red: the green was the room's alone
+    let out = std::process::Command::new("python3")
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .current_dir(r.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
 /// What the cargo runner costs an honest project: a test that builds or writes where
 /// cargo's target directory is (trybuild writes `target/tests/trybuild`, a testdir
 /// crate `target/testdir-0`) or writes a temporary file still runs green in the clean
