@@ -176,7 +176,7 @@ fn python_sign(line: &str) -> bool {
         .expect("valid regex")
     });
     search.captures_iter(line).any(|c| {
-        c.get(1).is_none_or(|m| {
+        c.get(1).map_or(true, |m| {
             let target: String = m.as_str().split_whitespace().collect();
             target != "sys.path" && target != "os.environ"
         })
