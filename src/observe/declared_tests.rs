@@ -133,20 +133,8 @@ const MAX_CD_PLACES: usize = 16;
 /// those outside it.
 #[must_use]
 pub fn check_cd_dirs(check: &str) -> Vec<String> {
-    // `..` resolved; `None` above the start
-    let resolve = |p: &str| -> Option<String> {
-        let mut parts: Vec<&str> = Vec::new();
-        for c in p.split('/') {
-            match c {
-                "" | "." => {}
-                ".." => {
-                    parts.pop()?;
-                }
-                c => parts.push(c),
-            }
-        }
-        Some(parts.join("/"))
-    };
+    // `..` resolved; `None` above the start (or at it: the root is searched anyway)
+    let resolve = super::frozen::normalize;
     let mut out: Vec<String> = Vec::new();
     // where the command may be when it reaches the next `cd`
     let mut at: Vec<String> = Vec::new();

@@ -321,14 +321,7 @@ impl TreeObserver {
     fn with_toolchain(mut self, check: Option<&str>) -> TreeObserver {
         use super::toolchain;
         let words = check.map(toolchain::command_words).unwrap_or_default();
-        // The check's PATH: loopexec's own, without entries inside the workdir (the
-        // clean room drops those too).
-        let path = std::env::var("PATH").unwrap_or_default();
-        let path = path
-            .split(':')
-            .filter(|e| Path::new(e).is_absolute() && !Path::new(e).starts_with(&self.dir))
-            .collect::<Vec<_>>()
-            .join(":");
+        let path = check_path(&self.dir);
         self.site_dirs = words
             .iter()
             .filter(|w| toolchain::is_python(w))
@@ -586,12 +579,7 @@ impl TreeObserver {
                 guards::is_test_file(p, &self.test_globs) == Some(super::lex::Lang::Python)
             })
         {
-            let path = std::env::var("PATH").unwrap_or_default();
-            let path = path
-                .split(':')
-                .filter(|e| Path::new(e).is_absolute() && !Path::new(e).starts_with(&self.dir))
-                .collect::<Vec<_>>()
-                .join(":");
+            let path = check_path(&self.dir);
             self.site_dirs = ["python3", "python"]
                 .iter()
                 .find_map(|w| super::toolchain::resolve(w, &path))
@@ -1510,6 +1498,17 @@ impl TreeObserver {
             self.refocus_all();
         }
     }
+}
+
+/// The check's `PATH`: loopexec's own, without entries inside the workdir `dir` or
+/// relative ones (the clean room drops those too).
+fn check_path(dir: &Path) -> String {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|e| Path::new(e).is_absolute() && !Path::new(e).starts_with(dir))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 #[cfg(test)]
