@@ -151,6 +151,8 @@ pub struct OracleRules {
     editable: GlobSet,
     /// Python modules the tests assert through, found at t0 ([`assertion_helpers`]).
     assertion_helpers: Vec<String>,
+    /// Programs the tests run as their judge, found at t0 ([`run_checkers`]).
+    run_checkers: Vec<String>,
     /// Documents pytest collects for doctests (`--doctest-glob` of the check,
     /// [`doctest_documents`]).
     doctest_documents: Vec<DoctestDocuments>,
@@ -188,6 +190,7 @@ impl OracleRules {
             code_fixtures: Vec::new(),
             editable: GlobSet::empty(),
             assertion_helpers: Vec::new(),
+            run_checkers: Vec::new(),
             doctest_documents: check.map(doctest_documents).unwrap_or_default(),
         }
     }
@@ -240,6 +243,12 @@ impl OracleRules {
     /// Sets the data files the tests name (found at t0, [`test_data`]).
     pub fn set_test_data(&mut self, files: Vec<String>) {
         self.test_data = files;
+    }
+
+    /// Sets the programs the tests run as their judge (found at t0,
+    /// [`run_checkers`]).
+    pub fn set_run_checkers(&mut self, files: Vec<String>) {
+        self.run_checkers = files;
     }
 
     /// Sets the patterns by which the tests list data files (found at t0,
@@ -309,6 +318,9 @@ impl OracleRules {
         }
         if self.assertion_helpers.iter().any(|m| m == path) {
             return Some("helper the tests assert through");
+        }
+        if self.run_checkers.iter().any(|m| m == path) {
+            return Some("program the tests run as their judge");
         }
         if is_test_helper_name(name) {
             return Some("test helper");
@@ -2201,7 +2213,7 @@ mod grown;
 mod run_by_tests;
 
 pub use globbed::{globbed_files, listed_data};
-pub use run_by_tests::{built_or_run, is_source_code};
+pub use run_by_tests::{built_or_run, is_source_code, run_checkers};
 
 #[cfg(test)]
 mod tests;

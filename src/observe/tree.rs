@@ -566,6 +566,8 @@ impl TreeObserver {
             handles.dedup();
             self.data_handles = handles;
             self.rules.set_test_data(data);
+            self.rules
+                .set_run_checkers(frozen::run_checkers(&sources, &files));
         }
         // Installed modules the Python tests import: a module of that name added later
         // at the top of a directory the check searches first would shadow them

@@ -375,10 +375,15 @@ fn spawns(text: &str) -> Vec<Spawn<'_>> {
             .trim_start_matches(['&', '[', '(', '{'])
             .trim_start_matches("vec![")
             .trim_start();
+        // (a running interpreter named by its variable counts as one: `[sys.executable,
+        // "tools/compare.py", …]`, `spawn(process.execPath, […])`)
         let mut wants_program = !method
-            && lead
+            && (lead
                 .trim_start_matches(['r', 'b', 'u'])
-                .starts_with(['"', '\'', '`']);
+                .starts_with(['"', '\'', '`'])
+                || ["sys.executable", "process.execPath"]
+                    .iter()
+                    .any(|v| lead.starts_with(v)));
         let mut run = Vec::new();
         for lit in &inside {
             let option = lit.starts_with('-')
@@ -418,6 +423,51 @@ fn names(lit: &str, dir: &str, up: &str, file: &str) -> bool {
         };
         normalize(&joined).as_deref() == Some(file)
     })
+}
+
+/// Words of a program's path that say it decides whether a test passes (it compares,
+/// verifies or grades what the code under test produced): a narrower list than
+/// [`EXPECTATION_WORDS`], for programs in a language loopexec reads, which are code
+/// unless a test runs them as its judge. `check` and `test` are left out: a project's
+/// own `tools/check_links.py`, run by its tests, is often the code under test.
+const ORACLE_WORDS: &[&str] = &[
+    "expect", "golden", "snapshot", "baseline", "oracle", "answer", "compar", "same", "equal",
+    "diff", "judge", "harness", "grade", "verif",
+];
+
+/// Of `files` (every path of the tree), the programs in a language loopexec reads
+/// (Python, JavaScript, shell, …) that a test runs in the place of the program of a
+/// spawn call (`subprocess.run([sys.executable, "tools/samecontent.py", out, want])`)
+/// and whose path says they judge ([`ORACLE_WORDS`]). Such a program is the test's
+/// comparison moved into another file: rewritten to exit 0, it passed every test that
+/// asked it (a fresh review's exit 10). Frozen with the tests; `sources` are the test
+/// files (path, content). Sorted, without duplicates.
+#[must_use]
+pub fn run_checkers(sources: &[(String, String)], files: &[String]) -> Vec<String> {
+    let judges: Vec<&String> = files
+        .iter()
+        .filter(|f| super::super::lex::Lang::from_path(f) != super::super::lex::Lang::Other)
+        .filter(|f| {
+            let lower = f.to_ascii_lowercase();
+            ORACLE_WORDS.iter().any(|w| lower.contains(w))
+        })
+        .collect();
+    let mut out = BTreeSet::new();
+    if judges.is_empty() {
+        return Vec::new();
+    }
+    for (path, text) in sources {
+        let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+        let up = dir.rsplit_once('/').map_or("", |(d, _)| d);
+        for call in spawns(text) {
+            for f in &judges {
+                if call.run.iter().any(|l| names(l, dir, up, f)) {
+                    out.insert((*f).clone());
+                }
+            }
+        }
+    }
+    out.into_iter().collect()
 }
 
 /// Of `named` (the data files the tests name, [`super::test_data`]), those the tests
@@ -708,6 +758,84 @@ mod tests {
             let is_program = |p: &str| *program && p == *file;
             let got = built_or_run(&named, &sources, &is_program).contains(*file);
             assert_eq!(got, *code, "{what}: {file}");
+        }
+    }
+
+    #[test]
+    fn programs_the_tests_run_as_their_judge_are_found() {
+        let files: Vec<String> = [
+            "tools/samecontent.py",
+            "tools/compare.js",
+            "scripts/verify_output.sh",
+            "tools/check_links.py",
+            "src/diffing.py",
+            "golden/expected.txt",
+        ]
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect();
+        // (what, test file, its text, the judges found)
+        let cases: &[(&str, &str, &str, &[&str])] = &[
+            (
+                "run by the running interpreter",
+                "tests/test_cli.py",
+                "import subprocess, sys
+r = subprocess.run([sys.executable, 'tools/samecontent.py', out, want])
+assert r.returncode == 0
+",
+                &["tools/samecontent.py"],
+            ),
+            (
+                "run by a named interpreter, from the test's directory",
+                "tests/test_cli.py",
+                "import subprocess
+subprocess.run(['python3', '../tools/samecontent.py', out, want], check=True)
+",
+                &["tools/samecontent.py"],
+            ),
+            (
+                "a shell judge in a command line of one string",
+                "tests/test_cli.py",
+                "import os
+assert os.system('sh scripts/verify_output.sh out.txt') == 0
+",
+                &["scripts/verify_output.sh"],
+            ),
+            (
+                "a JavaScript judge run by node's own path",
+                "test/cli.test.js",
+                "const r = spawnSync(process.execPath, ['tools/compare.js', out, want]);
+",
+                &["tools/compare.js"],
+            ),
+            (
+                "a checker that is the code under test is not a judge by its name",
+                "tests/test_links.py",
+                "import subprocess, sys
+subprocess.run([sys.executable, 'tools/check_links.py', 'docs'])
+",
+                &[],
+            ),
+            (
+                "a module imported, not run, is not one",
+                "tests/test_diff.py",
+                "from src.diffing import unified
+assert unified('a', 'b')
+",
+                &[],
+            ),
+            (
+                "a judge only read is not run",
+                "tests/test_cli.py",
+                "text = open('tools/samecontent.py').read()
+",
+                &[],
+            ),
+        ];
+        for (what, path, text, want) in cases {
+            let sources = vec![((*path).to_string(), (*text).to_string())];
+            let got = run_checkers(&sources, &files);
+            assert_eq!(got, want.to_vec(), "{what}");
         }
     }
 
