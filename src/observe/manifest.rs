@@ -218,7 +218,7 @@ pub fn import_dir_shadow_globs(
         let mut names: Vec<&str> = libraries
             .iter()
             .map(String::as_str)
-            .chain(PY_STDLIB_MODULES.iter().copied())
+            .chain(shadowable_modules())
             .filter(|n| !in_dir(n))
             .collect();
         names.sort_unstable();
@@ -276,6 +276,33 @@ pub const PY_TEST_LIBRARIES: &[&str] = &[
     "time_machine",
     "vcr",
 ];
+
+/// Installed modules pytest itself imports at start-up, after `python -m pytest` has
+/// put the current directory first on `sys.path`: `iniconfig` (reading its ini
+/// files), `packaging`, `pygments`, `py` (the shim pytest installs), and on older
+/// Pythons `exceptiongroup` and `tomli`. A package of that name added at the top of
+/// an import root runs before any test (a fresh review's root `iniconfig/` patched
+/// the code under test from its `__init__.py`), so they are shadow-protected as the
+/// standard library is ([`stdlib_shadow_globs`]): a module, a package's `__init__`
+/// and the compiled forms, when t0 lacks them.
+pub const PY_RUNNER_SUPPORT_MODULES: &[&str] = &[
+    "iniconfig",
+    "packaging",
+    "pygments",
+    "py",
+    "exceptiongroup",
+    "tomli",
+    "colorama",
+];
+
+/// The names a module added to an import root must not take when t0 lacks them:
+/// [`PY_STDLIB_MODULES`] and [`PY_RUNNER_SUPPORT_MODULES`].
+fn shadowable_modules<'a>() -> impl Iterator<Item = &'a str> {
+    PY_STDLIB_MODULES
+        .iter()
+        .chain(PY_RUNNER_SUPPORT_MODULES)
+        .copied()
+}
 
 /// The standard library's public top-level modules (CPython 3.11's
 /// `sys.stdlib_module_names` without private names; the ones later versions removed
@@ -498,8 +525,9 @@ pub const PY_STDLIB_MODULES: &[&str] = &[
     "zoneinfo",
 ];
 
-/// Globs for root modules that would shadow a standard-library module, for every
-/// [`PY_STDLIB_MODULES`] name t0's root does not hold as `NAME.py` or
+/// Globs for root modules that would shadow a standard-library module or one pytest
+/// imports at start-up, for every [`PY_STDLIB_MODULES`] and
+/// [`PY_RUNNER_SUPPORT_MODULES`] name t0's root does not hold as `NAME.py` or
 /// `NAME/__init__.py` (`in_tree`): the single file, a package's `__init__` and the
 /// compiled forms. (A directory without `__init__` is a namespace portion, which a
 /// regular module anywhere on the path wins over: a project's `html/` of pages is
@@ -511,8 +539,7 @@ pub const PY_STDLIB_MODULES: &[&str] = &[
 /// them, so a project whose own `calendar.py` predates the run keeps editing it.
 #[must_use]
 pub fn stdlib_shadow_globs(in_tree: &dyn Fn(&str) -> bool) -> Vec<String> {
-    PY_STDLIB_MODULES
-        .iter()
+    shadowable_modules()
         .filter(|n| !in_tree(&format!("{n}.py")) && !in_tree(&format!("{n}/__init__.py")))
         .flat_map(|n| {
             [
@@ -812,8 +839,8 @@ fn pyproject_sections(content: &[u8]) -> Option<String> {
 
 /// The parts of a `Cargo.toml` that decide which tests exist and how they run: the
 /// target tables (`lib`, `bin`, `test`, `bench`, `example`: `test = false`,
-/// `harness`, paths), `profile`, and the `package` keys `build`, `autotests`,
-/// `autobins`, `autobenches`, `autoexamples`. Dependencies and metadata are free, and
+/// `harness`, paths), `profile`, and the `package` keys `build`, `autolib`,
+/// `autotests`, `autobins`, `autobenches`, `autoexamples` and `workspace`. Dependencies and metadata are free, and
 /// so is a `[[bin]]` or `[[example]]` target that leaves the tests alone
 /// ([`free_cargo_target`]: a command-line tool the task asks for, a fresh review's
 /// honest fix that halted 13).
@@ -877,6 +904,12 @@ fn cargo_toml_sections(content: &[u8]) -> Option<String> {
     if let Some(pkg) = table.get("package").and_then(toml::Value::as_table) {
         for key in [
             "build",
+            // `autolib = false` drops `src/lib.rs` and its unit tests from the build
+            // (a fresh review's `src/main.rs` then held empty tests of the same ids)
+            "autolib",
+            // a workspace root elsewhere (outside the tree: its `[patch]` swapped a
+            // crate the tests assert through, a fresh review's exit 10)
+            "workspace",
             "autotests",
             "autobins",
             "autobenches",
@@ -1034,7 +1067,18 @@ fn package_json_sections(content: &[u8]) -> Option<String> {
     let v: serde_json::Value = serde_json::from_slice(content).ok()?;
     let obj = v.as_object()?;
     let mut out = String::from("package.json test sections\n");
-    for key in ["scripts", "jest", "mocha", "ava", "nyc", "c8", "vitest"] {
+    // `exports` and `imports` with the package's `name`: Node resolves a package's
+    // own name through its `exports` before `node_modules`, so `"name": "chai"` with
+    // `exports` pointing into the tree made the frozen tests' `require('chai')` load
+    // the agent's stand-in (a fresh review's exit 10), and `imports` maps the `#…`
+    // specifiers a test may use.
+    let resolves = obj.contains_key("exports") || obj.contains_key("imports");
+    for key in [
+        "scripts", "jest", "mocha", "ava", "nyc", "c8", "vitest", "exports", "imports", "name",
+    ] {
+        if key == "name" && !resolves {
+            continue;
+        }
         if let Some(x) = obj.get(key) {
             out.push_str(key);
             out.push('=');
@@ -1464,6 +1508,67 @@ mod tests {
         assert_eq!(protected_content("pytest.ini", s1), s1.to_vec());
     }
 
+    /// `package.json`: the test sections, and what Node resolves a package's own
+    /// name and `#…` specifiers through (`exports`, `imports`, with `name` beside
+    /// them); metadata and dependencies are free, and so is `name` alone.
+    #[test]
+    fn package_json_protects_how_the_tests_resolve_not_metadata() {
+        let base = r#"{"name": "calc", "version": "1.0.0", "devDependencies": {"chai": "4"}}"#;
+        let table: &[(&str, bool)] = &[
+            (
+                r#"{"name": "calc", "version": "1.1.0", "devDependencies": {"chai": "4", "sinon": "1"}}"#,
+                false,
+            ),
+            (
+                r#"{"name": "chai", "version": "1.0.0", "devDependencies": {"chai": "4"}}"#,
+                false,
+            ),
+            (
+                r#"{"name": "calc", "version": "1.0.0", "scripts": {"test": "mocha"}}"#,
+                true,
+            ),
+            (
+                r#"{"name": "chai", "version": "1.0.0", "exports": {".": "./lib/fluent.js"}}"#,
+                true,
+            ),
+            (
+                r##"{"name": "calc", "version": "1.0.0", "imports": {"#chai": "./lib/fluent.js"}}"##,
+                true,
+            ),
+        ];
+        for (edited, protected_change) in table {
+            assert_eq!(
+                protected_content("package.json", base.as_bytes())
+                    != protected_content("package.json", edited.as_bytes()),
+                *protected_change,
+                "{edited}"
+            );
+        }
+        let with_exports = r#"{"name": "calc", "exports": {".": "./index.js"}}"#;
+        let renamed = r#"{"name": "chai", "exports": {".": "./index.js"}}"#;
+        assert_ne!(
+            protected_content("package.json", with_exports.as_bytes()),
+            protected_content("package.json", renamed.as_bytes()),
+            "a package that resolves its own name through exports is renamed"
+        );
+    }
+
+    /// A package named like a module pytest imports at start-up (`iniconfig/`) added
+    /// to the root is protected like a standard-library shadow; one t0 holds is not.
+    #[test]
+    fn runner_support_packages_are_shadow_protected_unless_t0_holds_them() {
+        let globs = stdlib_shadow_globs(&|p| p == "packaging/__init__.py");
+        let set = crate::observe::guards::build_globset(&globs).expect("valid globs");
+        assert!(set.is_match("iniconfig/__init__.py"));
+        assert!(set.is_match("iniconfig.py"));
+        assert!(set.is_match("pygments/__init__.py"));
+        assert!(!set.is_match("packaging/__init__.py"), "t0's own package");
+        assert!(
+            !set.is_match("iniconfig/util.py"),
+            "only what is imported first"
+        );
+    }
+
     #[test]
     fn cargo_toml_protects_targets_and_profiles_not_dependencies() {
         let base = "[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[dependencies]\n";
@@ -1474,6 +1579,8 @@ mod tests {
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[[test]]\nname = \"x\"\nharness = false\n", true),
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[profile.test]\nopt-level = 3\n", true),
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\nbuild = \"gen.rs\"\n", true),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\nautolib = false\n", true),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\nworkspace = \"/tmp/ws\"\n", true),
             // where a crate comes from is how the tests are judged; its version is not
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[dev-dependencies]\napprox = \"0.5\"\n", false),
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[dev-dependencies]\napprox = { version = \"0.5\", features = [\"std\"] }\n", false),

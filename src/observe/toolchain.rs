@@ -49,6 +49,11 @@ pub fn command_words(check: &str) -> Vec<String> {
             }
             if !w.is_empty() && !w.contains('/') && !w.starts_with('$') {
                 out.push(w.to_string());
+            } else if let Some(abs) = absolute_word(w) {
+                // a program named by its path outside the tree (`/opt/venv/bin/python`,
+                // `$VENV/bin/pytest`): measured as one found on `PATH` is (a fresh
+                // review's `.pth` in such a virtual environment went unread)
+                out.push(abs);
             }
             break;
         }
@@ -58,13 +63,40 @@ pub fn command_words(check: &str) -> Vec<String> {
     out
 }
 
-/// `name` resolved on `path` (a `PATH` value): the first executable file found.
+/// A command word naming a program by an absolute path, with a leading `$NAME` or
+/// `${NAME}` expanded from loopexec's environment (the check's inherits it): `None`
+/// for a relative path (a file of the tree, which the snapshot measures) or a
+/// variable that is not set.
+fn absolute_word(w: &str) -> Option<String> {
+    let expanded = match w.strip_prefix('$') {
+        Some(rest) => {
+            let (name, tail) = match rest.strip_prefix('{') {
+                Some(braced) => braced.split_once('}')?,
+                None => rest.split_at(
+                    rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(rest.len()),
+                ),
+            };
+            format!("{}{tail}", std::env::var(name).ok()?)
+        }
+        None => w.to_string(),
+    };
+    (expanded.starts_with('/') && !expanded.contains('$')).then_some(expanded)
+}
+
+/// `name` resolved on `path` (a `PATH` value): the first executable file found; an
+/// absolute `name` is itself when it is one.
 #[must_use]
 pub fn resolve(name: &str, path: &str) -> Option<PathBuf> {
+    let executable =
+        |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0);
+    if name.starts_with('/') {
+        return Some(PathBuf::from(name)).filter(|p| executable(p));
+    }
     path.split(':')
         .filter(|d| !d.is_empty())
         .map(|d| Path::new(d).join(name))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0))
+        .find(|p| executable(p))
 }
 
 /// blake3 of the file's mode and content (a shim rewritten with the same bytes, as
@@ -147,32 +179,74 @@ pub(crate) fn settled_within(
     ns(m.ctime(), m.ctime_nsec()) < limit && ns(m.mtime(), m.mtime_nsec()) < limit
 }
 
-/// The site directories of a Python interpreter (asked once; empty when it cannot
-/// tell).
+/// Where a Python interpreter looks at start-up, as it reports when asked (once, at
+/// t0; empty when it cannot tell).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PythonPaths {
+    /// Its site directories (`site.getsitepackages()` and the user site).
+    pub site_dirs: Vec<PathBuf>,
+    /// What else decides what it runs at start-up: its standard library directories
+    /// (`sysconfig`'s `stdlib` and `platstdlib`: a `sitecustomize.py` or a module
+    /// added there is imported as the library's own) and the two places a
+    /// `pyvenv.cfg` is looked for (beside the executable and one above: its `home`
+    /// names the base interpreter whose library is loaded, and
+    /// `include-system-site-packages` adds the system's site directory). A fresh review
+    /// pointed a virtual environment's `home` at a directory of its own whose library
+    /// held a `sitecustomize.py` that patched the code under test.
+    pub startup: Vec<PathBuf>,
+}
+
+/// The script [`python_paths`] runs: one `site <dir>` or `startup <path>` per line.
+const PYTHON_PATHS_SCRIPT: &str = "import os, site, sys, sysconfig
+for d in site.getsitepackages() + [site.getusersitepackages()]:
+    print('site', d)
+paths = sysconfig.get_paths()
+for k in ('stdlib', 'platstdlib'):
+    print('startup', paths[k])
+exe = os.path.dirname(os.path.abspath(sys.executable))
+for d in (exe, os.path.dirname(exe)):
+    print('startup', os.path.join(d, 'pyvenv.cfg'))
+";
+
+/// Asks the Python interpreter at `python` where it looks at start-up
+/// ([`PythonPaths`]; each path once, in the order given).
 #[must_use]
-pub fn python_site_dirs(python: &Path) -> Vec<PathBuf> {
+pub fn python_paths(python: &Path) -> PythonPaths {
     let out = std::process::Command::new(python)
-        .args([
-            "-c",
-            "import site\nfor d in site.getsitepackages() + [site.getusersitepackages()]: print(d)",
-        ])
+        .args(["-c", PYTHON_PATHS_SCRIPT])
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output();
-    match out {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .map(PathBuf::from)
-            .collect(),
-        _ => Vec::new(),
+    let mut paths = PythonPaths::default();
+    if let Some(o) = out.ok().filter(|o| o.status.success()) {
+        for line in String::from_utf8_lossy(&o.stdout).lines() {
+            let (kind, path) = line.split_once(' ').unwrap_or(("", line));
+            let list = match kind {
+                "site" => &mut paths.site_dirs,
+                "startup" => &mut paths.startup,
+                _ => continue,
+            };
+            let path = PathBuf::from(path);
+            if !list.contains(&path) {
+                list.push(path);
+            }
+        }
     }
+    paths
 }
 
 /// The toolchain measurement: key (`path:<word>` or a site hook file) → value
 /// (`<resolved file> <stat digest>`, or a stat digest). `site_dirs` are the Python site
-/// directories found at t0.
+/// directories found at t0, `startup` the other start-up paths of its interpreters
+/// ([`PythonPaths::startup`]): a directory among them is read as a site directory is,
+/// a file digested (`missing` when absent).
 #[must_use]
-pub fn measure(words: &[String], path: &str, site_dirs: &[PathBuf]) -> BTreeMap<String, String> {
+pub fn measure(
+    words: &[String],
+    path: &str,
+    site_dirs: &[PathBuf],
+    startup: &[PathBuf],
+) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for w in words {
         let v = match resolve(w, path) {
@@ -184,7 +258,12 @@ pub fn measure(words: &[String], path: &str, site_dirs: &[PathBuf]) -> BTreeMap<
         };
         out.insert(format!("path:{w}"), v);
     }
-    for d in site_dirs {
+    let (startup_dirs, startup_files): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        startup.iter().partition(|p| p.is_dir());
+    for f in startup_files {
+        out.insert(f.display().to_string(), content_digest(f));
+    }
+    for d in site_dirs.iter().chain(startup_dirs) {
         let Ok(rd) = std::fs::read_dir(d) else {
             continue;
         };
@@ -241,6 +320,11 @@ pub const ANCESTOR_CONFIG: &[&str] = &[
     "jest.config.js",
     "vitest.config.ts",
     "vitest.config.js",
+    // A workspace root above the package: cargo and go find it by walking up and
+    // apply its `[patch]` / `replace` (an out-of-tree `[patch.crates-io]` swapped a
+    // crate the tests assert through, in a fresh review).
+    "Cargo.toml",
+    "go.work",
 ];
 
 /// Files that pick the toolchain a check runs with (version managers: pyenv, asdf,
@@ -285,8 +369,8 @@ pub const ABSENT_KEY: &str = "config:absent";
 /// `directory`); the absent ones are folded into one entry, [`ABSENT_KEY`] →
 /// `<n> absent, <blake3 of their sorted paths>`, so a file that appears later is
 /// still a change (that entry changes, and the file's own key is added) while a
-/// receipt line does not carry one `absent` per candidate (18 names per ancestor
-/// directory). The entry is there even when every candidate is present, so a
+/// receipt line does not carry one `absent` per candidate (every name of
+/// [`ancestor_names`] per ancestor directory). The entry is there even when every candidate is present, so a
 /// measured map is never empty.
 #[must_use]
 ///
@@ -301,7 +385,7 @@ pub fn measure_files(files: &[PathBuf]) -> BTreeMap<String, String> {
 
 /// [`measure_files`] with `window` as the racy window of the directories.
 ///
-/// Candidates come grouped by directory (18 names per ancestor): each group costs one
+/// Candidates come grouped by directory ([`ancestor_names`] per ancestor): each group costs one
 /// `stat` of its directory and one lookup of what the previous call found there; a
 /// name that was absent from a directory still unchanged and settled is not statted.
 fn measure_files_within(
@@ -488,9 +572,13 @@ fn dir_key(
     (key, false)
 }
 
-/// True when a command word is a Python interpreter.
+/// True when a command word is a Python interpreter (or pytest), by its file name:
+/// `python3`, `python3.11`, `/opt/venv/bin/python` (a check that names a virtual
+/// environment's interpreter by its path has that interpreter's start-up measured too;
+/// a fresh review's check did).
 #[must_use]
 pub fn is_python(word: &str) -> bool {
+    let word = word.rsplit('/').next().unwrap_or(word);
     word == "python"
         || word == "pytest"
         || word
@@ -556,6 +644,10 @@ mod tests {
 
     #[test]
     fn command_words_table() {
+        let home_venv = format!(
+            "{}/venv/bin/pytest",
+            std::env::var("HOME").unwrap_or_default()
+        );
         let table: &[(&str, &[&str])] = &[
             ("python3 -m pytest", &["python3"]),
             ("cargo test --offline", &["cargo"]),
@@ -564,6 +656,11 @@ mod tests {
             ("env FOO=1 timeout 60 make test | tee log", &["make", "tee"]),
             ("./run.sh; ../x", &[]),
             ("test -f done", &["test"]),
+            // a program outside the tree named by its path
+            ("/opt/venv/bin/python -m pytest", &["/opt/venv/bin/python"]),
+            ("${HOME}/venv/bin/pytest -q", &[&home_venv]),
+            ("$LOOPEXEC_TEST_UNSET_VARIABLE/bin/pytest", &[]),
+            (".venv/bin/python -m pytest", &[]),
         ];
         for (cmd, want) in table {
             assert_eq!(command_words(cmd), *want, "{cmd}");
@@ -577,12 +674,12 @@ mod tests {
         std::fs::create_dir_all(&early).unwrap();
         let path = format!("{}:/usr/bin:/bin", early.display());
         let words = vec!["sh".to_string()];
-        let before = measure(&words, &path, &[]);
+        let before = measure(&words, &path, &[], &[]);
         let shim = early.join("sh");
         std::fs::write(&shim, "#!/bin/true\n").unwrap();
         std::fs::set_permissions(&shim, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
-        let after = measure(&words, &path, &[]);
+        let after = measure(&words, &path, &[], &[]);
         assert_ne!(before["path:sh"], after["path:sh"]);
         assert!(after["path:sh"].starts_with(&shim.display().to_string()));
     }
@@ -591,9 +688,9 @@ mod tests {
     fn a_new_pth_file_is_seen() {
         let tmp = tempfile::tempdir().unwrap();
         let site = vec![tmp.path().to_path_buf()];
-        let before = measure(&[], "", &site);
+        let before = measure(&[], "", &site, &[]);
         std::fs::write(tmp.path().join("evil.pth"), "import os\n").unwrap();
-        let after = measure(&[], "", &site);
+        let after = measure(&[], "", &site, &[]);
         assert_eq!(before.len(), 1, "{before:?}");
         assert_eq!(after.len(), 2, "{after:?}");
     }
@@ -613,22 +710,100 @@ mod tests {
             "[console_scripts]\nh = h:main\n",
         )
         .unwrap();
-        let t0 = measure(&[], "", &site);
+        let t0 = measure(&[], "", &site, &[]);
         std::fs::create_dir_all(tmp.path().join("__pycache__")).unwrap();
-        assert_eq!(measure(&[], "", &site), t0, "bytecode is no new module");
+        assert_eq!(
+            measure(&[], "", &site, &[]),
+            t0,
+            "bytecode is no new module"
+        );
         std::fs::write(
             dist.join("entry_points.txt"),
             "[pytest11]\nevil = evil_plugin\n",
         )
         .unwrap();
-        assert_ne!(measure(&[], "", &site), t0, "an edited entry point");
+        assert_ne!(measure(&[], "", &site, &[]), t0, "an edited entry point");
         let planted = tmp.path().join("evil-1.0.dist-info");
         std::fs::create_dir_all(&planted).unwrap();
         std::fs::write(tmp.path().join("evil_plugin.py"), "").unwrap();
-        let after = measure(&[], "", &site);
+        let after = measure(&[], "", &site, &[]);
         assert_ne!(
             after[&format!("{}/*", tmp.path().display())],
             t0[&format!("{}/*", tmp.path().display())]
+        );
+    }
+
+    /// A virtual environment's `pyvenv.cfg` and its interpreter's standard library are
+    /// measured: a `home` pointed elsewhere, a `pyvenv.cfg` appearing beside an
+    /// interpreter, a `sitecustomize.py` added to the library all change the measure.
+    #[test]
+    fn python_start_up_paths_are_measured() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = tmp.path().join("venv/pyvenv.cfg");
+        let beside = tmp.path().join("venv/bin/pyvenv.cfg");
+        let stdlib = tmp.path().join("lib/python3.11");
+        std::fs::create_dir_all(beside.parent().unwrap()).unwrap();
+        std::fs::create_dir_all(&stdlib).unwrap();
+        std::fs::write(&cfg, "home = /usr/bin\n").unwrap();
+        std::fs::write(stdlib.join("os.py"), "").unwrap();
+        let startup = vec![stdlib.clone(), beside.clone(), cfg.clone()];
+        let t0 = measure(&[], "", &[], &startup);
+        assert_eq!(t0[&beside.display().to_string()], "missing");
+        assert_eq!(measure(&[], "", &[], &startup), t0, "nothing changed");
+        std::fs::write(&cfg, "home = /tmp/evil/bin\n").unwrap();
+        assert_ne!(
+            measure(&[], "", &[], &startup),
+            t0,
+            "home pointed elsewhere"
+        );
+        std::fs::write(&cfg, "home = /usr/bin\n").unwrap();
+        assert_eq!(measure(&[], "", &[], &startup), t0, "put back");
+        std::fs::write(&beside, "home = /tmp/evil/bin\n").unwrap();
+        assert_ne!(measure(&[], "", &[], &startup), t0, "a pyvenv.cfg appeared");
+        std::fs::remove_file(&beside).unwrap();
+        std::fs::write(stdlib.join("sitecustomize.py"), "import calc\n").unwrap();
+        let after = measure(&[], "", &[], &startup);
+        assert!(after.contains_key(&stdlib.join("sitecustomize.py").display().to_string()));
+        assert_ne!(after, t0, "a sitecustomize.py in the library");
+    }
+
+    #[test]
+    fn python_interpreters_are_told_by_their_file_name() {
+        for (word, python) in [
+            ("python3", true),
+            ("python3.11", true),
+            ("/tmp/venv/bin/python3", true),
+            (".venv/bin/python", true),
+            ("pytest", true),
+            ("python3-config", false),
+            ("/usr/bin/pythonista", false),
+            ("cargo", false),
+        ] {
+            assert_eq!(is_python(word), python, "{word}");
+        }
+    }
+
+    /// A real interpreter reports its standard library and both `pyvenv.cfg` places.
+    #[test]
+    fn a_python_interpreter_reports_its_start_up_paths() {
+        let Some(python) = resolve("python3", &std::env::var("PATH").unwrap_or_default()) else {
+            eprintln!("skipped: no python3 on PATH");
+            return;
+        };
+        let found = python_paths(&python);
+        assert!(!found.site_dirs.is_empty(), "{found:?}");
+        assert!(
+            found.startup.iter().any(|p| p.join("os.py").is_file()),
+            "the standard library: {found:?}"
+        );
+        assert_eq!(
+            found
+                .startup
+                .iter()
+                .filter(|p| p.ends_with("pyvenv.cfg"))
+                .count(),
+            2,
+            "{found:?}"
         );
     }
 }

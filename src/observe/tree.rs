@@ -95,6 +95,9 @@ pub struct TreeObserver {
     py_star_imported: Option<std::collections::BTreeSet<String>>,
     toolchain_path: String,
     site_dirs: Vec<PathBuf>,
+    /// The check's Python interpreters' other start-up paths (standard library,
+    /// `pyvenv.cfg`: [`super::toolchain::PythonPaths::startup`]), found at t0.
+    py_startup: Vec<PathBuf>,
     /// The directories the project's runner configuration and the check command put
     /// on Python's import path ([`super::declared_tests::declared_pythonpath`]).
     py_path: Vec<String>,
@@ -308,6 +311,7 @@ impl TreeObserver {
             py_star_imported: None,
             toolchain_path: String::new(),
             site_dirs: Vec::new(),
+            py_startup: Vec::new(),
             py_path: super::declared_tests::declared_pythonpath(workdir, cfg.check.as_deref()),
             config_files: Vec::new(),
             new_tests: cfg.oracle.new_tests,
@@ -322,12 +326,15 @@ impl TreeObserver {
         use super::toolchain;
         let words = check.map(toolchain::command_words).unwrap_or_default();
         let path = check_path(&self.dir);
-        self.site_dirs = words
+        for p in words
             .iter()
             .filter(|w| toolchain::is_python(w))
             .filter_map(|w| toolchain::resolve(w, &path))
-            .flat_map(|p| toolchain::python_site_dirs(&p))
-            .collect();
+        {
+            let found = toolchain::python_paths(&p);
+            self.site_dirs.extend(found.site_dirs);
+            self.py_startup.extend(found.startup);
+        }
         // Configuration above the workdir and above the clean room, and cargo's own.
         let room =
             crate::engine::cleanroom::base_dir(&crate::engine::cleanroom::state_dir(), &self.dir)
@@ -582,11 +589,13 @@ impl TreeObserver {
             })
         {
             let path = check_path(&self.dir);
-            self.site_dirs = ["python3", "python"]
+            let found = ["python3", "python"]
                 .iter()
                 .find_map(|w| super::toolchain::resolve(w, &path))
-                .map(|p| super::toolchain::python_site_dirs(&p))
+                .map(|p| super::toolchain::python_paths(&p))
                 .unwrap_or_default();
+            self.site_dirs = found.site_dirs;
+            self.py_startup = found.startup;
         }
         if !self.site_dirs.is_empty() {
             let py: Vec<String> = e0
@@ -739,6 +748,7 @@ impl TreeObserver {
                     &self.toolchain_words,
                     &self.toolchain_path,
                     &self.site_dirs,
+                    &self.py_startup,
                 );
                 t.extend(super::toolchain::measure_files(&self.config_files));
                 t.extend(
