@@ -23,3 +23,4 @@ mod spend_liveness;
 mod support;
 mod trust;
 mod trust_loaders;
+mod trust_resolution;
