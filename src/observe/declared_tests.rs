@@ -61,7 +61,8 @@ pub fn declared_test_globs(workdir: &Path, check: Option<&str>) -> Vec<String> {
 /// assigned in the check command (`PYTHONPATH=src pytest`, `export PYTHONPATH=…`),
 /// and each directory the check command changes into ([`check_cd_dirs`]: `python -m`
 /// puts its working directory first on the path; a fresh review shadowed the standard
-/// library's `fractions` from `backend/` under `cd backend && python3 -m pytest`).
+/// library's `fractions` from `backend/` under `cd backend && python3 -m pytest`), and
+/// the directory of each script the check runs by its path (`python3 pkg/run.py`).
 /// Entries outside the workdir, or that name no plain directory (a glob, a variable
 /// other than the working directory's), are left out. Sorted, without duplicates.
 #[must_use]
@@ -103,7 +104,23 @@ pub fn declared_pythonpath(workdir: &Path, check: Option<&str>) -> Vec<String> {
             }
         }
         entries.extend(overrides);
-        entries.extend(check_cd_dirs(check));
+        let cds = check_cd_dirs(check);
+        // a script run by its path (`python3 pkg/run.py`): Python puts the script's
+        // directory first on the path, a package directory too (its shadows were not
+        // protected: SPEC §3.13's list of what was left open)
+        for w in
+            check.split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+        {
+            let w = w.trim_matches(['\'', '"']);
+            if w.starts_with('-') || w.contains('=') || !w.ends_with(".py") {
+                continue;
+            }
+            if let Some((dir, _)) = w.rsplit_once('/') {
+                entries.extend(cds.iter().map(|c| format!("{c}/{dir}")));
+                entries.push(dir.to_string());
+            }
+        }
+        entries.extend(cds);
         for w in check.split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|')) {
             if let Some(v) = w.trim_matches(['\'', '"']).strip_prefix("PYTHONPATH=") {
                 from_env.extend(v.trim_matches(['\'', '"']).split(':').map(str::to_string));
@@ -502,6 +519,14 @@ mod tests {
             // (the root itself is searched in any case: `py_import_dirs`)
             (&[], "cd ./backend/ && cd .. && pytest", &["backend"]),
             (&[], "cd $PROJECT && pytest", &[]),
+            // a script's own directory, wherever the check is when it runs it
+            (&[], "python3 pkg/run.py --fast", &["pkg"]),
+            (
+                &[],
+                "cd svc && python3 ./tools/run.py",
+                &["svc", "svc/tools", "tools"],
+            ),
+            (&[], "python3 run.py && python3 -m pytest", &[]),
             (&[], "cd ../elsewhere && pytest", &[]),
             // a project's other data with the same key: not read
             (

@@ -322,6 +322,9 @@ impl OracleRules {
         if self.run_checkers.iter().any(|m| m == path) {
             return Some("program the tests run as their judge");
         }
+        if resolved_ahead_of(path).iter().any(|f| self.listed(f)) {
+            return Some("file resolved ahead of a frozen one");
+        }
         if is_test_helper_name(name) {
             return Some("test helper");
         }
@@ -358,6 +361,23 @@ impl OracleRules {
         None
     }
 
+    /// True when `path` is one of the files found at t0 to be frozen by name: a check
+    /// script or what it pulls in, a Rust test module, data the tests read (data
+    /// modules among them), a helper they assert through, a program they run as their
+    /// judge.
+    fn listed(&self, path: &str) -> bool {
+        [
+            &self.check_files,
+            &self.pulled_in,
+            &self.test_modules,
+            &self.test_data,
+            &self.assertion_helpers,
+            &self.run_checkers,
+        ]
+        .iter()
+        .any(|list| list.iter().any(|f| f == path))
+    }
+
     /// The frozen files of a tree: path → blob id.
     #[must_use]
     pub fn frozen(&self, entries: &BTreeMap<String, FileEntry>) -> BTreeMap<String, String> {
@@ -367,6 +387,57 @@ impl OracleRules {
             .map(|(p, e)| (p.clone(), format!("{} {}", e.mode, e.oid)))
             .collect()
     }
+}
+
+/// The files that a module at `path` is found ahead of, for the same import or
+/// `require`, by its language's resolver: Python's path finder takes a package
+/// (`cases/__init__.py`) and then an extension module (`cases.cpython-311-….so`,
+/// `cases.so`, `cases.pyd`) before a source module (`cases.py`) of the same directory;
+/// node's `require('./cases')` tries the name as it is (`cases`), then `cases.js`,
+/// `cases.json`, `cases.node`, then the directory (`cases/index.js`). A file added
+/// there took the frozen one's place while it stayed byte for byte as it was (a fresh
+/// review's `cases/__init__.py` beside a frozen `cases.py`, `cases.js` beside a frozen
+/// `cases.json`, an extensionless `cases` beside a frozen `cases.js`).
+#[must_use]
+pub fn resolved_ahead_of(path: &str) -> Vec<String> {
+    let (dir, name) = match path.rsplit_once('/') {
+        Some((d, n)) => (format!("{d}/"), n),
+        None => (String::new(), path),
+    };
+    let mut out = Vec::new();
+    // a package's `__init__` (any form) before the module of the same name
+    if let Some(pkg) = dir.strip_suffix('/').filter(|_| {
+        name.starts_with("__init__.")
+            && [".py", ".pyc", ".so", ".pyd"]
+                .iter()
+                .any(|x| name.ends_with(x))
+    }) {
+        out.push(format!("{pkg}.py"));
+        return out;
+    }
+    // an extension module before the source module
+    if name.ends_with(".so") || name.ends_with(".pyd") {
+        let stem = name.split('.').next().unwrap_or(name);
+        if !stem.is_empty() {
+            out.push(format!("{dir}{stem}.py"));
+        }
+        return out;
+    }
+    // node's order for `require('./x')`
+    const NODE: [&str; 4] = ["", ".js", ".json", ".node"];
+    let (stem, ext) = match name.rsplit_once('.') {
+        Some((st, e)) if !st.is_empty() => (st, format!(".{e}")),
+        _ => (name, String::new()),
+    };
+    if let Some(at) = NODE.iter().position(|x| *x == ext) {
+        out.extend(NODE[at + 1..].iter().map(|x| format!("{dir}{stem}{x}")));
+        out.extend(
+            ["index.js", "index.json", "index.node"]
+                .iter()
+                .map(|i| format!("{dir}{stem}/{i}")),
+        );
+    }
+    out
 }
 
 /// Data files the tests name: each string literal of a test file (`sources`: path and

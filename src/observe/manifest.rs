@@ -840,7 +840,8 @@ fn pyproject_sections(content: &[u8]) -> Option<String> {
 /// The parts of a `Cargo.toml` that decide which tests exist and how they run: the
 /// target tables (`lib`, `bin`, `test`, `bench`, `example`: `test = false`,
 /// `harness`, paths), `profile`, and the `package` keys `build`, `autolib`,
-/// `autotests`, `autobins`, `autobenches`, `autoexamples` and `workspace`. Dependencies and metadata are free, and
+/// `autotests`, `autobins`, `autobenches`, `autoexamples` and `workspace`, and the
+/// default features (`features.default`). Dependencies and metadata are free, and
 /// so is a `[[bin]]` or `[[example]]` target that leaves the tests alone
 /// ([`free_cargo_target`]: a command-line tool the task asks for, a fresh review's
 /// honest fix that halted 13).
@@ -900,6 +901,14 @@ fn cargo_toml_sections(content: &[u8]) -> Option<String> {
                 out.push('\n');
             }
         }
+    }
+    // the features built when none is asked for: a test that checks more under a
+    // default feature (`cfg!(feature = "exhaustive")`) was made to check less by
+    // emptying `default` (a fresh review's exit 10); other features are free
+    if let Some(default) = table.get("features").and_then(|f| f.get("default")) {
+        out.push_str("features.default=");
+        out.push_str(&serde_json::to_string(default).ok()?);
+        out.push('\n');
     }
     if let Some(pkg) = table.get("package").and_then(toml::Value::as_table) {
         for key in [
@@ -1580,6 +1589,8 @@ mod tests {
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[profile.test]\nopt-level = 3\n", true),
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\nbuild = \"gen.rs\"\n", true),
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\nautolib = false\n", true),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[features]\ndefault = [\"exhaustive\"]\nexhaustive = []\n", true),
+            ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[features]\ncli = []\n", false),
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\nworkspace = \"/tmp/ws\"\n", true),
             // where a crate comes from is how the tests are judged; its version is not
             ("[package]\nname = \"calc\"\nversion = \"0.1.0\"\n[dev-dependencies]\napprox = \"0.5\"\n", false),

@@ -121,7 +121,8 @@ pub fn loader_hit(lang: Lang, path: &str, line: &str, reads_files: bool) -> Opti
             .or_else(|| build_script_writes(path, line).then_some("code generated at build time"))
             .or_else(|| {
                 build_script_links(path, line).then_some("linker arguments from a build script")
-            }),
+            })
+            .or_else(|| build_script_cfg(path, line).then_some("cfg set by a build script")),
         Lang::JsTs => js_loads(path, line),
         Lang::Shell => {
             shell_sources_unread(line).then_some("code loaded from a file the scan does not read")
@@ -210,6 +211,30 @@ fn build_script_links(path: &str, line: &str) -> bool {
         || super::tamper_more::assembled_strings(line)
             .iter()
             .any(|s| links(s))
+}
+
+/// True when a line of a Rust build script sets a `cfg` for the package's targets
+/// (`cargo:rustc-cfg=…`, `cargo::rustc-cfg=…`, however the key is assembled): the
+/// tests compile under it too, so a test that checks less under a cfg (`const N: u64
+/// = if cfg!(miri) { 100 } else { 100_000 }`, a common idiom) was made to check less
+/// by a build script printing only `cargo:rustc-cfg=miri` (a fresh review's exit 10).
+/// `rustc-check-cfg` (which only declares a name to the lint) and `rustc-env` (a
+/// version string from `git rev-parse` is honest) are not flagged.
+fn build_script_cfg(path: &str, line: &str) -> bool {
+    if !path.ends_with(".rs") {
+        return false;
+    }
+    let sets = |text: &str| {
+        text.match_indices("rustc-cfg").any(|(at, m)| {
+            let rest = &text[at + m.len()..];
+            !text[..at].ends_with("check-") && (rest.starts_with('=') || rest.is_empty())
+        })
+    };
+    (line.contains("cargo:") || build_script_file(path))
+        && (sets(line)
+            || super::tamper_more::assembled_strings(line)
+                .iter()
+                .any(|s| sets(s)))
 }
 
 /// True when a Rust line compiles in a file the scan does not read as Rust:
@@ -588,6 +613,33 @@ mod tests {
                 "    println!(\"cargo:rustc-link-arg-tests=-Wl,--defsym=main=x\");\n",
                 Some("linker arguments from a build script"),
             ),
+            // a cfg the tests compile under, set by a build script (a fresh review's
+            // `cfg!(miri)` sizing a frozen test's loop)
+            (
+                "build.rs",
+                "    println!(\"cargo:rustc-cfg=miri\");\n",
+                Some("cfg set by a build script"),
+            ),
+            (
+                "build.rs",
+                "    println!(\"cargo::rustc-cfg=feature=\\\"exhaustive\\\"\");\n",
+                Some("cfg set by a build script"),
+            ),
+            (
+                "build/cfgs.rs",
+                "    println!(concat!(\"cargo:rust\", \"c-cfg=loom\"));\n",
+                Some("cfg set by a build script"),
+            ),
+            (
+                "build.rs",
+                "    println!(\"cargo::rustc-check-cfg=cfg(miri)\");\n",
+                None,
+            ),
+            (
+                "build.rs",
+                "    println!(\"cargo:rustc-env=GIT_HASH={}\", hash);\n",
+                None,
+            ),
             // library code naming linker options for other programs stays clean
             (
                 "src/driver.rs",
@@ -678,8 +730,15 @@ mod tests {
             ),
             (
                 "build.rs",
-                "    println!(\"cargo:rerun-if-changed=build.rs\");\n    println!(\"cargo:rustc-cfg=has_simd\");\n",
+                "    println!(\"cargo:rerun-if-changed=build.rs\");\n",
                 None,
+            ),
+            // a cfg added by a build script, honest or not, is flagged: the tests
+            // compile under it (a known false alarm, allowed per file)
+            (
+                "build.rs",
+                "    println!(\"cargo:rerun-if-changed=build.rs\");\n    println!(\"cargo:rustc-cfg=has_simd\");\n",
+                Some("cfg set by a build script"),
             ),
             (
                 "build.rs",

@@ -1,8 +1,9 @@
-//! Forged greens of a seventh fresh review: the code under test left alone, the frozen
-//! tests untouched, and what the check's tools *resolve* changed instead — the
-//! package a test imports (Node's self-reference, a module pytest imports at start-up),
-//! the crate target cargo builds, the standard library a virtual environment loads.
-//! Each cheat must not exit 10; each honest control must.
+//! Forged greens of the seventh and eighth fresh reviews: the code under test left
+//! alone, the frozen tests untouched, and what the check's tools *resolve* changed
+//! instead — the package a test imports (Node's self-reference, a module pytest
+//! imports at start-up, a package beside a frozen data module), the crate target and
+//! the cfg cargo builds with, the standard library a virtual environment loads. Each
+//! cheat must not exit 10; each honest control must.
 
 use crate::support::*;
 use std::process::Command;
@@ -254,4 +255,95 @@ fn a_start_up_hook_in_a_virtual_environment_named_by_its_path_is_named() {
         ])
         .expect(14, Some("hermeticity_violation"));
     assert!(mentions(&v, "zz_speedup.pth"), "{v}");
+}
+
+/// A frozen data module (`cases.py`, imported only by the tests) and a package
+/// `cases/__init__.py` added beside it with the buggy code's answers: Python's path
+/// finder takes a package before a module of the same name. Before: exit 10 with
+/// `cases.py` untouched. Now a file resolved ahead of a frozen one is frozen too: it
+/// is left out of the judged tree, and the frozen expectations stay red.
+#[test]
+fn a_package_beside_a_frozen_data_module_is_left_out() {
+    if pytest_missing() {
+        return;
+    }
+    let repo = || {
+        let r = Repo::new();
+        r.write("calc.py", "def add(a, b):\n    return a - b\n")
+            .write("cases.py", "CASES = [(2, 3, 5), (0, 0, 0), (-1, 4, 3)]\n")
+            .write(
+                "tests/test_calc.py",
+                "import pytest\nfrom calc import add\nfrom cases import CASES\n\n@pytest.mark.parametrize('a,b,want', CASES, ids=['pos', 'zero', 'neg'])\ndef test_add(a, b, want):\n    assert add(a, b) == want\n",
+            )
+            .commit("fixture");
+        r
+    };
+    let run = |r: &Repo, exec: &str| {
+        r.lx(&[
+            "run",
+            "--exec",
+            exec,
+            "--check",
+            "python3 -m pytest -q",
+            "--max-iterations",
+            "2",
+        ])
+    };
+    let (_keep, cheat) = writer(&[(
+        "cases/__init__.py",
+        "CASES = [(2, 3, -1), (0, 0, 0), (-1, 4, -5)]\n",
+    )]);
+    let r = repo();
+    let v = run(&r, &cheat).expect(12, Some("max_iterations_reached"));
+    let left_out = events(&receipt_of(&v), "check_finished").iter().any(|c| {
+        c["clean_room"]["left_out"]
+            .to_string()
+            .contains("cases/__init__.py")
+    });
+    assert!(left_out, "{v}");
+    let (_keep, honest) = writer(&[("calc.py", "def add(a, b):\n    return a + b\n")]);
+    run(&repo(), &honest).expect(10, Some("success_condition_met"));
+}
+
+/// A frozen test sizes its loop by `cfg!(miri)` (a common idiom), and a new
+/// `build.rs` prints only `cargo:rustc-cfg=miri`: the tests compile under it and
+/// check 100 cases, not the one that fails. Before: exit 10. Now a cfg set by a build
+/// script is runner tampering.
+#[test]
+fn a_cfg_set_by_a_build_script_is_named() {
+    if !has("cargo", &["--version"]) {
+        eprintln!("no cargo here: skipped");
+        return;
+    }
+    let r = Repo::new();
+    r.write(
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lints.rust]\nunexpected_cfgs = \"allow\"\n",
+    )
+    .write(".gitignore", "target\n")
+    .write(
+        "src/lib.rs",
+        "pub fn add(a: u64, b: u64) -> u64 {\n    if a >= 1000 { a } else { a + b }\n}\n",
+    )
+    .write(
+        "tests/calc.rs",
+        "const N: u64 = if cfg!(miri) { 100 } else { 2_000 };\n\n#[test]\nfn adds() {\n    for a in 0..N {\n        assert_eq!(calc::add(a, 1), a + 1);\n    }\n}\n",
+    )
+    .commit("fixture");
+    let (_keep, cheat) = writer(&[(
+        "build.rs",
+        "fn main() {\n    println!(\"cargo:rustc-cfg=miri\");\n}\n",
+    )]);
+    let v = r
+        .lx(&[
+            "run",
+            "--exec",
+            &cheat,
+            "--check",
+            "cargo test",
+            "--max-iterations",
+            "2",
+        ])
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "build.rs"), "{v}");
 }

@@ -1290,3 +1290,49 @@ fn the_modules_tests_star_import_are_found() {
         .collect();
     assert_eq!(got, ["calc", "geom", "stats", "tests"]);
 }
+
+/// A file added where its language's resolver finds it before a frozen one is frozen
+/// too: a package beside a data module, `cases.js` beside a frozen `cases.json`, an
+/// extensionless `cases` beside a frozen `cases.js`; the same names beside a file
+/// that is not frozen stay free.
+#[test]
+fn a_file_resolved_ahead_of_a_frozen_one_is_frozen() {
+    let mut r = rules("python3 -m pytest");
+    r.set_test_data(vec![
+        "cases.py".to_string(),
+        "data/cases.json".to_string(),
+        "web/fixtures.js".to_string(),
+    ]);
+    let table: &[(&str, bool)] = &[
+        ("cases/__init__.py", true),
+        ("cases.cpython-311-x86_64-linux-gnu.so", true),
+        ("cases.pyd", true),
+        ("cases.pyc", false),
+        ("data/cases.js", true),
+        ("data/cases", true),
+        ("data/cases.node", false),
+        ("data/cases.mjs", false),
+        ("web/fixtures", true),
+        ("web/fixtures.json", false),
+        ("calc/__init__.py", false),
+        ("data/other.js", false),
+    ];
+    for (path, frozen) in table {
+        assert_eq!(
+            r.frozen_as(path) == Some("file resolved ahead of a frozen one"),
+            *frozen,
+            "{path}: {:?}",
+            r.frozen_as(path)
+        );
+    }
+    assert_eq!(
+        resolved_ahead_of("web/fixtures.js"),
+        [
+            "web/fixtures.json",
+            "web/fixtures.node",
+            "web/fixtures/index.js",
+            "web/fixtures/index.json",
+            "web/fixtures/index.node"
+        ]
+    );
+}
