@@ -438,7 +438,8 @@ const ORACLE_WORDS: &[&str] = &[
 /// Of `files` (every path of the tree), the programs in a language loopexec reads
 /// (Python, JavaScript, shell, …) that a test runs in the place of the program of a
 /// spawn call (`subprocess.run([sys.executable, "tools/samecontent.py", out, want])`)
-/// and whose path says they judge ([`ORACLE_WORDS`]). Such a program is the test's
+/// and whose path says they judge (`compar`, `same`, `diff`, `verif`, `golden`,
+/// `oracle`, `judge`, …; not `check` or `test`). Such a program is the test's
 /// comparison moved into another file: rewritten to exit 0, it passed every test that
 /// asked it (a fresh review's exit 10). Frozen with the tests; `sources` are the test
 /// files (path, content). Sorted, without duplicates.
