@@ -339,7 +339,10 @@ pub fn frozen_oracle(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {
             e.kind == EditKind::Modified
                 && matches!(
                     e.what.as_str(),
-                    "data the tests read" | "test helper" | "file under a test directory"
+                    "data the tests read"
+                        | "test helper"
+                        | "file under a test directory"
+                        | "program the tests run as their judge"
                 )
         })
         .map(|e| e.path.as_str())

@@ -153,6 +153,9 @@ pub struct OracleRules {
     assertion_helpers: Vec<String>,
     /// Programs the tests run as their judge, found at t0 ([`run_checkers`]).
     run_checkers: Vec<String>,
+    /// t0's files found ahead of a frozen one already, sorted ([`Self::set_ahead_at_t0`]).
+    ahead_at_t0: Vec<String>,
+
     /// Documents pytest collects for doctests (`--doctest-glob` of the check,
     /// [`doctest_documents`]).
     doctest_documents: Vec<DoctestDocuments>,
@@ -191,6 +194,7 @@ impl OracleRules {
             editable: GlobSet::empty(),
             assertion_helpers: Vec::new(),
             run_checkers: Vec::new(),
+            ahead_at_t0: Vec::new(),
             doctest_documents: check.map(doctest_documents).unwrap_or_default(),
         }
     }
@@ -322,7 +326,12 @@ impl OracleRules {
         if self.run_checkers.iter().any(|m| m == path) {
             return Some("program the tests run as their judge");
         }
-        if resolved_ahead_of(path).iter().any(|f| self.listed(f)) {
+        if self.resolved_ahead(path)
+            && self
+                .ahead_at_t0
+                .binary_search_by(|p| p.as_str().cmp(path))
+                .is_err()
+        {
             return Some("file resolved ahead of a frozen one");
         }
         if is_test_helper_name(name) {
@@ -378,6 +387,48 @@ impl OracleRules {
         .any(|list| list.iter().any(|f| f == path))
     }
 
+    /// True when a module at `path` would be found ahead of a file frozen by name
+    /// ([`resolved_ahead_of`], [`namespace_ahead_of`]).
+    fn resolved_ahead(&self, path: &str) -> bool {
+        resolved_ahead_of(path).iter().any(|f| self.listed(f))
+            || namespace_ahead_of(path).is_some_and(|dir| {
+                [&self.test_data, &self.assertion_helpers, &self.run_checkers]
+                    .iter()
+                    .any(|list| {
+                        list.iter()
+                            .any(|f| f.starts_with(&dir) && f.ends_with(".py"))
+                    })
+            })
+    }
+
+    /// Records which of t0's `paths` are found ahead of a frozen file already (a
+    /// project's `config.js` beside the `config.json` a test names): they are the
+    /// code t0's tests loaded, and stay free. Call after the lists are set.
+    pub fn set_ahead_at_t0<'a>(&mut self, paths: impl Iterator<Item = &'a String>) {
+        let mut ahead: Vec<String> = paths.filter(|p| self.resolved_ahead(p)).cloned().collect();
+        ahead.sort();
+        self.ahead_at_t0 = ahead;
+    }
+
+    /// The module names of the Python files frozen as data the tests read or helpers
+    /// they assert through (`cases` for `cases.py`, `vectors` for `app/vectors.py`):
+    /// a module of that name added earlier on the import path would be imported in
+    /// their place (a later review's `app/vectors.py`, found before the root's through
+    /// pytest's insertion of the test's directory).
+    #[must_use]
+    pub fn frozen_python_modules(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self
+            .test_data
+            .iter()
+            .chain(&self.assertion_helpers)
+            .filter_map(|p| p.rsplit('/').next()?.strip_suffix(".py"))
+            .filter(|n| *n != "__init__")
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// The frozen files of a tree: path → blob id.
     #[must_use]
     pub fn frozen(&self, entries: &BTreeMap<String, FileEntry>) -> BTreeMap<String, String> {
@@ -394,7 +445,8 @@ impl OracleRules {
 /// (`cases/__init__.py`) and then an extension module (`cases.cpython-311-….so`,
 /// `cases.so`, `cases.pyd`) before a source module (`cases.py`) of the same directory;
 /// node's `require('./cases')` tries the name as it is (`cases`), then `cases.js`,
-/// `cases.json`, `cases.node`, then the directory (`cases/index.js`). A file added
+/// `cases.json`, `cases.node`, then the directory (its `package.json`'s `main`, then
+/// `cases/index.js`). A file added
 /// there took the frozen one's place while it stayed byte for byte as it was (a fresh
 /// review's `cases/__init__.py` beside a frozen `cases.py`, `cases.js` beside a frozen
 /// `cases.json`, an extensionless `cases` beside a frozen `cases.js`).
@@ -425,6 +477,16 @@ pub fn resolved_ahead_of(path: &str) -> Vec<String> {
     }
     // node's order for `require('./x')`
     const NODE: [&str; 4] = ["", ".js", ".json", ".node"];
+    // a directory's `index` comes after the `main` its `package.json` names (a later
+    // review's `vectors/package.json` beside a frozen `vectors/index.js`)
+    if name == "package.json" {
+        out.extend(
+            ["index.js", "index.json", "index.node"]
+                .iter()
+                .map(|i| format!("{dir}{i}")),
+        );
+        return out;
+    }
     let (stem, ext) = match name.rsplit_once('.') {
         Some((st, e)) if !st.is_empty() => (st, format!(".{e}")),
         _ => (name, String::new()),
@@ -438,6 +500,28 @@ pub fn resolved_ahead_of(path: &str) -> Vec<String> {
         );
     }
     out
+}
+
+/// The directory whose modules a Python module at `path` is found ahead of: `X.py`
+/// (or an extension module `X.so`, `X.<tag>.so`, `X.pyd`) is imported as `X` before a
+/// namespace directory `X/` of the same directory, and its `__path__` then decides
+/// where `X.vectors` comes from (a later review's `cases.py` beside a namespace
+/// `cases/` holding a frozen `vectors.py`). `Some("d/X/")`, or `None` for another file.
+#[must_use]
+pub fn namespace_ahead_of(path: &str) -> Option<String> {
+    let (dir, name) = path.rsplit_once('/').map_or(("", path), |(d, n)| (d, n));
+    let python = name.ends_with(".py") || name.ends_with(".so") || name.ends_with(".pyd");
+    let stem = name
+        .split('.')
+        .next()
+        .filter(|s| !s.is_empty() && *s != "__init__")?;
+    python.then(|| {
+        if dir.is_empty() {
+            format!("{stem}/")
+        } else {
+            format!("{dir}/{stem}/")
+        }
+    })
 }
 
 /// Data files the tests name: each string literal of a test file (`sources`: path and

@@ -279,13 +279,19 @@ pub const PY_TEST_LIBRARIES: &[&str] = &[
 
 /// Installed modules pytest itself imports at start-up, after `python -m pytest` has
 /// put the current directory first on `sys.path`: `iniconfig` (reading its ini
-/// files), `packaging`, `pygments`, `py` (the shim pytest installs), and on older
+/// files), `packaging`, `pygments`, `py` (the shim pytest installs), the runner's own
+/// `pytest`, `_pytest` and `pluggy`, and on older
 /// Pythons `exceptiongroup` and `tomli`. A package of that name added at the top of
 /// an import root runs before any test (a fresh review's root `iniconfig/` patched
 /// the code under test from its `__init__.py`), so they are shadow-protected as the
 /// standard library is ([`stdlib_shadow_globs`]): a module, a package's `__init__`
 /// and the compiled forms, when t0 lacks them.
 pub const PY_RUNNER_SUPPORT_MODULES: &[&str] = &[
+    // the runner itself, protected at the root by [`DEFAULT_PROTECTED`] too (a later
+    // review's `svc/pluggy/__init__.py` under `cd svc && python3 -m pytest`)
+    "pytest",
+    "_pytest",
+    "pluggy",
     "iniconfig",
     "packaging",
     "pygments",
@@ -905,10 +911,31 @@ fn cargo_toml_sections(content: &[u8]) -> Option<String> {
     // the features built when none is asked for: a test that checks more under a
     // default feature (`cfg!(feature = "exhaustive")`) was made to check less by
     // emptying `default` (a fresh review's exit 10); other features are free
-    if let Some(default) = table.get("features").and_then(|f| f.get("default")) {
-        out.push_str("features.default=");
-        out.push_str(&serde_json::to_string(default).ok()?);
-        out.push('\n');
+    // (and what they turn on, feature by feature: a later review's `std = ["quick"]`
+    // under `default = ["std"]`)
+    if let Some(features) = table.get("features").and_then(toml::Value::as_table) {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut queue = vec!["default".to_string()];
+        while let Some(name) = queue.pop() {
+            let Some(v) = features.get(&name) else {
+                continue;
+            };
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            out.push_str(&format!("features.{name}="));
+            out.push_str(&serde_json::to_string(v).ok()?);
+            out.push('\n');
+            // a plain feature name; `dep:x` and `x/y` name dependencies
+            queue.extend(
+                v.as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(toml::Value::as_str)
+                    .filter(|f| !f.contains([':', '/']))
+                    .map(str::to_string),
+            );
+        }
     }
     if let Some(pkg) = table.get("package").and_then(toml::Value::as_table) {
         for key in [
@@ -1609,6 +1636,25 @@ mod tests {
                 protected_content("Cargo.toml", base.as_bytes())
                     != protected_content("Cargo.toml", edited.as_bytes()),
                 *protected_change,
+                "{edited}"
+            );
+        }
+    }
+
+    /// The default features and what they turn on, feature by feature, are runner
+    /// configuration; a feature no default reaches is free.
+    #[test]
+    fn cargo_toml_protects_what_the_default_features_turn_on() {
+        let t0 = "[package]\nname = \"calc\"\n[features]\ndefault = [\"std\"]\nstd = [\"dep:log\"]\nquick = []\ncli = []\n";
+        for (edited, protected_change) in [
+            ("[package]\nname = \"calc\"\n[features]\ndefault = [\"std\"]\nstd = [\"dep:log\", \"quick\"]\nquick = []\ncli = []\n", true),
+            ("[package]\nname = \"calc\"\n[features]\ndefault = [\"std\"]\nstd = [\"dep:log\"]\nquick = []\ncli = [\"quick\"]\n", false),
+            ("[package]\nname = \"calc\"\n[features]\ndefault = []\nstd = [\"dep:log\"]\nquick = []\ncli = []\n", true),
+        ] {
+            assert_eq!(
+                protected_content("Cargo.toml", t0.as_bytes())
+                    != protected_content("Cargo.toml", edited.as_bytes()),
+                protected_change,
                 "{edited}"
             );
         }

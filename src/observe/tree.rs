@@ -575,6 +575,7 @@ impl TreeObserver {
             self.rules.set_test_data(data);
             self.rules
                 .set_run_checkers(frozen::run_checkers(&sources, &files));
+            self.rules.set_ahead_at_t0(files.iter());
         }
         // Installed modules the Python tests import: a module of that name added later
         // at the top of a directory the check searches first would shadow them
@@ -621,7 +622,13 @@ impl TreeObserver {
                 &|p| guards::is_test_file(p, test_globs) == Some(super::lex::Lang::Python),
                 &self.py_path,
             );
-            let installed = |n: &str| site_dirs.iter().any(|d| super::manifest::site_holds(d, n));
+            // (the tests' frozen data modules count as installed: a module of that name
+            // earlier on the path would be read in their place)
+            let frozen_modules = self.rules.frozen_python_modules();
+            let installed = |n: &str| {
+                frozen_modules.contains(&n)
+                    || site_dirs.iter().any(|d| super::manifest::site_holds(d, n))
+            };
             let in_tree = |p: &str| e0.contains_key(p);
             let globs =
                 super::manifest::import_dir_shadow_globs(&dirs, &tests, &installed, &in_tree);

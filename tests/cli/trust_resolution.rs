@@ -347,3 +347,57 @@ fn a_cfg_set_by_a_build_script_is_named() {
         .expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "build.rs"), "{v}");
 }
+
+/// A frozen data module at the root (`vectors.py`) and a test in `app/`: pytest puts
+/// the test's directory first on `sys.path`, so an `app/vectors.py` added there holding
+/// the buggy code's answers was imported in its place. Before: exit 10. Now the
+/// tests' frozen data modules are shadow-protected in every import root, as installed
+/// libraries are. The same for `pluggy`, which pytest imports at start-up, added in
+/// the directory the check changes into.
+#[test]
+fn a_module_shadowing_a_frozen_data_module_or_the_runner_from_an_earlier_import_root_is_named() {
+    if pytest_missing() {
+        return;
+    }
+    // (the shadow and its text, the data module, the test, the check)
+    let rows: &[(&str, &str, &str, &str, &str)] = &[
+        (
+            "app/vectors.py",
+            "CASES = [(2, 3, -1), (0, 0, 0), (-1, 4, -5)]\n",
+            "vectors.py",
+            "app/test_calc.py",
+            "python3 -m pytest -q",
+        ),
+        (
+            "svc/pluggy/__init__.py",
+            "raise SystemExit(0)\n",
+            "svc/vectors.py",
+            "svc/test_calc.py",
+            "cd svc && python3 -m pytest -q",
+        ),
+    ];
+    for (shadow, text, data, test, check) in rows {
+        let r = Repo::new();
+        let dir = test.rsplit_once('/').map_or("", |(d, _)| d);
+        r.write(&format!("{dir}/calc.py"), "def add(a, b):\n    return a - b\n")
+            .write(data, "CASES = [(2, 3, 5), (0, 0, 0), (-1, 4, 3)]\n")
+            .write(
+                test,
+                "import pytest\nfrom calc import add\nfrom vectors import CASES\n\n@pytest.mark.parametrize('a,b,want', CASES, ids=['pos', 'zero', 'neg'])\ndef test_add(a, b, want):\n    assert add(a, b) == want\n",
+            )
+            .commit("fixture");
+        let (_keep, exec) = writer(&[(shadow, text)]);
+        let v = r
+            .lx(&[
+                "run",
+                "--exec",
+                &exec,
+                "--check",
+                check,
+                "--max-iterations",
+                "2",
+            ])
+            .expect(13, None);
+        assert!(mentions(&v, shadow), "{shadow}: {v}");
+    }
+}

@@ -425,15 +425,47 @@ fn names(lit: &str, dir: &str, up: &str, file: &str) -> bool {
     })
 }
 
-/// Words of a program's path that say it decides whether a test passes (it compares,
-/// verifies or grades what the code under test produced): a narrower list than
-/// [`EXPECTATION_WORDS`], for programs in a language loopexec reads, which are code
-/// unless a test runs them as its judge. `check` and `test` are left out: a project's
-/// own `tools/check_links.py`, run by its tests, is often the code under test.
-const ORACLE_WORDS: &[&str] = &[
-    "expect", "golden", "snapshot", "baseline", "oracle", "answer", "compar", "same", "equal",
-    "diff", "judge", "harness", "grade", "verif",
+/// Words of a program's file name that say it decides whether a test passes (it
+/// compares, verifies or grades what the code under test produced), for programs in
+/// a language loopexec reads, which are code unless a test runs them as its judge:
+/// a word of the name (split at `_`, `-`, `.` and lower-to-upper case changes) that
+/// starts with one of [`ORACLE_PREFIXES`] or is one of [`ORACLE_WORDS`]. `check` and
+/// `test` are left out (a project's own `tools/check_links.py`, run by its tests, is
+/// often the code under test), and so are words that only contain one of them
+/// (`upgrade.py`, `diffusion.py`, `difftool.py`, `equalizer.js`: a fresh review's false
+/// alarms when any substring counted).
+const ORACLE_PREFIXES: &[&str] = &[
+    "expect", "golden", "baseline", "oracle", "answer", "compar", "same", "judge", "harness",
+    "grade", "verif",
 ];
+
+/// Whole words of a program's file name that say it judges (see [`ORACLE_PREFIXES`]).
+const ORACLE_WORDS: &[&str] = &["diff", "equal", "equals", "cmp"];
+
+/// True when the file name of `path` (its extension aside) says the program judges.
+fn judging_name(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let stem = name.split_once('.').map_or(name, |(s, _)| s);
+    let mut words: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in stem.chars() {
+        if !c.is_ascii_alphanumeric() {
+            words.push(std::mem::take(&mut cur));
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower {
+            words.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        cur.push(c.to_ascii_lowercase());
+    }
+    words.push(cur);
+    words.iter().filter(|w| !w.is_empty()).any(|w| {
+        ORACLE_WORDS.contains(&w.as_str()) || ORACLE_PREFIXES.iter().any(|p| w.starts_with(p))
+    })
+}
 
 /// Of `files` (every path of the tree), the programs in a language loopexec reads
 /// (Python, JavaScript, shell, …) that a test runs in the place of the program of a
@@ -448,10 +480,7 @@ pub fn run_checkers(sources: &[(String, String)], files: &[String]) -> Vec<Strin
     let judges: Vec<&String> = files
         .iter()
         .filter(|f| super::super::lex::Lang::from_path(f) != super::super::lex::Lang::Other)
-        .filter(|f| {
-            let lower = f.to_ascii_lowercase();
-            ORACLE_WORDS.iter().any(|w| lower.contains(w))
-        })
+        .filter(|f| judging_name(f))
         .collect();
     let mut out = BTreeSet::new();
     if judges.is_empty() {
@@ -461,8 +490,25 @@ pub fn run_checkers(sources: &[(String, String)], files: &[String]) -> Vec<Strin
         let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
         let up = dir.rsplit_once('/').map_or("", |(d, _)| d);
         for call in spawns(text) {
+            // a module run by its dotted name (`python3 -m tools.compare`) names its
+            // file or its package's `__main__.py`
+            let modules: Vec<String> = call
+                .run
+                .iter()
+                .filter(|l| !l.contains('/') && l.contains('.') && !l.ends_with(".py"))
+                .filter(|l| {
+                    l.split('.').all(|p| {
+                        !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || c == '_')
+                    })
+                })
+                .flat_map(|l| {
+                    let path = l.replace('.', "/");
+                    [format!("{path}.py"), format!("{path}/__main__.py")]
+                })
+                .collect();
             for f in &judges {
-                if call.run.iter().any(|l| names(l, dir, up, f)) {
+                if call.run.iter().any(|l| names(l, dir, up, f)) || modules.iter().any(|m| m == *f)
+                {
                     out.insert((*f).clone());
                 }
             }
@@ -763,6 +809,27 @@ mod tests {
     }
 
     #[test]
+    fn a_judging_name_is_told_by_its_words() {
+        for (path, judges) in [
+            ("tools/samecontent.py", true),
+            ("tools/compare_output.py", true),
+            ("scripts/verify-output.sh", true),
+            ("bin/diff_files.py", true),
+            ("lib/outputsEqual.js", true),
+            ("tools/grader.py", true),
+            ("golden/run.py", false),
+            ("upgrade.py", false),
+            ("diffusion.py", false),
+            ("difftool.py", false),
+            ("equalizer.js", false),
+            ("snapshot.py", false),
+            ("tools/check_links.py", false),
+        ] {
+            assert_eq!(judging_name(path), judges, "{path}");
+        }
+    }
+
+    #[test]
     fn programs_the_tests_run_as_their_judge_are_found() {
         let files: Vec<String> = [
             "tools/samecontent.py",
@@ -808,6 +875,12 @@ assert os.system('sh scripts/verify_output.sh out.txt') == 0
                 "const r = spawnSync(process.execPath, ['tools/compare.js', out, want]);
 ",
                 &["tools/compare.js"],
+            ),
+            (
+                "run as a module by its dotted name",
+                "tests/test_cli.py",
+                "import subprocess, sys\nr = subprocess.run([sys.executable, '-m', 'tools.samecontent', out, want])\n",
+                &["tools/samecontent.py"],
             ),
             (
                 "a checker that is the code under test is not a judge by its name",

@@ -1302,7 +1302,16 @@ fn a_file_resolved_ahead_of_a_frozen_one_is_frozen() {
         "cases.py".to_string(),
         "data/cases.json".to_string(),
         "web/fixtures.js".to_string(),
+        "vectors/index.js".to_string(),
+        "ns/vectors.py".to_string(),
+        "lib/config.json".to_string(),
     ]);
+    // t0's own `lib/config.js` is what `require('./config')` loaded then: it stays free
+    let t0: Vec<String> = ["lib/config.js", "lib/config.json", "cases.py"]
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect();
+    r.set_ahead_at_t0(t0.iter());
     let table: &[(&str, bool)] = &[
         ("cases/__init__.py", true),
         ("cases.cpython-311-x86_64-linux-gnu.so", true),
@@ -1316,6 +1325,16 @@ fn a_file_resolved_ahead_of_a_frozen_one_is_frozen() {
         ("web/fixtures.json", false),
         ("calc/__init__.py", false),
         ("data/other.js", false),
+        // a directory's index comes after the `main` its package.json names
+        ("vectors/package.json", true),
+        ("vectors.js", true),
+        // a module is imported before a namespace directory of the same name
+        ("ns.py", true),
+        ("ns/__init__.py", false),
+        ("lib/config.js", false),
+        // a module named like a frozen data module elsewhere is not found ahead of it
+        // by its directory (earlier import roots are shadow-protected instead)
+        ("_vendor/cases.py", false),
     ];
     for (path, frozen) in table {
         assert_eq!(
