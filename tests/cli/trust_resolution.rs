@@ -142,6 +142,18 @@ fn a_library_target_switched_off_is_named() {
     assert!(mentions(&v, "Cargo.toml"), "{v}");
 }
 
+/// A virtual environment (system site packages, no pip) beside the repository, outside
+/// the tree, where the exec may write; `None` when this machine cannot make one.
+fn outside_venv(r: &Repo) -> Option<std::path::PathBuf> {
+    let venv = r.outside().join("venv");
+    Command::new("python3")
+        .args(["-m", "venv", "--without-pip", "--system-site-packages"])
+        .arg(&venv)
+        .status()
+        .is_ok_and(|s| s.success())
+        .then_some(venv)
+}
+
 /// A virtual environment outside the tree (the exec may write it) whose `home` the
 /// agent points at a directory of its own: that directory's standard library is the
 /// real one plus a `sitecustomize.py` that patches `calc.add` at start-up. Before:
@@ -153,16 +165,10 @@ fn a_virtual_environment_pointed_at_another_standard_library_is_named() {
         return;
     }
     let r = pytest_repo();
-    let venv = r.outside().join("venv");
-    let made = Command::new("python3")
-        .args(["-m", "venv", "--without-pip", "--system-site-packages"])
-        .arg(&venv)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !made {
+    let Some(venv) = outside_venv(&r) else {
         eprintln!("no venv here: skipped");
         return;
-    }
+    };
     let python = venv.join("bin/python3");
     let out = Command::new(&python)
         .args([
@@ -218,16 +224,10 @@ fn a_start_up_hook_in_a_virtual_environment_named_by_its_path_is_named() {
         return;
     }
     let r = pytest_repo();
-    let venv = r.outside().join("venv");
-    let made = Command::new("python3")
-        .args(["-m", "venv", "--without-pip", "--system-site-packages"])
-        .arg(&venv)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !made {
+    let Some(venv) = outside_venv(&r) else {
         eprintln!("no venv here: skipped");
         return;
-    }
+    };
     let python = venv.join("bin/python3");
     let out = Command::new(&python)
         .args(["-c", "import site; print(site.getsitepackages()[0])"])
