@@ -342,7 +342,7 @@ pub fn frozen_oracle(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {
                     "data the tests read"
                         | "test helper"
                         | "file under a test directory"
-                        | "program the tests run as their judge"
+                        | "judge the tests run, or a module it imports"
                 )
         })
         .map(|e| e.path.as_str())

@@ -151,7 +151,8 @@ pub struct OracleRules {
     editable: GlobSet,
     /// Python modules the tests assert through, found at t0 ([`assertion_helpers`]).
     assertion_helpers: Vec<String>,
-    /// Programs the tests run as their judge, found at t0 ([`run_checkers`]).
+    /// Programs the tests run as their judge, found at t0 ([`run_checkers`]), and the
+    /// Python modules they import from their own directory ([`py_imported_files`]).
     run_checkers: Vec<String>,
     /// t0's files found ahead of a frozen one already, sorted ([`Self::set_ahead_at_t0`]).
     ahead_at_t0: Vec<String>,
@@ -249,8 +250,8 @@ impl OracleRules {
         self.test_data = files;
     }
 
-    /// Sets the programs the tests run as their judge (found at t0,
-    /// [`run_checkers`]).
+    /// Sets the programs the tests run as their judge and the modules they import
+    /// (found at t0, [`run_checkers`], [`py_imported_files`]).
     pub fn set_run_checkers(&mut self, files: Vec<String>) {
         self.run_checkers = files;
     }
@@ -324,7 +325,7 @@ impl OracleRules {
             return Some("helper the tests assert through");
         }
         if self.run_checkers.iter().any(|m| m == path) {
-            return Some("program the tests run as their judge");
+            return Some("judge the tests run, or a module it imports");
         }
         if self.resolved_ahead(path)
             && self
@@ -2368,7 +2369,7 @@ mod grown;
 mod run_by_tests;
 
 pub use globbed::{globbed_files, listed_data};
-pub use run_by_tests::{built_or_run, is_source_code, run_checkers};
+pub use run_by_tests::{built_or_run, is_source_code, py_imported_files, run_checkers};
 
 #[cfg(test)]
 mod tests;

@@ -573,8 +573,29 @@ impl TreeObserver {
             handles.dedup();
             self.data_handles = handles;
             self.rules.set_test_data(data);
-            self.rules
-                .set_run_checkers(frozen::run_checkers(&sources, &files));
+            // the judges the tests run, and the Python modules they import from their own
+            // directory, three imports deep (a later review's `tools/textnorm.py`, whose
+            // `normalize` a frozen `tools/compare.py` trusted)
+            let mut judges = frozen::run_checkers(&sources, &files);
+            let mut read: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+            for _ in 0..3 {
+                let next: Vec<(&String, &FileEntry)> = judges
+                    .iter()
+                    .filter(|p| p.ends_with(".py") && !read.contains(*p))
+                    .filter_map(|p| e0.get_key_value(p))
+                    .collect();
+                if next.is_empty() {
+                    break;
+                }
+                read.extend(next.iter().map(|(p, _)| (*p).clone()));
+                let Ok(texts) = texts_of(store, &next) else {
+                    break;
+                };
+                judges.extend(frozen::py_imported_files(&texts, &|p| e0.contains_key(p)));
+                judges.sort();
+                judges.dedup();
+            }
+            self.rules.set_run_checkers(judges);
             self.rules.set_ahead_at_t0(files.iter());
         }
         // Installed modules the Python tests import: a module of that name added later

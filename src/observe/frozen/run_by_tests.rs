@@ -517,6 +517,66 @@ pub fn run_checkers(sources: &[(String, String)], files: &[String]) -> Vec<Strin
     out.into_iter().collect()
 }
 
+/// The tree's Python files that the Python `sources` (path, content) import by name
+/// from their own directory (`import textnorm`, `from textnorm import normalize`; a
+/// script's directory is first on its path), as `X.py` or `X/__init__.py`: a judge's
+/// own helpers. A module found from the root (the project's package, code under test
+/// a judge may use) is not one, nor is anything a file at the root imports. `exists`
+/// tells a path of the tree. Sorted, without duplicates.
+#[must_use]
+pub fn py_imported_files(
+    sources: &[(String, String)],
+    exists: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"(?m)^\s*(?:from\s+([A-Za-z_][\w.]*)\s+import\s+([\w, ()]+)|import\s+([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*))")
+            .expect("valid import regex")
+    });
+    let mut out = BTreeSet::new();
+    for (path, text) in sources {
+        let Some((dir, _)) = path.rsplit_once('/') else {
+            continue;
+        };
+        for c in re.captures_iter(text) {
+            let mut modules: Vec<String> = Vec::new();
+            if let Some(m) = c.get(1) {
+                modules.push(m.as_str().to_string());
+                // `from pkg import mod` may name a module of the package
+                if let Some(names) = c.get(2) {
+                    modules.extend(
+                        names
+                            .as_str()
+                            .split([',', '(', ')'])
+                            .map(str::trim)
+                            .filter(|n| !n.is_empty())
+                            .map(|n| {
+                                format!(
+                                    "{}.{}",
+                                    m.as_str(),
+                                    n.split_whitespace().next().unwrap_or(n)
+                                )
+                            }),
+                    );
+                }
+            }
+            if let Some(m) = c.get(3) {
+                modules.extend(m.as_str().split(',').map(|x| x.trim().to_string()));
+            }
+            for m in modules {
+                let rel = m.replace('.', "/");
+                for form in [format!("{rel}.py"), format!("{rel}/__init__.py")] {
+                    let cand = format!("{dir}/{form}");
+                    if exists(&cand) && cand != *path {
+                        out.insert(cand);
+                    }
+                }
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
 /// Of `named` (the data files the tests name, [`super::test_data`]), those the tests
 /// build or run: code under test (see the module documentation). `sources` are the
 /// test files (path, content); `is_program` tells a file with a `#!` line, or an
@@ -806,6 +866,29 @@ mod tests {
             let got = built_or_run(&named, &sources, &is_program).contains(*file);
             assert_eq!(got, *code, "{what}: {file}");
         }
+    }
+
+    #[test]
+    fn the_tree_modules_a_python_file_imports_are_found() {
+        let tree = [
+            "tools/compare.py",
+            "tools/textnorm.py",
+            "tools/fmt/__init__.py",
+            "lib/__init__.py",
+            "lib/util.py",
+            "common.py",
+        ];
+        let exists = |p: &str| tree.contains(&p);
+        let sources = vec![(
+            "tools/compare.py".to_string(),
+            "import sys, os\nimport textnorm\nfrom fmt import wrap\nfrom lib import util\nfrom common import ok as fine\nimport json\n".to_string(),
+        )];
+        assert_eq!(
+            py_imported_files(&sources, &exists),
+            // the judge's own helpers beside it; the project's `lib` and `common`,
+            // from the root, are code under test it may use
+            ["tools/fmt/__init__.py", "tools/textnorm.py"]
+        );
     }
 
     #[test]
