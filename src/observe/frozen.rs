@@ -476,29 +476,36 @@ pub fn resolved_ahead_of(path: &str) -> Vec<String> {
         }
         return out;
     }
-    // node's order for `require('./x')`
-    const NODE: [&str; 4] = ["", ".js", ".json", ".node"];
+    // a specifier without extension: node tries the name as it is, then `.js`,
+    // `.json`, `.node`; jest and vite try their own lists of code extensions in their
+    // own orders (`.mjs` before `.js` in vite, `.js` before `.ts` in jest), so any code
+    // extension counts as found before any other, and before `.json` and `.node`
+    const CODE: [&str; 8] = [".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts"];
+    const INDEX: [&str; 4] = ["index.js", "index.ts", "index.json", "index.node"];
     // a directory's `index` comes after the `main` its `package.json` names (a later
     // review's `vectors/package.json` beside a frozen `vectors/index.js`)
     if name == "package.json" {
-        out.extend(
-            ["index.js", "index.json", "index.node"]
-                .iter()
-                .map(|i| format!("{dir}{i}")),
-        );
+        out.extend(INDEX.iter().map(|i| format!("{dir}{i}")));
         return out;
     }
     let (stem, ext) = match name.rsplit_once('.') {
         Some((st, e)) if !st.is_empty() => (st, format!(".{e}")),
         _ => (name, String::new()),
     };
-    if let Some(at) = NODE.iter().position(|x| *x == ext) {
-        out.extend(NODE[at + 1..].iter().map(|x| format!("{dir}{stem}{x}")));
-        out.extend(
-            ["index.js", "index.json", "index.node"]
-                .iter()
-                .map(|i| format!("{dir}{stem}/{i}")),
-        );
+    let code = CODE.contains(&ext.as_str());
+    if ext.is_empty() || code || ext == ".json" || ext == ".node" {
+        if ext.is_empty() || code {
+            out.extend(
+                CODE.iter()
+                    .filter(|x| **x != ext)
+                    .chain(&[".json"])
+                    .map(|x| format!("{dir}{stem}{x}")),
+            );
+        }
+        if ext != ".node" {
+            out.push(format!("{dir}{stem}.node"));
+        }
+        out.extend(INDEX.iter().map(|i| format!("{dir}{stem}/{i}")));
     }
     out
 }

@@ -1320,7 +1320,9 @@ fn a_file_resolved_ahead_of_a_frozen_one_is_frozen() {
         ("data/cases.js", true),
         ("data/cases", true),
         ("data/cases.node", false),
-        ("data/cases.mjs", false),
+        ("data/cases.mjs", true),
+        ("data/cases.ts", true),
+        ("data/cases.md", false),
         ("web/fixtures", true),
         ("web/fixtures.json", false),
         ("calc/__init__.py", false),
@@ -1347,9 +1349,17 @@ fn a_file_resolved_ahead_of_a_frozen_one_is_frozen() {
     assert_eq!(
         resolved_ahead_of("web/fixtures.js"),
         [
+            "web/fixtures.mjs",
+            "web/fixtures.cjs",
+            "web/fixtures.jsx",
+            "web/fixtures.ts",
+            "web/fixtures.tsx",
+            "web/fixtures.mts",
+            "web/fixtures.cts",
             "web/fixtures.json",
             "web/fixtures.node",
             "web/fixtures/index.js",
+            "web/fixtures/index.ts",
             "web/fixtures/index.json",
             "web/fixtures/index.node"
         ]
