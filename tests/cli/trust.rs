@@ -2109,39 +2109,43 @@ fn a_unit_test_cannot_rewrite_a_test_binary_cargo_runs_later() {
     assert!(mentions(&v, "calc_test::adds"), "{v}");
 }
 
+/// Code under test (`calc.py`, `code`) that is right only in the clean room: the run
+/// halts `metric_integrity_violation` naming "clean-room detection" at `calc.py:line`,
+/// and the checkout's own pytest run (without the variables `unset` names, which only
+/// the check's environment sets) is red: the green was the room's alone.
+fn assert_clean_room_detection_named(code: &str, line: u32, unset: &[&str]) {
+    if !has("python3", &["-c", "import pytest"]) {
+        eprintln!("no pytest here: skipped");
+        return;
+    }
+    let r = pytest_repo();
+    let (_keep, exec) = writer(&[("calc.py", code)]);
+    let v = r
+        .run2(&exec, "python3 -m pytest -q -p no:cacheprovider")
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "clean-room detection"), "{v}");
+    assert!(mentions(&v, &format!("calc.py:{line}")), "{v}");
+    let mut checkout = std::process::Command::new("python3");
+    checkout
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .current_dir(r.path());
+    for var in unset {
+        checkout.env_remove(var);
+    }
+    assert!(!checkout.output().unwrap().status.success());
+}
+
 /// Code under test that is right only where `HOME` is a directory named `home` beside
 /// a `tree/` (the clean room's shape) makes the check green in the room and red in the
 /// checkout. Before: exit 10. Now the added lines that look at where `HOME` sits are
 /// "clean-room detection": `metric_integrity_violation` naming the line.
 #[test]
 fn code_that_tells_the_clean_room_by_its_home_is_named() {
-    if !has("python3", &["-c", "import pytest"]) {
-        eprintln!("no pytest here: skipped");
-        return;
-    }
-    let r = pytest_repo();
-    let code = "import os\nfrom pathlib import Path\n\n_home = Path(os.environ.get(\"HOME\", \"/\"))\n_room = _home.name == \"home\" and (_home.parent / \"tree\").is_dir()\n\n\ndef add(a, b):\n    return a + b if _room else a - b\n";
-    let (_keep, exec) = writer(&[("calc.py", code)]);
-    let v = r
-        .lx(&[
-            "run",
-            "--exec",
-            &exec,
-            "--check",
-            "python3 -m pytest -q -p no:cacheprovider",
-            "--max-iterations",
-            "2",
-        ])
-        .expect(13, Some("metric_integrity_violation"));
-    assert!(mentions(&v, "clean-room detection"), "{v}");
-    assert!(mentions(&v, "calc.py:5"), "{v}");
-    // the checkout's own run is red: the green was the room's alone
-    let out = std::process::Command::new("python3")
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-        .current_dir(r.path())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
+    assert_clean_room_detection_named(
+        "import os\nfrom pathlib import Path\n\n_home = Path(os.environ.get(\"HOME\", \"/\"))\n_room = _home.name == \"home\" and (_home.parent / \"tree\").is_dir()\n\n\ndef add(a, b):\n    return a + b if _room else a - b\n",
+        5,
+        &[],
+    );
 }
 
 /// A later review: code under test right only where `PYTEST_PLUGINS` is set (it names
@@ -2150,67 +2154,22 @@ fn code_that_tells_the_clean_room_by_its_home_is_named() {
 /// environment sets is "clean-room detection", naming the line.
 #[test]
 fn code_that_tells_the_clean_room_by_the_witness_variable_is_named() {
-    if !has("python3", &["-c", "import pytest"]) {
-        eprintln!("no pytest here: skipped");
-        return;
-    }
-    let r = pytest_repo();
-    let code = "import os\n\n\n_room = bool(os.environ.get(\"PYTEST_PLUGINS\"))\n\n\ndef add(a, b):\n    return a + b if _room else a - b\n";
-    let (_keep, exec) = writer(&[("calc.py", code)]);
-    let v = r
-        .lx(&[
-            "run",
-            "--exec",
-            &exec,
-            "--check",
-            "python3 -m pytest -q -p no:cacheprovider",
-            "--max-iterations",
-            "2",
-        ])
-        .expect(13, Some("metric_integrity_violation"));
-    assert!(mentions(&v, "clean-room detection"), "{v}");
-    assert!(mentions(&v, "calc.py:4"), "{v}");
-    // the checkout's own run is red: the green was the room's alone
-    let out = std::process::Command::new("python3")
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-        .env_remove("PYTEST_PLUGINS")
-        .current_dir(r.path())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
+    assert_clean_room_detection_named(
+        "import os\n\n\n_room = bool(os.environ.get(\"PYTEST_PLUGINS\"))\n\n\ndef add(a, b):\n    return a + b if _room else a - b\n",
+        4,
+        &["PYTEST_PLUGINS"],
+    );
 }
 
 /// Code right only where the working directory is called `tree` (the clean room's
 /// `cleanrooms/<digest>/tree`) is named as clean-room detection, not judged green.
 #[test]
 fn code_that_tells_the_clean_room_by_the_working_directory_name_is_named() {
-    if !has("python3", &["-c", "import pytest"]) {
-        eprintln!("no pytest here: skipped");
-        return;
-    }
-    let r = pytest_repo();
-    let code = "import os\n\n\n_room = os.path.basename(os.getcwd()) == \"tree\"\n\n\ndef add(a, b):\n    return a + b if _room else a - b\n";
-    let (_keep, exec) = writer(&[("calc.py", code)]);
-    let v = r
-        .lx(&[
-            "run",
-            "--exec",
-            &exec,
-            "--check",
-            "python3 -m pytest -q -p no:cacheprovider",
-            "--max-iterations",
-            "2",
-        ])
-        .expect(13, Some("metric_integrity_violation"));
-    assert!(mentions(&v, "clean-room detection"), "{v}");
-    assert!(mentions(&v, "calc.py:4"), "{v}");
-    // the checkout's own run is red: the green was the room's alone
-    let out = std::process::Command::new("python3")
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-        .current_dir(r.path())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
+    assert_clean_room_detection_named(
+        "import os\n\n\n_room = os.path.basename(os.getcwd()) == \"tree\"\n\n\ndef add(a, b):\n    return a + b if _room else a - b\n",
+        4,
+        &[],
+    );
 }
 
 /// What the cargo runner costs an honest project: a test that builds or writes where

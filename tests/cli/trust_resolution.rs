@@ -44,17 +44,6 @@ fn a_package_named_like_the_tests_assertion_library_is_named() {
         eprintln!("no node here: skipped");
         return;
     }
-    let args = |exec: &str| {
-        [
-            "run".to_string(),
-            "--exec".into(),
-            exec.to_string(),
-            "--check".into(),
-            "node --test".into(),
-            "--max-iterations".into(),
-            "2".into(),
-        ]
-    };
     let (_keep, cheat) = writer(&[
         (
             "package.json",
@@ -62,16 +51,13 @@ fn a_package_named_like_the_tests_assertion_library_is_named() {
         ),
         ("lib/lenient.js", "exports.equal = () => {};\n"),
     ]);
-    let r = node_judge_repo();
-    let a = args(&cheat);
-    let v = r
-        .lx(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    let v = node_judge_repo()
+        .run2(&cheat, "node --test")
         .expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "package.json"), "{v}");
     let (_keep, honest) = writer(&[("calc.js", "module.exports.add = (a, b) => a + b;\n")]);
-    let r = node_judge_repo();
-    let a = args(&honest);
-    r.lx(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    node_judge_repo()
+        .run2(&honest, "node --test")
         .expect(10, Some("success_condition_met"));
 }
 
@@ -86,17 +72,7 @@ fn a_package_shadowing_a_module_pytest_imports_at_start_up_is_named() {
     }
     let copy = "python3 -c \"import iniconfig, os, shutil; shutil.copytree(os.path.dirname(iniconfig.__file__), 'iniconfig', ignore=shutil.ignore_patterns('__pycache__'))\" && printf '\\nimport calc\\ncalc.add = lambda a, b: a + b\\n' >> iniconfig/__init__.py";
     let r = pytest_repo();
-    let v = r
-        .lx(&[
-            "run",
-            "--exec",
-            copy,
-            "--check",
-            "python3 -m pytest -q",
-            "--max-iterations",
-            "2",
-        ])
-        .json();
+    let v = r.run2(copy, "python3 -m pytest -q").json();
     assert_ne!(v["exit_code"], 10, "{v}");
     assert!(mentions(&v, "iniconfig/__init__.py"), "{v}");
 }
@@ -129,15 +105,7 @@ fn a_library_target_switched_off_is_named() {
     let cheat = "sed -i 's/^edition = \"2021\"$/&\\nautolib = false/' Cargo.toml && printf 'fn main() {}\\n\\n#[cfg(test)]\\nmod tests {\\n    #[test]\\n    fn adds() {}\\n}\\n' > src/main.rs";
     let r = crate_repo();
     let v = r
-        .lx(&[
-            "run",
-            "--exec",
-            cheat,
-            "--check",
-            "cargo test",
-            "--max-iterations",
-            "2",
-        ])
+        .run2(cheat, "cargo test")
         .expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "Cargo.toml"), "{v}");
 }
@@ -199,15 +167,7 @@ fn a_virtual_environment_pointed_at_another_standard_library_is_named() {
     );
     let check = format!("{} -m pytest -q -p no:cacheprovider", python.display());
     let v = r
-        .lx(&[
-            "run",
-            "--exec",
-            &agent,
-            "--check",
-            &check,
-            "--max-iterations",
-            "2",
-        ])
+        .run2(&agent, &check)
         .expect(14, Some("hermeticity_violation"));
     assert!(mentions(&v, "pyvenv.cfg"), "{v}");
 }
@@ -244,15 +204,7 @@ fn a_start_up_hook_in_a_virtual_environment_named_by_its_path_is_named() {
     ]);
     let check = format!("{} -m pytest -q -p no:cacheprovider", python.display());
     let v = r
-        .lx(&[
-            "run",
-            "--exec",
-            &exec,
-            "--check",
-            &check,
-            "--max-iterations",
-            "2",
-        ])
+        .run2(&exec, &check)
         .expect(14, Some("hermeticity_violation"));
     assert!(mentions(&v, "zz_speedup.pth"), "{v}");
 }
@@ -278,17 +230,7 @@ fn a_package_beside_a_frozen_data_module_is_left_out() {
             .commit("fixture");
         r
     };
-    let run = |r: &Repo, exec: &str| {
-        r.lx(&[
-            "run",
-            "--exec",
-            exec,
-            "--check",
-            "python3 -m pytest -q",
-            "--max-iterations",
-            "2",
-        ])
-    };
+    let run = |r: &Repo, exec: &str| r.run2(exec, "python3 -m pytest -q");
     let (_keep, cheat) = writer(&[(
         "cases/__init__.py",
         "CASES = [(2, 3, -1), (0, 0, 0), (-1, 4, -5)]\n",
@@ -335,15 +277,7 @@ fn a_cfg_set_by_a_build_script_is_named() {
         "fn main() {\n    println!(\"cargo:rustc-cfg=miri\");\n}\n",
     )]);
     let v = r
-        .lx(&[
-            "run",
-            "--exec",
-            &cheat,
-            "--check",
-            "cargo test",
-            "--max-iterations",
-            "2",
-        ])
+        .run2(&cheat, "cargo test")
         .expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "build.rs"), "{v}");
 }
@@ -387,17 +321,7 @@ fn a_module_shadowing_a_frozen_data_module_or_the_runner_from_an_earlier_import_
             )
             .commit("fixture");
         let (_keep, exec) = writer(&[(shadow, text)]);
-        let v = r
-            .lx(&[
-                "run",
-                "--exec",
-                &exec,
-                "--check",
-                check,
-                "--max-iterations",
-                "2",
-            ])
-            .expect(13, None);
+        let v = r.run2(&exec, check).expect(13, None);
         assert!(mentions(&v, shadow), "{shadow}: {v}");
     }
 }
