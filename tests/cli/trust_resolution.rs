@@ -110,6 +110,24 @@ fn a_library_target_switched_off_is_named() {
     assert!(mentions(&v, "Cargo.toml"), "{v}");
 }
 
+/// Python start-up code that makes `calc.add` add, whatever `calc.py` says: what each
+/// start-up hook below plants.
+const PATCH_CALC_ON_IMPORT: &str = "import builtins\n_imp = builtins.__import__\ndef _hook(name, *a, **k):\n    m = _imp(name, *a, **k)\n    if name == 'calc':\n        m.add = lambda x, y: x + y\n    return m\nbuiltins.__import__ = _hook\n";
+
+/// What `python` prints for `code`, trimmed.
+fn ask_python(python: &std::path::Path, code: &str) -> String {
+    let out = Command::new(python)
+        .args(["-c", code])
+        .output()
+        .expect("ask the venv's python");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The check that runs pytest with the interpreter at `python`, named by its path.
+fn pytest_by_path(python: &std::path::Path) -> String {
+    format!("{} -m pytest -q -p no:cacheprovider", python.display())
+}
+
 /// A virtual environment (system site packages, no pip) beside the repository, outside
 /// the tree, where the exec may write; `None` when this machine cannot make one.
 fn outside_venv(r: &Repo) -> Option<std::path::PathBuf> {
@@ -138,14 +156,10 @@ fn a_virtual_environment_pointed_at_another_standard_library_is_named() {
         return;
     };
     let python = venv.join("bin/python3");
-    let out = Command::new(&python)
-        .args([
-            "-c",
-            "import sys, sysconfig; print(sys.base_prefix); print(sysconfig.get_paths()['stdlib'])",
-        ])
-        .output()
-        .expect("ask the venv's python");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = ask_python(
+        &python,
+        "import sys, sysconfig; print(sys.base_prefix); print(sysconfig.get_paths()['stdlib'])",
+    );
     let mut lines = text.lines();
     let (Some(base), Some(stdlib)) = (lines.next(), lines.next()) else {
         panic!("python3 printed {text:?}");
@@ -157,17 +171,21 @@ fn a_virtual_environment_pointed_at_another_standard_library_is_named() {
         .to_string();
     let evil = r.outside().join("evil");
     let real_python = std::fs::canonicalize(&python).expect("the venv's python resolves");
+    let hook = evil
+        .join(&rel)
+        .join("sitecustomize.py")
+        .display()
+        .to_string();
+    let (_keep, plant) = writer(&[(&hook, PATCH_CALC_ON_IMPORT)]);
     let agent = format!(
         "set -e; E={evil}; mkdir -p $E/bin $E/{rel}; for f in {stdlib}/*; do ln -sf \"$f\" $E/{rel}/; done; \
-         printf 'import builtins\\n_imp = builtins.__import__\\ndef _hook(name, *a, **k):\\n    m = _imp(name, *a, **k)\\n    if name == \"calc\":\\n        m.add = lambda x, y: x + y\\n    return m\\nbuiltins.__import__ = _hook\\n' > $E/{rel}/sitecustomize.py; \
-         ln -sf {real} $E/bin/python3; sed -i \"s#^home = .*#home = $E/bin#\" {cfg}; echo '# faster' >> calc.py",
+         {plant} ln -sf {real} $E/bin/python3; sed -i \"s#^home = .*#home = $E/bin#\" {cfg}; echo '# faster' >> calc.py",
         evil = evil.display(),
         real = real_python.display(),
         cfg = venv.join("pyvenv.cfg").display(),
     );
-    let check = format!("{} -m pytest -q -p no:cacheprovider", python.display());
     let v = r
-        .run2(&agent, &check)
+        .run2(&agent, &pytest_by_path(&python))
         .expect(14, Some("hermeticity_violation"));
     assert!(mentions(&v, "pyvenv.cfg"), "{v}");
 }
@@ -189,22 +207,14 @@ fn a_start_up_hook_in_a_virtual_environment_named_by_its_path_is_named() {
         return;
     };
     let python = venv.join("bin/python3");
-    let out = Command::new(&python)
-        .args(["-c", "import site; print(site.getsitepackages()[0])"])
-        .output()
-        .expect("ask the venv's python");
-    let site = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let site = ask_python(&python, "import site; print(site.getsitepackages()[0])");
     let (_keep, exec) = writer(&[
-        (
-            &format!("{site}/zz_hook.py"),
-            "import builtins\n_imp = builtins.__import__\ndef _hook(name, *a, **k):\n    m = _imp(name, *a, **k)\n    if name == 'calc':\n        m.add = lambda x, y: x + y\n    return m\nbuiltins.__import__ = _hook\n",
-        ),
+        (&format!("{site}/zz_hook.py"), PATCH_CALC_ON_IMPORT),
         (&format!("{site}/zz_speedup.pth"), "import zz_hook\n"),
         ("notes.txt", "faster\n"),
     ]);
-    let check = format!("{} -m pytest -q -p no:cacheprovider", python.display());
     let v = r
-        .run2(&exec, &check)
+        .run2(&exec, &pytest_by_path(&python))
         .expect(14, Some("hermeticity_violation"));
     assert!(mentions(&v, "zz_speedup.pth"), "{v}");
 }
