@@ -199,18 +199,19 @@ fn build_script_links(path: &str, line: &str) -> bool {
     if !build_script_file(path) {
         // any other Rust file a build script may include (`#[path = "src/x.rs"]`):
         // the directive itself, which no honest library prints
-        return line.contains("cargo:")
-            && (key(line)
-                || super::tamper_more::assembled_strings(line)
-                    .iter()
-                    .any(|s| key(s)));
+        return line.contains("cargo:") && as_written_or_assembled(line, key);
     }
     let links = |text: &str| re.is_match(text) || key(text);
-    // (also in a string joined from pieces: `concat!("rustc-li", "nk-arg")`)
-    links(line)
+    as_written_or_assembled(line, links)
+}
+
+/// True when `hit` holds for `line` as written, or for a string the line joins from
+/// pieces (`concat!("rustc-li", "nk-arg")`, `["cargo:", key].join("")`).
+fn as_written_or_assembled(line: &str, hit: impl Fn(&str) -> bool) -> bool {
+    hit(line)
         || super::tamper_more::assembled_strings(line)
             .iter()
-            .any(|s| links(s))
+            .any(|s| hit(s))
 }
 
 /// True when a line of a Rust build script sets a `cfg` for the package's targets
@@ -230,11 +231,7 @@ fn build_script_cfg(path: &str, line: &str) -> bool {
             !text[..at].ends_with("check-") && (rest.starts_with('=') || rest.is_empty())
         })
     };
-    (line.contains("cargo:") || build_script_file(path))
-        && (sets(line)
-            || super::tamper_more::assembled_strings(line)
-                .iter()
-                .any(|s| sets(s)))
+    (line.contains("cargo:") || build_script_file(path)) && as_written_or_assembled(line, sets)
 }
 
 /// True when a Rust line compiles in a file the scan does not read as Rust:
