@@ -5,7 +5,8 @@
 //! * **test files** by each runner's conventions ([`super::guards::is_test_file`]:
 //!   pytest/unittest, cargo `tests/`, go `_test.go`, jest/vitest/mocha/node `*.test.*`,
 //!   `*.spec.*`, `__tests__/`), every file below a test directory (`tests/`, `test/`,
-//!   `spec/`, `__tests__/`, `__snapshots__/`, `testdata/`), snapshot files (`*.snap`),
+//!   `spec/`, `__tests__/`, `__snapshots__/`, `__mocks__/`, `testdata/`), snapshot
+//!   files (`*.snap`),
 //!   TAP scripts (`*.t`), the check command's own script files (the words of the check
 //!   that name a file of the tree, `Makefile` for `make`, `justfile` for `just`), the
 //!   files those run and what any frozen script sources ([`pulled_in`]), and
@@ -80,6 +81,10 @@ pub const TEST_DIRS: &[&str] = &[
     "spec",
     "__tests__",
     "__snapshots__",
+    // jest's manual mocks: one for a package in `node_modules` replaces it for every
+    // test without a `jest.mock` call (a fresh review's `__mocks__/chai.js` whose
+    // `expect` accepted anything)
+    "__mocks__",
     "testdata",
     "test_data",
     "test-data",

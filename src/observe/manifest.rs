@@ -11,8 +11,10 @@
 //!   in their test sections, so adding a dependency is not an integrity violation:
 //!   `pyproject.toml` (`[tool.pytest…]`, `[tool.coverage…]`, `[tool.tox…]`),
 //!   `setup.cfg` (`[tool:pytest]`, `[pytest]`, `[coverage:…]`) and `package.json`
-//!   (`scripts`, `jest`, `mocha`, `ava`, `nyc`, `c8`, `vitest`; `scripts` as a whole
-//!   because the check usually runs one of them). When such a file does not parse,
+//!   (`scripts`, `jest`, `mocha`, `ava`, `nyc`, `c8`, `vitest`, `babel`, `tap`;
+//!   `scripts` as a whole because the check usually runs one of them), and
+//!   `tsconfig.json` (`ts-node`, `extends`, and the compiler options that pick the
+//!   file an import loads). When such a file does not parse,
 //!   its whole content is protected instead (a broken file is a change too).
 //! * Lock files (`Cargo.lock`, `go.sum`, `package-lock.json`, …) are **not** protected:
 //!   they change whenever a dependency is legitimately added and do not alter how
@@ -636,6 +638,10 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     "**/.npmrc",
     "**/.yarnrc*",
     "**/.swcrc",
+    // TypeScript's project files, in the sections that decide what code runs
+    // (`ts-node`'s transpiler, import paths: [`tsconfig_sections`])
+    "**/tsconfig*.json",
+    "**/jsconfig*.json",
     // PHP, Ruby, Perl (`.proverc` holds prove's options: `--exec` picks the program
     // that runs each test file)
     "**/phpunit.xml*",
@@ -790,6 +796,7 @@ pub fn has_no_test_sections(path: &str, content: &[u8]) -> bool {
         "setup.cfg" => "setup.cfg test sections\n",
         "package.json" => "package.json test sections\n",
         "Cargo.toml" => "Cargo.toml test sections\n",
+        _ if is_tsconfig(name) => "tsconfig test sections\n",
         _ => return false,
     };
     protected_content(path, content) == empty.as_bytes()
@@ -801,10 +808,12 @@ pub fn has_no_test_sections(path: &str, content: &[u8]) -> bool {
 #[must_use]
 pub fn digest_has_no_test_sections(path: &str, digest: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
-    matches!(
-        name,
-        "pyproject.toml" | "setup.cfg" | "package.json" | "Cargo.toml"
-    ) && blake3::hash(format!("{name} test sections\n").as_bytes())
+    let marker = match name {
+        "pyproject.toml" | "setup.cfg" | "package.json" | "Cargo.toml" => name,
+        _ if is_tsconfig(name) => "tsconfig",
+        _ => return false,
+    };
+    blake3::hash(format!("{marker} test sections\n").as_bytes())
         .to_hex()
         .as_str()
         == digest
@@ -821,9 +830,120 @@ pub fn protected_content(path: &str, content: &[u8]) -> Vec<u8> {
         "setup.cfg" => setup_cfg_sections(content),
         "package.json" => package_json_sections(content),
         "Cargo.toml" => cargo_toml_sections(content),
+        _ if is_tsconfig(name) => tsconfig_sections(content),
         _ => None,
     };
     scoped.map_or_else(|| content.to_vec(), String::into_bytes)
+}
+
+/// True for a TypeScript or JavaScript project file (`tsconfig.json`,
+/// `tsconfig.test.json`, `jsconfig.json`).
+fn is_tsconfig(name: &str) -> bool {
+    (name.starts_with("tsconfig") || name.starts_with("jsconfig")) && name.ends_with(".json")
+}
+
+/// The parts of a `tsconfig.json` that decide what code the tests run: `ts-node`'s
+/// own options (a custom `transpiler` or `compiler` rewrote the frozen `.ts` tests in
+/// a fresh review), `extends` (options taken from another file), and the compiler
+/// options that decide which file an import resolves to (`paths`, `baseUrl`,
+/// `rootDirs`, `moduleSuffixes`, `moduleResolution`, `customConditions`) or load
+/// plugins (`plugins`). Everything else (`strict`, `target`, `include`, …) is free. Read
+/// as TypeScript reads it: comments and trailing commas allowed ([`jsonc_to_json`]).
+fn tsconfig_sections(content: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(content).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&jsonc_to_json(text)).ok()?;
+    let obj = v.as_object()?;
+    let mut out = String::from("tsconfig test sections\n");
+    for key in ["ts-node", "extends"] {
+        if let Some(x) = obj.get(key) {
+            out.push_str(&format!("{key}={}\n", serde_json::to_string(x).ok()?));
+        }
+    }
+    if let Some(opts) = obj.get("compilerOptions").and_then(|o| o.as_object()) {
+        for key in [
+            "paths",
+            "baseUrl",
+            "rootDirs",
+            "moduleSuffixes",
+            "moduleResolution",
+            "customConditions",
+            "plugins",
+        ] {
+            if let Some(x) = opts.get(key) {
+                out.push_str(&format!(
+                    "compilerOptions.{key}={}\n",
+                    serde_json::to_string(x).ok()?
+                ));
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `text` (JSON with comments, as `tsconfig.json` is written) as plain JSON: `//` and
+/// `/* */` comments outside strings become spaces, and a comma before a closing `}`
+/// or `]` is dropped. Text that is not JSON stays not JSON.
+#[must_use]
+pub fn jsonc_to_json(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i = (i + 1).min(b.len());
+                out.extend_from_slice(&b[start..i]);
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                out.push(b' ');
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i = (i + 2).min(b.len());
+                out.push(b' ');
+            }
+            b',' => {
+                let mut rest = &b[i + 1..];
+                // the next thing that is not blank or a comment
+                loop {
+                    rest = rest.trim_ascii_start();
+                    if rest.starts_with(b"//") {
+                        let n = rest.iter().position(|c| *c == b'\n').unwrap_or(rest.len());
+                        rest = &rest[n..];
+                    } else if rest.starts_with(b"/*") {
+                        let n = rest
+                            .windows(2)
+                            .skip(2)
+                            .position(|w| w == b"*/")
+                            .map_or(rest.len(), |k| k + 4);
+                        rest = &rest[n..];
+                    } else {
+                        break;
+                    }
+                }
+                if !matches!(rest.first(), Some(b'}' | b']')) {
+                    out.push(b',');
+                }
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
 }
 
 fn pyproject_sections(content: &[u8]) -> Option<String> {
@@ -1109,8 +1229,13 @@ fn package_json_sections(content: &[u8]) -> Option<String> {
     // the agent's stand-in (a fresh review's exit 10), and `imports` maps the `#…`
     // specifiers a test may use.
     let resolves = obj.contains_key("exports") || obj.contains_key("imports");
+    // `babel`: babel-jest and `@babel/register` read the options here when no
+    // `babel.config.*` or `.babelrc` says otherwise (a fresh review's plugin rewrote
+    // the frozen tests' `expect(a).toBe(b)` into `expect(b).toBe(b)`); `tap`: node-tap's
+    // options.
     for key in [
-        "scripts", "jest", "mocha", "ava", "nyc", "c8", "vitest", "exports", "imports", "name",
+        "scripts", "jest", "mocha", "ava", "nyc", "c8", "vitest", "babel", "tap", "exports",
+        "imports", "name",
     ] {
         if key == "name" && !resolves {
             continue;
@@ -1151,6 +1276,16 @@ mod tests {
                 false,
             ),
             ("pytest.ini", "[pytest]\n", false),
+            (
+                "web/tsconfig.json",
+                "{\n  // strict\n  \"compilerOptions\": {\"strict\": true,},\n}\n",
+                true,
+            ),
+            (
+                "tsconfig.json",
+                "{\"ts-node\": {\"transpiler\": \"./tools/tr.js\"}}",
+                false,
+            ),
         ];
         for (path, text, none) in rows {
             let digest = blake3::hash(&protected_content(path, text.as_bytes()))
@@ -1166,6 +1301,64 @@ mod tests {
     }
 
     use super::*;
+
+    /// JSON with comments and trailing commas reads as the JSON it means; comment
+    /// and comma characters inside strings stay.
+    #[test]
+    fn jsonc_to_json_table() {
+        let rows: &[(&str, serde_json::Value)] = &[
+            ("{\"a\": 1}", serde_json::json!({"a": 1})),
+            (
+                "{\n // c\n \"a\": [1, 2,], /* b */ \"b\": {\"c\": \"//x,}\",},\n}",
+                serde_json::json!({"a": [1, 2], "b": {"c": "//x,}"}}),
+            ),
+            (
+                "{\"a\": \"q\\\"/*\", \"b\": 2, // end\n}",
+                serde_json::json!({"a": "q\"/*", "b": 2}),
+            ),
+            ("[1, /* c */ ]", serde_json::json!([1])),
+        ];
+        for (text, want) in rows {
+            let got: serde_json::Value = serde_json::from_str(&jsonc_to_json(text))
+                .unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(&got, want, "{text}");
+        }
+    }
+
+    /// In `tsconfig.json` only what decides the code that runs is protected: an
+    /// edit of `strict` is free, one of `ts-node`, `paths` or `extends` is not; a
+    /// file that does not parse is protected whole.
+    #[test]
+    fn tsconfig_sections_table() {
+        let base = "{\n  // project\n  \"compilerOptions\": {\"strict\": false, \"paths\": {\"@/*\": [\"src/*\"]}},\n}";
+        let rows: &[(&str, bool)] = &[
+            (
+                "{\n  // project\n  \"compilerOptions\": {\"strict\": true, \"paths\": {\"@/*\": [\"src/*\"]}},\n}",
+                false,
+            ),
+            (
+                "{\"compilerOptions\": {\"strict\": false, \"paths\": {\"@/*\": [\"stub/*\"]}}}",
+                true,
+            ),
+            (
+                "{\"compilerOptions\": {\"paths\": {\"@/*\": [\"src/*\"]}}, \"ts-node\": {\"transpileOnly\": true}}",
+                true,
+            ),
+            (
+                "{\"extends\": \"./base.json\", \"compilerOptions\": {\"paths\": {\"@/*\": [\"src/*\"]}}}",
+                true,
+            ),
+            ("{ broken", true),
+        ];
+        for (edited, changed) in rows {
+            assert_eq!(
+                protected_content("tsconfig.json", base.as_bytes())
+                    != protected_content("tsconfig.json", edited.as_bytes()),
+                *changed,
+                "{edited}"
+            );
+        }
+    }
 
     /// The modules a test imports that something installs and t0's root lacks are
     /// protected as root modules; the code under test the task asks for is not.
@@ -1544,7 +1737,8 @@ mod tests {
         assert_eq!(protected_content("pytest.ini", s1), s1.to_vec());
     }
 
-    /// `package.json`: the test sections, and what Node resolves a package's own
+    /// `package.json`: the test sections (babel's options among them: babel-jest
+    /// applies its plugins to the frozen tests), and what Node resolves a package's own
     /// name and `#…` specifiers through (`exports`, `imports`, with `name` beside
     /// them); metadata and dependencies are free, and so is `name` alone.
     #[test]
@@ -1569,6 +1763,10 @@ mod tests {
             ),
             (
                 r##"{"name": "calc", "version": "1.0.0", "imports": {"#chai": "./lib/fluent.js"}}"##,
+                true,
+            ),
+            (
+                r#"{"name": "calc", "version": "1.0.0", "babel": {"plugins": ["./tools/fast.js"]}}"#,
                 true,
             ),
         ];

@@ -245,6 +245,84 @@ fn resolve_prefix(dest: &str, links: &BTreeMap<String, String>) -> Option<String
     Some(dest.to_string())
 }
 
+/// Where `path` finally leads through the tree's `links`, root-relative: links to
+/// links and linked-directory prefixes are followed (at most 40 steps, as the kernel
+/// does). `None` when the chain leaves the tree or is longer.
+#[must_use]
+pub fn destination_in(path: &str, links: &BTreeMap<String, String>) -> Option<String> {
+    let mut at = path.to_string();
+    for _ in 0..40 {
+        let Some(target) = links.get(&at) else {
+            return Some(at);
+        };
+        at = resolve_prefix(&link_destination(&at, target)?, links)?;
+    }
+    None
+}
+
+/// At most this many paths [`linked_dir_aliases`] returns (a link to the root names
+/// every file of the tree once more).
+pub const MAX_LINK_ALIASES: usize = 200_000;
+
+/// A file of the tree as a runner also reaches it: through a link to one of the
+/// tree's directories.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LinkAlias {
+    /// The path through the link (`.cargo/config.toml`).
+    pub alias: String,
+    /// The file's own path (`docs/cargo/config.toml`).
+    pub real: String,
+    /// The link (`.cargo`).
+    pub link: String,
+}
+
+/// Every file of `now` under a directory that a link of the tree leads to, under the
+/// path the link gives it: a link `L` whose destination ([`destination_in`]) is a
+/// directory `D` of the tree makes each file `D/rest` also `L/rest`. Runners read
+/// configuration by such paths (`.cargo/config.toml` through `.cargo -> docs/cargo`,
+/// `x.dist-info/entry_points.txt` through a linked `x.dist-info`), so what is protected
+/// by its path is judged under these too (a fresh review's exit 10 put pytest's plugin
+/// registration and cargo's test runner behind such links). Links inside a linked
+/// directory are not followed again, and a link into its own ancestor gives nothing
+/// below itself. Sorted by alias; at most [`MAX_LINK_ALIASES`].
+#[must_use]
+pub fn linked_dir_aliases(
+    now: &BTreeMap<String, FileEntry>,
+    links: &BTreeMap<String, String>,
+) -> Vec<LinkAlias> {
+    let mut out = Vec::new();
+    for link in links.keys() {
+        let Some(dest) = destination_in(link, links) else {
+            continue;
+        };
+        let prefix = if dest.is_empty() {
+            String::new()
+        } else {
+            format!("{dest}/")
+        };
+        let own = format!("{link}/");
+        for (real, e) in now
+            .range(prefix.clone()..)
+            .take_while(|(p, _)| p.starts_with(&prefix))
+        {
+            if e.mode == LINK_MODE || real.starts_with(&own) {
+                continue;
+            }
+            out.push(LinkAlias {
+                alias: format!("{own}{}", &real[prefix.len()..]),
+                real: real.clone(),
+                link: link.clone(),
+            });
+            if out.len() >= MAX_LINK_ALIASES {
+                break;
+            }
+        }
+    }
+    out.sort();
+    out.truncate(MAX_LINK_ALIASES);
+    out
+}
+
 /// Reads link targets for blob ids (`None`: no such blob).
 pub type TargetReader<'a> = dyn Fn(&[String]) -> Result<Vec<Option<String>>, String> + 'a;
 
@@ -420,6 +498,65 @@ mod tests {
         for (p, t, want) in table {
             assert_eq!(link_destination(p, t).as_deref(), *want, "{p} -> {t}");
         }
+    }
+
+    /// Files reached through a link to a directory of the tree, under the link's path.
+    #[test]
+    fn linked_dir_aliases_table() {
+        let file = |oid: &str| FileEntry {
+            mode: "100644".into(),
+            oid: oid.into(),
+        };
+        let link = || FileEntry {
+            mode: LINK_MODE.into(),
+            oid: "l".into(),
+        };
+        let now = BTreeMap::from([
+            (".cargo".to_string(), link()),
+            ("docs/cargo/config.toml".to_string(), file("c")),
+            ("docs/pkgmeta/entry_points.txt".to_string(), file("e")),
+            ("docs/pkgmeta/inner".to_string(), link()),
+            ("plug-1.0.dist-info".to_string(), link()),
+            ("via".to_string(), link()),
+            ("up".to_string(), link()),
+            ("self/loop".to_string(), link()),
+            ("self/x.py".to_string(), file("x")),
+            ("tofile".to_string(), link()),
+        ]);
+        let links = BTreeMap::from([
+            (".cargo".to_string(), "docs/cargo".to_string()),
+            ("docs/pkgmeta/inner".to_string(), "../cargo".to_string()),
+            (
+                "plug-1.0.dist-info".to_string(),
+                "./docs/pkgmeta/".to_string(),
+            ),
+            // a link to a link to a directory
+            ("via".to_string(), ".cargo".to_string()),
+            // leaves the tree: nothing
+            ("up".to_string(), "../elsewhere".to_string()),
+            // its own parent: the files beside it, not itself again
+            ("self/loop".to_string(), ".".to_string()),
+            // a file: nothing below it
+            ("tofile".to_string(), "self/x.py".to_string()),
+        ]);
+        let got: Vec<(String, String)> = linked_dir_aliases(&now, &links)
+            .into_iter()
+            .map(|a| (a.alias, a.real))
+            .collect();
+        let want: Vec<(String, String)> = [
+            (".cargo/config.toml", "docs/cargo/config.toml"),
+            ("docs/pkgmeta/inner/config.toml", "docs/cargo/config.toml"),
+            (
+                "plug-1.0.dist-info/entry_points.txt",
+                "docs/pkgmeta/entry_points.txt",
+            ),
+            ("self/loop/x.py", "self/x.py"),
+            ("via/config.toml", "docs/cargo/config.toml"),
+        ]
+        .iter()
+        .map(|(a, r)| (a.to_string(), r.to_string()))
+        .collect();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -81,7 +81,14 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python],
         name: "pytest hook",
-        pattern: r"^\s*def\s+pytest_[a-z_]+\s*\(",
+        // defined, bound by assignment (`pytest_runtest_makereport = _report`: a
+        // fresh review's plugin turned failed reports into passes), or named as a
+        // string (`setattr(mod, "pytest_…", f)`, `globals()["pytest_…"]`)
+        pattern: concat!(
+            r"^\s*def\s+pytest_[a-z_]+\s*\(",
+            r"|\bpytest_(?:runtest|collect|pycollect|report|terminal|session|assert|pyfunc|make|configure|unconfigure|generate|fixture|itemcollected|deselected|exception|warning|ignore|addoption|addhooks|cmdline|load_initial|plugin_registered|keyboard|internalerror|enter_pdb|leave_pdb|markeval)[a-z_]*\s*(?::[^=\n]*)?=(?:[^=]|$)",
+            r#"|["']pytest_(?:runtest|collect|pycollect|report|terminal|session|assert|pyfunc|make|configure|unconfigure|generate|fixture|itemcollected|deselected|exception|warning|ignore|addoption|addhooks|cmdline|load_initial|plugin_registered|keyboard|internalerror|enter_pdb|leave_pdb|markeval)[a-z_]*["']"#,
+        ),
         skip_entry_points: false,
     },
     Rule {
@@ -917,6 +924,16 @@ mod tests {
             (
                 "calc.py",
                 "def pytest_runtest_makereport(item, call):",
+                Some("pytest hook"),
+            ),
+            (
+                "calc.py",
+                "pytest_runtest_makereport = _report",
+                Some("pytest hook"),
+            ),
+            (
+                "calc.py",
+                "setattr(plugin, \"pytest_runtest_logreport\", hook)",
                 Some("pytest hook"),
             ),
             ("calc.py", "import _pytest.runner", Some("pytest internals")),

@@ -108,6 +108,8 @@ pub struct TreeObserver {
     registry: Option<super::registry::Registry>,
     /// The registry crates' values of the last measurement (before the check).
     last_crates: BTreeMap<String, String>,
+    /// Link targets read from the snapshot store, by blob id.
+    link_targets: std::collections::HashMap<String, Option<String>>,
 }
 
 /// The tamper rules' hits in the lines added to code at `path` between `old` and
@@ -318,6 +320,7 @@ impl TreeObserver {
             indirect: super::toolchain_scope::Scope::for_run(workdir, cfg),
             registry: super::registry::Registry::from_env(),
             last_crates: BTreeMap::new(),
+            link_targets: std::collections::HashMap::new(),
         }
         .with_toolchain(cfg.check.as_deref())
     }
@@ -727,7 +730,9 @@ impl TreeObserver {
                     BTreeMap::new()
                 }
             };
-        let manifest = match super::manifest::manifest_in(&sdir, &entries, &self.protected) {
+        let manifest = match self.manifest_entries(&sdir).and_then(|m| {
+            super::manifest::manifest_in(&sdir, &m, &self.protected).map_err(|e| e.to_string())
+        }) {
             Ok(m) => m.files,
             Err(e) => {
                 error = Some(format!("protected manifest: {e}"));
@@ -1120,6 +1125,71 @@ impl TreeObserver {
             || self.rules.frozen_as(path).is_some()
     }
 
+    /// The entries the protected manifest is measured over: the files in focus, and
+    /// the protected files a runner reaches through a link to a directory of the tree
+    /// ([`Self::protected_aliases`]).
+    ///
+    /// # Errors
+    /// A link target that cannot be read from the store, as text.
+    fn manifest_entries(&mut self, sdir: &std::path::Path) -> Result<Vec<TreeEntry>, String> {
+        let mut entries = to_tree_entries(&self.focus);
+        for a in self.protected_aliases(sdir)? {
+            if let Some(e) = self.last_entries.get(&a.real) {
+                entries.push(TreeEntry {
+                    mode: e.mode.clone(),
+                    kind: "blob".into(),
+                    oid: e.oid.clone(),
+                    path: a.alias,
+                });
+            }
+        }
+        Ok(entries)
+    }
+
+    /// The files of the last snapshot reached through a link to one of the tree's
+    /// directories under a path the protected globs match
+    /// ([`super::oracle_scope::linked_dir_aliases`]). Link targets are read from the
+    /// store once per blob id.
+    ///
+    /// # Errors
+    /// A link target that cannot be read from the store, as text.
+    fn protected_aliases(
+        &mut self,
+        sdir: &std::path::Path,
+    ) -> Result<Vec<super::oracle_scope::LinkAlias>, String> {
+        use super::oracle_scope::LINK_MODE;
+        let links: Vec<(&String, &FileEntry)> = self
+            .last_entries
+            .iter()
+            .filter(|(_, e)| e.mode == LINK_MODE)
+            .collect();
+        if links.is_empty() {
+            return Ok(Vec::new());
+        }
+        let unread: Vec<String> = links
+            .iter()
+            .map(|(_, e)| e.oid.clone())
+            .filter(|oid| !self.link_targets.contains_key(oid))
+            .collect();
+        if !unread.is_empty() {
+            let targets = git::cat_blobs(sdir, &unread).map_err(|e| e.to_string())?;
+            for (oid, t) in unread.into_iter().zip(targets) {
+                let t = t.map(|b| String::from_utf8_lossy(&b).into_owned());
+                self.link_targets.insert(oid, t);
+            }
+        }
+        let targets: BTreeMap<String, String> = links
+            .iter()
+            .filter_map(|(p, e)| Some(((*p).clone(), self.link_targets.get(&e.oid)?.clone()?)))
+            .collect();
+        Ok(
+            super::oracle_scope::linked_dir_aliases(&self.last_entries, &targets)
+                .into_iter()
+                .filter(|a| self.protected.is_match(&a.alias))
+                .collect(),
+        )
+    }
+
     /// Recomputes [`Self::focus`] from every file of the last snapshot.
     fn refocus_all(&mut self) {
         let focus = self
@@ -1307,8 +1377,27 @@ impl TreeObserver {
             .last_tree
             .clone()
             .ok_or("no snapshot of the tree to judge")?;
+        let sdir = self
+            .store
+            .as_ref()
+            .ok_or("no snapshot store")?
+            .dir()
+            .to_path_buf();
+        if !(restore && self.t0_measures.is_some() && self.t0_entries.is_some()) {
+            return Ok((tree, Vec::new()));
+        }
+        // Runner configuration is in focus, or reached through a linked directory;
+        // created through a link, the link is what was created.
+        let manifest_now =
+            super::manifest::manifest_in(&sdir, &self.manifest_entries(&sdir)?, &self.protected)
+                .map_err(|e| e.to_string())?;
+        let through: BTreeMap<String, String> = self
+            .protected_aliases(&sdir)?
+            .into_iter()
+            .map(|a| (a.alias, a.link))
+            .collect();
         let store = self.store.as_ref().ok_or("no snapshot store")?;
-        let (Some(t0), Some(e0), true) = (&self.t0_measures, &self.t0_entries, restore) else {
+        let (Some(t0), Some(e0)) = (&self.t0_measures, &self.t0_entries) else {
             return Ok((tree, Vec::new()));
         };
         let now = &self.last_entries;
@@ -1320,17 +1409,14 @@ impl TreeObserver {
                 }
             }
         }
-        // Runner configuration is in focus: its manifest needs no other file.
-        let manifest_now = super::manifest::manifest_in(
-            store.dir(),
-            &to_tree_entries(&self.focus),
-            &self.protected,
-        )
-        .map_err(|e| e.to_string())?;
         let created: Vec<&String> = manifest_now
             .files
             .keys()
-            .filter(|p| !t0.manifest.contains_key(*p) && now.contains_key(*p))
+            .filter(|p| !t0.manifest.contains_key(*p))
+            .filter_map(|p| match through.get(p) {
+                Some(link) => Some(link),
+                None => now.contains_key(p).then_some(p),
+            })
             .collect();
         if put_back.is_empty() && created.is_empty() {
             return Ok((tree, Vec::new()));

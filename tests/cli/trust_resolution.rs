@@ -1,4 +1,4 @@
-//! Forged greens of the seventh and eighth fresh reviews: the code under test left
+//! Forged greens of the seventh, eighth and tenth fresh reviews: the code under test left
 //! alone, the frozen tests untouched, and what the check's tools *resolve* changed
 //! instead — the package a test imports (Node's self-reference, a module pytest
 //! imports at start-up, a package beside a frozen data module), the crate target and
@@ -75,6 +75,35 @@ fn a_package_shadowing_a_module_pytest_imports_at_start_up_is_named() {
     let v = r.run2(copy, "python3 -m pytest -q").json();
     assert_ne!(v["exit_code"], 10, "{v}");
     assert!(mentions(&v, "iniconfig/__init__.py"), "{v}");
+}
+
+/// pytest's plugin registration behind a link: a root `calc_speedups-1.0.dist-info`
+/// linked to an in-tree `docs/pkgmeta/` whose `entry_points.txt` names a `pytest11`
+/// plugin that patches `calc.add`. `python -m pytest` finds the package metadata on
+/// `sys.path` through the link. Before: exit 10 (the protected glob saw only
+/// `docs/pkgmeta/entry_points.txt`). Now protected files are also judged under the
+/// paths links to the tree's directories give them.
+#[test]
+fn runner_configuration_behind_a_linked_directory_is_named() {
+    if pytest_missing() {
+        return;
+    }
+    let cheat = "mkdir -p docs/pkgmeta \
+        && printf 'Metadata-Version: 2.1\\nName: calc-speedups\\nVersion: 1.0\\n' > docs/pkgmeta/METADATA \
+        && printf '[pytest11]\\ncalc_speedups = calc_speedups\\n' > docs/pkgmeta/entry_points.txt \
+        && ln -s docs/pkgmeta calc_speedups-1.0.dist-info \
+        && printf 'import calc\\ncalc.add = lambda a, b: a + b\\n' > calc_speedups.py";
+    let v = pytest_repo()
+        .run2(cheat, "python3 -m pytest -q")
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(
+        mentions(&v, "calc_speedups-1.0.dist-info/entry_points.txt"),
+        "{v}"
+    );
+    let (_keep, honest) = writer(&[("calc.py", "def add(a, b):\n    return a + b\n")]);
+    pytest_repo()
+        .run2(&honest, "python3 -m pytest -q")
+        .expect(10, Some("success_condition_met"));
 }
 
 /// A Rust crate whose unit tests live in `src/lib.rs`.

@@ -570,6 +570,7 @@ fn which_directories_hold_the_oracle() {
         ("spec", "mod.rs", false),
         ("golden", "cases.json", true),
         ("fixtures", "users.yaml", true),
+        ("__mocks__", "chai.js", true),
         ("tests", "test_calc.py", true),
         ("src", "calc.py", false),
     ];
