@@ -336,6 +336,19 @@ impl CleanRoom {
         Ok((s.tree, s.restat))
     }
 
+    /// The working tree's dependency directories the room links to (absolute paths
+    /// in the working tree: `.venv`, `web/node_modules`). What a check imports from
+    /// them is read through the room's link from the working tree, on purpose: they
+    /// are digested instead of snapshotted ([`Self::dependencies_changed`]).
+    #[must_use]
+    pub fn linked_dependencies(&self) -> Vec<PathBuf> {
+        self.deps
+            .iter()
+            .filter(|d| !d.external)
+            .map(|d| self.workdir.join(&d.rel))
+            .collect()
+    }
+
     /// Files of the dependency directories that differ from t0 (root-relative,
     /// sorted; at most 20 listed, then `… and N more`).
     #[must_use]

@@ -321,19 +321,23 @@ impl Loop<'_> {
             })?;
             env_set.extend(w.env(std::env::var("PYTHONPATH").ok().as_deref()));
             // In the clean room, imports the working tree would provide (an editable
-            // install) are moved to the room (`witness/sitecustomize.py`).
+            // install) are moved to the room (`witness/sitecustomize.py`); the
+            // dependency directories the room links to (a project's `.venv`) are read
+            // from the working tree on purpose, and are named after the two roots.
             if let Some(room) = &self.room {
                 let real = |p: &std::path::Path| {
                     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
                 };
-                env_set.push((
-                    "LOOPEXEC_CONFINE".into(),
-                    format!(
-                        "{}\n{}",
-                        real(&self.ws.workdir).display(),
-                        real(room.root()).display()
-                    ),
-                ));
+                let mut confine = vec![
+                    real(&self.ws.workdir).display().to_string(),
+                    real(room.root()).display().to_string(),
+                ];
+                confine.extend(
+                    room.linked_dependencies()
+                        .iter()
+                        .map(|d| real(d).display().to_string()),
+                );
+                env_set.push(("LOOPEXEC_CONFINE".into(), confine.join("\n")));
             }
             Some(w)
         } else {

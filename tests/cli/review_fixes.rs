@@ -276,3 +276,44 @@ fn a_file_system_monitor_left_in_git_config_never_runs_from_loopexec() {
     r.git(&["status", "--porcelain"]);
     assert!(marker.exists());
 }
+
+/// A project's own virtual environment (`.venv`, which the clean room links to as a
+/// dependency directory) serves the check its packages through that link. Before:
+/// the room's import confinement refused such a module as "imported from the working
+/// tree", so every check was red and an honest fix halted 12 (a new user's review,
+/// with `.venv/bin/python -m pytest`). The venv is digested instead of snapshotted:
+/// an exec that plants a `.pth` there is named (`trust` covers it).
+#[test]
+fn a_module_from_the_projects_own_virtual_environment_is_imported_in_the_clean_room() {
+    if crate::support::pytest_missing() {
+        return;
+    }
+    let r = Repo::new();
+    r.write(".gitignore", ".venv\n")
+        .write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write(
+            "tests/test_calc.py",
+            "import helperlib\nfrom calc import add\n\ndef test_add():\n    assert helperlib.same(add(2, 3), 5)\n",
+        )
+        .commit("fixture");
+    // the venv sees the interpreter's packages (pytest) and holds one of its own
+    let made = Command::new("sh")
+        .current_dir(r.path())
+        .args([
+            "-c",
+            "python3 -m venv --system-site-packages .venv \
+             && SP=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])') \
+             && printf 'def same(a, b):\\n    return a == b\\n' > \"$SP/helperlib.py\" \
+             && .venv/bin/python -c 'import pytest, helperlib'",
+        ])
+        .status()
+        .expect("run sh");
+    if !made.success() {
+        eprintln!("no venv with pytest here: skipped");
+        return;
+    }
+    let (_keep, honest) =
+        crate::support::writer(&[("calc.py", "def add(a, b):\n    return a + b\n")]);
+    r.run2(&honest, ".venv/bin/python -m pytest -q")
+        .expect(10, Some("success_condition_met"));
+}

@@ -108,7 +108,10 @@ def _loopexec_confine():
     "<working tree>\n<clean room>": every `sys.path` entry and editable mapping inside
     the working tree is moved to the same place in the clean room, and any module a
     finder would still load from the working tree is refused (an import error: the
-    check goes red rather than green on code the snapshot does not hold).
+    check goes red rather than green on code the snapshot does not hold). Lines after
+    the first two name the working tree's dependency directories the room links to (a
+    project's `.venv`): loopexec digests those instead of snapshotting them, so what is
+    imported from them stays where it is.
     """
     import os
     import sys
@@ -118,9 +121,10 @@ def _loopexec_confine():
     spec = os.environ.get("LOOPEXEC_CONFINE")
     if not spec or "\n" not in spec:
         return
-    live, room = spec.split("\n", 1)
+    live, room, *linked = spec.split("\n")
     if not live or not room or live == room:
         return
+    linked = [d for d in linked if d]
 
     def inside(p, root):
         return p == root or p.startswith(root.rstrip(os.sep) + os.sep)
@@ -132,6 +136,8 @@ def _loopexec_confine():
         try:
             rp = os.path.realpath(p)
         except Exception:
+            return None
+        if any(inside(rp, d) for d in linked):
             return None
         if inside(rp, live) and not inside(rp, room):
             return room + rp[len(live):]
