@@ -274,6 +274,29 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
     if let Some(m) = state_dir_inside(&ws.workdir) {
         return preflight(Some(&ws), &run_id, HaltReason::WorkspaceInvalid, m);
     }
+    if !cfg.clean_room.in_place {
+        let check = cfg.check.as_deref().unwrap_or_default();
+        if let Some((root, file)) = engine::cleanroom::pytest_rootdir_above(&ws.workdir, check) {
+            return preflight(
+                Some(&ws),
+                &run_id,
+                HaltReason::WorkspaceInvalid,
+                format!(
+                    "pytest takes its rootdir from {} ({} is there), above the workdir {}: the clean room holds the workdir only, so a check there would run without that file and the conftest.py files beside it\nhint: run loopexec from {} with a check that changes into the project (`--workdir {} --check 'cd {} && ...'`), or give --check-in-place",
+                    root.display(),
+                    file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+                    ws.workdir.display(),
+                    root.display(),
+                    root.display(),
+                    ws.workdir
+                        .canonicalize()
+                        .ok()
+                        .and_then(|w| w.strip_prefix(&root).ok().map(|r| r.display().to_string()))
+                        .unwrap_or_else(|| ".".into()),
+                ),
+            );
+        }
+    }
     if cfg.check_network == "none" && !crate::observe::isolation::network_namespace_available() {
         return preflight(
             Some(&ws),

@@ -31,6 +31,55 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+/// The directory pytest would take as its rootdir when it lies above `workdir`, with
+/// the configuration file that makes it so: the nearest directory, from `workdir`
+/// up, holding `pytest.ini`, `.pytest.ini`, `pytest.toml`, `.pytest.toml`, a
+/// `pyproject.toml` with `[tool.pytest.ini_options]` or `[tool.pytest]`, a `tox.ini`
+/// with `[pytest]` or a `setup.cfg` with `[tool:pytest]` (pytest's own search). `None`
+/// when `check` does not run pytest, or that directory is `workdir` or below, or
+/// there is none. The clean room holds the workdir only: a check there would run
+/// without that file and the `conftest.py` files beside it (a new user's review: a
+/// fixture from the repository root's `conftest.py` was missing, and the run halted
+/// 17 as if the agent were stuck).
+#[must_use]
+pub fn pytest_rootdir_above(workdir: &Path, check: &str) -> Option<(PathBuf, PathBuf)> {
+    let words: Vec<&str> = check.split_whitespace().collect();
+    let runs_pytest = words.iter().enumerate().any(|(i, w)| {
+        let base = w.rsplit('/').next().unwrap_or(w);
+        matches!(base, "pytest" | "py.test")
+            || (*w == "-m" && words.get(i + 1).is_some_and(|m| *m == "pytest"))
+    });
+    if !runs_pytest {
+        return None;
+    }
+    let has_section = |file: &Path, headers: &[&str]| {
+        std::fs::read_to_string(file)
+            .is_ok_and(|t| t.lines().any(|l| headers.contains(&l.trim())))
+    };
+    let start = std::fs::canonicalize(workdir).ok()?;
+    for dir in start.ancestors() {
+        let found = ["pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml"]
+            .iter()
+            .map(|n| dir.join(n))
+            .find(|f| f.is_file())
+            .or_else(|| {
+                [
+                    ("pyproject.toml", &["[tool.pytest.ini_options]", "[tool.pytest]"][..]),
+                    ("tox.ini", &["[pytest]"][..]),
+                    ("setup.cfg", &["[tool:pytest]"][..]),
+                ]
+                .iter()
+                .map(|(n, h)| (dir.join(n), h))
+                .find(|(f, h)| has_section(f, h))
+                .map(|(f, _)| f)
+            });
+        if let Some(file) = found {
+            return (dir != start).then(|| (dir.to_path_buf(), file));
+        }
+    }
+    None
+}
+
 /// The user's state directory for loopexec ([`crate::control::state_dir`]: from
 /// `$LOOPEXEC_STATE_DIR`, `$XDG_STATE_HOME` or `$HOME`), else `<tmp>/loopexec-<uid>`
 /// when none of those is set.

@@ -3,7 +3,7 @@
 //! test, usage errors keep the `--json` promise, a closed stdout is not a crash, and
 //! report paths never reach outside the workdir.
 
-use crate::support::{bin, Repo};
+use crate::support::{bin, lx_in, Repo};
 use std::process::{Command, Stdio};
 
 /// A check in the shape of `pytest -q`: only failures are named; a green run names
@@ -316,4 +316,65 @@ fn a_module_from_the_projects_own_virtual_environment_is_imported_in_the_clean_r
         crate::support::writer(&[("calc.py", "def add(a, b):\n    return a + b\n")]);
     r.run2(&honest, ".venv/bin/python -m pytest -q")
         .expect(10, Some("success_condition_met"));
+}
+
+/// A repository root holding `pytest.ini` and a shared `conftest.py`, with the
+/// project in `svc/`.
+fn pytest_rootdir_repo() -> Repo {
+    let r = Repo::new();
+    r.write("pytest.ini", "[pytest]\naddopts = -q\n")
+        .write(
+            "conftest.py",
+            "import pytest\n\n@pytest.fixture\ndef greeting():\n    return 'Hello World'\n",
+        )
+        .write("svc/slug.py", "def slug(s):\n    return s.lower()\n")
+        .write(
+            "svc/tests/test_slug.py",
+            "from slug import slug\n\ndef test_space(greeting):\n    assert slug(greeting) == 'hello-world'\n\ndef test_lower():\n    assert slug('ABC') == 'abc'\n",
+        )
+        .commit("fixture");
+    r
+}
+
+/// pytest's rootdir above the workdir: the clean room holds the workdir only, so a
+/// check there lost the root's `conftest.py` fixture and an honest fix halted 17 as
+/// if the agent were stuck (a new user's review). Now the run is refused before it
+/// starts (`workspace_invalid`), naming the file and the way out; the way out, run
+/// from the root with `cd svc && …`, goes green — its transcript names the tests
+/// relative to `svc/`, and so must the witness (pytest 9 changed the helper that
+/// made them so, and the mixed ids read as a lost test).
+#[test]
+fn a_pytest_rootdir_above_the_workdir_is_refused_up_front_and_the_way_out_is_green() {
+    if crate::support::pytest_missing() {
+        return;
+    }
+    let fix = "sed -i 's/return s.lower()/return s.lower().replace(\" \", \"-\")/' slug.py";
+    let r = pytest_rootdir_repo();
+    let v = lx_in(
+        &r.path().join("svc"),
+        &[
+            "run",
+            "--exec",
+            fix,
+            "--check",
+            "python3 -m pytest",
+            "--max-iterations",
+            "2",
+        ],
+        &[],
+    )
+    .expect(30, Some("workspace_invalid"));
+    assert!(crate::support::mentions(&v, "pytest.ini"), "{v}");
+    assert!(crate::support::mentions(&v, "--check-in-place"), "{v}");
+    let r = pytest_rootdir_repo();
+    r.lx(&[
+        "run",
+        "--exec",
+        &format!("cd svc && {fix}"),
+        "--check",
+        "cd svc && python3 -m pytest",
+        "--max-iterations",
+        "2",
+    ])
+    .expect(10, Some("success_condition_met"));
 }

@@ -179,10 +179,21 @@ def _hooks(path, originals, pytest_classes):
         return found
 
     def _shown(nodeid):
+        """`nodeid` (relative to the rootdir) as pytest's transcript shows it: relative
+        to the directory pytest was started in (`Config.cwd_relative_nodeid`, computed
+        here because its signature changed across pytest versions)."""
+        nid = str(nodeid)
         try:
-            return configs[0].cwd_relative_nodeid(nodeid)
+            cfg = configs[0]
+            inv = str(cfg.invocation_params.dir)
+            root = str(cfg.rootpath)
         except Exception:
-            return nodeid
+            return nid
+        if inv == root:
+            return nid
+        base, sep, rest = nid.partition("::")
+        rel = os.path.relpath(os.path.join(root, base), inv) if base else base
+        return rel + sep + rest
 
     def pytest_runtest_logreport(report):
         if untraced and untraced[0] and not traced:
