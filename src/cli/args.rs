@@ -610,7 +610,8 @@ pub struct ParseArgs {
     /// ctest, rspec, rspec-json, phpunit, teamcity, unittest, lines, exit-code.
     #[arg(long, value_name = "FORMAT", default_value = "auto")]
     pub format: String,
-    /// The captured output to parse (the same as --stdout FILE).
+    /// The captured output to parse (the same as --stdout FILE). `-` reads standard
+    /// input; a pipe (`<(zstd -dc 3.check.stdout.zst)`) works too.
     #[arg(value_name = "FILE", conflicts_with = "stdout")]
     pub file: Option<PathBuf>,
     /// The captured standard output of the check.

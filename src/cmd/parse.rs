@@ -25,6 +25,7 @@ use crate::output::Body;
 use schemars::JsonSchema;
 use serde::Serialize;
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// `parse`: what loopexec read from one check run.
@@ -100,6 +101,9 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
         .chain(a.stderr.iter())
         .chain(a.reports.iter())
     {
+        if p.as_os_str() == "-" {
+            continue;
+        }
         if let Err(e) = std::fs::metadata(p) {
             return Err(Box::new(Outcome::error(
                 super::EXIT_ERROR,
@@ -108,6 +112,39 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
             )));
         }
     }
+    // A pipe (`<(zstd -dc …)`, `/dev/stdin`, `-`) can be read once, and the parsers
+    // read a file more than once (the format is told from its head): such input is
+    // spooled to a temporary file first.
+    let mut spooled = Vec::new();
+    let mut spool = |p: &PathBuf| -> Result<PathBuf, Box<Outcome>> {
+        let regular = p.as_os_str() != "-" && std::fs::metadata(p).is_ok_and(|m| m.is_file());
+        if regular {
+            return Ok(p.clone());
+        }
+        let fail = |e: std::io::Error| {
+            Box::new(Outcome::error(
+                super::EXIT_ERROR,
+                format!("cannot read {}: {e}", p.display()),
+                Some("pass the file the check's output or report was saved to".into()),
+            ))
+        };
+        let mut tmp = tempfile::NamedTempFile::new().map_err(fail)?;
+        if p.as_os_str() == "-" {
+            std::io::copy(&mut std::io::stdin().lock(), &mut tmp).map_err(fail)?;
+        } else {
+            std::io::copy(&mut std::fs::File::open(p).map_err(fail)?, &mut tmp).map_err(fail)?;
+        }
+        let path = tmp.path().to_path_buf();
+        spooled.push(tmp);
+        Ok(path)
+    };
+    let stdout = stdout.map(&mut spool).transpose()?;
+    let stderr = a.stderr.as_ref().map(&mut spool).transpose()?;
+    let reports = a
+        .reports
+        .iter()
+        .map(&mut spool)
+        .collect::<Result<Vec<_>, _>>()?;
     // the summary shape prints no passing test: they need not be kept by name; the
     // default shape prints them from the compact list
     let listing = if a.summary {
@@ -115,17 +152,19 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
     } else {
         parse::Listing::Compact
     };
-    Ok(parse::parse_command_with(
+    let parsed = parse::parse_command_with(
         &CheckInput {
-            stdout: stdout.map(|p| Source::File(p.as_path())),
-            stderr: a.stderr.as_deref().map(Source::File),
+            stdout: stdout.as_deref().map(Source::File),
+            stderr: stderr.as_deref().map(Source::File),
             exit_code: a.exit_code,
-            reports: &a.reports,
+            reports: &reports,
         },
         choice,
         a.command.as_deref(),
         listing,
-    ))
+    );
+    drop(spooled);
+    Ok(parsed)
 }
 
 /// True for a test the runner named (not the synthetic unattributed member).

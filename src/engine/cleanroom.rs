@@ -53,8 +53,7 @@ pub fn pytest_rootdir_above(workdir: &Path, check: &str) -> Option<(PathBuf, Pat
         return None;
     }
     let has_section = |file: &Path, headers: &[&str]| {
-        std::fs::read_to_string(file)
-            .is_ok_and(|t| t.lines().any(|l| headers.contains(&l.trim())))
+        std::fs::read_to_string(file).is_ok_and(|t| t.lines().any(|l| headers.contains(&l.trim())))
     };
     let start = std::fs::canonicalize(workdir).ok()?;
     for dir in start.ancestors() {
@@ -64,7 +63,10 @@ pub fn pytest_rootdir_above(workdir: &Path, check: &str) -> Option<(PathBuf, Pat
             .find(|f| f.is_file())
             .or_else(|| {
                 [
-                    ("pyproject.toml", &["[tool.pytest.ini_options]", "[tool.pytest]"][..]),
+                    (
+                        "pyproject.toml",
+                        &["[tool.pytest.ini_options]", "[tool.pytest]"][..],
+                    ),
                     ("tox.ini", &["[pytest]"][..]),
                     ("setup.cfg", &["[tool:pytest]"][..]),
                 ]

@@ -96,3 +96,40 @@ fn a_report_that_is_not_there_is_an_error_naming_it() {
     let errors = v["errors"].to_string();
     assert!(errors.contains("missing.xml"), "{v}");
 }
+
+/// Output read from a pipe (`-` for standard input, `/dev/stdin`, `<(zstd -dc …)`)
+/// reads as the same bytes from a file do. Before: the format was told from a first
+/// read of the pipe and the parser's own read found it empty (a new user's review:
+/// a pytest failure read as an incomplete run with no test).
+#[test]
+fn output_from_a_pipe_reads_as_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.txt");
+    let text = "F.\n=========================== short test summary info ============================\nFAILED tests/test_calc.py::test_add - assert -1 == 5\n1 failed, 1 passed in 0.02s\n";
+    std::fs::write(&out, text).unwrap();
+    let from_file = parse(dir.path(), &[out.to_str().unwrap(), "--exit-code", "1"]);
+    for arg in ["-", "/dev/stdin"] {
+        let mut cmd = std::process::Command::new(bin());
+        cmd.args(["--json", "parse", arg, "--exit-code", "1"])
+            .current_dir(dir.path());
+        // a pipe, not the file: `cat out.txt | loopexec parse -`
+        let cat = std::process::Command::new("cat")
+            .arg(&out)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        cmd.stdin(cat.stdout.unwrap());
+        let o = cmd.output().unwrap();
+        let got: Value = serde_json::from_slice(&o.stdout).unwrap();
+        for key in [
+            "format",
+            "complete",
+            "unattributed_failure",
+            "counts",
+            "tests",
+        ] {
+            assert_eq!(got[key], from_file[key], "{arg}: {key}: {got}");
+        }
+        assert_eq!(got["complete"], true, "{got}");
+    }
+}
