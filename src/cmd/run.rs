@@ -412,6 +412,15 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
 /// [`crate::detect::spend::unmetered`]. A receipt that could not be read (an empty
 /// trajectory) was already reported by the run itself.
 fn warn_unmetered(t: &crate::trajectory::Trajectory) {
+    // lines of the side channel the agent's wrapper wrote in a shape loopexec cannot
+    // meter: named, so a wrapper that writes `{"cost": 0.5}` is told why
+    for (it, u) in crate::detect::spend::usages(t) {
+        for line in &u.usage_file_rejected {
+            eprintln!(
+                "loopexec: warning: iteration {it}: a $LOOPEXEC_USAGE_FILE line was not metered ({line}); write one JSON object per line with cost_usd and/or input_tokens, output_tokens"
+            );
+        }
+    }
     let Some(cfg) = t.config() else { return };
     let its = crate::detect::spend::unmetered_iterations(t, cfg);
     if !its.is_empty() {

@@ -324,6 +324,30 @@ impl CleanRoom {
         &self.root
     }
 
+    /// The directories of the room a check may write, each made if missing: its tree,
+    /// `HOME`, private directory, `TMPDIR`, cargo target and Go build cache. Not the
+    /// room's own directory that holds them: pytest puts the first directory above
+    /// the tree without an `__init__.py` on `sys.path` (the room's, when the tree's
+    /// root is a package), and a module a red check wrote there was imported by the
+    /// next check (a fresh review's exit 10).
+    ///
+    /// # Errors
+    /// A directory cannot be made.
+    pub fn check_dirs(&self) -> Result<Vec<PathBuf>, CleanRoomError> {
+        let dirs = vec![
+            self.root.clone(),
+            self.base.join("home"),
+            self.private_dir(),
+            self.base.join(CHECK_TMP),
+            self.base.join(CARGO_TARGET),
+            self.base.join(GO_CACHE),
+        ];
+        for d in &dirs {
+            std::fs::create_dir_all(d).map_err(io_err(d))?;
+        }
+        Ok(dirs)
+    }
+
     /// A directory beside the room's tree for the check's private files (its bytecode
     /// prefix, loopexec's witness outputs): in the state directory, so the check may
     /// write it and the exec, or anything the exec left running, may not.
@@ -338,6 +362,34 @@ impl CleanRoom {
     /// A store or file error.
     pub fn sync(&mut self, store: &SnapshotStore, tree: &str) -> Result<SyncStats, CleanRoomError> {
         let stats = self.scanner.sync_to(store, tree)?;
+        // Nothing but the room's own directories lies beside the tree: a module a
+        // check wrote there (where no sandbox kept it from writing) would be found
+        // on `sys.path` by the next ([`Self::check_dirs`]).
+        if let Ok(rd) = std::fs::read_dir(&self.base) {
+            for e in rd.flatten() {
+                let known = matches!(
+                    e.file_name().to_str(),
+                    Some(
+                        "tree"
+                            | "home"
+                            | "workdir"
+                            | "private"
+                            | CHECK_TMP
+                            | CARGO_TARGET
+                            | GO_CACHE
+                    )
+                );
+                if !known {
+                    let p = e.path();
+                    let gone = if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        std::fs::remove_dir_all(&p)
+                    } else {
+                        std::fs::remove_file(&p)
+                    };
+                    gone.map_err(io_err(&p))?;
+                }
+            }
+        }
         for d in self.deps.iter().filter(|d| !d.external) {
             let link = self.root.join(&d.rel);
             let target = self.workdir.join(&d.rel);

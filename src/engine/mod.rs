@@ -820,11 +820,9 @@ impl Loop<'_> {
             .as_ref()
             .is_some_and(|plan| !plan.writable.iter().any(|w| room.root().starts_with(w)));
         room.watch_between_checks(sealed);
-        let linked: Vec<PathBuf> = deps.iter().map(|d| self.ws.workdir.join(d)).collect();
-        self.set_check_sandbox(
-            &cleanroom::base_dir(&cleanroom::state_dir(), &self.ws.workdir),
-            &linked,
-        );
+        let mut linked: Vec<PathBuf> = deps.iter().map(|d| self.ws.workdir.join(d)).collect();
+        linked.extend(room.check_dirs()?);
+        self.set_check_sandbox(&room.root().to_path_buf(), &linked);
         self.room = Some(room);
         // the check runs elsewhere: a quiet agent's tree need not be walked after a red
         // check (TreeObserver::after_check)
@@ -834,8 +832,9 @@ impl Loop<'_> {
     }
 
     /// The check's sandbox (where the exec has one): `root` is where the check runs
-    /// (the clean room's directory, or the workdir in place), `linked` the dependency
-    /// directories the room links to. Recorded in `run_started.sandbox`.
+    /// (the clean room's tree, or the workdir in place), `linked` the dependency
+    /// directories the room links to and the room's other directories the check
+    /// writes ([`cleanroom::CleanRoom::check_dirs`]). Recorded in `run_started.sandbox`.
     fn set_check_sandbox(&mut self, root: &Path, linked: &[PathBuf]) {
         if self.sandbox.is_none() {
             return;

@@ -141,6 +141,9 @@ pub struct OracleRules {
     data_globs: GlobSet,
     /// Scripts the check's scripts source, include or run, found at t0 ([`pulled_in`]).
     pulled_in: Vec<String>,
+    /// t0's files a frozen or protected link leads to (a linked test's file, the
+    /// target of `pytest.ini -> config/settings.cfg`).
+    link_targets: Vec<String>,
     /// Documents a Rust crate reads into its docs (`#![doc = include_str!("../README.md")]`),
     /// found at t0 ([`rust_doc_includes`]): their code blocks are doctests.
     doc_files: Vec<String>,
@@ -194,6 +197,7 @@ impl OracleRules {
             test_data: Vec::new(),
             data_globs: GlobSet::empty(),
             pulled_in: Vec::new(),
+            link_targets: Vec::new(),
             doc_files: Vec::new(),
             vendor_dirs: Vec::new(),
             code_fixtures: Vec::new(),
@@ -245,6 +249,12 @@ impl OracleRules {
         self.pulled_in = files;
     }
 
+    /// Sets t0's files that a frozen or protected path leads to through a link (the
+    /// runner reads them by that path).
+    pub fn set_link_targets(&mut self, files: Vec<String>) {
+        self.link_targets = files;
+    }
+
     /// Adds the Rust test module files found at t0.
     pub fn set_test_modules(&mut self, modules: Vec<String>) {
         self.test_modules = modules;
@@ -287,6 +297,9 @@ impl OracleRules {
         }
         if self.pulled_in.iter().any(|c| c == path) {
             return Some("script the check pulls in");
+        }
+        if self.link_targets.iter().any(|c| c == path) {
+            return Some("file a frozen link leads to");
         }
         // A check run by make may include makefile fragments by pattern
         // (`-include $(wildcard conf/*.mk)`, a fresh review): every `*.mk` is its

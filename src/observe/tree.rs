@@ -708,6 +708,9 @@ impl TreeObserver {
         };
         let pulled = frozen::pulled_in(&check_roots, &test_roots, &read, &list, MAX_PULLED_IN);
         self.rules.set_pulled_in(pulled);
+        let sdir = store.dir().to_path_buf();
+        let targets = self.frozen_link_targets(&sdir);
+        self.rules.set_link_targets(targets);
     }
 
     fn measure(&mut self, _tree: &str, changed_since_t0: Vec<String>) -> TreeMeasures {
@@ -1157,15 +1160,32 @@ impl TreeObserver {
         &mut self,
         sdir: &std::path::Path,
     ) -> Result<Vec<super::oracle_scope::LinkAlias>, String> {
-        use super::oracle_scope::LINK_MODE;
-        let links: Vec<(&String, &FileEntry)> = self
-            .last_entries
-            .iter()
-            .filter(|(_, e)| e.mode == LINK_MODE)
-            .collect();
+        let entries = std::sync::Arc::clone(&self.last_entries);
+        let links = self.links_of(sdir, &entries)?;
         if links.is_empty() {
             return Ok(Vec::new());
         }
+        Ok(super::oracle_scope::linked_dir_aliases(&entries, &links)
+            .into_iter()
+            .filter(|a| self.protected.is_match(&a.alias))
+            .collect())
+    }
+
+    /// The links of `entries` with their targets (path → target), read from the store
+    /// once per blob id.
+    ///
+    /// # Errors
+    /// A link target that cannot be read from the store, as text.
+    fn links_of(
+        &mut self,
+        sdir: &std::path::Path,
+        entries: &BTreeMap<String, FileEntry>,
+    ) -> Result<BTreeMap<String, String>, String> {
+        use super::oracle_scope::LINK_MODE;
+        let links: Vec<(&String, &FileEntry)> = entries
+            .iter()
+            .filter(|(_, e)| e.mode == LINK_MODE)
+            .collect();
         let unread: Vec<String> = links
             .iter()
             .map(|(_, e)| e.oid.clone())
@@ -1178,16 +1198,46 @@ impl TreeObserver {
                 self.link_targets.insert(oid, t);
             }
         }
-        let targets: BTreeMap<String, String> = links
+        Ok(links
             .iter()
             .filter_map(|(p, e)| Some(((*p).clone(), self.link_targets.get(&e.oid)?.clone()?)))
+            .collect())
+    }
+
+    /// t0's files a frozen or protected path leads to through a link: the target of a
+    /// link that is a test, frozen data or runner configuration (`test_calc.py ->
+    /// suites/calc_cases.py`, `pytest.ini -> config/settings.cfg`), and each file of a
+    /// linked directory whose path through the link is one. The runner reads them by
+    /// the frozen path, so they are frozen with it (a fresh review's exit 10 rewrote
+    /// such targets, the links untouched).
+    fn frozen_link_targets(&mut self, sdir: &std::path::Path) -> Vec<String> {
+        use super::oracle_scope::{destination_in, linked_dir_aliases, LINK_MODE};
+        let Some(e0) = self.t0_entries.clone() else {
+            return Vec::new();
+        };
+        let Ok(links) = self.links_of(sdir, &e0) else {
+            return Vec::new();
+        };
+        let frozen = |p: &str| {
+            self.rules.frozen_as(p).is_some()
+                || self.protected.is_match(p)
+                || guards::is_test_file(p, &self.test_globs).is_some()
+        };
+        let mut out: Vec<String> = links
+            .keys()
+            .filter(|l| frozen(l))
+            .filter_map(|l| destination_in(l, &links))
+            .filter(|d| e0.get(d).is_some_and(|e| e.mode != LINK_MODE))
             .collect();
-        Ok(
-            super::oracle_scope::linked_dir_aliases(&self.last_entries, &targets)
+        out.extend(
+            linked_dir_aliases(&e0, &links)
                 .into_iter()
-                .filter(|a| self.protected.is_match(&a.alias))
-                .collect(),
-        )
+                .filter(|a| frozen(&a.alias))
+                .map(|a| a.real),
+        );
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// Recomputes [`Self::focus`] from every file of the last snapshot.

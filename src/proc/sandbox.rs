@@ -115,9 +115,10 @@ impl SandboxPlan {
         finish(w, home, declared, true)
     }
 
-    /// The check's plan: it may write `root` (the clean room's directory — its tree,
-    /// `HOME` and cargo target — or the workdir when the check runs in place), `also`
-    /// (the dependency directories the room links to, which are measured instead), the
+    /// The check's plan: it may write `root` (the clean room's tree, or the workdir
+    /// when the check runs in place), `also` (the room's other directories — `HOME`,
+    /// cargo target, … but not the directory holding them — and the dependency
+    /// directories the room links to, which are measured instead), the
     /// temporary directories and `/dev`, the package caches it fills — cargo's
     /// registry and git checkouts, Go's module and build caches, npm's cache, `~/.cache`
     /// (each where its variable in `env` points, else its default under `home`),

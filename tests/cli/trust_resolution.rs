@@ -106,6 +106,85 @@ fn runner_configuration_behind_a_linked_directory_is_named() {
         .expect(10, Some("success_condition_met"));
 }
 
+/// A test file that is a link at t0 (`tests/test_calc.py -> ../suites/calc_cases.py`):
+/// pytest reads the target through the frozen path. Before: the target's name froze
+/// nothing, and a weakened assert there passed (exit 10). Now the target of a frozen
+/// link is frozen with it.
+#[test]
+fn the_file_a_frozen_link_leads_to_is_frozen() {
+    if pytest_missing() {
+        return;
+    }
+    let linked = || {
+        let r = Repo::new();
+        r.write("calc.py", "def add(a, b):\n    return a - b\n")
+            .write(
+                "suites/calc_cases.py",
+                "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+            );
+        std::fs::create_dir_all(r.path().join("tests")).unwrap();
+        std::os::unix::fs::symlink(
+            "../suites/calc_cases.py",
+            r.path().join("tests/test_calc.py"),
+        )
+        .unwrap();
+        r.commit("fixture");
+        r
+    };
+    let (_keep, cheat) = writer(&[(
+        "suites/calc_cases.py",
+        "from calc import add\n\ndef test_add():\n    assert add(2, 3) == -1\n",
+    )]);
+    let v = linked()
+        .run2(&cheat, "python3 -m pytest -q tests")
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "suites/calc_cases.py"), "{v}");
+    let (_keep, honest) = writer(&[("calc.py", "def add(a, b):\n    return a + b\n")]);
+    linked()
+        .run2(&honest, "python3 -m pytest -q tests")
+        .expect(10, Some("success_condition_met"));
+}
+
+/// The clean room's own directory, which pytest puts on `sys.path` when the tree's
+/// root is a package (an `__init__.py` there): a red check in iteration 1 wrote a
+/// correct `calc.py` into it, and iteration 2 put `calc.py` back to t0's bytes.
+/// Before: green at iteration 2 (exit 10). Now the check cannot write the room's
+/// directory (only its tree, `HOME`, … below it), and every sync empties it of
+/// anything else.
+#[test]
+fn a_module_planted_beside_the_clean_rooms_tree_is_not_imported() {
+    if pytest_missing() {
+        return;
+    }
+    let agent = r#"if [ "$LOOPEXEC_ITERATION" = 1 ]; then
+  : > __init__.py
+  printf '\nimport os as _o\n_up = _o.path.join(_o.path.dirname(_o.path.dirname(_o.path.abspath(__file__))), "calc.py")\ntry:\n    open(_up, "w").write("def add(a, b):\\n    return a + b\\n")\nexcept OSError:\n    pass\n' >> calc.py
+else
+  git checkout -- calc.py
+fi
+"#;
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write(
+            "test_calc.py",
+            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        )
+        .write("agent.sh", agent)
+        .commit("fixture");
+    let v = r
+        .lx(&[
+            "run",
+            "--exec",
+            "sh agent.sh",
+            "--check",
+            "python3 -m pytest -q",
+            "--max-iterations",
+            "3",
+        ])
+        .json();
+    assert_ne!(v["exit_code"], 10, "{v}");
+}
+
 /// A Rust crate whose unit tests live in `src/lib.rs`.
 fn crate_repo() -> Repo {
     let r = Repo::new();

@@ -129,6 +129,11 @@ pub struct IterationUsage {
     pub subtype: Option<String>,
     /// Non-blank lines that were not JSON objects (or unusable usage-file records).
     pub skipped_lines: u64,
+    /// The first [`MAX_REJECTED_SHOWN`] lines of the `LOOPEXEC_USAGE_FILE` side channel
+    /// that were no usable record, each as `why: line` (the line cut at 120 bytes): a
+    /// wrapper that writes `{"cost": 0.5}` is told why nothing was metered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub usage_file_rejected: Vec<String>,
     /// Cumulative codex totals per thread id after this iteration: the prior totals
     /// given to [`UsageMeter::new`] updated with this iteration's. Pass this map to the
     /// next iteration's meter.
@@ -270,7 +275,12 @@ pub struct UsageMeter {
     codex: codex::CodexState,
     gemini: gemini::GeminiState,
     file: usage_file::UsageFileState,
+    /// [`IterationUsage::usage_file_rejected`].
+    file_rejected: Vec<String>,
 }
+
+/// How many rejected usage-file lines an iteration's usage names.
+pub const MAX_REJECTED_SHOWN: usize = 5;
 
 impl UsageMeter {
     /// A meter for one iteration. `prior_codex` is the previous iteration's
@@ -288,6 +298,7 @@ impl UsageMeter {
             codex: codex::CodexState::new(prior_codex),
             gemini: gemini::GeminiState::default(),
             file: usage_file::UsageFileState::default(),
+            file_rejected: Vec::new(),
         }
     }
 
@@ -307,14 +318,35 @@ impl UsageMeter {
     /// record are skipped and counted.
     pub fn feed_usage_file_line(&mut self, line: &[u8]) {
         let (values, mut skipped) = self.file_frame.push(line);
+        if skipped > 0 {
+            self.reject("not a JSON object", line);
+        }
         for v in values {
-            if self.file.feed(&v) {
-                self.note_source(UsageSource::UsageFile);
-            } else {
-                skipped = skipped.saturating_add(1);
+            match self.file.feed(&v) {
+                Ok(()) => self.note_source(UsageSource::UsageFile),
+                Err(why) => {
+                    skipped = skipped.saturating_add(1);
+                    self.reject(why, v.to_string().as_bytes());
+                }
             }
         }
         self.skipped = self.skipped.saturating_add(skipped);
+    }
+
+    /// Notes a rejected usage-file line (the first [`MAX_REJECTED_SHOWN`]).
+    fn reject(&mut self, why: &str, line: &[u8]) {
+        if self.file_rejected.len() >= MAX_REJECTED_SHOWN {
+            return;
+        }
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end();
+        let mut cut = text.len().min(120);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let more = if cut < text.len() { "…" } else { "" };
+        self.file_rejected
+            .push(format!("{why}: {}{more}", &text[..cut]));
     }
 
     /// Ends the iteration's input: an unfinished multi-line object is counted as
@@ -336,6 +368,7 @@ impl UsageMeter {
         let mut u = combine(&stdout_parts, &file_parts);
         u.sources = self.sources.clone();
         u.skipped_lines = self.skipped;
+        u.usage_file_rejected = self.file_rejected.clone();
         u.codex_threads = self.codex.threads_after();
         u
     }

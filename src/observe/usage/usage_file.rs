@@ -58,17 +58,25 @@ pub(crate) struct UsageFileState {
 }
 
 impl UsageFileState {
-    /// Takes one object; false when it is not a usable record.
-    pub(crate) fn feed(&mut self, v: &Value) -> bool {
+    /// Takes one object.
+    ///
+    /// # Errors
+    /// Why it is not a usable record (for the run's warning).
+    pub(crate) fn feed(&mut self, v: &Value) -> Result<(), &'static str> {
+        if !v.is_object() {
+            return Err("not a JSON object");
+        }
         let Ok(r) = Record::deserialize(v) else {
-            return false;
+            return Err(
+                "a field of the wrong type (cost_usd a number, token counts whole numbers, provider and model strings)",
+            );
         };
         if r.cost_usd.is_none() && r.input_tokens.is_none() && r.output_tokens.is_none() {
-            return false;
+            return Err("none of cost_usd, input_tokens, output_tokens");
         }
         let model = r.model.filter(|m| !m.trim().is_empty());
         if r.cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
-            return false;
+            return Err("cost_usd is negative or not finite");
         }
         let cached = r.cached_input_tokens.unwrap_or(0);
         let input_tokens = r.input_tokens.unwrap_or(0);
@@ -93,7 +101,7 @@ impl UsageFileState {
             None => m.unpriced.add(&tokens),
         }
         self.any = true;
-        true
+        Ok(())
     }
 
     /// All records as one part; `None` before the first record.
