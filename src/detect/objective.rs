@@ -159,6 +159,59 @@ pub fn effective(t: &Trajectory, cfg: &RunConfig) -> (Vec<String>, &'static str)
     }
 }
 
+/// Warnings for the explicit objective entries that match no test of the baseline
+/// check `base`, when `base` names the tests it collected (it names a pass, or passed
+/// none). With `[oracle] new_tests = "exclude"` only a whole new test added to a
+/// frozen test file can still match such an entry (a new test file is left out of the
+/// judged check), so a mistyped id is said at iteration 0 rather than found as
+/// `objective_unverified` after the agent's work (a new user's review). Not a halt:
+/// the objective may name the test the task is to write.
+#[must_use]
+pub fn unmatched_at_baseline(cfg: &RunConfig, base: &ParsedRun) -> Vec<String> {
+    if cfg.task.objective.is_empty() {
+        return Vec::new();
+    }
+    let named: Vec<&str> = base
+        .tests
+        .iter()
+        .filter(|t| !t.id.ends_with(UNATTRIBUTED_SUFFIX))
+        .map(|t| t.id.as_str())
+        .collect();
+    let names_passes = base
+        .tests
+        .iter()
+        .any(|t| t.outcome.is_passing() && !t.id.ends_with(UNATTRIBUTED_SUFFIX));
+    if named.is_empty() || !(names_passes || base.counts().passed == 0) {
+        return Vec::new();
+    }
+    let some: Vec<&str> = named.iter().take(5).copied().collect();
+    let more = if named.len() > some.len() {
+        ", …"
+    } else {
+        ""
+    };
+    let only = if cfg.oracle.new_tests == crate::config::NewTestPolicy::Exclude {
+        "only a new test added to an existing test file can match it (new test files are left out of the judged check)"
+    } else {
+        "a test the agent adds must match it"
+    };
+    cfg.task
+        .objective
+        .iter()
+        .filter(|e| {
+            let entry = Entry::new(e);
+            !named.iter().any(|id| entry.matches(id))
+        })
+        .map(|e| {
+            format!(
+                "warning: objective {e} names no test the baseline check collected ({} named: {}{more}); {only}. If the id is mistyped, stop the run and give one the baseline shows",
+                named.len(),
+                some.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// `objective_unverified` for the last iteration's green main check, if any entry is
 /// unverified. `run` is that green main check's parse.
 #[must_use]
@@ -219,6 +272,47 @@ pub fn verify(t: &Trajectory, cfg: &RunConfig, run: &ParsedRun) -> Option<Halt> 
 mod tests {
     use super::*;
     use crate::detect::testkit::parsed as run;
+
+    /// An explicit objective no test of the baseline matches is warned about at
+    /// iteration 0, when the baseline names what it collected.
+    #[test]
+    fn an_objective_the_baseline_does_not_show_is_warned_about() {
+        use Outcome::{Failed, Passed};
+        let listing = run(&[
+            ("tests/test_calc.py::test_add", Failed),
+            ("tests/test_calc.py::test_zero", Passed),
+        ]);
+        let all_failing = run(&[("tests/test_calc.py::test_add", Failed)]);
+        let quiet = run(&[("tests/test_calc.py::test_add", Failed)]);
+        let mut quiet = quiet;
+        quiet.summary = Some(crate::check::model::Counts {
+            passed: 3,
+            failed: 1,
+            ..Default::default()
+        });
+        let rows: &[(&[&str], &ParsedRun, usize)] = &[
+            (&["tests/test_cal.py::test_add"], &listing, 1),
+            (&["tests/test_calc.py::test_add"], &listing, 0),
+            (&["tests/test_calc.py::*"], &listing, 0),
+            (
+                &["test_add", "tests/test_calc.py::test_zero"],
+                &all_failing,
+                2,
+            ),
+            // a quiet runner does not name its passes: nothing can be told
+            (&["tests/test_calc.py::test_new"], &quiet, 0),
+            (&[], &listing, 0),
+        ];
+        for (entries, base, warned) in rows {
+            let mut cfg = RunConfig::defaults();
+            cfg.task.objective = entries.iter().map(|s| (*s).to_string()).collect();
+            let got = unmatched_at_baseline(&cfg, base);
+            assert_eq!(got.len(), *warned, "{entries:?}: {got:?}");
+            if let Some(w) = got.first() {
+                assert!(w.contains(entries[0]) || w.contains(entries[1]), "{w}");
+            }
+        }
+    }
 
     #[test]
     fn explicit_entries() {

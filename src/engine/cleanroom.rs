@@ -301,16 +301,18 @@ impl CleanRoom {
                 cleared.push(rel);
             }
         }
+        // emptied, not removed: the check's sandbox names these directories
+        // themselves (`check_dirs`), and a rule of the kernel's holds the directory
+        // it was made for, not one made again under the same name
         let target = self.base.join(CARGO_TARGET);
-        if std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
-            std::fs::remove_dir_all(&target).map_err(io_err(&target))?;
-            cleared.push("<cargo-target>".into());
-        }
         let tmp = self.base.join(CHECK_TMP);
-        for (dir, name) in [(&self.home, "<home>"), (&tmp, "<tmp>")] {
+        for (dir, name) in [
+            (&target, "<cargo-target>"),
+            (&self.home, "<home>"),
+            (&tmp, "<tmp>"),
+        ] {
             if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
-                std::fs::remove_dir_all(dir).map_err(io_err(dir))?;
-                std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+                empty_dir(dir)?;
                 cleared.push(name.into());
             }
         }
@@ -803,6 +805,25 @@ fn stat_digests(dir: &Path) -> BTreeMap<String, String> {
 
 /// Removes clean rooms whose workdir no longer exists (temporary workdirs of tests and
 /// scripts), so the state directory does not grow without bound.
+/// Removes everything inside `dir`, keeping `dir` itself.
+///
+/// # Errors
+/// An entry that cannot be removed.
+fn empty_dir(dir: &Path) -> Result<(), CleanRoomError> {
+    let rd = std::fs::read_dir(dir).map_err(io_err(dir))?;
+    for e in rd {
+        let e = e.map_err(io_err(dir))?;
+        let p = e.path();
+        let gone = if e.file_type().is_ok_and(|t| t.is_dir()) {
+            std::fs::remove_dir_all(&p)
+        } else {
+            std::fs::remove_file(&p)
+        };
+        gone.map_err(io_err(&p))?;
+    }
+    Ok(())
+}
+
 fn remove_abandoned(all: &Path) {
     let Ok(rd) = std::fs::read_dir(all) else {
         return;

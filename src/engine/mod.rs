@@ -925,6 +925,19 @@ impl Loop<'_> {
                     return Ok(());
                 }
                 self.check(0)?;
+                if self.current_iteration() == 0 {
+                    let warnings = self
+                        .traj
+                        .last()
+                        .and_then(|it| it.main_check())
+                        .map(|c| {
+                            crate::detect::objective::unmatched_at_baseline(self.cfg, &c.parsed)
+                        })
+                        .unwrap_or_default();
+                    for w in warnings {
+                        self.say(&w);
+                    }
+                }
                 self.after_step("check")
             }
             Next::Judge => self.judge(),

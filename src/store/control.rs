@@ -20,14 +20,16 @@ use crate::halt::{ExitClass, HaltReason};
 use rusqlite::{params, OptionalExtension};
 
 /// What the active holds of a ledger are a function of: the ledger's content (its
-/// `data_version`, which moves when another connection commits, and this connection's
-/// `total_changes`) and the journal's identity, length and times. Equal keys mean the
-/// same answer, so [`Store::active_holds`] reuses its last one.
+/// `data_version`, which moves when another connection commits; this connection's
+/// own writes to `holds` drop the reused answer where they are made) and the
+/// journal's identity, length and times (it is only ever appended to). Equal keys
+/// mean the same answer, so [`Store::active_holds`] reuses its last one: the loop
+/// asks before every step, and its other writes (an iteration's rows) no longer make
+/// it read the ledger and the whole journal again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct HoldsKey {
     run_id: Option<String>,
     data_version: i64,
-    total_changes: i64,
     /// `(dev, ino, len, mtime s, mtime ns, ctime s, ctime ns)`; `None` when absent.
     journal: Option<(u64, u64, u64, i64, i64, i64, i64)>,
 }
@@ -358,6 +360,7 @@ impl Store {
                 params![id, scope, run, h.strength.as_str(), h.holder, h.reason, now],
             )
             .map_err(self.sql())?;
+        self.holds_cache.replace(None);
         // A hold in the ledger alone already stops; the journal makes sure no ledger
         // edit can release it. Only a sandboxed step (the gate) cannot write the journal.
         match self.journal.append(Decision::HoldTaken {
@@ -440,6 +443,7 @@ impl Store {
                 params![id, crate::receipt::now_rfc3339(), by],
             )
             .map_err(self.sql())?;
+        self.holds_cache.replace(None);
         Ok(n > 0 || journaled)
     }
 
@@ -466,23 +470,16 @@ impl Store {
     }
 
     /// What [`Self::active_holds`] depends on, or `None` when it cannot be vouched for
-    /// (the journal changed in the last second: its timestamps are too coarse to tell
-    /// a later edit of the same length apart).
+    /// (the journal cannot be looked at).
     fn holds_key(&self, run_id: Option<&str>) -> Result<Option<HoldsKey>, StoreError> {
-        let (data_version, total_changes): (i64, i64) = self
+        let data_version: i64 = self
             .conn
-            .prepare_cached(
-                "SELECT (SELECT data_version FROM pragma_data_version), total_changes()",
-            )
-            .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, r.get(1)?))))
+            .prepare_cached("SELECT data_version FROM pragma_data_version")
+            .and_then(|mut st| st.query_row([], |r| r.get(0)))
             .map_err(self.sql())?;
         let journal = match std::fs::metadata(self.journal.path()) {
             Ok(m) => {
                 use std::os::unix::fs::MetadataExt;
-                let age = m.modified().ok().and_then(|t| t.elapsed().ok());
-                if age.map_or(true, |a| a < std::time::Duration::from_secs(1)) {
-                    return Ok(None);
-                }
                 Some((
                     m.dev(),
                     m.ino(),
@@ -499,7 +496,6 @@ impl Store {
         Ok(Some(HoldsKey {
             run_id: run_id.map(str::to_string),
             data_version,
-            total_changes,
             journal,
         }))
     }
@@ -1258,7 +1254,7 @@ mod tests {
             looping.active_holds(Some("r")).unwrap().is_empty(),
             "and its release"
         );
-        // this connection's own write moves total_changes
+        // this connection's own write drops the reused answer
         let own = looping
             .take_hold(&NewHold {
                 scope: HoldScope::Run("r".into()),

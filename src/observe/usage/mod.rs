@@ -326,7 +326,7 @@ impl UsageMeter {
                 Ok(()) => self.note_source(UsageSource::UsageFile),
                 Err(why) => {
                     skipped = skipped.saturating_add(1);
-                    self.reject(why, v.to_string().as_bytes());
+                    self.reject(why, line);
                 }
             }
         }

@@ -633,3 +633,42 @@ fn primary_model_comes_from_the_assistant_messages_not_token_volume_or_init() {
         );
     }
 }
+
+/// Usage-file lines that meter nothing are named with the reason, the first
+/// `MAX_REJECTED_SHOWN` of them (a new user's wrapper wrote `cost` for `cost_usd`, a
+/// cost as a string, and a `key=value` line, and was told only "no usage source").
+#[test]
+fn rejected_usage_file_lines_are_named_with_the_reason() {
+    let rows: &[(&str, Option<&str>)] = &[
+        (r#"{"model": "m", "cost": 0.50}"#, Some("none of cost_usd")),
+        (r#"{"model": "m", "cost_usd": "0.50"}"#, Some("wrong type")),
+        ("cost_usd=0.50", Some("not a JSON object")),
+        (r#"{"cost_usd": -1}"#, Some("negative")),
+        ("[1, 2]", Some("not a JSON object")),
+        (r#"{"cost_usd": 0.25}"#, None),
+    ];
+    for (line, why) in rows {
+        let mut m = UsageMeter::new(Pricing::default(), BTreeMap::new());
+        m.feed_usage_file_line(line.as_bytes());
+        m.finish();
+        let u = m.snapshot();
+        match why {
+            Some(w) => {
+                assert_eq!(u.usage_file_rejected.len(), 1, "{line}: {u:?}");
+                assert!(u.usage_file_rejected[0].contains(w), "{line}: {u:?}");
+                assert!(
+                    u.usage_file_rejected[0].contains(line.trim()),
+                    "the line is quoted: {u:?}"
+                );
+            }
+            None => assert!(u.usage_file_rejected.is_empty(), "{line}: {u:?}"),
+        }
+    }
+    let mut m = UsageMeter::new(Pricing::default(), BTreeMap::new());
+    for _ in 0..(MAX_REJECTED_SHOWN + 3) {
+        m.feed_usage_file_line(b"nope");
+    }
+    let u = m.snapshot();
+    assert_eq!(u.usage_file_rejected.len(), MAX_REJECTED_SHOWN);
+    assert_eq!(u.skipped_lines, (MAX_REJECTED_SHOWN + 3) as u64);
+}
