@@ -934,8 +934,9 @@ impl Loop<'_> {
                             crate::detect::objective::unmatched_at_baseline(self.cfg, &c.parsed)
                         })
                         .unwrap_or_default();
+                    // a warning, not progress: printed under --quiet too
                     for w in warnings {
-                        self.say(&w);
+                        eprintln!("loopexec: {w}");
                     }
                 }
                 self.after_step("check")
