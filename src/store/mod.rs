@@ -139,6 +139,25 @@ impl Drop for Store {
         }
         let Some(db) = self.conn.path() else { return };
         let wal = format!("{db}-wal");
+        // A WAL grown past [`WAL_TRUNCATE_AT`] is checkpointed and truncated here. The
+        // first connection of a process recovers the WAL from scratch (every frame is
+        // read again and counts as not yet copied), so a WAL that only short-lived
+        // commands write is never restarted: one refused run at a time (a preflight
+        // halt row each), it grew by ~47 KB a command without bound. Busy (another
+        // connection reads): left for a later command.
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_TRUNCATE_AT) {
+            match self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
+                Ok(()) => {}
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if matches!(
+                        e.code,
+                        rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                    ) => {}
+                Err(e) => eprintln!(
+                    "loopexec: warning: the ledger's WAL {wal} could not be checkpointed: {e}"
+                ),
+            }
+        }
         let synced = std::fs::File::open(&wal).and_then(|f| f.sync_data());
         match synced {
             Ok(()) => {}
@@ -150,6 +169,11 @@ impl Drop for Store {
         }
     }
 }
+
+/// Bytes of WAL past which a connection that wrote checkpoints and truncates it when
+/// it closes (see `Drop for Store`): SQLite's own checkpoint starts at 1,000 pages
+/// (4 MiB), and this keeps the file near that size whatever the pattern of commands.
+pub const WAL_TRUNCATE_AT: u64 = 8 << 20;
 
 /// A row of `runs`.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -677,6 +701,39 @@ fn row_to_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Short-lived commands that each open the ledger, write one halt row and close it
+    /// (a run refused at preflight) keep the WAL near [`WAL_TRUNCATE_AT`]: each first
+    /// connection recovers the WAL anew, so SQLite alone never restarted it (a fresh
+    /// machine's 1,500 refused runs left a 70 MB WAL).
+    #[test]
+    fn the_wal_stays_bounded_under_short_lived_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.sqlite");
+        let ctx = serde_json::json!({"preflight": true, "contributors": ["x".repeat(2000)]});
+        let wal = dir.path().join("l.sqlite-wal");
+        let mut largest = 0;
+        for i in 0..400 {
+            let s = Store::open_in(&p, dir.path()).unwrap();
+            s.halted(&HaltRecord {
+                run_id: &format!("r{i}"),
+                iteration: 0,
+                reason: HaltReason::InvariantFailed,
+                description: "invalid value",
+                context: &ctx,
+                attempt_count: None,
+                previous_error: None,
+                severity: None,
+            })
+            .unwrap();
+            drop(s);
+            largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+        }
+        assert!(
+            largest <= WAL_TRUNCATE_AT + (1 << 20),
+            "the WAL reached {largest} bytes"
+        );
+    }
 
     #[test]
     fn migrates_records_and_refuses_newer() {
