@@ -31,6 +31,16 @@ pub enum WorkspaceError {
     NoRuns(PathBuf),
     #[error("run `{0}` not found")]
     UnknownRun(String),
+    /// A run refused before it started (a preflight halt): the ledger holds its halt
+    /// event, and there is no receipt to read.
+    #[error(
+        "run `{id}` was refused before it started, so it has no receipt ({reason}): {description}"
+    )]
+    RefusedRun {
+        id: String,
+        reason: String,
+        description: String,
+    },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -148,6 +158,29 @@ impl Workspace {
         })
     }
 
+    /// [`WorkspaceError::RefusedRun`] when the ledger holds a halt event of run `id`
+    /// recorded before its receipt existed (`loopexec run` printed that id with its
+    /// refusal); `None` otherwise, or when the ledger cannot be read.
+    fn refused(&self, id: &str) -> Option<WorkspaceError> {
+        if !self.ledger_path().is_file() {
+            return None;
+        }
+        let store = crate::store::Store::open(&self.ledger_path()).ok()?;
+        let events = store
+            .halt_events(&crate::store::HaltEventFilter {
+                unacked: false,
+                run_id: Some(id),
+                min_severity: None,
+            })
+            .ok()?;
+        let e = events.into_iter().next()?;
+        Some(WorkspaceError::RefusedRun {
+            id: id.to_string(),
+            reason: e.halt_reason,
+            description: e.description,
+        })
+    }
+
     /// Resolves `--run-id` (or `None` / `latest` for the newest run).
     ///
     /// # Errors
@@ -159,7 +192,9 @@ impl Workspace {
                 if self.receipt_path(id).is_file() {
                     Ok(id.to_string())
                 } else {
-                    Err(WorkspaceError::UnknownRun(id.to_string()))
+                    Err(self
+                        .refused(id)
+                        .unwrap_or_else(|| WorkspaceError::UnknownRun(id.to_string())))
                 }
             }
             _ => self

@@ -275,6 +275,9 @@ pub(crate) fn ws_error(e: &WorkspaceError) -> Outcome {
     let hint = match e {
         WorkspaceError::NoRuns(_) => Some("start one with `loopexec run --check CMD`".to_string()),
         WorkspaceError::UnknownRun(_) => Some("list runs with `loopexec runs`".to_string()),
+        WorkspaceError::RefusedRun { .. } => Some(
+            "fix what the refusal names and start a new run; `loopexec halts` lists the refusal and `loopexec ack` clears it".to_string(),
+        ),
         WorkspaceError::BadRunId(_) => {
             Some("run ids never contain `/` or start with a dot".to_string())
         }

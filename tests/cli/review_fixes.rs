@@ -378,3 +378,29 @@ fn a_pytest_rootdir_above_the_workdir_is_refused_up_front_and_the_way_out_is_gre
     ])
     .expect(10, Some("success_condition_met"));
 }
+
+/// A run refused before it started (a configuration error) prints a run id, and its
+/// halt event is in the ledger: `explain-halt` of that id says it was refused and why,
+/// rather than "not found" (a new user's review).
+#[test]
+fn a_run_refused_before_it_started_is_explained_by_its_id() {
+    let r = Repo::new();
+    r.write("a.txt", "a\n").commit("fixture");
+    let v = r
+        .lx(&[
+            "run",
+            "--exec",
+            "true",
+            "--check",
+            "false",
+            "--max-iterations",
+            "0",
+        ])
+        .expect(20, Some("invariant_failed"));
+    let id = v["run_id"].as_str().expect("a run id").to_string();
+    let out = r.lx(&["explain-halt", &id]);
+    assert_ne!(out.code, 0);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), out.stderr);
+    assert!(text.contains("refused before it started"), "{text}");
+    assert!(text.contains("max_iterations"), "{text}");
+}
