@@ -822,7 +822,7 @@ impl Loop<'_> {
         room.watch_between_checks(sealed);
         let mut linked: Vec<PathBuf> = deps.iter().map(|d| self.ws.workdir.join(d)).collect();
         linked.extend(room.check_dirs()?);
-        self.set_check_sandbox(&room.root().to_path_buf(), &linked);
+        self.set_check_sandbox(room.root(), &linked);
         self.room = Some(room);
         // the check runs elsewhere: a quiet agent's tree need not be walked after a red
         // check (TreeObserver::after_check)

@@ -113,13 +113,14 @@ fn output_from_a_pipe_reads_as_from_a_file() {
         cmd.args(["--json", "parse", arg, "--exit-code", "1"])
             .current_dir(dir.path());
         // a pipe, not the file: `cat out.txt | loopexec parse -`
-        let cat = std::process::Command::new("cat")
+        let mut cat = std::process::Command::new("cat")
             .arg(&out)
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        cmd.stdin(cat.stdout.unwrap());
+        cmd.stdin(cat.stdout.take().unwrap());
         let o = cmd.output().unwrap();
+        assert!(cat.wait().unwrap().success());
         let got: Value = serde_json::from_slice(&o.stdout).unwrap();
         for key in [
             "format",
