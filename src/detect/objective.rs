@@ -54,9 +54,17 @@ impl<'a> Entry<'a> {
         Entry { text, glob }
     }
 
-    /// Does this entry name `id`?
+    /// Does this entry name `id`? The id itself, a glob over ids, or a group the
+    /// runner runs by that id: a file, class or parametrized test id followed by
+    /// `::`, `[` or `.` (`tests/test_calc.py::test_add` names
+    /// `tests/test_calc.py::test_add[1-2-3]`; a new user's review had pytest's own id
+    /// of a parametrized test end in `objective_unverified`).
     fn matches(&self, id: &str) -> bool {
-        self.text == id || self.glob.as_ref().is_some_and(|g| g.is_match(id))
+        self.text == id
+            || self.glob.as_ref().is_some_and(|g| g.is_match(id))
+            || id.strip_prefix(self.text).is_some_and(|rest| {
+                rest.starts_with("::") || rest.starts_with('[') || rest.starts_with('.')
+            })
     }
 }
 
@@ -330,6 +338,9 @@ mod tests {
             (&["m::*"], &["not_passed m::*"]),
             (&["m::a", "x::*"], &["missing x::*"]),
             (&["m::b"], &["not_passed m::b"]),
+            // a group the runner runs by that id: its members
+            (&["m"], &["not_passed m"]),
+            (&["t"], &["missing t"]),
         ];
         for (entries, want) in cases {
             let e: Vec<String> = entries.iter().map(|s| (*s).to_string()).collect();

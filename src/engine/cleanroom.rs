@@ -49,7 +49,14 @@ pub fn pytest_rootdir_above(workdir: &Path, check: &str) -> Option<(PathBuf, Pat
         matches!(base, "pytest" | "py.test")
             || (*w == "-m" && words.get(i + 1).is_some_and(|m| *m == "pytest"))
     });
-    if !runs_pytest {
+    // a configuration file or rootdir named on the command line is pytest's choice
+    let chosen = words.iter().any(|w| {
+        matches!(*w, "-c" | "--config-file" | "--rootdir")
+            || w.starts_with("--config-file=")
+            || w.starts_with("--rootdir=")
+            || (w.starts_with("-c") && w.len() > 2 && !w.starts_with("--"))
+    });
+    if !runs_pytest || chosen {
         return None;
     }
     let has_section = |file: &Path, headers: &[&str]| {
@@ -846,6 +853,37 @@ fn remove_abandoned(all: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// pytest's rootdir above the workdir is found as pytest finds it, unless the
+    /// check names its own configuration file or rootdir.
+    #[test]
+    fn a_pytest_rootdir_above_the_workdir_is_found_unless_the_check_names_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("repo");
+        let svc = root.join("svc");
+        std::fs::create_dir_all(&svc).unwrap();
+        std::fs::write(root.join("pytest.ini"), "[pytest]\n").unwrap();
+        let rows: &[(&str, bool)] = &[
+            ("python3 -m pytest -q", true),
+            ("pytest", true),
+            ("cd sub && .venv/bin/pytest", true),
+            ("python3 -m pytest -c pytest-ci.ini", false),
+            ("pytest --rootdir=.", false),
+            ("pytest -cci.ini", false),
+            ("python3 -m unittest", false),
+            ("cargo test", false),
+        ];
+        for (check, above) in rows {
+            assert_eq!(
+                pytest_rootdir_above(&svc, check).is_some(),
+                *above,
+                "{check}"
+            );
+        }
+        // the workdir's own configuration is the rootdir
+        std::fs::write(svc.join("tox.ini"), "[pytest]\naddopts = -q\n").unwrap();
+        assert!(pytest_rootdir_above(&svc, "pytest").is_none());
+    }
 
     #[test]
     fn env_drops_workdir_path_entries_and_git_variables_and_keeps_toolchains() {

@@ -791,6 +791,11 @@ pub fn manifest_in(
 #[must_use]
 pub fn has_no_test_sections(path: &str, content: &[u8]) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
+    // a project file of another name (`tsconfig.build.json`) is read only where a
+    // protected one (`extends`) or the check names it: a new one changes nothing
+    if is_tsconfig(name) && !matches!(name, "tsconfig.json" | "jsconfig.json") {
+        return true;
+    }
     let empty = match name {
         "pyproject.toml" => "pyproject.toml test sections\n",
         "setup.cfg" => "setup.cfg test sections\n",
@@ -810,7 +815,10 @@ pub fn digest_has_no_test_sections(path: &str, digest: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let marker = match name {
         "pyproject.toml" | "setup.cfg" | "package.json" | "Cargo.toml" => name,
-        _ if is_tsconfig(name) => "tsconfig",
+        "tsconfig.json" | "jsconfig.json" => "tsconfig",
+        // read only where a protected one or the check names it (see
+        // [`has_no_test_sections`])
+        _ if is_tsconfig(name) => return true,
         _ => return false,
     };
     blake3::hash(format!("{marker} test sections\n").as_bytes())
@@ -850,6 +858,7 @@ fn is_tsconfig(name: &str) -> bool {
 /// plugins (`plugins`). Everything else (`strict`, `target`, `include`, …) is free. Read
 /// as TypeScript reads it: comments and trailing commas allowed ([`jsonc_to_json`]).
 fn tsconfig_sections(content: &[u8]) -> Option<String> {
+    let content = content.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(content);
     let text = std::str::from_utf8(content).ok()?;
     let v: serde_json::Value = serde_json::from_str(&jsonc_to_json(text)).ok()?;
     let obj = v.as_object()?;
@@ -1220,6 +1229,8 @@ fn setup_cfg_sections(content: &[u8]) -> Option<String> {
 }
 
 fn package_json_sections(content: &[u8]) -> Option<String> {
+    // a byte-order mark, which node and the runners accept, is no content
+    let content = content.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(content);
     let v: serde_json::Value = serde_json::from_slice(content).ok()?;
     let obj = v.as_object()?;
     let mut out = String::from("package.json test sections\n");
@@ -1285,6 +1296,12 @@ mod tests {
                 "tsconfig.json",
                 "{\"ts-node\": {\"transpiler\": \"./tools/tr.js\"}}",
                 false,
+            ),
+            // another project file: read only where a protected one names it
+            (
+                "tsconfig.build.json",
+                "{\"extends\": \"./tsconfig.json\", \"compilerOptions\": {\"outDir\": \"dist\"}}",
+                true,
             ),
         ];
         for (path, text, none) in rows {

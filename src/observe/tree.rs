@@ -1136,6 +1136,28 @@ impl TreeObserver {
     /// A link target that cannot be read from the store, as text.
     fn manifest_entries(&mut self, sdir: &std::path::Path) -> Result<Vec<TreeEntry>, String> {
         let mut entries = to_tree_entries(&self.focus);
+        // a protected file that is a link to a file of the tree is measured by what
+        // the runner reads through it: the target's content, in the scope of the
+        // link's name (`tsconfig.json -> config/tsconfig.json` keeps `strict` free)
+        let all = std::sync::Arc::clone(&self.last_entries);
+        let links = self.links_of(sdir, &all)?;
+        if !links.is_empty() {
+            for e in &mut entries {
+                if e.mode != super::oracle_scope::LINK_MODE || !self.protected.is_match(&e.path) {
+                    continue;
+                }
+                let Some(dest) = super::oracle_scope::destination_in(&e.path, &links) else {
+                    continue;
+                };
+                if let Some(d) = all
+                    .get(&dest)
+                    .filter(|d| d.mode != super::oracle_scope::LINK_MODE)
+                {
+                    e.oid.clone_from(&d.oid);
+                    e.mode.clone_from(&d.mode);
+                }
+            }
+        }
         for a in self.protected_aliases(sdir)? {
             if let Some(e) = self.last_entries.get(&a.real) {
                 entries.push(TreeEntry {
@@ -1204,14 +1226,16 @@ impl TreeObserver {
             .collect())
     }
 
-    /// t0's files a frozen or protected path leads to through a link: the target of a
-    /// link that is a test, frozen data or runner configuration (`test_calc.py ->
-    /// suites/calc_cases.py`, `pytest.ini -> config/settings.cfg`), and each file of a
-    /// linked directory whose path through the link is one. The runner reads them by
-    /// the frozen path, so they are frozen with it (a fresh review's exit 10 rewrote
-    /// such targets, the links untouched).
+    /// t0's files a frozen path leads to through a link: the target of a link that is
+    /// a test or frozen data (`tests/test_calc.py -> ../suites/calc_cases.py`,
+    /// `expected.txt -> resources/sum_table.txt`). The runner reads them by the
+    /// frozen path, so they are frozen with it (a fresh review's exit 10 rewrote such
+    /// targets, the links untouched). Runner configuration behind a link is measured
+    /// by the manifest instead, in its own scope ([`Self::manifest_entries`]), and a
+    /// linked directory freezes nothing (a test directory's link to the sources,
+    /// `tests/_src -> ../src`, would freeze the code under test).
     fn frozen_link_targets(&mut self, sdir: &std::path::Path) -> Vec<String> {
-        use super::oracle_scope::{destination_in, linked_dir_aliases, LINK_MODE};
+        use super::oracle_scope::{destination_in, LINK_MODE};
         let Some(e0) = self.t0_entries.clone() else {
             return Vec::new();
         };
@@ -1219,9 +1243,9 @@ impl TreeObserver {
             return Vec::new();
         };
         let frozen = |p: &str| {
-            self.rules.frozen_as(p).is_some()
-                || self.protected.is_match(p)
-                || guards::is_test_file(p, &self.test_globs).is_some()
+            !self.protected.is_match(p)
+                && (self.rules.frozen_as(p).is_some()
+                    || guards::is_test_file(p, &self.test_globs).is_some())
         };
         let mut out: Vec<String> = links
             .keys()
@@ -1229,12 +1253,6 @@ impl TreeObserver {
             .filter_map(|l| destination_in(l, &links))
             .filter(|d| e0.get(d).is_some_and(|e| e.mode != LINK_MODE))
             .collect();
-        out.extend(
-            linked_dir_aliases(&e0, &links)
-                .into_iter()
-                .filter(|a| frozen(&a.alias))
-                .map(|a| a.real),
-        );
         out.sort();
         out.dedup();
         out
