@@ -4,7 +4,7 @@
 //!
 //! | objective entry | green run shows | verdict |
 //! |---|---|---|
-//! | `--objective ID` (exact id, or a glob over ids) | at least one matching test, every match passed | verified |
+//! | `--objective ID` (exact id, a glob over ids, or a group's id: members continue with `::`, `[`, `.`) | at least one matching test, every match passed | verified |
 //! | same | no matching test (not collected, deselected, renamed) | objective_unverified: missing |
 //! | same | a matching test skipped (or not passed) | objective_unverified: skipped |
 //! | none given, baseline red | each test that failed at t0 (named, not the synthetic member) that the green run names passed | verified |

@@ -245,13 +245,7 @@ impl CleanRoom {
                             .any(|c| c.split('/').next() == name.to_str())
                     };
                     if !keep {
-                        let p = e.path();
-                        let gone = if e.file_type().is_ok_and(|t| t.is_dir()) {
-                            std::fs::remove_dir_all(&p)
-                        } else {
-                            std::fs::remove_file(&p)
-                        };
-                        gone.map_err(io_err(&p))?;
+                        remove_entry(&e)?;
                     }
                 }
             }
@@ -389,13 +383,7 @@ impl CleanRoom {
                     )
                 );
                 if !known {
-                    let p = e.path();
-                    let gone = if e.file_type().is_ok_and(|t| t.is_dir()) {
-                        std::fs::remove_dir_all(&p)
-                    } else {
-                        std::fs::remove_file(&p)
-                    };
-                    gone.map_err(io_err(&p))?;
+                    remove_entry(&e)?;
                 }
             }
         }
@@ -819,16 +807,24 @@ fn stat_digests(dir: &Path) -> BTreeMap<String, String> {
 fn empty_dir(dir: &Path) -> Result<(), CleanRoomError> {
     let rd = std::fs::read_dir(dir).map_err(io_err(dir))?;
     for e in rd {
-        let e = e.map_err(io_err(dir))?;
-        let p = e.path();
-        let gone = if e.file_type().is_ok_and(|t| t.is_dir()) {
-            std::fs::remove_dir_all(&p)
-        } else {
-            std::fs::remove_file(&p)
-        };
-        gone.map_err(io_err(&p))?;
+        remove_entry(&e.map_err(io_err(dir))?)?;
     }
     Ok(())
+}
+
+/// Removes one directory entry: a directory with all it holds, anything else as a
+/// file (a link is removed, not followed).
+///
+/// # Errors
+/// The entry cannot be removed.
+fn remove_entry(e: &std::fs::DirEntry) -> Result<(), CleanRoomError> {
+    let p = e.path();
+    let gone = if e.file_type().is_ok_and(|t| t.is_dir()) {
+        std::fs::remove_dir_all(&p)
+    } else {
+        std::fs::remove_file(&p)
+    };
+    gone.map_err(io_err(&p))
 }
 
 fn remove_abandoned(all: &Path) {
