@@ -168,7 +168,8 @@ pub struct VerifyArgs {
     /// The public key file (from `loopexec keygen`).
     #[arg(long = "pub", value_name = "FILE", required = true)]
     pub public: PathBuf,
-    /// The receipt to check (default: the run's receipt under the workdir's .loopexec/runs/).
+    /// The receipt to check (default: the run's receipt in the workspace the
+    /// attestation lies in, `<dir>/.loopexec/runs/`, else under the workdir's).
     #[arg(long, value_name = "FILE")]
     pub receipt: Option<PathBuf>,
 }

@@ -278,7 +278,28 @@ fn find_envelope(v: &serde_json::Value) -> Option<Dsse> {
     }
 }
 
-pub(crate) fn verify(workdir: &Path, a: &VerifyArgs) -> Outcome {
+/// The workspace an attestation at `attestation` was written into: `<dir>` for
+/// `<dir>/.loopexec/runs/<run>.intoto.json` (where `attest` puts it), else `None`.
+fn workspace_of(attestation: &Path) -> Option<PathBuf> {
+    let runs = std::fs::canonicalize(attestation)
+        .ok()?
+        .parent()?
+        .to_path_buf();
+    let state = runs.parent()?;
+    (runs.file_name()? == "runs" && state.file_name()? == ".loopexec")
+        .then(|| state.parent().map(Path::to_path_buf))
+        .flatten()
+}
+
+/// `loopexec verify`. `workdir` is `--workdir` as given: without it, the workspace
+/// is the one the attestation lies in ([`workspace_of`]), else the current
+/// directory, so the `verify` command `attest` prints works from anywhere.
+pub(crate) fn verify(workdir: Option<&Path>, a: &VerifyArgs) -> Outcome {
+    let workdir = workdir
+        .map(Path::to_path_buf)
+        .or_else(|| workspace_of(&a.attestation))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let workdir = workdir.as_path();
     let key = match attest::read_public(&a.public) {
         Ok(k) => k,
         Err(e) => {
@@ -349,16 +370,19 @@ pub(crate) fn verify(workdir: &Path, a: &VerifyArgs) -> Outcome {
         return invalid(&mut body, "no receipt to check: give --receipt FILE".into());
     };
     body.receipt = Some(receipt.display().to_string());
+    // A receipt that cannot be read is no verdict on the attestation: exit 1, as for
+    // any file loopexec cannot read (exit-codes.md), not the integrity code.
     let bytes = match std::fs::read(&receipt) {
         Ok(b) => b,
         Err(e) => {
-            return invalid(
-                &mut body,
-                format!(
-                    "cannot read the receipt {} ({e}); give --receipt FILE",
-                    receipt.display()
-                ),
-            )
+            let msg = format!(
+                "cannot read the receipt {} ({e}); give --receipt FILE, or --workdir the attested run's workspace",
+                receipt.display()
+            );
+            body.human = format!("not verified: {msg}\n");
+            let mut o = Outcome::from_body("error", super::EXIT_ERROR, &body);
+            o.errors.push(msg);
+            return o;
         }
     };
     let got = attest::digests(&bytes);

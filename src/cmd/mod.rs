@@ -66,7 +66,7 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Command::Replay(a) => replay::run(&workdir, &a, cli.quiet),
         Command::Keygen(a) => attest::keygen(&a),
         Command::Attest(a) => attest::attest(&workdir, &a),
-        Command::Verify(a) => attest::verify(&workdir, &a),
+        Command::Verify(a) => attest::verify(cli.workdir.as_deref(), &a),
         Command::Runs => runs::list(&workdir),
         Command::Gc(a) => gc::run(&workdir, &a),
         Command::ExitCodes => meta::exit_codes(),

@@ -484,16 +484,48 @@ impl<'a> Shown<'a> {
 }
 
 /// What to change when a green shows no test names because of how the check was
-/// asked: `go test` names the tests it ran only with `-v` or `-json` (its quiet form
-/// prints `ok <package>` for a package whose tests all passed, and names a test only
-/// when it fails). `None` for any other check.
+/// asked. `None` for any other check.
+///
+/// * `go test` names the tests it ran only with `-v` or `-json` (its quiet form
+///   prints `ok <package>` for a package whose tests all passed, and names a test
+///   only when it fails).
+/// * pytest at verbosity -2 or below (`-qq`, or the check's `-q` on top of
+///   `addopts = -q` in its configuration file, which the hint cannot see) prints
+///   progress dots and failures but no summary line and no passing test's name.
+///   (`-rA` would name them, but without the summary line the run reads as cut
+///   short, so the hint is to drop a `-q`.) A check with `-v` gets no hint.
 #[must_use]
 pub fn naming_hint(check: &str) -> Option<String> {
-    let words: Vec<&str> = check
+    go_naming_hint(check).or_else(|| pytest_naming_hint(check))
+}
+
+/// The check split into words at blanks and shell operators, quotes trimmed.
+fn command_words(check: &str) -> Vec<&str> {
+    check
         .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
         .map(|w| w.trim_matches(['\'', '"']))
         .filter(|w| !w.is_empty())
-        .collect();
+        .collect()
+}
+
+/// [`naming_hint`]'s pytest row.
+fn pytest_naming_hint(check: &str) -> Option<String> {
+    let words = command_words(check);
+    let pytest = words.iter().any(|w| {
+        let base = w.rsplit('/').next().unwrap_or(w);
+        matches!(base, "pytest" | "py.test") || base.starts_with("pytest-3")
+    });
+    let names = words
+        .iter()
+        .any(|w| *w == "--verbose" || (w.starts_with("-v") && w[1..].bytes().all(|b| b == b'v')));
+    (pytest && !names).then(|| {
+        "pytest prints no summary line and names no passing test at verbosity -2 or below (`-qq`, or the check's `-q` on top of `addopts = -q` in its configuration): drop one `-q` so that a green shows its tests and counts".to_string()
+    })
+}
+
+/// [`naming_hint`]'s `go test` row.
+fn go_naming_hint(check: &str) -> Option<String> {
+    let words = command_words(check);
     let go_test = words
         .windows(2)
         .any(|w| (w[0] == "go" || w[0].ends_with("/go")) && w[1] == "test");
@@ -757,9 +789,10 @@ mod trust_tests {
     /// names as lost). A file reported as one result (plain `prove`) stands for the
     /// points a red run named by number (a fresh review's honest prove fix was
     /// halted); it does not stand for points of another file or named points.
-    /// Only a `go test` asked without -v/-json gets the hint (table: check, hinted).
+    /// Only a `go test` asked without -v/-json, and a pytest asked without -v, get
+    /// the hint (table: check, hinted).
     #[test]
-    fn only_a_quiet_go_test_is_told_to_name_its_tests() {
+    fn only_a_quiet_go_test_or_pytest_is_told_to_name_its_tests() {
         let rows = [
             ("go test ./...", true),
             ("cd svc && go test -race ./...", true),
@@ -769,7 +802,19 @@ mod trust_tests {
             ("go vet ./... && go test -count=1 ./...", true),
             ("cargo test", false),
             ("gotestsum ./...", false),
+            ("python -m pytest -q", true),
+            ("pytest -qq tests/", true),
+            (".venv/bin/pytest -q", true),
+            ("pytest -v", false),
+            ("python -m unittest -q", false),
         ];
+        let go = naming_hint("go test ./...").unwrap();
+        assert!(go.contains("-v or -json"), "{go}");
+        let py = naming_hint("python -m pytest -q").unwrap();
+        assert!(
+            py.contains("drop one `-q`") && py.contains("addopts"),
+            "{py}"
+        );
         for (check, hinted) in rows {
             assert_eq!(naming_hint(check).is_some(), hinted, "{check}");
         }

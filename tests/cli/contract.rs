@@ -317,6 +317,25 @@ fn verify_refuses_a_receipt_or_an_envelope_changed_by_one_byte() {
     assert_eq!(st["predicate"]["halt_reason"], "success_condition_met");
     assert!(st["subject"][0]["digest"]["sha256"].is_string());
     r.lx(&["verify", &env_path, "--pub", &pk]).expect(0, None);
+    // The command `attest` prints works from any directory: the receipt is found in
+    // the workspace the attestation lies in (a new user's review got 13 from `/`).
+    let mut cmd = std::process::Command::new(crate::support::bin());
+    cmd.args(["--json", "verify", &env_path, "--pub", &pk])
+        .current_dir(r.outside());
+    crate::support::run_cmd(cmd).expect(0, None);
+    // A receipt that cannot be read is exit 1 (a file loopexec cannot read), naming
+    // it: no integrity verdict for CI to branch on.
+    let receipt = r.receipt("att");
+    let aside = r.outside().join("aside.jsonl");
+    std::fs::rename(&receipt, &aside).unwrap();
+    let gone = r.lx(&["verify", &env_path, "--pub", &pk]);
+    assert_eq!(gone.code, 1, "{}", gone.errors_text());
+    assert!(
+        gone.errors_text().contains("cannot read the receipt"),
+        "{}",
+        gone.errors_text()
+    );
+    std::fs::rename(&aside, &receipt).unwrap();
 
     // One byte of the receipt.
     let receipt = r.receipt("att");

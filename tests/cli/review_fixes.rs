@@ -404,3 +404,34 @@ fn a_run_refused_before_it_started_is_explained_by_its_id() {
     assert!(text.contains("refused before it started"), "{text}");
     assert!(text.contains("max_iterations"), "{text}");
 }
+
+/// A check whose pytest runs at verbosity -2 (the check's `-q` on top of `addopts =
+/// -q`) prints no summary and no passing test's name, so an honest fix cannot be
+/// vouched for: the halt fails closed and says which `-q` to drop, and without it
+/// the same fix is green (a review's "13 without a word why").
+#[test]
+fn a_pytest_check_quiet_twice_is_told_to_drop_a_q() {
+    if crate::support::pytest_missing() {
+        return;
+    }
+    let fix = "sed -i 's/a - b/a + b/' calc.py";
+    let r = crate::support::pytest_repo();
+    r.write("pytest.ini", "[pytest]\naddopts = -q\n")
+        .commit("quiet by default");
+    let v = r
+        .run2(fix, "python3 -m pytest -q")
+        .expect(13, Some("objective_unverified"));
+    assert!(crate::support::mentions(&v, "drop one `-q`"), "{v}");
+    r.git(&["checkout", "-q", "calc.py"]);
+    r.lx(&[
+        "run",
+        "--ack-required=false",
+        "--exec",
+        fix,
+        "--check",
+        "python3 -m pytest",
+        "--max-iterations",
+        "2",
+    ])
+    .expect(10, Some("success_condition_met"));
+}
