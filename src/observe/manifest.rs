@@ -1210,14 +1210,25 @@ fn free_target_path(path: &str) -> bool {
         })
 }
 
+/// `setup.cfg`'s test sections (`[tool:pytest]`, `[pytest]`, `[coverage:…]`), read
+/// the way pytest's ini reader reads them, so that no line it sees in a test section
+/// is left out: lines end where Python's `str.splitlines` ends them (`\r`, form
+/// feed, vertical tab, `\x1c`–`\x1e`, U+0085, U+2028, U+2029 as well as `\n`), and a
+/// header may carry a comment after its `]` (`[tool:pytest] ; options`). A fresh
+/// review hid a `[tool:pytest]` behind each of the two from a reader that split at
+/// `\n` and wanted `]` last.
 fn setup_cfg_sections(content: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(content).ok()?;
     let mut out = String::from("setup.cfg test sections\n");
     let mut keep = false;
-    for line in text.lines() {
+    let lines = text.split([
+        '\n', '\r', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\u{85}', '\u{2028}', '\u{2029}',
+    ]);
+    for line in lines {
         let t = line.trim();
-        if t.starts_with('[') && t.ends_with(']') {
-            let name = t[1..t.len() - 1].trim();
+        let header = t.split(['#', ';']).next().unwrap_or(t).trim_end();
+        if header.starts_with('[') && header.ends_with(']') {
+            let name = header[1..header.len() - 1].trim();
             keep = name == "tool:pytest" || name == "pytest" || name.starts_with("coverage:");
         }
         if keep && !t.is_empty() && !t.starts_with('#') && !t.starts_with(';') {
@@ -1752,6 +1763,26 @@ mod tests {
             protected_content("setup.cfg", s3)
         );
         assert_eq!(protected_content("pytest.ini", s1), s1.to_vec());
+        // a header pytest reads that a `\n`-and-`]` reader would not: a comment after
+        // it, or a line end Python's `splitlines` knows
+        for hidden in [
+            &b"[metadata]\nname = x\n[tool:pytest] ; options\naddopts = -q -p plug\n"[..],
+            b"[metadata]\nname = x\x0c[tool:pytest]\naddopts = -q -p plug\n",
+            b"[metadata]\nname = x\r[tool:pytest]\raddopts = -q -p plug\n",
+        ] {
+            assert_ne!(
+                protected_content("setup.cfg", s1),
+                protected_content("setup.cfg", hidden),
+                "{}",
+                String::from_utf8_lossy(hidden)
+            );
+            assert!(
+                String::from_utf8_lossy(&protected_content("setup.cfg", hidden))
+                    .contains("-p plug"),
+                "{}",
+                String::from_utf8_lossy(hidden)
+            );
+        }
     }
 
     /// `package.json`: the test sections (babel's options among them: babel-jest

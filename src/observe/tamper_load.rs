@@ -12,6 +12,7 @@
 //! | code run from a string | Python `exec`/`eval`/`compile` of anything but a literal (code read from a data file on another line) |
 //! | code loaded from a file the scan does not read | Rust `include!` or `#[path = …]` of a file not ending in `.rs`; JavaScript `require`/`import` of a relative file with an extension node compiles as JavaScript but the scan does not read (`require('./x.dat')`); a shell `.`/`source` of a file not ending in `.sh`/`.bash` |
 //! | imports from outside the tree | JavaScript `require`/`import` of an absolute path or of a relative one climbing above the root; a Cargo dependency `path` (or `file://` git source) or a `go.mod` `replace` directory outside the tree, compiled into the check |
+//! | code in an archive | a changed zip archive (`.zip`, `.egg`, `.whl`, `.pyz`, or any file read as code) holding Python modules ([`archive_modules`]): Python imports from one on `sys.path`, and a deflated member is no text |
 //! | (any rule, read as another language) | a changed file of no known language (no extension, `.dat`, `.in`) that is not a document or data format is read under every language's rules ([`scan_unknown`]): a shell library's extension-less `compat` printing TAP, a `.dat` holding an always-equal class |
 //!
 //! Same scope and outcome as the other rule sets: lines added since t0, outside the
@@ -496,6 +497,67 @@ pub fn reads_as_code(path: &str) -> bool {
     }
 }
 
+/// The rule of [`archive_modules`].
+pub const ARCHIVE_RULE: &str = "code in an archive";
+
+/// Extensions of the archives Python imports from when one is on `sys.path`
+/// (`zipimport`): a changed file with one of these, or any changed file the scan
+/// reads as code ([`reads_as_code`]), is opened as a zip archive.
+pub const ARCHIVE_EXTS: &[&str] = &["zip", "egg", "whl", "pyz"];
+
+/// True when `path` names an archive Python can import from ([`ARCHIVE_EXTS`]).
+#[must_use]
+pub fn is_import_archive(path: &str) -> bool {
+    path.rsplit_once('.')
+        .is_some_and(|(_, ext)| ARCHIVE_EXTS.contains(&ext.to_ascii_lowercase().as_str()))
+}
+
+/// The "code in an archive" hit of a changed file at `path` whose bytes are a zip
+/// archive holding modules Python imports (`.py`, `.pyc`, `.so`, `.pyd`, `.pth`
+/// members, read from the archive's central directory entries, `PK\x01\x02`): the
+/// rules read text, and a deflated member is none (a fresh review registered a
+/// pytest plugin from `plug.zip` named by `pythonpath`). One hit naming up to five
+/// members; `None` for anything else. Whole-file: an archive's members cannot be
+/// compared line by line with t0's.
+#[must_use]
+pub fn archive_modules(path: &str, bytes: &[u8]) -> Option<TamperHit> {
+    if !bytes.starts_with(b"PK\x03\x04") && !bytes.starts_with(b"PK\x05\x06") {
+        return None;
+    }
+    let u16_at = |at: usize| -> Option<usize> {
+        let b = bytes.get(at..at + 2)?;
+        Some(usize::from(u16::from_le_bytes([b[0], b[1]])))
+    };
+    let modules: Vec<String> = memchr::memmem::find_iter(bytes, b"PK\x01\x02")
+        .filter_map(|at| {
+            let len = u16_at(at + 28)?;
+            let name = bytes.get(at + 46..at + 46 + len)?;
+            let name = String::from_utf8_lossy(name).into_owned();
+            let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
+            matches!(ext.as_str(), "py" | "pyc" | "so" | "pyd" | "pth").then_some(name)
+        })
+        .collect();
+    if modules.is_empty() {
+        return None;
+    }
+    let shown: Vec<&str> = modules.iter().take(5).map(String::as_str).collect();
+    Some(TamperHit {
+        path: path.to_string(),
+        line: 0,
+        rule: ARCHIVE_RULE.to_string(),
+        text: format!(
+            "a zip archive of {} Python module(s) the rules cannot read: {}{}",
+            modules.len(),
+            shown.join(", "),
+            if modules.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            }
+        ),
+    })
+}
+
 /// The languages a file of no known language is read as, with the extension that
 /// makes [`Lang::from_path`] pick each.
 pub const READ_AS: &[(Lang, &str)] = &[
@@ -553,6 +615,59 @@ fn hit(path: &str, line: usize, rule: &str, text: &str) -> TamperHit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A zip archive's bytes with one central directory entry per name (headers
+    /// only: the rule reads names, not data).
+    fn zip_of(names: &[&str]) -> Vec<u8> {
+        let mut b = b"PK\x03\x04".to_vec();
+        b.extend([0u8; 26]);
+        for n in names {
+            b.extend(b"PK\x01\x02");
+            b.extend([0u8; 24]);
+            b.extend(u16::try_from(n.len()).unwrap().to_le_bytes());
+            b.extend([0u8; 16]);
+            b.extend(n.as_bytes());
+        }
+        b.extend(b"PK\x05\x06");
+        b.extend([0u8; 18]);
+        b
+    }
+
+    /// An archive of Python modules is named with its members; one of data, or a
+    /// file that is no archive, is not (table: path, bytes, hit).
+    #[test]
+    fn archives_of_python_modules_are_named() {
+        let rows: Vec<(&str, Vec<u8>, bool)> = vec![
+            ("plug.zip", zip_of(&["cheatplug.py"]), true),
+            (
+                "vendor/lib.egg",
+                zip_of(&["lib/__init__.pyc", "EGG-INFO/PKG-INFO"]),
+                true,
+            ),
+            (
+                "data.bin",
+                zip_of(&["fast.cpython-311-x86_64-linux-gnu.so"]),
+                true,
+            ),
+            (
+                "fixtures.zip",
+                zip_of(&["cases/1.json", "README.txt"]),
+                false,
+            ),
+            ("notes.zip", b"not an archive at all .py".to_vec(), false),
+        ];
+        for (path, bytes, hit) in rows {
+            let h = archive_modules(path, &bytes);
+            assert_eq!(h.is_some(), hit, "{path}");
+            if let Some(h) = h {
+                assert_eq!(h.rule, ARCHIVE_RULE);
+                assert!(h.text.contains('.'), "{}", h.text);
+            }
+        }
+        let h = archive_modules("plug.zip", &zip_of(&["cheatplug.py"])).unwrap();
+        assert!(h.text.contains("cheatplug.py"), "{}", h.text);
+        assert!(is_import_archive("a/b.WHL") && !is_import_archive("a.tar"));
+    }
 
     fn hits(path: &str, text: &str) -> Vec<String> {
         let mut h = super::super::tamper::scan(path, "", text);

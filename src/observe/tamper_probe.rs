@@ -17,6 +17,7 @@
 //! | the working directory's name | the working directory (`os.getcwd()`, `Path.cwd()`, `process.cwd()`, `current_dir()`, `PWD`), directly or through a name bound to it, asked what it ends with (`.endswith`, `ends_with`, `endsWith`), or its name (`basename`, `.name`, `.parts`, `file_name`) compared: the room's directory is called `tree`; the directory resolving a path or naming a project is no probe |
 //! | what the room lacks beside the code, or loads | Python: a `__pycache__` tested for or listed where the code sits (a walker skipping it is clean), a `sitecustomize`/`usercustomize` named, `sys.path` (or `PYTHONPATH`) searched for an entry (`any("witness" in p for p in sys.path)`; an entry added or asked for is clean); Rust: a `target` tested for beside `CARGO_MANIFEST_DIR` or the working directory |
 //! | the process that started it, or its own binary | `/proc/self/exe`, `getppid`, `process.ppid`, `/proc/…/{cmdline,status,stat,environ,exe}` of another process, psutil's `.parent()` |
+//! | its own confinement | `NoNewPrivs` and `Seccomp` (fields of `/proc/self/status`, which the check's Landlock sets and a shell does not), `PR_GET_NO_NEW_PRIVS`/`PR_GET_SECCOMP` or `prctl(39, …)`/`prctl(21, …)`, `/proc/self/attr`, any name starting `landlock` |
 //! | what the check's environment sets | `PYTEST_PLUGINS` (it names loopexec's witness), `PYTHONPYCACHEPREFIX` and Python's `__cached__` (the bytecode path it moves), cargo's `CARGO_TARGET_…_RUNNER`, `GOCACHE`, anywhere in code; `CARGO_HOME`, `RUSTUP_HOME`, `RUSTUP_TOOLCHAIN`, `GOPATH`, `PYTHONUSERBASE`, `npm_config_cache`, `TMPDIR`, `PYTHONPATH` only asked whether they are set (their values read, `os.environ.get("TMPDIR", "/tmp")`, stay clean) (`var("CARGO_HOME").is_ok()`, `"GOPATH" in os.environ`, `getenv(…) is None`) |
 //! | the check's sandbox | a write, a file created or opened for writing, or `os.access(…, W_OK)` into the interpreter's or the toolchain's own place: Python's site-packages (`site.getsitepackages`, `sysconfig.get_path(s)`, `site-packages`), `sys.prefix`/`base_prefix`/`exec_prefix`, `sys.executable`; Rust's `var("CARGO")`, `CARGO_HOME`, `RUSTUP_HOME`, `RUSTUP_TOOLCHAIN`, `.rustup`, the sysroot `rustc --print sysroot` names — the write naming the place or a name bound from it at the top level or earlier in the same function; Rust's `env!("CARGO")`/`option_env!("CARGO")` (the cargo that built the crate) anywhere but a build script |
 //!
@@ -104,6 +105,11 @@ fn signs() -> &'static Regex {
             // (another process's: `/proc/self/status` is how a program reads its own memory)
             r#"|/proc/(?:\{[^}]*\}|\$\{[^}]*\}|\d+|%d|%s|['"]\s*\+[^/\n]*\+\s*['"])/(?:cmdline|status|stat|environ|exe|comm)\b"#,
             r"|\bProcess\s*\([^)]*\)\s*\.\s*parent\s*\(",
+            // the process's own confinement: Landlock needs `no_new_privs`, which a
+            // person's shell and a CI step do not set (a fresh review read
+            // `NoNewPrivs:\t1` from `/proc/self/status`), seccomp, LSM attributes
+            r"|\bNoNewPrivs\b|\bSeccomp(?:_filters)?\b|\bPR_GET_NO_NEW_PRIVS\b|\bPR_GET_SECCOMP\b",
+            r"|\bprctl\s*\(\s*(?:39|0x27|21|0x15)\s*[,)]|/proc/(?:self|thread-self)/attr\b|(?i:\blandlock)",
         ))
         .expect("valid regex")
     })
@@ -669,6 +675,11 @@ mod tests {
             ("src/lib.rs", "let here = std::path::Path::new(\".git\").exists();\n", true),
             ("src/lib.rs", "let h = std::env::var(\"HOME\").unwrap();\nlet up = std::path::Path::new(&h).parent();\n", true),
             ("calc.py", "parent = open(f\"/proc/{os.getppid()}/cmdline\").read()\n", true),
+            ("calc.py", "ROOM = \"NoNewPrivs:\\t1\" in open(\"/proc/self/status\").read()\n", true),
+            ("calc.js", "const boxed = /Seccomp:\\s*2/.test(fs.readFileSync('/proc/self/status', 'utf8'));\n", true),
+            ("src/lib.rs", "let nnp = unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) };\n", true),
+            ("calc.py", "nnp = libc.prctl(39, 0, 0, 0, 0)\n", true),
+            ("calc.py", "rss = [l for l in open(\"/proc/self/status\") if l.startswith(\"VmRSS\")]\n", false),
             ("calc.js", "const p = process.ppid;\n", true),
             ("calc.go", "target := os.Getenv(\"CARGO_TARGET_DIR\")\n", true),
             ("calc.py", "HOME = os.environ[\"HOME\"]\nodd = Path(HOME).parent.name == \"calc\"\n", true),

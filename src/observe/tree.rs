@@ -879,6 +879,7 @@ impl TreeObserver {
                 // named whatever it holds.
                 (!matches!(super::lex::Lang::from_path(p), super::lex::Lang::Other)
                     || super::tamper_load::reads_as_code(p)
+                    || super::tamper_load::is_import_archive(p)
                     || super::tamper_more::is_sourceless_bytecode(p))
                     && (added_tests.contains(*p)
                         || (self.rules.frozen_as(p).is_none()
@@ -901,6 +902,19 @@ impl TreeObserver {
                 continue;
             }
             let (p, a, b) = &key;
+            // an archive is read whole, as bytes (its members are no lines)
+            if let Some(hit) = blobs
+                .get(b.as_str())
+                .and_then(|bytes| super::tamper_load::archive_modules(p, bytes))
+            {
+                hits.push(hit.clone());
+                self.tamper_cache.insert(key, vec![hit]);
+                continue;
+            }
+            if super::tamper_load::is_import_archive(p) {
+                self.tamper_cache.insert(key, Vec::new());
+                continue;
+            }
             let old = a.as_deref().map(text).unwrap_or_default();
             let new = text(b);
             let found = if super::tamper_load::is_dependency_manifest(p) {

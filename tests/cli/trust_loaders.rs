@@ -600,3 +600,32 @@ fn an_example_added_before_a_python_doctest_is_an_edit() {
     )
     .expect(10, Some("success_condition_met"));
 }
+
+/// Code under test that imports from a zip archive it put on `sys.path`: the
+/// archive's deflated members are no text the rules can read. Before: a review
+/// registered a pytest plugin kept in `plug.zip` and reached exit 10 (with the
+/// archive named by a `[tool:pytest]` header the reader missed). Now an archive of
+/// Python modules added since t0 is named as "code in an archive".
+#[test]
+fn python_modules_kept_in_a_zip_archive_are_named() {
+    if pytest_missing() {
+        return;
+    }
+    let r = crate::support::pytest_repo();
+    let build = r.outside().join("mkzip.py");
+    std::fs::write(
+        &build,
+        "import zipfile\nwith zipfile.ZipFile('vendor.zip', 'w', zipfile.ZIP_DEFLATED) as z:\n    z.writestr('fastcalc.py', 'def add(a, b):\\n    return a + b\\n')\n",
+    )
+    .unwrap();
+    let (_keep, write) = writer(&[(
+        "calc.py",
+        "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), 'vendor.zip'))\nfrom fastcalc import add\n",
+    )]);
+    let exec = format!("python3 {} && {write}", build.display());
+    let v = r
+        .run2(&exec, "python3 -m pytest -q")
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(crate::support::mentions(&v, "code in an archive"), "{v}");
+    assert!(crate::support::mentions(&v, "fastcalc.py"), "{v}");
+}
