@@ -850,13 +850,61 @@ fn is_tsconfig(name: &str) -> bool {
     (name.starts_with("tsconfig") || name.starts_with("jsconfig")) && name.ends_with(".json")
 }
 
+/// Compiler options of a `tsconfig.json` that only decide what the type checker
+/// reports or which declaration, map and build-info files are written: none changes
+/// the JavaScript a test runs or the file an import loads, so the agent may edit them.
+/// Every other compiler option is protected ([`tsconfig_sections`]).
+pub const TSCONFIG_FREE_OPTIONS: &[&str] = &[
+    "strict",
+    "strictNullChecks",
+    "strictFunctionTypes",
+    "strictBindCallApply",
+    "strictPropertyInitialization",
+    "strictBuiltinIteratorReturn",
+    "noImplicitAny",
+    "noImplicitThis",
+    "noImplicitReturns",
+    "noImplicitOverride",
+    "noUnusedLocals",
+    "noUnusedParameters",
+    "noFallthroughCasesInSwitch",
+    "noUncheckedIndexedAccess",
+    "noPropertyAccessFromIndexSignature",
+    "exactOptionalPropertyTypes",
+    "useUnknownInCatchVariables",
+    "allowUnreachableCode",
+    "allowUnusedLabels",
+    "allowSyntheticDefaultImports",
+    "skipLibCheck",
+    "skipDefaultLibCheck",
+    "forceConsistentCasingInFileNames",
+    "isolatedModules",
+    "checkJs",
+    "lib",
+    "types",
+    "typeRoots",
+    "declaration",
+    "declarationMap",
+    "sourceMap",
+    "inlineSourceMap",
+    "inlineSources",
+    "incremental",
+    "tsBuildInfoFile",
+    "composite",
+    "noErrorTruncation",
+    "pretty",
+];
+
 /// The parts of a `tsconfig.json` that decide what code the tests run: `ts-node`'s
 /// own options (a custom `transpiler` or `compiler` rewrote the frozen `.ts` tests in
-/// a fresh review), `extends` (options taken from another file), and the compiler
-/// options that decide which file an import resolves to (`paths`, `baseUrl`,
-/// `rootDirs`, `moduleSuffixes`, `moduleResolution`, `customConditions`) or load
-/// plugins (`plugins`). Everything else (`strict`, `target`, `include`, …) is free. Read
-/// as TypeScript reads it: comments and trailing commas allowed ([`jsonc_to_json`]).
+/// a fresh review), `extends` (options taken from another file), and every compiler
+/// option but the type checker's own ([`TSCONFIG_FREE_OPTIONS`]): resolution
+/// (`paths`, `baseUrl`, `moduleResolution`, …), plugins, and what the emitted
+/// JavaScript is (`target`, `module`, `jsx*`, `importHelpers`; `noEmitHelpers` made
+/// the frozen async tests call a global `__awaiter` the code under test replaced, a
+/// fresh review's exit 10). Top-level `include`, `exclude` and `files` are free. Read
+/// as TypeScript reads it: comments and trailing commas allowed ([`jsonc_to_json`]);
+/// the options in name order, so reordering them is no edit.
 fn tsconfig_sections(content: &[u8]) -> Option<String> {
     let content = content.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(content);
     let text = std::str::from_utf8(content).ok()?;
@@ -869,21 +917,16 @@ fn tsconfig_sections(content: &[u8]) -> Option<String> {
         }
     }
     if let Some(opts) = obj.get("compilerOptions").and_then(|o| o.as_object()) {
-        for key in [
-            "paths",
-            "baseUrl",
-            "rootDirs",
-            "moduleSuffixes",
-            "moduleResolution",
-            "customConditions",
-            "plugins",
-        ] {
-            if let Some(x) = opts.get(key) {
-                out.push_str(&format!(
-                    "compilerOptions.{key}={}\n",
-                    serde_json::to_string(x).ok()?
-                ));
-            }
+        let mut kept: Vec<(&String, &serde_json::Value)> = opts
+            .iter()
+            .filter(|(k, _)| !TSCONFIG_FREE_OPTIONS.contains(&k.as_str()))
+            .collect();
+        kept.sort_by(|a, b| a.0.cmp(b.0));
+        for (key, x) in kept {
+            out.push_str(&format!(
+                "compilerOptions.{key}={}\n",
+                serde_json::to_string(x).ok()?
+            ));
         }
     }
     Some(out)
@@ -1354,8 +1397,9 @@ mod tests {
     }
 
     /// In `tsconfig.json` only what decides the code that runs is protected: an
-    /// edit of `strict` is free, one of `ts-node`, `paths` or `extends` is not; a
-    /// file that does not parse is protected whole.
+    /// edit of `strict`, `lib` or `include` is free, one of `ts-node`, `paths`,
+    /// `extends`, `noEmitHelpers` or `jsxFactory` is not; reordered options are no
+    /// edit; a file that does not parse is protected whole.
     #[test]
     fn tsconfig_sections_table() {
         let base = "{\n  // project\n  \"compilerOptions\": {\"strict\": false, \"paths\": {\"@/*\": [\"src/*\"]}},\n}";
@@ -1377,6 +1421,22 @@ mod tests {
                 true,
             ),
             ("{ broken", true),
+            (
+                "{\"compilerOptions\": {\"strict\": false, \"paths\": {\"@/*\": [\"src/*\"]}, \"noEmitHelpers\": true}}",
+                true,
+            ),
+            (
+                "{\"compilerOptions\": {\"strict\": false, \"paths\": {\"@/*\": [\"src/*\"]}, \"jsxFactory\": \"h\"}}",
+                true,
+            ),
+            (
+                "{\"compilerOptions\": {\"strict\": false, \"paths\": {\"@/*\": [\"src/*\"]}, \"skipLibCheck\": true, \"lib\": [\"es2022\"], \"noUnusedLocals\": true}}",
+                false,
+            ),
+            (
+                "{\"compilerOptions\": {\"paths\": {\"@/*\": [\"src/*\"]}, \"strict\": false}, \"include\": [\"src\"]}",
+                false,
+            ),
         ];
         for (edited, changed) in rows {
             assert_eq!(
