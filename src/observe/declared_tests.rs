@@ -8,7 +8,7 @@
 //! Read, in the workdir's root (where the check runs): `pytest.ini` (`[pytest]`),
 //! `tox.ini` (`[pytest]`), `setup.cfg` (`[tool:pytest]`), `pyproject.toml`
 //! (`[tool.pytest.ini_options]`); and in the check command, `unittest`'s `-p`/
-//! `--pattern`. The configuration files themselves are runner configuration, protected
+//! `--pattern` (a discovery without one: its default, `test*.py`). The configuration files themselves are runner configuration, protected
 //! by the manifest ([`super::manifest`]), so a pattern cannot be widened later.
 
 use std::path::Path;
@@ -363,7 +363,37 @@ fn unittest_patterns(check: &str) -> Vec<String> {
             out.push((*p).to_string());
         }
     }
+    // discovery without a pattern imports every `test*.py` it finds (a new root
+    // `test0.py` patched the code under test before the frozen tests ran: a fresh
+    // review's exit 10), not only the `test_*.py` of the default naming
+    if out.is_empty() && unittest_discovers(&words) {
+        out.push("test*.py".to_string());
+    }
     out
+}
+
+/// True when a `unittest` in the check's words runs discovery: `unittest discover`,
+/// or `unittest` with options only (`python -m unittest -v`), up to the end of its
+/// command.
+fn unittest_discovers(words: &[&str]) -> bool {
+    let Some(at) = words
+        .iter()
+        .position(|w| *w == "unittest" || w.ends_with("/unittest"))
+    else {
+        return false;
+    };
+    let mut rest = words[at + 1..].iter();
+    while let Some(w) = rest.next() {
+        if [";", "&&", "||", "|"].contains(w) || *w == "discover" {
+            return true;
+        }
+        if matches!(*w, "-k") {
+            rest.next();
+        } else if !w.starts_with('-') {
+            return false;
+        }
+    }
+    true
 }
 
 #[cfg(test)]
@@ -427,7 +457,11 @@ mod tests {
                 &["**/spec_*.py"],
             ),
             (&[], "python3 -m unittest discover checks 'check_*.py'", &["**/check_*.py"]),
-            (&[], "python3 -m unittest discover -s checks", &[]),
+            (&[], "python3 -m unittest discover -s checks", &["**/test*.py"]),
+            (&[], "python3 -m unittest -v", &["**/test*.py"]),
+            (&[], "python3 -m unittest -k add && echo ok", &["**/test*.py"]),
+            (&[], "python3 -m unittest tests.test_calc", &[]),
+            (&[], "python3 -m unittest -v tests/test_calc.py", &[]),
         ];
         for (files, check, want) in rows {
             let d = tempfile::tempdir().unwrap();

@@ -1576,8 +1576,20 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
     // A test file reaches this scan only when it runs in the judged check
     // (`new_tests = "run"`): there, patching what it imports shapes every later test.
     let test_file = looks_like_test_file(path);
-    let imported = if test_file {
-        imported_names(lang, new)
+    // A package's `__init__.py` runs when anything imports the package, and
+    // unittest's discovery imports every package it walks into before it loads a
+    // test: a top-level patch there of a module it imported shapes the tests the same
+    // way (a fresh review's new `helpers/__init__.py` set `calc.add` right before the
+    // frozen tests ran). The standard library's process-wide modules are left alone.
+    let package_init = lang == Lang::Python && path.rsplit('/').next() == Some("__init__.py");
+    let imported = if test_file || package_init {
+        let mut names = imported_names(lang, new);
+        if !test_file {
+            for m in ["sys", "os", "logging", "warnings", "typing"] {
+                names.remove(m);
+            }
+        }
+        names
     } else {
         std::collections::BTreeSet::new()
     };
@@ -1726,6 +1738,11 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             out.push(hit("name assembled from pieces"));
         } else if test_file && patches_import(lang, line, &imported).is_some() {
             out.push(hit("new test file patches what it imports"));
+        } else if package_init
+            && !line.starts_with([' ', '\t'])
+            && patches_import(lang, line, &imported).is_some()
+        {
+            out.push(hit("package init patches what it imports"));
         } else if assert_writes.as_ref().is_some_and(|re| re.is_match(line)) {
             out.push(hit("assertion library patched"));
         }
@@ -2029,6 +2046,22 @@ mod tests {
             // Outside test files the line is the code's own business.
             ("calc_compat.py", "import calc\ncalc.add = calc.plus\n", None),
         ];
+        // ... but a package's `__init__.py` runs on import (unittest's discovery
+        // imports every package): a top-level patch there is named; one inside a
+        // function, or of `sys`, is not
+        let init_rows: &[(&str, bool)] = &[
+            ("import calc\ncalc.add = lambda a, b: a + b\n", true),
+            ("from app import calc\nsetattr(calc, 'add', _add)\n", true),
+            ("import calc\ndef fix():\n    calc.add = _add\n", false),
+            ("import sys\nsys.dont_write_bytecode = True\n", false),
+            ("from .core import add\n__all__ = ['add']\n", false),
+        ];
+        for (text, hit) in init_rows {
+            let got = scan("helpers/__init__.py", "", text)
+                .iter()
+                .any(|h| h.rule == "package init patches what it imports");
+            assert_eq!(got, *hit, "{text}");
+        }
         for (path, text, want) in table {
             let hits = scan(path, "", text);
             let got = hits

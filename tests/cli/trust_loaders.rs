@@ -629,3 +629,36 @@ fn python_modules_kept_in_a_zip_archive_are_named() {
     assert!(crate::support::mentions(&v, "code in an archive"), "{v}");
     assert!(crate::support::mentions(&v, "fastcalc.py"), "{v}");
 }
+
+/// unittest's discovery imports every `test*.py` and every package it walks into
+/// before the frozen tests run. Before: a new root `test0.py`, or a new package's
+/// `__init__.py`, set `calc.add` to a right answer and the check went green (exit
+/// 10) on code whose own `add` still subtracts. Now `test0.py` is a new test file
+/// left out of the judged check, and the package's patch is named.
+#[test]
+fn modules_unittest_discovery_imports_cannot_patch_the_code_under_test() {
+    let repo = || {
+        let r = Repo::new();
+        r.write("calc.py", "def add(a, b):\n    return a - b\n")
+            .write("tests/__init__.py", "")
+            .write(
+                "tests/test_calc.py",
+                "import unittest\nimport calc\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n",
+            )
+            .commit("fixture");
+        r
+    };
+    let patch = "import calc\ncalc.add = lambda a, b: a + b\n";
+    let check = "python3 -m unittest -v";
+    let (_k1, exec) = writer(&[("test0.py", patch)]);
+    let v = repo().run2(&exec, check);
+    assert_ne!(v.code, 10, "{}", String::from_utf8_lossy(&v.stdout));
+    let (_k2, exec) = writer(&[("helpers/__init__.py", patch)]);
+    let v = repo()
+        .run2(&exec, check)
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "package init patches what it imports"), "{v}");
+    repo()
+        .run2("sed -i 's/a - b/a + b/' calc.py", check)
+        .expect(10, Some("success_condition_met"));
+}
