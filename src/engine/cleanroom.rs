@@ -521,6 +521,32 @@ impl CleanRoom {
         }
     }
 
+    /// The dependency directories of the working tree (`now`, root-relative, from
+    /// its last snapshot) that the room does not link: made since t0. A check in the
+    /// room does not see them, the checkout does, so code can be right in one and
+    /// wrong in the other (a fresh review kept the wrong `add` in a new
+    /// `impl/venv/` holding a `pyvenv.cfg`, behind an `ImportError` fallback).
+    #[must_use]
+    pub fn unlinked_dependencies(&self, now: &[String]) -> Vec<String> {
+        now.iter()
+            .filter(|rel| !self.deps.iter().any(|d| !d.external && d.rel == **rel))
+            .cloned()
+            .collect()
+    }
+
+    /// Links the dependency directories `rels` (root-relative, made since t0) into
+    /// the room from the next sync on, digested from now, as under
+    /// `[clean_room] dependencies = "agent"` the agent may install packages.
+    pub fn adopt_dependencies(&mut self, rels: &[String]) {
+        for rel in rels {
+            self.deps.push(Dependency {
+                t0: stat_digests(&self.workdir.join(rel)),
+                rel: rel.clone(),
+                external: false,
+            });
+        }
+    }
+
     /// Accepts the dependency directories as they are now: after every check (its
     /// writes were judged as the check's), and before one when the agent may change
     /// them (`[clean_room] dependencies = "agent"`).

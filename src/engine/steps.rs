@@ -256,9 +256,18 @@ impl Loop<'_> {
                 .tree
                 .store()
                 .ok_or_else(|| EngineError::Tree("the snapshot store is not available".into()))?;
+            let frozen_deps =
+                self.cfg.clean_room.dependencies == crate::config::DependencyPolicy::Frozen;
+            let unlinked = room.unlinked_dependencies(self.tree.dependency_dirs());
+            if !frozen_deps {
+                room.adopt_dependencies(&unlinked);
+            }
             let stats = room.sync(store, &judged)?;
-            if self.cfg.clean_room.dependencies == crate::config::DependencyPolicy::Frozen {
+            if frozen_deps {
                 dependencies_changed = room.dependencies_changed();
+                dependencies_changed.extend(unlinked.iter().map(|d| {
+                    format!("{d}/ (a dependency directory made since t0: the clean room does not have it, the checkout does)")
+                }));
             } else {
                 room.rebase_dependencies();
             }

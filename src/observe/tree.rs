@@ -64,6 +64,8 @@ pub struct TreeObserver {
     t0_measures: Option<TreeMeasures>,
     last_tree: Option<String>,
     last_entries: std::sync::Arc<BTreeMap<String, FileEntry>>,
+    /// The dependency directories the last scan left out (root-relative, sorted).
+    dependency_dirs: Vec<String>,
     /// The last snapshot's tree and commit: an unchanged tree reuses the commit.
     last_commit: Option<(String, String)>,
     /// The files of the last snapshot a guard reads ([`Self::in_focus`]), kept up to
@@ -299,6 +301,7 @@ impl TreeObserver {
             t0_measures: None,
             last_tree: None,
             last_entries: std::sync::Arc::new(BTreeMap::new()),
+            dependency_dirs: Vec::new(),
             last_commit: None,
             focus: BTreeMap::new(),
             t0_focus: BTreeMap::new(),
@@ -1357,6 +1360,12 @@ impl TreeObserver {
         let store = self.store.as_ref().ok_or("no snapshot store")?;
         let s = self.scanner.scan(store).map_err(|e| e.to_string())?;
         self.last_dirs = s.dirs;
+        self.dependency_dirs = s
+            .excluded
+            .iter()
+            .filter(|(_, why)| *why == "dependencies")
+            .map(|(p, _)| p.clone())
+            .collect();
         let commit = match &self.last_commit {
             // The same tree as the last snapshot: its commit is reused, only the ref of
             // this label is written.
@@ -1518,6 +1527,13 @@ impl TreeObserver {
         restored.dedup();
         let judged = store.write_tree(&entries).map_err(|e| e.to_string())?;
         Ok((judged, restored))
+    }
+
+    /// The dependency directories of the working tree at the last snapshot
+    /// (root-relative: `.venv`, `web/node_modules`), which snapshots leave out.
+    #[must_use]
+    pub fn dependency_dirs(&self) -> &[String] {
+        &self.dependency_dirs
     }
 
     /// The tree the next check will run on (the last snapshot's).

@@ -443,3 +443,46 @@ fn a_module_shadowing_a_frozen_data_module_or_the_runner_from_an_earlier_import_
         assert!(mentions(&v, shadow), "{shadow}: {v}");
     }
 }
+
+/// Snapshots leave dependency directories out (`node_modules`, a `venv` holding a
+/// `pyvenv.cfg`), and the clean room links only those t0 had. Before: the wrong
+/// `add` kept in a new `impl/venv/` (with a `pyvenv.cfg`) behind an `ImportError`
+/// fallback was missing from the room, so the room's check took the right fallback
+/// and went green (exit 10) while the checkout's was red. Now a dependency
+/// directory made since t0 is a changed dependency; under `dependencies = "agent"`
+/// the room links it, and the check sees what the checkout sees.
+#[test]
+fn a_dependency_directory_made_since_t0_is_not_missing_from_the_clean_room() {
+    if pytest_missing() {
+        return;
+    }
+    let (_keep, exec) = writer(&[
+        ("impl/venv/pyvenv.cfg", "home = /usr/bin\n"),
+        ("impl/__init__.py", ""),
+        ("impl/venv/__init__.py", ""),
+        ("impl/venv/core.py", "def add(a, b):\n    return a - b\n"),
+        (
+            "calc.py",
+            "try:\n    from impl.venv.core import add\nexcept ImportError:\n    def add(a, b):\n        return a + b\n",
+        ),
+    ]);
+    let v = pytest_repo()
+        .run2(&exec, "python3 -m pytest -q")
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "dependency directory made since t0"), "{v}");
+    let r = pytest_repo();
+    let cfg = r.outside().join("loop.toml");
+    std::fs::write(&cfg, "[clean_room]\ndependencies = \"agent\"\n").unwrap();
+    let v = r.lx(&[
+        "run",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--exec",
+        &exec,
+        "--check",
+        "python3 -m pytest -q",
+        "--max-iterations",
+        "2",
+    ]);
+    assert_ne!(v.code, 10, "{}", String::from_utf8_lossy(&v.stdout));
+}
