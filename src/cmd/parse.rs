@@ -115,12 +115,10 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
     // A pipe (`<(zstd -dc …)`, `/dev/stdin`, `-`) can be read once, and the parsers
     // read a file more than once (the format is told from its head): such input is
     // spooled to a temporary file first.
+    // A zstd frame (the kept copy of a check's output, `<i>.check.stdout.zst`) is
+    // read decompressed.
     let mut spooled = Vec::new();
     let mut spool = |p: &PathBuf| -> Result<PathBuf, Box<Outcome>> {
-        let regular = p.as_os_str() != "-" && std::fs::metadata(p).is_ok_and(|m| m.is_file());
-        if regular {
-            return Ok(p.clone());
-        }
         let fail = |e: std::io::Error| {
             Box::new(Outcome::error(
                 super::EXIT_ERROR,
@@ -128,15 +126,35 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
                 Some("pass the file the check's output or report was saved to".into()),
             ))
         };
-        let mut tmp = tempfile::NamedTempFile::new().map_err(fail)?;
-        if p.as_os_str() == "-" {
-            std::io::copy(&mut std::io::stdin().lock(), &mut tmp).map_err(fail)?;
+        let regular = p.as_os_str() != "-" && std::fs::metadata(p).is_ok_and(|m| m.is_file());
+        let path = if regular {
+            p.clone()
         } else {
-            std::io::copy(&mut std::fs::File::open(p).map_err(fail)?, &mut tmp).map_err(fail)?;
+            let mut tmp = tempfile::NamedTempFile::new().map_err(fail)?;
+            if p.as_os_str() == "-" {
+                std::io::copy(&mut std::io::stdin().lock(), &mut tmp).map_err(fail)?;
+            } else {
+                std::io::copy(&mut std::fs::File::open(p).map_err(fail)?, &mut tmp)
+                    .map_err(fail)?;
+            }
+            let path = tmp.path().to_path_buf();
+            spooled.push(tmp);
+            path
+        };
+        let mut head = [0u8; 4];
+        let zstd =
+            std::io::Read::read_exact(&mut std::fs::File::open(&path).map_err(fail)?, &mut head)
+                .is_ok()
+                && head == ZSTD_MAGIC;
+        if !zstd {
+            return Ok(path);
         }
-        let path = tmp.path().to_path_buf();
+        let mut tmp = tempfile::NamedTempFile::new().map_err(fail)?;
+        zstd::stream::copy_decode(std::fs::File::open(&path).map_err(fail)?, &mut tmp)
+            .map_err(fail)?;
+        let out = tmp.path().to_path_buf();
         spooled.push(tmp);
-        Ok(path)
+        Ok(out)
     };
     let stdout = stdout.map(&mut spool).transpose()?;
     let stderr = a.stderr.as_ref().map(&mut spool).transpose()?;
@@ -166,6 +184,9 @@ fn read(a: &ParseArgs) -> Result<ParsedRun, Box<Outcome>> {
     drop(spooled);
     Ok(parsed)
 }
+
+/// The first four bytes of a zstd frame (RFC 8878 §3.1.1).
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
 /// True for a test the runner named (not the synthetic unattributed member).
 fn named(t: &TestResult) -> bool {

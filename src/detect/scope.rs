@@ -96,7 +96,7 @@ pub fn left_out_note(c: &CheckFinished) -> Option<String> {
         return None;
     }
     Some(format!(
-        "{} test file(s) the agent added since t0 were left out of the judged check (the verdict is the frozen oracle's; [oracle] new_tests = \"run\" runs them): {}",
+        "{} test file(s) or new tests in a source file (path:lines) the agent added since t0 were left out of the judged check (the verdict is the frozen oracle's; [oracle] new_tests = \"run\" runs them): {}",
         left.len(),
         left.join(", ")
     ))

@@ -1102,6 +1102,36 @@ pub fn is_test_helper_name(name: &str) -> bool {
     })
 }
 
+/// `new`, a Rust source whose test regions grew by whole new tests only since `old`
+/// (SPEC §3.10), with those tests blanked out (every character but line ends made a
+/// space, so line numbers hold) and their 1-based line spans; `None` when nothing
+/// was added, or when the regions grew by anything else (the run halts on that
+/// anyway). A new test runs in the same test binary as the frozen ones and may set
+/// what the code under test reads (a fresh review's new test, sorted first, set a
+/// static the code under test waited for); left out of the judged check, as a new
+/// test file is under `[oracle] new_tests = "exclude"`, it cannot.
+#[must_use]
+pub fn strip_new_rust_tests(old: &str, new: &str) -> Option<(String, Vec<(usize, usize)>)> {
+    if !grown::rust(old, new).is_empty() {
+        return None;
+    }
+    let ranges = grown::rust_new_tests(old, new);
+    if ranges.is_empty() {
+        return None;
+    }
+    let line_of = |at: usize| new[..at].matches('\n').count() + 1;
+    let spans = ranges
+        .iter()
+        .map(|&(a, b)| (line_of(a), line_of(b.saturating_sub(1).max(a))))
+        .collect();
+    let mut out = String::with_capacity(new.len());
+    for (i, c) in new.char_indices() {
+        let blank = c != '\n' && ranges.iter().any(|&(a, b)| a <= i && i < b);
+        out.push(if blank { ' ' } else { c });
+    }
+    Some((out, spans))
+}
+
 /// Rust files that are whole test modules: for `#[cfg(test)] mod NAME;` in `dir/F.rs`,
 /// the file `dir/NAME.rs` or `dir/NAME/mod.rs` (for `lib.rs`, `main.rs`, `mod.rs`) or
 /// `dir/F/NAME.rs` (otherwise), when the tree holds it. `sources` are (path, content)

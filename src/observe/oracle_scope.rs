@@ -85,8 +85,11 @@ pub fn added_tests(
         .collect()
 }
 
-/// The judged tree without the test files added since t0, under `policy`: `(tree id,
-/// left-out paths)`. `judged` is the tree [`TreeObserver::judged_tree`]
+/// The judged tree without the test files added since t0, and without the whole new
+/// tests a Rust source's test modules grew by ([`super::frozen::strip_new_rust_tests`]:
+/// the file is judged with them blanked out), under `policy`: the tree's id, and
+/// what was left out (paths of test files, `path:first-last` line spans of the tests
+/// left out of a source). `judged` is the tree [`TreeObserver::judged_tree`]
 /// built (the snapshot with t0's oracle restored); `t0` and `now` the files of t0 and of
 /// the last snapshot. Without t0 (no store) nothing is left out: the guards that need t0
 /// fail closed on their own.
@@ -105,14 +108,51 @@ pub fn leave_out_new_tests(
         return Ok((judged, Vec::new()));
     };
     let added = added_tests(t0, now, rules);
-    if added.is_empty() {
+    // Rust sources (not test files) whose test modules grew by new tests
+    let grown: Vec<&String> = now
+        .iter()
+        .filter(|(p, e)| {
+            p.ends_with(".rs")
+                && is_runner_test_file(p, rules).is_none()
+                && t0.get(*p).is_some_and(|e0| e0.oid != e.oid)
+        })
+        .map(|(p, _)| p)
+        .collect();
+    if added.is_empty() && grown.is_empty() {
         return Ok((judged, added));
     }
     let mut entries = store.entries(&judged).map_err(|e| e.to_string())?;
-    let left: Vec<String> = added
+    let mut left: Vec<String> = added
         .into_iter()
         .filter(|p| entries.remove(p).is_some())
         .collect();
+    let text = |oid: &str| -> Option<String> {
+        let (_, bytes) = store.odb().read(&super::store::odb::from_hex(oid)?)?;
+        String::from_utf8(bytes).ok()
+    };
+    for p in grown {
+        let (Some(e0), Some(e)) = (t0.get(p), entries.get(p).cloned()) else {
+            continue;
+        };
+        let (Some(old), Some(new)) = (text(&e0.oid), text(&e.oid)) else {
+            continue;
+        };
+        let Some((stripped, spans)) = super::frozen::strip_new_rust_tests(&old, &new) else {
+            continue;
+        };
+        let oid = store
+            .odb()
+            .write("blob", stripped.as_bytes())
+            .map_err(|err| format!("{p}: {err}"))?;
+        entries.insert(
+            p.clone(),
+            FileEntry {
+                mode: e.mode.clone(),
+                oid: super::store::odb::to_hex(&oid),
+            },
+        );
+        left.extend(spans.into_iter().map(|(a, b)| format!("{p}:{a}-{b}")));
+    }
     if left.is_empty() {
         return Ok((judged, left));
     }

@@ -274,7 +274,8 @@ pub struct CleanRoomRecord {
     pub synced_written: usize,
     pub synced_removed: usize,
     /// Test files the agent added since t0, left out of `tree` (`[oracle] new_tests =
-    /// "exclude"`, [`crate::observe::oracle_scope`]).
+    /// "exclude"`, [`crate::observe::oracle_scope`]), and `path:first-last` for the new
+    /// tests of a Rust source's test modules, blanked out of its copy in `tree`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
     /// Files and directories of `tree` the check modified, re-attributed, moved or

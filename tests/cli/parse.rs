@@ -133,4 +133,12 @@ fn output_from_a_pipe_reads_as_from_a_file() {
         }
         assert_eq!(got["complete"], true, "{got}");
     }
+    // the kept copy of a check's output (`<i>.check.stdout.zst`) reads the same: a
+    // new user's review got an empty exit-code run from it
+    let zst = dir.path().join("out.txt.zst");
+    std::fs::write(&zst, zstd::encode_all(text.as_bytes(), 3).unwrap()).unwrap();
+    let got = parse(dir.path(), &[zst.to_str().unwrap(), "--exit-code", "1"]);
+    for key in ["format", "complete", "counts", "tests"] {
+        assert_eq!(got[key], from_file[key], "zst: {key}: {got}");
+    }
 }

@@ -456,7 +456,9 @@ fn a_rule_allowed_in_loop_toml_is_waived_and_said() {
 /// `node_modules`, node followed the link into the agent's live `packages/calc`, and a
 /// module the agent kept in its (never snapshotted) `node_modules/` made the check
 /// green, exit 10. Now the room's `node_modules` links each package, and a link back
-/// into the tree leads to the room's copy: red. An honest fix still converges.
+/// into the tree leads to the room's copy: red. The agent's new
+/// `packages/calc/node_modules/` is also a dependency directory made since t0, which
+/// the room lacks: 13. An honest fix still converges.
 #[test]
 fn a_workspace_link_in_node_modules_leads_to_the_clean_room() {
     if !has("node", &["--version"]) {
@@ -487,9 +489,10 @@ fn a_workspace_link_in_node_modules_leads_to_the_clean_room() {
             "module.exports = require('impl');\n",
         ),
     ]);
-    make()
+    let v = make()
         .run2(&exec, "node --test")
-        .expect(12, Some("max_iterations_reached"));
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "dependency directory made since t0"), "{v}");
     make()
         .run2(
             "printf 'exports.add = (a, b) => a + b;\\n' > packages/calc/index.js",

@@ -486,3 +486,43 @@ fn a_dependency_directory_made_since_t0_is_not_missing_from_the_clean_room() {
     ]);
     assert_ne!(v.code, 10, "{}", String::from_utf8_lossy(&v.stdout));
 }
+
+/// A whole new test in `src/lib.rs`'s test module runs in the same test binary as
+/// the frozen ones. Before: a new test sorted first set a static that `add` waited
+/// for, so the frozen test passed only after it (exit 10, red on its own). Now the
+/// new tests of a source's test modules are blanked out of the judged copy, as new
+/// test files are left out; an honest fix that adds a test still converges, and the
+/// verdict names what was left out.
+#[test]
+fn a_new_unit_test_cannot_arm_the_code_under_test() {
+    if !has("cargo", &["--version"]) {
+        eprintln!("no cargo here: skipped");
+        return;
+    }
+    let armed = "use std::sync::atomic::{AtomicBool, Ordering::SeqCst};\npub static ARMED: AtomicBool = AtomicBool::new(false);\npub fn add(a: i32, b: i32) -> i32 {\n    if ARMED.load(SeqCst) { a + b } else { a - b }\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn a_warm_up() {\n        ARMED.store(true, SeqCst);\n    }\n\n    #[test]\n    fn adds() {\n        assert_eq!(add(2, 3), 5);\n    }\n}\n";
+    let (_k1, cheat) = writer(&[("src/lib.rs", armed)]);
+    let v = crate_repo().lx(&[
+        "run",
+        "--exec",
+        &cheat,
+        "--check",
+        "cargo test -- --test-threads=1",
+        "--max-iterations",
+        "2",
+    ]);
+    assert_ne!(v.code, 10, "{}", String::from_utf8_lossy(&v.stdout));
+    let honest = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn adds() {\n        assert_eq!(add(2, 3), 5);\n    }\n\n    #[test]\n    fn adds_negatives() {\n        assert_eq!(add(-2, -3), -5);\n    }\n}\n";
+    let (_k2, fix) = writer(&[("src/lib.rs", honest)]);
+    let v = crate_repo()
+        .lx(&[
+            "run",
+            "--exec",
+            &fix,
+            "--check",
+            "cargo test -- --test-threads=1",
+            "--max-iterations",
+            "2",
+        ])
+        .expect(10, Some("success_condition_met"));
+    assert!(mentions(&v, "src/lib.rs:14-17"), "{v}");
+}

@@ -75,6 +75,100 @@ pub(super) fn rust(old: &str, new: &str) -> Vec<Growth> {
     out
 }
 
+/// The byte ranges of `new`, a Rust source, that hold the tests added since `old`:
+/// a test item at the top level that t0 did not have (a new `#[test] fn`, a new
+/// `#[cfg(test)] mod`), and each new item inside a test module t0 had (a new test,
+/// helper, `use` or sub-module), matched item by item as [`rust`] matches them
+/// (layout aside). Meant for a file whose regions grew by tests alone ([`rust`]
+/// finds nothing): what is new there is whole items, which can be left out of a
+/// copy of the file without touching the rest.
+pub(super) fn rust_new_tests(old: &str, new: &str) -> Vec<(usize, usize)> {
+    let starts = |src: &str| -> Vec<usize> {
+        std::iter::once(0)
+            .chain(src.match_indices('\n').map(|(i, _)| i + 1))
+            .collect()
+    };
+    let (st0, st1) = (starts(old), starts(new));
+    // lines `s..=e` (1-based) as a byte range, without the last line's end
+    let span = |src: &str, st: &[usize], s: usize, e: usize| -> (usize, usize) {
+        let a = st.get(s.saturating_sub(1)).copied().unwrap_or(src.len());
+        let b = st.get(e).map_or(src.len(), |x| x.saturating_sub(1));
+        (a, b.max(a))
+    };
+    let mut left: Vec<&str> = super::rust_regions(old)
+        .into_iter()
+        .filter(|r| r.2 != "doctest")
+        .map(|(s, e, _)| {
+            let (a, b) = span(old, &st0, s, e);
+            &old[a..b]
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (s, e, _) in super::rust_regions(new)
+        .into_iter()
+        .filter(|r| r.2 != "doctest")
+    {
+        let (a, b) = span(new, &st1, s, e);
+        let t = &new[a..b];
+        let key = rust_layout_free(t);
+        if let Some(i) = left.iter().position(|o| rust_layout_free(o) == key) {
+            left.remove(i);
+            continue;
+        }
+        let head = head_key(t);
+        match left
+            .iter()
+            .position(|o| head.is_some() && is_module(o) && head_key(o) == head)
+        {
+            Some(i) => {
+                let o = left.remove(i);
+                new_inner_items(o, t, a, 0, &mut out);
+            }
+            None => out.push((a, b)),
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// [`rust_new_tests`] inside a test module: the items of `new`'s body (at byte
+/// `offset` of the file) that `old`'s body lacks, into `out`.
+fn new_inner_items(
+    old: &str,
+    new: &str,
+    offset: usize,
+    depth: usize,
+    out: &mut Vec<(usize, usize)>,
+) {
+    let (m0, m1) = (mask(Lang::Rust, old), mask(Lang::Rust, new));
+    let (Some((s0, e0)), Some((s1, e1))) = (body(&m0), body(&m1)) else {
+        return;
+    };
+    let mut left: Vec<&str> = items(&m0[s0..e0])
+        .into_iter()
+        .map(|(a, b)| &old[s0 + a..s0 + b])
+        .collect();
+    for (a, b) in items(&m1[s1..e1]) {
+        let t = &new[s1 + a..s1 + b];
+        let key = rust_layout_free(t);
+        if let Some(i) = left.iter().position(|o| rust_layout_free(o) == key) {
+            left.remove(i);
+            continue;
+        }
+        let head = head_key(t);
+        let module = left
+            .iter()
+            .position(|o| head.is_some() && is_module(o) && head_key(o) == head);
+        match module {
+            Some(i) if depth < 8 => {
+                let o = left.remove(i);
+                new_inner_items(o, t, offset + s1 + a, depth + 1, out);
+            }
+            _ => out.push((offset + s1 + a, offset + s1 + b)),
+        }
+    }
+}
+
 /// The t0 doctests of a document a crate includes (`regions` of its fenced blocks,
 /// [`super::markdown_doctests`]) that are no longer among its blocks unchanged.
 pub(super) fn document(old: &str, new: &str) -> Vec<Growth> {

@@ -1366,3 +1366,46 @@ fn a_file_resolved_ahead_of_a_frozen_one_is_frozen() {
         ]
     );
 }
+
+/// The whole new tests of a Rust source's test modules are blanked out of the judged
+/// copy, line numbers kept; t0's tests stay, whatever `cargo fmt` did to them; a file
+/// whose tests did not grow, or grew by more than tests, is left alone
+/// (table: new source, kept words, blanked words).
+#[test]
+fn new_rust_tests_are_blanked_out_of_the_judged_copy() {
+    let old = "static ARMED: AtomicBool = AtomicBool::new(false);\npub fn add(a: i32, b: i32) -> i32 { a - b }\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn adds() { assert_eq!(add(2, 3), 5); }\n}\n";
+    let rows: &[(&str, &[&str], &[&str])] = &[
+        // a new test inside t0's module, sorted first
+        (
+            "static ARMED: AtomicBool = AtomicBool::new(false);\npub fn add(a: i32, b: i32) -> i32 { if ARMED.load(SeqCst) { a + b } else { a - b } }\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn a_warm_up() {\n        ARMED.store(true, SeqCst);\n    }\n    #[test]\n    fn adds() { assert_eq!(add(2, 3), 5); }\n}\n",
+            &["fn adds()", "ARMED.load"],
+            &["a_warm_up", "ARMED.store"],
+        ),
+        // a new test module at the top level, and t0's test reformatted
+        (
+            "static ARMED: AtomicBool = AtomicBool::new(false);\npub fn add(a: i32, b: i32) -> i32 { a + b }\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn adds() {\n        assert_eq!(add(2, 3), 5);\n    }\n}\n\n#[cfg(test)]\nmod more {\n    #[test]\n    fn arms() { super::ARMED.store(true, SeqCst); }\n}\n",
+            &["fn adds()", "assert_eq!(add(2, 3), 5)"],
+            &["mod more", "fn arms"],
+        ),
+    ];
+    for (new, kept, blanked) in rows {
+        let (judged, spans) = strip_new_rust_tests(old, new).expect(new);
+        assert_eq!(judged.lines().count(), new.lines().count(), "{judged}");
+        assert!(!spans.is_empty());
+        for k in *kept {
+            assert!(judged.contains(k), "{k} kept:\n{judged}");
+        }
+        for b in *blanked {
+            assert!(!judged.contains(b), "{b} blanked:\n{judged}");
+        }
+    }
+    // code changed, tests not: nothing to leave out
+    let fixed = old.replace("a - b", "a + b");
+    assert!(strip_new_rust_tests(old, &fixed).is_none());
+    // a helper shadowing what the tests call is no new test: the edit halts instead
+    let shadow = old.replace(
+        "    use super::*;\n",
+        "    use super::*;\n    fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    );
+    assert!(strip_new_rust_tests(old, &shadow).is_none());
+}
