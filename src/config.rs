@@ -46,11 +46,29 @@ impl ConfigError {
                     path.display()
                 )
             }
-            ConfigError::Invalid { field, .. } => {
-                format!("set `{field}` to a valid value in loop.toml or on the command line")
-            }
+            ConfigError::Invalid { field, .. } => match flag_of(field) {
+                Some(flag) => {
+                    format!("set `{field}` to a valid value in loop.toml, or give `{flag}`")
+                }
+                None => format!("set `{field}` to a valid value in loop.toml"),
+            },
         }
     }
+}
+
+/// The `run` flag that sets a configuration field, for the fields that have one.
+fn flag_of(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "budget.usd" => "--budget-usd",
+        "budget.tokens" => "--budget-tokens",
+        "budget.max_duration" => "--max-duration",
+        "max_iterations" => "--max-iterations",
+        "confirm_runs" => "--confirm-runs",
+        "judge.command" => "--judge",
+        "judge.every" => "--judge-every",
+        "task.objective" => "--objective",
+        _ => return None,
+    })
 }
 
 /// A duration in the config: `"90s"`, `"10m"`, `"1h 30m"`, `"500ms"` (humantime syntax).
@@ -587,6 +605,21 @@ pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
 /// lines after it.
 fn toml_table_at(text: &str, offset: usize) -> String {
     let before = text.get(..offset.min(text.len())).unwrap_or(text);
+    // an error inside a header (`[halt.no_progres_detected]`, an unknown key of
+    // `[halt]`) is in the table the header's earlier keys name
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let head = before[line_start..].trim_start();
+    let line = text[line_start..].lines().next().unwrap_or("");
+    let line = line.split('#').next().unwrap_or(line).trim();
+    let complete = line.starts_with('[') && !line.starts_with("[[") && line.ends_with(']');
+    if complete && head.starts_with('[') {
+        let path = head.trim_start_matches('[').trim_end().trim_end_matches('.').trim();
+        return if path.is_empty() {
+            "the top level".to_string()
+        } else {
+            format!("table [{path}]")
+        };
+    }
     before
         .lines()
         .rev()
@@ -1048,6 +1081,9 @@ mod tests {
             ("[halt]\nk = 1\n[budget]\nusd = 1\n", 10, "table [halt]"),
             ("[halt]\nk = 1\n[oracle\nx = 1\n", 19, "table [halt]"),
             ("[oracle\n", 5, "the top level"),
+            // a key of a header unknown to its table
+            ("[limits]\nx = 1\n\n[halt.no_progres_detected]\nk = 2\n", 21, "table [halt]"),
+            ("[holds]\n", 1, "the top level"),
         ];
         for (text, at, want) in cases {
             assert_eq!(super::toml_table_at(text, at), want, "{text:?} @ {at}");
