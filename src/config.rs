@@ -613,7 +613,11 @@ fn toml_table_at(text: &str, offset: usize) -> String {
     let line = line.split('#').next().unwrap_or(line).trim();
     let complete = line.starts_with('[') && !line.starts_with("[[") && line.ends_with(']');
     if complete && head.starts_with('[') {
-        let path = head.trim_start_matches('[').trim_end().trim_end_matches('.').trim();
+        let path = head
+            .trim_start_matches('[')
+            .trim_end()
+            .trim_end_matches('.')
+            .trim();
         return if path.is_empty() {
             "the top level".to_string()
         } else {
@@ -1082,7 +1086,11 @@ mod tests {
             ("[halt]\nk = 1\n[oracle\nx = 1\n", 19, "table [halt]"),
             ("[oracle\n", 5, "the top level"),
             // a key of a header unknown to its table
-            ("[limits]\nx = 1\n\n[halt.no_progres_detected]\nk = 2\n", 21, "table [halt]"),
+            (
+                "[limits]\nx = 1\n\n[halt.no_progres_detected]\nk = 2\n",
+                21,
+                "table [halt]",
+            ),
             ("[holds]\n", 1, "the top level"),
         ];
         for (text, at, want) in cases {

@@ -9,6 +9,7 @@
 use crate::check::model::ParsedRun;
 use crate::config::RunConfig;
 use crate::detect::progress::AttemptView;
+use crate::proc::StopCause;
 use crate::receipt::events::{CheckFinished, Event, ExecFinished, Reverted, RunStarted};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
@@ -204,7 +205,15 @@ impl Trajectory {
     }
 
     /// Adds a check run to its iteration (ignored when the iteration never started).
+    /// A check that a signal to loopexec stopped (Ctrl-C, `kill`) measured nothing:
+    /// it stays in the receipt, but no detector, verdict or resume reads it as a red
+    /// run (a new user's review saw an interrupted baseline shown as "red, 1 failing of
+    /// 0 collected" and `--resume` judge from it). The interrupt itself is folded from
+    /// its `interrupted` event.
     fn push_check(&mut self, c: CheckFinished) {
+        if matches!(c.step.stopped, Some(StopCause::Signal { .. })) {
+            return;
+        }
         if let Some(it) = self.iteration_mut(c.iteration) {
             it.sets.push(OnceLock::new());
             it.checks.push(c);

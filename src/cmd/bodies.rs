@@ -188,7 +188,8 @@ pub struct IterationRow {
     /// Confirmation runs of a green verdict.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub confirmations: Vec<StepRow>,
-    /// `green`, `red`, or `rejected` (the ratchet restored an earlier tree).
+    /// `green`, `red`, `rejected` (the ratchet restored an earlier tree), or `interrupted`
+    /// (a signal to loopexec stopped the check: nothing was measured).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
     /// The ratchet kept this iteration's tree (false: rejected and reverted).

@@ -85,7 +85,21 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
                     cj.failing_names = Some(c.parsed.failing().into_iter().collect());
                     cj.fingerprint = Some(crate::receipt::fingerprint::recorded(c, code));
                     r.duration_ms += c.step.duration_ms;
-                    if c.attempt == 0 {
+                    let interrupted =
+                        matches!(c.step.stopped, Some(crate::proc::StopCause::Signal { .. }));
+                    if interrupted {
+                        // stopped by a signal to loopexec: no measurement, no verdict
+                        cj.failing = None;
+                        cj.collected = None;
+                        cj.green = None;
+                        cj.failing_names = None;
+                        if c.attempt == 0 {
+                            r.check = Some(cj);
+                            r.verdict = Some("interrupted".into());
+                        } else {
+                            r.confirmations.push(cj);
+                        }
+                    } else if c.attempt == 0 {
                         r.check = Some(cj);
                         r.verdict = Some(if green { "green" } else { "red" }.into());
                         r.accepted = Some(true);

@@ -307,6 +307,47 @@ fn sigint_during_the_check_ends_the_check_and_halts_human_required() {
     assert_eq!(lines.last().unwrap()["event"], "halted");
 }
 
+/// Ctrl-C during the baseline check: the interrupted check measured nothing. Before,
+/// it read as a red baseline ("1 failing of 0 collected") and `--resume` went on to
+/// iteration 1 judging from it (a new user's review). Now the report shows it
+/// `interrupted`, and the resumed run measures the baseline again before any exec.
+#[test]
+fn an_interrupted_baseline_is_no_verdict_and_resume_measures_it_again() {
+    let r = Repo::with_f();
+    let _g = ProcGuard::new(&["sleep 4187"]);
+    let slow = r.outside().join("slow");
+    std::fs::write(&slow, "").unwrap();
+    let check = format!(
+        "if [ -f '{}' ]; then n=4187; sleep $n; fi; test -f fixed",
+        slow.display()
+    );
+    let mut run = spawn_wedged(&r, Some("ib"), "sleep 4187", "touch fixed", &check);
+    let pid = i32::try_from(run.child().id()).unwrap();
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let v = finish(&mut run, Duration::from_secs(20)).expect(11, Some("human_required"));
+    assert_eq!(v["iteration"], 0, "{v}");
+    let rep = r.lx(&["report", "ib"]).expect(0, None);
+    assert_eq!(rep["iterations"][0]["verdict"], "interrupted", "{rep}");
+    std::fs::remove_file(&slow).unwrap();
+    let v = r
+        .lx(&["run", "--resume", "ib"])
+        .expect(10, Some("success_condition_met"));
+    let lines = receipt_of(&v);
+    let resumed = lines
+        .iter()
+        .position(|l| l["event"] == "resumed")
+        .expect("a resumed event");
+    let next = lines[resumed + 1..]
+        .iter()
+        .find(|l| l["event"] == "check_finished" || l["event"] == "exec_finished")
+        .unwrap();
+    assert_eq!(next["event"], "check_finished", "{next}");
+    assert_eq!(next["iteration"], 0, "{next}");
+    let rep = r.lx(&["report", "ib"]).expect(0, None);
+    assert_eq!(rep["iterations"][0]["verdict"], "red", "{rep}");
+}
+
 #[test]
 fn show_agent_output_streams_both_of_the_agents_streams_to_stderr() {
     let r = Repo::with_file("c", "0\n");
