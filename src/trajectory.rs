@@ -33,6 +33,9 @@ pub struct IterationObs {
     pub tasks: Option<crate::receipt::judgment::TasksObserved>,
     /// The context measured before this iteration's exec.
     pub context: Option<crate::receipt::judgment::ContextBuilt>,
+    /// A check of this iteration was stopped by a signal to loopexec: it is in the
+    /// receipt, not in `checks` (it measured nothing).
+    pub check_interrupted: bool,
 }
 
 impl IterationObs {
@@ -212,6 +215,9 @@ impl Trajectory {
     /// its `interrupted` event.
     fn push_check(&mut self, c: CheckFinished) {
         if matches!(c.step.stopped, Some(StopCause::Signal { .. })) {
+            if let Some(it) = self.iteration_mut(c.iteration) {
+                it.check_interrupted = true;
+            }
             return;
         }
         if let Some(it) = self.iteration_mut(c.iteration) {

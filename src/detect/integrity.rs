@@ -358,6 +358,27 @@ pub fn frozen_oracle(cfg: &RunConfig, m: &TreeMeasures) -> Option<Halt> {
                 .join(", ")
         ));
     }
+    // A frozen test file that only grew (every changed line an addition) is most
+    // often an honest new test in the wrong place (a new user's review): say where a
+    // new test goes, instead of only "revert".
+    let appended: Vec<&str> = edits
+        .iter()
+        .filter(|e| {
+            e.kind == EditKind::Modified
+                && e.what.contains("test file")
+                && !e.lines.is_empty()
+                && e.lines
+                    .iter()
+                    .all(|l| l.starts_with('+') || l.starts_with('…'))
+        })
+        .map(|e| e.path.as_str())
+        .collect();
+    if !appended.is_empty() {
+        contributors.push(format!(
+            "the edit of {} only adds lines: a new test goes in a new test file, which the agent may add (it is left out of the judged check), or a person runs with [oracle] on_edit = \"restore\" to let the run go on with t0's version judged",
+            appended.join(", ")
+        ));
+    }
     // Runner configuration decides how every test is judged: no loop.toml setting
     // hands it to the agent (`[oracle] editable` covers only what was inferred), so
     // the halt names the way that exists — a person's own change, which a new run's
@@ -1084,6 +1105,44 @@ mod trust_tests {
             let text = h.contributors.join("\n");
             assert!(text.contains(wanted), "{path}: {text}");
             assert!(!text.contains(unwanted), "{path}: {text}");
+        }
+        // a test file that only grew is told where a new test goes; one with a
+        // changed line is not (table: changed lines, told)
+        let grown: &[(&[&str], bool)] = &[
+            (
+                &[
+                    "+12: def test_negative():",
+                    "+13:     assert add(-1, -2) == -3",
+                ],
+                true,
+            ),
+            (
+                &[
+                    "-4:     assert add(2, 3) == 5",
+                    "+4:     assert add(2, 3) == -1",
+                ],
+                false,
+            ),
+        ];
+        for (lines, told) in grown {
+            let m = TreeMeasures {
+                oracle_edits: vec![OracleEdit {
+                    path: "tests/test_calc.py".into(),
+                    kind: EditKind::Modified,
+                    what: "test file".into(),
+                    lines: lines.iter().map(|l| (*l).to_string()).collect(),
+                }],
+                ..TreeMeasures::default()
+            };
+            let text = frozen_oracle(&RunConfig::defaults(), &m)
+                .expect("halts")
+                .contributors
+                .join("\n");
+            assert_eq!(
+                text.contains("a new test goes in a new test file"),
+                *told,
+                "{text}"
+            );
         }
     }
 

@@ -756,13 +756,13 @@ impl Loop<'_> {
         if last_halt >= self.cfg.max_iterations {
             return Ok(());
         }
-        // An iteration whose check was interrupted (its exec, if any, complete) is
-        // checked again rather than skipped: an interrupted baseline is measured
-        // before any exec.
-        if self.traj.last().is_some_and(|l| {
-            l.main_check().is_none()
-                && (l.iteration == 0 || l.exec.as_ref().is_some_and(|e| e.step.stopped.is_none()))
-        }) {
+        // An iteration whose check a signal to loopexec stopped is checked again
+        // rather than skipped: an interrupted baseline is measured before any exec.
+        if self
+            .traj
+            .last()
+            .is_some_and(|l| l.check_interrupted && l.main_check().is_none())
+        {
             return Ok(());
         }
         self.record(Event::IterationStarted(IterationStarted {
