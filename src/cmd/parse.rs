@@ -312,9 +312,17 @@ fn human(run: &ParsedRun, summary: bool) -> String {
     use std::fmt::Write;
     let counts = run.counts();
     let failing = failing_ids(run);
-    let collected = run.tests.iter().filter(|t| named(t)).count() as u64 + run.unlisted.total();
+    // quiet runner modes name few tests but count them all (`pytest -q` names only
+    // the failing): the collected count is the larger, and the named one is said
+    let named_count = run.tests.iter().filter(|t| named(t)).count() as u64 + run.unlisted.total();
+    let collected = named_count.max(counts.total());
+    let named_note = if named_count < collected {
+        format!(" ({named_count} named)")
+    } else {
+        String::new()
+    };
     let mut h = format!(
-        "format: {}\ncomplete: {}\nunattributed failure: {}\ncollected: {}  failing: {}\ncounts: {} passed, {} failed, {} skipped, {} flaky\n",
+        "format: {}\ncomplete: {}\nunattributed failure: {}\ncollected: {}{named_note}  failing: {}\ncounts: {} passed, {} failed, {} skipped, {} flaky\n",
         parse::format_name(run.format),
         run.complete,
         run.unattributed_failure,

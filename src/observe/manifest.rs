@@ -853,7 +853,7 @@ fn is_tsconfig(name: &str) -> bool {
 /// Compiler options of a `tsconfig.json` that only decide what the type checker
 /// reports or which declaration, map and build-info files are written: none changes
 /// the JavaScript a test runs or the file an import loads, so the agent may edit them.
-/// Every other compiler option is protected ([`tsconfig_sections`]).
+/// Every other compiler option is protected (the `tsconfig` test sections).
 pub const TSCONFIG_FREE_OPTIONS: &[&str] = &[
     "strict",
     "strictNullChecks",
@@ -1254,13 +1254,26 @@ fn free_target_path(path: &str) -> bool {
 }
 
 /// `setup.cfg`'s test sections (`[tool:pytest]`, `[pytest]`, `[coverage:…]`), read
-/// the way pytest's ini reader reads them, so that no line it sees in a test section
-/// is left out: lines end where Python's `str.splitlines` ends them (`\r`, form
-/// feed, vertical tab, `\x1c`–`\x1e`, U+0085, U+2028, U+2029 as well as `\n`), and a
-/// header may carry a comment after its `]` (`[tool:pytest] ; options`). A fresh
-/// review hid a `[tool:pytest]` behind each of the two from a reader that split at
-/// `\n` and wanted `]` last.
+/// the way pytest's ini reader (iniconfig) reads them, so that no line it sees in a
+/// test section is left out:
+///
+/// * lines end where Python's `str.splitlines` ends them (`\r`, form feed, vertical
+///   tab, `\x1c`–`\x1e`, U+0085, U+2028, U+2029 as well as `\n`);
+/// * a line whose first non-blank character is `#` or `;` is a comment;
+/// * a header is a line whose very first character is `[` (an indented `[metadata]`
+///   continues the value above it) and that ends in `]` once a comment after it
+///   (`[tool:pytest] ; options`) and trailing Python whitespace (which includes
+///   `\x1c`–`\x1f`) are cut.
+///
+/// Fresh reviews hid a `[tool:pytest]` behind each of these from a reader that split
+/// at `\n`, trimmed Unicode white space only and took an indented header for one.
 fn setup_cfg_sections(content: &[u8]) -> Option<String> {
+    const PY_SPACE: &[char] = &[
+        ' ', '\t', '\n', '\r', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\x1f', '\u{85}', '\u{a0}',
+        '\u{1680}', '\u{2000}', '\u{2001}', '\u{2002}', '\u{2003}', '\u{2004}', '\u{2005}',
+        '\u{2006}', '\u{2007}', '\u{2008}', '\u{2009}', '\u{200a}', '\u{2028}', '\u{2029}',
+        '\u{202f}', '\u{205f}', '\u{3000}',
+    ];
     let text = std::str::from_utf8(content).ok()?;
     let mut out = String::from("setup.cfg test sections\n");
     let mut keep = false;
@@ -1268,13 +1281,19 @@ fn setup_cfg_sections(content: &[u8]) -> Option<String> {
         '\n', '\r', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\u{85}', '\u{2028}', '\u{2029}',
     ]);
     for line in lines {
-        let t = line.trim();
-        let header = t.split(['#', ';']).next().unwrap_or(t).trim_end();
-        if header.starts_with('[') && header.ends_with(']') {
-            let name = header[1..header.len() - 1].trim();
-            keep = name == "tool:pytest" || name == "pytest" || name.starts_with("coverage:");
+        let t = line.trim_matches(PY_SPACE);
+        if t.is_empty() || t.starts_with(['#', ';']) {
+            continue;
         }
-        if keep && !t.is_empty() && !t.starts_with('#') && !t.starts_with(';') {
+        if line.starts_with('[') {
+            let header = line.split(['#', ';']).next().unwrap_or(line);
+            let header = header.trim_end_matches(PY_SPACE);
+            if let Some(name) = header.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+                let name = name.trim_matches(PY_SPACE);
+                keep = name == "tool:pytest" || name == "pytest" || name.starts_with("coverage:");
+            }
+        }
+        if keep {
             out.push_str(t);
             out.push('\n');
         }
@@ -1823,12 +1842,22 @@ mod tests {
             protected_content("setup.cfg", s3)
         );
         assert_eq!(protected_content("pytest.ini", s1), s1.to_vec());
+        // a section added to a file that had none, behind a unit separator
+        let meta = b"[metadata]\nname = calc\nversion = 0.1\n";
+        let added =
+            b"[metadata]\nname = calc\nversion = 0.1\n[tool:pytest]\x1f\naddopts = -p warmup\n";
+        assert_ne!(
+            protected_content("setup.cfg", meta),
+            protected_content("setup.cfg", added)
+        );
         // a header pytest reads that a `\n`-and-`]` reader would not: a comment after
         // it, or a line end Python's `splitlines` knows
         for hidden in [
             &b"[metadata]\nname = x\n[tool:pytest] ; options\naddopts = -q -p plug\n"[..],
             b"[metadata]\nname = x\x0c[tool:pytest]\naddopts = -q -p plug\n",
             b"[metadata]\nname = x\r[tool:pytest]\raddopts = -q -p plug\n",
+            b"[metadata]\nname = x\n[tool:pytest]\x1f\naddopts = -q -p plug\n",
+            b"[metadata]\nname = x\n[tool:pytest]\nmarkers =\n    slow: slow\n    [metadata]\naddopts = -q -p plug\n",
         ] {
             assert_ne!(
                 protected_content("setup.cfg", s1),

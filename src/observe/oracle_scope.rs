@@ -35,7 +35,8 @@ use std::collections::BTreeMap;
 
 /// Node's own test-file conventions (`node --test` without arguments): `*.test.*`,
 /// `*-test.*`, `*_test.*`, `test-*.*`, `test.*` and every file under a `test/`
-/// directory, for `js`, `mjs`, `cjs` (and the TypeScript forms loaders run).
+/// directory, for `js`, `mjs`, `cjs` (and the TypeScript forms loaders run); and
+/// jest's default `testMatch` (`*.spec.*`, `spec.*`, `*.testspec.*`, …).
 #[must_use]
 pub fn is_node_test_name(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
@@ -51,9 +52,22 @@ pub fn is_node_test_name(path: &str) -> bool {
     if path.split('/').any(|p| p == "node_modules") {
         return false;
     }
-    stem == "test"
-        || stem.ends_with(".test")
-        || stem.ends_with("-test")
+    // jest's default `testMatch`, `?(*.)+(spec|test).[jt]s?(x)`: the last dotted part
+    // of the stem is one or more of `spec`/`test` (`warm.testspec.js`, `spec.js`: a
+    // fresh review's new `warm.testspec.js` ran beside the frozen tests)
+    let mut last = stem.rsplit('.').next().unwrap_or(stem);
+    let jest = !last.is_empty()
+        && loop {
+            match last
+                .strip_prefix("spec")
+                .or_else(|| last.strip_prefix("test"))
+            {
+                Some("") => break true,
+                Some(rest) => last = rest,
+                None => break false,
+            }
+        };
+    jest || stem.ends_with("-test")
         || stem.ends_with("_test")
         || stem.starts_with("test-")
         || path.split('/').rev().skip(1).any(|d| d == "test")
@@ -108,13 +122,15 @@ pub fn leave_out_new_tests(
         return Ok((judged, Vec::new()));
     };
     let added = added_tests(t0, now, rules);
-    // Rust sources (not test files) whose test modules grew by new tests
+    // Rust sources (not test files) whose test modules grew by new tests, or that
+    // are new (every test of a new source is new: a new `src/helper.rs` with its own
+    // `mod tests` joins the same test binary)
     let grown: Vec<&String> = now
         .iter()
         .filter(|(p, e)| {
             p.ends_with(".rs")
                 && is_runner_test_file(p, rules).is_none()
-                && t0.get(*p).is_some_and(|e0| e0.oid != e.oid)
+                && t0.get(*p).map_or(true, |e0| e0.oid != e.oid)
         })
         .map(|(p, _)| p)
         .collect();
@@ -131,10 +147,14 @@ pub fn leave_out_new_tests(
         String::from_utf8(bytes).ok()
     };
     for p in grown {
-        let (Some(e0), Some(e)) = (t0.get(p), entries.get(p).cloned()) else {
+        let Some(e) = entries.get(p).cloned() else {
             continue;
         };
-        let (Some(old), Some(new)) = (text(&e0.oid), text(&e.oid)) else {
+        let old = match t0.get(p) {
+            Some(e0) => text(&e0.oid),
+            None => Some(String::new()),
+        };
+        let (Some(old), Some(new)) = (old, text(&e.oid)) else {
             continue;
         };
         let Some((stripped, spans)) = super::frozen::strip_new_rust_tests(&old, &new) else {
@@ -443,6 +463,27 @@ pub fn escaping_links(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// node's and jest's default test names (table: path, a test file).
+    #[test]
+    fn node_and_jest_test_names() {
+        let rows = [
+            ("calc.test.js", true),
+            ("src/warm.testspec.js", true),
+            ("spec.ts", true),
+            ("x.spectest.jsx", true),
+            ("test-calc.mjs", true),
+            ("test/helpers.js", true),
+            ("calc.js", false),
+            ("src/protest.js", false),
+            ("src/latest.js", false),
+            ("node_modules/a/calc.test.js", false),
+            ("calc.test.py", false),
+        ];
+        for (path, test) in rows {
+            assert_eq!(is_node_test_name(path), test, "{path}");
+        }
+    }
 
     fn rules() -> OracleRules {
         OracleRules::new(

@@ -415,23 +415,17 @@ fn a_pytest_check_quiet_twice_is_told_to_drop_a_q() {
         return;
     }
     let fix = "sed -i 's/a - b/a + b/' calc.py";
-    let r = crate::support::pytest_repo();
-    r.write("pytest.ini", "[pytest]\naddopts = -q\n")
-        .commit("quiet by default");
-    let v = r
+    let quiet = || {
+        let r = crate::support::pytest_repo();
+        r.write("pytest.ini", "[pytest]\naddopts = -q\n")
+            .commit("quiet by default");
+        r
+    };
+    let v = quiet()
         .run2(fix, "python3 -m pytest -q")
         .expect(13, Some("objective_unverified"));
     assert!(crate::support::mentions(&v, "drop one `-q`"), "{v}");
-    r.git(&["checkout", "-q", "calc.py"]);
-    r.lx(&[
-        "run",
-        "--ack-required=false",
-        "--exec",
-        fix,
-        "--check",
-        "python3 -m pytest",
-        "--max-iterations",
-        "2",
-    ])
-    .expect(10, Some("success_condition_met"));
+    quiet()
+        .run2(fix, "python3 -m pytest")
+        .expect(10, Some("success_condition_met"));
 }

@@ -501,28 +501,12 @@ fn a_new_unit_test_cannot_arm_the_code_under_test() {
     }
     let armed = "use std::sync::atomic::{AtomicBool, Ordering::SeqCst};\npub static ARMED: AtomicBool = AtomicBool::new(false);\npub fn add(a: i32, b: i32) -> i32 {\n    if ARMED.load(SeqCst) { a + b } else { a - b }\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn a_warm_up() {\n        ARMED.store(true, SeqCst);\n    }\n\n    #[test]\n    fn adds() {\n        assert_eq!(add(2, 3), 5);\n    }\n}\n";
     let (_k1, cheat) = writer(&[("src/lib.rs", armed)]);
-    let v = crate_repo().lx(&[
-        "run",
-        "--exec",
-        &cheat,
-        "--check",
-        "cargo test -- --test-threads=1",
-        "--max-iterations",
-        "2",
-    ]);
+    let v = crate_repo().run2(&cheat, "cargo test -- --test-threads=1");
     assert_ne!(v.code, 10, "{}", String::from_utf8_lossy(&v.stdout));
     let honest = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn adds() {\n        assert_eq!(add(2, 3), 5);\n    }\n\n    #[test]\n    fn adds_negatives() {\n        assert_eq!(add(-2, -3), -5);\n    }\n}\n";
     let (_k2, fix) = writer(&[("src/lib.rs", honest)]);
     let v = crate_repo()
-        .lx(&[
-            "run",
-            "--exec",
-            &fix,
-            "--check",
-            "cargo test -- --test-threads=1",
-            "--max-iterations",
-            "2",
-        ])
+        .run2(&fix, "cargo test -- --test-threads=1")
         .expect(10, Some("success_condition_met"));
     assert!(mentions(&v, "src/lib.rs:14-17"), "{v}");
 }
