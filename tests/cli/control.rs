@@ -244,27 +244,8 @@ fn an_unacknowledged_high_severity_event_blocks_a_new_run_until_acked() {
         "[halt_events.max_iterations_reached]\nseverity = \"high\"\n",
     )
     .commit("policy");
-    r.lx(&[
-        "run",
-        "--exec",
-        "true",
-        "--check",
-        "false",
-        "--max-iterations",
-        "1",
-    ])
-    .expect(12, Some("max_iterations_reached"));
-    let blocked = r
-        .lx(&[
-            "run",
-            "--exec",
-            "true",
-            "--check",
-            "false",
-            "--max-iterations",
-            "1",
-        ])
-        .expect(11, Some("human_required"));
+    r.run_red(1).expect(12, Some("max_iterations_reached"));
+    let blocked = r.run_red(1).expect(11, Some("human_required"));
     let halts = r
         .lx(&["halts", "--unacked", "--severity", "high"])
         .expect(0, None);
@@ -294,16 +275,7 @@ fn an_unacknowledged_high_severity_event_blocks_a_new_run_until_acked() {
         r.lx(&["ack", e["id"].as_str().unwrap(), "--by", "alice"])
             .expect(0, None);
     }
-    r.lx(&[
-        "run",
-        "--exec",
-        "true",
-        "--check",
-        "false",
-        "--max-iterations",
-        "1",
-    ])
-    .expect(12, Some("max_iterations_reached"));
+    r.run_red(1).expect(12, Some("max_iterations_reached"));
 }
 
 /// Before: the agent's own `loopexec ack` (even with the step's variables removed)

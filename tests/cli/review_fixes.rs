@@ -189,8 +189,7 @@ fn check_catches_a_forged_final_verdict() {
 /// red one had named `t/add.t#1` (collected set lost, 13). Now both reach 10.
 #[test]
 fn an_honest_fix_checked_by_prove_converges() {
-    if !crate::support::has("prove", &["--version"]) {
-        eprintln!("no prove here: skipped");
+    if crate::support::missing("prove") {
         return;
     }
     for check in ["prove -v t/", "prove t/"] {
@@ -211,8 +210,7 @@ fn an_honest_fix_checked_by_prove_converges() {
 /// tampering (13).
 #[test]
 fn perl_code_that_rebinds_the_test_library_is_runner_tampering() {
-    if !crate::support::has("prove", &["--version"]) {
-        eprintln!("no prove here: skipped");
+    if crate::support::missing("prove") {
         return;
     }
     let r = Repo::new();
@@ -386,17 +384,7 @@ fn a_pytest_rootdir_above_the_workdir_is_refused_up_front_and_the_way_out_is_gre
 fn a_run_refused_before_it_started_is_explained_by_its_id() {
     let r = Repo::new();
     r.write("a.txt", "a\n").commit("fixture");
-    let v = r
-        .lx(&[
-            "run",
-            "--exec",
-            "true",
-            "--check",
-            "false",
-            "--max-iterations",
-            "0",
-        ])
-        .expect(20, Some("invariant_failed"));
+    let v = r.run_red(0).expect(20, Some("invariant_failed"));
     let id = v["run_id"].as_str().expect("a run id").to_string();
     let out = r.lx(&["explain-halt", &id]);
     assert_ne!(out.code, 0);

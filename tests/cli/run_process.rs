@@ -376,15 +376,7 @@ fn show_agent_output_streams_both_of_the_agents_streams_to_stderr() {
 #[test]
 fn a_step_that_prints_nothing_leaves_no_capture_files() {
     let r = Repo::with_f();
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        "true",
-        "--check",
-        "false",
-        "--max-iterations",
-        "1",
-    ]);
+    let out = r.run_red(1);
     let v = out.expect(12, Some("max_iterations_reached"));
     let run_dir = r
         .path()

@@ -129,6 +129,22 @@ impl Repo {
         ])
     }
 
+    /// `loopexec run --exec true --check false --max-iterations N`: a run that stays
+    /// red and changes nothing, for tests about what surrounds a run (holds, halt
+    /// events, capture files, refusals).
+    pub fn run_red(&self, max_iterations: u32) -> Out {
+        let n = max_iterations.to_string();
+        self.lx(&[
+            "run",
+            "--exec",
+            "true",
+            "--check",
+            "false",
+            "--max-iterations",
+            &n,
+        ])
+    }
+
     /// Like [`Repo::lx`] with extra environment variables.
     pub fn lx_env(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
         lx_in(&self.path, args, env)
@@ -685,6 +701,16 @@ pub fn has(program: &str, args: &[&str]) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// True (and says the test is skipped) when this machine has no `prog` (it does not
+/// answer `--version`).
+pub fn missing(prog: &str) -> bool {
+    let missing = !has(prog, &["--version"]);
+    if missing {
+        eprintln!("no {prog} here: skipped");
+    }
+    missing
 }
 
 /// True (and says the test is skipped) when this machine has no pytest: `.ci/run`

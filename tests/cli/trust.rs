@@ -910,8 +910,7 @@ fn a_new_test_file_cannot_patch_pytest_or_the_code_under_test() {
 /// `calc.js`, recorded in `clean_room.touched`.
 #[test]
 fn node_setup_and_teardown_files_cannot_swap_the_code_under_test() {
-    if !has("node", &["--version"]) {
-        eprintln!("no node here: skipped");
+    if missing("node") {
         return;
     }
     let setup = "const test = require('node:test');\nconst fs = require('fs'); const path = require('path');\nconst f = path.join(__dirname, '..', 'calc.js');\nconst st = fs.statSync(f);\nfs.writeFileSync(path.join(__dirname, '.orig'), JSON.stringify({src: fs.readFileSync(f, 'utf8'), at: st.atimeMs, mt: st.mtimeMs}));\nfs.writeFileSync(f, 'module.exports.add = (a, b) => a + b;\\n');\ntest('setup', () => {});\n";
@@ -951,8 +950,7 @@ fn node_setup_and_teardown_files_cannot_swap_the_code_under_test() {
 /// names `src/lib.rs`: `hermeticity_violation`, whether the cleanup test runs or not.
 #[test]
 fn a_build_script_that_rewrites_the_code_during_the_check_is_hermeticity_violation() {
-    if !has("cargo", &["--version"]) {
-        eprintln!("no cargo here: skipped");
+    if missing("cargo") {
         return;
     }
     let r = Repo::new();
@@ -998,8 +996,7 @@ fn a_build_script_that_rewrites_the_code_during_the_check_is_hermeticity_violati
 /// the README's prose alone stays allowed.
 #[test]
 fn a_doctest_in_an_included_readme_is_part_of_the_oracle() {
-    if !has("cargo", &["--version"]) {
-        eprintln!("no cargo here: skipped");
+    if missing("cargo") {
         return;
     }
     let r = Repo::new();
@@ -2179,8 +2176,7 @@ fn code_that_tells_the_clean_room_by_the_working_directory_name_is_named() {
 /// tests' own.
 #[test]
 fn a_test_writing_under_the_cargo_target_directory_stays_green() {
-    if !has("cargo", &["--version"]) {
-        eprintln!("no cargo here: skipped");
+    if missing("cargo") {
         return;
     }
     let r = Repo::new();

@@ -461,8 +461,7 @@ fn a_rule_allowed_in_loop_toml_is_waived_and_said() {
 /// the room lacks: 13. An honest fix still converges.
 #[test]
 fn a_workspace_link_in_node_modules_leads_to_the_clean_room() {
-    if !has("node", &["--version"]) {
-        eprintln!("no node here: skipped");
+    if missing("node") {
         return;
     }
     let make = || {
@@ -535,8 +534,7 @@ fn data_files_a_test_lists_by_a_glob_are_frozen() {
 /// stays green.
 #[test]
 fn a_helper_added_in_a_rust_test_module_is_an_edit_a_new_test_is_not() {
-    if !has("cargo", &["--version"]) {
-        eprintln!("no cargo here: skipped");
+    if missing("cargo") {
         return;
     }
     let fixture = |r: &Repo| {

@@ -40,8 +40,7 @@ fn node_judge_repo() -> Repo {
 /// is runner configuration: `metric_integrity_violation` naming `package.json`.
 #[test]
 fn a_package_named_like_the_tests_assertion_library_is_named() {
-    if !has("node", &["--version"]) {
-        eprintln!("no node here: skipped");
+    if missing("node") {
         return;
     }
     let (_keep, cheat) = writer(&[
@@ -206,8 +205,7 @@ fn crate_repo() -> Repo {
 /// exit 10. Now `autolib` is one of the package keys that decide which tests exist.
 #[test]
 fn a_library_target_switched_off_is_named() {
-    if !has("cargo", &["--version"]) {
-        eprintln!("no cargo here: skipped");
+    if missing("cargo") {
         return;
     }
     let cheat = "sed -i 's/^edition = \"2021\"$/&\\nautolib = false/' Cargo.toml && printf 'fn main() {}\\n\\n#[cfg(test)]\\nmod tests {\\n    #[test]\\n    fn adds() {}\\n}\\n' > src/main.rs";
@@ -371,8 +369,7 @@ fn a_package_beside_a_frozen_data_module_is_left_out() {
 /// script is runner tampering.
 #[test]
 fn a_cfg_set_by_a_build_script_is_named() {
-    if !has("cargo", &["--version"]) {
-        eprintln!("no cargo here: skipped");
+    if missing("cargo") {
         return;
     }
     let r = Repo::new();
@@ -495,8 +492,7 @@ fn a_dependency_directory_made_since_t0_is_not_missing_from_the_clean_room() {
 /// verdict names what was left out.
 #[test]
 fn a_new_unit_test_cannot_arm_the_code_under_test() {
-    if !has("cargo", &["--version"]) {
-        eprintln!("no cargo here: skipped");
+    if missing("cargo") {
         return;
     }
     let armed = "use std::sync::atomic::{AtomicBool, Ordering::SeqCst};\npub static ARMED: AtomicBool = AtomicBool::new(false);\npub fn add(a: i32, b: i32) -> i32 {\n    if ARMED.load(SeqCst) { a + b } else { a - b }\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn a_warm_up() {\n        ARMED.store(true, SeqCst);\n    }\n\n    #[test]\n    fn adds() {\n        assert_eq!(add(2, 3), 5);\n    }\n}\n";
