@@ -143,6 +143,31 @@ fn cap_reached_at_resume(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
     })
 }
 
+/// `workspace_invalid` for an exec that left a file name no snapshot can hold (a
+/// newline, or not UTF-8: [`crate::observe::store::BAD_NAME`]): its tree was not
+/// snapshotted, so a check would judge the tree before it (a new user's fix was
+/// never checked, and the run ended "the agent did not change the tree"). Not
+/// decided once the iteration has a check (an older receipt).
+fn unsnapshottable(t: &Trajectory) -> Option<Halt> {
+    let last = t.last()?;
+    let exec = last.exec.as_ref()?;
+    let error = exec.guards.as_ref()?.error.as_deref()?;
+    if exec.tree.is_some()
+        || last.main_check().is_some()
+        || !error.contains(crate::observe::store::BAD_NAME)
+    {
+        return None;
+    }
+    Some(Halt {
+        reason: HaltReason::WorkspaceInvalid,
+        contributors: vec![format!(
+            "iteration {}'s exec left a tree that cannot be snapshotted, so no check of it can be judged: {error}",
+            last.iteration
+        )],
+        detail: serde_json::json!({"iteration": last.iteration, "error": error}),
+    })
+}
+
 fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     let Some(last) = t.last() else {
         return go(Next::Check);
@@ -168,7 +193,7 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     ) {
         return halt(h);
     }
-    if let Some(h) = execution::detect(t) {
+    if let Some(h) = execution::detect(t).or_else(|| unsnapshottable(t)) {
         return halt(h);
     }
     if let Some(d) = crate::judgment::before_step(t, cfg) {

@@ -41,6 +41,10 @@ pub enum WorkspaceError {
         reason: String,
         description: String,
     },
+    /// The tree holds a file name no snapshot can hold
+    /// ([`crate::observe::store::StoreError::BadName`]).
+    #[error("the tree cannot be snapshotted, so no check of it can be judged: {0}")]
+    Unsnapshottable(String),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

@@ -224,6 +224,16 @@ pub fn metric_integrity(
                 .map(|id| format!("test executed at t0 is now skipped: {id}")),
         );
     }
+    let unfrozen: &[String] = check
+        .clean_room
+        .as_ref()
+        .map_or(&[], |r| r.unfrozen_tests.as_slice());
+    if !unfrozen.is_empty() {
+        layers.push("unfrozen_tests");
+        contributors.extend(unfrozen.iter().map(|id| {
+            format!("the judged check ran a test t0 does not define: {id} (a test made where no test region shows it, such as by a macro from its arguments or a docstring built at run time, runs beside the frozen oracle; a new test goes in a new test file)")
+        }));
+    }
     if check.step.exited_with(success_exit_code) && !check.parsed.complete {
         layers.push("completeness");
         let why = if check.parsed.diagnostics.is_empty() {
@@ -291,7 +301,14 @@ pub fn metric_integrity(
     Some(Halt {
         reason: HaltReason::MetricIntegrityViolation,
         contributors,
-        detail: serde_json::json!({"layers": layers, "lost": lost, "newly_skipped": skipped}),
+        detail: {
+            let mut d =
+                serde_json::json!({"layers": layers, "lost": lost, "newly_skipped": skipped});
+            if !unfrozen.is_empty() {
+                d["unfrozen_tests"] = serde_json::json!(unfrozen);
+            }
+            d
+        },
     })
 }
 

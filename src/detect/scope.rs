@@ -126,6 +126,7 @@ mod tests {
             synced_written: 0,
             synced_removed: 0,
             left_out: Vec::new(),
+            unfrozen_tests: Vec::new(),
             touched: BTreeMap::new(),
             watch_error: None,
         }

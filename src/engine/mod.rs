@@ -440,6 +440,15 @@ fn rejects_tree(r: HaltReason) -> bool {
 impl Loop<'_> {
     pub(super) fn start(&mut self) -> Result<(), EngineError> {
         let (mut git, mut baseline, unavailable) = self.tree.baseline();
+        if let Some(e) = baseline
+            .error
+            .as_ref()
+            .filter(|e| git.baseline_tree.is_none() && e.contains(crate::observe::store::BAD_NAME))
+        {
+            return Err(EngineError::Workspace(
+                crate::workspace::WorkspaceError::Unsnapshottable(e.clone()),
+            ));
+        }
         let unjudged = if self.cfg.oracle.accept_rejected_tree {
             None
         } else {
@@ -710,12 +719,23 @@ impl Loop<'_> {
         // was rejected.
         let views = self.traj.attempt_views(self.cfg.success_exit_code);
         let accepted = crate::detect::progress::accepted(&views);
-        let from = views
-            .iter()
-            .zip(&accepted)
-            .rev()
-            .find(|(_, a)| **a)
-            .map_or(0, |(v, _)| v.iteration);
+        // An iteration whose check a signal stopped was not judged: it is checked
+        // again on the tree its exec left, which stays (a new user's fix was put back
+        // to t0's and re-checked there).
+        let interrupted = self
+            .traj
+            .last()
+            .is_some_and(|l| l.check_interrupted && l.main_check().is_none());
+        let from = if interrupted {
+            last_halt
+        } else {
+            views
+                .iter()
+                .zip(&accepted)
+                .rev()
+                .find(|(_, a)| **a)
+                .map_or(0, |(v, _)| v.iteration)
+        };
         self.tree.adopt_baseline(&self.traj);
         let baseline = self
             .traj
@@ -758,11 +778,7 @@ impl Loop<'_> {
         }
         // An iteration whose check a signal to loopexec stopped is checked again
         // rather than skipped: an interrupted baseline is measured before any exec.
-        if self
-            .traj
-            .last()
-            .is_some_and(|l| l.check_interrupted && l.main_check().is_none())
-        {
+        if interrupted {
             return Ok(());
         }
         self.record(Event::IterationStarted(IterationStarted {

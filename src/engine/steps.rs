@@ -278,6 +278,7 @@ impl Loop<'_> {
                 synced_written: stats.written,
                 synced_removed: stats.removed,
                 left_out,
+                unfrozen_tests: Vec::new(),
                 touched: std::collections::BTreeMap::new(),
                 watch_error: None,
             });
@@ -457,6 +458,16 @@ impl Loop<'_> {
                 seen.as_deref(),
                 t0_wrote == Some(true),
             );
+        }
+        if let (Some(rec), Some(base)) = (room_record.as_mut(), self.traj.baseline_check()) {
+            if it > 0 {
+                rec.unfrozen_tests = crate::observe::oracle_scope::unfrozen_in(
+                    &self.tree,
+                    &parsed,
+                    &base.parsed,
+                    self.cfg.oracle.new_tests,
+                );
+            }
         }
         let kept = self.keep_check_output(it, attempt, &spools);
         spools.remove();

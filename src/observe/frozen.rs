@@ -1132,6 +1132,46 @@ pub fn strip_new_rust_tests(old: &str, new: &str) -> Option<(String, Vec<(usize,
     Some((out, spans))
 }
 
+/// `new`, a Python source whose doctest examples grew by new examples only since
+/// `old` (SPEC §3.10), with the source lines of those examples (the `>>>` and `...`
+/// lines) blanked out, so doctest no longer finds them (their expected output stays,
+/// as prose), and the 1-based line spans of the examples; `None` when no example was
+/// added, or when t0's examples changed (the run halts on that anyway). A docstring's
+/// examples run in the runner's process before the tests of the files sorted after
+/// it (`pytest --doctest-modules`: `calc.py` before `tests/`), so a new example could
+/// set what the code under test reads (`>>> _ready.append(1)`); left out of the
+/// judged check, as a new test file is under `[oracle] new_tests = "exclude"`, it
+/// cannot. A triple quote on a blanked line is kept, with what follows it.
+#[must_use]
+pub fn strip_new_python_doctests(old: &str, new: &str) -> Option<(String, Vec<(usize, usize)>)> {
+    if !grown::python(old, new).is_empty() {
+        return None;
+    }
+    let spans = grown::python_new_examples(old, new);
+    if spans.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(new.len());
+    for (n, line) in new.split_inclusive('\n').enumerate() {
+        let t = line.trim_start();
+        let inside = spans.iter().any(|&(a, b)| a <= n + 1 && n < b);
+        if !(inside && (t.starts_with(">>>") || t.starts_with("..."))) {
+            out.push_str(line);
+            continue;
+        }
+        let end = ["\"\"\"", "'''"]
+            .iter()
+            .filter_map(|q| line.find(q))
+            .min()
+            .unwrap_or(line.len());
+        for c in line[..end].chars() {
+            out.push(if c == '\n' || c == '\r' { c } else { ' ' });
+        }
+        out.push_str(&line[end..]);
+    }
+    Some((out, spans))
+}
+
 /// Rust files that are whole test modules: for `#[cfg(test)] mod NAME;` in `dir/F.rs`,
 /// the file `dir/NAME.rs` or `dir/NAME/mod.rs` (for `lib.rs`, `main.rs`, `mod.rs`) or
 /// `dir/F/NAME.rs` (otherwise), when the tree holds it. `sources` are (path, content)

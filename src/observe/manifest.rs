@@ -893,6 +893,10 @@ pub const TSCONFIG_FREE_OPTIONS: &[&str] = &[
     "composite",
     "noErrorTruncation",
     "pretty",
+    // `tsc` writes nothing; a runner that compiles for the tests (ts-node, ts-jest)
+    // emits in memory whatever it says (a new user's plain-JS project type-checked
+    // with `checkJs` and `noEmit`)
+    "noEmit",
 ];
 
 /// The parts of a `tsconfig.json` that decide what code the tests run: `ts-node`'s

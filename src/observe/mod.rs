@@ -24,5 +24,6 @@ pub mod tasks;
 pub mod toolchain;
 pub mod toolchain_scope;
 pub mod tree;
+pub mod unfrozen;
 pub mod usage;
 pub mod watch;

@@ -99,9 +99,10 @@ pub fn added_tests(
         .collect()
 }
 
-/// The judged tree without the test files added since t0, and without the whole new
+/// The judged tree without the test files added since t0, without the whole new
 /// tests a Rust source's test modules grew by ([`super::frozen::strip_new_rust_tests`]:
-/// the file is judged with them blanked out), under `policy`: the tree's id, and
+/// the file is judged with them blanked out) and without the new doctest examples of a
+/// Python source ([`super::frozen::strip_new_python_doctests`]), under `policy`: the tree's id, and
 /// what was left out (paths of test files, `path:first-last` line spans of the tests
 /// left out of a source). `judged` is the tree [`TreeObserver::judged_tree`]
 /// built (the snapshot with t0's oracle restored); `t0` and `now` the files of t0 and of
@@ -124,11 +125,12 @@ pub fn leave_out_new_tests(
     let added = added_tests(t0, now, rules);
     // Rust sources (not test files) whose test modules grew by new tests, or that
     // are new (every test of a new source is new: a new `src/helper.rs` with its own
-    // `mod tests` joins the same test binary)
+    // `mod tests` joins the same test binary), and Python sources whose docstrings grew
+    // by doctest examples
     let grown: Vec<&String> = now
         .iter()
         .filter(|(p, e)| {
-            p.ends_with(".rs")
+            (p.ends_with(".rs") || p.ends_with(".py"))
                 && is_runner_test_file(p, rules).is_none()
                 && t0.get(*p).map_or(true, |e0| e0.oid != e.oid)
         })
@@ -157,7 +159,12 @@ pub fn leave_out_new_tests(
         let (Some(old), Some(new)) = (old, text(&e.oid)) else {
             continue;
         };
-        let Some((stripped, spans)) = super::frozen::strip_new_rust_tests(&old, &new) else {
+        let strip = if p.ends_with(".py") {
+            super::frozen::strip_new_python_doctests
+        } else {
+            super::frozen::strip_new_rust_tests
+        };
+        let Some((stripped, spans)) = strip(&old, &new) else {
             continue;
         };
         let oid = store
@@ -199,6 +206,33 @@ pub fn judged_without_new_tests(
         policy,
     )
     .map_err(|e| format!("the tree to judge could not be built without the new test files: {e}"))
+}
+
+/// The tests `run`, a judged check under `policy`, names that t0 does not define
+/// ([`super::unfrozen::unfrozen_tests`], against t0's tree and `baseline`, t0's check):
+/// empty under `run`, and without t0's tree (the guards that need it fail closed on
+/// their own).
+#[must_use]
+pub fn unfrozen_in(
+    obs: &TreeObserver,
+    run: &crate::check::model::ParsedRun,
+    baseline: &crate::check::model::ParsedRun,
+    policy: NewTestPolicy,
+) -> Vec<String> {
+    let (Some(store), Some(t0), NewTestPolicy::Exclude) = (obs.store(), obs.t0_entries(), policy)
+    else {
+        return Vec::new();
+    };
+    if !super::unfrozen::reads(run.format) {
+        return Vec::new();
+    }
+    let files: Vec<&str> = t0.keys().map(String::as_str).collect();
+    let text = |p: &str| -> Option<String> {
+        let e = t0.get(p)?;
+        let (_, bytes) = store.odb().read(&super::store::odb::from_hex(&e.oid)?)?;
+        String::from_utf8(bytes).ok()
+    };
+    super::unfrozen::unfrozen_tests(run, baseline, &files, &text)
 }
 
 /// The test files the runner tampering scan must read under `policy`: none under

@@ -108,6 +108,10 @@ pub const CACHE_DIRS: &[&str] = &[
 /// at any depth; `.venv`/`venv` when they hold a `pyvenv.cfg`.
 pub const DEPENDENCY_DIRS: &[&str] = &["node_modules", ".venv", "venv"];
 
+/// What the message of [`StoreError::BadName`] says: a tree holding such a name
+/// cannot be snapshotted, so nothing in it can be judged (`workspace_invalid`).
+pub const BAD_NAME: &str = "cannot be snapshotted";
+
 /// Errors of the snapshot store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -123,8 +127,9 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
-    /// A path that a tree cannot hold (newline, not UTF-8).
-    #[error("{0:?}: file names with a newline or that are not UTF-8 cannot be snapshotted; rename the file")]
+    /// A path that a tree cannot hold (newline, not UTF-8); its message holds
+    /// [`BAD_NAME`].
+    #[error("{0:?}: file names with a newline or that are not UTF-8 {BAD_NAME}; rename the file")]
     BadName(PathBuf),
 }
 

@@ -440,6 +440,50 @@ pub fn scan_dependency_manifest(path: &str, old: &str, new: &str) -> Vec<TamperH
         .collect()
 }
 
+/// True for a `.gitattributes` file, at any depth.
+#[must_use]
+pub fn is_gitattributes(path: &str) -> bool {
+    path.rsplit('/').next() == Some(".gitattributes")
+}
+
+/// Lines added to a `.gitattributes` file (`path`; `old` and `new` its t0 and current
+/// text) that set an attribute under which git stores or checks out other bytes than
+/// the working tree holds: `ident` (`$Id$` expanded on checkout), `filter`, `text`,
+/// `eol`, `crlf`, `working-tree-encoding`. loopexec judges the working tree's bytes; a
+/// commit of it, checked out elsewhere, would hold others (code right only with its
+/// `$Id: … $` text, say), so the tree judged would not be the tree a person gets:
+/// "git attribute that rewrites content". Unsetting one (`-text`, `binary`) and the
+/// other attributes (`diff`, `merge`, `linguist-…`, `export-ignore`) rewrite nothing.
+#[must_use]
+pub fn scan_gitattributes(path: &str, old: &str, new: &str) -> Vec<super::tamper::TamperHit> {
+    let rewrites = |line: &str| {
+        let t = line.trim();
+        if t.starts_with('#') || t.is_empty() {
+            return false;
+        }
+        t.split_whitespace().skip(1).any(|a| {
+            let name = a.split('=').next().unwrap_or(a);
+            matches!(
+                name,
+                "ident" | "filter" | "text" | "eol" | "crlf" | "working-tree-encoding"
+            )
+        })
+    };
+    similar::TextDiff::from_lines(old, new)
+        .iter_all_changes()
+        .filter(|c| c.tag() == similar::ChangeTag::Insert)
+        .filter_map(|c| {
+            let line = c.value().trim_end_matches(['\n', '\r']);
+            rewrites(line).then(|| super::tamper::TamperHit {
+                path: path.to_string(),
+                line: c.new_index().map_or(0, |i| i + 1),
+                rule: "git attribute that rewrites content".to_string(),
+                text: line.trim().chars().take(200).collect(),
+            })
+        })
+        .collect()
+}
+
 /// True for a manifest whose dependencies are built into the check from where it
 /// names them: `Cargo.toml`, `go.mod`, `go.work`, `package.json`.
 #[must_use]
@@ -1202,6 +1246,37 @@ mod honest {
         ];
         for (path, text) in rows {
             assert!(!hits(path, text).is_empty(), "{path}: {text}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod gitattributes_tests {
+    use super::scan_gitattributes;
+
+    /// Attributes under which git stores or checks out other bytes than the tree holds
+    /// are named on an added line; others, unsetting ones and lines t0 had are not.
+    #[test]
+    fn attributes_that_rewrite_content_are_named() {
+        let rows = [
+            ("calc.py ident\n", true),
+            ("*.py filter=lfs diff=lfs\n", true),
+            ("*.sh text eol=lf\n", true),
+            ("*.txt working-tree-encoding=UTF-16\n", true),
+            ("* text=auto\n", true),
+            ("*.png -text\n", false),
+            ("*.png binary\n", false),
+            ("docs/ export-ignore\n", false),
+            ("*.rs diff=rust linguist-language=Rust\n", false),
+            ("# calc.py ident\n", false),
+        ];
+        for (line, want) in rows {
+            assert_eq!(
+                !scan_gitattributes(".gitattributes", "", line).is_empty(),
+                want,
+                "{line}"
+            );
+            assert!(scan_gitattributes("sub/.gitattributes", line, line).is_empty());
         }
     }
 }

@@ -15,6 +15,8 @@
 //! | always-equal object | an `__eq__`/`__ne__` (a `def` on one or two lines, or a `lambda`) or a Rust `fn eq`/`fn ne` whose answer does not compare the two operands: one never named, an alternative of `or` that compares nothing, a thing compared with itself, a member of a literal holding it (`other in (other, self)`), sides made constant (`x * 0 == y * 0`), enum discriminants (`std::mem::discriminant`), a signature over several lines ([`always_equal`]) |
 //! | runner verdict printed | a test runner's own summary or verdict lines in code under test: libtest's `test result: ok.`, `N passed; N failed` with literal counts and `failed; N ignored`, pytest's `===== N passed in` banner or a literal `2 passed in 0.01`, unittest's `Ran N tests`, TAP's `ok N - ` and node's `# pass N`: a transcript forged before an exit (a fresh review printed libtest's tail and left through `quick_exit(0)`) |
 //! | equality weakened | a dataclass (or attrs) field whose comparison is turned off (`field(compare=False)`) where the field was a plain one at t0 ("always-equal object" when no field of its class compares then) |
+//! | doctest built at run time | a docstring assigned or extended (`add.__doc__ += …`, `setattr(f, "__doc__", …)`) or doctest's `__test__` table: examples no docstring shows, which run in the frozen tests' process before them |
+//! | source read as text | `include_str!`/`include_bytes!` of a `.rs` file, a read of `file!()`, `open(__file__)`, `inspect.getsource`, `linecache`: the judged copy of a source leaves its new tests out, so code reading its text could tell the judged copy from the checkout |
 //! | sourceless bytecode | a `.pyc`/`.pyo` outside `__pycache__`, whatever it holds ([`is_sourceless_bytecode`]) |
 //! | name assembled from pieces | string pieces joined by `+`, by adjacency or by `join`/`concat!` that spell a runner module, a process-exit function or loopexec's names (`"_py" + "test"`, `"ex" + "it"`, `"".join(["LOOP", "EXEC_"])`): the general form of hiding `importlib.import_module("_pytest…")`, `__import__`, `getattr(os, …)` or `process[…]` from the rules above. A single literal is not assembled: ordinary imports are not flagged |
 //!
@@ -62,6 +64,25 @@ pub const RULES: &[Rule] = &[
         // false alarms printed `{failed} failed, {passed} passed in {t}s`)
         pattern: r#"\bresult:\s*(ok|FAILED)\.|\bpassed;\s*\d+\s+failed\b|\bfailed;\s*(\d+|\{[^}]*\})\s+ignored\b|\b\d+\s+passed\s+in\s+\d|={3,}\s*(\d+|\{[^}]*\}|%[ds])\s+passed\s+in\s|['"]Ran\s+(\d+|\{[^}]*\}|%[ds])\s+tests?\b|['"`]#\s+(pass|fail|tests)\s+(\d|\$\{|['"`])|['"`]\s*(not\s+)?ok\s+(\d+|\$\{[^}]*\}|\{[^}]*\}|%[ds])\s+-\s"#,
         skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::Python],
+        name: "doctest built at run time",
+        // a docstring assigned or extended (`add.__doc__ += ">>> …"`) or doctest's
+        // `__test__` table: examples no docstring of the source shows, which run
+        // beside the frozen tests (`pytest --doctest-modules`) before them
+        pattern: r#"\b__doc__\s*[+|]?=[^=]|['"]__doc__['"]\s*,|\b__test__\s*(?:[+|]?=[^=]|\[|\.\s*(?:update|setdefault)\b)"#,
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::Python, Lang::Rust],
+        name: "source read as text",
+        // code under test reading a source file's text (its own: `include_str!("lib.rs")`,
+        // `open(__file__)`, `inspect.getsource`): the judged copy of a source leaves
+        // its new tests and doctest examples out, so such code could tell the judged
+        // copy from the checkout
+        pattern: r#"\binclude_(?:str|bytes)\s*!\s*\([^)]*\.rs\s*"|\b(?:read_to_string|read|open|File\s*::\s*open)\s*\(\s*file\s*!\s*\(|\bopen\s*\(\s*__file__\b|\bPath\s*\(\s*__file__\s*\)\s*\.\s*(?:read_|open\b)|\binspect\s*\.\s*getsource(?:lines|file)?\s*\(|\bfrom\s+inspect\s+import\s+[^#]*\bgetsource|\.\s*get_source\s*\(|\blinecache\s*\.\s*(?:getline|getlines|updatecache)\b"#,
+        skip_entry_points: true,
     },
 ];
 
@@ -1984,6 +2005,21 @@ mod tests {
             ("calc.py", "# LOOPEXEC_ only in a comment", None),
             // Entry points may exit however they like.
             ("__main__.py", "ctypes.CDLL(None)._exit(0)", None),
+            // doctest built at run time
+            ("calc.py", "add.__doc__ += '\\n>>> _ready.append(1)\\n'", Some("doctest built at run time")),
+            ("calc.py", "__test__ = {'warm': '>>> _ready.append(1)'}", Some("doctest built at run time")),
+            ("calc.py", "setattr(add, '__doc__', text)", Some("doctest built at run time")),
+            ("calc.py", "parser = argparse.ArgumentParser(description=__doc__)", None),
+            ("calc.py", "if add.__doc__ == other:", None),
+            // source read as text
+            ("src/lib.rs", "const SOURCE: &str = include_str!(\"lib.rs\");", Some("source read as text")),
+            ("src/lib.rs", "let s = std::fs::read_to_string(file!()).unwrap();", Some("source read as text")),
+            ("calc.py", "_SRC = open(__file__).read()", Some("source read as text")),
+            ("calc.py", "src = inspect.getsource(add)", Some("source read as text")),
+            ("calc.py", "src = Path(__file__).read_text()", Some("source read as text")),
+            ("src/lib.rs", "const T: &str = include_str!(\"table.txt\");", None),
+            ("src/lib.rs", "panic!(\"at {}\", file!());", None),
+            ("calc.py", "DATA = Path(__file__).parent / 'data.json'", None),
         ];
         for (path, line, want) in table {
             let hits = scan(path, "", &format!("{line}\n"));

@@ -278,6 +278,11 @@ pub struct CleanRoomRecord {
     /// tests of a Rust source's test modules, blanked out of its copy in `tree`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// Tests the check named that t0 does not define, under `new_tests = "exclude"`
+    /// (a test a macro made from its arguments; [`crate::observe::unfrozen`]): they ran
+    /// beside the frozen oracle, so the run's verdict is not the oracle's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unfrozen_tests: Vec<String>,
     /// Files and directories of `tree` the check modified, re-attributed, moved or
     /// deleted while it ran, even when restored before it ended: path → what happened
     /// ([`crate::observe::watch`]).

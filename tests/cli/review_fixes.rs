@@ -417,3 +417,34 @@ fn a_pytest_check_quiet_twice_is_told_to_drop_a_q() {
         .run2(fix, "python3 -m pytest")
         .expect(10, Some("success_condition_met"));
 }
+
+/// A file name no snapshot can hold (a newline in it, or bytes that are not UTF-8) is
+/// `workspace_invalid` naming it: left by the exec, the check would have judged the
+/// tree before it (a new user's fix was never checked: "the agent did not change the
+/// tree"); in the tree at t0, the run is refused rather than failing internally.
+#[test]
+fn a_file_name_no_snapshot_can_hold_is_named_not_judged_around() {
+    let r = Repo::with_f();
+    let v = r
+        .run2(
+            "echo 1 > f; touch \"$(printf 'odd\\nname')\"",
+            "grep -q 1 f",
+        )
+        .expect(30, Some("workspace_invalid"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    assert!(crate::support::mentions(&v, "cannot be snapshotted"), "{v}");
+    let r = Repo::with_f();
+    std::fs::write(
+        r.path()
+            .join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"caf\xe9.txt")),
+        "",
+    )
+    .unwrap();
+    let out = r.run2("echo 1 > f", "grep -q 1 f");
+    assert_eq!(out.code, 30, "{}", out.stderr);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), out.stderr);
+    assert!(
+        text.contains("xE9.txt") && text.contains("cannot be snapshotted"),
+        "{text}"
+    );
+}

@@ -348,6 +348,36 @@ fn an_interrupted_baseline_is_no_verdict_and_resume_measures_it_again() {
     assert_eq!(rep["iterations"][0]["verdict"], "red", "{rep}");
 }
 
+/// An iteration's check stopped by a signal is checked again on the tree that
+/// iteration's exec left: resuming neither puts the last accepted tree back nor judges
+/// another (a new user's fix was undone and re-checked red).
+#[test]
+fn resuming_an_interrupted_check_keeps_the_tree_its_exec_left() {
+    let r = Repo::with_f();
+    let _g = ProcGuard::new(&["sleep 4188"]);
+    let slow = r.outside().join("slow");
+    std::fs::write(&slow, "").unwrap();
+    let check = format!(
+        "if [ -f fixed ] && [ -f '{}' ]; then n=4188; sleep $n; fi; test -f fixed",
+        slow.display()
+    );
+    let mut run = spawn_wedged(&r, Some("ic"), "sleep 4188", "touch fixed", &check);
+    let pid = i32::try_from(run.child().id()).unwrap();
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let v = finish(&mut run, Duration::from_secs(20)).expect(11, Some("human_required"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    std::fs::remove_file(&slow).unwrap();
+    let v = r
+        .lx(&["run", "--resume", "ic"])
+        .expect(10, Some("success_condition_met"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    assert!(
+        r.path().join("fixed").exists(),
+        "the exec's change was undone"
+    );
+}
+
 #[test]
 fn show_agent_output_streams_both_of_the_agents_streams_to_stderr() {
     let r = Repo::with_file("c", "0\n");

@@ -593,6 +593,33 @@ pub(super) fn python(old: &str, new: &str) -> Vec<Growth> {
     out
 }
 
+/// The doctest examples of `new`, a Python source, that `old` did not have, as
+/// 1-based inclusive line spans: every example of a docstring none of t0's example
+/// groups opens, and the examples after t0's in one that a t0 group opens (matched as
+/// [`python`] matches them). Meant for a file whose examples grew by new ones alone
+/// ([`python`] finds nothing).
+pub(super) fn python_new_examples(old: &str, new: &str) -> Vec<(usize, usize)> {
+    let g0 = py_groups(old);
+    let g1 = py_groups(new);
+    let mut kept = vec![0usize; g1.len()];
+    let mut next = 0;
+    for g in g0 {
+        let found = g1
+            .iter()
+            .enumerate()
+            .skip(next)
+            .find(|(_, h)| h.len() >= g.len() && h.iter().zip(&g).all(|(x, y)| x.2 == y.2));
+        if let Some((i, _)) = found {
+            kept[i] = g.len();
+            next = i + 1;
+        }
+    }
+    g1.iter()
+        .zip(kept)
+        .flat_map(|(h, k)| h[k..].iter().map(|x| (x.0, x.1)))
+        .collect()
+}
+
 /// The doctest examples of a Python source grouped by docstring (a line holding `"""`
 /// or `'''` that is no example line ends a group): each example is `(first line, last
 /// line, text)`, 1-based, from its `>>>` line over its `...` lines and its expected

@@ -1409,3 +1409,42 @@ fn new_rust_tests_are_blanked_out_of_the_judged_copy() {
     );
     assert!(strip_new_rust_tests(old, &shadow).is_none());
 }
+
+/// The new doctest examples of a Python source are blanked out of the judged copy
+/// (their `>>>` and `...` lines; a closing triple quote on such a line stays), line
+/// numbers kept; t0's examples stay; a file whose t0 examples changed is left alone
+/// (table: new source, kept words, blanked words).
+#[test]
+fn new_python_doctest_examples_are_blanked_out_of_the_judged_copy() {
+    let old = "def add(a, b):\n    \"\"\"Sum.\n\n    >>> add(1, 1)\n    2\n    \"\"\"\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
+    let rows: &[(&str, &[&str], &[&str])] = &[
+        // a new docstring's examples, one ending on the closing quotes
+        (
+            "_ready = []\n\ndef add(a, b):\n    \"\"\"Sum.\n\n    >>> add(1, 1)\n    2\n    \"\"\"\n    return a + b if _ready else a - b\n\n\ndef sub(a, b):\n    \"\"\"\n    >>> _ready.append(1)\n    >>> for _ in range(1):\n    ...     pass\n    >>> sub(2, 1)\"\"\"\n    return a - b\n",
+            &[">>> add(1, 1)", "    2\n", "\"\"\"\n    return a - b"],
+            &["_ready.append", "for _ in", "pass", "sub(2, 1)"],
+        ),
+        // an example after t0's in the same docstring
+        (
+            "def add(a, b):\n    \"\"\"Sum.\n\n    >>> add(1, 1)\n    2\n\n    >>> add(2, 2)\n    4\n    \"\"\"\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
+            &[">>> add(1, 1)"],
+            &["add(2, 2)"],
+        ),
+    ];
+    for (new, kept, blanked) in rows {
+        let (judged, spans) = strip_new_python_doctests(old, new).expect(new);
+        assert_eq!(judged.lines().count(), new.lines().count(), "{judged}");
+        assert!(!spans.is_empty());
+        for k in *kept {
+            assert!(judged.contains(k), "{k} kept:\n{judged}");
+        }
+        for b in *blanked {
+            assert!(!judged.contains(b), "{b} blanked:\n{judged}");
+        }
+    }
+    // code changed, examples not: nothing to leave out
+    assert!(strip_new_python_doctests(old, &old.replace("a - b", "a + b")).is_none());
+    // an example put before t0's is no new test: the edit halts instead
+    let before = old.replace("    >>> add(1, 1)", "    >>> b = 0\n    >>> add(1, 1)");
+    assert!(strip_new_python_doctests(old, &before).is_none());
+}
