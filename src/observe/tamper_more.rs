@@ -71,7 +71,7 @@ pub const RULES: &[Rule] = &[
         // a docstring assigned or extended (`add.__doc__ += ">>> …"`) or doctest's
         // `__test__` table: examples no docstring of the source shows, which run
         // beside the frozen tests (`pytest --doctest-modules`) before them
-        pattern: r#"\b__doc__\s*[+|]?=[^=]|['"]__doc__['"]\s*,|\b__test__\s*(?:[+|]?=[^=]|\[|\.\s*(?:update|setdefault)\b)"#,
+        pattern: r#"\b__doc__\s*[+|]?=[^=]|['"]__doc__['"]\s*[,:]|\b__test__\s*(?:[+|]?=[^=]|\[|\.\s*(?:update|setdefault)\b)"#,
         skip_entry_points: false,
     },
     Rule {
@@ -81,7 +81,7 @@ pub const RULES: &[Rule] = &[
         // `open(__file__)`, `inspect.getsource`): the judged copy of a source leaves
         // its new tests and doctest examples out, so such code could tell the judged
         // copy from the checkout
-        pattern: r#"\binclude_(?:str|bytes)\s*!\s*\([^)]*\.rs\s*"|\b(?:read_to_string|read|open|File\s*::\s*open)\s*\(\s*file\s*!\s*\(|\bopen\s*\(\s*__file__\b|\bPath\s*\(\s*__file__\s*\)\s*\.\s*(?:read_|open\b)|\binspect\s*\.\s*getsource(?:lines|file)?\s*\(|\bfrom\s+inspect\s+import\s+[^#]*\bgetsource|\.\s*get_source\s*\(|\blinecache\s*\.\s*(?:getline|getlines|updatecache)\b"#,
+        pattern: r#"\binclude_(?:str|bytes)\s*!\s*\([^)]*\.rs\s*"|\b(?:read_to_string|read|open|File\s*::\s*open)\s*\(\s*file\s*!\s*\(|\bopen\s*\(\s*(?:(?:os\s*\.\s*)?path\s*\.\s*(?:abspath|realpath|normpath)\s*\(\s*)?__file__\b|\bPath\s*\(\s*__file__\s*\)\s*\.\s*(?:read_|open\b)|\binspect\s*\.\s*getsource(?:lines|file)?\s*\(|\bfrom\s+inspect\s+import\s+[^#]*\bgetsource|\.\s*get_source\s*\(|\blinecache\s*\.\s*(?:getline|getlines|updatecache)\b"#,
         skip_entry_points: true,
     },
 ];
@@ -2015,6 +2015,8 @@ mod tests {
             ("src/lib.rs", "const SOURCE: &str = include_str!(\"lib.rs\");", Some("source read as text")),
             ("src/lib.rs", "let s = std::fs::read_to_string(file!()).unwrap();", Some("source read as text")),
             ("calc.py", "_SRC = open(__file__).read()", Some("source read as text")),
+            ("calc.py", "_SRC = open(os.path.abspath(__file__)).read()", Some("source read as text")),
+            ("calc.py", "add = type('add', (), {'__doc__': text})", Some("doctest built at run time")),
             ("calc.py", "src = inspect.getsource(add)", Some("source read as text")),
             ("calc.py", "src = Path(__file__).read_text()", Some("source read as text")),
             ("src/lib.rs", "const T: &str = include_str!(\"table.txt\");", None),

@@ -72,6 +72,22 @@ pub fn unfrozen_tests(
     };
     let mut seen = HashSet::new();
     let mut out = Vec::new();
+    // A libtest run that names no passing test (`cargo test -q` prints dots) shows
+    // only its count: more tests than a complete t0 run counted means tests t0 did
+    // not define ran (new tests are left out, so an honest run counts t0's)
+    let names_passes = run
+        .tests
+        .iter()
+        .any(|t| ParsedRun::is_named(t) && t.outcome.is_passing());
+    if run.format != Format::Pytest && !names_passes && baseline.complete {
+        let (now, then) = (run.counts().total(), baseline.counts().total());
+        if now > then {
+            out.push(format!(
+                "{} test(s) beyond the {then} t0's check counted (the run names only its failures)",
+                now - then
+            ));
+        }
+    }
     for id in named(run) {
         if t0_ids.contains(&id) || !seen.insert(id.clone()) {
             continue;
@@ -169,8 +185,26 @@ fn pytest_defined(
             let head = own.find("\ndef ").or_else(|| own.find("\nclass "));
             return own[..head.unwrap_or(own.len())].contains(">>>");
         }
-        let object = name.rsplit('.').next().unwrap_or(name);
-        return doc_examples_of(&own, object);
+        // every object on the path from the module (`C.add`: a class `C` t0 had, not
+        // one made at run time), the last with examples in its body at t0
+        // (the module's dotted name ends in the file's stem: `pkg.calc.C.add`)
+        let module_end = name
+            .match_indices(&format!("{stem}."))
+            .find(|(i, _)| *i == 0 || name[..*i].ends_with('.'))
+            .map_or(0, |(i, m)| i + m.len());
+        let path: Vec<&str> = name[module_end..].split('.').collect();
+        let Some((object, outer)) = path.split_last() else {
+            return false;
+        };
+        return outer.iter().all(|c| defines(&own, &["class"], c)) && doc_examples_of(&own, object);
+    }
+    // the classes on the id's path are t0's classes of that file (a class the code
+    // under test adds to the test module at run time is not)
+    if !rest[..rest.len() - 1]
+        .iter()
+        .all(|c| defines(&own, &["class"], c))
+    {
+        return false;
     }
     if defines(&own, &["def", "class"], name) {
         return true;
@@ -214,7 +248,22 @@ fn libtest_defined(
         && t0_files
             .iter()
             .filter(|p| p.ends_with(".rs"))
-            .any(|p| text(p).is_some_and(|t| defines(&t, &["fn"], name)))
+            .any(|p| text(p).is_some_and(|t| defines_test_fn(&t, name)))
+}
+
+/// Whether `text`, a Rust source, has `fn name` under a test attribute (`#[test]`,
+/// `#[tokio::test]`, `#[rstest]`, `#[test_case(…)]`: an attribute naming `test` on one
+/// of the five lines above it): a function of the code under test named like the new
+/// test is no test of t0's.
+fn defines_test_fn(text: &str, name: &str) -> bool {
+    let lines: Vec<&str> = text.lines().collect();
+    lines.iter().enumerate().any(|(i, l)| {
+        defines(l, &["fn"], name)
+            && lines[i.saturating_sub(5)..=i].iter().any(|a| {
+                let a = a.trim_start();
+                a.starts_with("#[") && a.contains("test")
+            })
+    })
 }
 
 #[cfg(test)]
@@ -232,7 +281,7 @@ mod tests {
     /// the ids that are not t0's.
     #[test]
     fn only_tests_t0_defines_may_run_in_the_judged_check() {
-        let lib0 = "pub fn add(a: i64, b: i64) -> i64 { a - b }\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {}\n}\n";
+        let lib0 = "pub fn add(a: i64, b: i64) -> i64 {\n    a - b\n}\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {}\n}\n";
         let py0 = "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n\nclass TestCalc(Base):\n    def test_sub(self):\n        pass\n";
         let base = "class Base:\n    def test_inherited(self):\n        pass\n";
         let calc0 = "def add(a, b):\n    \"\"\"\n    >>> add(1, 1)\n    2\n    \"\"\"\n    return a - b\n\ndef sub(a, b):\n    return a - b\n";
@@ -352,6 +401,37 @@ mod tests {
                 &["tests/test_new.py::test_x"],
             ),
             (
+                "a class the code under test added to a test module",
+                &["tests/test_calc.py::test_add"],
+                &[
+                    "tests/test_calc.py::test_add",
+                    "tests/test_calc.py::TestZWarmup::test_add",
+                ],
+                Format::Pytest,
+                &["tests/test_calc.py::TestZWarmup::test_add"],
+            ),
+            (
+                "a doctest of a package's module, named by its dotted name",
+                &[],
+                &["calc.py::pkg.calc.add"],
+                Format::Pytest,
+                &[],
+            ),
+            (
+                "a doctest of a class made at run time",
+                &["calc.py::calc.add"],
+                &["calc.py::calc.add", "calc.py::calc.C.add"],
+                Format::Pytest,
+                &["calc.py::calc.C.add"],
+            ),
+            (
+                "a macro-made test named like a function of the code under test",
+                &["calc::tests::adds"],
+                &["calc::tests::adds", "calc::a::add"],
+                Format::Libtest,
+                &["calc::a::add"],
+            ),
+            (
                 "jest titles are not read",
                 &[],
                 &["calc adds"],
@@ -371,6 +451,21 @@ mod tests {
                 &read,
             );
             assert_eq!(got, *want, "{what}");
+        }
+        let quiet_rows: &[(u64, u64, bool)] = &[(1, 1, false), (1, 2, true), (3, 2, false)];
+        for &(then, now, flagged) in quiet_rows {
+            let mut base = with_format(parsed(&[("calc::tests::adds", Failed)]), Format::Libtest);
+            base.summary = Some(crate::check::model::Counts {
+                failed: then,
+                ..Default::default()
+            });
+            let mut run = with_format(parsed(&[]), Format::Libtest);
+            run.summary = Some(crate::check::model::Counts {
+                passed: now,
+                ..Default::default()
+            });
+            let got = unfrozen_tests(&run, &base, &[], &|_| None);
+            assert_eq!(!got.is_empty(), flagged, "{then} then, {now} now: {got:?}");
         }
     }
 
