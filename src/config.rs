@@ -48,7 +48,7 @@ impl ConfigError {
             }
             ConfigError::Invalid { field, .. } => match flag_of(field) {
                 Some(flag) => {
-                    format!("set `{field}` to a valid value in loop.toml, or give `{flag}`")
+                    format!("give `{flag}` a valid value (or `{field}` in loop.toml, where it is set there)")
                 }
                 None => format!("set `{field}` to a valid value in loop.toml"),
             },
@@ -67,6 +67,8 @@ fn flag_of(field: &str) -> Option<&'static str> {
         "judge.command" => "--judge",
         "judge.every" => "--judge-every",
         "task.objective" => "--objective",
+        "check" => "--check",
+        "exec" => "--exec",
         _ => return None,
     })
 }

@@ -314,6 +314,11 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
             return halt(h);
         }
         if let Some(h) = objective::verify(t, cfg, &main.parsed) {
+            // green before any work, but not on the objective: the objective is the
+            // work (a new user's run halted 13 before its agent ran)
+            if last.iteration == 0 {
+                return go(Next::NextIteration { revert_to: None });
+            }
             return halt(h);
         }
         if (last.checks.len() as u32) < 1 + confirmations(cfg) {

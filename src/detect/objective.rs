@@ -199,7 +199,7 @@ pub fn unmatched_at_baseline(cfg: &RunConfig, base: &ParsedRun) -> Vec<String> {
         ""
     };
     let only = if cfg.oracle.new_tests == crate::config::NewTestPolicy::Exclude {
-        "only a new test added to an existing test file can match it (new test files are left out of the judged check)"
+        "no test the agent adds can match it (new tests are left out of the judged check, and an existing test file is frozen): name a test t0 has, or set [oracle] new_tests = \"run\" to let the agent's new tests count"
     } else {
         "a test the agent adds must match it"
     };

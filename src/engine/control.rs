@@ -241,7 +241,28 @@ impl Loop<'_> {
             .holds
             .iter()
             .rev()
-            .find(|h| h.verdict == "stopped")?;
+            .find(|h| h.verdict == "stopped");
+        // a signal to loopexec (Ctrl-C, SIGTERM) stopped it after any hold did
+        if let Some(i) = self
+            .traj
+            .interrupts
+            .last()
+            .filter(|i| stop.map_or(true, |s| i.iteration >= s.iteration))
+        {
+            let name = match i.signal {
+                libc::SIGINT => "SIGINT (Ctrl-C)".to_string(),
+                libc::SIGTERM => "SIGTERM".to_string(),
+                libc::SIGHUP => "SIGHUP".to_string(),
+                n => format!("signal {n}"),
+            };
+            let text = format!(
+                "stopped at iteration {} by {name} to loopexec; no verdict was reached",
+                i.iteration
+            );
+            *self.control.marker.borrow_mut() = Some(text.clone());
+            return Some(text);
+        }
+        let stop = stop?;
         let released: Vec<String> = stop
             .holds
             .iter()

@@ -251,6 +251,18 @@ fn an_objective_test_never_collected_is_objective_unverified() {
         .expect(10, Some("success_condition_met"));
 }
 
+/// A check green at t0 that does not verify the objective is the task, not its
+/// failure: the agent runs (a new user's run halted 13 at iteration 0, before it).
+#[test]
+fn a_green_baseline_without_the_objective_sets_the_agent_to_work() {
+    let r = tap_repo(2);
+    r.write("failing", "").commit("green already");
+    let out = r.lx_tap("touch ran", &["--objective", "t9", "--max-iterations", "1"]);
+    let v = out.expect(13, Some("objective_unverified"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    assert!(r.path().join("ran").exists(), "the agent never ran");
+}
+
 #[test]
 fn an_objective_test_that_runs_skipped_is_objective_unverified() {
     // The task is to add and pass t3; the agent fixes t2 and adds t3 as skipped.

@@ -338,6 +338,14 @@ fn an_interrupted_baseline_is_no_verdict_and_resume_measures_it_again() {
         .iter()
         .position(|l| l["event"] == "resumed")
         .expect("a resumed event");
+    // the first exec after the resume is told why the run had stopped
+    assert!(
+        lines[resumed]["resume_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("SIGINT")),
+        "{}",
+        lines[resumed]
+    );
     let next = lines[resumed + 1..]
         .iter()
         .find(|l| l["event"] == "check_finished" || l["event"] == "exec_finished")

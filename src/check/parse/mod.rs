@@ -621,7 +621,7 @@ fn merge(mut p: ParsedRun, mut text: ParsedRun) -> ParsedRun {
         text.complete &= p.complete;
         text.unattributed_failure |= p.unattributed_failure;
         for r in p.tests.iter().filter(|r| r.outcome == Outcome::FlakyPassed) {
-            if let Some(i) = find_match(&text.tests, &r.id) {
+            if let Some(i) = find_report_match(&text.tests, &r.id) {
                 if text.tests[i].outcome == Outcome::Passed {
                     text.tests[i].outcome = Outcome::FlakyPassed;
                 }
@@ -636,7 +636,7 @@ fn merge(mut p: ParsedRun, mut text: ParsedRun) -> ParsedRun {
             .into_iter()
             .filter(|r| r.outcome.is_failing() && !r.id.ends_with(UNATTRIBUTED_SUFFIX))
         {
-            match find_match(&text.tests, &r.id) {
+            match find_report_match(&text.tests, &r.id) {
                 Some(i) if text.tests[i].outcome.is_failing() => {}
                 Some(i) => {
                     kept.push(r.id.clone());
@@ -738,6 +738,31 @@ fn find_match(tests: &[crate::check::model::TestResult], text_id: &str) -> Optio
         }
     }
     None
+}
+
+/// The console test a report's test `report_id` is: [`find_match`], else the one
+/// console id the report's ends with once the separators agree — a report names a
+/// test file by its absolute path and joins titles with ` > ` (jest's `--json`:
+/// `/…/tree/__tests__/calc.test.js > adds`), the console by the path from where the
+/// runner started, with ` › ` (`__tests__/calc.test.js › adds`); counted twice, the
+/// absolute id was a test "lost" once the run went green (a new user's false alarm).
+fn find_report_match(tests: &[crate::check::model::TestResult], report_id: &str) -> Option<usize> {
+    if let Some(i) = find_match(tests, report_id) {
+        return Some(i);
+    }
+    let norm = |s: &str| s.replace(" \u{203a} ", " > ");
+    let report = norm(report_id);
+    let mut hits = tests.iter().enumerate().filter(|(_, t)| {
+        if t.id.ends_with(UNATTRIBUTED_SUFFIX) {
+            return false;
+        }
+        let text = norm(&t.id);
+        report == text || report.ends_with(&format!("/{text}"))
+    });
+    match (hits.next(), hits.next()) {
+        (Some((i, _)), None) => Some(i),
+        _ => None,
+    }
 }
 
 /// The runner name used in the synthetic id for a format.
@@ -948,6 +973,58 @@ mod tests {
                 3 + usize::from(want == "m::t_fail" && console[0].0 == "a")
             );
         }
+    }
+
+    /// A jest `--json` report names a test by its file's absolute path and ` > `; the
+    /// console by the path from the runner's start and ` › `: the same failing test
+    /// is counted once (a new user's false alarm counted it twice at t0, and the
+    /// absolute one was "lost" at green).
+    #[test]
+    fn a_reports_absolute_id_is_the_consoles_test() {
+        use Outcome::{Failed, Passed};
+        let report = run_of(
+            Format::JestJson,
+            true,
+            &[
+                (
+                    "/state/cleanrooms/9f/tree/__tests__/calc.test.js > adds",
+                    Failed,
+                ),
+                (
+                    "/state/cleanrooms/9f/tree/__tests__/calc.test.js > adds zero",
+                    Passed,
+                ),
+            ],
+        );
+        let console = run_of(
+            Format::Jest,
+            true,
+            &[
+                ("__tests__/calc.test.js \u{203a} adds", Failed),
+                ("__tests__/calc.test.js \u{203a} adds zero", Passed),
+            ],
+        );
+        let m = merge(report, console);
+        let ids: Vec<&str> = m.tests.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "__tests__/calc.test.js \u{203a} adds",
+                "__tests__/calc.test.js \u{203a} adds zero"
+            ]
+        );
+        // another file's test of the same title is not it
+        let other = run_of(
+            Format::JestJson,
+            true,
+            &[("/state/tree/__tests__/other.test.js > adds", Failed)],
+        );
+        let console = run_of(
+            Format::Jest,
+            true,
+            &[("__tests__/calc.test.js \u{203a} adds", Passed)],
+        );
+        assert_eq!(merge(other, console).tests.len(), 2);
     }
 
     #[test]
