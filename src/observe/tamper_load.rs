@@ -469,15 +469,35 @@ pub fn scan_gitattributes(path: &str, old: &str, new: &str) -> Vec<super::tamper
             )
         })
     };
+    added_line_hits(
+        path,
+        old,
+        new,
+        "git attribute that rewrites content",
+        rewrites,
+    )
+}
+
+/// A hit of `rule` for each line of `new` (the file `path` now; `old` its t0 text) that
+/// the line diff adds and `matches`: line numbers 1-based in `new`, the line's text
+/// trimmed to 200 characters.
+#[must_use]
+pub fn added_line_hits(
+    path: &str,
+    old: &str,
+    new: &str,
+    rule: &str,
+    matches: impl Fn(&str) -> bool,
+) -> Vec<super::tamper::TamperHit> {
     similar::TextDiff::from_lines(old, new)
         .iter_all_changes()
         .filter(|c| c.tag() == similar::ChangeTag::Insert)
         .filter_map(|c| {
             let line = c.value().trim_end_matches(['\n', '\r']);
-            rewrites(line).then(|| super::tamper::TamperHit {
+            matches(line).then(|| super::tamper::TamperHit {
                 path: path.to_string(),
                 line: c.new_index().map_or(0, |i| i + 1),
-                rule: "git attribute that rewrites content".to_string(),
+                rule: rule.to_string(),
                 text: line.trim().chars().take(200).collect(),
             })
         })

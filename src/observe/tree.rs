@@ -1773,19 +1773,13 @@ fn data_reached(
     if handles.is_empty() {
         return Vec::new();
     }
-    similar::TextDiff::from_lines(old, new)
-        .iter_all_changes()
-        .filter(|c| c.tag() == similar::ChangeTag::Insert)
-        .filter_map(|c| {
-            let line = c.value().trim_end_matches(['\n', '\r']);
-            frozen::reaches_data(path, line, handles).then(|| super::tamper::TamperHit {
-                path: path.to_string(),
-                line: c.new_index().map_or(0, |i| i + 1),
-                rule: "test data reached from code under test".to_string(),
-                text: line.trim().chars().take(200).collect(),
-            })
-        })
-        .collect()
+    super::tamper_load::added_line_hits(
+        path,
+        old,
+        new,
+        "test data reached from code under test",
+        |line| frozen::reaches_data(path, line, handles),
+    )
 }
 
 /// Lines added to code under test `path` that name a test file the judged check leaves
@@ -1817,19 +1811,13 @@ fn left_out_reached(
                     })
                 }))
     };
-    similar::TextDiff::from_lines(old, new)
-        .iter_all_changes()
-        .filter(|c| c.tag() == similar::ChangeTag::Insert)
-        .filter_map(|c| {
-            let line = c.value().trim_end_matches(['\n', '\r']);
-            named(line).then(|| super::tamper::TamperHit {
-                path: path.to_string(),
-                line: c.new_index().map_or(0, |i| i + 1),
-                rule: "left-out test file reached from code under test".to_string(),
-                text: line.trim().chars().take(200).collect(),
-            })
-        })
-        .collect()
+    super::tamper_load::added_line_hits(
+        path,
+        old,
+        new,
+        "left-out test file reached from code under test",
+        named,
+    )
 }
 
 /// The text of each of `entries` (path, entry) read from the store, as (path, text):
