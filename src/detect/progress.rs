@@ -157,6 +157,20 @@ pub fn accepted(trajectory: &[AttemptView]) -> Vec<bool> {
     out
 }
 
+/// The iteration of the last attempt [`accepted`] accepts: the one a run that stops
+/// without converging leaves in the tree, and the one a resumed run continues from.
+/// `None` for an empty trajectory (the baseline, when present, is always accepted).
+#[must_use]
+pub fn last_accepted(trajectory: &[AttemptView]) -> Option<u32> {
+    let accepted = accepted(trajectory);
+    trajectory
+        .iter()
+        .zip(&accepted)
+        .rev()
+        .find(|(_, a)| **a)
+        .map(|(v, _)| v.iteration)
+}
+
 /// Runs the decision table and returns the first halt that fires, or `None`.
 ///
 /// `None` also when the trajectory has no attempt yet or its last element is green.

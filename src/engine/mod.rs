@@ -717,8 +717,6 @@ impl Loop<'_> {
         let acks = self.store.acks(&self.run_id)?;
         // Continue from the last accepted state: restore it when the last iteration
         // was rejected.
-        let views = self.traj.attempt_views(self.cfg.success_exit_code);
-        let accepted = crate::detect::progress::accepted(&views);
         // An iteration whose check a signal stopped was not judged: it is checked
         // again on the tree its exec left, which stays (a new user's fix was put back
         // to t0's and re-checked there).
@@ -729,12 +727,8 @@ impl Loop<'_> {
         let from = if interrupted {
             last_halt
         } else {
-            views
-                .iter()
-                .zip(&accepted)
-                .rev()
-                .find(|(_, a)| **a)
-                .map_or(0, |(v, _)| v.iteration)
+            let views = self.traj.attempt_views(self.cfg.success_exit_code);
+            crate::detect::progress::last_accepted(&views).unwrap_or(0)
         };
         self.tree.adopt_baseline(&self.traj);
         let baseline = self

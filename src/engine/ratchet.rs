@@ -22,21 +22,14 @@ impl Loop<'_> {
             return Ok(());
         }
         let views = self.traj.attempt_views(self.cfg.success_exit_code);
-        let accepted = crate::detect::progress::accepted(&views);
-        if accepted.last() != Some(&false) {
-            return Ok(());
-        }
-        let Some(to) = views
-            .iter()
-            .zip(&accepted)
-            .rev()
-            .find(|(_, a)| **a)
-            .map(|(v, _)| v.iteration)
-        else {
+        let Some(to) = crate::detect::progress::last_accepted(&views) else {
             return Ok(());
         };
         let it = self.current_iteration();
-        if it == to || self.traj.last().is_some_and(|i| i.reverted.is_some()) {
+        if views.last().map(|v| v.iteration) == Some(to)
+            || it == to
+            || self.traj.last().is_some_and(|i| i.reverted.is_some())
+        {
             return Ok(());
         }
         self.revert(it, to)

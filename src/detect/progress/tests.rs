@@ -536,6 +536,17 @@ fn ratchet_keeps_the_last_accepted_reference() {
     ];
     assert_eq!(accepted(&t), vec![true, true, false, true, false, false]);
     assert!(accepted(&[]).is_empty());
+    // The tree a non-converging run leaves, and a resumed run continues from.
+    let cases: &[(usize, Option<u32>)] = &[
+        (0, None),
+        (1, Some(0)),
+        (3, Some(1)),
+        (5, Some(3)),
+        (6, Some(3)),
+    ];
+    for &(len, want) in cases {
+        assert_eq!(last_accepted(&t[..len]), want, "first {len} attempts");
+    }
 }
 
 #[test]
