@@ -45,6 +45,9 @@ pub enum Next {
     Check,
     /// Run another confirmation of a green check on the same tree.
     Confirm,
+    /// Run the green check once more in the working tree itself (the checkout
+    /// confirmation, SPEC §3.9), after its clean-room runs agreed.
+    ConfirmInCheckout,
     /// Run the judge on this green iteration (`--judge`).
     Judge,
     /// Read the task list for this iteration (`--tasks`).
@@ -321,8 +324,32 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
             }
             return halt(h);
         }
-        if (last.checks.len() as u32) < 1 + confirmations(cfg) {
+        let in_room = last
+            .checks
+            .iter()
+            .filter(|c| c.in_checkout.is_none())
+            .count();
+        if (in_room as u32) < 1 + confirmations(cfg) {
             return go(Next::Confirm);
+        }
+        if !cfg.clean_room.in_place {
+            let i = t.iterations.len() - 1;
+            let Some((j, co)) = last
+                .checks
+                .iter()
+                .enumerate()
+                .find(|(_, c)| c.in_checkout.is_some())
+            else {
+                return go(Next::ConfirmInCheckout);
+            };
+            let runs = oracle::PlaceRuns {
+                room: (main, t.sets(i, 0)),
+                checkout: (co, t.sets(i, j)),
+                code,
+            };
+            if let Some(h) = oracle::checkout_disagrees(&runs) {
+                return halt(h);
+            }
         }
         if let Some(d) = crate::judgment::after_green(t, cfg) {
             return d;
@@ -338,6 +365,11 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
                 "{} confirmation run(s) on the same tree agreed",
                 confirmations(cfg)
             ));
+        }
+        if !cfg.clean_room.in_place {
+            contributors.push(
+                "the check is green in the working tree too (the checkout confirmation)".into(),
+            );
         }
         // a waived rule is part of what the green rests on: said, not hidden
         let waived: Vec<String> = now

@@ -38,7 +38,9 @@ pub enum HaltReason {
     CheckFlaky,
     /// Fresh copies agree but reruns in one copy differ. Exit 14.
     CheckHasSideEffects,
-    /// A perturbed environment dimension (tz, locale, seed, …) changed the verdict. Exit 14.
+    /// A perturbed environment dimension (tz, locale, seed, …) changed the verdict, or
+    /// (dimension `place`) a green of the clean room was not green in the working tree
+    /// (the checkout confirmation, SPEC §3.9). Exit 14.
     CheckNotHermetic,
     /// The check changed the working tree while running. Exit 14.
     HermeticityViolation,

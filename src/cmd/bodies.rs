@@ -188,6 +188,10 @@ pub struct IterationRow {
     /// Confirmation runs of a green verdict.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub confirmations: Vec<StepRow>,
+    /// The checkout confirmation: the green check run once more in the working tree
+    /// itself (SPEC §3.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkout: Option<StepRow>,
     /// `green`, `red`, `rejected` (the ratchet restored an earlier tree), or `interrupted`
     /// (a signal to loopexec stopped the check: nothing was measured).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -46,6 +46,7 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
                 usage: None,
                 check: None,
                 confirmations: Vec::new(),
+                checkout: None,
                 verdict: None,
                 accepted: None,
                 reverted_to: None,
@@ -87,7 +88,9 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
                     r.duration_ms += c.step.duration_ms;
                     let interrupted =
                         matches!(c.step.stopped, Some(crate::proc::StopCause::Signal { .. }));
-                    if interrupted {
+                    if c.in_checkout.is_some() {
+                        r.checkout = Some(cj);
+                    } else if interrupted {
                         // stopped by a signal to loopexec: no measurement, no verdict
                         cj.failing = None;
                         cj.collected = None;
@@ -197,7 +200,8 @@ pub(crate) fn build(run: &super::LoadedRun) -> ReportBody {
         }
         totals.exec_ms += r.exec.as_ref().map_or(0, |e| e.duration_ms);
         totals.check_ms += r.check.as_ref().map_or(0, |e| e.duration_ms)
-            + r.confirmations.iter().map(|c| c.duration_ms).sum::<u64>();
+            + r.confirmations.iter().map(|c| c.duration_ms).sum::<u64>()
+            + r.checkout.as_ref().map_or(0, |c| c.duration_ms);
     }
     let facts = run.facts();
     let mut body = ReportBody {

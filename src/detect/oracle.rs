@@ -16,6 +16,11 @@
 //!   is enough while fewer than 110 runs back the group at the default target (see
 //!   the table in SPEC §9.5 and the `bound_table` test); a lower target tolerates it in larger
 //!   groups, but a green whose confirmations disagree with it is never believed.
+//! * `check_not_hermetic`: the checkout confirmation ([`checkout_disagrees`]) — the
+//!   green check run once more in the working tree itself, where its user runs it —
+//!   is not green, or does not pass every test the clean room passed. Code whose
+//!   result depends on where it runs (right only where `.loopexec/` or `.git` is
+//!   missing, only under the room's path) is green in the room and red here.
 
 use crate::config::RunConfig;
 use crate::halt::{Halt, HaltReason};
@@ -132,6 +137,7 @@ pub fn confirmations_agree(t: &Trajectory, code: i32) -> bool {
         .iter()
         .enumerate()
         .skip(1)
+        .filter(|(_, c)| c.in_checkout.is_none())
         .all(|(j, c)| verdict(c, t.sets(i, j), code) == want)
 }
 
@@ -170,6 +176,9 @@ pub fn flaky_at(t: &Trajectory, code: i32, target: f64) -> Option<Halt> {
         !(c.step.timed_out || c.step.stopped.is_some() || c.step.cannot_start())
             // a check that wrote is judged by hermeticity
             && c.check_wrote.is_empty()
+            // another place is not another sample of the same instrument: the
+            // checkout confirmation is judged by `checkout_disagrees`
+            && c.in_checkout.is_none()
     };
     // Only a group holding a run of the newest iteration can raise a new halt: the
     // trees its runs started from, and the iteration itself.
@@ -271,9 +280,226 @@ pub fn flaky_at(t: &Trajectory, code: i32, target: f64) -> Option<Halt> {
     None
 }
 
+/// How a checkout confirmation is compared with the clean room's main run
+/// ([`checkout_disagrees`]): the two runs and their sets.
+pub struct PlaceRuns<'a> {
+    /// The clean room's main run of the iteration and its sets.
+    pub room: (&'a CheckFinished, &'a CheckSets),
+    /// The checkout confirmation and its sets.
+    pub checkout: (&'a CheckFinished, &'a CheckSets),
+    /// The check's success exit code (`success_exit_code`).
+    pub code: i32,
+}
+
+/// `check_not_hermetic` when the checkout confirmation disagrees with the clean room's
+/// green main run (SPEC §3.9): it is not green under `code` (the exit code, or a
+/// failing test), it did not reach its runner's end where the room's run did, or a
+/// test the room passed did not pass in it (a room id holding the room's path is
+/// looked up with the workdir's in its place, [`crate::receipt::events::InCheckout`]).
+/// Tests only the working tree has (new test files left out of the judged check)
+/// count only through the checkout's verdict. `None` when they agree.
+#[must_use]
+pub fn checkout_disagrees(runs: &PlaceRuns<'_>) -> Option<Halt> {
+    let ((room, room_sets), (co, co_sets)) = (runs.room, runs.checkout);
+    let code_ok = co.step.exited_with(runs.code);
+    let map = |id: &str| -> String {
+        match &co.in_checkout {
+            Some(p) if !p.room.is_empty() && id.contains(&p.room) => {
+                id.replacen(&p.room, &p.workdir, 1)
+            }
+            _ => id.to_string(),
+        }
+    };
+    let not_passed: Vec<String> = room_sets
+        .passing
+        .iter()
+        .map(|id| map(id))
+        .filter(|id| !co_sets.passing.contains(id))
+        .collect();
+    let cut_short = room.parsed.complete && !co.parsed.complete;
+    if code_ok && co_sets.failing.is_empty() && not_passed.is_empty() && !cut_short {
+        return None;
+    }
+    let list = |ids: &mut dyn Iterator<Item = &String>, n: usize| -> String {
+        let shown: Vec<&str> = ids.take(LISTED).map(String::as_str).collect();
+        let more = n.saturating_sub(shown.len());
+        let mut s = shown.join(", ");
+        if more > 0 {
+            s.push_str(&format!(" and {more} more"));
+        }
+        s
+    };
+    let mut contributors = vec![format!(
+        "the check was green in the clean room and is not in the working tree (the checkout confirmation: exit {})",
+        co.step
+            .exit_code
+            .map_or_else(|| "by a signal".to_string(), |c| c.to_string())
+    )];
+    if !not_passed.is_empty() {
+        contributors.push(format!(
+            "{} test(s) the clean room passed did not pass in the working tree: {}",
+            not_passed.len(),
+            list(&mut not_passed.iter(), not_passed.len())
+        ));
+    }
+    let room_ids: std::collections::BTreeSet<String> = room_sets
+        .passing
+        .iter()
+        .chain(room_sets.failing.keys())
+        .map(|id| map(id))
+        .collect();
+    let only_here: Vec<&String> = co_sets
+        .failing
+        .keys()
+        .filter(|id| !room_ids.contains(*id))
+        .collect();
+    if !only_here.is_empty() {
+        contributors.push(format!(
+            "{} failing test(s) the clean room did not run (new test files left out of the judged check, `[oracle] new_tests`): {}",
+            only_here.len(),
+            list(&mut only_here.iter().copied(), only_here.len())
+        ));
+    }
+    if cut_short {
+        contributors.push("the working tree's run did not reach its runner's end".into());
+    }
+    contributors.push(
+        "the same tree gave two answers by where it ran: code whose result depends on its place (the clean room's path, a missing .git or .loopexec/), a test that needs the working tree, or a flaky check; run the check in the working tree by hand"
+            .into(),
+    );
+    Some(Halt {
+        reason: HaltReason::CheckNotHermetic,
+        contributors,
+        detail: serde_json::json!({
+            "dimension": "place",
+            "room_green": true,
+            "checkout_exit_code": co.step.exit_code,
+            "not_passed": not_passed.len(),
+            "failing_only_in_checkout": only_here.len(),
+            "checkout_complete": co.parsed.complete,
+        }),
+    })
+}
+
+/// Tests a halt names, at most.
+const LISTED: usize = 12;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The checkout confirmation against the clean room's green main run: which
+    /// disagreements halt `check_not_hermetic`, and what they name.
+    #[test]
+    fn checkout_confirmation_table() {
+        use crate::check::model::Outcome::{Failed as F, Passed as P, Skipped as S};
+        use crate::detect::testkit::check;
+        use crate::receipt::events::{Event, InCheckout};
+        let run = |tests: &[(&str, crate::check::model::Outcome)], exit: i32, complete: bool| {
+            let Event::CheckFinished(mut c) = check(1, 0, Some("T"), tests) else {
+                unreachable!()
+            };
+            c.step.exit_code = Some(exit);
+            c.parsed.complete = complete;
+            c.in_checkout = Some(InCheckout {
+                workdir: "/w".into(),
+                room: "/s/room/tree".into(),
+            });
+            *c
+        };
+        let room_tests = [("a", P), ("/s/room/tree/t.js::b", P)];
+        let room = run(&room_tests, 0, true);
+        let room_sets = CheckSets::of(&room.parsed, None);
+        // (the checkout's tests, its exit, complete, halts, a contributor it names)
+        type Row<'a> = (
+            &'a [(&'a str, crate::check::model::Outcome)],
+            i32,
+            bool,
+            bool,
+            &'a str,
+        );
+        let rows: &[Row<'_>] = &[
+            // the same tests pass, the room's path mapped to the workdir's
+            (&[("a", P), ("/w/t.js::b", P)], 0, true, false, ""),
+            // a test only the working tree has, passing: agreement
+            (
+                &[("a", P), ("/w/t.js::b", P), ("new", P)],
+                0,
+                true,
+                false,
+                "",
+            ),
+            // code right only in the room: the frozen test fails here
+            (
+                &[("a", F), ("/w/t.js::b", P)],
+                1,
+                true,
+                true,
+                "1 test(s) the clean room passed did not pass in the working tree: a",
+            ),
+            // skipped here (code that tells the checkout and skips itself)
+            (
+                &[("a", S), ("/w/t.js::b", P)],
+                0,
+                true,
+                true,
+                "did not pass in the working tree: a",
+            ),
+            // not collected here
+            (
+                &[("/w/t.js::b", P)],
+                0,
+                true,
+                true,
+                "did not pass in the working tree: a",
+            ),
+            // the room's id unmapped is not the checkout's
+            (
+                &[("a", P), ("/s/room/tree/t.js::b", P)],
+                0,
+                true,
+                true,
+                "/w/t.js::b",
+            ),
+            // a red exit with every test passing
+            (&[("a", P), ("/w/t.js::b", P)], 2, true, true, "exit 2"),
+            // cut short where the room's run was complete
+            (
+                &[("a", P), ("/w/t.js::b", P)],
+                0,
+                false,
+                true,
+                "did not reach its runner's end",
+            ),
+            // a new test left out of the room fails here
+            (
+                &[("a", P), ("/w/t.js::b", P), ("new", F)],
+                1,
+                true,
+                true,
+                "1 failing test(s) the clean room did not run",
+            ),
+        ];
+        for (i, &(tests, exit, complete, halts, names)) in rows.iter().enumerate() {
+            let co = run(tests, exit, complete);
+            let co_sets = CheckSets::of(&co.parsed, None);
+            let runs = PlaceRuns {
+                room: (&room, &room_sets),
+                checkout: (&co, &co_sets),
+                code: 0,
+            };
+            let h = checkout_disagrees(&runs);
+            assert_eq!(h.is_some(), halts, "row {i}: {h:?}");
+            if let Some(h) = h {
+                assert_eq!(h.reason, HaltReason::CheckNotHermetic, "row {i}");
+                assert!(
+                    h.contributors.iter().any(|c| c.contains(names)),
+                    "row {i}: {:?} should name {names:?}",
+                    h.contributors
+                );
+            }
+        }
+    }
 
     /// SPEC §9.5: n same-tree runs, disagreements, the Wilson 95 % lower bound of the
     /// agreement rate, and whether the default target (0.95) halts.

@@ -63,6 +63,7 @@ pub fn check(it: u32, attempt: u32, tree: Option<&str>, tests: &[(&str, Outcome)
         fingerprint: None,
         pytest_witness: None,
         unittest_witness: None,
+        in_checkout: None,
     }))
 }
 

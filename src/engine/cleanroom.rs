@@ -193,6 +193,12 @@ const CARGO_TARGET: &str = "cargo-target";
 /// it can: a planted cache entry is a compiled package go trusts).
 const GO_CACHE: &str = "go-build";
 
+/// The directory `CARGO_TARGET_DIR` names for a checkout confirmation (SPEC §3.9):
+/// emptied before each, so that nothing the agent or an earlier check built is run,
+/// and apart from the room's (cargo's fingerprints hold a package's path, so builds
+/// of the room and of the workdir in one directory would undo each other).
+const CHECKOUT_TARGET: &str = "checkout-target";
+
 /// The clean room of one run.
 pub struct CleanRoom {
     base: PathBuf,
@@ -348,6 +354,25 @@ impl CleanRoom {
         for d in &dirs {
             std::fs::create_dir_all(d).map_err(io_err(d))?;
         }
+        Ok(dirs)
+    }
+
+    /// The directories a checkout confirmation may write besides the workdir, each
+    /// made if missing: the private directory, its cargo target (emptied: the run is
+    /// cold) and the Go build cache.
+    ///
+    /// # Errors
+    /// A directory cannot be made or emptied.
+    pub fn checkout_dirs(&self) -> Result<Vec<PathBuf>, CleanRoomError> {
+        let dirs = vec![
+            self.private_dir(),
+            self.base.join(CHECKOUT_TARGET),
+            self.base.join(GO_CACHE),
+        ];
+        for d in &dirs {
+            std::fs::create_dir_all(d).map_err(io_err(d))?;
+        }
+        empty_dir(&dirs[1])?;
         Ok(dirs)
     }
 
@@ -595,16 +620,52 @@ impl CleanRoom {
             "TMPDIR".into(),
             self.base.join(CHECK_TMP).display().to_string(),
         ));
+        self.shared_env(base, &self.root, &mut set, &mut remove);
+        (set, remove)
+    }
+
+    /// The environment of a checkout confirmation (SPEC §3.9), as [`Self::env`]
+    /// gives the room's: the user's own (`HOME`, `TMPDIR`, the workdir's path: what
+    /// the code under test sees when its user runs the check), with only the build
+    /// caches loopexec must own — `CARGO_TARGET_DIR` (cold, [`Self::checkout_dirs`])
+    /// and `GOCACHE` — cargo's runner, a `PATH` without entries in the workdir, and no
+    /// `GIT_*` or `LOOPEXEC_*` variable.
+    #[must_use]
+    pub fn checkout_env(&self, base: &[(String, String)]) -> (Vec<(String, String)>, Vec<String>) {
+        let mut set = vec![
+            ("PWD".to_string(), self.workdir.display().to_string()),
+            (
+                "GOCACHE".into(),
+                self.base.join(GO_CACHE).display().to_string(),
+            ),
+            (
+                "CARGO_TARGET_DIR".into(),
+                self.base.join(CHECKOUT_TARGET).display().to_string(),
+            ),
+        ];
+        let mut remove = Vec::new();
+        self.shared_env(base, &self.workdir, &mut set, &mut remove);
+        (set, remove)
+    }
+
+    /// What the room's and the checkout's check environments share: loopexec as
+    /// cargo's runner (its configuration read from `root`), `PATH` without entries
+    /// in the workdir, `GIT_*` and `LOOPEXEC_*` removed.
+    fn shared_env(
+        &self,
+        base: &[(String, String)],
+        root: &Path,
+        set: &mut Vec<(String, String)>,
+        remove: &mut Vec<String>,
+    ) {
+        let get = |k: &str| base.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         // loopexec as cargo's runner: a test cannot rewrite the binaries cargo runs
         // after it (crate::proc::cargo_runner)
         if let Ok(exe) = std::env::current_exe() {
             let cargo_home = get("CARGO_HOME")
                 .map(PathBuf::from)
                 .or_else(|| get("HOME").map(|h| PathBuf::from(h).join(".cargo")));
-            let mut configs = vec![
-                self.root.join(".cargo/config.toml"),
-                self.root.join(".cargo/config"),
-            ];
+            let mut configs = vec![root.join(".cargo/config.toml"), root.join(".cargo/config")];
             if let Some(c) = cargo_home {
                 configs.push(c.join("config.toml"));
                 configs.push(c.join("config"));
@@ -627,7 +688,6 @@ impl CleanRoom {
                 remove.push(k.clone());
             }
         }
-        (set, remove)
     }
 }
 

@@ -183,6 +183,9 @@ struct Loop<'a> {
     /// The check's sandbox, set with the clean room (`prepare_room`); `None` when no
     /// sandbox is in force.
     check_sandbox: Option<proc::sandbox::SandboxPlan>,
+    /// The checkout confirmation's sandbox: the check's plan with the workdir as its
+    /// tree (`None` without a sandbox, or with the check in place).
+    checkout_sandbox: Option<proc::sandbox::SandboxPlan>,
     /// What protection the exec has, for `run_started` and every verdict.
     sandbox_record: crate::receipt::events::SandboxRecord,
     /// Where the checks' Python bytecode goes.
@@ -294,6 +297,7 @@ pub fn run(req: RunRequest, signals: &SignalFlag) -> Result<RunOutcome, EngineEr
         room: None,
         sandbox,
         check_sandbox: None,
+        checkout_sandbox: None,
         sandbox_record,
         pycache: pycache::Pycache::default(),
     };
@@ -842,6 +846,16 @@ impl Loop<'_> {
         let mut linked: Vec<PathBuf> = deps.iter().map(|d| self.ws.workdir.join(d)).collect();
         linked.extend(room.check_dirs()?);
         self.set_check_sandbox(room.root(), &linked);
+        self.checkout_sandbox = self.sandbox.as_ref().map(|_| {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            proc::sandbox::SandboxPlan::for_check(
+                &self.ws.workdir,
+                &room.checkout_dirs().unwrap_or_default(),
+                home.as_deref(),
+                &self.cfg.sandbox.writable,
+                |k| std::env::var(k).ok(),
+            )
+        });
         self.room = Some(room);
         // the check runs elsewhere: a quiet agent's tree need not be walked after a red
         // check (TreeObserver::after_check)
@@ -943,7 +957,7 @@ impl Loop<'_> {
                 if self.hold_gate("check")? {
                     return Ok(());
                 }
-                self.check(0)?;
+                self.check(0, false)?;
                 if self.current_iteration() == 0 {
                     let warnings = self
                         .traj
@@ -968,7 +982,15 @@ impl Loop<'_> {
                     return Ok(());
                 }
                 let n = self.traj.last().map_or(0, |i| i.checks.len());
-                self.check(u32::try_from(n).unwrap_or(u32::MAX))?;
+                self.check(u32::try_from(n).unwrap_or(u32::MAX), false)?;
+                self.after_step("check")
+            }
+            Next::ConfirmInCheckout => {
+                if self.hold_gate("check")? {
+                    return Ok(());
+                }
+                let n = self.traj.last().map_or(0, |i| i.checks.len());
+                self.check(u32::try_from(n).unwrap_or(u32::MAX), true)?;
                 self.after_step("check")
             }
             Next::NextIteration { revert_to } => {

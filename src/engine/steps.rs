@@ -213,7 +213,10 @@ impl Loop<'_> {
         Ok(())
     }
 
-    pub(super) fn check(&mut self, attempt: u32) -> Result<(), EngineError> {
+    /// Runs the check once: in the clean room (the main run, `attempt` 0, and its
+    /// confirmations), or with `in_checkout` in the working tree itself, the checkout
+    /// confirmation of a green (SPEC §3.9), judged as a check in place is.
+    pub(super) fn check(&mut self, attempt: u32, in_checkout: bool) -> Result<(), EngineError> {
         let it = self.current_iteration();
         let Some(cmd) = self.cfg.check.clone() else {
             return Err(EngineError::NotResumable(
@@ -222,7 +225,9 @@ impl Loop<'_> {
             ));
         };
         self.say(
-            if attempt == 0 {
+            if in_checkout {
+                "confirming green in the working tree".to_string()
+            } else if attempt == 0 {
                 "check".to_string()
             } else {
                 format!(
@@ -236,7 +241,18 @@ impl Loop<'_> {
         // The clean room: the check runs on the snapshot, never in the agent's tree.
         let mut room_record = None;
         let mut dependencies_changed = Vec::new();
-        if let Some(room) = self.room.as_mut() {
+        let mut checkout_env = None;
+        let mut in_checkout_record = None;
+        if let Some(room) = self.room.as_ref().filter(|_| in_checkout) {
+            room.checkout_dirs()?;
+            let base_env: Vec<(String, String)> = std::env::vars().collect();
+            checkout_env = Some(room.checkout_env(&base_env));
+            in_checkout_record = Some(crate::receipt::events::InCheckout {
+                workdir: self.ws.workdir.display().to_string(),
+                room: room.root().display().to_string(),
+            });
+        }
+        if let Some(room) = self.room.as_mut().filter(|_| !in_checkout) {
             // A confirmation runs cold: nothing an earlier check left in the room's
             // caches may help a green converge (CleanRoom::clear_leftovers).
             if attempt > 0 {
@@ -286,9 +302,12 @@ impl Loop<'_> {
         let check_dir = self
             .room
             .as_ref()
+            .filter(|_| !in_checkout)
             .map_or_else(|| self.ws.workdir.clone(), |r| r.root().to_path_buf());
         let reports = self.clear_reports(&check_dir)?;
-        let suffix = if attempt == 0 {
+        let suffix = if in_checkout {
+            "-checkout".to_string()
+        } else if attempt == 0 {
             String::new()
         } else {
             format!("-{attempt}")
@@ -300,11 +319,14 @@ impl Loop<'_> {
         let timeout = self.cfg.check_timeout.map(|d| d.0);
         let wrapped = crate::observe::isolation::wrap_check(&cmd, &self.cfg.check_network);
         let base_env: Vec<(String, String)> = std::env::vars().collect();
-        let (mut env_set, mut env_remove) = self
-            .room
-            .as_ref()
-            .map(|r| r.env(&base_env))
-            .unwrap_or_default();
+        let (mut env_set, mut env_remove) = match checkout_env {
+            Some(e) => e,
+            None => self
+                .room
+                .as_ref()
+                .map(|r| r.env(&base_env))
+                .unwrap_or_default(),
+        };
         // Python bytecode goes to a directory that is empty when the check starts
         // (see `pycache`): bytecode planted for it, or left by an earlier check, is
         // never read.
@@ -334,7 +356,7 @@ impl Loop<'_> {
             // install) are moved to the room (`witness/sitecustomize.py`); the
             // dependency directories the room links to (a project's `.venv`) are read
             // from the working tree on purpose, and are named after the two roots.
-            if let Some(room) = &self.room {
+            if let Some(room) = self.room.as_ref().filter(|_| !in_checkout) {
                 let real = |p: &std::path::Path| {
                     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
                 };
@@ -359,13 +381,21 @@ impl Loop<'_> {
         spec.env_remove = &env_remove;
         spec.env_set = &env_set;
         spec.timeout = timeout;
-        if let Some(plan) = &self.check_sandbox {
+        let plan = if in_checkout {
+            &self.checkout_sandbox
+        } else {
+            &self.check_sandbox
+        };
+        if let Some(plan) = plan {
             spec.sandbox = Some(plan.prepare().map_err(|e| {
                 EngineError::Tree(format!("the check's sandbox could not be built: {e}"))
             })?);
         }
         let watch = crate::observe::watch::for_check(
-            self.room.as_ref().map(|r| r.root()),
+            self.room
+                .as_ref()
+                .filter(|_| !in_checkout)
+                .map(|r| r.root()),
             self.tree.store(),
             room_record.as_ref().map(|r| r.tree.as_str()),
         );
@@ -474,11 +504,16 @@ impl Loop<'_> {
         let watchdog = self.take_watchdog(&step);
         // A red exit cannot converge: the tree after it may be the exec's, as a quiet
         // watch observed it (TreeObserver::after_check).
-        let red = !step.exited_with(self.cfg.success_exit_code);
+        // The checkout confirmation ran in the tree: always walked, as a check in place
+        // that may converge is.
+        let red = !step.exited_with(self.cfg.success_exit_code) && !in_checkout;
         let tree_after = self.tree.after_check(it, attempt, red);
         let mut changed_during_check = Vec::new();
         let mut writes = crate::observe::tree::CheckWrites::default();
-        if let (Some(room), Some(rec)) = (self.room.as_mut(), room_record.as_mut()) {
+        if let (Some(room), Some(rec)) = (
+            self.room.as_mut().filter(|_| !in_checkout),
+            room_record.as_mut(),
+        ) {
             let store = self
                 .tree
                 .store()
@@ -587,6 +622,7 @@ impl Loop<'_> {
             fingerprint: None,
             pytest_witness: pytest_witness.map(|w| w.is_some()),
             unittest_witness: unittest_witness.map(|w| w.is_some()),
+            in_checkout: in_checkout_record,
         };
         self.record(Event::CheckFinished(Box::new(ev)))
     }

@@ -33,7 +33,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python, Lang::JsTs, Lang::Rust, Lang::Go],
         name: "loopexec detection",
-        pattern: r"LOOPEXEC_|(?i:loopexec[_-]witness)|WITNESS_FILE|\bcleanrooms\b|state/loopexec\b",
+        pattern: r"LOOPEXEC_|(?i:loopexec[_-]witness)|WITNESS_FILE|STEP_TOKEN|\bcleanrooms\b|state/loopexec\b",
         skip_entry_points: false,
     },
     Rule {
@@ -1880,6 +1880,13 @@ mod tests {
             (
                 "src/lib.rs",
                 "if std::env::var(\"LOOPEXEC_STEP_TOKEN\").is_ok() { return 5; }",
+                Some("loopexec detection"),
+            ),
+            // every step carries the token, the checkout confirmation too: a probe
+            // by its suffix alone
+            (
+                "calc.py",
+                "_ROOM = any(k.endswith(\"_STEP_TOKEN\") for k in os.environ)",
                 Some("loopexec detection"),
             ),
             // process exit through the C library

@@ -256,6 +256,23 @@ pub struct CheckFinished {
     /// one must write one too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unittest_witness: Option<bool>,
+    /// Set for the checkout confirmation: the run of a green check in the working tree
+    /// itself, after its clean-room runs agreed (SPEC §3.9). It is not one of the
+    /// iteration's same-tree confirmations (the flakiness bound does not count it);
+    /// `decide` compares it with the clean room's main run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_checkout: Option<InCheckout>,
+}
+
+/// Where a checkout confirmation ran, and the clean room it is compared with: a test
+/// id holding the room's path (a jest report's absolute file names) is the same test
+/// as the id holding the workdir's in its place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct InCheckout {
+    /// The workdir the check ran in (absolute).
+    pub workdir: String,
+    /// The clean room's tree directory (absolute) the main run ran in.
+    pub room: String,
 }
 
 /// The clean room of one check run.

@@ -5,6 +5,7 @@
 //! names the wrong outcome loopexec gave before.
 
 use crate::support::*;
+use serde_json::Value;
 use std::time::Duration;
 
 fn dir_repo() -> Repo {
@@ -2361,4 +2362,80 @@ fn a_module_shadowing_the_standard_library_where_the_check_changes_directory_hal
         let v = out.expect(code, None);
         assert!(code == 10 || mentions(&v, path), "{name}: {v}");
     }
+}
+
+/// Code right only in the clean room: it tells the room from the checkout by a sign
+/// no rule names (`.loopexec/` beside it, `git rev-parse` answering). Before: exit 10
+/// (a sixteenth review). The checkout confirmation runs the green check once more in
+/// the working tree itself, where the code is wrong: `check_not_hermetic` naming the
+/// tests that did not pass there. A new test file left out of the judged check that
+/// fails in the working tree is named too; an honest fix converges, confirmed there.
+#[test]
+fn code_right_only_in_the_clean_room_fails_the_checkout_confirmation() {
+    if pytest_missing() {
+        return;
+    }
+    let args = |exec: &str| -> Vec<String> {
+        [
+            "run",
+            "--exec",
+            exec,
+            "--check",
+            "python3 -m pytest -q",
+            "--max-iterations",
+            "2",
+        ]
+        .map(str::to_string)
+        .to_vec()
+    };
+    let fixed = "def add(a, b):\n    return a + b\n";
+    for (name, files) in [
+        (
+            ".loopexec beside the code",
+            vec![("calc.py", "import os\n_LIVE = os.path.isdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), '.loopexec'))\n\ndef add(a, b):\n    return a - b if _LIVE else a + b\n")],
+        ),
+        (
+            "git answering",
+            vec![("calc.py", "import os, subprocess\n_LIVE = subprocess.run(['git', 'rev-parse', '--show-toplevel'], cwd=os.path.dirname(os.path.abspath(__file__)), capture_output=True).returncode == 0\n\ndef add(a, b):\n    return a - b if _LIVE else a + b\n")],
+        ),
+    ] {
+        let (_keep, exec) = writer(&files);
+        let r = pytest_repo();
+        let a = args(&exec);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let v = r.lx(&a).expect(14, Some("check_not_hermetic"));
+        assert!(
+            mentions(&v, "did not pass in the working tree") && mentions(&v, "test_add"),
+            "{name}: {v}"
+        );
+        let lines = receipt_of(&v);
+        let checkout: Vec<&Value> = events(&lines, "check_finished")
+            .into_iter()
+            .filter(|c| c["in_checkout"]["workdir"].is_string())
+            .collect();
+        assert_eq!(checkout.len(), 1, "{name}: the receipt records the checkout run");
+    }
+    // The agent's new test file is left out of the judged check and fails in the
+    // working tree: a green there would not be the user's.
+    let (_keep, exec) = writer(&[
+        ("calc.py", fixed),
+        (
+            "tests/test_more.py",
+            "from calc import add\n\ndef test_more():\n    assert add(1, 1) == 3\n",
+        ),
+    ]);
+    let r = pytest_repo();
+    let a = args(&exec);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let v = r.lx(&a).expect(14, Some("check_not_hermetic"));
+    assert!(
+        mentions(&v, "failing test(s) the clean room did not run") && mentions(&v, "test_more"),
+        "{v}"
+    );
+    let (_keep, exec) = writer(&[("calc.py", fixed)]);
+    let r = pytest_repo();
+    let a = args(&exec);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let v = r.lx(&a).expect(10, Some("success_condition_met"));
+    assert!(mentions(&v, "the checkout confirmation"), "{v}");
 }
