@@ -603,6 +603,20 @@ impl Loop<'_> {
                 .into_iter()
                 .map(|c| format!("cargo registry {c}")),
         );
+        // The checkout confirmation leaves the working tree as it found it: what it
+        // created there (a test's output file) is removed, so that the next run's t0
+        // is the tree this one judged and its checks do not find the file to write
+        // over (a file it wrote over is judged as a check in place's write is).
+        if in_checkout && !writes.created.is_empty() {
+            remove_created(&self.ws.workdir, &writes.created)?;
+            self.tree
+                .refresh(&format!("{it}-checkout-restored"))
+                .map_err(|e| {
+                    EngineError::Tree(format!(
+                        "snapshot after the checkout confirmation's files were removed failed: {e}"
+                    ))
+                })?;
+        }
         let ev = CheckFinished {
             iteration: it,
             attempt,
@@ -695,6 +709,32 @@ fn free_bytes(dir: &Path) -> Option<u64> {
 }
 
 /// Removes `path`; a file already gone is fine, any other failure is an error.
+/// Removes the files `created` (paths relative to `root`, as a tree diff names them)
+/// and then each of their parent directories below `root` that is left empty. A path
+/// that is absolute or climbs out of `root` is not touched.
+fn remove_created(root: &Path, created: &[String]) -> Result<(), EngineError> {
+    use std::path::Component;
+    for rel in created {
+        let p = Path::new(rel);
+        if !p.components().all(|c| matches!(c, Component::Normal(_))) {
+            continue;
+        }
+        let full = root.join(p);
+        if std::fs::symlink_metadata(&full).is_ok_and(|m| !m.is_dir()) {
+            remove_if_present(&full)?;
+        }
+        let mut dir = full.parent();
+        while let Some(d) = dir.filter(|d| *d != root && d.starts_with(root)) {
+            // a directory something else still fills stays
+            if std::fs::remove_dir(d).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+    Ok(())
+}
+
 fn remove_if_present(path: &Path) -> Result<(), EngineError> {
     match std::fs::remove_file(path) {
         Ok(()) => Ok(()),

@@ -33,7 +33,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python, Lang::JsTs, Lang::Rust, Lang::Go],
         name: "loopexec detection",
-        pattern: r"LOOPEXEC_|(?i:loopexec[_-]witness)|WITNESS_FILE|STEP_TOKEN|\bcleanrooms\b|state/loopexec\b",
+        pattern: r"LOOPEXEC_|(?i:loopexec[_-]witness)|WITNESS_FILE|STEP_TOKEN|\.loopexec\b|\bcleanrooms\b|state/loopexec\b",
         skip_entry_points: false,
     },
     Rule {
@@ -1880,6 +1880,13 @@ mod tests {
             (
                 "src/lib.rs",
                 "if std::env::var(\"LOOPEXEC_STEP_TOKEN\").is_ok() { return 5; }",
+                Some("loopexec detection"),
+            ),
+            // the state directory beside the code: in the checkout (and its
+            // confirmation run), not in the room, nor in a fresh clone
+            (
+                "calc.py",
+                "_LIVE = os.path.isdir(os.path.join(_HERE, '.loopexec'))",
                 Some("loopexec detection"),
             ),
             // every step carries the token, the checkout confirmation too: a probe

@@ -1616,6 +1616,15 @@ fn an_exec_that_cheats_then_times_out_stalls_or_holds_is_still_judged() {
             .lx_tap(&exec, &args)
             .expect(13, Some("metric_integrity_violation"));
         assert!(mentions(&v, "check.sh"), "{what}: {v}");
+        // the agent's stop hold still stands: no run starts under it (nothing is
+        // recorded), and once a person releases it the next run refuses the tree
+        let holds = r.lx(&["holds"]).expect(0, None);
+        for h in holds["holds"].as_array().into_iter().flatten() {
+            let id = h["id"].as_str().expect("hold id");
+            r.lx_tap("true", &["--ack-required", "false"])
+                .expect(11, Some("human_required"));
+            r.lx(&["release", id, "--by", "alice"]).expect(0, None);
+        }
         let again = r
             .lx_tap(
                 "true",
@@ -2438,4 +2447,41 @@ fn code_right_only_in_the_clean_room_fails_the_checkout_confirmation() {
     let a: Vec<&str> = a.iter().map(String::as_str).collect();
     let v = r.lx(&a).expect(10, Some("success_condition_met"));
     assert!(mentions(&v, "the checkout confirmation"), "{v}");
+}
+
+/// A test that writes its output into the working directory: the checkout
+/// confirmation runs it in the working tree, and removes what it created there, so the
+/// tree a green leaves is the tree judged and the next run's checks find no file of
+/// theirs to write over (else its room check would change a file of the tree it
+/// judges).
+#[test]
+fn the_checkout_confirmation_leaves_the_working_tree_as_it_found_it() {
+    if pytest_missing() {
+        return;
+    }
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write(
+            "tests/test_calc.py",
+            "import os\nfrom calc import add\n\ndef test_add():\n    os.makedirs('out', exist_ok=True)\n    with open('out/result.txt', 'w') as f:\n        f.write(str(add(2, 3)))\n    assert add(2, 3) == 5\n",
+        )
+        .commit("fixture");
+    let (_keep, exec) = writer(&[("calc.py", "def add(a, b):\n    return a + b\n")]);
+    let args = [
+        "run",
+        "--exec",
+        &exec,
+        "--check",
+        "python3 -m pytest -q",
+        "--max-iterations",
+        "2",
+    ];
+    r.lx(&args).expect(10, Some("success_condition_met"));
+    assert!(
+        !r.path().join("out").exists(),
+        "the checkout confirmation's output was left in the working tree"
+    );
+    // the next run starts green on the same tree, its checks writing their file afresh
+    r.lx(&args).expect(10, Some("success_condition_met"));
+    assert!(!r.path().join("out").exists());
 }
