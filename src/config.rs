@@ -42,7 +42,7 @@ impl ConfigError {
             ConfigError::Read { .. } => "check the path given to --config".into(),
             ConfigError::Parse { path, .. } => {
                 format!(
-                    "fix {} (see `loopexec init` for a commented example)",
+                    "fix {} (`loopexec init` in an empty directory writes a commented example)",
                     path.display()
                 )
             }
@@ -69,6 +69,12 @@ fn flag_of(field: &str) -> Option<&'static str> {
         "task.objective" => "--objective",
         "check" => "--check",
         "exec" => "--exec",
+        "exec_timeout" => "--exec-timeout",
+        "check_timeout" => "--check-timeout",
+        "liveness.stall_timeout" => "--stall-timeout",
+        "kill_grace" => "--kill-grace",
+        "control.approval_timeout" => "--approval-timeout",
+        "success_exit_code" => "--success-exit-code",
         _ => return None,
     })
 }
@@ -1079,6 +1085,34 @@ pub const INIT_TEMPLATE: &str = include_str!("init_loop.toml");
 
 #[cfg(test)]
 mod tests {
+    /// The commented loop.toml `init` writes names every format `test_format` takes.
+    #[test]
+    fn the_init_template_names_every_format() {
+        for name in crate::check::parse::format_names() {
+            let quoted = format!(" {name},");
+            let last = format!(" {name}.");
+            assert!(
+                super::INIT_TEMPLATE.contains(&quoted) || super::INIT_TEMPLATE.contains(&last),
+                "{name} is missing from the template's test_format list"
+            );
+        }
+    }
+
+    /// A bad value's hint names the flag that set it, when a flag can set it.
+    #[test]
+    fn a_hint_names_the_flag_of_its_field() {
+        let rows = [
+            ("exec_timeout", "`--exec-timeout`"),
+            ("liveness.stall_timeout", "`--stall-timeout`"),
+            ("max_iterations", "`--max-iterations`"),
+            ("gate", "set `gate` to a valid value in loop.toml"),
+        ];
+        for (field, want) in rows {
+            let h = super::ConfigError::invalid(field, "bad").hint();
+            assert!(h.contains(want), "{field}: {h}");
+        }
+    }
+
     #[test]
     fn a_toml_error_names_its_table_and_keeps_the_caret_diagram() {
         let cases = [

@@ -174,16 +174,27 @@ impl Reporter {
                 format!(" ({d:+})")
             }
         });
-        let mut s = format!(
-            "{} · verdict {}: {failing} failing{} of {} collected",
-            self.prefix(obs.iteration),
-            if green { "green" } else { "red" },
-            delta.unwrap_or_default(),
-            // Quiet runner modes name few tests but still count them.
-            u64::try_from(c.parsed.collected().len())
-                .unwrap_or(u64::MAX)
-                .max(c.parsed.counts().total())
-        );
+        // Quiet runner modes name few tests but still count them.
+        let collected = u64::try_from(c.parsed.collected().len())
+            .unwrap_or(u64::MAX)
+            .max(c.parsed.counts().total());
+        let verdict = if green { "green" } else { "red" };
+        let mut s = if collected == 0 {
+            // a check judged by its exit code alone (`test -f done`, a script)
+            format!(
+                "{} · verdict {verdict}: exit {} (the check names no tests)",
+                self.prefix(obs.iteration),
+                c.step
+                    .exit_code
+                    .map_or_else(|| "by a signal".to_string(), |e| e.to_string())
+            )
+        } else {
+            format!(
+                "{} · verdict {verdict}: {failing} failing{} of {collected} collected",
+                self.prefix(obs.iteration),
+                delta.unwrap_or_default(),
+            )
+        };
         if let Some(sp) = spend_text(t) {
             s.push_str(&format!(" · spend {sp}"));
         }
@@ -379,6 +390,48 @@ mod tests {
         );
         let silent = Reporter::silent();
         silent.tick(1, "exec", Duration::from_secs(600), 0);
+    }
+
+    /// The verdict line counts tests, or says the check names none (a check judged by
+    /// its exit code: a new user read "1 failing of 0 collected").
+    #[test]
+    fn the_verdict_line_counts_tests_or_names_the_exit() {
+        use crate::check::model::Outcome;
+        use crate::detect::testkit::{check, start, traj};
+        use crate::receipt::events::Event;
+        let exit_only = |code: i32| {
+            let Event::CheckFinished(mut c) = check(0, 0, None, &[]) else {
+                unreachable!()
+            };
+            c.step.exit_code = Some(code);
+            c.parsed.format = crate::check::model::Format::ExitCode;
+            Event::CheckFinished(c)
+        };
+        let rows: [(Event, &str); 3] = [
+            (
+                check(
+                    0,
+                    0,
+                    None,
+                    &[("a", Outcome::Failed), ("b", Outcome::Passed)],
+                ),
+                "verdict red: 1 failing of 2 collected",
+            ),
+            (
+                exit_only(1),
+                "verdict red: exit 1 (the check names no tests)",
+            ),
+            (
+                exit_only(0),
+                "verdict green: exit 0 (the check names no tests)",
+            ),
+        ];
+        for (ev, want) in rows {
+            let buf = Buf::default();
+            let r = Reporter::to_sink(Box::new(buf.clone()), 5, Duration::from_millis(20));
+            r.verdict(&traj(&[start(0), ev]), 0);
+            assert!(buf.text().contains(want), "{}", buf.text());
+        }
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Show what loopexec reads from a captured check run (for debugging a verdict).
     #[command(
-        after_help = "Examples:\n  cargo test >out.txt 2>err.txt; loopexec parse --stdout out.txt --stderr err.txt --exit-code $?\n  loopexec --json parse --report junit.xml --exit-code 1 | jq .failing\n  loopexec --json parse --summary --stdout out.txt --exit-code 1   # counts and failing names only\n\nShapes: `--json` prints every named test (`tests`, `collected`) by default, as scripts and\nthe sample checker read it; `--summary` leaves both out, so the output is bounded by the\nfailing tests. (A summary-by-default shape was proposed; the full list stays the default\nbecause existing consumers read `tests`.)"
+        after_help = "Examples:\n  cargo test >out.txt 2>err.txt; loopexec parse --stdout out.txt --stderr err.txt --exit-code $?\n  loopexec --json parse --report junit.xml --exit-code 1 | jq .failing\n  loopexec --json parse --summary --stdout out.txt --exit-code 1   # counts and failing names only\n\nShapes: `--json` prints every named test (`tests`, `collected`) by default, as scripts and\nthe sample checker read it; `--summary` leaves both out, so the output is bounded by the\nfailing tests."
     )]
     Parse(ParseArgs),
     /// Record that a person reviewed a run's work (clears comprehension debt).
@@ -202,7 +202,7 @@ pub struct HoldArgs {
     #[arg(long, value_name = "NAME")]
     pub by: String,
     /// Hold one run.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, visible_alias = "run-id", value_name = "ID")]
     pub run: Option<String>,
     /// Hold every run of this workspace (the default).
     #[arg(long)]
@@ -231,7 +231,7 @@ pub struct HaltsArgs {
     #[arg(long)]
     pub unacked: bool,
     /// Only this run's events.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, visible_alias = "run-id", value_name = "ID")]
     pub run: Option<String>,
     /// Only events of at least this severity.
     #[arg(long, value_name = "S", value_parser = ["low", "medium", "high", "critical"])]
@@ -260,7 +260,7 @@ pub struct BuildContextArgs {
     #[arg(long, value_name = "MODEL")]
     pub model: String,
     /// The run whose last check supplies the failing tests (default: the latest, if any).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, visible_alias = "run", value_name = "ID")]
     pub run_id: Option<String>,
     /// loop.toml to read [models.windows] from (default: ./loop.toml when present).
     #[arg(long, value_name = "FILE")]
@@ -365,7 +365,7 @@ pub struct AckArgs {
 #[derive(Debug, Args)]
 pub struct WatchArgs {
     /// The run to watch (default: the latest).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, visible_alias = "run", value_name = "ID")]
     pub run_id: Option<String>,
     /// Stale when the heartbeat, or the running step's output, is older than this.
     #[arg(long, value_name = "DUR", default_value = "10m")]
@@ -378,7 +378,12 @@ pub struct WatchArgs {
 #[derive(Debug, Args)]
 pub struct InspectCostArgs {
     /// The run to inspect (default: the latest).
-    #[arg(long, value_name = "ID", conflicts_with = "ledger")]
+    #[arg(
+        long,
+        visible_alias = "run",
+        value_name = "ID",
+        conflicts_with = "ledger"
+    )]
     pub run_id: Option<String>,
     /// A cost ledger instead of a run: one USD figure per line, or JSON lines with cost_usd.
     #[arg(long, value_name = "FILE")]
@@ -405,7 +410,7 @@ pub struct InitArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// The run to show (default: the latest run in the workdir).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, visible_alias = "run", value_name = "ID")]
     pub run_id: Option<String>,
     /// The run to show, as `explain-halt RUN` and `attest RUN` take it (same as
     /// --run-id).
@@ -426,7 +431,7 @@ pub struct ReportArgs {
 #[derive(Debug, Args)]
 pub struct RunSel {
     /// The run to show (default: the latest run in the workdir).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, visible_alias = "run", value_name = "ID")]
     pub run_id: Option<String>,
     /// The run to show, as `replay RUN` and `attest RUN` take it (same as --run-id).
     #[arg(value_name = "RUN", conflicts_with = "run_id")]

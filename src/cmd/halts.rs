@@ -45,6 +45,7 @@ pub(crate) fn list(workdir: &Path, a: &HaltsArgs) -> Outcome {
                 e.acknowledged_at.as_deref().unwrap_or("?"),
                 r.as_deref().unwrap_or("-")
             ),
+            _ if e.halt_reason == "success_condition_met" => "no ack needed".to_string(),
             (_, Some(r)) => format!("UNACKED ({r})"),
             _ => "UNACKED".to_string(),
         };
@@ -53,7 +54,10 @@ pub(crate) fn list(workdir: &Path, a: &HaltsArgs) -> Outcome {
             e.id, e.triggered_at, e.severity, e.run_id, e.halt_reason, ack, e.description
         ));
     }
-    if events.iter().any(|e| !e.acknowledged) {
+    if events
+        .iter()
+        .any(|e| !e.acknowledged && e.halt_reason != "success_condition_met")
+    {
         human.push_str("acknowledge one with: loopexec ack HALT_ID --by NAME --resolution resolved|escalated|dismissed\n");
     }
     Outcome::from_body(
@@ -99,6 +103,52 @@ pub(crate) fn refuse_new_run(ws: &Workspace, run_id: &str) -> Option<Outcome> {
     let explanation = format!(
         "{reason}: a person must look at it first: loopexec ack {} --by NAME --resolution resolved (or start with --ack-required=false)",
         first.id
+    );
+    let facts = crate::receipt::facts::preflight_facts(Some(run_id), &halt);
+    Some(super::run::halt_outcome(
+        Some(run_id),
+        None,
+        &halt,
+        &explanation,
+        None,
+        facts,
+    ))
+}
+
+/// A new run refuses to start while a person's stop hold covers it (exit 11,
+/// `human_required`, naming each hold): nothing is recorded — no run, no receipt, no
+/// halt event to acknowledge (a new user's runs started under a hold each left a run
+/// stopped at iteration 0 and an event). A suspension does not refuse: the run parks
+/// before its first exec, as a running one would.
+pub(crate) fn refuse_held_start(ws: &Workspace, run_id: &str) -> Option<Outcome> {
+    let store = if ws.ledger_path().is_file() {
+        Some(Store::open(&ws.ledger_path()).ok()?)
+    } else {
+        None
+    };
+    let covering = crate::engine::covering_in(store.as_ref(), run_id);
+    let crate::detect::holds::HoldVerdict::Stopped(holds) = crate::detect::holds::decide(&covering)
+    else {
+        return None;
+    };
+    let reason = crate::halt::HaltReason::HumanRequired;
+    let contributors: Vec<String> = holds
+        .iter()
+        .map(|h| {
+            format!(
+                "a {} hold by {} stops every run it covers: {} ({}, since {})",
+                h.scope, h.holder, h.reason, h.id, h.taken_at
+            )
+        })
+        .collect();
+    let halt = crate::halt::Halt {
+        reason,
+        contributors,
+        detail: json!({"cause": "held", "holds": holds.iter().map(|h| h.id.as_str()).collect::<Vec<_>>()}),
+    };
+    let explanation = format!(
+        "{reason}: the run did not start; release the hold first: loopexec release {} --by NAME",
+        holds.first().map_or("HOLD_ID", |h| h.id.as_str())
     );
     let facts = crate::receipt::facts::preflight_facts(Some(run_id), &halt);
     Some(super::run::halt_outcome(

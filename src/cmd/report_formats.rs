@@ -116,11 +116,13 @@ fn esc(s: &str) -> String {
 /// iteration is a failure naming its failing tests; the halt is the suite's property.
 #[must_use]
 pub fn junit(b: &ReportBody) -> String {
-    let failures = b
-        .iterations
-        .iter()
-        .filter(|r| matches!(verdict(r), "red" | "rejected"))
-        .count();
+    // One case per iteration; a CI test reporter reads failures as the job's outcome,
+    // so only the iteration the run ended at fails, and only when the run did not
+    // converge. A red iteration the loop went on from is told in its `system-out`.
+    let converged = b.run.exit_code == Some(10);
+    let last = b.iterations.last().map(|r| r.iteration);
+    let ended_here = |r: &IterationRow| !converged && Some(r.iteration) == last;
+    let failures = b.iterations.iter().filter(|r| ended_here(r)).count();
     let secs = b.run.duration_ms.unwrap_or(0) as f64 / 1000.0;
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     s.push_str(&format!(
@@ -128,10 +130,11 @@ pub fn junit(b: &ReportBody) -> String {
         esc(&b.run_id),
         b.iterations.len()
     ));
+    let reason = b.run.halt_reason.as_deref().unwrap_or("");
+    let code = b.run.exit_code.map_or(String::new(), |c| c.to_string());
     s.push_str(&format!(
-        "  <properties><property name=\"halt_reason\" value=\"{}\"/><property name=\"exit_code\" value=\"{}\"/></properties>\n",
-        esc(b.run.halt_reason.as_deref().unwrap_or("")),
-        b.run.exit_code.map_or(String::new(), |c| c.to_string())
+        "  <properties><property name=\"halt_reason\" value=\"{}\"/><property name=\"exit_code\" value=\"{code}\"/></properties>\n",
+        esc(reason),
     ));
     for r in &b.iterations {
         let t = r.duration_ms as f64 / 1000.0;
@@ -140,10 +143,22 @@ pub fn junit(b: &ReportBody) -> String {
             esc(&b.run_id),
             r.iteration
         ));
-        if matches!(verdict(r), "red" | "rejected") {
-            let n = names(r);
+        let red = matches!(verdict(r), "red" | "rejected");
+        let n = names(r);
+        if ended_here(r) {
             s.push_str(&format!(
-                "<failure message=\"{} failing ({})\">{}</failure>",
+                "<failure message=\"{} (exit {code}){}\">{}</failure>",
+                esc(reason),
+                if red {
+                    format!(": {} failing ({})", n.len(), verdict(r))
+                } else {
+                    String::new()
+                },
+                esc(&n.join("\n"))
+            ));
+        } else if red {
+            s.push_str(&format!(
+                "<system-out>{} failing ({}); the loop went on\n{}</system-out>",
                 n.len(),
                 verdict(r),
                 esc(&n.join("\n"))

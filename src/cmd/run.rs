@@ -310,6 +310,11 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
             return o;
         }
     }
+    if !resume {
+        if let Some(o) = crate::cmd::halts::refuse_held_start(&ws, &run_id) {
+            return o;
+        }
+    }
     let signals = match SignalFlag::install() {
         Ok(s) => s,
         Err(e) => {

@@ -61,6 +61,12 @@ fn view(h: &HoldRow) -> HoldView {
 /// Every active hold covering `run_id`: global ones first, then this workspace's.
 /// A ledger that cannot be read is a stop (fail closed), named as such.
 pub(crate) fn covering(store: &Store, run_id: &str) -> Vec<HoldView> {
+    covering_in(Some(store), run_id)
+}
+
+/// [`covering`] for a workspace that may have no ledger yet (`None`: only the
+/// user's global holds can cover the run).
+pub(crate) fn covering_in(store: Option<&Store>, run_id: &str) -> Vec<HoldView> {
     let mut out = Vec::new();
     if let Some(g) = global_ledger() {
         match Store::open(&g).and_then(|s| s.active_holds(None)) {
@@ -68,9 +74,11 @@ pub(crate) fn covering(store: &Store, run_id: &str) -> Vec<HoldView> {
             Err(e) => out.push(unreadable(&e.to_string())),
         }
     }
-    match store.active_holds(Some(run_id)) {
-        Ok(v) => out.extend(v.iter().map(view)),
-        Err(e) => out.push(unreadable(&e.to_string())),
+    if let Some(store) = store {
+        match store.active_holds(Some(run_id)) {
+            Ok(v) => out.extend(v.iter().map(view)),
+            Err(e) => out.push(unreadable(&e.to_string())),
+        }
     }
     out
 }

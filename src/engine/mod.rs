@@ -24,6 +24,7 @@ mod ratchet;
 mod recorder;
 mod steps;
 
+pub(crate) use control::covering_in;
 pub use recorder::record_preflight;
 
 use crate::config::RunConfig;

@@ -222,9 +222,14 @@ pub struct HaltEventRow {
     pub previous_error: Option<String>,
 }
 
+/// The `halt_reason` of a converged run, whose event waits for no one.
+const SUCCESS: &str = "success_condition_met";
+
 /// Which halt events to list.
 #[derive(Debug, Clone, Default)]
 pub struct HaltEventFilter<'a> {
+    /// Only events waiting for a person: unacknowledged, and not a success (a run
+    /// that converged asks nothing of anyone; its event is the record of the halt).
     pub unacked: bool,
     pub run_id: Option<&'a str>,
     /// At least this severity.
@@ -668,7 +673,7 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()
             .map_err(self.sql())?;
         if f.unacked {
-            v.retain(|e| !e.acknowledged);
+            v.retain(|e| !e.acknowledged && e.halt_reason != SUCCESS);
         }
         if let Some(min) = f.min_severity {
             let floor = severity_rank(min);
@@ -1497,6 +1502,14 @@ mod tests {
             .ack_event(&first, "alice", "dismissed", None, &how)
             .unwrap());
         assert!(!s.ack_event(&first, "bob", "resolved", None, &how).unwrap());
+        // a converged run's event waits for no one
+        let green = s
+            .halted(&super::super::HaltRecord {
+                reason: HaltReason::SuccessConditionMet,
+                ..rec("green", &ctx)
+            })
+            .unwrap();
+        s.finish_event(&green, None).unwrap();
         let unacked = s
             .halt_events(&HaltEventFilter {
                 unacked: true,

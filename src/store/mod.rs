@@ -558,7 +558,9 @@ impl Store {
         Ok(id)
     }
 
-    /// The newest run (by start time), if any.
+    /// The newest run, if any: by its last start or halt, so that a run resumed and
+    /// halted again is newer than one that started after its first start (a new
+    /// user's `explain-halt` after `run --resume` showed the other run).
     ///
     /// # Errors
     /// SQLite errors.
@@ -566,7 +568,8 @@ impl Store {
         self.conn
             .query_row(
                 "SELECT run_id, started_at, finished_at, workdir, pid, status, iteration,
-                 halt_reason, exit_code, receipt FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1",
+                 halt_reason, exit_code, receipt FROM runs
+                 ORDER BY max(started_at, COALESCE(finished_at, started_at)) DESC, rowid DESC LIMIT 1",
                 [],
                 row_to_run,
             )
@@ -733,6 +736,41 @@ mod tests {
             largest <= WAL_TRUNCATE_AT + (1 << 20),
             "the WAL reached {largest} bytes"
         );
+    }
+
+    /// The latest run is the one that started or halted last: a run resumed and
+    /// halted after another's start is the latest.
+    #[test]
+    fn the_latest_run_is_the_last_to_start_or_halt() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open_in(&dir.path().join("l.sqlite"), dir.path()).unwrap();
+        let ctx = serde_json::json!({});
+        let halt = |id: &str| {
+            std::thread::sleep(std::time::Duration::from_millis(3));
+            s.halted(&HaltRecord {
+                run_id: id,
+                iteration: 1,
+                reason: HaltReason::HumanRequired,
+                description: "stopped",
+                context: &ctx,
+                attempt_count: None,
+                previous_error: None,
+                severity: None,
+            })
+            .unwrap();
+        };
+        let latest = || s.latest_run().unwrap().unwrap().run_id;
+        s.run_started("a", "/w", 1, "a.jsonl").unwrap();
+        halt("a");
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        s.run_started("b", "/w", 2, "b.jsonl").unwrap();
+        assert_eq!(latest(), "b");
+        halt("b");
+        // `a` resumed: still older while it runs, the latest once it halts again
+        s.run_started("a", "/w", 3, "a.jsonl").unwrap();
+        assert_eq!(latest(), "b");
+        halt("a");
+        assert_eq!(latest(), "a");
     }
 
     #[test]

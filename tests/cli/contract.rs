@@ -601,7 +601,21 @@ fn report_renders_markdown_junit_and_html() {
     assert!(out.contains("| it | verdict |"), "{out}");
     assert!(out.contains("success_condition_met"), "{out}");
     let x = std::fs::read_to_string(&junit).unwrap();
-    assert!(x.contains("tests=\"3\" failures=\"2\""), "{x}");
+    // converged: the red iterations it went on from are told, not failed (a CI test
+    // reporter reads failures as the job's outcome)
+    assert!(x.contains("tests=\"3\" failures=\"0\""), "{x}");
+    assert!(x.contains("the loop went on"), "{x}");
+    // a run that ended at its cap fails at the iteration it ended at, naming the halt
+    let capped = Repo::new();
+    capped.run_red(2).expect(12, Some("max_iterations_reached"));
+    let junit = dir.join("capped.xml");
+    human(&capped, &["report", "--junit", junit.to_str().unwrap()]);
+    let x = std::fs::read_to_string(&junit).unwrap();
+    assert!(x.contains("failures=\"1\""), "{x}");
+    assert!(
+        x.contains("<failure message=\"max_iterations_reached (exit 12)"),
+        "{x}"
+    );
     let h = std::fs::read_to_string(&html).unwrap();
     assert!(h.contains("<svg") && h.contains("<polyline"), "{h}");
 }

@@ -1088,3 +1088,33 @@ fn a_hold_on_a_run_the_ledger_does_not_know_is_refused_naming_it() {
     ]);
     ok.expect(0, None);
 }
+
+/// Before: a run started under a stop hold became a run stopped at iteration 0, with
+/// its own unacknowledged `human_required` event asking to resume a run that never
+/// ran; every try added one. Now it is refused before anything is recorded, naming
+/// the hold and how to release it; after the release the run starts.
+#[test]
+fn a_run_started_under_a_stop_hold_is_refused_and_leaves_nothing() {
+    let r = Repo::with_f();
+    let h = hold_id(&r.lx(&[
+        "hold",
+        "--workspace",
+        "--reason",
+        "maintenance window",
+        "--by",
+        "alice",
+    ]));
+    let run = ["run", "--exec", "touch done", "--check", "test -f done"];
+    let v = r.lx(&run).expect(11, Some("human_required"));
+    assert!(
+        mentions(&v, "alice") && mentions(&v, "maintenance window") && mentions(&v, &h),
+        "{v}"
+    );
+    assert!(mentions(&v, "loopexec release"), "{v}");
+    let runs = r.lx(&["runs"]).expect(0, None);
+    assert_eq!(runs["runs"].as_array().map_or(0, Vec::len), 0, "{runs}");
+    let halts = r.lx(&["halts", "--unacked"]).expect(0, None);
+    assert_eq!(halts["halts"].as_array().map_or(0, Vec::len), 0, "{halts}");
+    r.lx(&["release", &h, "--by", "alice"]).expect(0, None);
+    r.lx(&run).expect(10, Some("success_condition_met"));
+}
