@@ -502,6 +502,13 @@ pub struct RunConfig {
     pub oracle: OracleConfig,
     #[serde(default)]
     pub clean_room: CleanRoomConfig,
+    /// Whether a green of the clean room is run once more in the working tree before
+    /// it is believed (the checkout confirmation, SPEC §3.9; not with
+    /// `clean_room.in_place`). Set for every run of this version, with no setting to
+    /// turn it off; absent (`false`) from the receipts of earlier runs, which
+    /// re-derive as they were decided.
+    #[serde(default)]
+    pub checkout_confirmation: bool,
     #[serde(default)]
     pub sandbox: SandboxConfig,
     /// The config file read, if any.
@@ -569,6 +576,7 @@ impl RunConfig {
             liveness: LivenessConfig::default(),
             oracle: OracleConfig::default(),
             clean_room: CleanRoomConfig::default(),
+            checkout_confirmation: true,
             sandbox: SandboxConfig::default(),
             config_file: None,
             halt_events: crate::control::HaltEventsPolicy::default(),

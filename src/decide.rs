@@ -332,7 +332,7 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
         if (in_room as u32) < 1 + confirmations(cfg) {
             return go(Next::Confirm);
         }
-        if !cfg.clean_room.in_place {
+        if cfg.checkout_confirmation && !cfg.clean_room.in_place {
             let i = t.iterations.len() - 1;
             let Some((j, co)) = last
                 .checks
@@ -366,7 +366,7 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
                 confirmations(cfg)
             ));
         }
-        if !cfg.clean_room.in_place {
+        if cfg.checkout_confirmation && !cfg.clean_room.in_place {
             contributors.push(
                 "the check is green in the working tree too (the checkout confirmation)".into(),
             );
