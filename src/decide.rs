@@ -333,6 +333,9 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
             return go(Next::Confirm);
         }
         if cfg.checkout_confirmation && !cfg.clean_room.in_place {
+            if let Some(h) = oracle::restored_at_green(main) {
+                return halt(h);
+            }
             let i = t.iterations.len() - 1;
             let Some((j, co)) = last
                 .checks

@@ -381,12 +381,78 @@ pub fn checkout_disagrees(runs: &PlaceRuns<'_>) -> Option<Halt> {
     })
 }
 
+/// `metric_integrity_violation` (layer `restored`) when the clean room's green main run
+/// judged t0's copy of frozen files the working tree still holds edited
+/// (`[oracle] on_edit = "restore"`): the checkout confirmation would run the edited
+/// tests, and the tree a green leaves would keep them (a sixteenth review weakened an
+/// assertion, probed for `.git` in the code, and converged). `None` when the room
+/// restored nothing. Asked before the checkout confirmation runs.
+#[must_use]
+pub fn restored_at_green(room: &CheckFinished) -> Option<Halt> {
+    let restored = &room.clean_room.as_ref()?.restored;
+    if restored.is_empty() {
+        return None;
+    }
+    let shown: Vec<&str> = restored.iter().take(LISTED).map(String::as_str).collect();
+    Some(Halt {
+        reason: HaltReason::MetricIntegrityViolation,
+        contributors: vec![
+            format!(
+                "the check is green on t0's copy of frozen files the working tree keeps edited: {}{}",
+                shown.join(", "),
+                if restored.len() > shown.len() {
+                    format!(" and {} more", restored.len() - shown.len())
+                } else {
+                    String::new()
+                }
+            ),
+            "`on_edit = \"restore\"` lets the run go on past an edit of the oracle, not converge with one: the green would leave the edited tests in your tree, and the run in the working tree would judge them; put t0's files back and run again".into(),
+        ],
+        detail: serde_json::json!({"layers": ["restored"], "restored": restored}),
+    })
+}
+
 /// Tests a halt names, at most.
 const LISTED: usize = 12;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A green on restored frozen files does not converge while the working tree
+    /// keeps their edits.
+    #[test]
+    fn a_green_on_restored_files_is_not_believed() {
+        use crate::check::model::Outcome::Passed as P;
+        use crate::detect::testkit::check;
+        use crate::receipt::events::{CleanRoomRecord, Event};
+        let room = |restored: &[&str]| {
+            let Event::CheckFinished(mut c) = check(1, 0, Some("T"), &[("a", P)]) else {
+                unreachable!()
+            };
+            c.clean_room = Some(CleanRoomRecord {
+                tree: "T".into(),
+                after: None,
+                restored: restored.iter().map(|s| (*s).to_string()).collect(),
+                synced_written: 0,
+                synced_removed: 0,
+                left_out: Vec::new(),
+                unfrozen_tests: Vec::new(),
+                touched: BTreeMap::new(),
+                watch_error: None,
+            });
+            *c
+        };
+        assert!(restored_at_green(&room(&[])).is_none());
+        let h = restored_at_green(&room(&["tests/test_calc.py"])).expect("a halt");
+        assert_eq!(h.reason, HaltReason::MetricIntegrityViolation);
+        assert!(h.contributors[0].contains("tests/test_calc.py"), "{h:?}");
+        // a check in place has no room record: nothing to say
+        let Event::CheckFinished(c) = check(1, 0, None, &[("a", P)]) else {
+            unreachable!()
+        };
+        assert!(restored_at_green(&c).is_none());
+    }
 
     /// The checkout confirmation against the clean room's green main run: which
     /// disagreements halt `check_not_hermetic`, and what they name.

@@ -235,21 +235,6 @@ pub fn unfrozen_in(
     super::unfrozen::unfrozen_tests(run, baseline, &files, &text)
 }
 
-/// The test files the runner tampering scan must read under `policy`: none under
-/// `exclude` (they never run in the judged check), the added ones under `run`.
-#[must_use]
-pub fn scanned_tests(
-    policy: NewTestPolicy,
-    t0: &BTreeMap<String, FileEntry>,
-    now: &BTreeMap<String, FileEntry>,
-    rules: &OracleRules,
-) -> Vec<String> {
-    match policy {
-        NewTestPolicy::Exclude => Vec::new(),
-        NewTestPolicy::Run => added_tests(t0, now, rules),
-    }
-}
-
 /// Git's mode of a symbolic link.
 pub const LINK_MODE: &str = "120000";
 
@@ -590,11 +575,6 @@ mod tests {
         ]);
         assert_eq!(
             added_tests(&t0, &now, &rules()),
-            vec!["tests/test_000_helpers.py"]
-        );
-        assert!(scanned_tests(NewTestPolicy::Exclude, &t0, &now, &rules()).is_empty());
-        assert_eq!(
-            scanned_tests(NewTestPolicy::Run, &t0, &now, &rules()),
             vec!["tests/test_000_helpers.py"]
         );
     }

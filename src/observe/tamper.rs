@@ -136,7 +136,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python],
         name: "test-runner detection",
-        pattern: r"PYTEST_CURRENT_TEST|PYTEST_VERSION|['\x22](pytest|unittest|_pytest)['\x22]\s+in\s+sys\.modules|sys\.modules\.get\s*\(\s*['\x22](pytest|unittest|_pytest)|sys\.argv\[0\].*pytest|(inspect\.stack\s*\(|sys\._getframe).*(?i:test|runner)|(?i:test|runner).*(inspect\.stack\s*\(|sys\._getframe)",
+        pattern: r"PYTEST_CURRENT_TEST|PYTEST_VERSION|['\x22](pytest|unittest|_pytest)['\x22]\s+in\s+sys\.modules|sys\.modules\.get\s*\(\s*['\x22](pytest|unittest|_pytest)|sys\.argv\[0\].*pytest|(inspect\.stack\s*\(|sys\._getframe|extract_stack|walk_stack|currentframe).*(?i:test|runner)|(?i:test|runner).*(inspect\.stack\s*\(|sys\._getframe|extract_stack|walk_stack|currentframe)",
         skip_entry_points: false,
     },
     Rule {
@@ -1144,6 +1144,8 @@ mod tests {
             ("calc.py", "for cls in type.__subclasses__(object):", Some("runner introspection")),
             ("calc.py", "    src = traceback.extract_stack()[-2].line", Some("runner introspection")),
             ("calc.py", "    name = traceback.extract_stack()[-2].name", None),
+            // the caller's name asked whether it is a test (a sixteenth review)
+            ("calc.py", "    if traceback.extract_stack(limit=2)[0].name.startswith(\"test\"):", Some("test-runner detection")),
             ("calc.py", "importlib.machinery.SOURCE_SUFFIXES.append('.md')", Some("runner introspection")),
             ("calc.py", "spec = importlib.machinery.PathFinder.find_spec(name, [where])", Some("runner introspection")),
             ("calc.py", "    __eq__ = functools.partialmethod(operator.is_not)", Some("always-equal object")),

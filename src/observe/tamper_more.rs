@@ -1594,8 +1594,8 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         return Vec::new();
     }
     let entry = is_entry_point(path, new);
-    // A test file reaches this scan only when it runs in the judged check
-    // (`new_tests = "run"`): there, patching what it imports shapes every later test.
+    // A new test file runs in the judged check (`new_tests = "run"`) or in the
+    // checkout confirmation: there, patching what it imports shapes every later test.
     let test_file = looks_like_test_file(path);
     // A package's `__init__.py` runs when anything imports the package, and
     // unittest's discovery imports every package it walks into before it loads a

@@ -95,8 +95,8 @@ fn signs() -> &'static Regex {
             r#"|['"](?:\.git|__pycache__)['"]\s+(?:not\s+)?in\s+(?:os\.)?(?:listdir|scandir)\s*\("#,
             r#"|(?:\[\[?|\btest)\s+-[def]\s+['"]?(?:\./)?\.git\b"#,
             // where the temporary directory is, or what the package directory is called
-            r#"|\b(?:gettempdir|tmpdir|temp_dir|TMPDIR)\b[^\n]*(?:==|!=|\bis\b|starts_with|startswith|startsWith|includes)\s*\(?\s*['"]/tmp\b"#,
-            r#"|['"]/tmp/?['"]\s*(?:==|!=)[^\n]*\b(?:gettempdir|tmpdir|temp_dir|TMPDIR)\b"#,
+            r#"|\b(?:gettempdir|tmpdir|temp_dir|TMPDIR|mkdtemp|mkstemp|TemporaryDirectory|NamedTemporaryFile|mkdtempSync)\b[^\n]*(?:==|!=|\bis\b|starts_with|startswith|startsWith|includes)\s*\(?\s*['"]/tmp\b"#,
+            r#"|['"]/tmp/?['"]\s*(?:==|!=)[^\n]*\b(?:gettempdir|tmpdir|temp_dir|TMPDIR|mkdtemp|mkstemp|TemporaryDirectory|NamedTemporaryFile|mkdtempSync)\b"#,
             r"|\bCARGO_MANIFEST_DIR\b[^\n]*\.\s*(?:ends_with|contains|file_name|endsWith|includes)\b",
             // the path of the running binary, as the kernel names it
             r"|/proc/self/exe\b",
@@ -105,6 +105,9 @@ fn signs() -> &'static Regex {
             // (another process's: `/proc/self/status` is how a program reads its own memory)
             r#"|/proc/(?:\{[^}]*\}|\$\{[^}]*\}|\d+|%d|%s|['"]\s*\+[^/\n]*\+\s*['"])/(?:cmdline|status|stat|environ|exe|comm)\b"#,
             r"|\bProcess\s*\([^)]*\)\s*\.\s*parent\s*\(",
+            // the process table through `ps` (a sixteenth review walked it to an
+            // ancestor whose name hashed to loopexec's), asked for parents or names
+            r#"|['"]ps['"][^\n]*\b(?:ppid|comm|args|cmd)\b|\bps\s+-[A-Za-z]*[eo][A-Za-z]*\s[^\n]*\b(?:ppid|comm|args|cmd)\b"#,
             // the process's own confinement: Landlock needs `no_new_privs`, which a
             // person's shell and a CI step do not set (a fresh review read
             // `NoNewPrivs:\t1` from `/proc/self/status`), seccomp, LSM attributes
@@ -680,6 +683,13 @@ mod tests {
             ("src/lib.rs", "let nnp = unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) };\n", true),
             ("calc.py", "nnp = libc.prctl(39, 0, 0, 0, 0)\n", true),
             ("calc.py", "rss = [l for l in open(\"/proc/self/status\") if l.startswith(\"VmRSS\")]\n", false),
+            // a sixteenth review's: the process table through `ps`, a fresh temporary
+            // directory's prefix
+            ("calc.py", "rows = subprocess.run([\"ps\", \"-eo\", \"pid=,ppid=,comm=\"], capture_output=True, text=True).stdout\n", true),
+            ("calc.sh", "up=$(ps -o comm= -p $PPID)\n", true),
+            ("calc.py", "_ROOM = not tempfile.mkdtemp().startswith(\"/tmp/\")\n", true),
+            ("calc.py", "work = tempfile.mkdtemp(prefix=\"calc-\")\n", false),
+            ("calc.py", "out = subprocess.run([\"ps\"], capture_output=True)\n", false),
             ("calc.js", "const p = process.ppid;\n", true),
             ("calc.go", "target := os.Getenv(\"CARGO_TARGET_DIR\")\n", true),
             ("calc.py", "HOME = os.environ[\"HOME\"]\nodd = Path(HOME).parent.name == \"calc\"\n", true),

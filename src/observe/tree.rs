@@ -871,8 +871,11 @@ impl TreeObserver {
         let Some(e0) = &self.t0_entries else {
             return Ok(Vec::new());
         };
-        let added_tests =
-            super::oracle_scope::scanned_tests(self.new_tests, e0, &self.last_entries, &self.rules);
+        // Added test files are read under either policy: under `run` they run in the
+        // judged check, under `exclude` in the checkout confirmation (SPEC §3.9),
+        // where one patching the code under test made a green of code right only in
+        // the room (a sixteenth review).
+        let added_tests = super::oracle_scope::added_tests(e0, &self.last_entries, &self.rules);
         let left_out: Vec<String> = if self.new_tests == crate::config::NewTestPolicy::Exclude {
             super::oracle_scope::added_tests(e0, &self.last_entries, &self.rules)
                 .iter()
