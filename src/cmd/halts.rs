@@ -104,15 +104,7 @@ pub(crate) fn refuse_new_run(ws: &Workspace, run_id: &str) -> Option<Outcome> {
         "{reason}: a person must look at it first: loopexec ack {} --by NAME --resolution resolved (or start with --ack-required=false)",
         first.id
     );
-    let facts = crate::receipt::facts::preflight_facts(Some(run_id), &halt);
-    Some(super::run::halt_outcome(
-        Some(run_id),
-        None,
-        &halt,
-        &explanation,
-        None,
-        facts,
-    ))
+    Some(refusal(run_id, &halt, &explanation))
 }
 
 /// A new run refuses to start while a person's stop hold covers it (exit 11,
@@ -150,15 +142,13 @@ pub(crate) fn refuse_held_start(ws: &Workspace, run_id: &str) -> Option<Outcome>
         "{reason}: the run did not start; release the hold first: loopexec release {} --by NAME",
         holds.first().map_or("HOLD_ID", |h| h.id.as_str())
     );
-    let facts = crate::receipt::facts::preflight_facts(Some(run_id), &halt);
-    Some(super::run::halt_outcome(
-        Some(run_id),
-        None,
-        &halt,
-        &explanation,
-        None,
-        facts,
-    ))
+    Some(refusal(run_id, &halt, &explanation))
+}
+
+/// The outcome of a start refused before anything is recorded (no receipt).
+fn refusal(run_id: &str, halt: &crate::halt::Halt, explanation: &str) -> Outcome {
+    let facts = crate::receipt::facts::preflight_facts(Some(run_id), halt);
+    super::run::halt_outcome(Some(run_id), None, halt, explanation, None, facts)
 }
 
 /// Adds the run's declined agent actions to its verdict (`declined_actions`, and a

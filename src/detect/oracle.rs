@@ -424,22 +424,15 @@ mod tests {
     #[test]
     fn a_green_on_restored_files_is_not_believed() {
         use crate::check::model::Outcome::Passed as P;
-        use crate::detect::testkit::check;
+        use crate::detect::testkit::{check, room_record};
         use crate::receipt::events::{CleanRoomRecord, Event};
         let room = |restored: &[&str]| {
             let Event::CheckFinished(mut c) = check(1, 0, Some("T"), &[("a", P)]) else {
                 unreachable!()
             };
             c.clean_room = Some(CleanRoomRecord {
-                tree: "T".into(),
-                after: None,
                 restored: restored.iter().map(|s| (*s).to_string()).collect(),
-                synced_written: 0,
-                synced_removed: 0,
-                left_out: Vec::new(),
-                unfrozen_tests: Vec::new(),
-                touched: BTreeMap::new(),
-                watch_error: None,
+                ..room_record("T")
             });
             *c
         };

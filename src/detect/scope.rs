@@ -106,7 +106,6 @@ pub fn left_out_note(c: &CheckFinished) -> Option<String> {
 mod tests {
     use super::*;
     use crate::receipt::events::CleanRoomRecord;
-    use std::collections::BTreeMap;
 
     fn check(room: CleanRoomRecord) -> CheckFinished {
         let crate::receipt::Event::CheckFinished(mut c) =
@@ -119,17 +118,7 @@ mod tests {
     }
 
     fn room() -> CleanRoomRecord {
-        CleanRoomRecord {
-            tree: "t".into(),
-            after: None,
-            restored: Vec::new(),
-            synced_written: 0,
-            synced_removed: 0,
-            left_out: Vec::new(),
-            unfrozen_tests: Vec::new(),
-            touched: BTreeMap::new(),
-            watch_error: None,
-        }
+        crate::detect::testkit::room_record("t")
     }
 
     #[test]

@@ -67,6 +67,21 @@ pub fn check(it: u32, attempt: u32, tree: Option<&str>, tests: &[(&str, Outcome)
     }))
 }
 
+/// A clean-room record of tree `tree` that restored, left out and touched nothing.
+pub fn room_record(tree: &str) -> crate::receipt::events::CleanRoomRecord {
+    crate::receipt::events::CleanRoomRecord {
+        tree: tree.to_string(),
+        after: None,
+        restored: Vec::new(),
+        synced_written: 0,
+        synced_removed: 0,
+        left_out: Vec::new(),
+        unfrozen_tests: Vec::new(),
+        touched: std::collections::BTreeMap::new(),
+        watch_error: None,
+    }
+}
+
 /// An exec of iteration `it` that exited 0.
 pub fn exec(it: u32) -> Event {
     Event::ExecFinished(Box::new(ExecFinished {
