@@ -55,10 +55,15 @@ impl Outcome {
     /// A command error (not a halt) with its exit code, message and hint.
     #[must_use]
     pub fn error(exit_code: u8, message: String, hint: Option<String>) -> Outcome {
+        // the hint is part of the JSON contract too (`ErrorBody::hint`)
+        let mut fields = Map::new();
+        if let Some(h) = &hint {
+            fields.insert("hint".into(), Value::from(h.clone()));
+        }
         Outcome {
             status: "error".into(),
             exit_code,
-            fields: Map::new(),
+            fields,
             human: String::new(),
             errors: vec![message],
             hint,

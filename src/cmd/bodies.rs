@@ -544,11 +544,15 @@ pub struct HelpBody {
 body!(HelpBody, "help");
 
 /// The output of any command that failed before it had a result (`status: error`
-/// or `usage_error`: bad input, an unknown run, a bad flag): the envelope alone,
-/// `errors[]` saying what was wrong. Every command's output is either its own schema
-/// or this one.
+/// or `usage_error`: bad input, an unknown run, a bad flag): the envelope,
+/// `errors[]` saying what was wrong, and the fix when loopexec knows one. Every
+/// command's output is either its own schema or this one.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 pub struct ErrorBody {
+    /// What to do about it (`list runs with \`loopexec runs\``), as the human output's
+    /// `hint:` line says; absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,

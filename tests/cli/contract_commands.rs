@@ -695,6 +695,10 @@ fn error_outputs_validate_against_the_error_schema() {
         assert!(!out.errors_text().is_empty(), "{args:?}: {v}");
         assert_valid("error", &v);
     }
+    // the fix the human output's `hint:` line gives is in the JSON too (a new user's
+    // `--json report nosuchrun` had only the message)
+    let v = r.lx(&["report", "nosuchrun"]).expect(1, None);
+    assert_eq!(v["hint"], "list runs with `loopexec runs`", "{v}");
 }
 
 /// The GitHub Actions example calls loopexec with subcommands and flags that exist.
