@@ -439,12 +439,7 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     let revert_to = if this_accepted || last.iteration == 0 {
         None
     } else {
-        views
-            .iter()
-            .zip(&accepted)
-            .rev()
-            .find(|(_, a)| **a)
-            .map(|(v, _)| v.iteration)
+        progress::last_accepted(&views)
     };
     go(Next::NextIteration { revert_to })
 }

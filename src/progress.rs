@@ -184,9 +184,7 @@ impl Reporter {
             format!(
                 "{} · verdict {verdict}: exit {} (the check names no tests)",
                 self.prefix(obs.iteration),
-                c.step
-                    .exit_code
-                    .map_or_else(|| "by a signal".to_string(), |e| e.to_string())
+                c.step.exit_text()
             )
         } else {
             format!(

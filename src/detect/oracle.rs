@@ -331,9 +331,7 @@ pub fn checkout_disagrees(runs: &PlaceRuns<'_>) -> Option<Halt> {
     };
     let mut contributors = vec![format!(
         "the check was green in the clean room and is not in the working tree (the checkout confirmation: exit {})",
-        co.step
-            .exit_code
-            .map_or_else(|| "by a signal".to_string(), |c| c.to_string())
+        co.step.exit_text()
     )];
     if !not_passed.is_empty() {
         contributors.push(format!(

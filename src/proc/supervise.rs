@@ -143,6 +143,13 @@ impl StepResult {
         }
     }
 
+    /// How the leader ended, for a person: its exit code (`"1"`), or `"by a signal"`.
+    #[must_use]
+    pub fn exit_text(&self) -> String {
+        self.exit_code
+            .map_or_else(|| "by a signal".to_string(), |c| c.to_string())
+    }
+
     /// True when the leader exited on its own with `code`.
     #[must_use]
     pub fn exited_with(&self, code: i32) -> bool {

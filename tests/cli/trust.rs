@@ -2386,8 +2386,8 @@ fn code_right_only_in_the_clean_room_fails_the_checkout_confirmation() {
     if pytest_missing() {
         return;
     }
-    let args = |exec: &str| -> Vec<String> {
-        [
+    let run = |r: &Repo, exec: &str| {
+        r.lx(&[
             "run",
             "--exec",
             exec,
@@ -2395,9 +2395,7 @@ fn code_right_only_in_the_clean_room_fails_the_checkout_confirmation() {
             "python3 -m pytest -q",
             "--max-iterations",
             "2",
-        ]
-        .map(str::to_string)
-        .to_vec()
+        ])
     };
     let fixed = "def add(a, b):\n    return a + b\n";
     for (name, files) in [
@@ -2412,16 +2410,14 @@ fn code_right_only_in_the_clean_room_fails_the_checkout_confirmation() {
     ] {
         let (_keep, exec) = writer(&files);
         let r = pytest_repo();
-        let a = args(&exec);
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
         if name.starts_with(".loopexec") {
             // named by a rule before any check in the checkout: `.loopexec/` is there
             // and in no fresh clone
-            let v = r.lx(&a).expect(13, Some("metric_integrity_violation"));
+            let v = run(&r, &exec).expect(13, Some("metric_integrity_violation"));
             assert!(mentions(&v, "loopexec detection"), "{name}: {v}");
             continue;
         }
-        let v = r.lx(&a).expect(14, Some("check_not_hermetic"));
+        let v = run(&r, &exec).expect(14, Some("check_not_hermetic"));
         assert!(
             mentions(&v, "did not pass in the working tree") && mentions(&v, "test_add"),
             "{name}: {v}"
@@ -2453,9 +2449,7 @@ def test_setup():
         ),
     ]);
     let r = pytest_repo();
-    let a = args(&exec);
-    let a: Vec<&str> = a.iter().map(String::as_str).collect();
-    let v = r.lx(&a).expect(13, Some("metric_integrity_violation"));
+    let v = run(&r, &exec).expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "new test file patches what it imports"), "{v}");
     // The agent's new test file is left out of the judged check and fails in the
     // working tree: a green there would not be the user's.
@@ -2467,18 +2461,14 @@ def test_setup():
         ),
     ]);
     let r = pytest_repo();
-    let a = args(&exec);
-    let a: Vec<&str> = a.iter().map(String::as_str).collect();
-    let v = r.lx(&a).expect(14, Some("check_not_hermetic"));
+    let v = run(&r, &exec).expect(14, Some("check_not_hermetic"));
     assert!(
         mentions(&v, "failing test(s) the clean room did not run") && mentions(&v, "test_more"),
         "{v}"
     );
     let (_keep, exec) = writer(&[("calc.py", fixed)]);
     let r = pytest_repo();
-    let a = args(&exec);
-    let a: Vec<&str> = a.iter().map(String::as_str).collect();
-    let v = r.lx(&a).expect(10, Some("success_condition_met"));
+    let v = run(&r, &exec).expect(10, Some("success_condition_met"));
     assert!(mentions(&v, "the checkout confirmation"), "{v}");
 }
 
