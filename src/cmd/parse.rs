@@ -288,7 +288,8 @@ fn sorted_listed_ids(run: &ParsedRun) -> (String, Vec<(u32, u32)>) {
         spans.clear();
     }
     let get = |&(a, b): &(u32, u32)| &text[a as usize..b as usize];
-    spans.sort_unstable_by(|x, y| get(x).cmp(get(y)));
+    let bytes = text.as_bytes();
+    crate::check::idsort::sort_by_bytes(&mut spans, |&(a, b)| &bytes[a as usize..b as usize]);
     spans.dedup_by(|x, y| get(x) == get(y));
     (text, spans)
 }

@@ -136,7 +136,10 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Python],
         name: "test-runner detection",
-        pattern: r"PYTEST_CURRENT_TEST|PYTEST_VERSION|['\x22](pytest|unittest|_pytest)['\x22]\s+in\s+sys\.modules|sys\.modules\.get\s*\(\s*['\x22](pytest|unittest|_pytest)|sys\.argv\[0\].*pytest|(inspect\.stack\s*\(|sys\._getframe|extract_stack|walk_stack|currentframe).*(?i:test|runner)|(?i:test|runner).*(inspect\.stack\s*\(|sys\._getframe|extract_stack|walk_stack|currentframe)",
+        // (also the runner told by the object it put in place of the standard
+        // streams, `type(sys.stdout).__module__`, a fresh review: no rule word
+        // names the runner, and the user's own pytest captures the same way)
+        pattern: r"\btype\s*\(\s*sys\s*\.\s*(stdout|stderr|stdin)\s*\)|\bsys\s*\.\s*(stdout|stderr|stdin)\s*\.\s*__class__\b|\bisinstance\s*\(\s*sys\s*\.\s*(stdout|stderr|stdin)\b|\bsys\s*\.\s*__(stdout|stderr|stdin)__\b|PYTEST_CURRENT_TEST|PYTEST_VERSION|['\x22](pytest|unittest|_pytest)['\x22]\s+in\s+sys\.modules|sys\.modules\.get\s*\(\s*['\x22](pytest|unittest|_pytest)|sys\.argv\[0\].*pytest|(inspect\.stack\s*\(|sys\._getframe|extract_stack|walk_stack|currentframe).*(?i:test|runner)|(?i:test|runner).*(inspect\.stack\s*\(|sys\._getframe|extract_stack|walk_stack|currentframe)",
         skip_entry_points: false,
     },
     Rule {
@@ -200,13 +203,17 @@ pub const RULES: &[Rule] = &[
         // (and unittest's own hooks: a `load_tests` in a package the runner discovers,
         // a test's method swapped through `_testMethodName`, a fresh review)
         // (and a later review's: the runner's classes found by walking
+        // (and a frame's code object read for its constants, `sys._getframe(2)
+        // .f_code.co_consts`, or disassembled: the expected literal of the
+        // caller's `assert add(2, 3) == 5` without reading its source, a fresh
+        // review)
         // `type.__subclasses__` (pytest's report made to store "failed" as
         // "passed", unittest's asserts emptied), a function's source read
         // (`inspect.getsource`; a caller's line read from the stack is
         // `tamper_more::reads_caller_source`, over the whole file), and the import machinery
         // taught to load a document (`SOURCE_SUFFIXES`) or a file from outside the
         // tree (`PathFinder.find_spec(name, [dir])`))
-        pattern: r"\bdef\s+load_tests\s*\(|\bload_tests\s*=[^=]|\b_testMethodName\b|\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\b(settrace|setprofile)\b|\b(_getframe|currentframe)\s*\([^)]*\)\s*(?:$|[^.\s]|\.\s*f_(?:globals|locals|builtins|trace|lineno))|\bf_(?:globals|locals|builtins|trace)\b|\bsys\s*\.\s*monitoring\b|\bf_lineno\s*=|\b(SourcelessFileLoader|ExtensionFileLoader)\b|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items|keys)\s*\(|\bfor\b.*\bin\s+(list\s*\(\s*|sorted\s*\(\s*|tuple\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b|\b(list|tuple|sorted|iter|dict|set|map|filter|vars)\s*\(\s*(sys|_\w*)\s*\.\s*modules\b|\b__subclasses__\b|\binspect\s*\.\s*(getsource|getsourcelines|findsource)\b|\b(SOURCE_SUFFIXES|BYTECODE_SUFFIXES|EXTENSION_SUFFIXES|path_hooks|meta_path|path_importer_cache|PathFinder|FileFinder)\b|\.\s*find_spec\s*\(|\bmodule_from_spec\s*\(",
+        pattern: r"\bdef\s+load_tests\s*\(|\bload_tests\s*=[^=]|\b_testMethodName\b|\bgc\.get_(objects|referrers|referents)\s*\(|__closure__|targetfd_save|\b(settrace|setprofile)\b|\b(_getframe|currentframe)\s*\([^)]*\)\s*(?:$|[^.\s]|\.\s*f_(?:globals|locals|builtins|trace|lineno))|\bf_(?:globals|locals|builtins|trace)\b|\bco_consts\b|\bdis\s*\.\s*(get_instructions|Bytecode|dis|disassemble)\s*\(|\bsys\s*\.\s*monitoring\b|\bf_lineno\s*=|\b(SourcelessFileLoader|ExtensionFileLoader)\b|\bpluginmanager\b|\b(sys|_\w*)\s*\.\s*modules\s*\.\s*(values|items|keys)\s*\(|\bfor\b.*\bin\s+(list\s*\(\s*|sorted\s*\(\s*|tuple\s*\(\s*)?(sys|_\w*)\s*\.\s*modules\b|\b(list|tuple|sorted|iter|dict|set|map|filter|vars)\s*\(\s*(sys|_\w*)\s*\.\s*modules\b|\b__subclasses__\b|\binspect\s*\.\s*(getsource|getsourcelines|findsource)\b|\b(SOURCE_SUFFIXES|BYTECODE_SUFFIXES|EXTENSION_SUFFIXES|path_hooks|meta_path|path_importer_cache|PathFinder|FileFinder)\b|\.\s*find_spec\s*\(|\bmodule_from_spec\s*\(",
         skip_entry_points: false,
     },
     Rule {
@@ -306,7 +313,10 @@ pub const RULES: &[Rule] = &[
         // (a fresh review replaced every function of `node:assert` this way)
         // (and the module cache and graph: exports of a module the tests loaded,
         // rewritten in memory through `require.cache` or `module.parent.children`)
-        pattern: r"\bbuiltinModules\b|\bprocess\s*\.\s*binding\s*\(|\bprocess\s*\.\s*moduleLoadList\b|\brequire\s*\.\s*cache\b|\bModule\s*\.\s*_cache\b|\bmodule\s*\.\s*(parent|children)\b|\brequire\s*\.\s*main\s*\.\s*children\b",
+        // (and the calling function itself, `add.caller` or `arguments.callee
+        // .caller`, whose source text holds the test's expected value, a fresh
+        // review; strict-mode code cannot touch either)
+        pattern: r"\.\s*caller\b\s*($|[^\w$(:]|\.\s*(toString|name)\b)|\barguments\s*\.\s*callee\b|\bbuiltinModules\b|\bprocess\s*\.\s*binding\s*\(|\bprocess\s*\.\s*moduleLoadList\b|\brequire\s*\.\s*cache\b|\bModule\s*\.\s*_cache\b|\bmodule\s*\.\s*(parent|children)\b|\brequire\s*\.\s*main\s*\.\s*children\b",
         skip_entry_points: false,
     },
     Rule {
@@ -333,10 +343,15 @@ pub const RULES: &[Rule] = &[
     Rule {
         langs: &[Lang::Rust],
         name: "test-build detection",
+        // (also the thread's handle kept, `let here = thread::current();`, or its
+        // name kept or judged as an `Option` (`.name();`, `.name().map(…)`):
+        // libtest runs each test on a thread named after it, and a fresh review
+        // compared the name with `"main"` a line later; a name read for a log
+        // line, `.name().unwrap_or("main")`, is ordinary code)
         // (also an item compiled only for, or never for, rustdoc's doctests: a
         // fresh review hid a failing doctest's function behind `cfg(not(doctest))`
         // and gave the doctests a copy that passes)
-        pattern: r"cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name.*(contains|starts_with|ends_with|==|!=|matches|test)|\bcfg(_attr)?\s*!?\s*\([^)]*\bdoctest\b|\bcfg(_attr)?\s*!?\s*\([^)]*\bnot\s*\(\s*(test|debug_assertions)\b|\bcfg!\s*\([^)]*\bdebug_assertions\b|\bcfg_attr\s*\([^)]*\btest\b[^)]*\bpath\s*=|#\s*\[\s*cfg\s*\((?:[^\]]*[(,])?\s*test\s*[,)][^\]]*\]\s*(#\s*\[[^\]]*\]\s*)*(pub(\([^)]*\))?\s+)?((const|async|unsafe|extern(\s+\x22[^\x22]*\x22)?)\s+)*(fn|const|static|impl|struct|enum|type|trait|macro_rules!)\b",
+        pattern: r"cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name.*(contains|starts_with|ends_with|==|!=|matches|test)|\bthread::current\s*\(\s*\)\s*;|\bcurrent\s*\(\s*\)\s*\.\s*name\s*\(\s*\)\s*(;|\?|\.\s*(map|is_some|is_none|filter|and_then|as_deref|eq|ne|cmp|contains|starts_with|ends_with)\b|==|!=)|\bcfg(_attr)?\s*!?\s*\([^)]*\bdoctest\b|\bcfg(_attr)?\s*!?\s*\([^)]*\bnot\s*\(\s*(test|debug_assertions)\b|\bcfg!\s*\([^)]*\bdebug_assertions\b|\bcfg_attr\s*\([^)]*\btest\b[^)]*\bpath\s*=|#\s*\[\s*cfg\s*\((?:[^\]]*[(,])?\s*test\s*[,)][^\]]*\]\s*(#\s*\[[^\]]*\]\s*)*(pub(\([^)]*\))?\s+)?((const|async|unsafe|extern(\s+\x22[^\x22]*\x22)?)\s+)*(fn|const|static|impl|struct|enum|type|trait|macro_rules!)\b",
         skip_entry_points: false,
     },
     Rule {
@@ -1111,6 +1126,25 @@ mod tests {
             ("src/lib.rs", "    exit(0);", Some("process exit")),
             ("src/lib.rs", "use crate::process as stage;", None),
             ("src/lib.rs", "#[cfg(not(doctest))]", Some("test-build detection")),
+            // a fifth fresh review: the runner told by a channel every run shares
+            ("src/lib.rs", "    let here = std::thread::current();", Some("test-build detection")),
+            ("src/lib.rs", "    if current().name() != Some(\"main\") {", Some("test-build detection")),
+            ("src/lib.rs", "    let n = thread::current().name().map(str::to_owned);", Some("test-build detection")),
+            ("src/lib.rs", "    let id = std::thread::current().id();", None),
+            ("src/lib.rs", "    let n = field.name();", None),
+            ("calc.py", "    owner = type(sys.stdout).__module__", Some("test-runner detection")),
+            ("calc.py", "    if sys.stdout is not sys.__stdout__:", Some("test-runner detection")),
+            ("calc.py", "    cls = sys.stderr.__class__", Some("test-runner detection")),
+            ("calc.py", "    sys.stdout.write(text)", None),
+            ("calc.py", "    if out is sys.stdout:", None),
+            ("calc.py", "    print(x, file=sys.stderr)", None),
+            ("calc.py", "    return sys._getframe(2).f_code.co_consts", Some("runner introspection")),
+            ("calc.py", "    for ins in dis.get_instructions(frame.f_code):", Some("runner introspection")),
+            ("calc.py", "    name = sys._getframe(1).f_code.co_name", None),
+            ("calc.js", "  const who = add.caller;", Some("runner introspection")),
+            ("calc.js", "  const body = arguments.callee.caller.toString();", Some("runner introspection")),
+            ("calc.js", "  return call.caller(x);", None),
+            ("calc.js", "  const { caller: c } = opts; log(req.callerId);", None),
             // third fresh review: a function compiled only for the tests, or only
             // outside them; a module swapped under test; asm reached by an alias
             ("src/lib.rs", "#[cfg(not(test))]", Some("test-build detection")),
