@@ -122,7 +122,7 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
                         t0_command(t, "git --no-pager --git-dir={store} diff --no-ext-diff --no-textconv --text {t0} {last}"),
                         t0_command(
                             t,
-                            "git --git-dir={store} --work-tree=. restore --source={t0} --worktree -- . && git --git-dir={store} diff -z --no-renames --name-only --diff-filter=A {t0} {last} | xargs -0 rm -f --"
+                            "cd {workdir} && git --git-dir={store} --work-tree=. restore --source={t0} --worktree -- . && git --git-dir={store} diff -z --no-renames --name-only --diff-filter=A {t0} {last} | xargs -0 rm -f --"
                         )
                     )
                 } else {
@@ -137,7 +137,7 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
             // alone leaves them).
             t0_command(
                 t,
-                "git --git-dir={store} --work-tree=. restore --source={t0} --worktree -- . && git --git-dir={store} diff -z --no-renames --name-only --diff-filter=A {t0} {last} | xargs -0 rm -f --"
+                "cd {workdir} && git --git-dir={store} --work-tree=. restore --source={t0} --worktree -- . && git --git-dir={store} diff -z --no-renames --name-only --diff-filter=A {t0} {last} | xargs -0 rm -f --"
             )
         ),
         HaltReason::HermeticityViolation if h.detail.get("toolchain_changed").is_some() => "What the check runs on outside the tree changed since t0 (a program on its PATH, an interpreter's start-up hook, a runner configuration in a directory above the tree or the clean room, a registry crate): find who wrote the named file — the agent, or code under test during a check — and restore it; a change you made yourself on purpose needs a new run, whose t0 measures it.".into(),
@@ -151,7 +151,14 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
                 .zip(summary.best_iteration)
                 .map_or("no failing count recorded".to_string(), |(c, i)| format!("best {c} failing at iteration {i}"))
         ),
-        HaltReason::BudgetExceeded | HaltReason::CostAnomaly => "Read the per-iteration spend with `loopexec inspect-cost`; raise the cap only if the spend was expected.".into(),
+        HaltReason::BudgetExceeded => format!(
+            "The budget ran out and the loop was not improving at its end ({}): more budget alone is unlikely to help. Read the per-iteration spend with `loopexec inspect-cost`; raise the cap only if the spend was expected.",
+            summary
+                .best_failing_count
+                .zip(summary.best_iteration)
+                .map_or("no failing count recorded".to_string(), |(c, i)| format!("best {c} failing at iteration {i}"))
+        ),
+        HaltReason::CostAnomaly => "Read the per-iteration spend with `loopexec inspect-cost`; raise the cap only if the spend was expected.".into(),
         HaltReason::ModelDriftDetected => "The agent's primary model changed mid-run: pin the model in the agent's own configuration, or accept the new one with --model.".into(),
         HaltReason::HeartbeatStale => "The work step went silent: look at its last output excerpt, then rerun with a longer --stall-timeout if the silence was expected.".into(),
         HaltReason::ComprehensionDebtExceeded => "Review the accepted diffs, record it with `loopexec ack --reviewer NAME`, then `loopexec run --resume RUN_ID`.".into(),
@@ -202,15 +209,24 @@ fn t0_command(t: &Trajectory, template: &str) -> String {
         .started
         .as_ref()
         .map(|s| crate::observe::tree::store_path(std::path::Path::new(&s.workdir)));
+    let word =
+        |p: &std::path::Path| crate::observe::isolation::shell_word(&p.display().to_string());
     let store = store_dir
         .as_ref()
-        .map_or_else(|| "STORE".to_string(), |p| p.display().to_string());
+        .map_or_else(|| "STORE".to_string(), |p| word(p));
+    // the restore runs in the workdir, named in full: pasted from anywhere else it
+    // would write t0's files there and remove files there
+    let workdir = t.started.as_ref().map_or_else(
+        || "WORKDIR".to_string(),
+        |s| word(std::path::Path::new(&s.workdir)),
+    );
     let command = format!(
         "`{}`",
         template
             .replace("{t0}", &t0)
             .replace("{last}", &last)
             .replace("{store}", &store)
+            .replace("{workdir}", &workdir)
     );
     // The store lives in the state directory of whoever ran the run: another
     // LOOPEXEC_STATE_DIR (or HOME) names a store that is not there.
@@ -232,13 +248,15 @@ pub fn advice_for(reason: HaltReason, t: &Trajectory) -> Advice {
 }
 
 /// What to do, in sentences: the advice class, then the reason's guidance. For the
-/// cap and the no-convergence reasons the guidance already states the advice (it
-/// depends on whether the loop was still improving), so it stands alone.
+/// cap, the budget and the no-convergence reasons the guidance already states the
+/// advice (it depends on whether the loop was still improving), so it stands alone.
 #[must_use]
 pub fn what_to_do(h: &Halt, t: &Trajectory) -> String {
     let g = guidance(h, t);
-    let own = h.reason == HaltReason::MaxIterationsReached
-        || h.reason.class() == crate::halt::ExitClass::NoConvergence;
+    let own = matches!(
+        h.reason,
+        HaltReason::MaxIterationsReached | HaltReason::BudgetExceeded
+    ) || h.reason.class() == crate::halt::ExitClass::NoConvergence;
     match (g.is_empty(), own) {
         (true, _) => advice_sentence(advice_for(h.reason, t)).to_string(),
         (false, true) => g,

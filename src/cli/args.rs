@@ -142,7 +142,9 @@ pub struct ReplayArgs {
 
 #[derive(Debug, Args)]
 pub struct KeygenArgs {
-    /// Directory to write loopexec.key and loopexec.pub into (default: the current directory).
+    /// Directory to write loopexec.key and loopexec.pub into (default:
+    /// `$XDG_CONFIG_HOME/loopexec`, else `~/.config/loopexec`: outside any project,
+    /// where an agent working in one does not read the secret key or commit it).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
@@ -176,7 +178,9 @@ pub struct VerifyArgs {
 
 #[derive(Debug, Args)]
 pub struct GcArgs {
-    /// Runs to keep, newest first.
+    /// Runs to keep, newest first. The newest run is kept even under `--keep 0`:
+    /// the next run's start is judged against it (a tree it rejected stays
+    /// rejected).
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub keep: usize,
     /// Also remove the snapshot stores (in the state directory) of workdirs that no

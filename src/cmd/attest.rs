@@ -25,7 +25,13 @@ fn fail(e: &attest::AttestError, hint: &str) -> Outcome {
 }
 
 pub(crate) fn keygen(a: &KeygenArgs) -> Outcome {
-    let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("."));
+    let Some(dir) = a.out.clone().or_else(default_key_dir) else {
+        return Outcome::error(
+            super::EXIT_ERROR,
+            "neither XDG_CONFIG_HOME nor HOME is set, so there is no default key directory".into(),
+            Some("name one with --out DIR (outside any project the agent works in)".into()),
+        );
+    };
     let key = match attest::generate() {
         Ok(k) => k,
         Err(e) => return fail(&e, "the OS random source is unavailable"),
@@ -63,6 +69,21 @@ pub(crate) fn keygen(a: &KeygenArgs) -> Outcome {
         ),
     };
     Outcome::from_body("ok", 0, &body)
+}
+
+/// `keygen`'s default directory: `$XDG_CONFIG_HOME/loopexec`, else
+/// `$HOME/.config/loopexec` (the XDG base directory rule); `None` with neither set.
+/// Never the current directory: that is usually the project, where the agent reads
+/// files and `git add .` would commit the secret key.
+fn default_key_dir() -> Option<PathBuf> {
+    let set = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    set("XDG_CONFIG_HOME")
+        .or_else(|| set("HOME").map(|h| h.join(".config")))
+        .map(|d| d.join("loopexec"))
 }
 
 /// The statement over run `run_id` whose receipt at `receipt` holds `lines` and is
@@ -202,7 +223,7 @@ pub(crate) fn attest(workdir: &Path, a: &AttestArgs) -> Outcome {
                 .exit_code
                 .map_or("-".to_string(), |c| c.to_string()),
             out.display(),
-            out.display()
+            crate::observe::isolation::shell_word(&out.display().to_string())
         ),
         attestation: env,
         run: run.facts(),

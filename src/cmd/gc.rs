@@ -1,6 +1,7 @@
 //! `loopexec gc [--keep N] [--stores]`: removes old runs — the receipt, the run's
 //! directory of captured and kept outputs, its attestation file and its snapshot refs —
-//! keeping the newest N. A run whose process is still alive is never removed. With
+//! keeping the newest N. A run whose process is still alive is never removed, nor the
+//! newest run (even under `--keep 0`): the next run's start is judged against it. With
 //! `--stores`, also the snapshot stores of workdirs that no longer exist (each store
 //! records its workdir, `observe::store::WORKDIR_RECORD`); a store is evidence a
 //! receipt points at, so this happens only when asked, never on its own.
@@ -20,9 +21,15 @@ pub(crate) fn run(workdir: &Path, a: &GcArgs) -> Outcome {
     let mut removed = Vec::new();
     let mut refs_deleted = 0;
     let mut errors = Vec::new();
+    // The newest run is what the next run's start is judged against (a tree it
+    // rejected stays rejected, a tree it left unjudged is judged from its t0:
+    // `engine`'s `previous_run`), so it is kept whatever `--keep` says: removing it
+    // would let a weakened test it halted on become the next run's t0 (a fresh
+    // review's `gc --keep 0` then exit 10).
+    let newest = runs.first().map(|(id, _)| id.clone());
     for (i, (id, facts)) in runs.iter().enumerate() {
         let live = facts.halt_reason.is_none() && ws.heartbeat_path(id).is_file();
-        if i < a.keep || live {
+        if i < a.keep || live || newest.as_ref() == Some(id) {
             kept.push(id.clone());
             continue;
         }

@@ -129,12 +129,16 @@ pub(crate) fn rejected_tree(lines: &[Line], accepted: &[(u32, bool)]) -> Option<
         _ => None,
     })?;
     let store = crate::observe::tree::store_path(Path::new(&workdir));
-    let git = format!("git --git-dir={}", store.display());
+    let word = |p: &Path| crate::observe::isolation::shell_word(&p.display().to_string());
+    let git = format!("git --git-dir={}", word(&store));
+    // run in the workdir, named in full (pasted elsewhere, `--work-tree=.` and the
+    // `rm` would act on that directory)
+    let cd = format!("cd {} && ", word(Path::new(&workdir)));
     Some(RejectedTree {
         iteration: last,
         accepted_iteration: to,
         restore_command: format!(
-            "{git} --work-tree=. restore --source={good} --worktree -- . && {git} diff -z --no-renames --name-only --diff-filter=A {good} {bad} | xargs -0 rm -f --"
+            "{cd}{git} --work-tree=. restore --source={good} --worktree -- . && {git} diff -z --no-renames --name-only --diff-filter=A {good} {bad} | xargs -0 rm -f --"
         ),
     })
 }

@@ -46,6 +46,7 @@ pub(crate) fn list(workdir: &Path, a: &HaltsArgs) -> Outcome {
                 r.as_deref().unwrap_or("-")
             ),
             _ if e.halt_reason == "success_condition_met" => "no ack needed".to_string(),
+            _ if e.preflight => "no ack needed: refused before it started".to_string(),
             (_, Some(r)) => format!("UNACKED ({r})"),
             _ => "UNACKED".to_string(),
         };
@@ -56,7 +57,7 @@ pub(crate) fn list(workdir: &Path, a: &HaltsArgs) -> Outcome {
     }
     if events
         .iter()
-        .any(|e| !e.acknowledged && e.halt_reason != "success_condition_met")
+        .any(|e| !e.acknowledged && e.halt_reason != "success_condition_met" && !e.preflight)
     {
         human.push_str("acknowledge one with: loopexec ack HALT_ID --by NAME --resolution resolved|escalated|dismissed\n");
     }

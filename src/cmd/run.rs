@@ -397,11 +397,15 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
         }
         Err(EngineError::Workspace(e @ WorkspaceError::Locked { .. })) => {
             // Refused: the live run's receipt and ledger rows are not touched.
+            let live = match &e {
+                WorkspaceError::Locked { run_id, .. } => run_id.clone(),
+                _ => String::new(),
+            };
             let halt = Halt::new(HaltReason::WorkspaceInvalid, vec![e.to_string()]);
+            // nothing is wrong with the command: another run holds the workdir
             let explanation = format!(
-                "{}: {}",
-                halt.reason,
-                crate::explain::advice_sentence(halt.reason.advice())
+                "{}: wait for run {live} to halt (`loopexec status --run {live}` follows it), or stop it (`loopexec hold --run {live} --reason TEXT --by NAME`), then start again",
+                halt.reason
             );
             let facts = crate::receipt::facts::preflight_facts(Some(&run_id), &halt);
             halt_outcome(Some(&run_id), None, &halt, &explanation, None, facts)

@@ -220,6 +220,11 @@ pub struct HaltEventRow {
     pub resolution_notes: Option<String>,
     pub attempt_count: Option<i64>,
     pub previous_error: Option<String>,
+    /// The run was refused before it started (a configuration error, a busy or
+    /// missing workdir, `--resume` of an unknown run): the caller had the exit code
+    /// and the error, and no agent ran, so the event asks nothing of a person and
+    /// `halts --unacked` leaves it out.
+    pub preflight: bool,
 }
 
 /// The `halt_reason` of a converged run, whose event waits for no one.
@@ -228,8 +233,9 @@ const SUCCESS: &str = "success_condition_met";
 /// Which halt events to list.
 #[derive(Debug, Clone, Default)]
 pub struct HaltEventFilter<'a> {
-    /// Only events waiting for a person: unacknowledged, and not a success (a run
-    /// that converged asks nothing of anyone; its event is the record of the halt).
+    /// Only events waiting for a person: unacknowledged, not a success (a run that
+    /// converged asks nothing of anyone; its event is the record of the halt) and
+    /// not a start refused before it began ([`HaltEventRow::preflight`]).
     pub unacked: bool,
     pub run_id: Option<&'a str>,
     /// At least this severity.
@@ -334,12 +340,14 @@ fn row_to_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<HaltEventRow> {
         resolution_notes: r.get(14)?,
         attempt_count: r.get(15)?,
         previous_error: r.get(16)?,
+        preflight: r.get::<_, Option<i64>>(17)?.unwrap_or(0) != 0,
     })
 }
 
 const EVENT_COLS: &str = "id, session_id, halt_type, halt_class, exit_code, severity, description,
     iteration, triggered_at, acknowledged, acknowledged_at, acknowledged_by, resolution,
-    acknowledged_how, resolution_notes, attempt_count, previous_error";
+    acknowledged_how, resolution_notes, attempt_count, previous_error,
+    json_extract(context, '$.preflight') IS 1";
 
 fn severity_rank(s: &str) -> usize {
     SEVERITIES.iter().position(|x| *x == s).unwrap_or(0)
@@ -673,7 +681,7 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()
             .map_err(self.sql())?;
         if f.unacked {
-            v.retain(|e| !e.acknowledged && e.halt_reason != SUCCESS);
+            v.retain(|e| !e.acknowledged && e.halt_reason != SUCCESS && !e.preflight);
         }
         if let Some(min) = f.min_severity {
             let floor = severity_rank(min);

@@ -914,3 +914,27 @@ fn show_agent_output_streams_the_agent_to_stderr_and_quiet_silences_progress() {
     quiet.expect(10, None);
     assert_eq!(quiet.stderr, "", "--quiet prints no progress");
 }
+
+/// `keygen` without `--out` writes into the user's configuration directory, never
+/// into the project it is run from (before, `./loopexec.key` sat where the agent
+/// reads files and `git add .` commits them: a fresh review).
+#[test]
+fn keygen_keeps_the_secret_key_out_of_the_project_by_default() {
+    let r = Repo::new();
+    let home = r.outside().display().to_string();
+    let kg = r
+        .lx_env(
+            &["keygen"],
+            &[("HOME", home.as_str()), ("XDG_CONFIG_HOME", "")],
+        )
+        .expect(0, None);
+    let want = r.outside().join(".config/loopexec/loopexec.key");
+    let got = kg["private_key"].as_str().unwrap();
+    assert_eq!(
+        std::fs::canonicalize(got).unwrap(),
+        std::fs::canonicalize(&want).unwrap(),
+        "{kg}"
+    );
+    assert!(!r.path().join("loopexec.key").exists());
+    assert!(r.git(&["status", "--porcelain"]).trim().is_empty());
+}

@@ -1118,3 +1118,43 @@ fn a_run_started_under_a_stop_hold_is_refused_and_leaves_nothing() {
     r.lx(&["release", &h, "--by", "alice"]).expect(0, None);
     r.lx(&run).expect(10, Some("success_condition_met"));
 }
+
+/// A start refused before it began (a bad flag value, `--resume` of an unknown run)
+/// is listed by `halts` but waits for no one: before, every typo became an UNACKED
+/// event in the list a person reads at 3 a.m. (a fresh review).
+#[test]
+fn a_start_refused_before_it_began_needs_no_ack() {
+    let r = tap_repo(1);
+    r.lx(&[
+        "run",
+        "--exec",
+        "true",
+        "--check",
+        "sh check.sh",
+        "--exec-timeout",
+        "5x",
+    ])
+    .expect(20, Some("invariant_failed"));
+    r.lx(&["run", "--resume", "nosuch"])
+        .expect(20, Some("invariant_failed"));
+    let all = r.lx(&["halts"]).expect(0, None);
+    let events = all["halts"].as_array().unwrap();
+    assert_eq!(events.len(), 2, "{all}");
+    assert!(events.iter().all(|e| e["preflight"] == true), "{all}");
+    let mut cmd = Command::new(bin());
+    cmd.arg("--workdir").arg(r.path()).arg("halts");
+    let human = String::from_utf8_lossy(&run_cmd(cmd).stdout).into_owned();
+    assert!(
+        human.contains("no ack needed: refused before it started"),
+        "{human}"
+    );
+    assert!(!human.contains("acknowledge one with"), "{human}");
+    let open = r.lx(&["halts", "--unacked"]).expect(0, None);
+    assert_eq!(open["halts"], serde_json::json!([]), "{open}");
+    // a run that ran and halted still waits for a person
+    r.lx_tap("true", &["--run-id", "ran", "--max-iterations", "1"])
+        .expect(12, None);
+    let open = r.lx(&["halts", "--unacked"]).expect(0, None);
+    assert_eq!(open["halts"][0]["run_id"], "ran", "{open}");
+    assert_eq!(open["halts"][0]["preflight"], false, "{open}");
+}

@@ -730,6 +730,65 @@ fn a_new_run_does_not_start_from_a_tree_an_earlier_run_rejected() {
     assert_ne!(out.code, 13, "{}", out.errors_text());
 }
 
+/// The revert command `explain-halt` prints works wherever it is pasted. Before, it
+/// restored t0 into `--work-tree=.` and removed the added files relative to the
+/// current directory: pasted from another directory it wrote the project there (a
+/// fresh review).
+#[test]
+fn the_printed_revert_restores_the_workdir_from_any_directory() {
+    let r = tap_repo(1);
+    let before = r.read("check.sh");
+    r.lx_tap(
+        "printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh; echo x > added.txt",
+        &["--run-id", "cheat", "--max-iterations", "2"],
+    )
+    .expect(13, Some("metric_integrity_violation"));
+    let ex = r.lx(&["explain-halt", "--run-id", "cheat"]).expect(0, None);
+    let advice = ex["what_to_do"].as_str().unwrap_or_default();
+    let revert = advice
+        .split('`')
+        .find(|c| c.contains("restore --source"))
+        .unwrap_or_else(|| panic!("no revert command in {advice}"));
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(revert)
+        .current_dir(r.outside())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{revert}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(r.read("check.sh"), before);
+    assert!(!r.path().join("added.txt").exists());
+    assert!(
+        !r.outside().join("check.sh").exists(),
+        "the revert wrote outside the workdir"
+    );
+}
+
+/// Before: `gc --keep 0` removed the receipt of the run that rejected the tree, so
+/// the next run started from the weakened test and was green at iteration 0, exit
+/// 10 (a fresh review). Now gc keeps the newest run and the next start is refused.
+#[test]
+fn gc_keeps_the_run_whose_rejection_the_next_start_is_judged_against() {
+    let r = tap_repo(1);
+    r.lx_tap(
+        "printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh",
+        &["--run-id", "cheat", "--max-iterations", "2"],
+    )
+    .expect(13, Some("metric_integrity_violation"));
+    r.lx(&["ack", "--run-id", "cheat", "--reviewer", "alice"])
+        .expect(0, None);
+    let gc = r.lx(&["gc", "--keep", "0"]).expect(0, None);
+    assert_eq!(gc["kept"], serde_json::json!(["cheat"]), "{gc}");
+    let again = r
+        .lx_tap("true", &["--run-id", "again", "--max-iterations", "2"])
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&again, "run cheat rejected"), "{again}");
+}
+
 /// A cheat planted by a run that ended red, armed later. Before: the next run took
 /// the planted tree as its t0 and was green at iteration 0 ("already green on the
 /// untouched tree"), exit 10, though no scan had ever read the planted code (a third
