@@ -228,16 +228,21 @@ fn each_named_id(
 }
 
 /// Tells whether strings handed over one by one are strictly ascending (each greater
-/// than the one before it), keeping a copy of the last one.
+/// than the one before it), keeping a copy of the last one; counts them and their
+/// bytes (what [`sorted_listed_ids`] reserves when they are not).
 #[derive(Debug, Default)]
 struct Ascending {
     last: Option<String>,
     broken: bool,
+    count: usize,
+    bytes: usize,
 }
 
 impl Ascending {
     /// Takes the next string.
     fn next(&mut self, s: &str) {
+        self.count += 1;
+        self.bytes += s.len();
         if self.broken {
             return;
         }
@@ -259,17 +264,10 @@ impl Ascending {
 
 /// The collected set of a run with [`ParsedRun::listed`] in name order: every named
 /// id decoded into one buffer, then byte ranges of it sorted and deduplicated (one
-/// buffer, sized by a first pass, and 8 bytes per test, not a `String` each).
-fn sorted_listed_ids(run: &ParsedRun) -> (String, Vec<(u32, u32)>) {
-    let (mut n, mut bytes) = (0usize, 0usize);
-    let counted: std::io::Result<()> = each_named_id(run, |id| {
-        n += 1;
-        bytes += id.len();
-        Ok(())
-    });
-    if counted.is_err() {
-        return (String::new(), Vec::new());
-    }
+/// buffer and 8 bytes per test, not a `String` each). `n` ids of `bytes` bytes in
+/// all are reserved: the counts [`Ascending`] took while the tests were written (a
+/// wrong count costs only a regrowth).
+fn sorted_listed_ids(run: &ParsedRun, n: usize, bytes: usize) -> (String, Vec<(u32, u32)>) {
     let mut text = String::with_capacity(bytes);
     let mut spans: Vec<(u32, u32)> = Vec::with_capacity(n);
     // offsets past 4 GiB of ids cannot be held: such a run is not listed whole
@@ -512,7 +510,7 @@ fn print_tail(
                 })?;
                 w.write_all(b"]")?;
             } else {
-                let (text, spans) = sorted_listed_ids(run);
+                let (text, spans) = sorted_listed_ids(run, ascending.count, ascending.bytes);
                 json_strs(w, spans.iter().map(|&(a, b)| &text[a as usize..b as usize]))?;
             }
         } else {

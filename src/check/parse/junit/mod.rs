@@ -668,9 +668,19 @@ fn attrs<'a, const N: usize>(e: &'a BytesStart<'a>, keys: [&[u8]; N]) -> [Option
     // one (`x:name`) wherever each stands (a fresh review named a failing case
     // after a passing one through `x:name` ahead of its own `name`)
     let mut exact = [false; N];
-    let plain = plain_attributes(e.attributes_raw(), |name, raw| {
+    let raw = e.attributes_raw();
+    // UTF-8 checked once for the element, not once per value: a value lies between
+    // two ASCII quotes, so its ends are character boundaries of the checked text
+    let text = std::str::from_utf8(raw).ok();
+    let plain = plain_attributes(raw, |name, value| {
         if let Some(j) = pick(&keys, &out, &mut exact, name) {
-            out[j] = Some(decode_value(raw));
+            out[j] = Some(match text {
+                Some(t) => {
+                    let start = value.as_ptr() as usize - raw.as_ptr() as usize;
+                    decode_str(&t[start..start + value.len()])
+                }
+                None => decode_value(value),
+            });
         }
     });
     if plain {
@@ -764,14 +774,19 @@ fn plain_attributes<'a>(raw: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) ->
 /// and character entities), borrowed when it holds no entity; its raw text read
 /// lossily when it cannot be decoded.
 fn decode_value(raw: &[u8]) -> Cow<'_, str> {
-    let lossy = || Cow::Owned(String::from_utf8_lossy(raw).into_owned());
-    let Ok(text) = std::str::from_utf8(raw) else {
-        return lossy();
-    };
-    if memchr::memchr(b'&', raw).is_none() {
+    match std::str::from_utf8(raw) {
+        Ok(text) => decode_str(text),
+        Err(_) => Cow::Owned(String::from_utf8_lossy(raw).into_owned()),
+    }
+}
+
+/// [`decode_value`] of a value already known to be UTF-8: borrowed when it holds no
+/// entity, itself when an entity cannot be decoded.
+fn decode_str(text: &str) -> Cow<'_, str> {
+    if memchr::memchr(b'&', text.as_bytes()).is_none() {
         return Cow::Borrowed(text);
     }
-    quick_xml::escape::unescape(text).unwrap_or_else(|_| lossy())
+    quick_xml::escape::unescape(text).unwrap_or(Cow::Borrowed(text))
 }
 
 fn attr(e: &BytesStart<'_>, key: &[u8]) -> String {
