@@ -181,7 +181,12 @@ pub struct GcArgs {
     /// Runs to keep, newest first. The newest run is kept even under `--keep 0`:
     /// the next run's start is judged against it (a tree it rejected stays
     /// rejected).
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10,
+        allow_negative_numbers = true
+    )]
     pub keep: usize,
     /// Also remove the snapshot stores (in the state directory) of workdirs that no
     /// longer exist, such as deleted temporary checkouts.
@@ -459,7 +464,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "CMD")]
     pub check: Option<String>,
     /// Attempts after the baseline (default 10); with --resume, the run's new cap.
-    #[arg(long, value_name = "N")]
+    // (a negative number is read as this flag's value, so the error names the flag
+    // rather than calling `-1` an unexpected argument)
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub max_iterations: Option<u32>,
     /// Run a single attempt (same as --max-iterations 1).
     #[arg(long, conflicts_with = "max_iterations")]

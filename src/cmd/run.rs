@@ -477,6 +477,17 @@ fn resumed_config(ws: &Workspace, run_id: &str) -> Result<(crate::config::RunCon
         ));
     }
     let lines = crate::receipt::read(&path).map_err(|e| e.to_string())?;
+    // the resumed run takes its whole policy from this receipt: it must be the one
+    // loopexec wrote (a chain that holds is not enough: a check in place once swapped
+    // in a forged receipt with a chain of its own, a seventeenth review)
+    let store = crate::store::Store::open(&ws.ledger_path()).map_err(|e| e.to_string())?;
+    let problems = super::recorded_in(&store, run_id, &path, &lines);
+    if !problems.is_empty() {
+        return Err(format!(
+            "run `{run_id}` cannot be resumed: its receipt is not the one this workspace recorded ({}); start a new run",
+            problems.join("; ")
+        ));
+    }
     let t = crate::trajectory::Trajectory::from_lines(&lines);
     let cfg = t
         .config()

@@ -42,6 +42,11 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// An earlier run of the workdir as a new run's start reads it: its id, its halt
+/// reason (`None`: not halted, or a reason this loopexec does not know) and its
+/// receipt's lines.
+type PreviousRun = (String, Option<HaltReason>, Vec<crate::receipt::Line>);
+
 /// The signal (if any) loopexec has received; set by the signal handlers.
 #[derive(Clone, Default)]
 pub struct SignalFlag(pub Arc<AtomicI32>);
@@ -523,8 +528,28 @@ impl Loop<'_> {
     /// refused for inheriting a rejection passes that rejection on. Read from the
     /// ledger's runs and the receipts; a receipt that cannot be read answers `None`
     /// (its own `check` reports it).
+    /// The run the control journal sealed last is asked too when it is not that
+    /// newest run: a newer run the journal cannot vouch for (a killed one, or rows and
+    /// a receipt an agent wrote) must not hide a rejection (a seventeenth review).
     fn rejected_tree_run(&self, tree: &str) -> Option<crate::receipt::events::InheritedRejection> {
-        let (prev, reason, lines) = self.previous_run()?;
+        let newest = self.previous_run();
+        let newest_id = newest.as_ref().map(|(id, _, _)| id.clone());
+        let sealed = self
+            .last_sealed_run()
+            .filter(|(id, _, _)| Some(id) != newest_id.as_ref());
+        newest
+            .into_iter()
+            .chain(sealed)
+            .find_map(|run| self.rejection_by(run, tree))
+    }
+
+    /// The rejection `run` (an earlier run: id, halt, receipt lines) passes on to a
+    /// run whose t0 is `tree`, if any (see [`Self::rejected_tree_run`]).
+    fn rejection_by(
+        &self,
+        (prev, reason, lines): PreviousRun,
+        tree: &str,
+    ) -> Option<crate::receipt::events::InheritedRejection> {
         let reason = reason.filter(|r| rejects_tree(*r))?;
         let started = lines.iter().find_map(|l| match &l.event {
             Event::RunStarted(s) => Some(s),
@@ -606,25 +631,45 @@ impl Loop<'_> {
     /// and the control journal do not vouch for ([`crate::cmd::recorded_in`]: the
     /// ledger lies in the workdir, the journal out of the agent's reach), is passed
     /// over: a fake "success" row dated 2099 hid the run before it (a fresh review).
-    fn previous_run(&self) -> Option<(String, Option<HaltReason>, Vec<crate::receipt::Line>)> {
+    /// Every row is looked at (twenty fake rows dated 2999 once hid the real run
+    /// behind a limit taken before this filter), and the receipt is read where the
+    /// workspace keeps it, never where the ledger's `receipt` column says (an agent
+    /// pointed its run's row at a missing file: a seventeenth review).
+    fn previous_run(&self) -> Option<PreviousRun> {
         let ids = self.store.run_ids().ok()?;
         ids.into_iter()
             .rev()
             .filter(|r| *r != self.run_id)
-            .take(20)
-            .find_map(|id| {
-                let row = self.store.run(&id).ok()??;
-                let path = Path::new(&row.receipt);
-                let lines = crate::receipt::read(path).ok()?;
-                if !crate::cmd::recorded_in(&self.store, &id, path, &lines).is_empty() {
-                    return None;
-                }
-                let reason = row
-                    .halt_reason
-                    .as_deref()
-                    .and_then(HaltReason::from_str_opt);
-                Some((id, reason, lines))
-            })
+            .find_map(|id| self.recorded_run(id))
+    }
+
+    /// Run `id`'s halt and receipt lines when the workspace recorded it (see
+    /// [`Self::previous_run`]). A halted run is vouched for by its seal in the control
+    /// journal alone, and its halt is read from its sealed receipt: the ledger lies in
+    /// the workdir, and an edit of its row must not make the run disappear. A run
+    /// without a halt (killed, or still running) has no seal; the ledger vouches for
+    /// it.
+    fn recorded_run(&self, id: String) -> Option<PreviousRun> {
+        let path = self.ws.receipt_path(&id);
+        let lines = crate::receipt::read(&path).ok()?;
+        let halted = lines.iter().rev().find_map(|l| match &l.event {
+            Event::Halted(h) => Some(h.halt_reason),
+            _ => None,
+        });
+        let vouched = match halted {
+            Some(_) => crate::cmd::unsealed(&self.store, &id, &path).is_none(),
+            None => crate::cmd::recorded_in(&self.store, &id, &path, &lines).is_empty(),
+        };
+        vouched.then_some((id, halted, lines))
+    }
+
+    /// The run the control journal sealed last, other than this one, when its sealed
+    /// receipt reads (see [`Self::recorded_run`]).
+    fn last_sealed_run(&self) -> Option<PreviousRun> {
+        let id = self.store.journal().state().ok()?.last_sealed?;
+        (id != self.run_id)
+            .then_some(id)
+            .and_then(|id| self.recorded_run(id))
     }
 
     /// The newest earlier run of this workdir when `tree` (this run's t0) is the tree

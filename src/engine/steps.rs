@@ -594,6 +594,16 @@ impl Loop<'_> {
             }
             None => Vec::new(),
         };
+        // The receipt is in the workdir, which a check in place and the checkout
+        // confirmation run in: a check that swapped it for a forged one (a hash chain
+        // of its own, for `run --resume` to take its policy from) wrote into
+        // loopexec's own record (a seventeenth review: it was asked after execs only).
+        if let Err(what) = self.receipt.untouched() {
+            writes.changed.push(format!(
+                "{} (loopexec's receipt: {what})",
+                self.receipt.path().display()
+            ));
+        }
         // What the check changed in cargo's registry: sources cargo never reads twice,
         // so an edit made by code under test (a build script) would be compiled into the
         // next check unseen (crate::observe::registry).

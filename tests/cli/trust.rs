@@ -768,6 +768,70 @@ fn the_printed_revert_restores_the_workdir_from_any_directory() {
     );
 }
 
+/// Before: an exec that weakened the check and pointed its own run's ledger row at
+/// a missing receipt (or added rows dated 2999 ahead of it) made the next start
+/// skip that run, freeze the weakened check into t0 and exit 10 at iteration 0 (a
+/// seventeenth review). Now the run the control journal sealed is read from where
+/// the workspace keeps its receipt, and the next start is refused.
+#[test]
+fn ledger_rows_the_agent_edits_do_not_hide_the_rejecting_run() {
+    let r = tap_repo(1);
+    let ledger_edit = "python3 -c \"import sqlite3; c = sqlite3.connect('.loopexec/ledger.sqlite'); \
+c.execute(\\\"UPDATE runs SET receipt = receipt || '.gone'\\\"); \
+[c.execute(\\\"INSERT INTO runs (run_id, started_at, workdir, pid, status, halt_reason, exit_code, receipt) VALUES (?, ?, '.', 1, 'halted', 'max_iterations_reached', 12, 'none')\\\", ('Z%02d' % i, '2999-01-01T00:00:%02d.000Z' % i)) for i in range(25)]; c.commit()\"";
+    let cheat = format!("printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh; {ledger_edit}");
+    r.lx_tap(&cheat, &["--run-id", "cheat", "--max-iterations", "1"])
+        .expect(13, Some("metric_integrity_violation"));
+    r.lx(&["ack", "--run-id", "cheat", "--reviewer", "alice"])
+        .expect(0, None);
+    let again = r
+        .lx_tap(
+            "true",
+            &[
+                "--run-id",
+                "again",
+                "--ack-required",
+                "false",
+                "--max-iterations",
+                "2",
+            ],
+        )
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&again, "run cheat rejected"), "{again}");
+}
+
+/// `run --resume` takes its policy from the receipt, so it resumes only the receipt
+/// the workspace recorded. Before, a receipt rewritten with a hash chain of its own
+/// (here: the checkout confirmation turned off) was resumed as it was (a seventeenth
+/// review forged it from inside a check in place).
+#[test]
+fn a_rewritten_receipt_with_a_chain_of_its_own_is_not_resumed() {
+    let r = tap_repo(1);
+    r.lx_tap("true", &["--run-id", "a", "--max-iterations", "1"])
+        .expect(12, Some("max_iterations_reached"));
+    let path = r.receipt("a");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut prev: Option<String> = None;
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        if v["event"] == "run_started" {
+            v["config"]["checkout_confirmation"] = Value::Bool(false);
+        }
+        v["prev"] = prev.clone().map_or(Value::Null, Value::String);
+        let bytes = serde_json::to_string(&v).unwrap();
+        prev = Some(blake3::hash(bytes.as_bytes()).to_hex().to_string());
+        out.push_str(&bytes);
+        out.push('\n');
+    }
+    assert_ne!(out, text, "the forgery changed nothing");
+    std::fs::write(&path, out).unwrap();
+    let v = r
+        .lx(&["run", "--resume", "a", "--max-iterations", "2"])
+        .expect(20, Some("invariant_failed"));
+    assert!(mentions(&v, "cannot be resumed"), "{v}");
+}
+
 /// Before: `gc --keep 0` removed the receipt of the run that rejected the tree, so
 /// the next run started from the weakened test and was green at iteration 0, exit
 /// 10 (a fresh review). Now gc keeps the newest run and the next start is refused.
