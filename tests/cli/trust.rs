@@ -681,31 +681,9 @@ fn the_exec_is_not_told_where_servers_outside_the_loop_are() {
 #[test]
 fn a_new_run_does_not_start_from_a_tree_an_earlier_run_rejected() {
     let r = tap_repo(1);
-    let first = r
-        .lx_tap(
-            "printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh",
-            &["--run-id", "cheat", "--max-iterations", "2"],
-        )
-        .expect(13, None);
-    assert_eq!(
-        first["halt_reason"], "metric_integrity_violation",
-        "{first}"
-    );
-    let again = r
-        .lx_tap(
-            "true",
-            &[
-                "--run-id",
-                "again",
-                "--ack-required",
-                "false",
-                "--max-iterations",
-                "2",
-            ],
-        )
-        .expect(13, Some("metric_integrity_violation"));
+    weaken_the_check(&r, "cheat", "");
+    let again = next_start_refused_for(&r, "cheat");
     assert_eq!(again["iteration"], 0, "{again}");
-    assert!(mentions(&again, "run cheat rejected"), "{again}");
     // the advice points at the rejecting run, not at a diff of t0 with itself
     let advice = again["explanation"].as_str().unwrap_or_default();
     assert!(
@@ -779,25 +757,8 @@ fn ledger_rows_the_agent_edits_do_not_hide_the_rejecting_run() {
     let ledger_edit = "python3 -c \"import sqlite3; c = sqlite3.connect('.loopexec/ledger.sqlite'); \
 c.execute(\\\"UPDATE runs SET receipt = receipt || '.gone'\\\"); \
 [c.execute(\\\"INSERT INTO runs (run_id, started_at, workdir, pid, status, halt_reason, exit_code, receipt) VALUES (?, ?, '.', 1, 'halted', 'max_iterations_reached', 12, 'none')\\\", ('Z%02d' % i, '2999-01-01T00:00:%02d.000Z' % i)) for i in range(25)]; c.commit()\"";
-    let cheat = format!("printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh; {ledger_edit}");
-    r.lx_tap(&cheat, &["--run-id", "cheat", "--max-iterations", "1"])
-        .expect(13, Some("metric_integrity_violation"));
-    r.lx(&["ack", "--run-id", "cheat", "--reviewer", "alice"])
-        .expect(0, None);
-    let again = r
-        .lx_tap(
-            "true",
-            &[
-                "--run-id",
-                "again",
-                "--ack-required",
-                "false",
-                "--max-iterations",
-                "2",
-            ],
-        )
-        .expect(13, Some("metric_integrity_violation"));
-    assert!(mentions(&again, "run cheat rejected"), "{again}");
+    weaken_the_check(&r, "cheat", ledger_edit);
+    next_start_refused_for(&r, "cheat");
 }
 
 /// `run --resume` takes its policy from the receipt, so it resumes only the receipt
@@ -838,19 +799,42 @@ fn a_rewritten_receipt_with_a_chain_of_its_own_is_not_resumed() {
 #[test]
 fn gc_keeps_the_run_whose_rejection_the_next_start_is_judged_against() {
     let r = tap_repo(1);
-    r.lx_tap(
-        "printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh",
-        &["--run-id", "cheat", "--max-iterations", "2"],
-    )
-    .expect(13, Some("metric_integrity_violation"));
-    r.lx(&["ack", "--run-id", "cheat", "--reviewer", "alice"])
-        .expect(0, None);
+    weaken_the_check(&r, "cheat", "");
     let gc = r.lx(&["gc", "--keep", "0"]).expect(0, None);
     assert_eq!(gc["kept"], serde_json::json!(["cheat"]), "{gc}");
-    let again = r
-        .lx_tap("true", &["--run-id", "again", "--max-iterations", "2"])
+    next_start_refused_for(&r, "cheat");
+}
+
+/// Run `run_id`, whose exec weakens `check.sh` (then runs `more`): it halts
+/// `metric_integrity_violation`, and a person acknowledges the run.
+fn weaken_the_check(r: &Repo, run_id: &str, more: &str) {
+    let exec = format!("printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh; {more}");
+    r.lx_tap(&exec, &["--run-id", run_id, "--max-iterations", "1"])
         .expect(13, Some("metric_integrity_violation"));
-    assert!(mentions(&again, "run cheat rejected"), "{again}");
+    r.lx(&["ack", "--run-id", run_id, "--reviewer", "alice"])
+        .expect(0, None);
+}
+
+/// A new run on the tree `run_id` rejected: refused with its reason, naming it.
+fn next_start_refused_for(r: &Repo, run_id: &str) -> Value {
+    let again = r
+        .lx_tap(
+            "true",
+            &[
+                "--run-id",
+                "again",
+                "--ack-required",
+                "false",
+                "--max-iterations",
+                "2",
+            ],
+        )
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(
+        mentions(&again, &format!("run {run_id} rejected")),
+        "{again}"
+    );
+    again
 }
 
 /// A cheat planted by a run that ended red, armed later. Before: the next run took
