@@ -1,7 +1,8 @@
 //! `loopexec gc [--keep N] [--stores]`: removes old runs — the receipt, the run's
 //! directory of captured and kept outputs, its attestation file and its snapshot refs —
 //! keeping the newest N. A run whose process is still alive is never removed, nor the
-//! newest run (even under `--keep 0`): the next run's start is judged against it. With
+//! newest run or the run the control journal sealed last (even under `--keep 0`):
+//! the next run's start is judged against them. With
 //! `--stores`, also the snapshot stores of workdirs that no longer exist (each store
 //! records its workdir, `observe::store::WORKDIR_RECORD`); a store is evidence a
 //! receipt points at, so this happens only when asked, never on its own.
@@ -26,10 +27,20 @@ pub(crate) fn run(workdir: &Path, a: &GcArgs) -> Outcome {
     // `engine`'s `previous_run`), so it is kept whatever `--keep` says: removing it
     // would let a weakened test it halted on become the next run's t0 (a fresh
     // review's `gc --keep 0` then exit 10).
+    // "Newest" is what the receipts in the workdir say of themselves, and an agent
+    // can write receipts dated 2999 there: the run the control journal sealed last
+    // (out of the agent's reach) is kept too (a seventeenth review had gc keep ten
+    // fakes and remove the rejecting run's receipt).
     let newest = runs.first().map(|(id, _)| id.clone());
+    let sealed = Some(ws.ledger_path())
+        .filter(|p| p.is_file())
+        .and_then(|p| crate::store::Store::open(&p).ok())
+        .and_then(|s| s.journal().state().ok())
+        .and_then(|j| j.last_sealed);
     for (i, (id, facts)) in runs.iter().enumerate() {
         let live = facts.halt_reason.is_none() && ws.heartbeat_path(id).is_file();
-        if i < a.keep || live || newest.as_ref() == Some(id) {
+        let judged_against = newest.as_ref() == Some(id) || sealed.as_ref() == Some(id);
+        if i < a.keep || live || judged_against {
             kept.push(id.clone());
             continue;
         }

@@ -680,11 +680,31 @@ impl Loop<'_> {
     /// halt (killed) may have left any tree; a run that ran no exec but inherited
     /// itself passes its inheritance on. Returns the inheritance and that run's
     /// `run_started` (its t0, transitively an earlier one's when it inherited too).
+    ///
+    /// As for a rejection, the run the control journal sealed last is asked too when
+    /// the newest run (one the journal cannot vouch for) passes nothing on.
     fn unjudged_tree_run(
         &self,
         tree: &str,
     ) -> Option<(crate::receipt::events::InheritedUnjudged, RunStarted)> {
-        let (prev, reason, lines) = self.previous_run()?;
+        let newest = self.previous_run();
+        let newest_id = newest.as_ref().map(|(id, _, _)| id.clone());
+        let sealed = self
+            .last_sealed_run()
+            .filter(|(id, _, _)| Some(id) != newest_id.as_ref());
+        newest
+            .into_iter()
+            .chain(sealed)
+            .find_map(|run| self.unjudged_by(run, tree))
+    }
+
+    /// What `run` (an earlier run) left unjudged for a run whose t0 is `tree`, if
+    /// anything (see [`Self::unjudged_tree_run`]).
+    fn unjudged_by(
+        &self,
+        (prev, reason, lines): PreviousRun,
+        tree: &str,
+    ) -> Option<(crate::receipt::events::InheritedUnjudged, RunStarted)> {
         if reason.is_some_and(|r| r == HaltReason::SuccessConditionMet || rejects_tree(r)) {
             return None;
         }

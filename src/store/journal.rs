@@ -130,16 +130,33 @@ pub struct Journal {
 }
 
 /// The journal of the ledger at `ledger`, under `state`: `<state>/journals/<first 16
-/// hex of blake3(absolute ledger path)>.jsonl`.
+/// hex of blake3(absolute ledger path)>.jsonl`. The path is the workdir's canonical
+/// path (the ledger's grandparent) joined with the workspace directory's and the
+/// ledger's own names, never resolved through them: an agent that moved
+/// `.loopexec/` away and left a symlink in its place named a fresh, empty journal
+/// for the next run, which then knew no seal and no rejection (a seventeenth
+/// review).
 #[must_use]
 pub fn path_for(state: &Path, ledger: &Path) -> PathBuf {
-    let abs = ledger
-        .parent()
-        .and_then(|d| std::fs::canonicalize(d).ok())
-        .map_or_else(
-            || ledger.to_path_buf(),
-            |d| d.join(ledger.file_name().unwrap_or_default()),
-        );
+    let names = ledger.parent().and_then(|ws| {
+        Some((
+            ws.parent()?,
+            ws.file_name()?,
+            ledger.file_name().unwrap_or_default(),
+        ))
+    });
+    let abs = names
+        .and_then(|(workdir, ws, file)| {
+            let workdir = if workdir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                workdir
+            };
+            std::fs::canonicalize(workdir)
+                .ok()
+                .map(|w| w.join(ws).join(file))
+        })
+        .unwrap_or_else(|| ledger.to_path_buf());
     let h = blake3::hash(abs.as_os_str().as_encoded_bytes()).to_hex();
     state
         .join("journals")

@@ -805,6 +805,23 @@ fn gc_keeps_the_run_whose_rejection_the_next_start_is_judged_against() {
     next_start_refused_for(&r, "cheat");
 }
 
+/// Before: the exec also wrote ten receipts dated 2999 into `.loopexec/runs/`, so
+/// `gc --keep 10` kept them as the newest runs and removed the rejecting run's
+/// receipt; the next start lost the rejection and exited 10 (a seventeenth review).
+/// Now gc also keeps the run the control journal sealed last.
+#[test]
+fn gc_keeps_the_sealed_run_behind_receipts_dated_in_the_future() {
+    let r = tap_repo(1);
+    let fakes = "python3 -c \"import json, os; \
+first = json.loads(open('.loopexec/runs/' + os.environ['LOOPEXEC_RUN_ID'] + '.jsonl').readline()); \
+[open('.loopexec/runs/f%02d.jsonl' % i, 'w').write(json.dumps(dict(first, ts='2999-01-01T00:00:%02d.000Z' % i, run_id='f%02d' % i)) + chr(10)) for i in range(10)]\"";
+    weaken_the_check(&r, "cheat", fakes);
+    let gc = r.lx(&["gc", "--keep", "10"]).expect(0, None);
+    assert_eq!(gc["removed"], serde_json::json!([]), "{gc}");
+    assert!(r.receipt("cheat").is_file());
+    next_start_refused_for(&r, "cheat");
+}
+
 /// Run `run_id`, whose exec weakens `check.sh` (then runs `more`): it halts
 /// `metric_integrity_violation`, and a person acknowledges the run.
 fn weaken_the_check(r: &Repo, run_id: &str, more: &str) {

@@ -278,4 +278,10 @@ fn the_path_is_per_ledger_and_outside_the_workdir() {
     // The same ledger named through another path is the same journal.
     let via = d.path().join("a/../a/.loopexec/ledger.sqlite");
     assert_eq!(path_for(&state, &via), pa);
+    // The workspace directory is named, not resolved: moved away and replaced by a
+    // symlink, it still names the workdir's journal.
+    let moved = d.path().join("moved");
+    std::fs::rename(&a, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &a).unwrap();
+    assert_eq!(path_for(&state, &a.join("ledger.sqlite")), pa);
 }
