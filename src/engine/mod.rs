@@ -528,18 +528,11 @@ impl Loop<'_> {
     /// refused for inheriting a rejection passes that rejection on. Read from the
     /// ledger's runs and the receipts; a receipt that cannot be read answers `None`
     /// (its own `check` reports it).
-    /// The run the control journal sealed last is asked too when it is not that
-    /// newest run: a newer run the journal cannot vouch for (a killed one, or rows and
-    /// a receipt an agent wrote) must not hide a rejection (a seventeenth review).
+    /// The run the control journal sealed last is asked too
+    /// ([`Self::runs_judged_against`]).
     fn rejected_tree_run(&self, tree: &str) -> Option<crate::receipt::events::InheritedRejection> {
-        let newest = self.previous_run();
-        let newest_id = newest.as_ref().map(|(id, _, _)| id.clone());
-        let sealed = self
-            .last_sealed_run()
-            .filter(|(id, _, _)| Some(id) != newest_id.as_ref());
-        newest
+        self.runs_judged_against()
             .into_iter()
-            .chain(sealed)
             .find_map(|run| self.rejection_by(run, tree))
     }
 
@@ -643,6 +636,22 @@ impl Loop<'_> {
             .find_map(|id| self.recorded_run(id))
     }
 
+    /// The earlier runs a new run's start is judged against: the newest recorded one
+    /// ([`Self::previous_run`]), then the run the control journal sealed last when
+    /// that is another: a newer run the journal cannot vouch for (a killed one, or
+    /// rows and a receipt an agent wrote) must not hide what the sealed one passes on
+    /// (a seventeenth review).
+    fn runs_judged_against(&self) -> Vec<PreviousRun> {
+        let mut runs: Vec<PreviousRun> = self.previous_run().into_iter().collect();
+        if let Some(sealed) = self
+            .last_sealed_run()
+            .filter(|(id, _, _)| !runs.iter().any(|(newest, _, _)| newest == id))
+        {
+            runs.push(sealed);
+        }
+        runs
+    }
+
     /// Run `id`'s halt and receipt lines when the workspace recorded it (see
     /// [`Self::previous_run`]). A halted run is vouched for by its seal in the control
     /// journal alone, and its halt is read from its sealed receipt: the ledger lies in
@@ -680,21 +689,14 @@ impl Loop<'_> {
     /// halt (killed) may have left any tree; a run that ran no exec but inherited
     /// itself passes its inheritance on. Returns the inheritance and that run's
     /// `run_started` (its t0, transitively an earlier one's when it inherited too).
-    ///
-    /// As for a rejection, the run the control journal sealed last is asked too when
-    /// the newest run (one the journal cannot vouch for) passes nothing on.
+    /// As for a rejection, the run the control journal sealed last is asked too
+    /// ([`Self::runs_judged_against`]).
     fn unjudged_tree_run(
         &self,
         tree: &str,
     ) -> Option<(crate::receipt::events::InheritedUnjudged, RunStarted)> {
-        let newest = self.previous_run();
-        let newest_id = newest.as_ref().map(|(id, _, _)| id.clone());
-        let sealed = self
-            .last_sealed_run()
-            .filter(|(id, _, _)| Some(id) != newest_id.as_ref());
-        newest
+        self.runs_judged_against()
             .into_iter()
-            .chain(sealed)
             .find_map(|run| self.unjudged_by(run, tree))
     }
 
