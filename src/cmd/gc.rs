@@ -1,8 +1,8 @@
 //! `loopexec gc [--keep N] [--stores]`: removes old runs — the receipt, the run's
 //! directory of captured and kept outputs, its attestation file and its snapshot refs —
 //! keeping the newest N. A run whose process is still alive is never removed, nor the
-//! newest run or the run the control journal sealed last (even under `--keep 0`):
-//! the next run's start is judged against them. With
+//! newest run or the runs the control journal sealed and started last (even under
+//! `--keep 0`): the next run's start is judged against them. With
 //! `--stores`, also the snapshot stores of workdirs that no longer exist (each store
 //! records its workdir, `observe::store::WORKDIR_RECORD`); a store is evidence a
 //! receipt points at, so this happens only when asked, never on its own.
@@ -31,15 +31,20 @@ pub(crate) fn run(workdir: &Path, a: &GcArgs) -> Outcome {
     // can write receipts dated 2999 there: the run the control journal sealed last
     // (out of the agent's reach) is kept too (a seventeenth review had gc keep ten
     // fakes and remove the rejecting run's receipt).
+    // So is the run the journal started last (a run whose loopexec died has no seal).
     let newest = runs.first().map(|(id, _)| id.clone());
-    let sealed = Some(ws.ledger_path())
+    let journal = Some(ws.ledger_path())
         .filter(|p| p.is_file())
         .and_then(|p| crate::store::Store::open(&p).ok())
-        .and_then(|s| s.journal().state().ok())
-        .and_then(|j| j.last_sealed);
+        .map(|s| s.journal().clone());
+    let state = journal.as_ref().and_then(|j| j.state().ok());
+    let sealed = state.as_ref().and_then(|j| j.last_sealed.clone());
+    let started = state.as_ref().and_then(|j| j.last_started.clone());
     for (i, (id, facts)) in runs.iter().enumerate() {
         let live = facts.halt_reason.is_none() && ws.heartbeat_path(id).is_file();
-        let judged_against = newest.as_ref() == Some(id) || sealed.as_ref() == Some(id);
+        let judged_against = [&newest, &sealed, &started]
+            .iter()
+            .any(|r| r.as_ref() == Some(id));
         if i < a.keep || live || judged_against {
             kept.push(id.clone());
             continue;
@@ -77,6 +82,11 @@ pub(crate) fn run(workdir: &Path, a: &GcArgs) -> Outcome {
                 errors.push(format!("cannot remove {}: {e}", ws.run_dir(id).display()));
                 ok = false;
             }
+        }
+        // the copy of its first line the journal kept (the journal's entry stays)
+        if let Some(Err(e)) = journal.as_ref().map(|j| j.drop_started(id)) {
+            errors.push(format!("run {id}: {e}"));
+            ok = false;
         }
         if ok {
             removed.push(id.clone());

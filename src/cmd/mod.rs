@@ -185,8 +185,48 @@ pub(crate) fn recorded_in(
     }
     if last.is_some() {
         problems.extend(unsealed(store, run_id, path));
+    } else {
+        problems.extend(unstarted(store, run_id, path, lines));
     }
     problems
+}
+
+/// What is wrong with the start of run `run_id` (receipt at `path`, read as `lines`)
+/// that recorded no halt: the control journal keeps every run's first receipt line
+/// (`journal::Decision::RunStarted`, out of the agent's reach), and this receipt's
+/// must be that line — a run killed before its halt has no seal, and its receipt and
+/// ledger rows lie in the workdir, where an agent rewrote its policy for `run
+/// --resume` (a nineteenth review). A journal that records no start at all is a
+/// workspace's from before starts were kept: the ledger alone vouches then. A journal
+/// that cannot be read vouches for nothing. `None` when the start matches.
+pub(crate) fn unstarted(
+    store: &crate::store::Store,
+    run_id: &str,
+    path: &std::path::Path,
+    lines: &[Line],
+) -> Option<String> {
+    let journal = store.journal().path().display().to_string();
+    let state = match store.journal().state() {
+        Ok(s) => s,
+        Err(e) => return Some(format!("the control journal cannot vouch for it: {e}")),
+    };
+    if state.started.is_empty() {
+        return None;
+    }
+    let Some(kept) = state.started.get(run_id) else {
+        return Some(format!(
+            "{}: loopexec's control journal ({journal}, outside the workdir) records no start of this run, so no run of this workspace began this receipt",
+            path.display()
+        ));
+    };
+    if lines.first().is_some_and(|l| l.hash == *kept) {
+        None
+    } else {
+        Some(format!(
+            "{}: the receipt's first line is not the run_started line loopexec kept when the run began (its blake3 {kept} in {journal}): its policy or t0 was rewritten",
+            path.display()
+        ))
+    }
 }
 
 /// What is wrong with the seal of halted run `run_id` (receipt at `path`): none in the

@@ -517,6 +517,7 @@ impl Loop<'_> {
             .as_deref()
             .and_then(|t| self.rejected_tree_run(t));
         self.record(Event::RunStarted(Box::new(started)))?;
+        self.keep_started()?;
         self.record(Event::IterationStarted(IterationStarted { iteration: 0 }))
     }
 
@@ -618,6 +619,33 @@ impl Loop<'_> {
             .then_some(crate::receipt::events::InheritedRejection { kept, ..rejection })
     }
 
+    /// Keeps the receipt's first line (`run_started`, just written) in the control
+    /// journal ([`crate::store::journal::Journal::keep_started`]) before any step
+    /// runs. A must-succeed write: without it a run whose loopexec dies before its
+    /// halt could be erased from the workdir and forgotten.
+    fn keep_started(&self) -> Result<(), EngineError> {
+        let path = self.receipt.path();
+        let bytes = std::fs::read(path).map_err(|source| EngineError::Receipt {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+        let (head, lines) = self.receipt.head();
+        if lines != 1 || head.as_deref() != Some(blake3::hash(first).to_hex().as_str()) {
+            return Err(EngineError::Receipt {
+                path: path.to_path_buf(),
+                source: std::io::Error::other(
+                    "its first line is not the run_started line loopexec wrote",
+                ),
+            });
+        }
+        self.store
+            .journal()
+            .keep_started(&self.run_id, first)
+            .map_err(crate::store::StoreError::from)?;
+        Ok(())
+    }
+
     /// The newest earlier run of this workdir that the workspace recorded: its id, its
     /// halt (`None`: none recorded, or one this loopexec does not know) and its
     /// receipt's lines. A ledger row whose receipt does not read, or that the ledger
@@ -642,22 +670,53 @@ impl Loop<'_> {
     /// rows and a receipt an agent wrote) must not hide what the sealed one passes on
     /// (a seventeenth review).
     fn runs_judged_against(&self) -> Vec<PreviousRun> {
-        let mut runs: Vec<PreviousRun> = self.previous_run().into_iter().collect();
-        if let Some(sealed) = self
-            .last_sealed_run()
-            .filter(|(id, _, _)| !runs.iter().any(|(newest, _, _)| newest == id))
+        let mut runs: Vec<PreviousRun> = Vec::new();
+        for run in [
+            self.last_started_run(),
+            self.previous_run(),
+            self.last_sealed_run(),
+        ]
+        .into_iter()
+        .flatten()
         {
-            runs.push(sealed);
+            if !runs.iter().any(|(id, _, _)| *id == run.0) {
+                runs.push(run);
+            }
         }
         runs
+    }
+
+    /// The run the control journal says started last, other than this one
+    /// ([`crate::store::journal::Decision::RunStarted`]). When it halted, as
+    /// [`Self::recorded_run`] reads it. When it did not (its loopexec died: killed,
+    /// or a limit the agent lowered), its receipt counts only when its first line is
+    /// the one the journal kept; otherwise — the receipt erased or rewritten in the
+    /// workdir — it is read as that kept line alone: a run that recorded no halt,
+    /// which may have left any tree (a nineteenth review deleted its receipt, made
+    /// loopexec die, and the next start judged the weakened test as t0).
+    fn last_started_run(&self) -> Option<PreviousRun> {
+        let journal = self.store.journal();
+        let state = journal.state().ok()?;
+        let id = state.last_started.filter(|id| *id != self.run_id)?;
+        if state.seals.contains_key(&id) {
+            return self.recorded_run(id);
+        }
+        if let Some(run) = self.recorded_run(id.clone()) {
+            if run.1.is_none() {
+                return Some(run);
+            }
+        }
+        let line = journal.started_line(&id, state.started.get(&id)?)?;
+        let started = crate::receipt::line_from_bytes(&line)?;
+        Some((id, None, vec![started]))
     }
 
     /// Run `id`'s halt and receipt lines when the workspace recorded it (see
     /// [`Self::previous_run`]). A halted run is vouched for by its seal in the control
     /// journal alone, and its halt is read from its sealed receipt: the ledger lies in
     /// the workdir, and an edit of its row must not make the run disappear. A run
-    /// without a halt (killed, or still running) has no seal; the ledger vouches for
-    /// it.
+    /// without a halt (killed, or still running) has no seal: the ledger vouches for
+    /// it, and the control journal for its first line ([`crate::cmd::unstarted`]).
     fn recorded_run(&self, id: String) -> Option<PreviousRun> {
         let path = self.ws.receipt_path(&id);
         let lines = crate::receipt::read(&path).ok()?;

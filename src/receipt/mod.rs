@@ -526,6 +526,14 @@ pub(crate) fn is_halted_line(raw: &[u8]) -> bool {
 /// such before its event is read; the event is then deserialized from the same
 /// bytes, without an intermediate `serde_json::Value` (a check's line holds every test of the
 /// run, and the recorder reads back each line it writes).
+/// One receipt line from its raw bytes (without the newline), parsed as [`read`]
+/// parses each line; `None` when it is not a valid line of a schema this loopexec
+/// reads. Its chain (`prev`) is not checked: there is no line before it here.
+#[must_use]
+pub fn line_from_bytes(raw: &[u8]) -> Option<Line> {
+    parse_line(raw).ok()
+}
+
 fn parse_line(raw: &[u8]) -> Result<Line, LineError> {
     let bad = |m: &str| LineError::Bad(m.into());
     let head: Head = serde_json::from_slice(raw).map_err(|e| {

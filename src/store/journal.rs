@@ -109,6 +109,19 @@ pub enum Decision {
         receipt_blake3: String,
         halt_reason: String,
     },
+    /// A run started: `started_blake3` is the hex blake3 of its receipt's first line
+    /// (`run_started`: the policy and t0) as written, without the newline; a copy of
+    /// that line is kept beside the journal ([`Journal::keep_started`]). Appended
+    /// before the run's first step, so a run whose loopexec died before its halt (a
+    /// SIGKILL, or a limit an agent lowered with `prlimit`) stays known, and its
+    /// policy and t0 stay readable, whatever became of its receipt and ledger rows in
+    /// the workdir: the next start is judged from that t0, and `run --resume` refuses
+    /// a receipt that does not start with that line (a nineteenth review erased and
+    /// forged both).
+    RunStarted {
+        run_id: String,
+        started_blake3: String,
+    },
 }
 
 /// One journal line.
@@ -278,6 +291,89 @@ impl Journal {
         Ok(line)
     }
 
+    /// Where the first receipt line of run `run_id` is kept
+    /// (`<journal stem>.started/<run_id>.jsonl`, beside the journal). `None` for an id
+    /// that is not a plain file name.
+    fn started_path(&self, run_id: &str) -> Option<PathBuf> {
+        let plain = !run_id.is_empty()
+            && run_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+            && !run_id.starts_with('.');
+        let stem = self.path.file_stem()?.to_str()?;
+        plain.then(|| {
+            self.path
+                .with_file_name(format!("{stem}.started"))
+                .join(format!("{run_id}.jsonl"))
+        })
+    }
+
+    /// Keeps `line` (run `run_id`'s first receipt line, without its newline) beside
+    /// the journal and appends [`Decision::RunStarted`] with its blake3. The copy is
+    /// written (and fsynced) first, so the journal never names a line it lacks.
+    ///
+    /// # Errors
+    /// [`JournalError::Io`] when either cannot be written or the id is not a plain
+    /// file name; as [`Journal::append`].
+    pub fn keep_started(&self, run_id: &str, line: &[u8]) -> Result<Line, JournalError> {
+        let path = self.started_path(run_id).ok_or_else(|| {
+            self.io()(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("run id {run_id:?} is not a plain file name"),
+            ))
+        })?;
+        if let Some(dir) = path.parent() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(self.io())?;
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(self.io())?;
+        f.write_all(line).map_err(self.io())?;
+        f.write_all(b"\n").map_err(self.io())?;
+        f.sync_all().map_err(self.io())?;
+        self.append(Decision::RunStarted {
+            run_id: run_id.to_string(),
+            started_blake3: blake3::hash(line).to_hex().to_string(),
+        })
+    }
+
+    /// Run `run_id`'s first receipt line as [`Journal::keep_started`] kept it, when the
+    /// copy is there and its blake3 is `blake3` (the journal's word for it); without
+    /// the newline.
+    #[must_use]
+    pub fn started_line(&self, run_id: &str, blake3: &str) -> Option<Vec<u8>> {
+        let mut bytes = std::fs::read(self.started_path(run_id)?).ok()?;
+        if bytes.last() == Some(&b'\n') {
+            bytes.pop();
+        }
+        (blake3::hash(&bytes).to_hex().as_str() == blake3).then_some(bytes)
+    }
+
+    /// Removes the copy of run `run_id`'s first line (`gc` of the run); a copy that
+    /// is not there is no error.
+    ///
+    /// # Errors
+    /// [`JournalError::Io`] when it is there and cannot be removed.
+    pub fn drop_started(&self, run_id: &str) -> Result<(), JournalError> {
+        let Some(path) = self.started_path(run_id) else {
+            return Ok(());
+        };
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(JournalError::Io { path, source: e })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The decisions folded into what is in force.
     ///
     /// # Errors
@@ -359,6 +455,10 @@ pub struct State {
     pub seals: BTreeMap<String, String>,
     /// The run sealed last, if any.
     pub last_sealed: Option<String>,
+    /// Started runs: run id → hex blake3 of its receipt's first line.
+    pub started: BTreeMap<String, String>,
+    /// The run started last, if any.
+    pub last_started: Option<String>,
 }
 
 impl State {
@@ -451,6 +551,13 @@ impl State {
                 } => {
                     s.seals.insert(run_id.clone(), receipt_blake3.clone());
                     s.last_sealed = Some(run_id.clone());
+                }
+                Decision::RunStarted {
+                    run_id,
+                    started_blake3,
+                } => {
+                    s.started.insert(run_id.clone(), started_blake3.clone());
+                    s.last_started = Some(run_id.clone());
                 }
             }
         }

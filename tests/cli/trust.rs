@@ -793,6 +793,90 @@ fn a_rewritten_receipt_with_a_chain_of_its_own_is_not_resumed() {
     assert!(mentions(&v, "cannot be resumed"), "{v}");
 }
 
+/// A run whose exec weakens the check, then makes loopexec die before its halt (here
+/// `kill -9` of its parent with the sandbox off; under Landlock's signal scope a
+/// limit lowered with `prlimit` does it too), after `erase`. Its loopexec died, so
+/// the code is no halt's.
+fn weaken_then_kill_loopexec(r: &Repo, run_id: &str, erase: &str) {
+    let exec = format!(
+        "printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh; {erase}; kill -9 $PPID; sleep 3"
+    );
+    let out = r.lx_tap(
+        &exec,
+        &[
+            "--run-id",
+            run_id,
+            "--sandbox",
+            "off",
+            "--max-iterations",
+            "2",
+        ],
+    );
+    assert_eq!(
+        out.code,
+        128 + 9,
+        "loopexec was not killed: {}",
+        out.errors_text()
+    );
+}
+
+/// The agent erases its run's receipt and ledger rows, then makes loopexec die
+/// before its halt. Before: the next start (a CI retry) found no earlier run, took
+/// the weakened check as its t0 and was green at iteration 0, exit 10 (a nineteenth
+/// review). Now the control journal's kept start names the run, and the next start
+/// is judged from that run's t0.
+#[test]
+fn a_killed_run_whose_records_were_erased_still_judges_the_next_start() {
+    let r = tap_repo(1);
+    let erase = "rm -f .loopexec/runs/died.jsonl; python3 -c \"import sqlite3; c = sqlite3.connect('.loopexec/ledger.sqlite'); c.execute('DELETE FROM runs'); c.commit()\"";
+    weaken_then_kill_loopexec(&r, "died", erase);
+    assert!(!r.receipt("died").exists());
+    let v = r
+        .lx_tap("true", &["--run-id", "next", "--max-iterations", "1"])
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "check.sh"), "{v}");
+    let lines = receipt_of(&v);
+    let started = events(&lines, "run_started")[0];
+    assert_eq!(started["inherits_unjudged"]["run_id"], "died", "{started}");
+}
+
+/// The same killed run's receipt rewritten with a chain of its own — its check now
+/// loads a plugin from outside the tree — and the ledger's record of its head
+/// deleted, then `run --resume`. Before: the resume took the forged policy, exit 10
+/// (a nineteenth review). Now the first line must be the one the journal kept.
+#[test]
+fn a_killed_run_with_a_forged_policy_is_not_resumed() {
+    let r = tap_repo(1);
+    weaken_then_kill_loopexec(&r, "died", "true");
+    let path = r.receipt("died");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut prev: Option<String> = None;
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        if v["event"] == "run_started" {
+            v["config"]["check"] = Value::String("echo 1..1; echo ok 1 - t1".into());
+        }
+        v["prev"] = prev.clone().map_or(Value::Null, Value::String);
+        let bytes = serde_json::to_string(&v).unwrap();
+        prev = Some(blake3::hash(bytes.as_bytes()).to_hex().to_string());
+        out.push_str(&bytes);
+        out.push('\n');
+    }
+    assert_ne!(out, text, "the forgery changed nothing");
+    std::fs::write(&path, out).unwrap();
+    let db = rusqlite::Connection::open(r.path().join(".loopexec/ledger.sqlite")).unwrap();
+    db.execute("DELETE FROM receipt_heads", []).unwrap();
+    drop(db);
+    let v = r
+        .lx(&["run", "--resume", "died", "--max-iterations", "2"])
+        .expect(20, Some("invariant_failed"));
+    assert!(
+        mentions(&v, "not the run_started line loopexec kept"),
+        "{v}"
+    );
+}
+
 /// Before: `gc --keep 0` removed the receipt of the run that rejected the tree, so
 /// the next run started from the weakened test and was green at iteration 0, exit
 /// 10 (a fresh review). Now gc keeps the newest run and the next start is refused.

@@ -285,3 +285,46 @@ fn the_path_is_per_ledger_and_outside_the_workdir() {
     std::os::unix::fs::symlink(&moved, &a).unwrap();
     assert_eq!(path_for(&state, &a.join("ledger.sqlite")), pa);
 }
+
+/// A start is kept with its line: the fold names the run started last, the kept line
+/// reads back only under its own blake3, and `drop_started` removes it. A run id that
+/// is not a plain file name is refused, never written outside the copies' directory.
+#[test]
+fn a_start_is_kept_with_its_line() {
+    let (_d, j) = journal();
+    j.keep_started("r1", br#"{"event":"run_started","n":1}"#)
+        .unwrap();
+    j.keep_started("r2", br#"{"event":"run_started","n":2}"#)
+        .unwrap();
+    let s = j.state().unwrap();
+    assert_eq!(s.last_started.as_deref(), Some("r2"));
+    let h1 = s.started["r1"].clone();
+    assert_eq!(
+        h1,
+        blake3::hash(br#"{"event":"run_started","n":1}"#)
+            .to_hex()
+            .as_str()
+    );
+    assert_eq!(
+        j.started_line("r1", &h1).as_deref(),
+        Some(&br#"{"event":"run_started","n":1}"#[..])
+    );
+    // another run's digest, or a copy rewritten, is no kept line
+    assert_eq!(j.started_line("r2", &h1), None);
+    let copy = j
+        .path()
+        .with_file_name(format!(
+            "{}.started",
+            j.path().file_stem().unwrap().to_str().unwrap()
+        ))
+        .join("r1.jsonl");
+    std::fs::write(&copy, "{\"event\":\"run_started\",\"n\":9}\n").unwrap();
+    assert_eq!(j.started_line("r1", &h1), None);
+    j.drop_started("r1").unwrap();
+    assert!(!copy.exists());
+    j.drop_started("r1").unwrap();
+    for bad in ["", "../x", ".hidden", "a/b"] {
+        assert!(j.keep_started(bad, b"{}").is_err(), "{bad:?}");
+    }
+    assert_eq!(j.state().unwrap().started.len(), 2);
+}
