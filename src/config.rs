@@ -606,14 +606,26 @@ pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         path: path.to_path_buf(),
         source,
     })?;
-    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+    let f: FileConfig = toml::from_str(&text).map_err(|e| ConfigError::Parse {
         path: path.to_path_buf(),
         message: format!(
             "in {}: {}",
             toml_table_at(&text, e.span().map_or(0, |s| s.start)),
             e.to_string().trim()
         ),
-    })
+    })?;
+    // Taking a tree an earlier run rejected or left unjudged is a person's choice for
+    // one start. loop.toml lies in the tree the agent writes: granted there, the
+    // agent's own file would switch off the check of its own work (a nineteenth
+    // review wrote it, made loopexec die, and the next start took the weakened
+    // tests for t0).
+    if f.oracle.as_ref().is_some_and(|o| o.accept_rejected_tree) {
+        return Err(ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: "in table [oracle]: `accept_rejected_tree` cannot be set in a config file (a loop.toml in the work tree is written by the agent too); give `--accept-rejected-tree` to the one `loopexec run` that should take the tree as it is".into(),
+        });
+    }
+    Ok(f)
 }
 
 /// The TOML table holding byte `offset` of `text`: `table [budget]`, or `the top

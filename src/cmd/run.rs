@@ -488,6 +488,20 @@ fn resumed_config(ws: &Workspace, run_id: &str) -> Result<(crate::config::RunCon
             problems.join("; ")
         ));
     }
+    // A run whose loopexec died before its halt has no seal: nothing out of the
+    // agent's reach vouches for what its receipt says after its first line (the
+    // control journal keeps only that), and a resume builds on every line of it — a
+    // nineteenth review relabelled a check as interrupted and forged an exec's
+    // guards, and the resumed run took the weakened tree for t0's. A new run is
+    // judged from that run's t0 instead (its `inherits_unjudged`).
+    if !lines
+        .iter()
+        .any(|l| matches!(l.event, crate::receipt::Event::Halted(_)))
+    {
+        return Err(format!(
+            "run `{run_id}` cannot be resumed: its loopexec ended before recording a halt (killed, or the machine stopped), so nothing vouches for what its receipt says after its start; start a new run: it is judged from run `{run_id}`'s t0, and keeps the tree as it is"
+        ));
+    }
     let t = crate::trajectory::Trajectory::from_lines(&lines);
     let cfg = t
         .config()

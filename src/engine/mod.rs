@@ -773,8 +773,10 @@ impl Loop<'_> {
             Event::RunStarted(s) => Some((**s).clone()),
             _ => None,
         })?;
-        if started.config.check != self.cfg.check {
-            // a person who changed what judges the tree starts afresh
+        if started.config.check != self.cfg.check && !self.config_file_edited(&started, tree) {
+            // a person who changed what judges the tree starts afresh (a check that
+            // changed because the agent edited loop.toml in the tree does not: the
+            // guards name that edit from the earlier t0)
             return None;
         }
         let died = !lines.iter().any(|l| matches!(l.event, Event::Halted(_)));
@@ -804,6 +806,34 @@ impl Loop<'_> {
             },
             started,
         ))
+    }
+
+    /// True when this run's config file lies in the work tree and `tree` (this run's
+    /// t0) holds it otherwise than `earlier`'s t0 did, or when that cannot be told:
+    /// the agent may have written it (a nineteenth review changed the check there,
+    /// so that the next start took the tree as a person's new start).
+    fn config_file_edited(&self, earlier: &RunStarted, tree: &str) -> bool {
+        let Some(file) = self.cfg.config_file.as_deref() else {
+            return false;
+        };
+        let canonical = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+        let workdir =
+            std::fs::canonicalize(&self.ws.workdir).unwrap_or_else(|_| self.ws.workdir.clone());
+        let Some(rel) = canonical
+            .strip_prefix(&workdir)
+            .ok()
+            .and_then(|p| p.to_str())
+        else {
+            return false;
+        };
+        let (Some(store), Some(t0)) = (self.tree.store(), earlier.git.baseline_tree.as_deref())
+        else {
+            return true;
+        };
+        match (store.entries_shared(t0), store.entries_shared(tree)) {
+            (Ok(then), Ok(now)) => then.get(rel) != now.get(rel),
+            _ => true,
+        }
     }
 
     /// The files the rejected exec changed from `rejected_t0` to `rejected` that the

@@ -877,6 +877,68 @@ fn a_killed_run_with_a_forged_policy_is_not_resumed() {
     );
 }
 
+/// A killed run's receipt left as it was is not resumed either: nothing out of the
+/// agent's reach vouches for its lines after the start. Before, a receipt whose
+/// first line was kept and whose later lines were forged (a check relabelled as
+/// interrupted, an exec's guards copied from t0) was resumed on the weakened tree,
+/// exit 10 (a nineteenth review). Now the resume is refused, naming the way on, and
+/// a new run is judged from the killed run's t0.
+#[test]
+fn a_killed_run_is_not_resumed_and_a_new_run_is_judged_from_its_t0() {
+    let r = tap_repo(1);
+    weaken_then_kill_loopexec(&r, "died", "true");
+    let v = r
+        .lx(&["run", "--resume", "died", "--max-iterations", "3"])
+        .expect(20, Some("invariant_failed"));
+    assert!(mentions(&v, "ended before recording a halt"), "{v}");
+    assert!(mentions(&v, "start a new run"), "{v}");
+    let v = r
+        .lx_tap("true", &["--run-id", "next", "--max-iterations", "1"])
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "check.sh"), "{v}");
+}
+
+/// The agent rewrites the check in the work tree's loop.toml, then makes loopexec
+/// die. Before: the next start read the agent's loop.toml, took the changed check
+/// for a person's new start, skipped the inheritance and was green at iteration 0,
+/// exit 10 (a nineteenth review). Now a check that changed with the tree's config
+/// file keeps the inheritance, and the guards name the edit from the earlier t0.
+/// `[oracle] accept_rejected_tree` in a config file is refused outright.
+#[test]
+fn a_check_the_agent_changed_in_loop_toml_does_not_start_afresh() {
+    let r = tap_repo(1);
+    r.write(
+        "loop.toml",
+        "exec = \"true\"\ncheck = \"sh check.sh\"\ntest_format = \"tap\"\n",
+    )
+    .commit("config");
+    let exec = "printf 'exec = \"true\"\\ncheck = \"echo 1..1; echo ok 1 - t1\"\\ntest_format = \"tap\"\\n' > loop.toml; kill -9 $PPID; sleep 3";
+    let out = r.lx(&[
+        "run",
+        "--exec",
+        exec,
+        "--run-id",
+        "died",
+        "--sandbox",
+        "off",
+        "--max-iterations",
+        "2",
+    ]);
+    assert_eq!(out.code, 128 + 9, "{}", out.errors_text());
+    let v = r
+        .lx(&["run", "--run-id", "next", "--max-iterations", "1"])
+        .expect(13, Some("blocked_path_modified"));
+    assert!(mentions(&v, "loop.toml"), "{v}");
+    r.write(
+        "loop.toml",
+        "exec = \"true\"\ncheck = \"sh check.sh\"\n[oracle]\naccept_rejected_tree = true\n",
+    );
+    let v = r
+        .lx(&["run", "--run-id", "granted"])
+        .expect(20, Some("invariant_failed"));
+    assert!(mentions(&v, "--accept-rejected-tree"), "{v}");
+}
+
 /// Before: `gc --keep 0` removed the receipt of the run that rejected the tree, so
 /// the next run started from the weakened test and was green at iteration 0, exit
 /// 10 (a fresh review). Now gc keeps the newest run and the next start is refused.
