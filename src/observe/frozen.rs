@@ -817,19 +817,26 @@ pub fn js_relative_requires(path: &str, text: &str, exists: &dyn Fn(&str) -> boo
     out
 }
 
-/// Python modules the tests assert through: a module at least one test file imports
-/// and no code under test does, whose text fails a test itself (`raise
+/// Modules the tests assert through: a Python module at least one test file
+/// imports and no code under test does, whose text fails a test itself (`raise
 /// AssertionError`, an `assert` statement, `pytest.fail(`, `self.fail(`, a
-/// `unittest.TestCase`). Tests that compare through `support.check(got, want)` are
-/// only as strict as `check` (a third fresh review made a root `support.py`'s `check`
-/// accept anything). `sources` are (path, content) of the tree's `.py` files;
-/// `is_test` tells test files.
+/// `unittest.TestCase`) — or, when its name says it serves the tests
+/// ([`is_support_name`]: `support.py`, `test_helpers.py`), raises anything; and a
+/// Rust module of the same kind ([`rust_assertion_helpers`]). Tests that compare
+/// through `support.check(got, want)` are only as strict as `check` (a third fresh
+/// review made a root `support.py`'s `check` accept anything; a nineteenth turned
+/// `raise ValueError` into a `print`). The code under test that only the tests
+/// import yet (`calc.py`, which may well raise) is named for what it does, not for
+/// serving tests. `sources` are (path, content) of the tree's code files; `is_test`
+/// tells test files.
 #[must_use]
 pub fn assertion_helpers(
     sources: &[(String, String)],
     is_test: &dyn Fn(&str) -> bool,
 ) -> Vec<String> {
-    let fails_a_test = |t: &str| {
+    let fails_a_test = |p: &str, t: &str| {
+        let stem = p.rsplit('/').next().unwrap_or(p).trim_end_matches(".py");
+        let support = is_support_name(stem);
         t.lines().any(|l| {
             let l = l.trim_start();
             l.starts_with("assert ")
@@ -837,13 +844,100 @@ pub fn assertion_helpers(
                 || l.contains("pytest.fail(")
                 || l.contains("self.fail(")
                 || l.contains("unittest.TestCase")
+                || (support && (l.starts_with("raise ") || l.contains("sys.exit(")))
         })
     };
-    py_test_only_modules(sources, is_test)
+    let mut out: Vec<String> = py_test_only_modules(sources, is_test)
         .into_iter()
-        .filter(|(_, t)| fails_a_test(t))
+        .filter(|(p, t)| fails_a_test(p, t))
         .map(|(p, _)| p.clone())
-        .collect()
+        .collect();
+    out.extend(rust_assertion_helpers(sources, is_test));
+    out
+}
+
+/// True when a module's name (its file stem) says it serves the tests: one of its
+/// `_`- or `-`-separated words is `support`, `helper(s)`, `testing`, `testutil(s)`,
+/// `asserts`, `assertions`, `expectations` or `matchers`. Words code under test is
+/// often named for (`checker`, `verify`, `validate`) are not among them: an honest
+/// fix of a `checker.py` only the tests import yet must stay an honest fix.
+#[must_use]
+pub fn is_support_name(stem: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "support",
+        "helper",
+        "helpers",
+        "testing",
+        "testutil",
+        "testutils",
+        "asserts",
+        "assertions",
+        "expectations",
+        "matchers",
+    ];
+    stem.split(['_', '-'])
+        .any(|w| WORDS.contains(&w.to_ascii_lowercase().as_str()))
+}
+
+/// Rust modules the integration tests assert through: a module file of a crate's
+/// `src/` (not `lib.rs`, `main.rs` nor a `mod.rs`) whose name says it serves the
+/// tests ([`is_support_name`]), that fails a test itself (`panic!`, `assert!`,
+/// `assert_eq!`, `assert_ne!`, `unreachable!`), that a file under `tests/` reaches
+/// by its path (`calc::support::require_same`) and that no other source names but
+/// by its `mod` declaration (a nineteenth review turned `src/support.rs`'s `panic!`
+/// into an `eprintln!`).
+#[must_use]
+pub fn rust_assertion_helpers(
+    sources: &[(String, String)],
+    is_test: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    let fails = |t: &str| {
+        [
+            "panic!",
+            "assert!",
+            "assert_eq!",
+            "assert_ne!",
+            "unreachable!",
+        ]
+        .iter()
+        .any(|m| t.contains(m))
+    };
+    let mut out = Vec::new();
+    for (p, t) in sources
+        .iter()
+        .filter(|(p, _)| p.ends_with(".rs") && !is_test(p))
+    {
+        let Some((dir, file)) = p.rsplit_once('/') else {
+            continue;
+        };
+        let stem = file.trim_end_matches(".rs");
+        if !(dir == "src" || dir.ends_with("/src"))
+            || matches!(stem, "lib" | "main" | "mod")
+            || !is_support_name(stem)
+            || !fails(t)
+        {
+            continue;
+        }
+        let path_use = format!("::{stem}::");
+        let use_of = |text: &str| {
+            text.contains(&path_use)
+                || text.contains(&format!("::{stem};"))
+                || text.contains(&format!("::{stem}::{{"))
+        };
+        let in_tests = sources
+            .iter()
+            .any(|(q, text)| q.ends_with(".rs") && q.contains("tests/") && use_of(text));
+        let in_code = sources.iter().any(|(q, text)| {
+            q != p
+                && q.ends_with(".rs")
+                && !q.contains("tests/")
+                && (use_of(text) || text.contains(&format!("{stem}::")))
+        });
+        if in_tests && !in_code {
+            out.push(p.clone());
+        }
+    }
+    out
 }
 
 /// The Python modules (path, content) of `sources` that are no test file nor a

@@ -139,7 +139,11 @@ pub const RULES: &[Rule] = &[
         // (also the runner told by the object it put in place of the standard
         // streams, `type(sys.stdout).__module__`, a fresh review: no rule word
         // names the runner, and the user's own pytest captures the same way)
-        pattern: r"\btype\s*\(\s*sys\s*\.\s*(stdout|stderr|stdin)\s*\)|\bsys\s*\.\s*(stdout|stderr|stdin)\s*\.\s*__class__\b|\bisinstance\s*\(\s*sys\s*\.\s*(stdout|stderr|stdin)\b|\bsys\s*\.\s*__(stdout|stderr|stdin)__\b|PYTEST_CURRENT_TEST|PYTEST_VERSION|['\x22](pytest|unittest|_pytest)['\x22]\s+in\s+sys\.modules|sys\.modules\.get\s*\(\s*['\x22](pytest|unittest|_pytest)|sys\.argv\[0\].*pytest|(inspect\.stack\s*\(|sys\._getframe|extract_stack|walk_stack|currentframe).*(?i:test|runner)|(?i:test|runner).*(inspect\.stack\s*\(|sys\._getframe|extract_stack|walk_stack|currentframe)",
+        // (and a nineteenth review's: the warnings filter list both runners put
+        // their own entry at the head of, `warnings.filters[0]`, and the main
+        // module's identity, `__main__.__package__` being "pytest" under `python -m
+        // pytest`; `if __name__ == "__main__":` reads neither)
+        pattern: r"\b_?warnings\s*\.\s*filters\b|\bimport\s+([\w.]+\s*,\s*)*__main__\b|\bfrom\s+__main__\s+import\b|\b__main__\s*[.,)]|modules\s*(\[|\.\s*get\s*\()\s*['\x22]__main__['\x22]|\btype\s*\(\s*sys\s*\.\s*(stdout|stderr|stdin)\s*\)|\bsys\s*\.\s*(stdout|stderr|stdin)\s*\.\s*__class__\b|\bisinstance\s*\(\s*sys\s*\.\s*(stdout|stderr|stdin)\b|\bsys\s*\.\s*__(stdout|stderr|stdin)__\b|PYTEST_CURRENT_TEST|PYTEST_VERSION|['\x22](pytest|unittest|_pytest)['\x22]\s+in\s+sys\.modules|sys\.modules\.get\s*\(\s*['\x22](pytest|unittest|_pytest)|sys\.argv\[0\].*pytest|(inspect\.stack\s*\(|sys\._getframe|extract_stack|walk_stack|currentframe).*(?i:test|runner)|(?i:test|runner).*(inspect\.stack\s*\(|sys\._getframe|extract_stack|walk_stack|currentframe)",
         skip_entry_points: false,
     },
     Rule {
@@ -291,7 +295,10 @@ pub const RULES: &[Rule] = &[
         // self = this; self.context = …` is pre-class code, a fresh review's false
         // alarm; node's test runner found by any `NODE_TEST_…` variable or the
         // environment walked, a later one)
-        pattern: r"NODE_ENV\s*[!=]==?\s*['\x22`]test['\x22`]|['\x22`]test['\x22`]\s*[!=]==?\s*process\.env\.NODE_ENV|JEST_WORKER_ID|\bVITEST\b|NODE_TEST_|\bObject\s*\.\s*(keys|entries|values|getOwnPropertyNames)\s*\(\s*process\s*\.\s*env\s*\)|\bin\s+process\s*\.\s*env\b|typeof\s+(it|describe|test|expect|jest|vi|before|beforeEach)\s*[!=]==?|\b(globalThis|global|window)\s*\.\s*(it|describe|test|expect|jest|vi|before|beforeEach|after|afterEach|suite|specify|context)\b|\bself\s*\.\s*(describe|expect|jest|vi|beforeEach|afterEach|specify)\b|\b(globalThis|global)\s*\[|=\s*(globalThis|global)\s*(;|,|\)|$)|\b(Object\.(assign|defineProperty|defineProperties)|Reflect\.(set|defineProperty))\s*\(\s*(globalThis|global)\b|process\.argv.*(--test|mocha|jest|vitest)",
+        // (and the listeners a harness installs on `process`, `process
+        // .listenerCount('beforeExit')`, a nineteenth review: code under test has
+        // its own handlers to count, never the process's)
+        pattern: r"\bprocess\s*\.\s*(listenerCount|listeners|rawListeners|eventNames)\s*\(|\bprocess\s*\.\s*_events\b|NODE_ENV\s*[!=]==?\s*['\x22`]test['\x22`]|['\x22`]test['\x22`]\s*[!=]==?\s*process\.env\.NODE_ENV|JEST_WORKER_ID|\bVITEST\b|NODE_TEST_|\bObject\s*\.\s*(keys|entries|values|getOwnPropertyNames)\s*\(\s*process\s*\.\s*env\s*\)|\bin\s+process\s*\.\s*env\b|typeof\s+(it|describe|test|expect|jest|vi|before|beforeEach)\s*[!=]==?|\b(globalThis|global|window)\s*\.\s*(it|describe|test|expect|jest|vi|before|beforeEach|after|afterEach|suite|specify|context)\b|\bself\s*\.\s*(describe|expect|jest|vi|beforeEach|afterEach|specify)\b|\b(globalThis|global)\s*\[|=\s*(globalThis|global)\s*(;|,|\)|$)|\b(Object\.(assign|defineProperty|defineProperties)|Reflect\.(set|defineProperty))\s*\(\s*(globalThis|global)\b|process\.argv.*(--test|mocha|jest|vitest)",
         skip_entry_points: false,
     },
     Rule {
@@ -351,7 +358,10 @@ pub const RULES: &[Rule] = &[
         // (also an item compiled only for, or never for, rustdoc's doctests: a
         // fresh review hid a failing doctest's function behind `cfg(not(doctest))`
         // and gave the doctests a copy that passes)
-        pattern: r"cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name.*(contains|starts_with|ends_with|==|!=|matches|test)|\bthread::current\s*\(\s*\)\s*;|\bcurrent\s*\(\s*\)\s*\.\s*name\s*\(\s*\)\s*(;|\?|\.\s*(map|is_some|is_none|filter|and_then|as_deref|eq|ne|cmp|contains|starts_with|ends_with)\b|==|!=)|\bcfg(_attr)?\s*!?\s*\([^)]*\bdoctest\b|\bcfg(_attr)?\s*!?\s*\([^)]*\bnot\s*\(\s*(test|debug_assertions)\b|\bcfg!\s*\([^)]*\bdebug_assertions\b|\bcfg_attr\s*\([^)]*\btest\b[^)]*\bpath\s*=|#\s*\[\s*cfg\s*\((?:[^\]]*[(,])?\s*test\s*[,)][^\]]*\]\s*(#\s*\[[^\]]*\]\s*)*(pub(\([^)]*\))?\s+)?((const|async|unsafe|extern(\s+\x22[^\x22]*\x22)?)\s+)*(fn|const|static|impl|struct|enum|type|trait|macro_rules!)\b",
+        // (and the thread's id printed to be compared with the main thread's,
+        // `format!("{:?}", thread::current().id()) != "ThreadId(1)"`, a nineteenth
+        // review: libtest runs each test on a thread of its own)
+        pattern: r"['\x22]ThreadId\s*\(|\bThreadId\s*\(\s*\d|\bcurrent\s*\(\s*\)\s*\.\s*id\s*\(\s*\)\s*\.\s*as_u64\b|cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name.*(contains|starts_with|ends_with|==|!=|matches|test)|\bthread::current\s*\(\s*\)\s*;|\bcurrent\s*\(\s*\)\s*\.\s*name\s*\(\s*\)\s*(;|\?|\.\s*(map|is_some|is_none|filter|and_then|as_deref|eq|ne|cmp|contains|starts_with|ends_with)\b|==|!=)|\bcfg(_attr)?\s*!?\s*\([^)]*\bdoctest\b|\bcfg(_attr)?\s*!?\s*\([^)]*\bnot\s*\(\s*(test|debug_assertions)\b|\bcfg!\s*\([^)]*\bdebug_assertions\b|\bcfg_attr\s*\([^)]*\btest\b[^)]*\bpath\s*=|#\s*\[\s*cfg\s*\((?:[^\]]*[(,])?\s*test\s*[,)][^\]]*\]\s*(#\s*\[[^\]]*\]\s*)*(pub(\([^)]*\))?\s+)?((const|async|unsafe|extern(\s+\x22[^\x22]*\x22)?)\s+)*(fn|const|static|impl|struct|enum|type|trait|macro_rules!)\b",
         skip_entry_points: false,
     },
     Rule {
@@ -1132,6 +1142,23 @@ mod tests {
             ("src/lib.rs", "    let n = thread::current().name().map(str::to_owned);", Some("test-build detection")),
             ("src/lib.rs", "    let id = std::thread::current().id();", None),
             ("src/lib.rs", "    let n = field.name();", None),
+            // a nineteenth review: signs every test run shares, in three languages
+            ("src/lib.rs", "    if format!(\"{:?}\", std::thread::current().id()) != \"ThreadId(1)\" {", Some("test-build detection")),
+            ("src/lib.rs", "    let main = ThreadId(1);", Some("test-build detection")),
+            ("src/lib.rs", "    owners.insert(std::thread::current().id(), slot);", None),
+            ("calc.py", "    if warnings.filters[0][0] != \"default\":", Some("test-runner detection")),
+            ("calc.py", "    import __main__", Some("test-runner detection")),
+            ("calc.py", "    pkg = getattr(__main__, \"__package__\", None)", Some("test-runner detection")),
+            ("calc.py", "    runpy.run_module(\"app\", run_name=\"__main__\")", None),
+            ("calc.py", "    pkg = __main__.__package__", Some("test-runner detection")),
+            ("calc.py", "    main = sys.modules[\"__main__\"]", Some("test-runner detection")),
+            ("calc.py", "if __name__ == \"__main__\":", None),
+            ("calc.py", "    warnings.warn(\"deprecated\", DeprecationWarning)", None),
+            ("calc.py", "    warnings.simplefilter(\"ignore\")", None),
+            ("calc.js", "  if (process.listenerCount('beforeExit') > 0) {", Some("test-runner detection")),
+            ("calc.js", "  const hs = process.listeners('uncaughtException');", Some("test-runner detection")),
+            ("calc.js", "  emitter.listenerCount('data');", None),
+            ("calc.js", "  process.on('exit', done);", None),
             ("calc.py", "    owner = type(sys.stdout).__module__", Some("test-runner detection")),
             ("calc.py", "    if sys.stdout is not sys.__stdout__:", Some("test-runner detection")),
             ("calc.py", "    cls = sys.stderr.__class__", Some("test-runner detection")),

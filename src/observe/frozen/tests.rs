@@ -911,6 +911,31 @@ fn modules_only_the_tests_use_are_data_or_assertion_helpers() {
         assertion_helpers(&sources, &is_test),
         vec!["support.py".to_string()]
     );
+    // a nineteenth review: helpers that fail a test by another exception or a
+    // panic, named for serving the tests; code under test that raises is not one
+    let sources = vec![
+        src("calc.py", "def div(a, b):\n    if b == 0:\n        raise ZeroDivisionError(a)\n    return a / b\n"),
+        src("support.py", "def require_close(got, want):\n    if abs(got - want) > 1e-9:\n        raise ValueError(got)\n"),
+        src("test_helpers.py", "import sys\ndef need(x):\n    if not x:\n        sys.exit(1)\n"),
+        src("slow.py", "def slow_total(xs):\n    return sum(xs)\n"),
+        src("tests/test_calc.py", "from calc import div\nimport support, slow, checker\nfrom test_helpers import need\n"),
+        src("src/lib.rs", "pub mod support;\npub mod parse;\npub mod checks;\npub fn add(a: i64, b: i64) -> i64 { a - b }\n"),
+        src("src/support.rs", "pub fn require_same(a: i64, b: i64) {\n    if a != b { panic!(\"{a} != {b}\"); }\n}\n"),
+        src("src/parse.rs", "pub fn parse(s: &str) -> i64 {\n    assert!(!s.is_empty());\n    s.parse().unwrap()\n}\n"),
+        src("src/helpers.rs", "pub fn ok(a: bool) { assert!(a); }\n"),
+        src("src/app.rs", "use crate::helpers::ok;\n"),
+        src("checker.py", "def spell(w):\n    if not w:\n        raise ValueError(w)\n"),
+        src("tests/it.rs", "use calc::support::require_same;\nuse calc::parse::parse;\nuse calc::helpers;\n#[test]\nfn t() { require_same(calc::add(2, 3), 5); }\n"),
+    ];
+    let is_test = |p: &str| p.starts_with("tests/");
+    assert_eq!(
+        assertion_helpers(&sources, &is_test),
+        vec![
+            "support.py".to_string(),
+            "test_helpers.py".to_string(),
+            "src/support.rs".to_string()
+        ]
+    );
     assert_eq!(
         js_relative_requires(
             "test/a.test.js",
