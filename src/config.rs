@@ -987,9 +987,16 @@ pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
     if c.confirm_runs > 100 {
         return Err(ConfigError::invalid("confirm_runs", "must be at most 100"));
     }
-    c.halt
-        .validate()
-        .map_err(|e| ConfigError::invalid("halt", e.to_string()))?;
+    c.halt.validate().map_err(|e| {
+        // `halt.<detector>.<key> = <value>: <why>`: the hint names the key itself
+        let text = e.to_string();
+        match text.split_once(" = ") {
+            Some((field, rest)) if field.starts_with("halt.") && !field.contains(' ') => {
+                ConfigError::invalid(field, rest)
+            }
+            _ => ConfigError::invalid("halt", text),
+        }
+    })?;
     if let Some(u) = c.budget.usd {
         if !(u.is_finite() && u > 0.0) {
             return Err(ConfigError::invalid(

@@ -345,7 +345,8 @@ pub struct DoctorArgs {
     after_help = "Examples:\n  loopexec ack HALT_ID --by alice --resolution resolved      # one halt event (see `loopexec halts`)\n  loopexec ack --run-id RUN_ID --reviewer alice              # a run's work (comprehension debt)\n  loopexec ack HALT_ID --by alice --sign-with ~/.ssh/id_ed25519   # SSH-signed\n\nAn acknowledgement is a person's: ack refuses to run inside a loopexec step. A signed\nack signs `loopexec ack\\nsubject: ID\\nby: NAME\\nresolution: R\\n` with namespace `loopexec`\n(ssh-keygen -Y sign -n loopexec); it is verified against [review] allowed_signers."
 )]
 pub struct AckArgs {
-    /// The halt event to act on (from `loopexec halts`). Without it, the run form.
+    /// The halt event to act on (from `loopexec halts`). Without it, give `--run-id` and
+    /// `--reviewer` to acknowledge a run's work instead.
     #[arg(value_name = "HALT_ID", conflicts_with_all = ["run_id", "reviewer"])]
     pub halt_id: Option<String>,
     /// Who acknowledges (a person; required with HALT_ID).
@@ -394,6 +395,10 @@ pub struct InspectCostArgs {
         conflicts_with = "ledger"
     )]
     pub run_id: Option<String>,
+    /// The run to inspect, as `explain-halt RUN` and `report RUN` take it (same as
+    /// --run-id).
+    #[arg(value_name = "RUN", conflicts_with_all = ["run_id", "ledger"])]
+    pub run: Option<String>,
     /// A cost ledger instead of a run: one USD figure per line, or JSON lines with cost_usd.
     #[arg(long, value_name = "FILE")]
     pub ledger: Option<PathBuf>,

@@ -52,7 +52,9 @@ impl Outcome {
             hint: None,
         }
     }
-    /// A command error (not a halt) with its exit code, message and hint.
+    /// A command error (not a halt) with its exit code, message and hint. Exit 2 (a
+    /// bad command line, exit-codes.md) is `status: usage_error` whether clap or the
+    /// command found it, so scripts branch on one value.
     #[must_use]
     pub fn error(exit_code: u8, message: String, hint: Option<String>) -> Outcome {
         // the hint is part of the JSON contract too (`ErrorBody::hint`)
@@ -61,7 +63,11 @@ impl Outcome {
             fields.insert("hint".into(), Value::from(h.clone()));
         }
         Outcome {
-            status: "error".into(),
+            status: if exit_code == 2 {
+                "usage_error".into()
+            } else {
+                "error".into()
+            },
             exit_code,
             fields,
             human: String::new(),
@@ -89,7 +95,7 @@ pub fn render(o: &Outcome, json: bool) {
         }
     }
     let _ = out.flush();
-    if o.status == "error" {
+    if o.status == "error" || o.status == "usage_error" {
         let mut err = std::io::stderr().lock();
         for e in &o.errors {
             let _ = writeln!(err, "loopexec: error: {e}");

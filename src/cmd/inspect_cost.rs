@@ -84,7 +84,7 @@ pub(crate) fn run(workdir: &Path, a: &InspectCostArgs) -> Outcome {
             None,
         )
     } else {
-        let run = match super::load_run(workdir, a.run_id.as_deref()) {
+        let run = match super::load_run(workdir, a.run_id.as_deref().or(a.run.as_deref())) {
             Ok(r) => r,
             Err(o) => return o,
         };
@@ -238,6 +238,7 @@ mod tests {
             dir.path(),
             &InspectCostArgs {
                 run_id: None,
+                run: None,
                 ledger: Some(ledger),
                 budget_usd: None,
                 cost_sigma: None,

@@ -685,6 +685,14 @@ fn error_outputs_validate_against_the_error_schema() {
         (vec!["status", "--run-id", "nope"], 1, "error"),
         (vec!["report", "--run-id", "../x"], 1, "error"),
         (vec!["run", "--no-such-flag"], 2, "usage_error"),
+        // exit 2 found by the command, not the argument parser: the same status (a
+        // new user's CI branched on `status` and saw `error`)
+        (vec!["parse"], 2, "usage_error"),
+        (
+            vec!["probe-check", "--check", "true", "--dimensions", "tz,bogus"],
+            2,
+            "usage_error",
+        ),
         (vec!["release", "hold-x", "--by", "alice"], 1, "error"),
         (vec!["confirm", "act-x", "--by", "alice"], 1, "error"),
         (vec!["inspect-cost", "--ledger", &ledger], 1, "error"),
