@@ -18,7 +18,7 @@
 //! rendering is built from the run expanded to a full one
 //! ([`ParsedRun::into_full`]).
 
-use crate::check::model::{Counts, Format, ParsedRun, TestResult};
+use crate::check::model::{Counts, Format, ListedTests, ParsedRun, TestResult};
 use crate::check::parse::{self, CheckInput, FormatChoice, Source};
 use crate::cli::{Outcome, ParseArgs};
 use crate::output::Body;
@@ -216,15 +216,24 @@ fn each_named_id(
     run: &ParsedRun,
     mut f: impl FnMut(&str) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let suffix = crate::check::model::UNATTRIBUTED_SUFFIX;
     match &run.listed {
-        Some(l) => l.try_for_each(|id, _| if id.ends_with(suffix) { Ok(()) } else { f(id) }),
+        Some(l) => each_listed_named_id(l, f),
         None => run
             .tests
             .iter()
             .filter(|t| named(t))
             .try_for_each(|t| f(&t.id)),
     }
+}
+
+/// [`each_named_id`] of a compact listing alone (what a thread of its own can read
+/// while the rest of the run is written and freed).
+fn each_listed_named_id(
+    listed: &ListedTests,
+    mut f: impl FnMut(&str) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let suffix = crate::check::model::UNATTRIBUTED_SUFFIX;
+    listed.try_for_each(|id, _| if id.ends_with(suffix) { Ok(()) } else { f(id) })
 }
 
 /// Tells whether strings handed over one by one are strictly ascending (each greater
@@ -262,16 +271,47 @@ impl Ascending {
     }
 }
 
-/// The collected set of a run with [`ParsedRun::listed`] in name order: every named
-/// id decoded into one buffer, then byte ranges of it sorted and deduplicated (one
-/// buffer and 8 bytes per test, not a `String` each). `n` ids of `bytes` bytes in
-/// all are reserved: the counts [`Ascending`] took while the tests were written (a
-/// wrong count costs only a regrowth).
-fn sorted_listed_ids(run: &ParsedRun, n: usize, bytes: usize) -> (String, Vec<(u32, u32)>) {
+/// The collected set of a compact listing ([`ParsedRun::listed`]).
+#[derive(Debug)]
+enum ListedCollected {
+    /// The named ids are listed in name order, each once: the set is the list.
+    InOrder,
+    /// They are not: every named id decoded into `.0`, and byte ranges of it
+    /// sorted and deduplicated in `.1`.
+    Sorted(String, Vec<(u32, u32)>),
+}
+
+/// Works out the collected set of a compact listing: one decoding pass tells
+/// whether the ids are in name order (runners often print their tests so: libtest
+/// does) and counts them and their bytes; only when they are not, a second pass
+/// decodes them into one buffer reserved from those counts and sorts it
+/// ([`sorted_listed_ids`]). `parse --json` runs this on a thread of its own while
+/// the tests are written (see [`run_json`]).
+fn listed_collected(listed: &ListedTests) -> ListedCollected {
+    let mut order = Ascending::default();
+    // the closure never fails
+    let _ = each_listed_named_id(listed, |id| {
+        order.next(id);
+        Ok(())
+    });
+    if order.holds() {
+        ListedCollected::InOrder
+    } else {
+        let (text, spans) = sorted_listed_ids(listed, order.count, order.bytes);
+        ListedCollected::Sorted(text, spans)
+    }
+}
+
+/// The collected set of a compact listing not in name order: every named id decoded
+/// into one buffer, then byte ranges of it sorted and deduplicated (one buffer and 8
+/// bytes per test, not a `String` each). `n` ids of `bytes` bytes in all are
+/// reserved: the counts [`Ascending`] took on the pass before (a wrong count costs
+/// only a regrowth).
+fn sorted_listed_ids(listed: &ListedTests, n: usize, bytes: usize) -> (String, Vec<(u32, u32)>) {
     let mut text = String::with_capacity(bytes);
     let mut spans: Vec<(u32, u32)> = Vec::with_capacity(n);
     // offsets past 4 GiB of ids cannot be held: such a run is not listed whole
-    let listed = each_named_id(run, |id| {
+    let listed = each_listed_named_id(listed, |id| {
         let (Ok(start), Ok(end)) = (
             u32::try_from(text.len()),
             u32::try_from(text.len() + id.len()),
@@ -387,19 +427,29 @@ pub fn run_json(a: &ParseArgs) -> ExitCode {
         Ok(mut parsed) => {
             let out = std::io::stdout();
             let mut w = std::io::BufWriter::with_capacity(64 * 1024, out.lock());
-            let mut print = || -> std::io::Result<()> {
-                let ascending = print_head(&mut w, &parsed, a.summary)?;
-                // a compact run's failing tests and messages are written: their memory
-                // is free before the collected set is sorted (which reads only
-                // `listed`); the few entries cost little to drop
+            std::thread::scope(|s| {
+                // The collected set of a compact listing is worked out on a thread
+                // of its own while `tests` is written: it reads only `listed`.
+                let collected = match parsed.listed.as_ref() {
+                    Some(l) if !a.summary => Some(s.spawn(|| listed_collected(l))),
+                    _ => None,
+                };
+                // A closed stdout (`| head`) is not a parse failure: the exit code
+                // still says the command ran.
+                if print_head(&mut w, &parsed, a.summary).is_err() {
+                    return;
+                }
+                // a compact run's failing tests and messages are written: their
+                // memory is free while the collected set is finished; the few
+                // entries cost little to drop
                 if parsed.listed.is_some() {
                     parsed.tests = Vec::new();
                 }
-                print_tail(&mut w, &parsed, a.summary, &ascending)
-            };
-            // A closed stdout (`| head`) is not a parse failure: the exit code still
-            // says the command ran.
-            let _ = print();
+                // the thread only decodes and sorts: it panics only where this
+                // thread would have
+                let collected = collected.map(|h| h.join().expect("the collected set"));
+                let _ = print_tail(&mut w, &parsed, a.summary, collected);
+            });
             drop(w);
             // the process ends next: a run of a million tests is as many strings,
             // and freeing them one by one would cost more than the exit does
@@ -427,18 +477,18 @@ pub fn print_json(
     run: &ParsedRun,
     summary: bool,
 ) -> std::io::Result<()> {
-    let ascending = print_head(w, run, summary)?;
-    print_tail(w, run, summary, &ascending)
+    print_head(w, run, summary)?;
+    let collected = run
+        .listed
+        .as_ref()
+        .filter(|_| !summary)
+        .map(listed_collected);
+    print_tail(w, run, summary, collected)
 }
 
 /// Writes the `--json` object of `run` up to and with `failing` (the part that reads
-/// the failing tests' ids and messages); returns whether the named ids of a compact
-/// run are in name order (learnt while the tests were written).
-fn print_head(
-    w: &mut impl std::io::Write,
-    run: &ParsedRun,
-    summary: bool,
-) -> std::io::Result<Ascending> {
+/// the failing tests' ids and messages).
+fn print_head(w: &mut impl std::io::Write, run: &ParsedRun, summary: bool) -> std::io::Result<()> {
     w.write_all(b"{\"tool\":\"loopexec\",\"version\":")?;
     json_str(w, env!("CARGO_PKG_VERSION"))?;
     w.write_all(b",\"status\":\"ok\",\"errors\":[],\"exit_code\":0,\"format\":")?;
@@ -448,18 +498,12 @@ fn print_head(
         ",\"complete\":{},\"unattributed_failure\":{}",
         run.complete, run.unattributed_failure
     )?;
-    // whether the named ids of a compact run are in name order, learnt while the
-    // tests are written
-    let mut ascending = Ascending::default();
     if !summary {
         w.write_all(b",\"tests\":[")?;
         let mut first = true;
         run.for_each_test(|t| {
             if t.id.ends_with(crate::check::model::UNATTRIBUTED_SUFFIX) {
                 return Ok(());
-            }
-            if run.listed.is_some() {
-                ascending.next(t.id);
             }
             if !first {
                 w.write_all(b",")?;
@@ -481,37 +525,39 @@ fn print_head(
     w.write_all(b",\"counts\":")?;
     ser(w, &run.counts())?;
     w.write_all(b",\"failing\":")?;
-    json_strs(w, failing_ids(run).into_iter())?;
-    Ok(ascending)
+    json_strs(w, failing_ids(run).into_iter())
 }
 
 /// Writes the rest of the `--json` object of `run` after [`print_head`]: `collected`
-/// (for a compact run, from [`ParsedRun::listed`] alone) and `diagnostics`.
+/// and `diagnostics`. A compact run's collected set is `collected`, worked out from
+/// [`ParsedRun::listed`] alone ([`listed_collected`]; `None` under `--summary`).
 fn print_tail(
     w: &mut impl std::io::Write,
     run: &ParsedRun,
     summary: bool,
-    ascending: &Ascending,
+    collected: Option<ListedCollected>,
 ) -> std::io::Result<()> {
     if !summary {
         w.write_all(b",\"collected\":")?;
         // runners often print their tests in name order (libtest does): then the
         // sorted set is the list itself, and no vector of a million ids is built
-        if run.listed.is_some() {
-            if ascending.holds() {
-                w.write_all(b"[")?;
-                let mut first = true;
-                each_named_id(run, |id| {
-                    if !first {
-                        w.write_all(b",")?;
-                    }
-                    first = false;
-                    json_str(w, id)
-                })?;
-                w.write_all(b"]")?;
-            } else {
-                let (text, spans) = sorted_listed_ids(run, ascending.count, ascending.bytes);
-                json_strs(w, spans.iter().map(|&(a, b)| &text[a as usize..b as usize]))?;
+        if let Some(collected) = collected {
+            match collected {
+                ListedCollected::InOrder => {
+                    w.write_all(b"[")?;
+                    let mut first = true;
+                    each_named_id(run, |id| {
+                        if !first {
+                            w.write_all(b",")?;
+                        }
+                        first = false;
+                        json_str(w, id)
+                    })?;
+                    w.write_all(b"]")?;
+                }
+                ListedCollected::Sorted(text, spans) => {
+                    json_strs(w, spans.iter().map(|&(a, b)| &text[a as usize..b as usize]))?;
+                }
             }
         } else {
             let listed = || run.tests.iter().filter(|t| named(t)).map(|t| t.id.as_str());
