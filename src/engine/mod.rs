@@ -743,7 +743,7 @@ impl Loop<'_> {
     /// The newest earlier run of this workdir when `tree` (this run's t0) is the tree
     /// it left and no verdict judged it: that run halted neither green nor for an
     /// integrity reason (those are [`Self::rejected_tree_run`]'s), its agent changed
-    /// the tree since its t0, its check command is this run's, and the store still
+    /// the tree since its t0, and the store still
     /// holds that t0. The tree a run left is its last exec's; a run that recorded no
     /// halt (killed) may have left any tree; a run that ran no exec but inherited
     /// itself passes its inheritance on. Returns the inheritance and that run's
@@ -773,20 +773,25 @@ impl Loop<'_> {
             Event::RunStarted(s) => Some((**s).clone()),
             _ => None,
         })?;
-        if started.config.check != self.cfg.check && !self.config_file_edited(&started, tree) {
-            // a person who changed what judges the tree starts afresh (a check that
-            // changed because the agent edited loop.toml in the tree does not: the
-            // guards name that edit from the earlier t0)
-            return None;
-        }
+        // A changed check does not start afresh: the agent can write the config file
+        // that names it (loop.toml in the tree, or a `--config` file under /tmp, two
+        // reviews), and judging the tree from the earlier t0 costs an honest start
+        // only its iteration 0's green (`--accept-rejected-tree` takes the tree as it
+        // is).
         let died = !lines.iter().any(|l| matches!(l.event, Event::Halted(_)));
-        let left = lines.iter().rev().find_map(|l| match &l.event {
-            Event::ExecFinished(e) => e.tree.clone(),
-            Event::CheckFinished(c) if !c.changed_during_check.is_empty() => c.tree_after.clone(),
+        // the tree the last exec (or a check that wrote) left; `Some(None)`: it was
+        // not recorded (a name no snapshot holds halted the run), so it may be any
+        // tree, as a run that died may have left (a nineteenth review)
+        let last = lines.iter().rev().find_map(|l| match &l.event {
+            Event::ExecFinished(e) => Some(e.tree.clone()),
+            Event::CheckFinished(c) if !c.changed_during_check.is_empty() => {
+                Some(c.tree_after.clone())
+            }
             _ => None,
         });
-        let left = match (left, &started.inherits_unjudged) {
-            _ if died => tree.to_string(),
+        let unrecorded = matches!(last, Some(None));
+        let left = match (last.flatten(), &started.inherits_unjudged) {
+            _ if died || unrecorded => tree.to_string(),
             (Some(t), _) => t,
             // no exec ran (halted at its baseline check): the same inheritance
             (None, Some(u)) if u.tree == tree => return Some((u.clone(), started)),
@@ -808,51 +813,18 @@ impl Loop<'_> {
         ))
     }
 
-    /// True when this run's config file lies in the work tree and `tree` (this run's
-    /// t0) holds it otherwise than `earlier`'s t0 did, or when that cannot be told:
-    /// the agent may have written it (a nineteenth review changed the check there,
-    /// so that the next start took the tree as a person's new start).
-    fn config_file_edited(&self, earlier: &RunStarted, tree: &str) -> bool {
-        let Some(file) = self.cfg.config_file.as_deref() else {
-            return false;
-        };
-        let canonical = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-        let workdir =
-            std::fs::canonicalize(&self.ws.workdir).unwrap_or_else(|_| self.ws.workdir.clone());
-        let Some(rel) = canonical
-            .strip_prefix(&workdir)
-            .ok()
-            .and_then(|p| p.to_str())
-        else {
-            return false;
-        };
-        let (Some(store), Some(t0)) = (self.tree.store(), earlier.git.baseline_tree.as_deref())
-        else {
-            return true;
-        };
-        match (store.entries_shared(t0), store.entries_shared(tree)) {
-            (Ok(then), Ok(now)) => then.get(rel) != now.get(rel),
-            _ => true,
-        }
-    }
-
     /// The files the rejected exec changed from `rejected_t0` to `rejected` that the
-    /// halt's text (`said`) names as a path; when it names none of them, those an
-    /// integrity guard protects ([`crate::observe::tree::TreeObserver::protected`]).
+    /// halt's text (`said`) names as a path, and those an integrity guard protects
+    /// ([`crate::observe::tree::TreeObserver::protected`]) whether named or not.
     fn flagged_edits(&self, rejected_t0: &str, rejected: &str, said: &str) -> Vec<String> {
         let w = self.tree.check_writes(rejected_t0, rejected);
         let changed: Vec<String> = w.changed.into_iter().chain(w.created).collect();
-        let named: Vec<String> = changed
-            .iter()
-            .filter(|p| crate::detect::integrity::names_path(said, p))
-            .cloned()
-            .collect();
-        if !named.is_empty() {
-            return named;
-        }
+        // the files the halt names, and every protected file it changed whether named
+        // or not: a halt that named only a decoy (`loop.toml`) once let a weakened
+        // test through once the decoy was removed (a nineteenth review)
         changed
             .into_iter()
-            .filter(|p| self.tree.protected(p))
+            .filter(|p| crate::detect::integrity::names_path(said, p) || self.tree.protected(p))
             .collect()
     }
 

@@ -95,7 +95,7 @@ pub struct RunStarted {
     pub inherits_rejected: Option<InheritedRejection>,
     /// The working tree at t0 is the tree an earlier run of this workdir left without
     /// a verdict on it (it halted red, or stopped, after its agent changed the tree):
-    /// no scan ever read that agent's work, and ran the same check. This run is
+    /// no scan ever read that agent's work (whatever check this run names). This run is
     /// judged from that run's t0 instead (`git.baseline_tree` and `baseline` are that
     /// run's, but for the toolchain and the repository's configuration, measured now),
     /// and its iteration

@@ -189,6 +189,18 @@ impl Journal {
         &self.path
     }
 
+    /// Creates the directory `path` lies in (and its parents), mode 0700.
+    fn make_parent(&self, path: &Path) -> Result<(), JournalError> {
+        match path.parent() {
+            Some(dir) => std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(self.io()),
+            None => Ok(()),
+        }
+    }
+
     fn io(&self) -> impl Fn(std::io::Error) -> JournalError + '_ {
         move |source| JournalError::Io {
             path: self.path.clone(),
@@ -259,13 +271,7 @@ impl Journal {
     /// verify (nothing is appended to a broken chain).
     pub fn append(&self, decision: Decision) -> Result<Line, JournalError> {
         use std::io::{Read, Seek};
-        if let Some(dir) = self.path.parent() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(self.io())?;
-        }
+        self.make_parent(&self.path)?;
         let mut f = std::fs::OpenOptions::new()
             .read(true)
             .append(true)
@@ -322,13 +328,7 @@ impl Journal {
                 format!("run id {run_id:?} is not a plain file name"),
             ))
         })?;
-        if let Some(dir) = path.parent() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(self.io())?;
-        }
+        self.make_parent(&path)?;
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
