@@ -939,6 +939,36 @@ fn a_check_the_agent_changed_in_loop_toml_does_not_start_afresh() {
     assert!(mentions(&v, "--accept-rejected-tree"), "{v}");
 }
 
+/// The exec weakens the check and writes a decoy `loop.toml`; the halt names only the
+/// decoy, a person removes it and starts again. Before: the weakened check was passed
+/// on as the next t0 and the start was green at iteration 0, exit 10 (a twentieth
+/// review). Now the rejection passes on every protected file the exec changed.
+#[test]
+fn a_rejection_that_names_only_a_decoy_still_passes_on_the_weakened_test() {
+    let r = tap_repo(1);
+    let exec = "printf 'echo 1..1; echo ok 1 - t1\\n' > check.sh; printf 'max_iterations = 3\\n' > loop.toml";
+    let v = r
+        .lx_tap(exec, &["--run-id", "cheat", "--max-iterations", "2"])
+        .expect(13, None);
+    r.lx(&["ack", "--run-id", "cheat", "--reviewer", "alice"])
+        .expect(0, None);
+    std::fs::remove_file(r.path().join("loop.toml")).unwrap();
+    let again = r
+        .lx_tap(
+            "true",
+            &[
+                "--run-id",
+                "again",
+                "--ack-required",
+                "false",
+                "--max-iterations",
+                "2",
+            ],
+        )
+        .expect(13, None);
+    assert!(mentions(&again, "check.sh"), "{v}\n{again}");
+}
+
 /// Before: `gc --keep 0` removed the receipt of the run that rejected the tree, so
 /// the next run started from the weakened test and was green at iteration 0, exit
 /// 10 (a fresh review). Now gc keeps the newest run and the next start is refused.
