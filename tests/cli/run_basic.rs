@@ -339,13 +339,22 @@ fn loop_toml_supplies_the_policy_and_flags_override_it() {
         v["iteration"], 1,
         "the flag did not override loop.toml: {v}"
     );
-    // An explicit --config file is read instead of ./loop.toml.
+    // An explicit --config file is read instead of ./loop.toml. The runs before left
+    // the tree red and unjudged, so this one is judged from their t0 although its
+    // check differs (the agent could have written the file naming it): its
+    // iteration 0 is no green, and the exec runs once before the green.
     let other = r.outside().join("other.toml");
     std::fs::write(&other, "check = \"true\"\n").unwrap();
     let v = r
         .lx(&["run", "--config", other.to_str().unwrap()])
         .expect(10, Some("success_condition_met"));
-    assert_eq!(v["iteration"], 0, "{v}");
+    assert_eq!(v["iteration"], 1, "{v}");
+    let lines = receipt_of(&v);
+    let started = events(&lines, "run_started")[0];
+    assert!(
+        started["inherits_unjudged"]["run_id"].is_string(),
+        "{started}"
+    );
 }
 
 #[test]
