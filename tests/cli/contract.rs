@@ -222,24 +222,6 @@ fn a_replay_of_an_honest_quiet_pytest_run_agrees() {
     }
 }
 
-/// Rewrites the receipt with `edit` applied to each parsed line and the hash chain
-/// recomputed, as a careful forger would.
-fn forge(path: &Path, edit: impl Fn(&mut Value)) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut out = String::new();
-    let mut prev: Option<String> = None;
-    for line in text.lines() {
-        let mut v: Value = serde_json::from_str(line).unwrap();
-        edit(&mut v);
-        v["prev"] = prev.clone().map_or(Value::Null, Value::from);
-        let raw = serde_json::to_string(&v).unwrap();
-        prev = Some(blake3::hash(raw.as_bytes()).to_hex().to_string());
-        out.push_str(&raw);
-        out.push('\n');
-    }
-    std::fs::write(path, out).unwrap();
-}
-
 /// Iteration 1 of an honest run was red (t2 failing); the forged receipt claims green.
 fn claim_green_at_1(v: &mut Value) {
     if v["event"] == "check_finished" && v["iteration"] == 1 {
@@ -255,7 +237,7 @@ fn claim_green_at_1(v: &mut Value) {
 #[test]
 fn a_replay_of_a_receipt_edited_to_claim_green_disagrees_and_names_the_iteration() {
     let r = converged("forged");
-    forge(&r.receipt("forged"), claim_green_at_1);
+    forge_receipt(&r.receipt("forged"), claim_green_at_1);
     let out = r.lx(&["replay", "forged"]);
     let v = out.expect(20, None);
     assert_eq!(v["status"], "mismatch");

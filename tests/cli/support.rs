@@ -538,6 +538,26 @@ pub fn assert_in_no_file(dir: &Path, needle: &str, what: &str) {
     }
 }
 
+/// Rewrites the receipt at `path` with `edit` applied to each parsed line and the
+/// hash chain recomputed, as a careful forger would. Panics when the edit changed
+/// nothing (a forgery test that forges nothing proves nothing).
+pub fn forge_receipt(path: &Path, edit: impl Fn(&mut Value)) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = String::new();
+    let mut prev: Option<String> = None;
+    for line in text.lines() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        edit(&mut v);
+        v["prev"] = prev.clone().map_or(Value::Null, Value::from);
+        let raw = serde_json::to_string(&v).unwrap();
+        prev = Some(blake3::hash(raw.as_bytes()).to_hex().to_string());
+        out.push_str(&raw);
+        out.push('\n');
+    }
+    assert_ne!(out, text, "the forgery changed nothing");
+    std::fs::write(path, out).unwrap();
+}
+
 /// Reads a receipt and verifies its framing: every line is a JSON object with
 /// `schema`, `seq` (0, 1, 2, …), `ts` (string) and `prev` (null first, then the blake3
 /// hex of the previous line's bytes). Returns the parsed lines.
