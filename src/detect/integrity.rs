@@ -451,41 +451,26 @@ pub fn check_tampering(c: &CheckFinished) -> Option<Halt> {
 ///
 /// * Under a green check: `objective_unverified` — the tree a success would leave is
 ///   not the tree the check judged.
-/// * Under a red check: `metric_integrity_violation` (layer `changed_during_check`) —
-///   no step judges those changes. The next exec's snapshot would carry them, but a
-///   run that halts here (its cap, a stall) would leave them to the next run as its
-///   t0, unjudged: a red check's code could rewrite a test in the working tree and the
-///   next run would start green. The halt makes the tree after the check a rejected
-///   tree ([`inherited`]): the next run refuses it until a person acknowledges it.
-///
-/// Fail closed: a person editing the working tree while a check runs gets this halt
-/// too, naming the files.
+/// * Under a red check: no halt; the change is recorded. Nothing can converge on it
+///   here, and every later judgment sees it: the next exec's snapshot carries it (its
+///   guards measure the tree against t0), and a run that halts before another check
+///   (its cap, a stall, a signal) leaves it unjudged, so the next run is judged from
+///   this run's t0 (`run_started.inherits_unjudged`, SPEC §3.13). Before, a red check
+///   under a moving tree halted `metric_integrity_violation`: a scenario harness (and
+///   a person's editor) writing an ignored file beside a long run stopped honest runs
+///   at their baseline check.
 #[must_use]
 pub fn tree_moved_under_check(c: &CheckFinished, success_exit_code: i32) -> Option<Halt> {
-    if c.changed_during_check.is_empty() {
+    if c.changed_during_check.is_empty() || !crate::trajectory::is_green(c, success_exit_code) {
         return None;
     }
     let paths = c.changed_during_check.join(", ");
-    let detail = serde_json::json!({"changed_during_check": c.changed_during_check});
-    Some(if crate::trajectory::is_green(c, success_exit_code) {
-        Halt {
-            reason: HaltReason::ObjectiveUnverified,
-            contributors: vec![format!(
-                "the working tree changed while the green check ran, so it is not the tree that was judged: {paths}"
-            )],
-            detail,
-        }
-    } else {
-        Halt {
-            reason: HaltReason::MetricIntegrityViolation,
-            contributors: vec![format!(
-                "the working tree changed while the check ran, after every process of the exec had ended, and no step judges those changes (the next run would start from them): {paths}"
-            )],
-            detail: serde_json::json!({
-                "layers": ["changed_during_check"],
-                "changed_during_check": c.changed_during_check,
-            }),
-        }
+    Some(Halt {
+        reason: HaltReason::ObjectiveUnverified,
+        contributors: vec![format!(
+            "the working tree changed while the green check ran, so it is not the tree that was judged: {paths}"
+        )],
+        detail: serde_json::json!({"changed_during_check": c.changed_during_check}),
     })
 }
 
@@ -999,7 +984,7 @@ mod trust_tests {
     }
 
     #[test]
-    fn a_tree_moved_under_a_check_is_unverified_when_green_and_a_violation_when_red() {
+    fn a_tree_moved_under_a_check_is_unverified_when_green_and_recorded_when_red() {
         use crate::check::model::Outcome;
         let with = |c: crate::receipt::Event, moved: &[&str]| match c {
             crate::receipt::Event::CheckFinished(mut c) => {
@@ -1025,11 +1010,8 @@ mod trust_tests {
                 with(green(), &["calc.py"]),
                 Some(HaltReason::ObjectiveUnverified),
             ),
-            (
-                "red, tree moved",
-                red(),
-                Some(HaltReason::MetricIntegrityViolation),
-            ),
+            // recorded only: the next exec's snapshot, or the next run's start, judges it
+            ("red, tree moved", red(), None),
         ];
         for (name, c, want) in rows {
             let got = tree_moved_under_check(&c, 0);

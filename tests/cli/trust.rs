@@ -94,7 +94,7 @@ fn a_green_run_that_shows_no_tests_is_objective_unverified() {
 /// moving tree is not a success: the tree it would leave is not the one judged (the
 /// writer may be code under test reaching out of the room by an absolute path).
 #[test]
-fn the_tree_changing_while_the_check_runs_halts_the_run_and_is_recorded() {
+fn the_tree_changing_while_the_check_runs_is_recorded_and_no_green_under_it() {
     let r = tap_repo(1);
     r.tap_check(&format!("sleep 1.5\n{TAP_CHECK}"))
         .commit("slow check");
@@ -112,12 +112,12 @@ fn the_tree_changing_while_the_check_runs_halts_the_run_and_is_recorded() {
     let out = r.lx_tap(PROGRESS_AGENT, &["--max-iterations", "2"]);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
-    // The writer is at work from the first check on: the red baseline check already
-    // ran while the tree moved, and nothing would judge that change (a green check
-    // under a moving tree is objective_unverified: the unit table in
-    // detect::integrity). Before: exit 10 with the change in the receipt only.
-    let v = out.expect(13, Some("metric_integrity_violation"));
-    assert_eq!(v["iteration"], 0, "{v}");
+    // The writer is at work from the first check on. The red baseline check under the
+    // moving tree is recorded (the next exec's snapshot carries the change); the green
+    // check of iteration 1 is not the tree a success would leave. Before: exit 10 with
+    // the change in the receipt only.
+    let v = out.expect(13, Some("objective_unverified"));
+    assert_eq!(v["iteration"], 1, "{v}");
     assert!(mentions(&v, "scratch.txt"), "{v}");
     let lines = receipt_of(&v);
     let recorded = events(&lines, "check_finished").iter().any(|c| {
@@ -128,48 +128,57 @@ fn the_tree_changing_while_the_check_runs_halts_the_run_and_is_recorded() {
     assert!(recorded, "the change during the check is recorded");
 }
 
-/// Code under test that the red check runs rewrites a file of the working tree by its
-/// absolute path. Before: recorded only; the run ended at its cap, and the next run
-/// started from the rewritten tree (a reviewer's two-run cheat rewrote a test that way
-/// and the second run exited 10). Now the first run halts on it and the next run
-/// refuses the tree it left.
+/// Code under test that the red check runs rewrites the check in the working tree by
+/// its absolute path, after the clean room was synced: that check cannot see it. A
+/// reviewer's two-run cheat ended the first run at its cap and the second started
+/// green from the rewritten check. The change is judged later instead: by the next
+/// check of the same run, and by the next run's start, which is judged from the first
+/// run's t0. (Between the two, the red check halted the run itself, and an honest
+/// user's file written beside a run stopped it too.)
 #[test]
-fn a_red_check_that_writes_the_working_tree_is_halted_and_its_tree_refused() {
-    let r = tap_repo(1);
-    r.write("app.sh", "app() { true; }\n")
-        .tap_check(&format!(". ./app.sh\napp\n{TAP_CHECK}"))
-        .commit("app");
-    let exec = format!(
-        "echo 'app() {{ : > {}/failing; }}' > app.sh",
-        r.path().display()
-    );
-    let first = r
-        .lx_tap(&exec, &["--run-id", "reach", "--max-iterations", "1"])
+fn a_red_check_that_writes_the_working_tree_is_judged_by_the_next_check_or_run() {
+    let weakened = "printf 'echo 1..1; echo ok 1 - t1\\n'";
+    let setup = || {
+        let r = tap_repo(1);
+        r.write("app.sh", "app() { true; }\n")
+            .tap_check(&format!(". ./app.sh\napp\n{TAP_CHECK}"))
+            .commit("app");
+        let exec = format!(
+            "echo \"app() {{ {weakened} > {}/check.sh; }}\" > app.sh",
+            r.path().display()
+        );
+        (r, exec)
+    };
+    // one run: the red check of iteration 1 rewrites check.sh; iteration 2's check
+    // passes on it and its guards see the check changed since t0
+    let (r, exec) = setup();
+    let v = r
+        .lx_tap(&exec, &["--max-iterations", "3"])
         .expect(13, Some("metric_integrity_violation"));
-    assert!(mentions(&first, "changed while the check ran"), "{first}");
-    assert!(mentions(&first, "failing"), "{first}");
-    assert_eq!(
-        std::fs::read_to_string(r.path().join("failing"))
-            .unwrap()
-            .trim(),
-        "",
+    assert_eq!(v["iteration"], 2, "{v}");
+    assert!(mentions(&v, "check.sh"), "{v}");
+    let moved = events(&receipt_of(&v), "check_finished")
+        .iter()
+        .any(|c| c["changed_during_check"].to_string().contains("check.sh"));
+    assert!(moved, "the write during the red check is recorded: {v}");
+    // two runs: the first ends at its cap right after that check
+    let (r, exec) = setup();
+    r.lx_tap(&exec, &["--run-id", "reach", "--max-iterations", "1"])
+        .expect(12, Some("max_iterations_reached"));
+    assert!(
+        r.read("check.sh").contains("ok 1 - t1"),
         "the check did rewrite the working tree"
     );
     let again = r
-        .lx_tap(
-            "true",
-            &[
-                "--run-id",
-                "after",
-                "--ack-required",
-                "false",
-                "--max-iterations",
-                "2",
-            ],
-        )
+        .lx_tap("true", &["--run-id", "after", "--max-iterations", "2"])
         .expect(13, Some("metric_integrity_violation"));
-    assert_eq!(again["iteration"], 0, "{again}");
-    assert!(mentions(&again, "run reach rejected"), "{again}");
+    assert!(mentions(&again, "check.sh"), "{again}");
+    let lines = receipt_of(&again);
+    let started = &events(&lines, "run_started")[0];
+    assert_eq!(
+        started["inherits_unjudged"]["run_id"], "reach",
+        "judged from the first run's t0: {started}"
+    );
 }
 
 /// A project whose pytest collects `check_*.py` (`python_files` in `pytest.ini`):
