@@ -162,6 +162,23 @@ impl Workspace {
         })
     }
 
+    /// The run holding the workdir lock now, as `(run id, pid)` from the lock file, or
+    /// `None` when no live process holds it. Probed with a shared, non-blocking
+    /// `flock` on the `.loopexec` directory, released at once: a lock dies with its
+    /// process, so a pid reused since is never taken for a live run.
+    #[must_use]
+    pub fn live_holder(&self) -> Option<(String, String)> {
+        let dir = File::open(&self.dir).ok()?;
+        // SAFETY: flock on a valid, owned descriptor; no memory is shared.
+        let rc = unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+        if rc == 0 {
+            // SAFETY: as above; unlocking the lock just taken.
+            unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_UN) };
+            return None;
+        }
+        Some(read_holder(&self.dir.join("lock")))
+    }
+
     /// [`WorkspaceError::RefusedRun`] when the ledger holds a halt event of run `id`
     /// recorded before its receipt existed (`loopexec run` printed that id with its
     /// refusal); `None` otherwise, or when the ledger cannot be read.

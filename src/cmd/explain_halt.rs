@@ -14,16 +14,42 @@ pub(crate) fn run(workdir: &Path, run_id: Option<&str>) -> Outcome {
         Err(o) => return o,
     };
     let unrecorded = run.provenance_problems();
-    let Some(pos) = run
+    let halted = run
         .lines
         .iter()
-        .rposition(|l| matches!(l.event, Event::Halted(_)))
-    else {
-        return Outcome::error(
+        .rposition(|l| matches!(l.event, Event::Halted(_)));
+    // a resume after the last halt that recorded none of its own: the run is going on,
+    // or its loopexec died; that halt is not where the run stands (a new user's review)
+    let resumed = halted.filter(|p| {
+        run.lines[p + 1..]
+            .iter()
+            .any(|l| matches!(l.event, Event::Resumed(_)))
+    });
+    let Some(pos) = halted.filter(|_| resumed.is_none()) else {
+        let since = if resumed.is_some() {
+            " since its resume"
+        } else {
+            " (yet)"
+        };
+        let o = Outcome::error(
             super::EXIT_ERROR,
-            format!("run {} has not halted (yet)", run.run_id),
-            Some("see its progress with `loopexec status`".into()),
+            format!(
+                "run {} has not halted{since}: it is still running, or its loopexec ended before recording a halt (killed, or the machine stopped)",
+                run.run_id
+            ),
+            Some(format!(
+                "see where it stands with `loopexec status --run {}`",
+                run.run_id
+            )),
         );
+        // a receipt the workspace did not record is said to be so (exit 13), whether
+        // it halted or not: a truncated one once read as a run still going (a review)
+        let died_resume = resumed.is_some()
+            && run.ws.ledger_path().is_file()
+            && crate::store::Store::open(&run.ws.ledger_path())
+                .is_ok_and(|st| super::open_resume(&st, &run.run_id, &run.receipt));
+        let problems: Vec<String> = if died_resume { Vec::new() } else { unrecorded };
+        return super::mark_unrecorded(o, &run.run_id, &problems, true);
     };
     let Event::Halted(recorded) = &run.lines[pos].event else {
         unreachable!("checked above")

@@ -259,12 +259,67 @@ pub(crate) fn unsealed(
     };
     match std::fs::read(path) {
         Ok(bytes) if blake3::hash(&bytes).to_hex().as_str() == sealed => None,
+        Ok(bytes) if resumed_after_seal(&bytes, sealed) => Some(format!(
+            "{}: the run was resumed after the halt loopexec sealed, and its loopexec ended before recording another (killed, or the machine stopped): nothing vouches for the lines after the seal ({sealed} in {journal}); start a new run",
+            path.display()
+        )),
         Ok(_) => Some(format!(
             "{}: the receipt is not the one loopexec sealed when the run halted (its blake3 differs from {sealed} in {journal})",
             path.display()
         )),
         Err(e) => Some(format!("{}: cannot be read ({e})", path.display())),
     }
+}
+
+/// True when run `run_id`'s receipt at `path` is its sealed receipt followed by a
+/// resume that recorded no halt ([`resumed_after_seal`]): a resumed run still going,
+/// or whose loopexec died.
+pub(crate) fn open_resume(
+    store: &crate::store::Store,
+    run_id: &str,
+    path: &std::path::Path,
+) -> bool {
+    let Some(sealed) = store
+        .journal()
+        .state()
+        .ok()
+        .and_then(|j| j.seals.get(run_id).cloned())
+    else {
+        return false;
+    };
+    std::fs::read(path).is_ok_and(|b| resumed_after_seal(&b, &sealed))
+}
+
+/// True when the receipt `bytes` begin with the receipt sealed as `sealed` (hex
+/// blake3), ending at a `halted` line, and go on with a `resumed` line and no other
+/// halt: a resume whose loopexec died. Its tail is not vouched for, but nothing was
+/// rewritten that the seal covers.
+pub(crate) fn resumed_after_seal(bytes: &[u8], sealed: &str) -> bool {
+    let mut end = 0;
+    let mut halted_at = None;
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        end += line.len();
+        let Some(l) = crate::receipt::line_from_bytes(line.strip_suffix(b"\n").unwrap_or(line))
+        else {
+            return false;
+        };
+        match (&l.event, halted_at) {
+            (receipt::Event::Halted(_), None)
+                if blake3::hash(&bytes[..end]).to_hex().as_str() == sealed =>
+            {
+                halted_at = Some(end);
+            }
+            (receipt::Event::Halted(_), Some(_)) => return false,
+            _ => {}
+        }
+    }
+    halted_at.is_some_and(|at| {
+        bytes[at..]
+            .split(|b| *b == b'\n')
+            .next()
+            .and_then(crate::receipt::line_from_bytes)
+            .is_some_and(|l| matches!(l.event, receipt::Event::Resumed(_)))
+    })
 }
 
 /// Resolves the workdir and `--run-id` (latest by default) and reads the receipt.

@@ -194,6 +194,39 @@ fn preflight(ws: Option<&Workspace>, run_id: &str, reason: HaltReason, message: 
     halt_outcome(Some(run_id), None, &halt, &explanation, None, facts)
 }
 
+/// The refusal of a start (or a resume) while run `live` (pid `pid`) holds the
+/// workdir: nothing is wrong with the command, and the live run's receipt and ledger
+/// rows are not touched.
+fn locked(run_id: &str, live: String, pid: String) -> Outcome {
+    let e = WorkspaceError::Locked {
+        run_id: live.clone(),
+        pid,
+    };
+    let halt = Halt::new(HaltReason::WorkspaceInvalid, vec![e.to_string()]);
+    let explanation = format!(
+        "{}: wait for run {live} to halt (`loopexec status --run {live}` follows it), or stop it (`loopexec hold --run {live} --reason TEXT --by NAME`), then start again",
+        halt.reason
+    );
+    let facts = crate::receipt::facts::preflight_facts(Some(run_id), &halt);
+    halt_outcome(Some(run_id), None, &halt, &explanation, None, facts)
+}
+
+/// Where a refusal made before the engine starts is recorded: in the workspace's
+/// ledger, unless `run_id` names a run the workspace already holds (a refused
+/// `--resume`, a reused `--run-id`). That refusal is not the run's halt: written under
+/// its id, it rewrote a converged run's ledger row, and the run's `check`, `verify`
+/// and `explain-halt` failed from then on (a new user's mistyped resume). The output
+/// still names the refusal.
+fn refusal_ledger<'a>(ws: &'a Workspace, run_id: &str) -> Option<&'a Workspace> {
+    let known = ws.receipt_path(run_id).exists()
+        || (ws.ledger_path().exists()
+            && crate::store::Store::open(&ws.ledger_path())
+                .ok()
+                .and_then(|s| s.run(run_id).ok().flatten())
+                .is_some());
+    (!known).then_some(ws)
+}
+
 pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outcome {
     let resume = a.resume.is_some();
     // `--max-iterations` is the one setting a resume may change: the cap is how far a
@@ -229,6 +262,12 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
         Ok(w) => w,
         Err(e) => return preflight(None, &run_id, HaltReason::WorkspaceInvalid, e.to_string()),
     };
+    let refusals = refusal_ledger(&ws, &run_id);
+    // a run still going is not resumed: its receipt has no halt yet, which would read
+    // as a loopexec that died (a new user's review)
+    if let Some((live, pid)) = ws.live_holder().filter(|_| resume) {
+        return locked(&run_id, live, pid);
+    }
     let cfg = if resume {
         match resumed_config(&ws, &run_id) {
             Ok((mut c, done)) => {
@@ -240,14 +279,14 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
                 }
                 c
             }
-            Err(m) => return preflight(Some(&ws), &run_id, HaltReason::InvariantFailed, m),
+            Err(m) => return preflight(refusals, &run_id, HaltReason::InvariantFailed, m),
         }
     } else {
         match config::resolve(&ws.workdir, a.config.as_deref(), &overrides(a)) {
             Ok(c) => c,
             Err(e) => {
                 return preflight(
-                    Some(&ws),
+                    refusals,
                     &run_id,
                     HaltReason::InvariantFailed,
                     format!("{e}\nhint: {}", e.hint()),
@@ -265,20 +304,20 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
     }
     if cfg.check.is_none() {
         return preflight(
-            Some(&ws),
+            refusals,
             &run_id,
             HaltReason::WorkspaceInvalid,
             "no check command: give --check CMD (or `check = \"...\"` in loop.toml); without an external check there is no loop".into(),
         );
     }
     if let Some(m) = state_dir_inside(&ws.workdir) {
-        return preflight(Some(&ws), &run_id, HaltReason::WorkspaceInvalid, m);
+        return preflight(refusals, &run_id, HaltReason::WorkspaceInvalid, m);
     }
     if !cfg.clean_room.in_place {
         let check = cfg.check.as_deref().unwrap_or_default();
         if let Some((root, file)) = engine::cleanroom::pytest_rootdir_above(&ws.workdir, check) {
             return preflight(
-                Some(&ws),
+                refusals,
                 &run_id,
                 HaltReason::WorkspaceInvalid,
                 format!(
@@ -299,7 +338,7 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
     }
     if cfg.check_network == "none" && !crate::observe::isolation::network_namespace_available() {
         return preflight(
-            Some(&ws),
+            refusals,
             &run_id,
             HaltReason::IsolationUnsatisfiable,
             "check_network = none was requested but this machine cannot create a network namespace (`unshare --net` failed)".into(),
@@ -319,7 +358,7 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
         Ok(s) => s,
         Err(e) => {
             return preflight(
-                Some(&ws),
+                refusals,
                 &run_id,
                 HaltReason::InternalError,
                 format!("cannot install signal handlers: {e}"),
@@ -395,23 +434,14 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
             let facts = crate::receipt::facts::preflight_facts(Some(&run_id), &halt);
             halt_outcome(Some(&run_id), None, &halt, &explanation, None, facts)
         }
-        Err(EngineError::Workspace(e @ WorkspaceError::Locked { .. })) => {
-            // Refused: the live run's receipt and ledger rows are not touched.
-            let live = match &e {
-                WorkspaceError::Locked { run_id, .. } => run_id.clone(),
-                _ => String::new(),
-            };
-            let halt = Halt::new(HaltReason::WorkspaceInvalid, vec![e.to_string()]);
-            // nothing is wrong with the command: another run holds the workdir
-            let explanation = format!(
-                "{}: wait for run {live} to halt (`loopexec status --run {live}` follows it), or stop it (`loopexec hold --run {live} --reason TEXT --by NAME`), then start again",
-                halt.reason
-            );
-            let facts = crate::receipt::facts::preflight_facts(Some(&run_id), &halt);
-            halt_outcome(Some(&run_id), None, &halt, &explanation, None, facts)
+        Err(EngineError::Workspace(WorkspaceError::Locked { run_id: live, pid })) => {
+            locked(&run_id, live, pid)
         }
-        // A refused reuse of an existing id must not add rows under that run.
-        Err(e @ EngineError::RunExists(_)) => preflight(None, &run_id, e.reason(), e.to_string()),
+        // A refused reuse of an existing id, or a refused resume, must not add rows
+        // under that run ([`refusal_ledger`]).
+        Err(e @ (EngineError::RunExists(_) | EngineError::NotResumable(..))) => {
+            preflight(None, &run_id, e.reason(), e.to_string())
+        }
         Err(e) => preflight(Some(&ws), &run_id, e.reason(), e.to_string()),
     }
 }

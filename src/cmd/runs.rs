@@ -70,8 +70,17 @@ pub(crate) fn list(workdir: &Path) -> Outcome {
             "run", "halt", "exit", "iter", "duration"
         ));
     }
+    // a resume after the sealed halt that recorded no halt of its own
+    // (listed as the run still going or died, with no halt, not as a planted receipt)
+    let (open, unrecorded): (Vec<String>, Vec<String>) = unrecorded.into_iter().partition(|id| {
+        store
+            .as_ref()
+            .is_some_and(|st| super::open_resume(st, id, &ws.receipt_path(id)))
+    });
     for (id, f, _) in &runs {
-        let halt = if unrecorded.contains(id) {
+        let halt = if open.contains(id) {
+            "(resumed, no halt)"
+        } else if unrecorded.contains(id) {
             "(not recorded)"
         } else {
             f.halt_reason.as_deref().unwrap_or("(running or died)")

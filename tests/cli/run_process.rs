@@ -435,3 +435,81 @@ fn a_step_that_prints_nothing_leaves_no_capture_files() {
     assert_eq!(check["step"]["stdout"]["excerpt"], serde_json::Value::Null);
     assert_eq!(check["step"]["stdout"]["bytes"], 0);
 }
+
+/// A refused `--resume` of a converged run leaves that run's record as it was. Before,
+/// the refusal was written into the run's ledger row, and from then on `check` found
+/// the ledger and the receipt disagreeing and `explain-halt` called the run
+/// unrecorded (a new user's mistyped resume).
+#[test]
+fn a_refused_resume_leaves_the_named_runs_record_untouched() {
+    let r = Repo::with_f();
+    r.lx(&[
+        "run",
+        "--run-id",
+        "done",
+        "--exec",
+        "touch fixed",
+        "--check",
+        "test -f fixed",
+    ])
+    .expect(10, Some("success_condition_met"));
+    let refused = r
+        .lx(&["run", "--resume", "done"])
+        .expect(20, Some("invariant_failed"));
+    assert!(mentions(&refused, "done"), "{refused}");
+    r.lx(&["check"]).expect(0, None);
+    let v = r
+        .lx(&["explain-halt", "done"])
+        .expect(0, Some("success_condition_met"));
+    assert_eq!(v["recorded"], true, "{v}");
+}
+
+/// `--resume` of a run still going is refused as a second start is (exit 30, naming
+/// the live run), not as a run whose loopexec died: its receipt has no halt yet only
+/// because it is still running (a new user's review).
+#[test]
+fn resuming_a_live_run_names_it_as_running() {
+    let r = Repo::with_f();
+    let _g = ProcGuard::new(&["sleep 4191"]);
+    let run = spawn_wedged(&r, Some("live"), "sleep 4191", "sleep 4191", "false");
+    let v = r
+        .lx(&["run", "--resume", "live"])
+        .expect(30, Some("workspace_invalid"));
+    assert!(mentions(&v, "in use by run `live`"), "{v}");
+    assert!(!mentions(&v, "ended before recording a halt"), "{v}");
+    drop(run);
+}
+
+/// A resumed run whose loopexec is killed before its next halt reads as a run that
+/// has not halted since its resume: `explain-halt` says so (exit 1, as for a run that
+/// died before its first halt) and `runs` lists it so. Before, both called it a
+/// receipt no run of this workspace recorded (exit 13), as for a planted one (a new
+/// user's review).
+#[test]
+fn a_resumed_run_killed_before_its_halt_is_not_called_planted() {
+    let r = Repo::with_f();
+    let trigger = r.outside().join("die");
+    let exec = format!("if [ -f '{}' ]; then kill -9 $PPID; fi", trigger.display());
+    r.lx(&[
+        "run",
+        "--run-id",
+        "cap",
+        "--exec",
+        &exec,
+        "--check",
+        "false",
+        "--max-iterations",
+        "1",
+        "--sandbox",
+        "off",
+    ])
+    .expect(12, Some("max_iterations_reached"));
+    std::fs::write(&trigger, "").unwrap();
+    let killed = r.lx(&["run", "--resume", "cap", "--max-iterations", "3"]);
+    assert_eq!(killed.code, 137, "{}", killed.stderr);
+    let out = r.lx(&["explain-halt", "cap"]).expect(1, None);
+    assert!(mentions(&out, "has not halted since its resume"), "{out}");
+    let runs = r.lx(&["runs"]).expect(0, None);
+    assert_eq!(runs["unrecorded"], serde_json::json!([]), "{runs}");
+    assert!(runs["runs"][0]["halt_reason"].is_null(), "{runs}");
+}
