@@ -91,12 +91,40 @@ impl TryFrom<String> for Dur {
     }
 }
 impl From<Dur> for String {
+    /// In the units [`parse_duration`] reads (`1d 2h 3m 4s 500ms`), so a recorded
+    /// policy reads back: humantime's own format writes months past 30 days.
     fn from(d: Dur) -> String {
-        humantime::format_duration(d.0).to_string()
+        let ms = d.0.as_millis();
+        let parts: Vec<String> = [
+            (ms / 86_400_000, "d"),
+            (ms / 3_600_000 % 24, "h"),
+            (ms / 60_000 % 60, "m"),
+            (ms / 1000 % 60, "s"),
+            (ms % 1000, "ms"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, u)| format!("{n}{u}"))
+        .collect();
+        if parts.is_empty() {
+            "0s".into()
+        } else {
+            parts.join(" ")
+        }
     }
 }
 
-/// Parses `90s`, `10m`, `1h30m`, `250ms`; a bare number is seconds.
+/// The units a duration may use: milliseconds to days, in humantime's spellings.
+/// Weeks, months and years are refused, and so is every other unit humantime reads:
+/// `5M` (months to humantime) was recorded as five months where minutes were meant
+/// (a new user's `check_timeout = "5M"`).
+const DURATION_UNITS: &[&str] = &[
+    "ms", "msec", "s", "sec", "secs", "second", "seconds", "m", "min", "mins", "minute", "minutes",
+    "h", "hr", "hrs", "hour", "hours", "d", "day", "days",
+];
+
+/// Parses `90s`, `10m`, `1h30m`, `250ms`, `2d` (units in [`DURATION_UNITS`], case
+/// sensitive); a bare number is seconds.
 ///
 /// # Errors
 /// A message naming the text and the accepted forms.
@@ -105,8 +133,16 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if let Ok(secs) = t.parse::<u64>() {
         return Ok(Duration::from_secs(secs));
     }
-    humantime::parse_duration(t)
-        .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 90s, 10m, 1h30m, 500ms"))
+    let forms = "use e.g. 90s, 10m, 1h30m, 500ms, 2d";
+    if let Some(u) = t
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .find(|u| !u.is_empty() && !DURATION_UNITS.contains(u))
+    {
+        return Err(format!(
+            "`{s}` is not a duration: `{u}` is not a unit loopexec reads (ms, s, m, h, d); {forms}"
+        ));
+    }
+    humantime::parse_duration(t).map_err(|e| format!("`{s}` is not a duration ({e}); {forms}"))
 }
 
 /// `[guards]` of loop.toml.
@@ -1252,5 +1288,22 @@ mod tests {
         assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
         assert_eq!(parse_duration("5").unwrap(), Duration::from_secs(5));
         assert!(parse_duration("ten").unwrap_err().contains("ten"));
+        // months, weeks and years are not read; `M` is not minutes
+        for bad in ["5M", "2w", "1y", "3months", "1 fortnight"] {
+            let e = parse_duration(bad).unwrap_err();
+            assert!(e.contains(bad) && e.contains("is not a unit"), "{bad}: {e}");
+        }
+        assert_eq!(parse_duration("2d").unwrap(), Duration::from_secs(172_800));
+        assert_eq!(parse_duration("1h 30m").unwrap(), Duration::from_secs(5400));
+        // what a policy records reads back, past a month too
+        for secs in [0, 1, 90, 5400, 3_888_000] {
+            let d = Dur(Duration::from_secs(secs));
+            let text = String::from(d);
+            assert_eq!(Dur::try_from(text.clone()), Ok(d), "{text}");
+        }
+        assert_eq!(
+            String::from(Dur(Duration::from_millis(90_500))),
+            "1m 30s 500ms"
+        );
     }
 }

@@ -352,7 +352,7 @@ pub struct AckArgs {
     /// Who acknowledges (a person; required with HALT_ID).
     #[arg(long, value_name = "NAME")]
     pub by: Option<String>,
-    /// How the halt event was resolved.
+    /// How the halt event was resolved (default: resolved).
     #[arg(long, value_name = "R", value_parser = ["resolved", "escalated", "dismissed"])]
     pub resolution: Option<String>,
     /// Run form: who reviewed the run's work.
@@ -377,6 +377,9 @@ pub struct WatchArgs {
     /// The run to watch (default: the latest).
     #[arg(long, visible_alias = "run", value_name = "ID")]
     pub run_id: Option<String>,
+    /// The run to watch, as `status RUN` and `report RUN` take it (same as --run-id).
+    #[arg(value_name = "RUN", conflicts_with = "run_id")]
+    pub run: Option<String>,
     /// Stale when the heartbeat, or the running step's output, is older than this.
     #[arg(long, value_name = "DUR", default_value = "10m")]
     pub stall_timeout: String,

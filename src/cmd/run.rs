@@ -310,6 +310,24 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
             "no check command: give --check CMD (or `check = \"...\"` in loop.toml); without an external check there is no loop".into(),
         );
     }
+    // the task file is the judge's and the context budget's reading of the task: a
+    // name that reaches nothing would be recorded as if it had been given (a new
+    // user's `--task NOPE.md` ran and converged)
+    if let Some(t) = cfg.task.file.as_deref() {
+        let p = ws.workdir.join(t);
+        if !p.is_file() {
+            return preflight(
+                refusals,
+                &run_id,
+                HaltReason::InvariantFailed,
+                format!(
+                    "the task file `{t}` (--task, or [task] file in loop.toml) is not a file: {} does not exist\nhint: give the path of the task's description, relative to the workdir {}",
+                    p.display(),
+                    ws.workdir.display()
+                ),
+            );
+        }
+    }
     if let Some(m) = state_dir_inside(&ws.workdir) {
         return preflight(refusals, &run_id, HaltReason::WorkspaceInvalid, m);
     }

@@ -41,7 +41,7 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
             Some("e.g. --stall-timeout 10m".into()),
         );
     }
-    let run = match super::load_run(workdir, a.run_id.as_deref()) {
+    let run = match super::load_run(workdir, a.run_id.as_deref().or(a.run.as_deref())) {
         Ok(r) => r,
         Err(o) => return o,
     };

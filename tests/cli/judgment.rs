@@ -543,3 +543,14 @@ fn judge_every_n_skips_intermediate_greens_but_never_the_last() {
     assert_eq!(judged, [2, 3], "{v}");
     assert_eq!(v["iteration"], 3, "{v}");
 }
+
+/// A `--task` file that is not there refuses the run before any step, naming it
+/// (before: the run went on, converged, and recorded the name as if it were read).
+#[test]
+fn a_task_file_that_is_not_there_refuses_the_run() {
+    let r = tap_repo(1);
+    let out = r.lx_tap("touch ran", &["--task", "NOPE.md"]);
+    let v = out.expect(20, Some("invariant_failed"));
+    assert!(out.errors_text().contains("NOPE.md"), "{v}");
+    assert!(!r.path().join("ran").exists(), "the agent ran");
+}
