@@ -601,7 +601,7 @@ impl RunConfig {
             success_exit_code: 0,
             test_format: "auto".into(),
             reports: Vec::new(),
-            confirm_runs: 1,
+            confirm_runs: 3,
             check_network: default_network(),
             kill_grace: Dur(Duration::from_secs(3)),
             halt: ProgressPolicy::default(),

@@ -503,10 +503,11 @@ pub struct RunArgs {
     /// A report file (glob) the check writes, e.g. target/junit.xml. Repeatable.
     #[arg(long = "report", value_name = "PATH")]
     pub reports: Vec<String>,
-    /// Extra check runs on the same tree before a green verdict is believed (default 1).
-    /// In the clean room they run cold (its caches, cargo target and HOME emptied
-    /// first), and at least one runs even with 0: a cache an earlier check planted must
-    /// not make the green.
+    /// Extra check runs on the same tree before a green verdict is believed (default 3:
+    /// with the main run and the checkout confirmation, a fix that passes half the time
+    /// is caught 31 times in 32). In the clean room they run cold (its caches, cargo
+    /// target and HOME emptied first), and at least one runs even with 0: a cache an
+    /// earlier check planted must not make the green.
     #[arg(long, value_name = "N")]
     pub confirm_runs: Option<u32>,
     /// no_progress_detected after K attempts without a new best failing-set size.

@@ -880,9 +880,24 @@ impl Loop<'_> {
                 })?;
             }
         }
-        self.tree
+        let now = self
+            .tree
             .refresh(&format!("{last_halt}-resumed"))
             .map_err(|e| EngineError::Tree(format!("snapshot before resuming failed: {e}")))?;
+        // The re-check judges the tree its exec left (t0 for a baseline) and nothing
+        // else: no exec's guards measured any other tree. One the check's code rewrote
+        // while it ran (then hung for a person's Ctrl-C), or that changed since, goes
+        // to the next exec instead, whose guards measure it against t0 (a review's
+        // resumed re-check passed on a test rewritten during the interrupted check).
+        let left = match self.traj.last() {
+            Some(l) if l.iteration > 0 => l.exec.as_ref().and_then(|e| e.tree.clone()),
+            _ => self
+                .traj
+                .started
+                .as_ref()
+                .and_then(|s| s.git.baseline_tree.clone()),
+        };
+        let interrupted = interrupted && left.as_deref() == Some(now.as_str());
         let acknowledged_by =
             crate::control::counted_acks(&self.store, &self.run_id, self.cfg, &acks);
         let resume_reason = self.resume_marker();
@@ -921,14 +936,9 @@ impl Loop<'_> {
     ) -> Result<(), EngineError> {
         if self.cfg.clean_room.in_place {
             self.set_check_sandbox(&self.ws.workdir.clone(), &[]);
-            // A red check in place that wrote nothing the watch saw leaves the exec's
-            // tree (TreeObserver::after_check). What a write through a memory mapping
-            // would leave unseen is only where a change is attributed: the next exec's
-            // walk sees it (its times moved), and every guard judges that tree; a
-            // check that may converge is always walked. A small tree's walk costs
-            // less than the watch.
-            self.tree
-                .watch_during_checks(Some(crate::observe::watch::QUIET_WATCH_FROM_FILES));
+            // Walked after every check, as in the clean room (see there): a run that
+            // ends after a red check leaves the tree that walk saw.
+            self.tree.watch_during_checks(None);
             return Ok(());
         }
         let deps: Vec<String> = m
@@ -986,10 +996,13 @@ impl Loop<'_> {
             )
         });
         self.room = Some(room);
-        // the check runs elsewhere: a quiet agent's tree need not be walked after a red
-        // check (TreeObserver::after_check)
-        self.tree
-            .watch_during_checks(Some(crate::observe::watch::QUIET_WATCH_FROM_FILES));
+        // The agent's tree is walked after every check, red too
+        // (TreeObserver::after_check): a quiet inotify watch cannot vouch for it, as a
+        // write through a shared memory mapping raises no event, and the tree after
+        // the last check is the one a run leaves to the next (a review rewrote a test
+        // that way in a 1,100-file tree, the run ended at its cap, and the next run
+        // started green from it).
+        self.tree.watch_during_checks(None);
         Ok(())
     }
 

@@ -1703,10 +1703,12 @@ impl TreeObserver {
     /// Re-reads the tree after something outside the observer changed it (a revert,
     /// a resume), so the next check's `tree_before` is right.
     ///
+    /// Returns the tree's id.
+    ///
     /// # Errors
     /// The snapshot error, as text.
-    pub fn refresh(&mut self, label: &str) -> Result<(), String> {
-        self.snap(label).map(|_| ())
+    pub fn refresh(&mut self, label: &str) -> Result<String, String> {
+        self.snap(label).map(|s| s.0)
     }
 
     /// When resuming, learn t0 from the receipt (and its files from the store).

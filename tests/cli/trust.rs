@@ -2795,3 +2795,79 @@ fn the_checkout_confirmation_leaves_the_working_tree_as_it_found_it() {
     r.lx(&args).expect(10, Some("success_condition_met"));
     assert!(!r.path().join("out").exists());
 }
+
+/// Code under test that the check runs rewrites the check in the working tree, puts
+/// itself back and hangs; a person's Ctrl-C stops the run during that check, and
+/// `run --resume` would check the iteration again. Before: the re-check judged the
+/// rewritten tree, which no exec's guards had measured, and the run exited 10. Now a
+/// tree that moved since its exec goes to the next exec, whose guards see the check
+/// changed since t0.
+#[test]
+fn a_resumed_recheck_of_a_tree_rewritten_during_the_interrupted_check_is_judged() {
+    let r = tap_repo(1);
+    r.write("app.sh", "app() { true; }\n")
+        .tap_check(&format!(". ./app.sh\napp\n{TAP_CHECK}"))
+        .commit("app");
+    let _g = ProcGuard::new(&["sleep 4201"]);
+    let dir = r.path().display().to_string();
+    let hung = r.outside().join("hung");
+    // the weakened check is data the exec writes; the code under test copies it over
+    // the check, puts itself back and hangs once (the marker is spelled apart in the
+    // exec's own command line, so only the check's process carries it)
+    let exec = format!(
+        "printf 'echo 1..1; echo ok 1 - t1\\n' > weak.txt; s=42; e=01; echo \"app() {{ cp {dir}/weak.txt {dir}/check.sh; echo 'app() {{ true; }}' > {dir}/app.sh; if [ ! -f {h} ]; then : > {h}; sleep $s$e; fi; }}\" > app.sh",
+        h = hung.display()
+    );
+    let mut run = spawn_wedged(&r, Some("rs"), "sleep 4201", &exec, "sh check.sh");
+    let pid = i32::try_from(run.child().id()).unwrap();
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let first = finish(&mut run, Duration::from_secs(20)).expect(11, Some("human_required"));
+    assert_eq!(first["iteration"], 1, "{first}");
+    assert!(
+        events(&receipt_of(&first), "exec_finished").len() == 1,
+        "stopped during iteration 1's check: {first}"
+    );
+    assert!(
+        r.read("check.sh").contains("ok 1 - t1"),
+        "the check rewrote it"
+    );
+    let v = r
+        .lx(&["run", "--resume", "rs"])
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "check.sh"), "{v}");
+}
+
+/// In a tree of more than a thousand files, code under test that the red check runs
+/// rewrites the check in the working tree through a shared memory mapping (no inotify
+/// event), and the run ends at its cap after that check. Before: a quiet watch stood
+/// for the walk after a red check, the run recorded the exec's tree as the one it
+/// left, and the next run started green from the rewritten check. Now the tree after
+/// every check is walked, the write is recorded, and the next run is judged from the
+/// first run's t0.
+#[test]
+fn a_check_that_rewrites_the_tree_through_a_mapping_is_seen_in_a_large_tree() {
+    let r = tap_repo(1);
+    for i in 0..1100 {
+        r.write(&format!("data/f{i}.txt"), "x\n");
+    }
+    r.write("app.sh", "app() { true; }\n")
+        .tap_check(&format!(". ./app.sh\napp\n{TAP_CHECK}"))
+        .commit("app");
+    let dir = r.path().display().to_string();
+    let exec = format!(
+        "printf 'echo 1..1; echo ok 1 - t1\\nexit 0\\n' > weak.txt; \
+         printf 'import mmap, sys\\nw = open(sys.argv[2], \"rb\").read()\\nf = open(sys.argv[1], \"r+b\")\\nm = mmap.mmap(f.fileno(), 0)\\nn = len(m)\\nm[:] = (w + b\"#\" * n)[:n]\\nm.flush()\\n' > mm.py; \
+         echo 'app() {{ python3 {dir}/mm.py {dir}/check.sh {dir}/weak.txt; }}' > app.sh"
+    );
+    r.lx_tap(&exec, &["--run-id", "mm", "--max-iterations", "1"])
+        .expect(12, Some("max_iterations_reached"));
+    assert!(
+        r.read("check.sh").starts_with("echo 1..1"),
+        "the check rewrote it through the mapping"
+    );
+    let again = r
+        .lx_tap("true", &["--run-id", "after", "--max-iterations", "2"])
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&again, "check.sh"), "{again}");
+}
