@@ -779,14 +779,15 @@ impl Loop<'_> {
         // only its iteration 0's green (`--accept-rejected-tree` takes the tree as it
         // is).
         let died = !lines.iter().any(|l| matches!(l.event, Event::Halted(_)));
-        // the tree the last exec (or a check that wrote) left; `Some(None)`: it was
-        // not recorded (a name no snapshot holds halted the run), so it may be any
-        // tree, as a run that died may have left (a nineteenth review)
+        // the tree the last exec left; `Some(None)`: it was not recorded (a name no
+        // snapshot holds halted the run), so it may be any tree, as a run that died
+        // may have left (a nineteenth review). So may a run whose working tree moved
+        // while a check after its last exec ran: no exec's guards measured that
+        // change, and what came after it (the ratchet's revert of a regression at
+        // the cap) may have left yet another tree.
         let last = lines.iter().rev().find_map(|l| match &l.event {
             Event::ExecFinished(e) => Some(e.tree.clone()),
-            Event::CheckFinished(c) if !c.changed_during_check.is_empty() => {
-                Some(c.tree_after.clone())
-            }
+            Event::CheckFinished(c) if !c.changed_during_check.is_empty() => Some(None),
             _ => None,
         });
         let unrecorded = matches!(last, Some(None));

@@ -2871,3 +2871,41 @@ fn a_check_that_rewrites_the_tree_through_a_mapping_is_seen_in_a_large_tree() {
         .expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&again, "check.sh"), "{again}");
 }
+
+/// The red check's code rewrites the check in the working tree while its iteration
+/// regresses; the ratchet reverts that iteration at the cap and leaves the rewrite (a
+/// path only others changed), so the run leaves a tree no step recorded. Before: the
+/// next run took that tree as its own t0 and was green at iteration 0. Now a run whose
+/// tree moved during a check after its last exec may have left any tree, and the next
+/// run is judged from its t0.
+#[test]
+fn a_write_during_a_check_survives_no_revert_into_the_next_runs_t0() {
+    let r = Repo::new();
+    r.write("tests", "3\n")
+        .write("failing", "t1 t2\n")
+        .write("app.sh", "app() { true; }\n")
+        .tap_check(&format!(". ./app.sh\napp\n{TAP_CHECK}"))
+        .commit("fixture");
+    let dir = r.path().display().to_string();
+    let exec = format!(
+        "printf 'echo 1..1; echo ok 1 - t1\\n' > weak.txt; echo 't1 t2 t3' > failing; \
+         echo 'app() {{ cp {dir}/weak.txt {dir}/check.sh; }}' > app.sh"
+    );
+    let first = r
+        .lx_tap(&exec, &["--run-id", "rv", "--max-iterations", "1"])
+        .expect(12, Some("max_iterations_reached"));
+    let lines = receipt_of(&first);
+    assert_eq!(
+        events(&lines, "reverted").len(),
+        1,
+        "the ratchet reverted: {first}"
+    );
+    assert!(
+        r.read("check.sh").contains("ok 1 - t1"),
+        "the rewrite stayed"
+    );
+    let again = r
+        .lx_tap("true", &["--run-id", "after", "--max-iterations", "2"])
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&again, "check.sh"), "{again}");
+}
