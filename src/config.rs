@@ -123,7 +123,7 @@ const DURATION_UNITS: &[&str] = &[
     "h", "hr", "hrs", "hour", "hours", "d", "day", "days",
 ];
 
-/// Parses `90s`, `10m`, `1h30m`, `250ms`, `2d` (units in [`DURATION_UNITS`], case
+/// Parses `90s`, `10m`, `1h30m`, `250ms`, `2d` (units ms, s, m, h and d in humantime's spellings, case
 /// sensitive); a bare number is seconds.
 ///
 /// # Errors

@@ -550,16 +550,17 @@ impl Loop<'_> {
             _ => None,
         })?;
         // The tree the run left: its last exec's, or, when the working tree changed
-        // while a check after that exec ran (`changed_during_check`), the tree after
-        // that check.
+        // while a check after that exec ran (`changed_during_check`, or the check's
+        // own writes in place), the tree after that check.
         let mut last_exec = None;
         for l in lines.iter().rev() {
             match &l.event {
                 Event::CheckFinished(c) if last_exec.is_none() => {
+                    let in_place_wrote = c.clean_room.is_none() && c.tree_after != c.tree_before;
                     if let Some(after) = c
                         .tree_after
                         .clone()
-                        .filter(|_| !c.changed_during_check.is_empty())
+                        .filter(|_| !c.changed_during_check.is_empty() || in_place_wrote)
                     {
                         last_exec = Some((c.iteration, after));
                     }
@@ -788,6 +789,15 @@ impl Loop<'_> {
         let last = lines.iter().rev().find_map(|l| match &l.event {
             Event::ExecFinished(e) => Some(e.tree.clone()),
             Event::CheckFinished(c) if !c.changed_during_check.is_empty() => Some(None),
+            // in place, the check's own writes (a file it created, read by the next
+            // run's runner) are in the tree it leaves: that tree was judged by no exec
+            Event::CheckFinished(c)
+                if c.clean_room.is_none()
+                    && c.tree_after.is_some()
+                    && c.tree_after != c.tree_before =>
+            {
+                Some(None)
+            }
             _ => None,
         });
         let unrecorded = matches!(last, Some(None));

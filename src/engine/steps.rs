@@ -566,6 +566,17 @@ impl Loop<'_> {
         } else if let (Some(a), Some(b)) = (&tree_before, &tree_after) {
             if a != b {
                 writes = self.tree.check_writes(a, b);
+                // In place, a runner configuration the check created stays for every
+                // later check and run: it is a write to the tree it judged (a review's
+                // green check created a pytest.ini deselecting a test, and the next
+                // task's run was green on it).
+                let planted: Vec<String> = writes
+                    .created
+                    .iter()
+                    .filter(|p| self.tree.runner_configuration(p))
+                    .cloned()
+                    .collect();
+                writes.changed.extend(planted);
             }
         }
         // Code the check created in the tree it judged, read by the tamper rules against

@@ -1162,6 +1162,13 @@ impl TreeObserver {
             || self.protected(path)
     }
 
+    /// True for a file of the protected manifest (runner configuration, version pins,
+    /// `[guards] protected`), by path.
+    #[must_use]
+    pub fn runner_configuration(&self, path: &str) -> bool {
+        self.protected.is_match(path)
+    }
+
     /// True for a file an integrity guard protects as such: a test file, runner
     /// configuration (the protected manifest), the frozen oracle.
     #[must_use]

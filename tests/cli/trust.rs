@@ -2909,3 +2909,37 @@ fn a_write_during_a_check_survives_no_revert_into_the_next_runs_t0() {
         .expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&again, "check.sh"), "{again}");
 }
+
+/// A check in place that creates runner configuration (`pytest.ini`) leaves it in the
+/// working tree for every later check and run: a write to the tree it judged,
+/// `hermeticity_violation` naming it, and the next run refuses the tree that keeps
+/// it. Before: the file was recorded as created only; a review's green check planted
+/// a `pytest.ini` deselecting a test, and the next task's run was green on it.
+#[test]
+fn a_check_in_place_that_creates_runner_configuration_is_not_hermetic() {
+    let r = tap_repo(1);
+    r.tap_check(&format!(
+        "[ -f pytest.ini ] || printf '[pytest]\\n' > pytest.ini\n{TAP_CHECK}"
+    ))
+    .commit("check");
+    let first = r
+        .lx_tap(
+            PROGRESS_AGENT,
+            &["--run-id", "ini", "--check-in-place", "--sandbox", "off"],
+        )
+        .expect(14, Some("hermeticity_violation"));
+    assert!(mentions(&first, "pytest.ini"), "{first}");
+    let again = r
+        .lx_tap(
+            "true",
+            &[
+                "--run-id",
+                "after",
+                "--ack-required",
+                "false",
+                "--check-in-place",
+            ],
+        )
+        .expect(14, Some("hermeticity_violation"));
+    assert!(mentions(&again, "run ini rejected"), "{again}");
+}
