@@ -50,10 +50,14 @@ pub fn hermeticity(cfg: &RunConfig, c: &CheckFinished) -> Option<Halt> {
     if c.check_wrote.is_empty() && c.check_created_code.is_empty() {
         return None;
     }
+    // the report files the run names (`reports`) are the check's own output: removed
+    // before every check run and written again by it (a new user's `--report
+    // reports/junit.xml` in place halted at the first green)
     let globs: Vec<&str> = DEFAULT_CHECK_MAY_WRITE
         .iter()
         .copied()
         .chain(cfg.guards.check_may_write.iter().map(String::as_str))
+        .chain(cfg.reports.iter().map(String::as_str))
         .collect();
     // Invalid globs are rejected when the config is validated.
     let allowed =
@@ -71,7 +75,7 @@ pub fn hermeticity(cfg: &RunConfig, c: &CheckFinished) -> Option<Halt> {
         reason: HaltReason::HermeticityViolation,
         contributors: wrote
             .iter()
-            .map(|p| format!("the check changed a file of the tree it judged: {p}"))
+            .map(|p| format!("the check changed a file of the tree it judged: {p} (a report or cache the check writes is named with --report FILE or [guards] check_may_write)"))
             .chain(c.check_created_code.iter().map(|h| {
                 format!(
                     "the check created code in the tree it judged: {}:{} ({}): {}",
@@ -416,6 +420,38 @@ const LISTED: usize = 12;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Which writes of a check are `hermeticity_violation`: caches, `check_may_write`
+    /// and the run's report files are the check's own.
+    #[test]
+    fn hermeticity_table() {
+        use crate::check::model::Outcome::Passed as P;
+        let mut cfg = RunConfig::defaults();
+        cfg.reports = vec!["reports/*.xml".into()];
+        cfg.guards.check_may_write = vec!["out/**".into()];
+        // (what the check wrote, halts)
+        let rows: &[(&[&str], bool)] = &[
+            (&[], false),
+            (&["src/__pycache__/a.cpython-311.pyc"], false),
+            (&["reports/junit.xml"], false),
+            (&["out/build.bin"], false),
+            (&["tests/test_a.py"], true),
+            (&["reports/junit.xml", "conftest.py"], true),
+        ];
+        for (wrote, halts) in rows {
+            let crate::receipt::Event::CheckFinished(mut c) =
+                crate::detect::testkit::check(1, 0, None, &[("a", P)])
+            else {
+                unreachable!()
+            };
+            c.check_wrote = wrote.iter().map(|p| (*p).to_string()).collect();
+            let h = hermeticity(&cfg, &c);
+            assert_eq!(h.is_some(), *halts, "{wrote:?}");
+            if let Some(h) = h {
+                assert_eq!(h.reason, HaltReason::HermeticityViolation);
+            }
+        }
+    }
 
     /// A green on restored frozen files does not converge while the working tree
     /// keeps their edits.
