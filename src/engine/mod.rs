@@ -556,12 +556,7 @@ impl Loop<'_> {
         for l in lines.iter().rev() {
             match &l.event {
                 Event::CheckFinished(c) if last_exec.is_none() => {
-                    let in_place_wrote = c.clean_room.is_none() && c.tree_after != c.tree_before;
-                    if let Some(after) = c
-                        .tree_after
-                        .clone()
-                        .filter(|_| !c.changed_during_check.is_empty() || in_place_wrote)
-                    {
+                    if let Some(after) = c.tree_after.clone().filter(|_| c.moved_the_tree()) {
                         last_exec = Some((c.iteration, after));
                     }
                 }
@@ -788,16 +783,9 @@ impl Loop<'_> {
         // the cap) may have left yet another tree.
         let last = lines.iter().rev().find_map(|l| match &l.event {
             Event::ExecFinished(e) => Some(e.tree.clone()),
-            Event::CheckFinished(c) if !c.changed_during_check.is_empty() => Some(None),
-            // in place, the check's own writes (a file it created, read by the next
-            // run's runner) are in the tree it leaves: that tree was judged by no exec
-            Event::CheckFinished(c)
-                if c.clean_room.is_none()
-                    && c.tree_after.is_some()
-                    && c.tree_after != c.tree_before =>
-            {
-                Some(None)
-            }
+            // in place, the check's own writes too (a file it created, read by the
+            // next run's runner)
+            Event::CheckFinished(c) if c.moved_the_tree() => Some(None),
             _ => None,
         });
         let unrecorded = matches!(last, Some(None));

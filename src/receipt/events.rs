@@ -264,6 +264,21 @@ pub struct CheckFinished {
     pub in_checkout: Option<InCheckout>,
 }
 
+impl CheckFinished {
+    /// True when the working tree after this check run is not the one it started
+    /// from: something outside the check wrote it while it ran
+    /// (`changed_during_check`), or the check ran in place and wrote it itself. No
+    /// exec's guards measured such a tree, so a run that ends after this check is
+    /// taken to have left any tree (and a rejection at it passes on the tree after).
+    #[must_use]
+    pub fn moved_the_tree(&self) -> bool {
+        !self.changed_during_check.is_empty()
+            || (self.clean_room.is_none()
+                && self.tree_after.is_some()
+                && self.tree_after != self.tree_before)
+    }
+}
+
 /// Where a checkout confirmation ran, and the clean room it is compared with: a test
 /// id holding the room's path (a jest report's absolute file names) is the same test
 /// as the id holding the workdir's in its place.

@@ -140,9 +140,7 @@ fn a_red_check_that_writes_the_working_tree_is_judged_by_the_next_check_or_run()
     let weakened = "printf 'echo 1..1; echo ok 1 - t1\\n'";
     let setup = || {
         let r = tap_repo(1);
-        r.write("app.sh", "app() { true; }\n")
-            .tap_check(&format!(". ./app.sh\napp\n{TAP_CHECK}"))
-            .commit("app");
+        with_app_under_test(&r).commit("app");
         let exec = format!(
             "echo \"app() {{ {weakened} > {}/check.sh; }}\" > app.sh",
             r.path().display()
@@ -169,10 +167,7 @@ fn a_red_check_that_writes_the_working_tree_is_judged_by_the_next_check_or_run()
         r.read("check.sh").contains("ok 1 - t1"),
         "the check did rewrite the working tree"
     );
-    let again = r
-        .lx_tap("true", &["--run-id", "after", "--max-iterations", "2"])
-        .expect(13, Some("metric_integrity_violation"));
-    assert!(mentions(&again, "check.sh"), "{again}");
+    let again = next_run_judges_the_rewritten_check(&r);
     let lines = receipt_of(&again);
     let started = &events(&lines, "run_started")[0];
     assert_eq!(
@@ -993,6 +988,23 @@ fn weaken_the_check(r: &Repo, run_id: &str, more: &str) {
         .expect(13, Some("metric_integrity_violation"));
     r.lx(&["ack", "--run-id", run_id, "--reviewer", "alice"])
         .expect(0, None);
+}
+
+/// Gives `r` code under test the check runs: `app.sh`, sourced by `check.sh` before
+/// the TAP check, whose `app` does nothing at t0 (committed by the caller).
+fn with_app_under_test(r: &Repo) -> &Repo {
+    r.write("app.sh", "app() { true; }\n")
+        .tap_check(&format!(". ./app.sh\napp\n{TAP_CHECK}"))
+}
+
+/// After a run that left a check rewritten in the working tree: a new run with an
+/// innocent exec is judged from that run's t0 and names the check, never green.
+fn next_run_judges_the_rewritten_check(r: &Repo) -> Value {
+    let again = r
+        .lx_tap("true", &["--run-id", "after", "--max-iterations", "2"])
+        .expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&again, "check.sh"), "{again}");
+    again
 }
 
 /// A new run on the tree `run_id` rejected: refused with its reason, naming it.
@@ -2805,9 +2817,7 @@ fn the_checkout_confirmation_leaves_the_working_tree_as_it_found_it() {
 #[test]
 fn a_resumed_recheck_of_a_tree_rewritten_during_the_interrupted_check_is_judged() {
     let r = tap_repo(1);
-    r.write("app.sh", "app() { true; }\n")
-        .tap_check(&format!(". ./app.sh\napp\n{TAP_CHECK}"))
-        .commit("app");
+    with_app_under_test(&r).commit("app");
     let _g = ProcGuard::new(&["sleep 4201"]);
     let dir = r.path().display().to_string();
     let hung = r.outside().join("hung");
@@ -2851,9 +2861,7 @@ fn a_check_that_rewrites_the_tree_through_a_mapping_is_seen_in_a_large_tree() {
     for i in 0..1100 {
         r.write(&format!("data/f{i}.txt"), "x\n");
     }
-    r.write("app.sh", "app() { true; }\n")
-        .tap_check(&format!(". ./app.sh\napp\n{TAP_CHECK}"))
-        .commit("app");
+    with_app_under_test(&r).commit("app");
     let dir = r.path().display().to_string();
     let exec = format!(
         "printf 'echo 1..1; echo ok 1 - t1\\nexit 0\\n' > weak.txt; \
@@ -2866,10 +2874,7 @@ fn a_check_that_rewrites_the_tree_through_a_mapping_is_seen_in_a_large_tree() {
         r.read("check.sh").starts_with("echo 1..1"),
         "the check rewrote it through the mapping"
     );
-    let again = r
-        .lx_tap("true", &["--run-id", "after", "--max-iterations", "2"])
-        .expect(13, Some("metric_integrity_violation"));
-    assert!(mentions(&again, "check.sh"), "{again}");
+    next_run_judges_the_rewritten_check(&r);
 }
 
 /// The red check's code rewrites the check in the working tree while its iteration
@@ -2881,11 +2886,7 @@ fn a_check_that_rewrites_the_tree_through_a_mapping_is_seen_in_a_large_tree() {
 #[test]
 fn a_write_during_a_check_survives_no_revert_into_the_next_runs_t0() {
     let r = Repo::new();
-    r.write("tests", "3\n")
-        .write("failing", "t1 t2\n")
-        .write("app.sh", "app() { true; }\n")
-        .tap_check(&format!(". ./app.sh\napp\n{TAP_CHECK}"))
-        .commit("fixture");
+    with_app_under_test(r.write("tests", "3\n").write("failing", "t1 t2\n")).commit("fixture");
     let dir = r.path().display().to_string();
     let exec = format!(
         "printf 'echo 1..1; echo ok 1 - t1\\n' > weak.txt; echo 't1 t2 t3' > failing; \
@@ -2904,10 +2905,7 @@ fn a_write_during_a_check_survives_no_revert_into_the_next_runs_t0() {
         r.read("check.sh").contains("ok 1 - t1"),
         "the rewrite stayed"
     );
-    let again = r
-        .lx_tap("true", &["--run-id", "after", "--max-iterations", "2"])
-        .expect(13, Some("metric_integrity_violation"));
-    assert!(mentions(&again, "check.sh"), "{again}");
+    next_run_judges_the_rewritten_check(&r);
 }
 
 /// A check in place that creates runner configuration (`pytest.ini`) leaves it in the
