@@ -115,6 +115,45 @@ fn library_names(test_sources: &[String], installed: &dyn Fn(&str) -> bool) -> V
         .collect()
 }
 
+/// Whether the tree holds a module `name` (`name.py` or a regular package,
+/// `name/__init__.py`) at the top of one of `dirs` ([`py_import_dirs`]; `in_tree` is
+/// asked about paths from the root). [`import_dir_shadow_globs`] treats such a module
+/// the tests import as installed: the same name added at the top of another import
+/// directory is found first in some order of the path (`tests/calc.py` before the
+/// `calc.py` under test, through pytest's insertion of the tests' directory), and a
+/// check in place, with no clean room to leave it out, loads it instead (a review's
+/// green).
+/// A module beside the tests is theirs (a helper, a fixture module): only
+/// [`code_import_dirs`] are passed, so that a helper named like one in a sibling
+/// test directory stays free here (the frozen oracle covers helpers).
+#[must_use]
+pub fn in_import_dirs(dirs: &[String], name: &str, in_tree: &dyn Fn(&str) -> bool) -> bool {
+    dirs.iter().any(|d| {
+        let slash = if d.is_empty() { "" } else { "/" };
+        in_tree(&format!("{d}{slash}{name}.py"))
+            || in_tree(&format!("{d}{slash}{name}/__init__.py"))
+    })
+}
+
+/// The directories of `dirs` ([`py_import_dirs`]) that hold no Python test file
+/// (`is_test`) of `paths` directly: where the code under test is imported from.
+#[must_use]
+pub fn code_import_dirs(
+    dirs: &[String],
+    paths: &std::collections::BTreeSet<&str>,
+    is_test: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    let test_dirs: std::collections::BTreeSet<&str> = paths
+        .iter()
+        .filter(|p| is_test(p))
+        .map(|p| p.rsplit_once('/').map_or("", |(d, _)| d))
+        .collect();
+    dirs.iter()
+        .filter(|d| !test_dirs.contains(d.as_str()))
+        .cloned()
+        .collect()
+}
+
 /// At most this many directories besides the root get [`import_dir_shadow_globs`]
 /// (the first ones in path order).
 pub const MAX_IMPORT_DIRS: usize = 256;
@@ -1669,6 +1708,55 @@ mod tests {
             let configured: Vec<String> = configured.iter().map(|s| (*s).to_string()).collect();
             let dirs = py_import_dirs(&paths, &is_test, &configured);
             let in_tree = |p: &str| paths.contains(p);
+            let globs = import_dir_shadow_globs(&dirs, &tests, &installed, &in_tree);
+            let set = crate::observe::guards::build_globset_ignoring_case(&globs).unwrap();
+            assert_eq!(
+                set.is_match(added),
+                *protected,
+                "{added} in {files:?} {configured:?}"
+            );
+        }
+    }
+
+    /// The tree's own modules the tests import count as installed for the other
+    /// import directories: a review's in-place run converged on a `tests/calc.py`
+    /// (found before the root's `calc.py` through pytest's insertion of `tests/`)
+    /// whose `add` was right while the code under test's was not. (t0's files, the
+    /// module added, protected)
+    #[test]
+    fn a_tree_module_the_tests_import_is_protected_from_shadowing() {
+        let root_layout: &[&str] = &["calc.py", "tests/test_calc.py", "tests/helpers.py"];
+        let src_layout: &[&str] = &[
+            "src/calc/__init__.py",
+            "src/calc/ops.py",
+            "tests/test_calc.py",
+        ];
+        let rows: &[(&[&str], &[&str], &str, bool)] = &[
+            // hits: the name of a module under test, where t0 lacks it
+            (root_layout, &[], "tests/calc.py", true),
+            (root_layout, &[], "tests/calc/__init__.py", true),
+            (root_layout, &[], "tests/Calc.py", true),
+            (src_layout, &["src"], "tests/calc.py", true),
+            (src_layout, &["src"], "calc.py", true),
+            // misses: where it lives, a name the tests do not import, a module inside
+            // a package, a name under test no import directory holds at t0
+            (root_layout, &[], "calc.py", false),
+            (root_layout, &[], "tests/ops.py", false),
+            (root_layout, &[], "tests/sub/calc.py", false),
+            (root_layout, &[], "tests/conftest_data.json", false),
+            (root_layout, &[], "helpers.py", false),
+            (src_layout, &["src"], "src/calc/extra.py", false),
+            (src_layout, &[], "tests/calc.py", false),
+        ];
+        let tests = vec!["from calc import add\nfrom helpers import approx\n".to_string()];
+        for (files, configured, added, protected) in rows {
+            let paths: std::collections::BTreeSet<&str> = files.iter().copied().collect();
+            let is_test = |p: &str| p.rsplit('/').next().unwrap_or(p).starts_with("test_");
+            let configured: Vec<String> = configured.iter().map(|s| (*s).to_string()).collect();
+            let dirs = py_import_dirs(&paths, &is_test, &configured);
+            let in_tree = |p: &str| paths.contains(p);
+            let code = code_import_dirs(&dirs, &paths, &is_test);
+            let installed = |n: &str| in_import_dirs(&code, n, &in_tree);
             let globs = import_dir_shadow_globs(&dirs, &tests, &installed, &in_tree);
             let set = crate::observe::guards::build_globset_ignoring_case(&globs).unwrap();
             assert_eq!(

@@ -650,19 +650,23 @@ impl TreeObserver {
             // (and the standard library's modules those directories lack at t0)
             let paths: std::collections::BTreeSet<&str> = e0.keys().map(String::as_str).collect();
             let test_globs = &self.test_globs;
-            let dirs = super::manifest::py_import_dirs(
-                &paths,
-                &|p| guards::is_test_file(p, test_globs) == Some(super::lex::Lang::Python),
-                &self.py_path,
-            );
+            let is_py_test =
+                |p: &str| guards::is_test_file(p, test_globs) == Some(super::lex::Lang::Python);
+            let dirs = super::manifest::py_import_dirs(&paths, &is_py_test, &self.py_path);
             // (the tests' frozen data modules count as installed: a module of that name
             // earlier on the path would be read in their place)
             let frozen_modules = self.rules.frozen_python_modules();
+            let in_tree = |p: &str| e0.contains_key(p);
+            let code_dirs = super::manifest::code_import_dirs(&dirs, &paths, &is_py_test);
+            // (and so do the tree's own modules at the top of an import directory: a
+            // `tests/calc.py` added beside the tests is found before the `calc.py` under
+            // test, which a check in place, with no clean room to leave it out, would
+            // load in its place — a review's in-place green)
             let installed = |n: &str| {
                 frozen_modules.contains(&n)
                     || site_dirs.iter().any(|d| super::manifest::site_holds(d, n))
+                    || super::manifest::in_import_dirs(&code_dirs, n, &in_tree)
             };
-            let in_tree = |p: &str| e0.contains_key(p);
             let globs =
                 super::manifest::import_dir_shadow_globs(&dirs, &tests, &installed, &in_tree);
             if !globs.is_empty() {

@@ -2512,6 +2512,48 @@ fn a_test_writing_under_the_cargo_target_directory_stays_green() {
     .expect(10, Some("success_condition_met"));
 }
 
+/// A review: with `--check-in-place` there is no clean room to leave a new file
+/// under `tests/` out, and a `tests/calc.py` whose `add` was right, found before the
+/// `calc.py` under test through pytest's insertion of `tests/` on `sys.path`, turned
+/// the check green with the bug in place (exit 10). A module the tests import that
+/// the tree holds at the top of an import directory is now protected by its name in
+/// every other one: 13 naming the module. The honest fix stays green.
+#[test]
+fn in_place_a_module_shadowing_the_code_under_test_halts() {
+    if pytest_missing() {
+        return;
+    }
+    let r = pytest_repo();
+    let (_keep, exec) = writer(&[("tests/calc.py", "def add(a, b):\n    return a + b\n")]);
+    let out = r.lx(&[
+        "run",
+        "--check-in-place",
+        "--exec",
+        &exec,
+        "--check",
+        "python3 -m pytest -q",
+        "--max-iterations",
+        "2",
+    ]);
+    assert_ne!(out.code, 10, "the shadow module was judged as the code");
+    let v = out.expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "tests/calc.py"), "{v}");
+
+    let r = pytest_repo();
+    let (_keep, exec) = writer(&[("calc.py", "def add(a, b):\n    return a + b\n")]);
+    r.lx(&[
+        "run",
+        "--check-in-place",
+        "--exec",
+        &exec,
+        "--check",
+        "python3 -m pytest -q",
+        "--max-iterations",
+        "2",
+    ])
+    .expect(10, Some("success_condition_met"));
+}
+
 /// A fresh review: with `pythonpath = ["src"]` the agent added `src/jsonschema.py`
 /// whose `validate()` accepted anything, shadowing the installed library the tests
 /// check with, and reached exit 10 while the tests failed; only the root was
