@@ -707,6 +707,26 @@ fn dur_flag(field: &str, v: Option<&String>) -> Result<Option<Dur>, ConfigError>
     .transpose()
 }
 
+/// Sets the caps a resume may change on the policy `c` of a resumed run: the
+/// run-total USD and token caps and the wall-clock cap of `o` (SPEC §1.3), then
+/// validates the policy as [`resolve`] does.
+///
+/// # Errors
+/// A cap that is not valid (`--budget-usd -5`, `--max-duration 5x`), as
+/// [`ConfigError::Invalid`] naming its field.
+pub fn resume_caps(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
+    if o.budget_usd.is_some() {
+        c.budget.usd = o.budget_usd;
+    }
+    if o.budget_tokens.is_some() {
+        c.budget.tokens = o.budget_tokens;
+    }
+    if let Some(d) = dur_flag("budget.max_duration", o.max_duration.as_ref())? {
+        c.budget.max_duration = Some(d);
+    }
+    validate(c)
+}
+
 /// Merges the file (if any) and the flags, and validates.
 ///
 /// `config_path`: `Some` when `--config` was given (must exist); otherwise

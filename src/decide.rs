@@ -203,6 +203,9 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
         return d;
     }
     if last.iteration > 0 && last.exec.is_none() {
+        if let Some(h) = spend::exhausted_at_resume(t, cfg) {
+            return halt(h);
+        }
         // Before more work: a comprehension debt still unpaid (a resumed run nobody
         // acknowledged) stops the run before the agent runs again.
         let views = t.attempt_views(cfg.success_exit_code);

@@ -73,6 +73,18 @@ pub fn advice_sentence(a: Advice) -> &'static str {
     }
 }
 
+/// How to go on past a `budget_exceeded` halt: the resume that raises the cap it
+/// names (`detail.cap`: `usd`, `tokens` or `max_duration`), and where its spend is
+/// shown. The caps are the settings a resume may change (SPEC §1.3).
+fn raise_the_cap(h: &Halt, t: &Trajectory) -> String {
+    let run = t.started.as_ref().map_or("RUN_ID", |s| s.run_id.as_str());
+    match h.detail.get("cap").and_then(|c| c.as_str()) {
+        Some("tokens") => format!("resume with a higher token cap (`loopexec run --resume {run} --budget-tokens N`; `loopexec inspect-cost` shows the spend per iteration)"),
+        Some("max_duration") => format!("resume with a longer wall-clock cap (`loopexec run --resume {run} --max-duration D`; the time between a halt and its resume does not count; `loopexec report` shows each step's duration)"),
+        _ => format!("resume with a higher cap (`loopexec run --resume {run} --budget-usd X`; `loopexec inspect-cost` shows the spend per iteration)"),
+    }
+}
+
 /// Reason-specific guidance (one or two sentences).
 #[must_use]
 pub fn guidance(h: &Halt, t: &Trajectory) -> String {
@@ -104,6 +116,14 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         | HaltReason::SameTestRegressed
         | HaltReason::UnsatisfiableConstraints
         | HaltReason::InfeasibleSuspected => crate::detect::summary::advice_text(h.reason, &summary),
+        HaltReason::ExecutionFailure if h.detail.get("cause").and_then(|c| c.as_str()) == Some("timeout") => {
+            let flag = if h.detail.get("step").and_then(|s| s.as_str()) == Some("check") {
+                "--check-timeout"
+            } else {
+                "--exec-timeout"
+            };
+            format!("The step ran past its time limit and its process group was ended. If it needs longer, start a new run with a longer {flag}; if it should not, run it by hand in the workdir to see where it waits.")
+        }
         HaltReason::ExecutionFailure => "Run the named command by hand in the workdir to see why it fails; loopexec never retries a step that cannot run.".into(),
         HaltReason::WorkspaceInvalid => "Give a check with --check (or `check` in loop.toml), point --workdir at an existing directory, or wait for the run holding the workdir.".into(),
         HaltReason::InvariantFailed => "Correct the named configuration field; `loopexec init` writes a commented loop.toml.".into(),
@@ -145,18 +165,20 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
         HaltReason::CheckNotHermetic if h.detail.get("dimension").and_then(|d| d.as_str()) == Some("place") => "The check was green in the clean room and not in the working tree: run it there by hand and read the named tests. Code whose result depends on where it runs (its path, a `.git` or `.loopexec/` beside it) is not a fix; a new test the agent added that fails there is its to fix; a test that needs the working tree (an ignored file, a cache directory) needs it in the tree.".into(),
         HaltReason::CheckFlaky => "Quarantine or fix the flaky test(s), then measure the check with `loopexec probe-check`.".into(),
         HaltReason::BudgetExceeded if summary.improving_at_end => format!(
-            "The loop was still improving when the budget ran out ({}); raise the cap and resume if the spend was expected (`loopexec inspect-cost` shows it per iteration).",
+            "The loop was still improving when the budget ran out ({}); if the spend was expected, {}.",
             summary
                 .best_failing_count
                 .zip(summary.best_iteration)
-                .map_or("no failing count recorded".to_string(), |(c, i)| format!("best {c} failing at iteration {i}"))
+                .map_or("no failing count recorded".to_string(), |(c, i)| format!("best {c} failing at iteration {i}")),
+            raise_the_cap(h, t)
         ),
         HaltReason::BudgetExceeded => format!(
-            "The budget ran out and the loop was not improving at its end ({}): more budget alone is unlikely to help. Read the per-iteration spend with `loopexec inspect-cost`; raise the cap only if the spend was expected.",
+            "The budget ran out and the loop was not improving at its end ({}): more budget alone is unlikely to help. Only if the spend was expected, {}.",
             summary
                 .best_failing_count
                 .zip(summary.best_iteration)
-                .map_or("no failing count recorded".to_string(), |(c, i)| format!("best {c} failing at iteration {i}"))
+                .map_or("no failing count recorded".to_string(), |(c, i)| format!("best {c} failing at iteration {i}")),
+            raise_the_cap(h, t)
         ),
         HaltReason::CostAnomaly => "Read the per-iteration spend with `loopexec inspect-cost`; raise the cap only if the spend was expected.".into(),
         HaltReason::ModelDriftDetected => "The agent's primary model changed mid-run: pin the model in the agent's own configuration, or accept the new one with --model.".into(),

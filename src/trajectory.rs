@@ -107,9 +107,34 @@ pub struct Trajectory {
     pub actions: Vec<crate::gate::ActionsSeen>,
     /// Empty rate-limit buckets the loop saw (`rate_limited` events).
     pub rate_limits: Vec<crate::receipt::events::RateLimited>,
+    /// Receipt time of the last `halted` event (RFC 3339).
+    pub halted_ts: Option<String>,
+    /// Receipt time of the last `resumed` event (RFC 3339), for a resumed run.
+    pub resumed_ts: Option<String>,
+    /// Milliseconds between each halt and the resume after it: time the run was not
+    /// running, which its wall clock (`budget.max_duration`) does not count.
+    pub paused_ms: u64,
+}
+
+/// Milliseconds from one RFC 3339 time to a later one (`None`: unreadable, or `to`
+/// before `from`).
+#[must_use]
+pub fn ms_between(from: &str, to: &str) -> Option<u64> {
+    let f = time::format_description::well_known::Rfc3339;
+    let a = time::OffsetDateTime::parse(from, &f).ok()?;
+    let b = time::OffsetDateTime::parse(to, &f).ok()?;
+    u64::try_from((b - a).whole_milliseconds()).ok()
 }
 
 impl Trajectory {
+    /// The run's wall clock at receipt time `to`, in milliseconds: from its start,
+    /// less the time between each halt and its resume ([`Self::paused_ms`]).
+    #[must_use]
+    pub fn active_ms(&self, to: &str) -> Option<u64> {
+        let from = self.started_ts.as_deref()?;
+        Some(ms_between(from, to)?.saturating_sub(self.paused_ms))
+    }
+
     /// [`Self::apply`] for an event the caller no longer needs: the large ones (a
     /// run's start, an exec's and a check's record) are moved in, not copied (the
     /// recorder folds every line it writes).
@@ -164,9 +189,26 @@ impl Trajectory {
                 self.holds.clear();
                 // A cap set at the resume holds from here on: the loop decided with
                 // it, so re-derivation must too.
-                if let (Some(n), Some(s)) = (r.max_iterations, self.started.as_mut()) {
-                    s.config.max_iterations = n;
+                if let Some(s) = self.started.as_mut() {
+                    let c = &mut s.config;
+                    if let Some(n) = r.max_iterations {
+                        c.max_iterations = n;
+                    }
+                    if r.budget_usd.is_some() {
+                        c.budget.usd = r.budget_usd;
+                    }
+                    if r.budget_tokens.is_some() {
+                        c.budget.tokens = r.budget_tokens;
+                    }
+                    if let Some(ms) = r.max_duration_ms {
+                        c.budget.max_duration =
+                            Some(crate::config::Dur(std::time::Duration::from_millis(ms)));
+                    }
                 }
+                if let Some(h) = self.halted_ts.as_deref() {
+                    self.paused_ms += ms_between(h, ts).unwrap_or(0);
+                }
+                self.resumed_ts = Some(ts.to_string());
             }
             Event::Interrupted(i) => {
                 self.interrupts.push(Interrupt {
@@ -174,7 +216,8 @@ impl Trajectory {
                     signal: i.signal,
                 });
             }
-            Event::Halted(_) | Event::Unheld(_) => {}
+            Event::Halted(_) => self.halted_ts = Some(ts.to_string()),
+            Event::Unheld(_) => {}
             Event::Held(h) => self.holds.push(h.clone()),
             Event::Actions(a) => self.actions.push((**a).clone()),
             Event::RateLimited(r) => self.rate_limits.push(r.clone()),

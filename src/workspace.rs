@@ -41,6 +41,16 @@ pub enum WorkspaceError {
         reason: String,
         description: String,
     },
+    /// A run that started and halted, whose receipt is gone (`loopexec gc` removed it,
+    /// or it was deleted): the ledger still holds its halt event.
+    #[error(
+        "run `{id}` halted ({reason}) but its receipt is gone: `loopexec gc` removes the receipts of older runs (or it was deleted), and the ledger keeps only its halt event: {description}"
+    )]
+    RemovedRun {
+        id: String,
+        reason: String,
+        description: String,
+    },
     /// The tree holds a file name no snapshot can hold
     /// ([`crate::observe::store::StoreError::BadName`]).
     #[error("the tree cannot be snapshotted, so no check of it can be judged: {0}")]
@@ -181,7 +191,9 @@ impl Workspace {
 
     /// [`WorkspaceError::RefusedRun`] when the ledger holds a halt event of run `id`
     /// recorded before its receipt existed (`loopexec run` printed that id with its
-    /// refusal); `None` otherwise, or when the ledger cannot be read.
+    /// refusal), [`WorkspaceError::RemovedRun`] when it holds the halt of a run that
+    /// started (its receipt was removed since); `None` otherwise, or when the ledger
+    /// cannot be read.
     fn refused(&self, id: &str) -> Option<WorkspaceError> {
         if !self.ledger_path().is_file() {
             return None;
@@ -195,10 +207,19 @@ impl Workspace {
             })
             .ok()?;
         let e = events.into_iter().next()?;
-        Some(WorkspaceError::RefusedRun {
-            id: id.to_string(),
-            reason: e.halt_reason,
-            description: e.description,
+        let (id, reason, description) = (id.to_string(), e.halt_reason, e.description);
+        Some(if e.preflight {
+            WorkspaceError::RefusedRun {
+                id,
+                reason,
+                description,
+            }
+        } else {
+            WorkspaceError::RemovedRun {
+                id,
+                reason,
+                description,
+            }
         })
     }
 

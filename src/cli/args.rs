@@ -482,7 +482,9 @@ pub struct RunArgs {
     /// Name the run (A-Z a-z 0-9 . _ -, no leading dot; default: unique and time-sortable).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
-    /// Continue a halted run from its last accepted state (e.g. after `ack`).
+    /// Continue a halted run from its last accepted state (e.g. after `ack`), under the
+    /// policy its receipt recorded; only the caps may change (--max-iterations,
+    /// --budget-usd, --budget-tokens, --max-duration).
     #[arg(long, value_name = "ID", conflicts_with = "run_id")]
     pub resume: Option<String>,
     /// Time limit for each exec, e.g. 30m.
@@ -519,13 +521,14 @@ pub struct RunArgs {
     /// A glob the agent must not change (added to the defaults). Repeatable.
     #[arg(long = "blocked-path", value_name = "GLOB")]
     pub blocked_paths: Vec<String>,
-    /// Run-total spend cap in USD.
+    /// Run-total spend cap in USD (default: none); with --resume, the run's new cap.
     #[arg(long, allow_negative_numbers = true, value_name = "USD")]
     pub budget_usd: Option<f64>,
-    /// Run-total token cap.
+    /// Run-total token cap (default: none); with --resume, the run's new cap.
     #[arg(long, value_name = "N")]
     pub budget_tokens: Option<u64>,
-    /// Wall-clock cap for the whole run, e.g. 2h.
+    /// Wall-clock cap for the whole run, e.g. 2h (default: none; the time between a
+    /// halt and its resume does not count); with --resume, the run's new cap.
     #[arg(long, value_name = "DUR")]
     pub max_duration: Option<String>,
     /// cost_anomaly threshold in standard deviations (default 3).

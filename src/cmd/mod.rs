@@ -373,6 +373,9 @@ pub(crate) fn ws_error(e: &WorkspaceError) -> Outcome {
         WorkspaceError::RefusedRun { .. } => Some(
             "fix what the refusal names and start a new run; `loopexec halts` lists the refusal and `loopexec ack` clears it".to_string(),
         ),
+        WorkspaceError::RemovedRun { .. } => Some(
+            "`loopexec halts` still lists its halt event; `loopexec runs` lists the runs whose receipts remain".to_string(),
+        ),
         WorkspaceError::BadRunId(_) => {
             Some("run ids never contain `/` or start with a dot".to_string())
         }

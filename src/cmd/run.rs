@@ -66,6 +66,70 @@ fn overrides(a: &RunArgs) -> Overrides {
     }
 }
 
+/// The run flags `o` sets, by their spelling (`--confirm-runs`), in `run --help`'s
+/// order: what a refused `run --resume` names (its `max_iterations` is set only by
+/// `--once` there).
+fn given_flags(o: &Overrides) -> Vec<&'static str> {
+    let d = Overrides::default();
+    [
+        ("--exec", o.exec != d.exec),
+        ("--check", o.check != d.check),
+        ("--once", o.max_iterations != d.max_iterations),
+        ("--exec-timeout", o.exec_timeout != d.exec_timeout),
+        ("--check-timeout", o.check_timeout != d.check_timeout),
+        (
+            "--success-exit-code",
+            o.success_exit_code != d.success_exit_code,
+        ),
+        ("--test-format", o.test_format != d.test_format),
+        ("--report", o.reports != d.reports),
+        ("--confirm-runs", o.confirm_runs != d.confirm_runs),
+        ("--kill-grace", o.kill_grace != d.kill_grace),
+        ("--check-network", o.check_network != d.check_network),
+        ("--no-progress-k", o.no_progress_k != d.no_progress_k),
+        ("--on-regression", o.on_regression != d.on_regression),
+        ("--blocked-path", o.blocked_paths != d.blocked_paths),
+        ("--budget-usd", o.budget_usd != d.budget_usd),
+        ("--budget-tokens", o.budget_tokens != d.budget_tokens),
+        ("--max-duration", o.max_duration != d.max_duration),
+        ("--cost-sigma", o.cost_sigma != d.cost_sigma),
+        ("--model", o.model_pin != d.model_pin),
+        ("--stall-timeout", o.stall_timeout != d.stall_timeout),
+        (
+            "--comprehension-every",
+            o.comprehension_every != d.comprehension_every,
+        ),
+        ("--attended", o.attended != d.attended),
+        (
+            "--approval-timeout",
+            o.approval_timeout != d.approval_timeout,
+        ),
+        ("--ack-required", o.ack_required != d.ack_required),
+        ("--on-halt", o.on_halt != d.on_halt),
+        ("--max-turns", o.max_turns != d.max_turns),
+        ("--on-rate-limit", o.on_rate_limit != d.on_rate_limit),
+        ("--check-in-place", o.check_in_place),
+        ("--accept-rejected-tree", o.accept_rejected_tree),
+        ("--sandbox", o.sandbox != d.sandbox),
+        ("--exec-failures", o.exec_failures != d.exec_failures),
+        ("--on-unmetered", o.on_unmetered != d.on_unmetered),
+        ("--judge", o.judge != d.judge),
+        ("--judge-every", o.judge_every != d.judge_every),
+        ("--judge-timeout", o.judge_timeout != d.judge_timeout),
+        (
+            "--judge-budget-usd",
+            o.judge_budget_usd != d.judge_budget_usd,
+        ),
+        ("--task", o.task_file != d.task_file),
+        ("--objective", o.objective != d.objective),
+        ("--tasks", o.tasks != d.tasks),
+        ("--context-file", o.context_files != d.context_files),
+    ]
+    .into_iter()
+    .filter_map(|(flag, set)| set.then_some(flag))
+    .collect()
+}
+
 /// Renders a halt as the command's outcome. `facts` are the run's facts (read back
 /// from its receipt, or the preflight halt's).
 pub(crate) fn halt_outcome(
@@ -229,17 +293,30 @@ fn refusal_ledger<'a>(ws: &'a Workspace, run_id: &str) -> Option<&'a Workspace> 
 
 pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outcome {
     let resume = a.resume.is_some();
-    // `--max-iterations` is the one setting a resume may change: the cap is how far a
-    // person lets the run go, not how it is judged (SPEC §1.3).
+    // The caps are the settings a resume may change: they say how far a person lets
+    // the run go, not how its work is judged (SPEC §1.3).
     let others = Overrides {
         max_iterations: if a.once { Some(1) } else { None },
+        budget_usd: None,
+        budget_tokens: None,
+        max_duration: None,
         ..overrides(a)
     };
     if resume && (others != Overrides::default() || a.config.is_some()) {
+        let mut refused = given_flags(&others);
+        if a.config.is_some() {
+            refused.push("--config");
+        }
         return Outcome::error(
             2,
-            "--resume continues a run under the policy recorded in its receipt; other run flags would be ignored: start a new run for other settings (only --max-iterations may raise its cap)".into(),
-            Some("drop them, or start a new run with the new settings".into()),
+            format!(
+                "--resume continues a run under the policy recorded in its receipt, so {} would be ignored: only the caps may change (--max-iterations, --budget-usd, --budget-tokens, --max-duration)",
+                refused.join(", ")
+            ),
+            Some(format!(
+                "drop {}, or start a new run with the new settings",
+                refused.join(", ")
+            )),
         );
     }
     let run_id = a
@@ -276,6 +353,15 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
                         return o;
                     }
                     c.max_iterations = n;
+                }
+                let caps = Overrides {
+                    budget_usd: a.budget_usd,
+                    budget_tokens: a.budget_tokens,
+                    max_duration: a.max_duration.clone(),
+                    ..Overrides::default()
+                };
+                if let Err(e) = config::resume_caps(&mut c, &caps) {
+                    return Outcome::error(2, e.to_string(), Some(e.hint()));
                 }
                 c
             }

@@ -45,11 +45,32 @@ pub fn totals(us: &[(u32, &IterationUsage)]) -> (f64, u64) {
     })
 }
 
-fn elapsed_ms(from: Option<&str>, to: Option<&str>) -> Option<u64> {
-    let f = time::format_description::well_known::Rfc3339;
-    let a = time::OffsetDateTime::parse(from?, &f).ok()?;
-    let b = time::OffsetDateTime::parse(to?, &f).ok()?;
-    u64::try_from((b - a).whole_milliseconds()).ok()
+/// `budget_exceeded` before the first exec of a resumed segment, when the run's
+/// totals (and its wall clock when it halted: the time until the resume is not the
+/// run's) already cross a cap: a resumed run spends nothing past its caps (a new
+/// user's run resumed over its USD cap ran one more paid exec). The way on is a
+/// higher cap: `run --resume ID --budget-usd X` (or `--budget-tokens`,
+/// `--max-duration`), SPEC §1.3.
+#[must_use]
+pub fn exhausted_at_resume(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
+    let last = t.last()?;
+    let resumed = t.resumed_ts.as_deref()?;
+    if last.exec.is_some() || last.iteration != t.segment_start {
+        return None;
+    }
+    let (usd, tokens) = totals(&usages(t));
+    let (msg, mut detail) = cap_crossed(cfg, usd, tokens, t.active_ms(resumed))?;
+    detail["iteration"] = serde_json::json!(last.iteration);
+    detail["mid_iteration"] = serde_json::json!(false);
+    detail["at_resume"] = serde_json::json!(true);
+    Some(Halt {
+        reason: HaltReason::BudgetExceeded,
+        contributors: vec![format!(
+            "{msg} when the run was resumed: iteration {} does not start (resume with a higher cap to let it go on)",
+            last.iteration
+        )],
+        detail,
+    })
 }
 
 /// Which cap (if any) the totals cross. `elapsed` is the run's wall clock so far.
@@ -150,7 +171,7 @@ pub fn detect(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
             detail: serde_json::json!({"iteration": last.iteration, "mid_iteration": true, "total_usd": usd, "total_tokens": tokens}),
         });
     }
-    let elapsed = elapsed_ms(t.started_ts.as_deref(), last.exec_ts.as_deref());
+    let elapsed = last.exec_ts.as_deref().and_then(|ts| t.active_ms(ts));
     if let Some((msg, mut detail)) = cap_crossed(cfg, usd, tokens, elapsed) {
         detail["iteration"] = serde_json::json!(last.iteration);
         detail["mid_iteration"] = serde_json::json!(false);
@@ -231,18 +252,114 @@ pub fn crossed_live(
 /// the pure detector then reads).
 #[must_use]
 pub fn crossed_live_now(t: &Trajectory, cfg: &RunConfig, m: &LiveMeter) -> Option<String> {
-    let elapsed = t.started_ts.as_deref().and_then(|s| {
-        let a =
-            time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()?;
-        u64::try_from((time::OffsetDateTime::now_utc() - a).whole_milliseconds()).ok()
-    });
+    let elapsed = t.active_ms(&crate::receipt::now_rfc3339());
     crossed_live(t, cfg, m, elapsed.unwrap_or(0))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::detect::testkit;
     use crate::observe::usage::{FigureKind, UsageSource};
+    use crate::receipt::events::{Event, Halted, Resumed};
+
+    /// A run that started at 00:00:00, spent `usd` in iteration 1, halted `halted_s`
+    /// seconds in and was resumed `resumed_s` seconds in: iteration 2 started.
+    fn resumed_run(usd: f64, halted_s: u32, resumed_s: u32) -> Trajectory {
+        let at = |s: u32| {
+            format!(
+                "2026-01-01T{:02}:{:02}:{:02}.000Z",
+                s / 3600,
+                s / 60 % 60,
+                s % 60
+            )
+        };
+        let mut t = Trajectory {
+            started_ts: Some(at(0)),
+            ..Trajectory::default()
+        };
+        let Event::ExecFinished(mut e) = testkit::exec(1) else {
+            unreachable!()
+        };
+        e.usage = Some(IterationUsage {
+            sources: vec![UsageSource::ClaudeJson],
+            cost_usd: Some(usd),
+            cost_kind: Some(FigureKind::Reported),
+            ..IterationUsage::default()
+        });
+        let halted = Event::Halted(Box::new(Halted {
+            iteration: 1,
+            halt_reason: HaltReason::BudgetExceeded,
+            exit_code: 18,
+            class: String::new(),
+            contributors: Vec::new(),
+            explanation: String::new(),
+            detail: serde_json::Value::Null,
+            preflight: false,
+        }));
+        let resumed = Event::Resumed(Resumed {
+            pid: 1,
+            acknowledged_by: Vec::new(),
+            from_iteration: 1,
+            resume_reason: None,
+            max_iterations: None,
+            budget_usd: None,
+            budget_tokens: None,
+            max_duration_ms: None,
+        });
+        t.apply(&testkit::start(1), &at(1));
+        t.apply(&Event::ExecFinished(e), &at(2));
+        t.apply(&halted, &at(halted_s));
+        t.apply(&resumed, &at(resumed_s));
+        t.apply(&testkit::start(2), &at(resumed_s));
+        t
+    }
+
+    /// A resumed run whose totals, or whose wall clock when it halted, already cross a
+    /// cap halts before its first exec; the time between the halt and the resume is
+    /// not the run's (a new user's run resumed the next day halted at once).
+    #[test]
+    fn a_resumed_run_over_a_cap_halts_before_its_first_exec() {
+        // (USD cap, wall-clock cap s, spent, halted at s, resumed at s, halts)
+        type Row = (Option<f64>, Option<u64>, f64, u32, u32, bool);
+        let rows: &[Row] = &[
+            (Some(1.0), None, 1.2, 3, 4, true),
+            (Some(1.0), None, 0.8, 3, 4, false),
+            (Some(1.0), None, 1.0, 3, 4, false),
+            (None, Some(10), 5.0, 5, 7200, false),
+            (None, Some(10), 5.0, 12, 13, true),
+            (None, Some(10), 5.0, 9, 7200, false),
+            (None, None, 99.0, 3, 4, false),
+        ];
+        for &(usd, secs, spent, halted, resumed, want) in rows {
+            let mut cfg = RunConfig::defaults();
+            cfg.budget.usd = usd;
+            cfg.budget.max_duration =
+                secs.map(|s| crate::config::Dur(std::time::Duration::from_secs(s)));
+            let t = resumed_run(spent, halted, resumed);
+            assert_eq!(
+                t.paused_ms,
+                u64::from(resumed - halted) * 1000,
+                "{usd:?} {secs:?} {spent} {halted} {resumed}"
+            );
+            let h = exhausted_at_resume(&t, &cfg);
+            assert_eq!(
+                h.is_some(),
+                want,
+                "{usd:?} {secs:?} {spent} {halted} {resumed}: {h:?}"
+            );
+            if let Some(h) = h {
+                assert_eq!(h.reason, HaltReason::BudgetExceeded);
+                assert_eq!(h.detail["at_resume"], true);
+            }
+        }
+        // the first exec of a segment that ran it is no longer "before"
+        let mut t = resumed_run(1.2, 3, 4);
+        t.apply(&testkit::exec(2), "2026-01-01T00:00:05.000Z");
+        let mut cfg = RunConfig::defaults();
+        cfg.budget.usd = Some(1.0);
+        assert!(exhausted_at_resume(&t, &cfg).is_none());
+    }
 
     #[test]
     fn unmetered_spend_is_named_only_under_a_cap() {

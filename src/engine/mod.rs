@@ -900,17 +900,33 @@ impl Loop<'_> {
         let acknowledged_by =
             crate::control::counted_acks(&self.store, &self.run_id, self.cfg, &acks);
         let resume_reason = self.resume_marker();
-        // The cap this segment decides with goes into the receipt when it is not the
-        // one re-derivation would read there (`run --resume ID --max-iterations N`).
-        let max_iterations = (self.traj.config().map(|c| c.max_iterations)
-            != Some(self.cfg.max_iterations))
-        .then_some(self.cfg.max_iterations);
+        // The caps this segment decides with go into the receipt when they are not the
+        // ones re-derivation would read there (`run --resume ID --max-iterations N`,
+        // `--budget-usd X`, `--budget-tokens N`, `--max-duration D`).
+        let recorded = self.traj.config();
+        let changed = |f: &dyn Fn(&RunConfig) -> bool| recorded.is_some_and(|c| !f(c));
+        let cfg = self.cfg;
+        let max_iterations =
+            changed(&|c| c.max_iterations == cfg.max_iterations).then_some(cfg.max_iterations);
+        let budget_usd = changed(&|c| c.budget.usd == cfg.budget.usd)
+            .then_some(cfg.budget.usd)
+            .flatten();
+        let budget_tokens = changed(&|c| c.budget.tokens == cfg.budget.tokens)
+            .then_some(cfg.budget.tokens)
+            .flatten();
+        let max_duration_ms = changed(&|c| c.budget.max_duration == cfg.budget.max_duration)
+            .then_some(cfg.budget.max_duration)
+            .flatten()
+            .map(|d| u64::try_from(d.0.as_millis()).unwrap_or(u64::MAX));
         self.record(Event::Resumed(Resumed {
             pid: std::process::id(),
             acknowledged_by,
             from_iteration: last_halt,
             resume_reason,
             max_iterations,
+            budget_usd,
+            budget_tokens,
+            max_duration_ms,
         }))?;
         // No iteration past the cap starts: `decide` halts the resumed run at once
         // (`max_iterations_reached`, naming `--max-iterations`).

@@ -354,6 +354,18 @@ pub struct Resumed {
     /// `explain-halt` and `replay` fold it into the policy they decide with (SPEC §1.3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_iterations: Option<u32>,
+    /// The run-total USD cap from here on, when the person resuming set one
+    /// (`run --resume ID --budget-usd X`); folded like `max_iterations`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
+    /// The run-total token cap from here on (`--budget-tokens N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<u64>,
+    /// The run's wall-clock cap from here on, in milliseconds (`--max-duration D`).
+    /// The run's wall clock counts the time loopexec ran it, not the time between
+    /// a halt and its resume (SPEC §1.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration_ms: Option<u64>,
 }
 
 /// The last event of a run (or of a resumed segment).

@@ -547,6 +547,15 @@ fn runs_lists_and_gc_keeps_the_newest() {
     assert!(gc["refs_deleted"].as_u64().unwrap() > 0, "{gc}");
     assert!(!r.receipt("first").exists());
     assert!(r.receipt("second").exists());
+    // A new user's review: `explain-halt` of the removed run said it "was refused
+    // before it started". It names the removal, and keeps exit 1.
+    let gone = r.lx(&["explain-halt", "--run-id", "first"]);
+    assert_eq!(gone.code, 1, "{:?}", gone.stderr);
+    assert!(
+        mentions(&gone.json(), "receipt is gone") && !mentions(&gone.json(), "refused"),
+        "{}",
+        gone.json()
+    );
     let git_dir = format!("--git-dir={}", store_dir(r.path()).display());
     let store = [git_dir.as_str(), "for-each-ref"];
     let left = |run: &str| {

@@ -375,6 +375,98 @@ fn resuming_with_a_higher_cap_continues_and_re_derives_with_it() {
     assert_eq!(off["derived_reason"], "success_condition_met", "{off}");
 }
 
+/// A new user's review: a run that halted `budget_exceeded` at $1.20 of its $1.00 cap
+/// was resumed and ran one more paid exec ($1.85 in all), and the advice to "raise
+/// the cap and resume" was refused (`--budget-usd` with `--resume` exited 2). A plain
+/// resume now halts again before any exec; `--budget-usd` raises the cap, the
+/// `resumed` event records it, and the run converges and re-derives with it.
+#[test]
+fn a_run_resumed_over_its_budget_spends_nothing_until_the_cap_is_raised() {
+    let r = tap_repo(5);
+    r.write(
+        "agent.sh",
+        &format!(
+            "{PROGRESS_AGENT}
+{CLAUDE_RESULT_FN}claude_result 0.40 claude-sonnet-4-5-20250929
+"
+        ),
+    )
+    .commit("agent");
+    let v = r
+        .lx_tap(
+            "bash agent.sh",
+            &[
+                "--run-id",
+                "spent",
+                "--budget-usd",
+                "1.00",
+                "--max-iterations",
+                "10",
+            ],
+        )
+        .expect(18, Some("budget_exceeded"));
+    assert_eq!(v["iteration"], 3, "{v}");
+    assert!(
+        mentions(&v, "loopexec run --resume spent --budget-usd"),
+        "the advice names the resume that raises the cap: {v}"
+    );
+    let again = r
+        .lx(&["run", "--resume", "spent"])
+        .expect(18, Some("budget_exceeded"));
+    assert!(mentions(&again, "when the run was resumed"), "{again}");
+    let lines = verify_receipt(&r.receipt("spent"));
+    assert_eq!(
+        events(&lines, "exec_finished").len(),
+        3,
+        "a paid exec ran past the cap"
+    );
+    let v = r
+        .lx(&["run", "--resume", "spent", "--budget-usd", "5"])
+        .expect(10, Some("success_condition_met"));
+    assert!(v["iteration"].as_u64() > Some(4), "{v}");
+    let lines = verify_receipt(&r.receipt("spent"));
+    let caps: Vec<&serde_json::Value> = events(&lines, "resumed")
+        .iter()
+        .map(|e| &e["budget_usd"])
+        .collect();
+    assert_eq!(caps, [&serde_json::Value::Null, &serde_json::json!(5.0)]);
+    let ex = r.lx(&["explain-halt", "--run-id", "spent"]).expect(0, None);
+    assert_eq!(ex["rederived"], true, "{ex}");
+    let off = r.lx(&["replay", "spent", "--offline"]).expect(0, None);
+    assert_eq!(off["derived_reason"], "success_condition_met", "{off}");
+}
+
+/// A new user's review: the time between a halt and its resume counted against
+/// `--max-duration`, so a run stopped in the evening halted at once when resumed the
+/// next day. Here a run capped at one iteration under a 3 s wall-clock cap waits 4 s
+/// before it is resumed for one more iteration: it runs it (before: `budget_exceeded`
+/// at once, its exec killed).
+#[test]
+fn the_time_between_a_halt_and_its_resume_is_not_the_runs_wall_clock() {
+    let r = tap_repo(5);
+    r.lx_tap(
+        PROGRESS_AGENT,
+        &[
+            "--run-id",
+            "idle",
+            "--max-duration",
+            "3s",
+            "--max-iterations",
+            "1",
+        ],
+    )
+    .expect(12, Some("max_iterations_reached"));
+    std::thread::sleep(Duration::from_secs(4));
+    let v = r
+        .lx(&["run", "--resume", "idle", "--max-iterations", "2"])
+        .expect(12, Some("max_iterations_reached"));
+    assert_eq!(v["iteration"], 2, "{v}");
+    let lines = verify_receipt(&r.receipt("idle"));
+    assert_eq!(events(&lines, "exec_finished").len(), 2);
+    let ex = r.lx(&["explain-halt", "--run-id", "idle"]).expect(0, None);
+    assert_eq!(ex["rederived"], true, "{ex}");
+}
+
 /// A cap that gives the run no further iteration, or any other run flag, is refused
 /// with exit 2 before anything is recorded, naming what to give instead (for a cap,
 /// the smallest that gives one more iteration).
@@ -386,8 +478,13 @@ fn resume_refuses_a_cap_that_does_not_raise_and_other_flags() {
         (&["--max-iterations", "2"], "--max-iterations 3"),
         (&["--max-iterations", "1"], "already started iteration 2"),
         (&["--max-iterations", "100001"], "at most 100000"),
-        (&["--once"], "only --max-iterations"),
-        (&["--budget-usd", "1"], "start a new run"),
+        (&["--once"], "--once would be ignored"),
+        (
+            &["--confirm-runs", "1", "--check-in-place"],
+            "drop --confirm-runs, --check-in-place",
+        ),
+        (&["--budget-usd", "-1"], "budget.usd"),
+        (&["--max-duration", "5x"], "budget.max_duration"),
     ];
     for (extra, says) in rows {
         let mut args = vec!["run", "--resume", "low"];
