@@ -11,7 +11,7 @@
 //! | 0a | holds | human_required (a stop hold, SPEC §Holds) | any step |
 //! | 1 | interruption, execution, step liveness | human_required, heartbeat_stale, execution_failure | any step |
 //! | 1a | task list, context budget ([`crate::judgment::before_step`]) | no_actionable_tasks, context_budget_unsatisfiable | before an exec |
-//! | 3 | spend and identity | budget_exceeded, cost_anomaly, model_drift_detected | after the exec |
+//! | 3 | spend and identity | budget_exceeded, cost_anomaly, model_drift_detected | after the exec; budget_exceeded also first of all for a run resumed over a cap (with row 9's cap) |
 //! | 4 | tampering around the check, oracle trust | metric_integrity_violation, hermeticity_violation, check_flaky | after a check |
 //! | 5 | metric integrity (if green, accepted, or green by exit code) | metric_integrity_violation | after a check |
 //! | 5b | evidence (fail closed, if green) | objective_unverified | after a check |
@@ -175,7 +175,7 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     let Some(last) = t.last() else {
         return go(Next::Check);
     };
-    if let Some(h) = cap_reached_at_resume(t, cfg) {
+    if let Some(h) = cap_reached_at_resume(t, cfg).or_else(|| spend::exhausted_at_resume(t, cfg)) {
         return halt(h);
     }
     // What the exec left in the tree is judged first, whatever ended the step: an exec
@@ -203,9 +203,6 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
         return d;
     }
     if last.iteration > 0 && last.exec.is_none() {
-        if let Some(h) = spend::exhausted_at_resume(t, cfg) {
-            return halt(h);
-        }
         // Before more work: a comprehension debt still unpaid (a resumed run nobody
         // acknowledged) stops the run before the agent runs again.
         let views = t.attempt_views(cfg.success_exit_code);

@@ -45,17 +45,19 @@ pub fn totals(us: &[(u32, &IterationUsage)]) -> (f64, u64) {
     })
 }
 
-/// `budget_exceeded` before the first exec of a resumed segment, when the run's
+/// `budget_exceeded` at a resume, before the segment starts an iteration, when the run's
 /// totals (and its wall clock when it halted: the time until the resume is not the
 /// run's) already cross a cap: a resumed run spends nothing past its caps (a new
 /// user's run resumed over its USD cap ran one more paid exec). The way on is a
 /// higher cap: `run --resume ID --budget-usd X` (or `--budget-tokens`,
-/// `--max-duration`), SPEC §1.3.
+/// `--max-duration`), SPEC §1.3. The loop starts no iteration then (as at the
+/// iteration cap), so a refused resume uses none of the run's iterations (a review's
+/// run had one counted per refused resume).
 #[must_use]
 pub fn exhausted_at_resume(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
     let last = t.last()?;
     let resumed = t.resumed_ts.as_deref()?;
-    if last.exec.is_some() || last.iteration != t.segment_start {
+    if t.segment_start <= last.iteration {
         return None;
     }
     let (usd, tokens) = totals(&usages(t));
@@ -67,7 +69,7 @@ pub fn exhausted_at_resume(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
         reason: HaltReason::BudgetExceeded,
         contributors: vec![format!(
             "{msg} when the run was resumed: iteration {} does not start (resume with a higher cap to let it go on)",
-            last.iteration
+            t.segment_start
         )],
         detail,
     })
@@ -264,7 +266,7 @@ mod tests {
     use crate::receipt::events::{Event, Halted, Resumed};
 
     /// A run that started at 00:00:00, spent `usd` in iteration 1, halted `halted_s`
-    /// seconds in and was resumed `resumed_s` seconds in: iteration 2 started.
+    /// seconds in and was resumed `resumed_s` seconds in (no iteration started since).
     fn resumed_run(usd: f64, halted_s: u32, resumed_s: u32) -> Trajectory {
         let at = |s: u32| {
             format!(
@@ -311,7 +313,6 @@ mod tests {
         t.apply(&Event::ExecFinished(e), &at(2));
         t.apply(&halted, &at(halted_s));
         t.apply(&resumed, &at(resumed_s));
-        t.apply(&testkit::start(2), &at(resumed_s));
         t
     }
 
@@ -353,9 +354,9 @@ mod tests {
                 assert_eq!(h.detail["at_resume"], true);
             }
         }
-        // the first exec of a segment that ran it is no longer "before"
+        // a segment that started an iteration is past its resume
         let mut t = resumed_run(1.2, 3, 4);
-        t.apply(&testkit::exec(2), "2026-01-01T00:00:05.000Z");
+        t.apply(&testkit::start(2), "2026-01-01T00:00:05.000Z");
         let mut cfg = RunConfig::defaults();
         cfg.budget.usd = Some(1.0);
         assert!(exhausted_at_resume(&t, &cfg).is_none());

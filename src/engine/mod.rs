@@ -930,7 +930,11 @@ impl Loop<'_> {
         }))?;
         // No iteration past the cap starts: `decide` halts the resumed run at once
         // (`max_iterations_reached`, naming `--max-iterations`).
-        if last_halt >= self.cfg.max_iterations {
+        // Nor past a spend or wall-clock cap the run has already crossed: `decide` halts
+        // it `budget_exceeded`, and the refused resume uses no iteration.
+        if last_halt >= self.cfg.max_iterations
+            || crate::detect::spend::exhausted_at_resume(&self.traj, self.cfg).is_some()
+        {
             return Ok(());
         }
         // An iteration whose check a signal to loopexec stopped is checked again

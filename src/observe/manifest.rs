@@ -87,6 +87,14 @@ pub fn shadow_globs(
 /// The installed modules and test libraries of [`shadow_globs`]: the top-level
 /// modules the tests import that `installed` holds (or [`PY_TEST_LIBRARIES`]).
 fn library_names(test_sources: &[String], installed: &dyn Fn(&str) -> bool) -> Vec<String> {
+    imported_names(test_sources)
+        .into_iter()
+        .filter(|n| installed(n) || PY_TEST_LIBRARIES.contains(&n.as_str()))
+        .collect()
+}
+
+/// The top-level modules `test_sources` import (`import a.b`, `from a import b`).
+fn imported_names(test_sources: &[String]) -> std::collections::BTreeSet<String> {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let re = RE.get_or_init(|| {
         regex::Regex::new(r"(?m)^\s*(?:from\s+([A-Za-z_]\w*)[\w.]*\s+import\b|import\s+([A-Za-z_][\w.]*(?:\s+as\s+\w+)?(?:\s*,\s*[A-Za-z_][\w.]*(?:\s+as\s+\w+)?)*))")
@@ -110,9 +118,6 @@ fn library_names(test_sources: &[String], installed: &dyn Fn(&str) -> bool) -> V
         }
     }
     names
-        .into_iter()
-        .filter(|n| installed(n) || PY_TEST_LIBRARIES.contains(&n.as_str()))
-        .collect()
 }
 
 /// Whether the tree holds a module `name` (`name.py` or a regular package,
@@ -135,23 +140,41 @@ pub fn in_import_dirs(dirs: &[String], name: &str, in_tree: &dyn Fn(&str) -> boo
     })
 }
 
-/// The directories of `dirs` ([`py_import_dirs`]) that hold no Python test file
-/// (`is_test`) of `paths` directly: where the code under test is imported from.
+/// The directories of `dirs` ([`py_import_dirs`]) that are not `test_dirs`
+/// ([`pytest_insert_dirs`]): where the code under test is imported from.
 #[must_use]
 pub fn code_import_dirs(
     dirs: &[String],
-    paths: &std::collections::BTreeSet<&str>,
-    is_test: &dyn Fn(&str) -> bool,
+    test_dirs: &std::collections::BTreeSet<String>,
 ) -> Vec<String> {
-    let test_dirs: std::collections::BTreeSet<&str> = paths
-        .iter()
-        .filter(|p| is_test(p))
-        .map(|p| p.rsplit_once('/').map_or("", |(d, _)| d))
-        .collect();
     dirs.iter()
-        .filter(|d| !test_dirs.contains(d.as_str()))
+        .filter(|d| !test_dirs.contains(*d))
         .cloned()
         .collect()
+}
+
+/// The directories pytest's default `prepend` import mode (and `append`) inserts on
+/// `sys.path` for the test files (`is_test`) and `conftest.py` files of `paths`: the
+/// first directory upward from each without an `__init__.py` (`tests/` for
+/// `tests/test_a.py`, the root for `tests/test_a.py` beside `tests/__init__.py`).
+#[must_use]
+pub fn pytest_insert_dirs(
+    paths: &std::collections::BTreeSet<&str>,
+    is_test: &dyn Fn(&str) -> bool,
+) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for p in paths {
+        let name = p.rsplit('/').next().unwrap_or(p);
+        if !(name == "conftest.py" || (name.ends_with(".py") && is_test(p))) {
+            continue;
+        }
+        let mut dir = p.rsplit_once('/').map_or("", |(d, _)| d);
+        while !dir.is_empty() && paths.contains(format!("{dir}/__init__.py").as_str()) {
+            dir = dir.rsplit_once('/').map_or("", |(d, _)| d);
+        }
+        out.insert(dir.to_string());
+    }
+    out
 }
 
 /// At most this many directories besides the root get [`import_dir_shadow_globs`]
@@ -207,15 +230,8 @@ pub fn py_import_dirs(
             // `cd` puts Python (a fresh review reached `backend/` each such way)
             out.insert(here.to_string());
         }
-        if !(name == "conftest.py" || is_test(p)) {
-            continue;
-        }
-        let mut dir = p.rsplit_once('/').map_or("", |(d, _)| d);
-        while !dir.is_empty() && paths.contains(format!("{dir}/__init__.py").as_str()) {
-            dir = dir.rsplit_once('/').map_or("", |(d, _)| d);
-        }
-        out.insert(dir.to_string());
     }
+    out.extend(pytest_insert_dirs(paths, is_test));
     out.into_iter().collect()
 }
 
@@ -231,17 +247,47 @@ pub fn py_import_dirs(
 /// fixtures stays free). Directories whose names hold glob syntax are skipped, and
 /// only the first [`MAX_IMPORT_DIRS`] besides the root, in the
 /// [`MAX_IMPORT_DIR_GROUPS`] largest groups, are covered.
+///
+/// In the directories of `test_dirs` ([`pytest_insert_dirs`]) the tree's own modules
+/// the tests import (`tree_module`: [`in_import_dirs`] over [`code_import_dirs`]) are
+/// protected the same way where the directory lacks them at t0: a `tests/calc.py` is
+/// found before the `calc.py` under test, and a check in place, with no clean room to
+/// leave a new file under `tests/` out, loaded it instead (a review's green). Only
+/// there: a module the task asks for at the root, in a service of its own or moved
+/// into a `src/` layout is code (a review's honest runs of each halted while the
+/// rule covered every import directory).
 #[must_use]
 pub fn import_dir_shadow_globs(
     dirs: &[String],
     test_sources: &[String],
     installed: &dyn Fn(&str) -> bool,
     in_tree: &dyn Fn(&str) -> bool,
+    tree_module: &dyn Fn(&str) -> bool,
+    test_dirs: &std::collections::BTreeSet<String>,
 ) -> Vec<String> {
     let mut out = Vec::new();
+    let tree_names: Vec<String> = imported_names(test_sources)
+        .into_iter()
+        .filter(|n| tree_module(n))
+        .collect();
     if dirs.iter().any(String::is_empty) {
         out.extend(shadow_globs(test_sources, installed, in_tree));
         out.extend(stdlib_shadow_globs(in_tree));
+        if test_dirs.contains("") {
+            let root = |n: &&String| {
+                !installed(n)
+                    && !in_tree(&format!("{n}.py"))
+                    && !in_tree(&format!("{n}/__init__.py"))
+            };
+            out.extend(tree_names.iter().filter(root).flat_map(|n| {
+                [
+                    format!("{n}.py"),
+                    format!("{n}/__init__.py"),
+                    format!("{n}.{{pyc,so,pyd}}"),
+                    format!("{n}.*.{{so,pyd}}"),
+                ]
+            }));
+        }
     }
     let others = dirs
         .iter()
@@ -256,8 +302,14 @@ pub fn import_dir_shadow_globs(
         let in_dir = |n: &str| {
             in_tree(&format!("{dir}/{n}.py")) || in_tree(&format!("{dir}/{n}/__init__.py"))
         };
+        let tests_here = if test_dirs.contains(dir.as_str()) {
+            tree_names.as_slice()
+        } else {
+            &[]
+        };
         let mut names: Vec<&str> = libraries
             .iter()
+            .chain(tests_here)
             .map(String::as_str)
             .chain(shadowable_modules())
             .filter(|n| !in_dir(n))
@@ -1708,7 +1760,9 @@ mod tests {
             let configured: Vec<String> = configured.iter().map(|s| (*s).to_string()).collect();
             let dirs = py_import_dirs(&paths, &is_test, &configured);
             let in_tree = |p: &str| paths.contains(p);
-            let globs = import_dir_shadow_globs(&dirs, &tests, &installed, &in_tree);
+            let none = std::collections::BTreeSet::new();
+            let globs =
+                import_dir_shadow_globs(&dirs, &tests, &installed, &in_tree, &|_| false, &none);
             let set = crate::observe::guards::build_globset_ignoring_case(&globs).unwrap();
             assert_eq!(
                 set.is_match(added),
@@ -1731,15 +1785,27 @@ mod tests {
             "src/calc/ops.py",
             "tests/test_calc.py",
         ];
+        let scripts: &[&str] = &["calc.py", "scripts/config.py", "tests/test_calc.py"];
+        let services: &[&str] = &[
+            "svc_a/config.py",
+            "svc_a/app.py",
+            "svc_a/tests/test_app.py",
+            "svc_b/app.py",
+            "svc_b/tests/test_app.py",
+        ];
+        let flat_src: &[&str] = &["calc.py", "src/ops.py", "tests/test_calc.py"];
         let rows: &[(&[&str], &[&str], &str, bool)] = &[
             // hits: the name of a module under test, where t0 lacks it
             (root_layout, &[], "tests/calc.py", true),
             (root_layout, &[], "tests/calc/__init__.py", true),
             (root_layout, &[], "tests/Calc.py", true),
             (src_layout, &["src"], "tests/calc.py", true),
-            (src_layout, &["src"], "calc.py", true),
+            (scripts, &[], "tests/config.py", true),
             // misses: where it lives, a name the tests do not import, a module inside
-            // a package, a name under test no import directory holds at t0
+            // a package, a name under test no import directory holds at t0, and
+            // outside the tests' directories: a module the task asks for beside a
+            // script of that name, in a service of its own, moved into `src/` (a
+            // review's honest runs)
             (root_layout, &[], "calc.py", false),
             (root_layout, &[], "tests/ops.py", false),
             (root_layout, &[], "tests/sub/calc.py", false),
@@ -1747,17 +1813,32 @@ mod tests {
             (root_layout, &[], "helpers.py", false),
             (src_layout, &["src"], "src/calc/extra.py", false),
             (src_layout, &[], "tests/calc.py", false),
+            (src_layout, &["src"], "calc.py", false),
+            (scripts, &[], "config.py", false),
+            (services, &["svc_a", "svc_b"], "svc_b/config.py", false),
+            (flat_src, &["src"], "src/calc.py", false),
         ];
-        let tests = vec!["from calc import add\nfrom helpers import approx\n".to_string()];
+        let tests = vec![
+            "from calc import add\nfrom helpers import approx\nfrom config import RATE\n"
+                .to_string(),
+        ];
         for (files, configured, added, protected) in rows {
             let paths: std::collections::BTreeSet<&str> = files.iter().copied().collect();
             let is_test = |p: &str| p.rsplit('/').next().unwrap_or(p).starts_with("test_");
             let configured: Vec<String> = configured.iter().map(|s| (*s).to_string()).collect();
             let dirs = py_import_dirs(&paths, &is_test, &configured);
             let in_tree = |p: &str| paths.contains(p);
-            let code = code_import_dirs(&dirs, &paths, &is_test);
-            let installed = |n: &str| in_import_dirs(&code, n, &in_tree);
-            let globs = import_dir_shadow_globs(&dirs, &tests, &installed, &in_tree);
+            let test_dirs = pytest_insert_dirs(&paths, &is_test);
+            let code = code_import_dirs(&dirs, &test_dirs);
+            let tree_module = |n: &str| in_import_dirs(&code, n, &in_tree);
+            let globs = import_dir_shadow_globs(
+                &dirs,
+                &tests,
+                &|_| false,
+                &in_tree,
+                &tree_module,
+                &test_dirs,
+            );
             let set = crate::observe::guards::build_globset_ignoring_case(&globs).unwrap();
             assert_eq!(
                 set.is_match(added),
@@ -1774,7 +1855,8 @@ mod tests {
         let paths: std::collections::BTreeSet<&str> = files.iter().map(String::as_str).collect();
         let dirs = py_import_dirs(&paths, &|p| p.ends_with("test_a.py"), &[]);
         assert_eq!(dirs.len(), 201);
-        let globs = import_dir_shadow_globs(&dirs, &[], &|_| false, &|_| false);
+        let none = std::collections::BTreeSet::new();
+        let globs = import_dir_shadow_globs(&dirs, &[], &|_| false, &|_| false, &|_| false, &none);
         let mut patterns = protected_globs(&[]);
         patterns.extend(globs);
         let set = crate::observe::guards::build_globset_ignoring_case(&patterns).unwrap();
@@ -1787,7 +1869,7 @@ mod tests {
                 .get(i)
                 .is_some_and(|n| name == format!("{n}.py"))
         };
-        let globs = import_dir_shadow_globs(&dirs, &[], &|_| false, &in_tree);
+        let globs = import_dir_shadow_globs(&dirs, &[], &|_| false, &in_tree, &|_| false, &none);
         let mut patterns = protected_globs(&[]);
         patterns.extend(globs);
         let set = crate::observe::guards::build_globset_ignoring_case(&patterns).unwrap();

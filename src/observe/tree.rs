@@ -657,18 +657,23 @@ impl TreeObserver {
             // earlier on the path would be read in their place)
             let frozen_modules = self.rules.frozen_python_modules();
             let in_tree = |p: &str| e0.contains_key(p);
-            let code_dirs = super::manifest::code_import_dirs(&dirs, &paths, &is_py_test);
-            // (and so do the tree's own modules at the top of an import directory: a
-            // `tests/calc.py` added beside the tests is found before the `calc.py` under
-            // test, which a check in place, with no clean room to leave it out, would
-            // load in its place — a review's in-place green)
             let installed = |n: &str| {
                 frozen_modules.contains(&n)
                     || site_dirs.iter().any(|d| super::manifest::site_holds(d, n))
-                    || super::manifest::in_import_dirs(&code_dirs, n, &in_tree)
             };
-            let globs =
-                super::manifest::import_dir_shadow_globs(&dirs, &tests, &installed, &in_tree);
+            // (and, in the tests' own directories, the tree's modules the tests import:
+            // a `tests/calc.py` is found before the `calc.py` under test)
+            let test_dirs = super::manifest::pytest_insert_dirs(&paths, &is_py_test);
+            let code_dirs = super::manifest::code_import_dirs(&dirs, &test_dirs);
+            let tree_module = |n: &str| super::manifest::in_import_dirs(&code_dirs, n, &in_tree);
+            let globs = super::manifest::import_dir_shadow_globs(
+                &dirs,
+                &tests,
+                &installed,
+                &in_tree,
+                &tree_module,
+                &test_dirs,
+            );
             if !globs.is_empty() {
                 let mut patterns = self.protected_patterns.clone();
                 patterns.extend(globs);
@@ -680,6 +685,8 @@ impl TreeObserver {
                         &tests,
                         &installed,
                         &in_tree,
+                        &tree_module,
+                        &test_dirs,
                     ));
                     guards::build_globset_ignoring_case(&patterns)
                 });

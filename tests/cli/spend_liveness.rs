@@ -420,6 +420,13 @@ fn a_run_resumed_over_its_budget_spends_nothing_until_the_cap_is_raised() {
         3,
         "a paid exec ran past the cap"
     );
+    // a refused resume uses none of the run's iterations (a review's run lost one to
+    // each refusal, and then halted at its iteration cap when the budget was raised)
+    assert_eq!(
+        events(&lines, "iteration_started").len(),
+        4,
+        "iterations 0..=3 only"
+    );
     let v = r
         .lx(&["run", "--resume", "spent", "--budget-usd", "5"])
         .expect(10, Some("success_condition_met"));
