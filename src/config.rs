@@ -139,7 +139,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .find(|u| !u.is_empty() && !DURATION_UNITS.contains(u))
     {
         return Err(format!(
-            "`{s}` is not a duration: `{u}` is not a unit loopexec reads (ms, s, m, h, d); {forms}"
+            "`{s}` is not a duration: `{u}` is not a unit loopexec reads (ms, s, m, h, d, or spelled out: sec, min, hour, day; a bare number is seconds, and 1.5h is 1h 30m); {forms}"
         ));
     }
     humantime::parse_duration(t).map_err(|e| format!("`{s}` is not a duration ({e}); {forms}"))

@@ -487,10 +487,10 @@ pub struct RunArgs {
     /// --budget-usd, --budget-tokens, --max-duration).
     #[arg(long, value_name = "ID", conflicts_with = "run_id")]
     pub resume: Option<String>,
-    /// Time limit for each exec, e.g. 30m.
+    /// Time limit for each exec, e.g. 30m (default: none).
     #[arg(long, value_name = "DUR")]
     pub exec_timeout: Option<String>,
-    /// Time limit for each check run, e.g. 90s.
+    /// Time limit for each check run, e.g. 90s (default: none).
     #[arg(long, value_name = "DUR")]
     pub check_timeout: Option<String>,
     /// The check's exit code that means success (default 0).
@@ -512,7 +512,8 @@ pub struct RunArgs {
     /// earlier check planted must not make the green.
     #[arg(long, value_name = "N")]
     pub confirm_runs: Option<u32>,
-    /// no_progress_detected after K attempts without a new best failing-set size.
+    /// no_progress_detected after K attempts without a new best failing-set size
+    /// (default 3).
     #[arg(long, value_name = "K")]
     pub no_progress_k: Option<u32>,
     /// What a regression does: revert (restore the last accepted tree) or halt.
@@ -537,7 +538,7 @@ pub struct RunArgs {
     /// Pin the agent's primary model id (default: the first one observed).
     #[arg(long, value_name = "ID")]
     pub model: Option<String>,
-    /// Stop an exec that prints nothing for this long (heartbeat_stale).
+    /// Stop an exec that prints nothing for this long (heartbeat_stale; default: never).
     #[arg(long, value_name = "DUR")]
     pub stall_timeout: Option<String>,
     /// Halt after N accepted iterations no person has acknowledged.

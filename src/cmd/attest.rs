@@ -63,9 +63,9 @@ pub(crate) fn keygen(a: &KeygenArgs) -> Outcome {
         human: format!(
             "secret key: {} (keep it private; sign with `loopexec attest RUN --key {}`)\npublic key: {} (give it to verifiers: `loopexec verify ATTESTATION --pub {}`)\n",
             sk.display(),
-            sk.display(),
+            crate::observe::isolation::shell_word(&sk.display().to_string()),
             pk.display(),
-            pk.display()
+            crate::observe::isolation::shell_word(&pk.display().to_string())
         ),
     };
     Outcome::from_body("ok", 0, &body)

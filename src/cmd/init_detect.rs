@@ -6,8 +6,8 @@ use std::path::Path;
 ///
 /// Order: Cargo.toml (`cargo test`), go.mod (`go test ./...`), package.json with a
 /// `test` script (`npm test`), pytest (pytest.ini, a `[tool.pytest…]` table in
-/// pyproject.toml, conftest.py, or a pyproject.toml/setup.py beside a tests/ folder:
-/// `python3 -m pytest`).
+/// pyproject.toml, conftest.py, a pyproject.toml/setup.py beside a tests/ folder, or
+/// `test_*.py`/`*_test.py` files in tests/ or the root: `python3 -m pytest`).
 #[must_use]
 pub fn detect_check(dir: &Path) -> Option<(&'static str, &'static str)> {
     let has = |f: &str| dir.join(f).is_file();
@@ -41,6 +41,23 @@ pub fn detect_check(dir: &Path) -> Option<(&'static str, &'static str)> {
     if (has("pyproject.toml") || has("setup.py")) && dir.join("tests").is_dir() {
         return Some(("python3 -m pytest", "pyproject.toml"));
     }
+    // a plain project: Python test files pytest collects by default, in tests/ or
+    // the root (a new user's `tests/test_*.py` with no configuration got no check)
+    let py_tests = |d: &Path| {
+        std::fs::read_dir(d).is_ok_and(|entries| {
+            entries.filter_map(Result::ok).any(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
+            })
+        })
+    };
+    if py_tests(&dir.join("tests")) {
+        return Some(("python3 -m pytest", "tests/test_*.py"));
+    }
+    if py_tests(dir) {
+        return Some(("python3 -m pytest", "test_*.py"));
+    }
     None
 }
 
@@ -67,7 +84,7 @@ mod tests {
 
     #[test]
     fn detects_each_ecosystem() {
-        let cases: [Case; 7] = [
+        let cases: [Case; 12] = [
             (&[("Cargo.toml", "[package]\n")], Some("cargo test")),
             (&[("go.mod", "module x\n")], Some("go test ./...")),
             (
@@ -87,11 +104,18 @@ mod tests {
             ),
             (&[("pytest.ini", "[pytest]\n")], Some("python3 -m pytest")),
             (&[("README.md", "x")], None),
+            (&[("tests/test_calc.py", "")], Some("python3 -m pytest")),
+            (&[("tests/calc_test.py", "")], Some("python3 -m pytest")),
+            (&[("test_calc.py", "")], Some("python3 -m pytest")),
+            (&[("tests/helpers.py", "")], None),
+            (&[("testing.py", "")], None),
         ];
         for (files, want) in cases {
             let d = tempfile::tempdir().unwrap();
             for (f, c) in files {
-                std::fs::write(d.path().join(f), c).unwrap();
+                let p = d.path().join(f);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, c).unwrap();
             }
             assert_eq!(detect_check(d.path()).map(|c| c.0), want, "{files:?}");
         }
