@@ -715,6 +715,13 @@ fn dur_flag(field: &str, v: Option<&String>) -> Result<Option<Dur>, ConfigError>
 /// A cap that is not valid (`--budget-usd -5`, `--max-duration 5x`), as
 /// [`ConfigError::Invalid`] naming its field.
 pub fn resume_caps(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
+    set_spend_caps(c, o)?;
+    validate(c)
+}
+
+/// Sets the spend and wall-clock caps `o` gives (`budget.usd`, `budget.tokens`,
+/// `budget.max_duration`), unvalidated.
+fn set_spend_caps(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     if o.budget_usd.is_some() {
         c.budget.usd = o.budget_usd;
     }
@@ -724,7 +731,7 @@ pub fn resume_caps(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> 
     if let Some(d) = dur_flag("budget.max_duration", o.max_duration.as_ref())? {
         c.budget.max_duration = Some(d);
     }
-    validate(c)
+    Ok(())
 }
 
 /// Merges the file (if any) and the flags, and validates.
@@ -844,15 +851,7 @@ fn apply_flags(c: &mut RunConfig, o: &Overrides) -> Result<(), ConfigError> {
     c.guards
         .blocked_paths
         .extend(o.blocked_paths.iter().cloned());
-    if o.budget_usd.is_some() {
-        c.budget.usd = o.budget_usd;
-    }
-    if o.budget_tokens.is_some() {
-        c.budget.tokens = o.budget_tokens;
-    }
-    if let Some(d) = dur_flag("budget.max_duration", o.max_duration.as_ref())? {
-        c.budget.max_duration = Some(d);
-    }
+    set_spend_caps(c, o)?;
     if let Some(v) = o.cost_sigma {
         c.budget.cost_sigma = v;
     }

@@ -1755,21 +1755,41 @@ mod tests {
             vec!["from jsonschema import validate\n\nfrom report import render\n".to_string()];
         let installed = |n: &str| matches!(n, "jsonschema" | "yaml");
         for (files, configured, added, protected) in rows {
-            let paths: std::collections::BTreeSet<&str> = files.iter().copied().collect();
-            let is_test = |p: &str| p.rsplit('/').next().unwrap_or(p).starts_with("test_");
-            let configured: Vec<String> = configured.iter().map(|s| (*s).to_string()).collect();
-            let dirs = py_import_dirs(&paths, &is_test, &configured);
-            let in_tree = |p: &str| paths.contains(p);
-            let none = std::collections::BTreeSet::new();
-            let globs =
-                import_dir_shadow_globs(&dirs, &tests, &installed, &in_tree, &|_| false, &none);
-            let set = crate::observe::guards::build_globset_ignoring_case(&globs).unwrap();
+            let set = import_shadow_set(files, configured, &tests, &installed, false);
             assert_eq!(
                 set.is_match(added),
                 *protected,
                 "{added} in {files:?} {configured:?}"
             );
         }
+    }
+
+    /// The glob set of [`import_dir_shadow_globs`] for a tree of `files` (test files
+    /// are named `test_*`) under the `configured` import path, whose tests read
+    /// `tests`; with `tree_modules`, the tree's own modules are protected in the tests'
+    /// directories as the observer does.
+    fn import_shadow_set(
+        files: &[&str],
+        configured: &[&str],
+        tests: &[String],
+        installed: &dyn Fn(&str) -> bool,
+        tree_modules: bool,
+    ) -> globset::GlobSet {
+        let paths: std::collections::BTreeSet<&str> = files.iter().copied().collect();
+        let is_test = |p: &str| p.rsplit('/').next().unwrap_or(p).starts_with("test_");
+        let configured: Vec<String> = configured.iter().map(|s| (*s).to_string()).collect();
+        let dirs = py_import_dirs(&paths, &is_test, &configured);
+        let in_tree = |p: &str| paths.contains(p);
+        let test_dirs = if tree_modules {
+            pytest_insert_dirs(&paths, &is_test)
+        } else {
+            std::collections::BTreeSet::new()
+        };
+        let code = code_import_dirs(&dirs, &test_dirs);
+        let tree_module = |n: &str| in_import_dirs(&code, n, &in_tree);
+        let globs =
+            import_dir_shadow_globs(&dirs, tests, installed, &in_tree, &tree_module, &test_dirs);
+        crate::observe::guards::build_globset_ignoring_case(&globs).unwrap()
     }
 
     /// The tree's own modules the tests import count as installed for the other
@@ -1823,23 +1843,7 @@ mod tests {
                 .to_string(),
         ];
         for (files, configured, added, protected) in rows {
-            let paths: std::collections::BTreeSet<&str> = files.iter().copied().collect();
-            let is_test = |p: &str| p.rsplit('/').next().unwrap_or(p).starts_with("test_");
-            let configured: Vec<String> = configured.iter().map(|s| (*s).to_string()).collect();
-            let dirs = py_import_dirs(&paths, &is_test, &configured);
-            let in_tree = |p: &str| paths.contains(p);
-            let test_dirs = pytest_insert_dirs(&paths, &is_test);
-            let code = code_import_dirs(&dirs, &test_dirs);
-            let tree_module = |n: &str| in_import_dirs(&code, n, &in_tree);
-            let globs = import_dir_shadow_globs(
-                &dirs,
-                &tests,
-                &|_| false,
-                &in_tree,
-                &tree_module,
-                &test_dirs,
-            );
-            let set = crate::observe::guards::build_globset_ignoring_case(&globs).unwrap();
+            let set = import_shadow_set(files, configured, &tests, &|_| false, true);
             assert_eq!(
                 set.is_match(added),
                 *protected,
