@@ -140,6 +140,92 @@ pub fn in_import_dirs(dirs: &[String], name: &str, in_tree: &dyn Fn(&str) -> boo
     })
 }
 
+/// The tree's own modules `test_sources` import that t0 holds at the top of one of
+/// `code_dirs` ([`code_import_dirs`], [`in_import_dirs`]).
+#[must_use]
+pub fn tree_module_names(
+    test_sources: &[String],
+    code_dirs: &[String],
+    in_tree: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    imported_names(test_sources)
+        .into_iter()
+        .filter(|n| in_import_dirs(code_dirs, n, in_tree))
+        .collect()
+}
+
+/// With `--check-in-place`, the tree's modules the tests import
+/// ([`tree_module_names`]), protected by name wherever a new one is created outside
+/// the directories the code under test is imported from: there is no clean room to
+/// leave new test files out, and a new test file pytest collects first can put its
+/// own directory on `sys.path` (a new `a_checks/` holding `test_smoke.py` and a fake
+/// `calc.py`, or a `sys.path.insert` of `helpers/`) and import the fake before the
+/// frozen tests do, which then get it from Python's module cache (a review's in-place
+/// green with `calc.py` still broken). A module of that name t0 holds, one created in
+/// a code import directory (the root, `src/` under `pythonpath`, a service's own
+/// directory) or inside a package t0 holds (`app/calc.py` is `app.calc`) stays free.
+#[derive(Debug, Clone)]
+pub struct InPlaceShadows {
+    globs: GlobSet,
+    exempt_dirs: std::collections::BTreeSet<String>,
+    at_t0: std::collections::HashSet<String>,
+}
+
+impl InPlaceShadows {
+    /// The protection of `names` for a tree of `t0_paths` whose code is imported from
+    /// `code_dirs`; `None` without names (or should the globs not build).
+    #[must_use]
+    pub fn new(
+        names: &[String],
+        code_dirs: &[String],
+        t0_paths: &std::collections::BTreeSet<&str>,
+    ) -> Option<Self> {
+        if names.is_empty() {
+            return None;
+        }
+        let n = if names.len() == 1 {
+            names[0].clone()
+        } else {
+            format!("{{{}}}", names.join(","))
+        };
+        let globs = super::guards::build_globset_ignoring_case(&[
+            format!("**/{n}.{{py,pyc,so,pyd}}"),
+            format!("**/{n}/__init__.{{py,pyc,so,pyd}}"),
+            format!("**/{n}.*.{{so,pyd}}"),
+            format!("**/{n}/__init__.*.{{so,pyd}}"),
+        ])
+        .ok()?;
+        let mut exempt_dirs: std::collections::BTreeSet<String> =
+            code_dirs.iter().cloned().collect();
+        for p in t0_paths {
+            if let Some(d) = p.strip_suffix("/__init__.py") {
+                exempt_dirs.insert(d.to_string());
+            }
+        }
+        Some(InPlaceShadows {
+            globs,
+            exempt_dirs,
+            at_t0: t0_paths.iter().map(|p| (*p).to_string()).collect(),
+        })
+    }
+
+    /// True for a module `path` (from the root) this protection covers.
+    #[must_use]
+    pub fn is_match(&self, path: &str) -> bool {
+        if self.at_t0.contains(path) || !self.globs.is_match(path) {
+            return false;
+        }
+        // the directory the module is found in: a package's parent, a file's own
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+        let dir = if name.starts_with("__init__.") {
+            dir.rsplit_once('/').map_or("", |(d, _)| d)
+        } else {
+            dir
+        };
+        !self.exempt_dirs.contains(dir)
+    }
+}
+
 /// The directories of `dirs` ([`py_import_dirs`]) that are not `test_dirs`
 /// ([`pytest_insert_dirs`]): where the code under test is imported from.
 #[must_use]
@@ -849,18 +935,20 @@ impl Manifest {
 /// The manifest of `tree` (a tree or commit id): every file (regular or symlink)
 /// matching `protected_globs`, read in one `git cat-file --batch` process.
 pub fn manifest(dir: &Path, tree: &str, protected_globs: &GlobSet) -> Result<Manifest, GitError> {
-    manifest_in(dir, &git::ls_tree(dir, tree)?, protected_globs)
+    manifest_in(dir, &git::ls_tree(dir, tree)?, &|p| {
+        protected_globs.is_match(p)
+    })
 }
 
 /// [`manifest`] over a listing already made with [`git::ls_tree`].
 pub fn manifest_in(
     dir: &Path,
     entries: &[git::TreeEntry],
-    protected_globs: &GlobSet,
+    protected: &dyn Fn(&str) -> bool,
 ) -> Result<Manifest, GitError> {
     let entries: Vec<&git::TreeEntry> = entries
         .iter()
-        .filter(|e| e.kind == "blob" && protected_globs.is_match(&e.path))
+        .filter(|e| e.kind == "blob" && protected(&e.path))
         .collect();
     let oids: Vec<String> = entries.iter().map(|e| e.oid.clone()).collect();
     let blobs = git::cat_blobs(dir, &oids)?;
@@ -1850,6 +1938,45 @@ mod tests {
                 "{added} in {files:?} {configured:?}"
             );
         }
+    }
+
+    /// With a check in place, a module named like the tree's `calc` the tests import
+    /// is runner configuration wherever a new one is created outside the code's import
+    /// directories: a review's new `a_checks/` (a test file pytest collects first and
+    /// a fake `calc.py` beside it) turned the frozen tests green from Python's module
+    /// cache. (path, protected)
+    #[test]
+    fn in_place_a_new_module_named_like_the_code_is_protected_outside_its_directories() {
+        let t0: std::collections::BTreeSet<&str> = [
+            "calc.py",
+            "tests/test_calc.py",
+            "app/__init__.py",
+            "app/util.py",
+            "src/ops.py",
+        ]
+        .into_iter()
+        .collect();
+        let code = vec![String::new(), "src".to_string()];
+        let s = InPlaceShadows::new(&["calc".to_string()], &code, &t0).unwrap();
+        let rows = [
+            ("a_checks/calc.py", true),
+            ("helpers/calc.py", true),
+            ("tests/calc.py", true),
+            ("tests/aa/calc/__init__.py", true),
+            ("a/calc.cpython-311-x86_64-linux-gnu.so", true),
+            ("a_checks/Calc.pyc", true),
+            ("calc.py", false),
+            ("calc/__init__.py", false),
+            ("src/calc.py", false),
+            ("app/calc.py", false),
+            ("a_checks/ops.py", false),
+            ("a_checks/calculator.py", false),
+            ("a_checks/calc.txt", false),
+        ];
+        for (path, protected) in rows {
+            assert_eq!(s.is_match(path), protected, "{path}");
+        }
+        assert!(InPlaceShadows::new(&[], &code, &t0).is_none());
     }
 
     /// The most directories covered still build as one glob set, quickly.

@@ -53,6 +53,11 @@ pub struct TreeObserver {
     note: Option<String>,
     test_globs: globset::GlobSet,
     protected: globset::GlobSet,
+    /// With a check in place, the tree's modules the tests import, protected where a
+    /// new one would shadow them (set at t0).
+    in_place_shadows: Option<super::manifest::InPlaceShadows>,
+    /// The check runs in place (`--check-in-place`).
+    in_place: bool,
     /// The globs `protected` was built from (t0 adds the installed modules the tests
     /// import: [`super::manifest::shadow_globs`]).
     protected_patterns: Vec<String>,
@@ -299,6 +304,8 @@ impl TreeObserver {
             protected: guards::build_globset_ignoring_case(&protected)
                 .unwrap_or_else(|_| globset::GlobSet::empty()),
             protected_patterns: protected,
+            in_place_shadows: None,
+            in_place: cfg.clean_room.in_place,
             cache: AssertionCache::default(),
             t0_tree: None,
             t0_commit: None,
@@ -666,6 +673,11 @@ impl TreeObserver {
             let test_dirs = super::manifest::pytest_insert_dirs(&paths, &is_py_test);
             let code_dirs = super::manifest::code_import_dirs(&dirs, &test_dirs);
             let tree_module = |n: &str| super::manifest::in_import_dirs(&code_dirs, n, &in_tree);
+            if self.in_place {
+                let names = super::manifest::tree_module_names(&tests, &code_dirs, &in_tree);
+                self.in_place_shadows =
+                    super::manifest::InPlaceShadows::new(&names, &code_dirs, &paths);
+            }
             let globs = super::manifest::import_dir_shadow_globs(
                 &dirs,
                 &tests,
@@ -754,7 +766,8 @@ impl TreeObserver {
                 }
             };
         let manifest = match self.manifest_entries(&sdir).and_then(|m| {
-            super::manifest::manifest_in(&sdir, &m, &self.protected).map_err(|e| e.to_string())
+            super::manifest::manifest_in(&sdir, &m, &|p| self.runner_config_path(p))
+                .map_err(|e| e.to_string())
         }) {
             Ok(m) => m.files,
             Err(e) => {
@@ -1177,7 +1190,18 @@ impl TreeObserver {
     /// `[guards] protected`), by path.
     #[must_use]
     pub fn runner_configuration(&self, path: &str) -> bool {
+        self.runner_config_path(path)
+    }
+
+    /// [`Self::runner_configuration`]: the protected globs, and with a check in place
+    /// the tree's modules the tests import wherever a new one shadows them
+    /// ([`super::manifest::InPlaceShadows`]).
+    fn runner_config_path(&self, path: &str) -> bool {
         self.protected.is_match(path)
+            || self
+                .in_place_shadows
+                .as_ref()
+                .is_some_and(|s| s.is_match(path))
     }
 
     /// True for a file an integrity guard protects as such: a test file, runner
@@ -1185,7 +1209,7 @@ impl TreeObserver {
     #[must_use]
     pub fn protected(&self, path: &str) -> bool {
         guards::is_test_file(path, &self.test_globs).is_some()
-            || self.protected.is_match(path)
+            || self.runner_config_path(path)
             || self.rules.frozen_as(path).is_some()
     }
 
@@ -1204,7 +1228,7 @@ impl TreeObserver {
         let links = self.links_of(sdir, &all)?;
         if !links.is_empty() {
             for e in &mut entries {
-                if e.mode != super::oracle_scope::LINK_MODE || !self.protected.is_match(&e.path) {
+                if e.mode != super::oracle_scope::LINK_MODE || !self.runner_config_path(&e.path) {
                     continue;
                 }
                 let Some(dest) = super::oracle_scope::destination_in(&e.path, &links) else {
@@ -1250,7 +1274,7 @@ impl TreeObserver {
         }
         Ok(super::oracle_scope::linked_dir_aliases(&entries, &links)
             .into_iter()
-            .filter(|a| self.protected.is_match(&a.alias))
+            .filter(|a| self.runner_config_path(&a.alias))
             .collect())
     }
 
@@ -1304,7 +1328,7 @@ impl TreeObserver {
             return Vec::new();
         };
         let frozen = |p: &str| {
-            !self.protected.is_match(p)
+            !self.runner_config_path(p)
                 && (self.rules.frozen_as(p).is_some()
                     || guards::is_test_file(p, &self.test_globs).is_some())
         };
@@ -1524,8 +1548,10 @@ impl TreeObserver {
         // Runner configuration is in focus, or reached through a linked directory;
         // created through a link, the link is what was created.
         let manifest_now =
-            super::manifest::manifest_in(&sdir, &self.manifest_entries(&sdir)?, &self.protected)
-                .map_err(|e| e.to_string())?;
+            super::manifest::manifest_in(&sdir, &self.manifest_entries(&sdir)?, &|p| {
+                self.runner_config_path(p)
+            })
+            .map_err(|e| e.to_string())?;
         let through: BTreeMap<String, String> = self
             .protected_aliases(&sdir)?
             .into_iter()

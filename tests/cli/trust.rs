@@ -2539,6 +2539,34 @@ fn in_place_a_module_shadowing_the_code_under_test_halts() {
     let v = out.expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "tests/calc.py"), "{v}");
 
+    // A later review: a new directory pytest inserts for a new test file collected
+    // first, holding the fake, which Python's module cache then hands to the frozen
+    // tests (exit 10 while the rule covered only t0's test directories).
+    let r = pytest_repo();
+    let (_keep, exec) = writer(&[
+        ("a_checks/calc.py", "def add(a, b):\n    return a + b\n"),
+        (
+            "a_checks/test_smoke.py",
+            "import calc\n\ndef test_smoke():\n    assert calc.add(2, 3) == 5\n",
+        ),
+    ]);
+    let out = r.lx(&[
+        "run",
+        "--check-in-place",
+        "--exec",
+        &exec,
+        "--check",
+        "python3 -m pytest -q",
+        "--max-iterations",
+        "2",
+    ]);
+    assert_ne!(
+        out.code, 10,
+        "the fake in a new directory was judged as the code"
+    );
+    let v = out.expect(13, Some("metric_integrity_violation"));
+    assert!(mentions(&v, "a_checks/calc.py"), "{v}");
+
     let r = pytest_repo();
     let (_keep, exec) = writer(&[("calc.py", "def add(a, b):\n    return a + b\n")]);
     r.lx(&[
