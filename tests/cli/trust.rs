@@ -2523,18 +2523,23 @@ fn in_place_a_module_shadowing_the_code_under_test_halts() {
     if pytest_missing() {
         return;
     }
-    let r = pytest_repo();
-    let (_keep, exec) = writer(&[("tests/calc.py", "def add(a, b):\n    return a + b\n")]);
-    let out = r.lx(&[
-        "run",
-        "--check-in-place",
-        "--exec",
-        &exec,
-        "--check",
-        "python3 -m pytest -q",
-        "--max-iterations",
-        "2",
-    ]);
+    const RIGHT: &str = "def add(a, b):\n    return a + b\n";
+    // a fresh pytest project whose exec writes `files`, run in place
+    let run = |files: &[(&str, &str)]| {
+        let r = pytest_repo();
+        let (_keep, exec) = writer(files);
+        r.lx(&[
+            "run",
+            "--check-in-place",
+            "--exec",
+            &exec,
+            "--check",
+            "python3 -m pytest -q",
+            "--max-iterations",
+            "2",
+        ])
+    };
+    let out = run(&[("tests/calc.py", RIGHT)]);
     assert_ne!(out.code, 10, "the shadow module was judged as the code");
     let v = out.expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "tests/calc.py"), "{v}");
@@ -2542,23 +2547,12 @@ fn in_place_a_module_shadowing_the_code_under_test_halts() {
     // A later review: a new directory pytest inserts for a new test file collected
     // first, holding the fake, which Python's module cache then hands to the frozen
     // tests (exit 10 while the rule covered only t0's test directories).
-    let r = pytest_repo();
-    let (_keep, exec) = writer(&[
-        ("a_checks/calc.py", "def add(a, b):\n    return a + b\n"),
+    let out = run(&[
+        ("a_checks/calc.py", RIGHT),
         (
             "a_checks/test_smoke.py",
             "import calc\n\ndef test_smoke():\n    assert calc.add(2, 3) == 5\n",
         ),
-    ]);
-    let out = r.lx(&[
-        "run",
-        "--check-in-place",
-        "--exec",
-        &exec,
-        "--check",
-        "python3 -m pytest -q",
-        "--max-iterations",
-        "2",
     ]);
     assert_ne!(
         out.code, 10,
@@ -2567,19 +2561,7 @@ fn in_place_a_module_shadowing_the_code_under_test_halts() {
     let v = out.expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "a_checks/calc.py"), "{v}");
 
-    let r = pytest_repo();
-    let (_keep, exec) = writer(&[("calc.py", "def add(a, b):\n    return a + b\n")]);
-    r.lx(&[
-        "run",
-        "--check-in-place",
-        "--exec",
-        &exec,
-        "--check",
-        "python3 -m pytest -q",
-        "--max-iterations",
-        "2",
-    ])
-    .expect(10, Some("success_condition_met"));
+    run(&[("calc.py", RIGHT)]).expect(10, Some("success_condition_met"));
 }
 
 /// A fresh review: with `pythonpath = ["src"]` the agent added `src/jsonschema.py`
