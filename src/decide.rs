@@ -124,6 +124,15 @@ fn exec_integrity(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
         .or_else(|| integrity::toolchain(t0, now))
 }
 
+/// The halt of a resumed run at the resume itself, before its segment starts an
+/// iteration: the iteration cap reached, or a spend or wall-clock cap already crossed
+/// (SPEC §1.3). The loop starts no iteration when there is one, so a refused resume
+/// uses none of the run's iterations.
+#[must_use]
+pub fn halts_at_resume(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
+    cap_reached_at_resume(t, cfg).or_else(|| spend::exhausted_at_resume(t, cfg))
+}
+
 /// `max_iterations_reached` at once for a run resumed with no iteration left: the
 /// loop starts no iteration past the cap (SPEC §1.3; before, `run --resume` of a
 /// capped run ran "iteration 3/2"), so a `resumed` event with no iteration after it
@@ -132,7 +141,7 @@ fn exec_integrity(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
 /// the run more iterations.
 fn cap_reached_at_resume(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
     let last = t.last()?;
-    if t.segment_start <= last.iteration || last.iteration < cfg.max_iterations {
+    if !t.at_resume() || last.iteration < cfg.max_iterations {
         return None;
     }
     let run_id = t.started.as_ref().map_or("RUN_ID", |s| s.run_id.as_str());
@@ -175,7 +184,7 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     let Some(last) = t.last() else {
         return go(Next::Check);
     };
-    if let Some(h) = cap_reached_at_resume(t, cfg).or_else(|| spend::exhausted_at_resume(t, cfg)) {
+    if let Some(h) = halts_at_resume(t, cfg) {
         return halt(h);
     }
     // What the exec left in the tree is judged first, whatever ended the step: an exec

@@ -116,23 +116,21 @@ pub struct Trajectory {
     pub paused_ms: u64,
 }
 
-/// Milliseconds from one RFC 3339 time to a later one (`None`: unreadable, or `to`
-/// before `from`).
-#[must_use]
-pub fn ms_between(from: &str, to: &str) -> Option<u64> {
-    let f = time::format_description::well_known::Rfc3339;
-    let a = time::OffsetDateTime::parse(from, &f).ok()?;
-    let b = time::OffsetDateTime::parse(to, &f).ok()?;
-    u64::try_from((b - a).whole_milliseconds()).ok()
-}
-
 impl Trajectory {
+    /// True for a resumed run whose segment has started no iteration yet (a `resumed`
+    /// event is its last word): what a halt at the resume itself is decided on.
+    #[must_use]
+    pub fn at_resume(&self) -> bool {
+        self.last()
+            .is_some_and(|last| self.segment_start > last.iteration)
+    }
+
     /// The run's wall clock at receipt time `to`, in milliseconds: from its start,
     /// less the time between each halt and its resume ([`Self::paused_ms`]).
     #[must_use]
     pub fn active_ms(&self, to: &str) -> Option<u64> {
         let from = self.started_ts.as_deref()?;
-        Some(ms_between(from, to)?.saturating_sub(self.paused_ms))
+        Some(crate::receipt::facts::millis_between(from, to)?.saturating_sub(self.paused_ms))
     }
 
     /// [`Self::apply`] for an event the caller no longer needs: the large ones (a
@@ -206,7 +204,7 @@ impl Trajectory {
                     }
                 }
                 if let Some(h) = self.halted_ts.as_deref() {
-                    self.paused_ms += ms_between(h, ts).unwrap_or(0);
+                    self.paused_ms += crate::receipt::facts::millis_between(h, ts).unwrap_or(0);
                 }
                 self.resumed_ts = Some(ts.to_string());
             }

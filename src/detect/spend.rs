@@ -57,7 +57,7 @@ pub fn totals(us: &[(u32, &IterationUsage)]) -> (f64, u64) {
 pub fn exhausted_at_resume(t: &Trajectory, cfg: &RunConfig) -> Option<Halt> {
     let last = t.last()?;
     let resumed = t.resumed_ts.as_deref()?;
-    if t.segment_start <= last.iteration {
+    if !t.at_resume() {
         return None;
     }
     let (usd, tokens) = totals(&usages(t));

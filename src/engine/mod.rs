@@ -928,13 +928,10 @@ impl Loop<'_> {
             budget_tokens,
             max_duration_ms,
         }))?;
-        // No iteration past the cap starts: `decide` halts the resumed run at once
-        // (`max_iterations_reached`, naming `--max-iterations`).
-        // Nor past a spend or wall-clock cap the run has already crossed: `decide` halts
-        // it `budget_exceeded`, and the refused resume uses no iteration.
-        if last_halt >= self.cfg.max_iterations
-            || crate::detect::spend::exhausted_at_resume(&self.traj, self.cfg).is_some()
-        {
+        // No iteration past a cap starts: `decide` halts the resumed run at once
+        // (`max_iterations_reached` naming `--max-iterations`, or `budget_exceeded`),
+        // and the refused resume uses no iteration.
+        if crate::decide::halts_at_resume(&self.traj, self.cfg).is_some() {
             return Ok(());
         }
         // An iteration whose check a signal to loopexec stopped is checked again
