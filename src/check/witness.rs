@@ -47,6 +47,15 @@ pub struct PytestWitness {
     /// plugin that did not record them.
     #[serde(default)]
     pub test_files: Option<Vec<String>>,
+    /// How many paths the plugin was given to skip at collection (`LOOPEXEC_DESELECT`,
+    /// [`Witness::deselect`]); 0 when it could not implement pytest's
+    /// `pytest_ignore_collect` hook. `None` from a plugin that did not say.
+    #[serde(default)]
+    pub deselect_given: Option<u64>,
+    /// Those of the paths to skip that a module was loaded from anyway (real paths,
+    /// found in `sys.modules` by `__file__` at session end).
+    #[serde(default)]
+    pub deselected_imported: Vec<String>,
 }
 
 /// A witness set up for one check run: the plugin's directory (shared by every check,
@@ -153,6 +162,18 @@ impl Witness {
                 self.unittest_out.display().to_string(),
             ),
         ]
+    }
+
+    /// The environment that has the plugin skip `files` at collection (absolute paths):
+    /// `LOOPEXEC_DESELECT`, one path per line, taken out of the environment when the
+    /// plugin loads. `None` when `files` is empty. See [`judge_deselection`].
+    #[must_use]
+    pub fn deselect(files: &[PathBuf]) -> Option<(String, String)> {
+        if files.is_empty() {
+            return None;
+        }
+        let lines: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        Some(("LOOPEXEC_DESELECT".into(), lines.join("\n")))
     }
 
     /// The witness file's path.
@@ -361,6 +382,66 @@ pub fn foreign_test_files(
         .collect()
 }
 
+/// Judges whether a check in place skipped the `skipped` test files it was told to
+/// ([`Witness::deselect`]; relative paths, for the message), from the witness pytest
+/// wrote (`None`: none was). With a witness, the skip held when the plugin was given
+/// every path, none of them was imported, and no reported test came from one (pytest's
+/// ids start with the path); else the parse is marked incomplete: the new files may have
+/// run beside the frozen tests and shaped their verdict (SPEC §3.9). Without a witness
+/// nothing is judged here: an expected witness that is missing is already
+/// [`judge_expected`]'s, and a check that never loads it (its runner filters the
+/// environment) runs the new files as before.
+pub fn judge_deselection(
+    parsed: &mut ParsedRun,
+    witness: Option<&PytestWitness>,
+    skipped: &[String],
+) {
+    let Some(w) = witness else {
+        return;
+    };
+    if skipped.is_empty() {
+        return;
+    }
+    let given = u64::try_from(skipped.len()).unwrap_or(u64::MAX);
+    let ran: Vec<&String> = skipped
+        .iter()
+        .filter(|f| {
+            parsed
+                .tests
+                .iter()
+                .any(|t| t.id.split("::").next() == Some(f.as_str()))
+        })
+        .collect();
+    let why = if w.deselect_given != Some(given) {
+        Some(format!(
+            "pytest's witness was given {} of the {given} test file(s) to skip",
+            w.deselect_given.unwrap_or(0)
+        ))
+    } else if !w.deselected_imported.is_empty() {
+        Some(format!(
+            "{} was imported during the session anyway",
+            w.deselected_imported.join(", ")
+        ))
+    } else if !ran.is_empty() {
+        Some(format!(
+            "tests from {} ran anyway",
+            ran.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        parsed.complete = false;
+        parsed.diagnostics.push(format!(
+            "the check in place was to skip the test files the agent added since t0 ({}), and {why}: code in them may have run beside the frozen tests, so their outcomes say nothing",
+            skipped.join(", ")
+        ));
+    }
+}
+
 /// Reads the witness file, if the run wrote one.
 #[must_use]
 pub fn read(path: &Path) -> Option<PytestWitness> {
@@ -410,6 +491,8 @@ mod tests {
             passed_ids: Vec::new(),
             skipped_ids: Vec::new(),
             test_files: None,
+            deselect_given: None,
+            deselected_imported: Vec::new(),
         }
     }
 
@@ -536,6 +619,14 @@ mod tests {
     /// the exit code, the witness (its file is removed when it is dropped) and the
     /// plugin directory's guard. `None` where pytest is not installed.
     fn pytest_session(files: &[(&str, &str)]) -> Option<(Option<i32>, Witness, tempfile::TempDir)> {
+        pytest_session_skipping(files, &[]).map(|(code, wit, plugins, _)| (code, wit, plugins))
+    }
+
+    type Session = (Option<i32>, Witness, tempfile::TempDir, tempfile::TempDir);
+
+    /// [`pytest_session`] whose plugin is told to skip `skip` (names of `files`); also
+    /// returns the session's directory.
+    fn pytest_session_skipping(files: &[(&str, &str)], skip: &[&str]) -> Option<Session> {
         let has = std::process::Command::new("python3")
             .args(["-c", "import pytest"])
             .status()
@@ -550,15 +641,135 @@ mod tests {
         }
         let plugins = tempfile::tempdir().unwrap();
         let wit = Witness::prepare_in(plugins.path().join("w")).unwrap();
+        let absolute: Vec<PathBuf> = skip.iter().map(|f| tmp.path().join(f)).collect();
         let st = std::process::Command::new("python3")
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
             .current_dir(tmp.path())
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .envs(wit.env(Some(&tmp.path().display().to_string())))
+            .envs(Witness::deselect(&absolute))
             .stdout(std::process::Stdio::null())
             .status()
             .unwrap();
-        Some((st.code(), wit, plugins))
+        Some((st.code(), wit, plugins, tmp))
+    }
+
+    /// A check in place skips the test files the agent added (a fifth review's
+    /// `test_0.py` patched the code before the frozen tests ran): the listed file is
+    /// never collected, its patch never runs, and the witness says it was given one
+    /// path and none of them was imported. A file the tests import anyway (here
+    /// through a joined module name) is reported as imported.
+    #[test]
+    fn the_plugin_skips_the_listed_files_and_reports_one_imported_anyway() {
+        let calc = ("calc.py", "def add(a, b):\n    return a - b\n");
+        let patch = (
+            "test_0.py",
+            "import calc\nvars(calc).update(add=lambda a, b: a + b)\ndef test_zero():\n    pass\n",
+        );
+        let frozen = (
+            "test_calc.py",
+            "from calc import add\ndef test_add():\n    assert add(2, 3) == 5\n",
+        );
+        let Some((code, wit, _p, tmp)) =
+            pytest_session_skipping(&[calc, patch, frozen], &["test_0.py"])
+        else {
+            return;
+        };
+        assert_eq!(code, Some(1), "the patch ran: the frozen test passed");
+        let got = read(wit.path()).expect("witness written");
+        assert_eq!((got.passed, got.failed), (0, 1), "{got:?}");
+        assert_eq!(got.deselect_given, Some(1));
+        assert!(got.deselected_imported.is_empty(), "{got:?}");
+
+        let reach = (
+            "test_calc.py",
+            "import importlib\nimportlib.import_module('test' + '_0')\nfrom calc import add\ndef test_add():\n    assert add(2, 3) == 5\n",
+        );
+        let Some((_, wit, _p, tmp2)) =
+            pytest_session_skipping(&[calc, patch, reach], &["test_0.py"])
+        else {
+            return;
+        };
+        let got = read(wit.path()).expect("witness written");
+        let real = std::fs::canonicalize(tmp2.path().join("test_0.py")).unwrap();
+        assert_eq!(got.deselected_imported, vec![real.display().to_string()]);
+        drop(tmp);
+    }
+
+    fn parsed_with(ids: &[&str]) -> ParsedRun {
+        let mut p = pytest_run(ids.len() as u64, 0);
+        p.tests = ids
+            .iter()
+            .map(|id| TestResult {
+                id: (*id).to_string(),
+                outcome: Outcome::Passed,
+                message: None,
+            })
+            .collect();
+        p
+    }
+
+    /// Whether a skip held, by what the witness says: every row is one witness and the
+    /// parse's completeness after `judge_deselection` with one file to skip.
+    #[test]
+    fn judge_deselection_table() {
+        let skip = vec!["tests/test_0.py".to_string()];
+        let held = PytestWitness {
+            deselect_given: Some(1),
+            ..w(1, 0)
+        };
+        type Row = (
+            &'static str,
+            Option<PytestWitness>,
+            &'static [&'static str],
+            bool,
+            bool,
+        );
+        let rows: Vec<Row> = vec![
+            (
+                "held",
+                Some(held.clone()),
+                &["tests/test_calc.py::test_add"],
+                true,
+                true,
+            ),
+            ("no witness: another judge's", None, &[], true, true),
+            ("nothing to skip", Some(w(1, 0)), &[], false, true),
+            (
+                "plugin given nothing",
+                Some(PytestWitness {
+                    deselect_given: Some(0),
+                    ..held.clone()
+                }),
+                &[],
+                true,
+                false,
+            ),
+            ("plugin that does not say", Some(w(1, 0)), &[], true, false),
+            (
+                "imported anyway",
+                Some(PytestWitness {
+                    deselected_imported: vec!["/w/tests/test_0.py".into()],
+                    ..held.clone()
+                }),
+                &[],
+                true,
+                false,
+            ),
+            (
+                "its tests ran",
+                Some(held.clone()),
+                &["tests/test_0.py::test_x"],
+                true,
+                false,
+            ),
+        ];
+        for (name, wit, ids, skipping, complete) in rows {
+            let skipped: &[String] = if skipping { &skip } else { &[] };
+            let mut p = parsed_with(ids);
+            judge_deselection(&mut p, wit.as_ref(), skipped);
+            assert_eq!(p.complete, complete, "{name}: {:?}", p.diagnostics);
+        }
     }
 
     /// Third review: `python -m pytest` imports from the current directory before

@@ -88,9 +88,17 @@ pub fn watch_unavailable(c: &CheckFinished) -> Option<Halt> {
 }
 
 /// The sentence a verdict carries when test files the agent added were left out of
-/// the judged check (`None`: none were).
+/// the judged check: out of the clean room's tree, or skipped by a check in place
+/// (`check_finished.deselected`). `None`: none were.
 #[must_use]
 pub fn left_out_note(c: &CheckFinished) -> Option<String> {
+    if !c.deselected.is_empty() {
+        return Some(format!(
+            "{} test file(s) the agent added since t0 were skipped by the check in place (the verdict is the frozen oracle's; [oracle] new_tests = \"run\" runs them): {}",
+            c.deselected.len(),
+            c.deselected.join(", ")
+        ));
+    }
     let left = &c.clean_room.as_ref()?.left_out;
     if left.is_empty() {
         return None;

@@ -64,6 +64,7 @@ pub fn check(it: u32, attempt: u32, tree: Option<&str>, tests: &[(&str, Outcome)
         pytest_witness: None,
         unittest_witness: None,
         in_checkout: None,
+        deselected: Vec::new(),
     }))
 }
 

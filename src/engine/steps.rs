@@ -304,6 +304,13 @@ impl Loop<'_> {
             .as_ref()
             .filter(|_| !in_checkout)
             .map_or_else(|| self.ws.workdir.clone(), |r| r.root().to_path_buf());
+        // In place there is no room to leave the new test files out of: pytest is told
+        // to skip them instead, through its witness plugin (SPEC §3.9).
+        let deselected = if self.room.is_none() && it > 0 {
+            self.new_tests_in_place()
+        } else {
+            Vec::new()
+        };
         let reports = self.clear_reports(&check_dir)?;
         let suffix = if in_checkout {
             "-checkout".to_string()
@@ -352,6 +359,9 @@ impl Loop<'_> {
                 }
             })?;
             env_set.extend(w.env(std::env::var("PYTHONPATH").ok().as_deref()));
+            let real = std::fs::canonicalize(&check_dir).unwrap_or_else(|_| check_dir.clone());
+            let absolute: Vec<PathBuf> = deselected.iter().map(|f| real.join(f)).collect();
+            env_set.extend(crate::check::witness::Witness::deselect(&absolute));
             // In the clean room, imports the working tree would provide (an editable
             // install) are moved to the room (`witness/sitecustomize.py`); the
             // dependency directories the room links to (a project's `.venv`) are read
@@ -476,6 +486,7 @@ impl Loop<'_> {
                     ));
                 }
             }
+            crate::check::witness::judge_deselection(&mut parsed, seen.as_ref(), &deselected);
             crate::check::witness::judge_expected(&mut parsed, seen, expected);
         }
         let unittest_witness = witness
@@ -658,8 +669,24 @@ impl Loop<'_> {
             pytest_witness: pytest_witness.map(|w| w.is_some()),
             unittest_witness: unittest_witness.map(|w| w.is_some()),
             in_checkout: in_checkout_record,
+            deselected,
         };
         self.record(Event::CheckFinished(Box::new(ev)))
+    }
+
+    /// The test files the agent added since t0 that a check in place has pytest skip
+    /// (relative, sorted; [`crate::observe::oracle_scope::added_tests`]), under
+    /// `[oracle] new_tests = "exclude"`: a new `tests/test_0.py` collected before the
+    /// frozen tests could patch the code under test in a spelling no tamper rule reads
+    /// (a review's four exit-10 runs). Empty under `run`, or without t0's tree.
+    fn new_tests_in_place(&self) -> Vec<String> {
+        if self.cfg.oracle.new_tests != crate::config::NewTestPolicy::Exclude {
+            return Vec::new();
+        }
+        let Some(t0) = self.tree.t0_entries() else {
+            return Vec::new();
+        };
+        crate::observe::oracle_scope::added_tests(t0, self.tree.entries_now(), self.tree.rules())
     }
 
     /// The record a watchdog left before ending this step's group, if it did (consumed).

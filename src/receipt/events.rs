@@ -262,6 +262,12 @@ pub struct CheckFinished {
     /// `decide` compares it with the clean room's main run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_checkout: Option<InCheckout>,
+    /// Test files the agent added since t0 that a check in place had pytest skip
+    /// (relative paths; `--check-in-place` under `[oracle] new_tests = "exclude"`): the
+    /// witness plugin ignores them at collection, and a skip that did not hold marks
+    /// the parse incomplete ([`crate::check::witness::judge_deselection`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deselected: Vec<String>,
 }
 
 impl CheckFinished {

@@ -15,6 +15,13 @@ run time, however it spelled the names and however it found them (a frame's
 `f_globals`). So is a plugin
 registered after the session started that implements an outcome hook (a report
 wrapper that turns failures into passes), unless it is a conftest module.
+
+For a check in place it also skips the test files the agent added since t0
+(`LOOPEXEC_DESELECT`, absolute paths one per line, taken out of the environment like
+the witness path): they are never collected, so no module-level code of theirs runs
+beside the frozen tests. At session end it records how many paths it was given and
+which of them were imported anyway (found in `sys.modules` by file), so a skip that did
+not hold is seen however the file was reached.
 """
 import json
 import os
@@ -129,8 +136,27 @@ def _originals():
     return kept
 
 
-def _hooks(path, originals, pytest_classes):
+def _real(p):
+    try:
+        return os.path.realpath(str(p))
+    except Exception:
+        return str(p)
+
+
+def _imported(deselect):
+    """The files of `deselect` (real paths) that a module in `sys.modules` was loaded
+    from."""
+    found = set()
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if isinstance(f, str) and _real(f) in deselect:
+            found.add(_real(f))
+    return sorted(found)
+
+
+def _hooks(path, originals, pytest_classes, deselect):
     counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
+    armed = [True]
     # node ids as the transcript prints them (relative to the invocation directory)
     names = {"passed_ids": [], "skipped_ids": []}
     # the files the reported tests came from, absolute: where pytest really ran
@@ -212,6 +238,12 @@ def _hooks(path, originals, pytest_classes):
         except Exception:
             files.add("?")
 
+    def pytest_ignore_collect(collection_path=None, path=None, config=None):
+        p = collection_path if collection_path is not None else path
+        if p is not None and deselect and _real(p) in deselect:
+            return True
+        return None
+
     def pytest_sessionfinish(session, exitstatus):
         if not path:
             return
@@ -238,12 +270,51 @@ def _hooks(path, originals, pytest_classes):
         data["tampered"] = tampered
         data.update(names)
         data["test_files"] = sorted(files)
+        data["deselect_given"] = len(deselect) if armed else 0
+        data["deselected_imported"] = _imported(deselect)
         with open(path, "w") as f:
             json.dump(data, f)
 
+    try:
+        ignore = _ignore_hook(pytest_ignore_collect)
+    except Exception:
+        # a pytest whose hook this cannot implement: nothing is skipped, and the
+        # witness says it was given nothing, which a check in place reads as a skip
+        # that did not hold
+        ignore = None
+        armed.clear()
     # the witness's own hooks, as defined: one whose code is swapped counts nothing
-    own = [(h, _body(h)) for h in (pytest_configure, pytest_sessionstart, pytest_runtest_logreport)]
-    return pytest_configure, pytest_sessionstart, pytest_runtest_logreport, pytest_sessionfinish
+    own = [
+        (h, _body(h))
+        for h in (pytest_configure, pytest_sessionstart, pytest_runtest_logreport, pytest_ignore_collect, ignore)
+        if h is not None
+    ]
+    return pytest_configure, pytest_sessionstart, pytest_runtest_logreport, pytest_sessionfinish, ignore
+
+
+def _ignore_hook(impl):
+    """`impl` as a `pytest_ignore_collect` implementation for this pytest: its
+    argument names are the ones the hook's specification has (pytest 7 added
+    `collection_path`, pytest 9 drops `path`; pluggy refuses a name the
+    specification lacks), and it runs before every other implementation (the first
+    answer wins)."""
+    import inspect
+
+    import pytest
+    from _pytest import hookspec
+
+    names = [
+        n
+        for n in inspect.signature(hookspec.pytest_ignore_collect).parameters
+        if n in ("collection_path", "path", "config")
+    ]
+    namespace = {"impl": impl}
+    exec(
+        "def pytest_ignore_collect(%s):\n    return impl(%s)\n"
+        % (", ".join(names), ", ".join("%s=%s" % (n, n) for n in names)),
+        namespace,
+    )
+    return pytest.hookimpl(tryfirst=True)(namespace["pytest_ignore_collect"])
 
 
 (
@@ -251,7 +322,11 @@ def _hooks(path, originals, pytest_classes):
     pytest_sessionstart,
     pytest_runtest_logreport,
     pytest_sessionfinish,
+    pytest_ignore_collect,
 ) = _hooks(
-    os.environ.pop("LOOPEXEC_WITNESS_FILE", None), _originals(), _pytest_classes()
+    os.environ.pop("LOOPEXEC_WITNESS_FILE", None),
+    _originals(),
+    _pytest_classes(),
+    frozenset(_real(p) for p in os.environ.pop("LOOPEXEC_DESELECT", "").split("\n") if p),
 )
 del _hooks
