@@ -48,7 +48,7 @@ pub struct PytestWitness {
     #[serde(default)]
     pub test_files: Option<Vec<String>>,
     /// How many paths the plugin was given to skip at collection (`LOOPEXEC_DESELECT`,
-    /// [`Witness::deselect`]); 0 when it could not implement pytest's
+    /// [`Witness::skip`]); 0 when it could not implement pytest's
     /// `pytest_ignore_collect` hook. `None` from a plugin that did not say.
     #[serde(default)]
     pub deselect_given: Option<u64>,
@@ -75,6 +75,7 @@ impl Drop for Witness {
         let _ = std::fs::remove_file(&self.out);
         let _ = std::fs::remove_file(&self.unittest_out);
         let _ = std::fs::remove_file(self.dir.join(format!("{}.py", self.module)));
+        let _ = std::fs::remove_file(self.skip_file());
     }
 }
 
@@ -164,16 +165,45 @@ impl Witness {
         ]
     }
 
-    /// The environment that has the plugin skip `files` at collection (absolute paths):
-    /// `LOOPEXEC_DESELECT`, one path per line, taken out of the environment when the
-    /// plugin loads. `None` when `files` is empty. See [`judge_deselection`].
-    #[must_use]
-    pub fn deselect(files: &[PathBuf]) -> Option<(String, String)> {
-        if files.is_empty() {
-            return None;
+    /// This check's list of files to skip, beside its plugin module (in the state
+    /// directory, not in any tree a check reads).
+    fn skip_file(&self) -> PathBuf {
+        self.dir.join(format!("{}.skip", self.module))
+    }
+
+    /// Has both witnesses skip files the agent added since t0 (absolute paths): `tests`,
+    /// test files nothing may import, and `others`, files pytest must not collect (a new
+    /// module under `--doctest-modules`, a text file under `--doctest-glob`) that code
+    /// may still import. Writes them to this check's skip file (NUL-terminated entries,
+    /// `D<path>` for a test, `U<path>` for another) and returns the environment naming
+    /// it, `LOOPEXEC_SKIP_FILE` (a file, not the value: thousands of new files would
+    /// pass the kernel's limit on one variable). `None` when both are empty. See
+    /// [`judge_deselection`].
+    ///
+    /// # Errors
+    /// The skip file cannot be written.
+    pub fn skip(
+        &self,
+        tests: &[PathBuf],
+        others: &[PathBuf],
+    ) -> std::io::Result<Option<(String, String)>> {
+        if tests.is_empty() && others.is_empty() {
+            return Ok(None);
         }
-        let lines: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-        Some(("LOOPEXEC_DESELECT".into(), lines.join("\n")))
+        let mut bytes = Vec::new();
+        for (tag, files) in [(b'D', tests), (b'U', others)] {
+            for f in files {
+                bytes.push(tag);
+                bytes.extend_from_slice(f.as_os_str().as_encoded_bytes());
+                bytes.push(0);
+            }
+        }
+        let path = self.skip_file();
+        std::fs::write(&path, bytes)?;
+        Ok(Some((
+            "LOOPEXEC_SKIP_FILE".into(),
+            path.display().to_string(),
+        )))
     }
 
     /// The witness file's path.
@@ -382,27 +412,28 @@ pub fn foreign_test_files(
         .collect()
 }
 
-/// Judges whether a check in place skipped the `skipped` test files it was told to
-/// ([`Witness::deselect`]; relative paths, for the message), from the witness pytest
-/// wrote (`None`: none was). With a witness, the skip held when the plugin was given
-/// every path, none of them was imported, and no reported test came from one (pytest's
-/// ids start with the path); else the parse is marked incomplete: the new files may have
-/// run beside the frozen tests and shaped their verdict (SPEC §3.9). Without a witness
-/// nothing is judged here: an expected witness that is missing is already
-/// [`judge_expected`]'s, and a check that never loads it (its runner filters the
-/// environment) runs the new files as before.
+/// Judges whether a check skipped the files it was told to ([`Witness::skip`]: `given`
+/// entries in all, of which `skipped` are test files, relative paths for the message),
+/// from the witness pytest wrote (`None`: none was). With a witness, the skip held when
+/// the plugin was given every entry, no skipped test file was imported, and no reported
+/// test came from one (pytest's ids start with the path); else the parse is marked
+/// incomplete: the new files may have run beside the frozen tests and shaped their
+/// verdict (SPEC §3.13). Without a witness nothing is judged here: an expected witness
+/// that is missing is already [`judge_expected`]'s, and a check that never loads it (its
+/// runner filters the environment) runs the new files as before.
 pub fn judge_deselection(
     parsed: &mut ParsedRun,
     witness: Option<&PytestWitness>,
     skipped: &[String],
+    given: usize,
 ) {
     let Some(w) = witness else {
         return;
     };
-    if skipped.is_empty() {
+    if given == 0 {
         return;
     }
-    let given = u64::try_from(skipped.len()).unwrap_or(u64::MAX);
+    let given = u64::try_from(given).unwrap_or(u64::MAX);
     let ran: Vec<&String> = skipped
         .iter()
         .filter(|f| {
@@ -414,7 +445,7 @@ pub fn judge_deselection(
         .collect();
     let why = if w.deselect_given != Some(given) {
         Some(format!(
-            "pytest's witness was given {} of the {given} test file(s) to skip",
+            "pytest's witness was given {} of the {given} new file(s) to skip",
             w.deselect_given.unwrap_or(0)
         ))
     } else if !w.deselected_imported.is_empty() {
@@ -434,12 +465,22 @@ pub fn judge_deselection(
         None
     };
     if let Some(why) = why {
-        parsed.complete = false;
-        parsed.diagnostics.push(format!(
-            "the check in place was to skip the test files the agent added since t0 ({}), and {why}: code in them may have run beside the frozen tests, so their outcomes say nothing",
-            skipped.join(", ")
-        ));
+        skip_did_not_hold(parsed, given, skipped, &why);
     }
+}
+
+/// Marks `parsed` incomplete because a skip of `given` new files (`skipped` the test
+/// files among them) did not hold, for the reason `why`.
+fn skip_did_not_hold(parsed: &mut ParsedRun, given: u64, skipped: &[String], why: &str) {
+    parsed.complete = false;
+    parsed.diagnostics.push(format!(
+        "the check was to skip the {given} file(s) the agent added since t0{}, and {why}: code in them may have run beside the frozen tests, so their outcomes say nothing",
+        if skipped.is_empty() {
+            String::new()
+        } else {
+            format!(" (test files: {})", skipped.join(", "))
+        }
+    ));
 }
 
 /// Reads the witness file, if the run wrote one.
@@ -642,12 +683,13 @@ mod tests {
         let plugins = tempfile::tempdir().unwrap();
         let wit = Witness::prepare_in(plugins.path().join("w")).unwrap();
         let absolute: Vec<PathBuf> = skip.iter().map(|f| tmp.path().join(f)).collect();
+        let skip_env = wit.skip(&absolute, &[]).unwrap();
         let st = std::process::Command::new("python3")
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
             .current_dir(tmp.path())
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .envs(wit.env(Some(&tmp.path().display().to_string())))
-            .envs(Witness::deselect(&absolute))
+            .envs(skip_env)
             .stdout(std::process::Stdio::null())
             .status()
             .unwrap();
@@ -767,7 +809,7 @@ mod tests {
         for (name, wit, ids, skipping, complete) in rows {
             let skipped: &[String] = if skipping { &skip } else { &[] };
             let mut p = parsed_with(ids);
-            judge_deselection(&mut p, wit.as_ref(), skipped);
+            judge_deselection(&mut p, wit.as_ref(), skipped, skipped.len());
             assert_eq!(p.complete, complete, "{name}: {:?}", p.diagnostics);
         }
     }

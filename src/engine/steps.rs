@@ -304,12 +304,15 @@ impl Loop<'_> {
             .as_ref()
             .filter(|_| !in_checkout)
             .map_or_else(|| self.ws.workdir.clone(), |r| r.root().to_path_buf());
-        // In place there is no room to leave the new test files out of: pytest is told
-        // to skip them instead, through its witness plugin (SPEC §3.9).
-        let deselected = if self.room.is_none() && it > 0 {
-            self.new_tests_in_place()
+        // The files the agent added since t0 that the runner must not collect: in place
+        // there is no room to leave the new test files out of, so pytest and unittest
+        // are told to skip them (`deselected`), and in either place a new module or text
+        // file pytest would collect under `--doctest-modules`/`--doctest-glob` (SPEC
+        // §3.13). Not for the checkout confirmation, which runs the new tests on purpose.
+        let (deselected, uncollected) = if it > 0 && !in_checkout {
+            self.new_files_to_skip()
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         let reports = self.clear_reports(&check_dir)?;
         let suffix = if in_checkout {
@@ -360,8 +363,15 @@ impl Loop<'_> {
             })?;
             env_set.extend(w.env(std::env::var("PYTHONPATH").ok().as_deref()));
             let real = std::fs::canonicalize(&check_dir).unwrap_or_else(|_| check_dir.clone());
-            let absolute: Vec<PathBuf> = deselected.iter().map(|f| real.join(f)).collect();
-            env_set.extend(crate::check::witness::Witness::deselect(&absolute));
+            let absolute =
+                |v: &[String]| -> Vec<PathBuf> { v.iter().map(|f| real.join(f)).collect() };
+            let skip = w
+                .skip(&absolute(&deselected), &absolute(&uncollected))
+                .map_err(|source| EngineError::Capture {
+                    path: std::env::temp_dir(),
+                    source,
+                })?;
+            env_set.extend(skip);
             // In the clean room, imports the working tree would provide (an editable
             // install) are moved to the room (`witness/sitecustomize.py`); the
             // dependency directories the room links to (a project's `.venv`) are read
@@ -486,7 +496,12 @@ impl Loop<'_> {
                     ));
                 }
             }
-            crate::check::witness::judge_deselection(&mut parsed, seen.as_ref(), &deselected);
+            crate::check::witness::judge_deselection(
+                &mut parsed,
+                seen.as_ref(),
+                &deselected,
+                deselected.len() + uncollected.len(),
+            );
             crate::check::witness::judge_expected(&mut parsed, seen, expected);
         }
         let unittest_witness = witness
@@ -498,6 +513,12 @@ impl Loop<'_> {
                 &mut parsed,
                 seen.as_deref(),
                 t0_wrote == Some(true),
+            );
+            crate::check::witness::unittest::judge_deselection(
+                &mut parsed,
+                seen.as_deref(),
+                &deselected,
+                deselected.len() + uncollected.len(),
             );
         }
         if let (Some(rec), Some(base)) = (room_record.as_mut(), self.traj.baseline_check()) {
@@ -674,19 +695,37 @@ impl Loop<'_> {
         self.record(Event::CheckFinished(Box::new(ev)))
     }
 
-    /// The test files the agent added since t0 that a check in place has pytest skip
-    /// (relative, sorted; [`crate::observe::oracle_scope::added_tests`]), under
-    /// `[oracle] new_tests = "exclude"`: a new `tests/test_0.py` collected before the
-    /// frozen tests could patch the code under test in a spelling no tamper rule reads
-    /// (a review's four exit-10 runs). Empty under `run`, or without t0's tree.
-    fn new_tests_in_place(&self) -> Vec<String> {
+    /// The files the agent added since t0 that the check's runner must not collect
+    /// (relative, sorted), under `[oracle] new_tests = "exclude"`:
+    /// * test files ([`crate::observe::oracle_scope::added_tests`]), for a check in
+    ///   place only (the clean room leaves them out of its tree): a new
+    ///   `tests/test_0.py` collected before the frozen tests could patch the code under
+    ///   test in a spelling no tamper rule reads (a review's four exit-10 runs);
+    /// * every other new file, in either place: pytest imports a new module it collects
+    ///   under `--doctest-modules`, and runs a new text file under `--doctest-glob`,
+    ///   before the frozen tests (a later review's exit 10 in the clean room too). Code
+    ///   may still import such a module.
+    ///
+    /// Empty under `run`, or without t0's tree.
+    fn new_files_to_skip(&self) -> (Vec<String>, Vec<String>) {
         if self.cfg.oracle.new_tests != crate::config::NewTestPolicy::Exclude {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
         let Some(t0) = self.tree.t0_entries() else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
-        crate::observe::oracle_scope::added_tests(t0, self.tree.entries_now(), self.tree.rules())
+        let now = self.tree.entries_now();
+        let tests = crate::observe::oracle_scope::added_tests(t0, now, self.tree.rules());
+        let others: Vec<String> = now
+            .keys()
+            .filter(|p| !t0.contains_key(*p) && tests.binary_search(p).is_err())
+            .cloned()
+            .collect();
+        if self.room.is_some() {
+            (Vec::new(), others)
+        } else {
+            (tests, others)
+        }
     }
 
     /// The record a watchdog left before ending this step's group, if it did (consumed).

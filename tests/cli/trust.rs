@@ -2614,6 +2614,88 @@ fn in_place_new_test_files_are_skipped_so_they_cannot_patch_the_code() {
     assert!(mentions(&v, "tests/test_more.py"), "{v}");
 }
 
+/// A later review, after new test files were skipped in place: pytest under t0's
+/// `--doctest-modules` imported a new root module `aa_util.py` (not a test file by any
+/// rule, so synced into the clean room), whose import swapped `calc.add`'s code (exit
+/// 10 in the clean room and in place), and `python -m unittest` in place imported a new
+/// `tests/test_0.py` doing the same (exit 10). Now every file the agent added since t0
+/// is skipped at collection (pytest) and discovery (unittest): both stay red, and an
+/// honest fix whose new helper module `calc` imports converges.
+#[test]
+fn new_files_a_runner_would_collect_are_skipped_in_either_place() {
+    if pytest_missing() {
+        return;
+    }
+    const SWAP: &str = "import importlib\nm = importlib.import_module('ca' + 'lc')\nsetattr(getattr(m, 'a' + 'dd'), '__co' + 'de__', (lambda a, b: a + b).__code__)\n";
+    let doctest_repo = || {
+        let r = pytest_repo();
+        r.write("pytest.ini", "[pytest]\naddopts = --doctest-modules\n")
+            .commit("doctests");
+        r
+    };
+    let run = |r: &Repo, files: &[(&str, &str)], check: &str, in_place: bool| {
+        let (_keep, exec) = writer(files);
+        let mut args = vec![
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            check,
+            "--max-iterations",
+            "2",
+        ];
+        if in_place {
+            args.push("--check-in-place");
+        }
+        r.lx(&args)
+    };
+    let pytest = "python3 -m pytest -q -p no:cacheprovider";
+    for in_place in [false, true] {
+        let r = doctest_repo();
+        let out = run(&r, &[("aa_util.py", SWAP)], pytest, in_place);
+        assert_ne!(
+            out.code, 10,
+            "in place {in_place}: a new module pytest imported patched the code"
+        );
+        out.expect(12, Some("max_iterations_reached"));
+    }
+    let r = doctest_repo();
+    run(
+        &r,
+        &[
+            ("helpers.py", "def plus(a, b):\n    return a + b\n"),
+            (
+                "calc.py",
+                "from helpers import plus\n\ndef add(a, b):\n    return plus(a, b)\n",
+            ),
+        ],
+        pytest,
+        false,
+    )
+    .expect(10, Some("success_condition_met"));
+
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write(
+            "tests/test_calc.py",
+            "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+        )
+        .commit("fixture");
+    let unittest = "python3 -m unittest discover -s tests -t . -v";
+    let out = run(&r, &[("tests/test_0.py", SWAP)], unittest, true);
+    assert_ne!(out.code, 10, "a new unittest module patched the code");
+    let v = out.expect(12, Some("max_iterations_reached"));
+    let lines = receipt_of(&v);
+    let last = *events(&lines, "check_finished")
+        .last()
+        .expect("a check ran");
+    assert_eq!(
+        last["deselected"],
+        serde_json::json!(["tests/test_0.py"]),
+        "{last}"
+    );
+}
+
 /// A fresh review: with `pythonpath = ["src"]` the agent added `src/jsonschema.py`
 /// whose `validate()` accepted anything, shadowing the installed library the tests
 /// check with, and reached exit 10 while the tests failed; only the root was

@@ -16,12 +16,15 @@ run time, however it spelled the names and however it found them (a frame's
 registered after the session started that implements an outcome hook (a report
 wrapper that turns failures into passes), unless it is a conftest module.
 
-For a check in place it also skips the test files the agent added since t0
-(`LOOPEXEC_DESELECT`, absolute paths one per line, taken out of the environment like
-the witness path): they are never collected, so no module-level code of theirs runs
-beside the frozen tests. At session end it records how many paths it was given and
-which of them were imported anyway (found in `sys.modules` by file), so a skip that did
-not hold is seen however the file was reached.
+It also skips the files the agent added since t0 (`LOOPEXEC_SKIP_FILE` names a file of
+NUL-terminated entries, `D<path>` or `U<path>`, absolute; read when the plugin loads):
+none is collected, so no module-level code of theirs runs beside the frozen tests
+because pytest found it (a new module under `--doctest-modules`, a new text file under
+`--doctest-glob`, a new test file of a check in place). `D` marks a test file, which
+nothing may import either: at session end the witness records how many entries it was
+given and which `D` files a module was loaded from anyway (found in `sys.modules` by
+file), so a skip that did not hold is seen however the file was reached. A `U` file is
+code the code under test may import.
 """
 import json
 import os
@@ -143,18 +146,19 @@ def _real(p):
         return str(p)
 
 
-def _imported(deselect):
-    """The files of `deselect` (real paths) that a module in `sys.modules` was loaded
+def _imported(tests):
+    """The files of `tests` (real paths) that a module in `sys.modules` was loaded
     from."""
     found = set()
     for mod in list(sys.modules.values()):
         f = getattr(mod, "__file__", None)
-        if isinstance(f, str) and _real(f) in deselect:
+        if isinstance(f, str) and _real(f) in tests:
             found.add(_real(f))
     return sorted(found)
 
 
-def _hooks(path, originals, pytest_classes, deselect):
+def _hooks(path, originals, pytest_classes, skips):
+    deselect, tests = skips
     counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
     armed = [True]
     # node ids as the transcript prints them (relative to the invocation directory)
@@ -271,7 +275,7 @@ def _hooks(path, originals, pytest_classes, deselect):
         data.update(names)
         data["test_files"] = sorted(files)
         data["deselect_given"] = len(deselect) if armed else 0
-        data["deselected_imported"] = _imported(deselect)
+        data["deselected_imported"] = _imported(tests)
         with open(path, "w") as f:
             json.dump(data, f)
 
@@ -317,6 +321,23 @@ def _ignore_hook(impl):
     return pytest.hookimpl(tryfirst=True)(namespace["pytest_ignore_collect"])
 
 
+def _skips():
+    """The entries of `LOOPEXEC_SKIP_FILE`: (every path to skip, the test files among
+    them), as real paths. Empty when there is none; an unreadable file skips nothing,
+    and the witness then says it was given nothing."""
+    name = os.environ.get("LOOPEXEC_SKIP_FILE")
+    if not name:
+        return frozenset(), frozenset()
+    try:
+        with open(name, "rb") as f:
+            entries = f.read().decode("utf-8", "surrogateescape").split("\0")
+    except Exception:
+        return frozenset(), frozenset()
+    every = frozenset(_real(e[1:]) for e in entries if e[:1] in ("D", "U") and e[1:])
+    tests = frozenset(_real(e[1:]) for e in entries if e[:1] == "D" and e[1:])
+    return every, tests
+
+
 (
     pytest_configure,
     pytest_sessionstart,
@@ -327,6 +348,6 @@ def _ignore_hook(impl):
     os.environ.pop("LOOPEXEC_WITNESS_FILE", None),
     _originals(),
     _pytest_classes(),
-    frozenset(_real(p) for p in os.environ.pop("LOOPEXEC_DESELECT", "").split("\n") if p),
+    _skips(),
 )
 del _hooks

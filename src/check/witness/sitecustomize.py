@@ -8,6 +8,12 @@ sees it there), then runs the sitecustomize it stands in front of, if any. When
 appends one JSON line with what unittest itself counted. A unittest transcript that
 looks green but left no line was printed by something other than unittest's runner (a
 forged transcript and an early exit).
+
+When `unittest.loader` is imported, discovery is made to skip the files the agent
+added since t0 (`LOOPEXEC_SKIP_FILE`, as for pytest's witness): `unittest discover`
+imports every module it finds in one process, so a new `tests/test_0.py` found before
+the frozen tests could patch the code under test. Each line then also says how many
+entries the witness was given and which test files (`D` entries) were imported anyway.
 """
 
 
@@ -36,6 +42,47 @@ def _loopexec_unittest_witness():
     if not path:
         return
 
+    def real(p):
+        try:
+            return os.path.realpath(str(p))
+        except Exception:
+            return str(p)
+
+    skip, tests = frozenset(), frozenset()
+    name = os.environ.get("LOOPEXEC_SKIP_FILE")
+    if name:
+        try:
+            with open(name, "rb") as f:
+                entries = f.read().decode("utf-8", "surrogateescape").split("\0")
+            skip = frozenset(real(e[1:]) for e in entries if e[:1] in ("D", "U") and e[1:])
+            tests = frozenset(real(e[1:]) for e in entries if e[:1] == "D" and e[1:])
+        except Exception:
+            pass
+    armed = []
+
+    def imported():
+        found = set()
+        for mod in list(sys.modules.values()):
+            f = getattr(mod, "__file__", None)
+            if isinstance(f, str) and real(f) in tests:
+                found.add(real(f))
+        return sorted(found)
+
+    def patch_loader(loader_module):
+        cls = getattr(loader_module, "TestLoader", None)
+        find = getattr(cls, "_find_test_path", None)
+        if find is None or getattr(find, "_loopexec_witness", False):
+            return
+
+        def _find_test_path(self, full_path, pattern, *args, **kwargs):
+            if skip and real(full_path) in skip:
+                return None, False
+            return find(self, full_path, pattern, *args, **kwargs)
+
+        _find_test_path._loopexec_witness = True
+        cls._find_test_path = _find_test_path
+        armed.append(True)
+
     def patch(runner_module):
         cls = getattr(runner_module, "TextTestRunner", None)
         if cls is None or getattr(cls.run, "_loopexec_witness", False):
@@ -55,6 +102,8 @@ def _loopexec_unittest_witness():
                         "skipped": len(result.skipped),
                         "expected_failures": len(result.expectedFailures),
                         "unexpected_successes": len(result.unexpectedSuccesses),
+                        "deselect_given": len(skip) if armed else 0,
+                        "deselected_imported": imported(),
                     }
                 )
                 with open(path, "a") as f:
@@ -66,11 +115,14 @@ def _loopexec_unittest_witness():
         run._loopexec_witness = True
         cls.run = run
 
+    patches = {"unittest.runner": patch, "unittest.loader": patch_loader}
+
     class Finder:
-        """Wraps the loader of `unittest.runner` so the runner is patched once loaded."""
+        """Wraps the loaders of `unittest.runner` and `unittest.loader` so each is
+        patched once loaded."""
 
         def find_spec(self, name, target_path=None, target=None):
-            if name != "unittest.runner":
+            if name not in patches:
                 return None
             from importlib.machinery import PathFinder
 
@@ -82,18 +134,20 @@ def _loopexec_unittest_witness():
 
             def exec_and_patch(module):
                 exec_module(module)
-                patch(module)
-                try:
-                    sys.meta_path.remove(finder)
-                except ValueError:
-                    pass
+                patches.pop(name, lambda m: None)(module)
+                if not patches:
+                    try:
+                        sys.meta_path.remove(finder)
+                    except ValueError:
+                        pass
 
             loader.exec_module = exec_and_patch
             return spec
 
-    if "unittest.runner" in sys.modules:
-        patch(sys.modules["unittest.runner"])
-    else:
+    for name in list(patches):
+        if name in sys.modules:
+            patches.pop(name)(sys.modules[name])
+    if patches:
         finder = Finder()
         sys.meta_path.insert(0, finder)
 

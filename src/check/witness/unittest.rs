@@ -25,6 +25,14 @@ pub struct UnittestRun {
     pub tests_run: u64,
     #[serde(flatten)]
     pub tally: crate::check::parse::unittest::Tally,
+    /// How many files the witness was given to skip in discovery
+    /// ([`super::Witness::skip`]); 0 when it could not wrap
+    /// `TestLoader._find_test_path`. `None` from a witness that did not say.
+    #[serde(default)]
+    pub deselect_given: Option<u64>,
+    /// The skipped test files a module was loaded from anyway (real paths).
+    #[serde(default)]
+    pub deselected_imported: Vec<String>,
 }
 
 impl UnittestRun {
@@ -82,6 +90,44 @@ pub fn judge(parsed: &mut ParsedRun, runs: Option<&[UnittestRun]>, expected: boo
     }
 }
 
+/// [`super::judge_deselection`] for unittest: every run the witness recorded must have
+/// been given all `given` entries to skip in discovery and must have imported none of
+/// the skipped test files (`skipped`, relative, for the message); else the parse is
+/// marked incomplete. `unittest discover` imports every module it finds into one
+/// process, so a new `tests/test_0.py` found first could patch the code under test (a
+/// review's exit 10 in place). No runs recorded: nothing is judged here ([`judge`]
+/// judges a missing witness).
+pub fn judge_deselection(
+    parsed: &mut ParsedRun,
+    runs: Option<&[UnittestRun]>,
+    skipped: &[String],
+    given: usize,
+) {
+    let Some(runs) = runs else { return };
+    if given == 0 {
+        return;
+    }
+    let given = u64::try_from(given).unwrap_or(u64::MAX);
+    let why = runs.iter().find_map(|r| {
+        if r.deselect_given != Some(given) {
+            Some(format!(
+                "unittest's witness was given {} of the {given} new file(s) to skip",
+                r.deselect_given.unwrap_or(0)
+            ))
+        } else if !r.deselected_imported.is_empty() {
+            Some(format!(
+                "{} was imported during the run anyway",
+                r.deselected_imported.join(", ")
+            ))
+        } else {
+            None
+        }
+    });
+    if let Some(why) = why {
+        super::skip_did_not_hold(parsed, given, skipped, &why);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,7 +140,54 @@ mod tests {
                 skipped,
                 ..Default::default()
             },
+            deselect_given: None,
+            deselected_imported: Vec::new(),
         }
+    }
+
+    /// Whether a skip held, run by run: each row is the witness's runs and whether
+    /// the parse stays complete with two entries to skip, one a test file.
+    #[test]
+    fn judge_deselection_table() {
+        let given = |n: Option<u64>, imported: &[&str]| UnittestRun {
+            deselect_given: n,
+            deselected_imported: imported.iter().map(|s| (*s).to_string()).collect(),
+            ..run(1, 0, 0)
+        };
+        let rows: Vec<(&str, Option<Vec<UnittestRun>>, bool)> = vec![
+            ("held", Some(vec![given(Some(2), &[])]), true),
+            ("no runs: judge's", None, true),
+            (
+                "one run given fewer",
+                Some(vec![given(Some(2), &[]), given(Some(0), &[])]),
+                false,
+            ),
+            (
+                "a witness that does not say",
+                Some(vec![given(None, &[])]),
+                false,
+            ),
+            (
+                "imported anyway",
+                Some(vec![given(Some(2), &["/w/tests/test_0.py"])]),
+                false,
+            ),
+        ];
+        let skipped = vec!["tests/test_0.py".to_string()];
+        for (name, runs, complete) in rows {
+            let mut p = parsed(Counts {
+                passed: 1,
+                ..Counts::default()
+            });
+            judge_deselection(&mut p, runs.as_deref(), &skipped, 2);
+            assert_eq!(p.complete, complete, "{name}: {:?}", p.diagnostics);
+        }
+        let mut p = parsed(Counts {
+            passed: 1,
+            ..Counts::default()
+        });
+        judge_deselection(&mut p, Some(&[given(None, &[])]), &[], 0);
+        assert!(p.complete, "nothing to skip judges nothing");
     }
 
     fn parsed(c: Counts) -> ParsedRun {
