@@ -78,7 +78,7 @@ pub enum Command {
     BuildContext(BuildContextArgs),
     /// Take a hold: stop running work (or park it with --suspend) until it is released.
     #[command(
-        after_help = "Examples:\n  loopexec hold --reason 'prod incident' --by alice            # stop every run here\n  loopexec hold --run RUN_ID --suspend --reason 'let me look' --by alice\n  loopexec hold --all --reason 'rotating keys' --by alice      # every workspace\n\nA stop ends the running step within a poll and halts human_required (exit 11); the\nrun is latched until a person acks the halt event. A suspension parks the loop at\nthe next step boundary and goes on by itself when released."
+        after_help = "Examples:\n  loopexec hold --reason 'prod incident' --by alice            # stop every run here\n  loopexec hold --run RUN_ID --suspend --reason 'let me look' --by alice\n  loopexec hold --all --reason 'rotating keys' --by alice      # every workspace\n\nA stop ends the running step within a poll and halts human_required (exit 11); the\nrun resumes once the hold is released and a person acks the halt event\n(`loopexec release HOLD_ID --by NAME`, `loopexec ack HALT_ID --by NAME`).\nA suspension parks the loop at the next step boundary and goes on by itself when\nreleased."
     )]
     Hold(HoldArgs),
     /// Release a hold by its id (see `loopexec holds`).

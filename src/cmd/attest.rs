@@ -204,6 +204,9 @@ pub(crate) fn attest(workdir: &Path, a: &AttestArgs) -> Outcome {
             .runs_dir()
             .join(format!("{}.intoto.json", run.run_id))
     });
+    if let Some(o) = refuse_overwrite(&out) {
+        return o;
+    }
     let text = serde_json::to_string_pretty(&env).unwrap_or_default();
     if let Err(e) = std::fs::write(&out, format!("{text}\n")) {
         return Outcome::error(
@@ -284,6 +287,30 @@ fn rederived(
         }
     }
     serde_json::to_value(&st).map_err(|e| format!("cannot derive the statement: {e}"))
+}
+
+/// The refusal to write an attestation over `out` when it exists and is not itself a
+/// DSSE envelope (re-attesting a run replaces its attestation; anything else is a
+/// file a person or loopexec needs: a new user's `--out` named an older run's receipt,
+/// and `loopexec check` then failed on it). `None` when `out` may be written.
+fn refuse_overwrite(out: &Path) -> Option<Outcome> {
+    let meta = std::fs::symlink_metadata(out).ok()?;
+    let envelope = meta.is_file()
+        && std::fs::read(out)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Dsse>(&b).ok())
+            .is_some();
+    if envelope {
+        return None;
+    }
+    Some(Outcome::error(
+        super::EXIT_ERROR,
+        format!(
+            "--out {}: the file exists and is not an attestation; it is left as it was",
+            out.display()
+        ),
+        Some("name a new file with --out (or omit it: the attestation goes beside the run's receipt)".into()),
+    ))
 }
 
 /// Finds the DSSE envelope in a file: the file itself, or the first object in it

@@ -67,6 +67,44 @@ fn non_empty(flag: &str, v: &str) -> Result<(), Outcome> {
     Ok(())
 }
 
+/// The refusal of a workspace or run hold where `workdir` is not a workspace, so the
+/// hold would stop nothing, silently (a new user's hold taken in `p1/tests` let the run
+/// in `p1` converge). A directory is a workspace when it holds `.loopexec/` (a run or
+/// `init` worked there), or when no directory above holds one and it is a project's
+/// root where no run has started yet (it holds `loop.toml` or `.git`): a hold taken
+/// before the first run stops it. Names the nearest directory above that holds a
+/// workspace, if any. `None` when `workdir` may be held.
+fn no_workspace(workdir: &Path) -> Option<Outcome> {
+    let abs = std::fs::canonicalize(workdir).unwrap_or_else(|_| workdir.to_path_buf());
+    if abs.join(".loopexec").is_dir() {
+        return None;
+    }
+    let above = abs
+        .ancestors()
+        .skip(1)
+        .find(|d| d.join(".loopexec").is_dir());
+    let project_root = abs.join("loop.toml").is_file() || abs.join(".git").exists();
+    if above.is_none() && project_root {
+        return None;
+    }
+    let hint = match above {
+        Some(d) => format!(
+            "the nearest workspace is {}: run the hold there, or pass --workdir {}",
+            d.display(),
+            crate::observe::isolation::shell_quote(&d.display().to_string())
+        ),
+        None => "run it in the project directory loopexec runs in (its root, or where `loopexec init` or `loopexec run` made .loopexec/), pass --workdir DIR, or hold every workspace with --all".into(),
+    };
+    Some(Outcome::error(
+        super::EXIT_ERROR,
+        format!(
+            "{} is not a loopexec workspace (no .loopexec/, and not a project's root): a hold here would stop no run",
+            abs.display()
+        ),
+        Some(hint),
+    ))
+}
+
 pub(crate) fn hold(workdir: &Path, a: &HoldArgs) -> Outcome {
     if let Err(o) = non_empty("--reason", &a.reason).and(non_empty("--by", &a.by)) {
         return o;
@@ -88,6 +126,9 @@ pub(crate) fn hold(workdir: &Path, a: &HoldArgs) -> Outcome {
             Err(o) => return o,
         }
     } else {
+        if let Some(o) = no_workspace(workdir) {
+            return o;
+        }
         match ledger(workdir) {
             Ok((_, s)) => s,
             Err(o) => return o,
@@ -126,7 +167,7 @@ pub(crate) fn hold(workdir: &Path, a: &HoldArgs) -> Outcome {
         Err(e) => return store_error(&e),
     };
     let effect = match strength {
-        HoldStrength::Stopped => "running steps it covers are ended within a poll; the runs halt human_required and stay latched until a person acks",
+        HoldStrength::Stopped => "running steps it covers are ended within a poll; the runs halt human_required and resume only after this hold is released (`loopexec release ID --by NAME`) and a person acks their halt event",
         HoldStrength::Suspended => "the runs it covers park at their next step boundary and go on by themselves when it is released",
     };
     let human = format!(

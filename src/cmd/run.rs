@@ -528,7 +528,11 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
             crate::cmd::halts::attach_declined_from(&mut o, &traj);
             o
         }
-        Err(e @ (EngineError::Latched { .. } | EngineError::AwaitingAnswer { .. })) => {
+        Err(
+            e @ (EngineError::Latched { .. }
+            | EngineError::AwaitingAnswer { .. }
+            | EngineError::HeldAtResume { .. }),
+        ) => {
             // Refused: the latch stands, and no new halt event is added for it.
             let halt = Halt::new(e.reason(), vec![e.to_string()]);
             let explanation = format!(

@@ -315,16 +315,35 @@ impl Loop<'_> {
     }
 }
 
-/// Refuses to resume a latched run until a person acknowledged the halt event that
-/// latched it; clears the latch otherwise.
+/// Refuses to resume a run a stop hold still covers, or a latched run until a person
+/// acknowledged the halt event that latched it; clears the latch otherwise.
 ///
 /// # Errors
-/// [`EngineError::Latched`] naming the event, or ledger errors.
+/// [`EngineError::HeldAtResume`] naming the holds, [`EngineError::Latched`] naming
+/// the event, [`EngineError::AwaitingAnswer`], or ledger errors.
 pub(super) fn check_latch(
     store: &Store,
     run_id: &str,
     cfg: &crate::config::RunConfig,
 ) -> Result<(), EngineError> {
+    // A stop hold still in force would stop the resumed run again before its exec,
+    // and each such stop used an iteration (a new user's run ended at its cap that
+    // way): refused before anything is recorded.
+    if let HoldVerdict::Stopped(h) = holds::decide(&covering(store, run_id)) {
+        return Err(EngineError::HeldAtResume {
+            run_id: run_id.to_string(),
+            holds: h
+                .iter()
+                .map(HoldView::describe)
+                .collect::<Vec<_>>()
+                .join("; "),
+            ids: h
+                .iter()
+                .map(|v| v.id.as_str())
+                .collect::<Vec<_>>()
+                .join(" / "),
+        });
+    }
     if let Some(p) = store
         .pending(true)?
         .into_iter()

@@ -137,6 +137,15 @@ pub enum EngineError {
         since: String,
         reason: String,
     },
+    /// A stop hold covering the run is still in force at its resume: resuming would
+    /// only stop it again before its exec, so the resume is refused and nothing is
+    /// recorded (`holds`: each hold described; `ids`: their ids, for the advice).
+    #[error("run `{run_id}` is stopped by a hold still in force: {holds}; release it first (loopexec release {ids} --by NAME), then resume")]
+    HeldAtResume {
+        run_id: String,
+        holds: String,
+        ids: String,
+    },
     /// A must-succeed change of the tree or the clean room failed (a revert's restore,
     /// a snapshot, the clean room's sync): going on would judge the wrong tree.
     #[error("{0}")]
@@ -158,7 +167,9 @@ impl EngineError {
             | EngineError::NotResumable(..)
             | EngineError::Store(_)
             | EngineError::ReadReceipt(_) => HaltReason::InvariantFailed,
-            EngineError::Latched { .. } => HaltReason::HumanRequired,
+            EngineError::Latched { .. } | EngineError::HeldAtResume { .. } => {
+                HaltReason::HumanRequired
+            }
             EngineError::AwaitingAnswer { .. } => HaltReason::EscalationPending,
             EngineError::Receipt { .. }
             | EngineError::Capture { .. }

@@ -274,6 +274,47 @@ fn flip_byte(path: &Path, at: usize) {
     std::fs::write(path, b).unwrap();
 }
 
+/// A new user's review: `attest --out` wrote over any file, an older run's receipt
+/// included (`loopexec check` then failed on it). Now a file that exists and is not an
+/// attestation is refused and left as it was; re-attesting over an attestation works.
+#[test]
+fn attest_refuses_to_write_over_a_file_that_is_not_an_attestation() {
+    let r = converged("first");
+    r.lx(&["run", "--run-id", "second", "--check", "true"])
+        .expect(10, Some("success_condition_met"));
+    let keys = tempfile::tempdir().unwrap();
+    let kd = keys.path().join("k").display().to_string();
+    let kg = r.lx(&["keygen", "--out", &kd]).expect(0, None);
+    let sk = kg["private_key"].as_str().unwrap().to_string();
+    let receipt = r.receipt("first");
+    let before = std::fs::read(&receipt).unwrap();
+    let out = r.lx(&[
+        "attest",
+        "second",
+        "--key",
+        &sk,
+        "--out",
+        &receipt.display().to_string(),
+    ]);
+    assert_eq!(out.code, 1, "{}", out.errors_text());
+    assert!(
+        out.errors_text().contains("exists"),
+        "{}",
+        out.errors_text()
+    );
+    assert_eq!(
+        std::fs::read(&receipt).unwrap(),
+        before,
+        "the receipt was overwritten"
+    );
+    r.lx(&["check"]).expect(0, None);
+    let at = keys.path().join("second.intoto.json").display().to_string();
+    for _ in 0..2 {
+        r.lx(&["attest", "second", "--key", &sk, "--out", &at])
+            .expect(0, None);
+    }
+}
+
 #[test]
 fn verify_refuses_a_receipt_or_an_envelope_changed_by_one_byte() {
     let r = converged("att");

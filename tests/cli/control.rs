@@ -181,6 +181,80 @@ fn a_latched_run_refuses_resume_until_a_person_acks_its_halt_event() {
     );
 }
 
+/// A new user's review: with the stop hold still in force, each `run --resume` after
+/// the ack stopped again before its exec, added an event and used an iteration, and
+/// two were enough to end the run `max_iterations_reached`. Now the resume is refused
+/// up front naming the hold and its release, records nothing, and after the release the
+/// run resumes and converges.
+#[test]
+fn a_resume_under_a_stop_hold_still_in_force_is_refused_and_uses_no_iteration() {
+    let _g = ProcGuard::new(&["sleep 4503"]);
+    let r = Repo::with_f();
+    let state = tempfile::tempdir().unwrap();
+    let st = state.path().display().to_string();
+    let agent = format!("[ -e {st}/slept ] || {{ touch {st}/slept; sleep 4503; }}; touch done");
+    let mut run = ChildGuard(Some(r.spawn(&[
+        "run",
+        "--run-id",
+        "inforce",
+        "--exec",
+        &agent,
+        "--check",
+        "test -f done",
+        "--max-iterations",
+        "2",
+    ])));
+    assert!(wait_until(Duration::from_secs(30), || child_running(
+        "sleep 4503"
+    )));
+    let h = hold_id(&r.lx(&["hold", "--reason", "incident", "--by", "alice"]));
+    finish(&mut run, Duration::from_secs(30)).expect(11, Some("human_required"));
+    let halts = r
+        .lx(&["halts", "--unacked", "--run", "inforce"])
+        .expect(0, None);
+    let id = halts["halts"][0]["id"].as_str().unwrap().to_string();
+    r.lx(&["ack", &id, "--by", "alice", "--resolution", "resolved"])
+        .expect(0, None);
+    let before = std::fs::read(r.receipt("inforce")).unwrap();
+    for _ in 0..3 {
+        let v = r
+            .lx(&["run", "--resume", "inforce"])
+            .expect(11, Some("human_required"));
+        assert!(mentions(&v, &h) && mentions(&v, "loopexec release"), "{v}");
+    }
+    assert_eq!(
+        std::fs::read(r.receipt("inforce")).unwrap(),
+        before,
+        "a refused resume wrote the receipt"
+    );
+    let unacked = r.lx(&["halts", "--unacked"]).expect(0, None);
+    assert_eq!(
+        unacked["halts"].as_array().map_or(0, Vec::len),
+        0,
+        "{unacked}"
+    );
+    r.lx(&["release", &h, "--by", "alice"]).expect(0, None);
+    r.lx(&["run", "--resume", "inforce"])
+        .expect(10, Some("success_condition_met"));
+}
+
+/// A new user's review: `hold` in a subdirectory of the project (or any directory
+/// that is no workspace) said "hold taken" and stopped nothing; the run in the project
+/// converged. Now it is refused naming the workspace above, and nothing is created.
+#[test]
+fn a_hold_where_no_workspace_is_is_refused_naming_the_one_above() {
+    let r = Repo::with_f();
+    r.lx(&["run", "--check", "true"])
+        .expect(10, Some("success_condition_met"));
+    let sub = r.path().join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let out = lx_in(&sub, &["hold", "--reason", "x", "--by", "alice"], &[]);
+    let v = out.expect(1, None);
+    let root = std::fs::canonicalize(r.path()).unwrap();
+    assert!(mentions(&v, &root.display().to_string()), "{v}");
+    assert!(!sub.join(".loopexec").exists(), "a workspace was made");
+}
+
 /// Before: `ack` resolved every halt of a run at once, and a second ack overwrote the first.
 #[test]
 fn halt_events_are_acknowledged_one_at_a_time_and_only_once() {
