@@ -440,6 +440,9 @@ pub struct GcBody {
     pub kept: Vec<String>,
     /// Runs removed (receipt, captured outputs, snapshot refs).
     pub removed: Vec<String>,
+    /// Runs kept because a person must still act on them whatever `--keep` says: a
+    /// hold in force names the run, a stop latched it, or an agent action of it waits.
+    pub awaiting_person: Vec<String>,
     /// Snapshot refs deleted.
     pub refs_deleted: usize,
     /// With `--stores`: the workdirs (gone) whose snapshot stores were removed.

@@ -2,7 +2,8 @@
 //! directory of captured and kept outputs, its attestation file and its snapshot refs —
 //! keeping the newest N. A run whose process is still alive is never removed, nor the
 //! newest run or the runs the control journal sealed and started last (even under
-//! `--keep 0`): the next run's start is judged against them. With
+//! `--keep 0`): the next run's start is judged against them; nor a run a person must
+//! still act on (a hold names it, it is latched, an agent action of it waits). With
 //! `--stores`, also the snapshot stores of workdirs that no longer exist (each store
 //! records its workdir, `observe::store::WORKDIR_RECORD`); a store is evidence a
 //! receipt points at, so this happens only when asked, never on its own.
@@ -11,6 +12,23 @@ use crate::cli::{GcArgs, Outcome};
 use crate::cmd::bodies::GcBody;
 use crate::workspace::Workspace;
 use std::path::Path;
+
+/// True when a person must still act on run `id`: a hold in force names it, a stop
+/// latched it, or one of its agent actions waits for an answer. Removing its receipt
+/// would leave the hold, the latch or the action pointing at a run `explain-halt` and
+/// `run --resume` can no longer find (a new user's `gc --keep 1` removed a held run).
+/// A ledger that cannot be read keeps the run (fail closed).
+fn awaits_a_person(store: &crate::store::Store, id: &str) -> bool {
+    let named = format!("run:{id}");
+    let held = store
+        .active_holds(Some(id))
+        .map_or(true, |h| h.iter().any(|h| h.scope == named));
+    let latched = store.latch_of(id).map_or(true, |l| l.is_some());
+    let waiting = store
+        .pending(true)
+        .map_or(true, |p| p.iter().any(|a| a.run_id == id));
+    held || latched || waiting
+}
 
 pub(crate) fn run(workdir: &Path, a: &GcArgs) -> Outcome {
     let ws = match Workspace::at(workdir) {
@@ -33,19 +51,24 @@ pub(crate) fn run(workdir: &Path, a: &GcArgs) -> Outcome {
     // fakes and remove the rejecting run's receipt).
     // So is the run the journal started last (a run whose loopexec died has no seal).
     let newest = runs.first().map(|(id, _)| id.clone());
-    let journal = Some(ws.ledger_path())
+    let ledger = Some(ws.ledger_path())
         .filter(|p| p.is_file())
-        .and_then(|p| crate::store::Store::open(&p).ok())
-        .map(|s| s.journal().clone());
+        .and_then(|p| crate::store::Store::open(&p).ok());
+    let journal = ledger.as_ref().map(|s| s.journal().clone());
     let state = journal.as_ref().and_then(|j| j.state().ok());
     let sealed = state.as_ref().and_then(|j| j.last_sealed.clone());
     let started = state.as_ref().and_then(|j| j.last_started.clone());
+    let mut awaiting = Vec::new();
     for (i, (id, facts)) in runs.iter().enumerate() {
         let live = facts.halt_reason.is_none() && ws.heartbeat_path(id).is_file();
         let judged_against = [&newest, &sealed, &started]
             .iter()
             .any(|r| r.as_ref() == Some(id));
-        if i < a.keep || live || judged_against {
+        let person = ledger.as_ref().is_some_and(|s| awaits_a_person(s, id));
+        if person {
+            awaiting.push(id.clone());
+        }
+        if i < a.keep || live || judged_against || person {
             kept.push(id.clone());
             continue;
         }
@@ -102,6 +125,12 @@ pub(crate) fn run(workdir: &Path, a: &GcArgs) -> Outcome {
             format!(": {}", removed.join(", "))
         }
     );
+    if !awaiting.is_empty() {
+        human.push_str(&format!(
+            "kept because a person must still act on them (a hold names the run, it is latched, or an agent action waits): {}\n",
+            awaiting.join(", ")
+        ));
+    }
     let mut stores_removed = Vec::new();
     let mut stores_unknown = 0;
     if a.stores {
@@ -131,6 +160,7 @@ pub(crate) fn run(workdir: &Path, a: &GcArgs) -> Outcome {
     let body = GcBody {
         kept,
         removed,
+        awaiting_person: awaiting,
         refs_deleted,
         stores_removed,
         stores_unknown,

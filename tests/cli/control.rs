@@ -255,6 +255,42 @@ fn a_hold_where_no_workspace_is_is_refused_naming_the_one_above() {
     assert!(!sub.join(".loopexec").exists(), "a workspace was made");
 }
 
+/// A new user's review: `gc --keep 1` removed a run a hold named (its receipt and
+/// attestation gone, the hold still listed for a run `explain-halt` could not find).
+/// Now a run a person must still act on is kept and named; after the release it goes.
+#[test]
+fn gc_keeps_a_run_a_hold_names_until_it_is_released() {
+    let r = Repo::with_f();
+    for id in ["older", "newer"] {
+        r.lx(&["run", "--run-id", id, "--check", "true"])
+            .expect(10, Some("success_condition_met"));
+    }
+    let h = hold_id(&r.lx(&[
+        "hold", "--run", "older", "--reason", "audit", "--by", "alice",
+    ]));
+    let gc = r.lx(&["gc", "--keep", "0"]).expect(0, None);
+    assert!(
+        gc["kept"].as_array().unwrap().iter().any(|k| k == "older"),
+        "{gc}"
+    );
+    assert_eq!(gc["awaiting_person"], serde_json::json!(["older"]), "{gc}");
+    assert!(
+        r.receipt("older").is_file(),
+        "the held run's receipt was removed"
+    );
+    r.lx(&["explain-halt", "--run-id", "older"]).expect(0, None);
+    r.lx(&["release", &h, "--by", "alice"]).expect(0, None);
+    let gc = r.lx(&["gc", "--keep", "0"]).expect(0, None);
+    assert!(
+        gc["removed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k == "older"),
+        "{gc}"
+    );
+}
+
 /// Before: `ack` resolved every halt of a run at once, and a second ack overwrote the first.
 #[test]
 fn halt_events_are_acknowledged_one_at_a_time_and_only_once() {
