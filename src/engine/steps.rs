@@ -706,6 +706,15 @@ impl Loop<'_> {
     ///   before the frozen tests (a later review's exit 10 in the clean room too). Code
     ///   may still import such a module.
     ///
+    /// Not skipped: what the baseline check created itself (a generated test file the
+    /// frozen check writes before running pytest; a review's honest run stayed red when
+    /// it was skipped). Every new directory (one no file of t0 or of the baseline
+    /// check's lies under) is skipped too: `unittest discover` imports a new package
+    /// by its directory, whose path names no file (a later review's exit 10). A new
+    /// `__init__.py` is a package's marker, which pytest imports to import a frozen
+    /// test: skipped at collection like any new file, never a test file nothing may
+    /// import.
+    ///
     /// Empty under `run`, or without t0's tree.
     fn new_files_to_skip(&self) -> (Vec<String>, Vec<String>) {
         if self.cfg.oracle.new_tests != crate::config::NewTestPolicy::Exclude {
@@ -714,13 +723,27 @@ impl Loop<'_> {
         let Some(t0) = self.tree.t0_entries() else {
             return (Vec::new(), Vec::new());
         };
+        let baseline: Vec<&str> = self
+            .traj
+            .baseline_check()
+            .map(|b| b.check_created.iter().map(String::as_str).collect())
+            .unwrap_or_default();
         let now = self.tree.entries_now();
-        let tests = crate::observe::oracle_scope::added_tests(t0, now, self.tree.rules());
-        let others: Vec<String> = now
-            .keys()
-            .filter(|p| !t0.contains_key(*p) && tests.binary_search(p).is_err())
-            .cloned()
-            .collect();
+        let store = self.tree.store();
+        let text = |p: &str| -> Option<String> {
+            let e = now.get(p)?;
+            let (_, bytes) = store?
+                .odb()
+                .read(&crate::observe::store::odb::from_hex(&e.oid)?)?;
+            String::from_utf8(bytes).ok()
+        };
+        let (tests, others) = crate::observe::oracle_scope::new_files_to_skip(
+            t0,
+            now,
+            self.tree.rules(),
+            &baseline,
+            &text,
+        );
         if self.room.is_some() {
             (Vec::new(), others)
         } else {

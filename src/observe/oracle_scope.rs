@@ -99,6 +99,85 @@ pub fn added_tests(
         .collect()
 }
 
+/// The files and directories of `now` a check's runner must not collect (relative,
+/// sorted): `(test files, the rest)`. New since t0 means absent from `t0` and not
+/// created by the baseline check (`baseline_created`, what the frozen check itself
+/// writes). Test files are [`added_tests`] but a package's `__init__.py`; the rest are
+/// every other new file and every new directory (one that holds no file of `t0` and
+/// none `baseline_created` names), each listed once. A new `__init__.py` whose text
+/// (`text`, by path) is a bare package marker ([`is_bare_package_marker`]) is among the
+/// rest: pytest imports it to import a frozen test beside it, and it runs nothing. One
+/// that holds code, or cannot be read, is a test file when [`added_tests`] says so
+/// (a check in place then fails closed when it is imported: a review's new
+/// `tests/__init__.py` patched the code before the frozen tests ran).
+#[must_use]
+pub fn new_files_to_skip(
+    t0: &BTreeMap<String, FileEntry>,
+    now: &BTreeMap<String, FileEntry>,
+    rules: &OracleRules,
+    baseline_created: &[&str],
+    text: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<String>, Vec<String>) {
+    let created: std::collections::HashSet<&str> = baseline_created.iter().copied().collect();
+    let mut old_dirs: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for p in t0.keys().map(String::as_str).chain(created.iter().copied()) {
+        let mut d = p;
+        while let Some((parent, _)) = d.rsplit_once('/') {
+            if !old_dirs.insert(parent) {
+                break;
+            }
+            d = parent;
+        }
+    }
+    let mut tests = Vec::new();
+    let mut others = Vec::new();
+    let mut dirs = std::collections::BTreeSet::new();
+    for p in now.keys() {
+        if t0.contains_key(p) || created.contains(p.as_str()) {
+            continue;
+        }
+        let marker = (p == "__init__.py" || p.ends_with("/__init__.py"))
+            && text(p).is_some_and(|t| is_bare_package_marker(&t));
+        if !marker && is_runner_test_file(p, rules).is_some() {
+            tests.push(p.clone());
+        } else {
+            others.push(p.clone());
+        }
+        let mut d = p.as_str();
+        while let Some((parent, _)) = d.rsplit_once('/') {
+            if old_dirs.contains(parent) || !dirs.insert(parent.to_string()) {
+                break;
+            }
+            d = parent;
+        }
+    }
+    others.extend(dirs);
+    others.sort();
+    (tests, others)
+}
+
+/// True when a Python file's `text` runs nothing: blank lines, comments and at most one
+/// string literal (a docstring) — what `touch tests/__init__.py` or a package's
+/// one-line description leaves.
+#[must_use]
+pub fn is_bare_package_marker(text: &str) -> bool {
+    let body: String = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if body.is_empty() {
+        return true;
+    }
+    ["\"\"\"", "'''", "\"", "'"].iter().any(|q| {
+        body.len() >= 2 * q.len()
+            && body.starts_with(q)
+            && body.ends_with(q)
+            && !body[q.len()..body.len() - q.len()].contains(q)
+    })
+}
+
 /// The judged tree without the test files added since t0, without the whole new
 /// tests a Rust source's test modules grew by ([`super::frozen::strip_new_rust_tests`]:
 /// the file is judged with them blanked out) and without the new doctest examples of a
@@ -577,6 +656,71 @@ mod tests {
             added_tests(&t0, &now, &rules()),
             vec!["tests/test_000_helpers.py"]
         );
+    }
+
+    /// What a check's runner must not collect: new test files apart, a package marker
+    /// and every other new file among the rest, new directories once each (the
+    /// topmost first), and nothing the baseline check created or t0 held.
+    #[test]
+    fn new_files_to_skip_lists_files_and_new_directories() {
+        let t0 = BTreeMap::from([
+            ("calc.py".to_string(), entry("a")),
+            ("tests/test_calc.py".to_string(), entry("b")),
+        ]);
+        let now = BTreeMap::from([
+            ("calc.py".to_string(), entry("a2")),
+            ("tests/test_calc.py".to_string(), entry("b")),
+            ("tests/test_0.py".to_string(), entry("c")),
+            ("tests/__init__.py".to_string(), entry("d")),
+            ("aa_util.py".to_string(), entry("e")),
+            ("helpers/__init__.py".to_string(), entry("f")),
+            ("helpers/deep/x.py".to_string(), entry("g")),
+            ("gen/test_generated.py".to_string(), entry("h")),
+        ]);
+        let text = |p: &str| match p {
+            "tests/__init__.py" => Some("# a package\n\"\"\"The tests.\"\"\"\n".to_string()),
+            "helpers/__init__.py" => Some("import calc\ncalc.add = None\n".to_string()),
+            _ => None,
+        };
+        let (tests, others) =
+            new_files_to_skip(&t0, &now, &rules(), &["gen/test_generated.py"], &text);
+        assert_eq!(tests, vec!["tests/test_0.py"]);
+        assert_eq!(
+            others,
+            vec![
+                "aa_util.py",
+                "helpers",
+                "helpers/__init__.py",
+                "helpers/deep",
+                "helpers/deep/x.py",
+                "tests/__init__.py",
+            ]
+        );
+        let (tests, others) = new_files_to_skip(&t0, &t0, &rules(), &[], &text);
+        assert!(tests.is_empty() && others.is_empty());
+        // a package marker that holds code, in a test directory, is a test file
+        let now = BTreeMap::from([("tests/__init__.py".to_string(), entry("x"))]);
+        let code = |_: &str| Some("import calc\nvars(calc).update(add=None)\n".to_string());
+        assert_eq!(
+            new_files_to_skip(&t0, &now, &rules(), &[], &code).0,
+            vec!["tests/__init__.py"]
+        );
+    }
+
+    #[test]
+    fn bare_package_markers() {
+        let rows = [
+            ("", true),
+            ("\n# comment\n\n", true),
+            ("\"\"\"Docs.\n\nMore.\"\"\"\n", true),
+            ("'one line'\n", true),
+            ("import calc\n", false),
+            ("\"\"\"a\"\"\"\nx = 1\n", false),
+            ("\"\"\"a\"\"\" + \"\"\"b\"\"\"\n", false),
+        ];
+        for (t, want) in rows {
+            assert_eq!(is_bare_package_marker(t), want, "{t:?}");
+        }
     }
 
     #[test]

@@ -2694,6 +2694,34 @@ fn new_files_a_runner_would_collect_are_skipped_in_either_place() {
         serde_json::json!(["tests/test_0.py"]),
         "{last}"
     );
+    // A third review: discovery from the root imported a new package by its
+    // directory (in the clean room), and a new sub-package that deleted its own
+    // `__file__` escaped the import check (in place). New directories are skipped too.
+    let discover = "python3 -m unittest discover -v";
+    let out = run(&r, &[("helpers/__init__.py", SWAP)], discover, false);
+    assert_ne!(
+        out.code, 10,
+        "a new package unittest imported patched the code"
+    );
+    let hidden = format!("{SWAP}del __file__\n");
+    let out = run(
+        &r,
+        &[("tests/helpers/__init__.py", hidden.as_str())],
+        unittest,
+        true,
+    );
+    assert_ne!(out.code, 10, "a new sub-package patched the code in place");
+    // an honest fix that makes `tests/` a package converges in place
+    run(
+        &r,
+        &[
+            ("calc.py", "def add(a, b):\n    return a + b\n"),
+            ("tests/__init__.py", ""),
+        ],
+        "python3 -m pytest -q -p no:cacheprovider",
+        true,
+    )
+    .expect(10, Some("success_condition_met"));
 }
 
 /// A fresh review: with `pythonpath = ["src"]` the agent added `src/jsonschema.py`

@@ -146,19 +146,47 @@ def _real(p):
         return str(p)
 
 
-def _imported(tests):
-    """The files of `tests` (real paths) that a module in `sys.modules` was loaded
-    from."""
-    found = set()
+def _watch_opens(tests):
+    """The set of `tests` (real paths) whose code Python runs from now on, filled by an
+    audit hook on `exec` events (the import system runs a module's body through
+    `exec`, whose code object names the file it was compiled from). An audit hook cannot
+    be removed, and it sees the module run whatever the module does to its own
+    attributes (`del __file__`); a test that only reads the file is not counted. Not
+    installed when `tests` is empty."""
+    opened = set()
+    if not tests:
+        return opened
+    names = frozenset(os.path.basename(t) for t in tests)
+
+    def hook(event, args):
+        if event != "exec" or not args:
+            return
+        p = getattr(args[0], "co_filename", None)
+        if not isinstance(p, str):
+            return
+        if os.path.basename(p) in names and _real(p) in tests:
+            opened.add(_real(p))
+
+    sys.addaudithook(hook)
+    return opened
+
+
+def _imported(tests, opened):
+    """The files of `tests` (real paths) whose code ran since the witness loaded
+    (`opened`, [`_watch_opens`]) or that a module in `sys.modules` names as its file or
+    its spec's origin."""
+    found = set(opened)
     for mod in list(sys.modules.values()):
-        f = getattr(mod, "__file__", None)
-        if isinstance(f, str) and _real(f) in tests:
-            found.add(_real(f))
+        spec = getattr(mod, "__spec__", None)
+        for f in (getattr(mod, "__file__", None), getattr(spec, "origin", None)):
+            if isinstance(f, str) and _real(f) in tests:
+                found.add(_real(f))
     return sorted(found)
 
 
 def _hooks(path, originals, pytest_classes, skips):
-    deselect, tests = skips
+    deselect, tests, given = skips
+    opened = _watch_opens(tests)
     counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
     armed = [True]
     # node ids as the transcript prints them (relative to the invocation directory)
@@ -274,8 +302,8 @@ def _hooks(path, originals, pytest_classes, skips):
         data["tampered"] = tampered
         data.update(names)
         data["test_files"] = sorted(files)
-        data["deselect_given"] = len(deselect) if armed else 0
-        data["deselected_imported"] = _imported(tests)
+        data["deselect_given"] = given if armed else 0
+        data["deselected_imported"] = _imported(tests, opened)
         with open(path, "w") as f:
             json.dump(data, f)
 
@@ -323,19 +351,21 @@ def _ignore_hook(impl):
 
 def _skips():
     """The entries of `LOOPEXEC_SKIP_FILE`: (every path to skip, the test files among
-    them), as real paths. Empty when there is none; an unreadable file skips nothing,
-    and the witness then says it was given nothing."""
+    them, as real paths; how many entries there were: two links to one file are two).
+    Empty when there is none; an unreadable file skips nothing, and the witness then
+    says it was given nothing."""
     name = os.environ.get("LOOPEXEC_SKIP_FILE")
     if not name:
-        return frozenset(), frozenset()
+        return frozenset(), frozenset(), 0
     try:
         with open(name, "rb") as f:
             entries = f.read().decode("utf-8", "surrogateescape").split("\0")
     except Exception:
-        return frozenset(), frozenset()
-    every = frozenset(_real(e[1:]) for e in entries if e[:1] in ("D", "U") and e[1:])
-    tests = frozenset(_real(e[1:]) for e in entries if e[:1] == "D" and e[1:])
-    return every, tests
+        return frozenset(), frozenset(), 0
+    entries = [e for e in entries if e[:1] in ("D", "U") and e[1:]]
+    every = frozenset(_real(e[1:]) for e in entries)
+    tests = frozenset(_real(e[1:]) for e in entries if e[:1] == "D")
+    return every, tests, len(entries)
 
 
 (

@@ -48,24 +48,42 @@ def _loopexec_unittest_witness():
         except Exception:
             return str(p)
 
-    skip, tests = frozenset(), frozenset()
+    # the same entries, count and import evidence as pytest's witness (see there)
+    skip, tests, given = frozenset(), frozenset(), 0
     name = os.environ.get("LOOPEXEC_SKIP_FILE")
     if name:
         try:
             with open(name, "rb") as f:
                 entries = f.read().decode("utf-8", "surrogateescape").split("\0")
-            skip = frozenset(real(e[1:]) for e in entries if e[:1] in ("D", "U") and e[1:])
-            tests = frozenset(real(e[1:]) for e in entries if e[:1] == "D" and e[1:])
+            entries = [e for e in entries if e[:1] in ("D", "U") and e[1:]]
+            skip = frozenset(real(e[1:]) for e in entries)
+            tests = frozenset(real(e[1:]) for e in entries if e[:1] == "D")
+            given = len(entries)
         except Exception:
             pass
     armed = []
+    opened = set()
+    if tests:
+        names = frozenset(os.path.basename(t) for t in tests)
+
+        def hook(event, args):
+            if event != "exec" or not args:
+                return
+            p = getattr(args[0], "co_filename", None)
+            if not isinstance(p, str):
+                return
+            if os.path.basename(p) in names and real(p) in tests:
+                opened.add(real(p))
+
+        sys.addaudithook(hook)
 
     def imported():
-        found = set()
+        found = set(opened)
         for mod in list(sys.modules.values()):
-            f = getattr(mod, "__file__", None)
-            if isinstance(f, str) and real(f) in tests:
-                found.add(real(f))
+            spec = getattr(mod, "__spec__", None)
+            for f in (getattr(mod, "__file__", None), getattr(spec, "origin", None)):
+                if isinstance(f, str) and real(f) in tests:
+                    found.add(real(f))
         return sorted(found)
 
     def patch_loader(loader_module):
@@ -102,7 +120,7 @@ def _loopexec_unittest_witness():
                         "skipped": len(result.skipped),
                         "expected_failures": len(result.expectedFailures),
                         "unexpected_successes": len(result.unexpectedSuccesses),
-                        "deselect_given": len(skip) if armed else 0,
+                        "deselect_given": given if armed else 0,
                         "deselected_imported": imported(),
                     }
                 )
