@@ -176,6 +176,11 @@ fn pre(site: &Site, call: &ToolCall) -> Outcome {
         Ok(())
     } else if site.cfg.control.attended && site.run_id.is_some() && site.ws.is_some() {
         attended(site, call, &c, &mut rec)
+    } else if site.run_id.is_none() {
+        Err(format!(
+            "declined: destructive ({}): this call came from outside any loopexec run (no LOOPEXEC_RUN_ID), where the gate has no person to ask; run it yourself, or run the agent under `loopexec run --attended` to confirm such calls one by one",
+            c.rule
+        ))
     } else {
         Err(format!(
             "declined: destructive ({}): no confirmation is available in an unattended run; this one call needs a person's real-time confirmation (run with --attended). Go on with other work",

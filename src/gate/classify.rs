@@ -214,6 +214,11 @@ const WRITE_TOOLS: &[&str] = &[
 ];
 /// Tools that run a shell command.
 const SHELL_TOOLS: &[&str] = &["Bash", "run_shell_command", "shell", "bash"];
+/// Claude Code's tools that touch neither files nor the outside world: a subagent
+/// (`Task`: each of its own tool calls comes through the gate), reading or ending a
+/// background shell the agent started (`BashOutput`, `KillShell`), leaving plan mode.
+/// A new user's review had them declined as `unknown-tool`.
+const AGENT_TOOLS: &[&str] = &["Task", "BashOutput", "KillShell", "ExitPlanMode"];
 
 /// Normalizes `p` against `base` (no file system access: `..` is resolved lexically).
 #[must_use]
@@ -252,7 +257,14 @@ fn has_secret(content: &str) -> bool {
 #[must_use]
 pub fn classify(call: &ToolCall, policy: &GatePolicy, ctx: &Context<'_>) -> Classification {
     let mut findings = Vec::new();
-    let (class, rule) = if SHELL_TOOLS.contains(&call.tool.as_str()) {
+    let acts =
+        SHELL_TOOLS.contains(&call.tool.as_str()) || WRITE_TOOLS.contains(&call.tool.as_str());
+    let (class, rule) = if acts && call.target.trim().is_empty() {
+        // a shell or write call whose command or path the gate cannot read (no
+        // `tool_input`, a command that is not a string): it cannot be judged, so it
+        // is not allowed (SPEC §12: fail closed)
+        (ActionClass::Destructive, "unreadable-call".to_string())
+    } else if SHELL_TOOLS.contains(&call.tool.as_str()) {
         shell(&call.target, policy, ctx.workdir, &mut findings)
     } else if WRITE_TOOLS.contains(&call.tool.as_str()) {
         let path = normalize(&call.target, ctx.workdir);
@@ -289,6 +301,8 @@ pub fn classify(call: &ToolCall, policy: &GatePolicy, ctx: &Context<'_>) -> Clas
         } else {
             (ActionClass::ReadOnly, "read-tool".to_string())
         }
+    } else if AGENT_TOOLS.contains(&call.tool.as_str()) {
+        (ActionClass::ReadOnly, "agent-tool".to_string())
     } else {
         // An unknown tool may do anything: the gate cannot prove it harmless.
         (ActionClass::Destructive, "unknown-tool".to_string())
@@ -969,6 +983,38 @@ mod tests {
                 true,
                 ActionClass::ReadOnly,
                 "read-tool",
+                vec![],
+            ),
+            // Claude Code's own tools that touch no file (a new user's review had them
+            // declined as unknown)
+            (
+                file("BashOutput", "", ""),
+                false,
+                ActionClass::ReadOnly,
+                "agent-tool",
+                vec![],
+            ),
+            (
+                file("Task", "", ""),
+                false,
+                ActionClass::ReadOnly,
+                "agent-tool",
+                vec![],
+            ),
+            // a write or shell call the gate cannot read is not allowed (the review's
+            // payload without `tool_input` was allowed)
+            (
+                file("Write", "", "x"),
+                false,
+                ActionClass::Destructive,
+                "unreadable-call",
+                vec![],
+            ),
+            (
+                file("Bash", " ", ""),
+                false,
+                ActionClass::Destructive,
+                "unreadable-call",
                 vec![],
             ),
         ];
