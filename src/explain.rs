@@ -85,6 +85,28 @@ fn raise_the_cap(h: &Halt, t: &Trajectory) -> String {
     }
 }
 
+/// What a green verdict adds when the action gate recorded critical findings during the
+/// run (a credential written, declined): the checks passed, but a person must read and
+/// acknowledge them before merging, and they stop the next run until then (a new user's
+/// green run said only "merge it"). Empty when there are none.
+fn critical_findings_note(t: &Trajectory) -> String {
+    let critical: Vec<String> = t
+        .actions
+        .iter()
+        .flat_map(|a| a.findings.iter())
+        .filter(|f| f.severity == "critical")
+        .map(|f| format!("{}: {}", f.halt_type, f.description))
+        .collect();
+    if critical.is_empty() {
+        return String::new();
+    }
+    format!(
+        " First: the action gate recorded {} critical finding(s) during the run ({}); read them (`loopexec halts --unacked`) and acknowledge each before merging — until then they stop the next run.",
+        critical.len(),
+        critical.join("; ")
+    )
+}
+
 /// Reason-specific guidance (one or two sentences).
 #[must_use]
 pub fn guidance(h: &Halt, t: &Trajectory) -> String {
@@ -106,8 +128,9 @@ pub fn guidance(h: &Halt, t: &Trajectory) -> String {
             "The check was already green on the untouched tree, so no iteration ran. If work was intended, the check does not yet measure it: add a failing test for the change first.".into()
         }
         HaltReason::SuccessConditionMet => format!(
-            "Review the diff against t0 ({}) and merge it.",
-            t0_command(t, "git --no-pager --git-dir={store} diff --no-ext-diff --no-textconv --text {t0} {last}")
+            "Review the diff against t0 ({}) and merge it.{}",
+            t0_command(t, "git --no-pager --git-dir={store} diff --no-ext-diff --no-textconv --text {t0} {last}"),
+            critical_findings_note(t)
         ),
         HaltReason::MaxIterationsReached
         | HaltReason::NoProgressDetected

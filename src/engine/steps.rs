@@ -706,9 +706,9 @@ impl Loop<'_> {
     ///   before the frozen tests (a later review's exit 10 in the clean room too). Code
     ///   may still import such a module.
     ///
-    /// Not skipped: what the baseline check created itself (a generated test file the
-    /// frozen check writes before running pytest; a review's honest run stayed red when
-    /// it was skipped). Every new directory (one no file of t0 or of the baseline
+    /// Not skipped: what the baseline check created itself and still holds what that
+    /// check left (a generated test file the frozen check writes before running pytest;
+    /// a review's honest run stayed red when it was skipped). Every new directory (one no file of t0 or of the baseline
     /// check's lies under) is skipped too: `unittest discover` imports a new package
     /// by its directory, whose path names no file (a later review's exit 10). A new
     /// `__init__.py` is a package's marker, which pytest imports to import a frozen
@@ -723,13 +723,26 @@ impl Loop<'_> {
         let Some(t0) = self.tree.t0_entries() else {
             return (Vec::new(), Vec::new());
         };
-        let baseline: Vec<&str> = self
-            .traj
-            .baseline_check()
-            .map(|b| b.check_created.iter().map(String::as_str).collect())
-            .unwrap_or_default();
         let now = self.tree.entries_now();
         let store = self.tree.store();
+        // what the baseline check created, as long as it still holds what that check
+        // left there (the tree after it): a file the agent rewrote since is its own
+        let left = self.traj.baseline_check().and_then(|b| {
+            let tree = b.tree_after.as_deref()?;
+            store?.entries(tree).ok().map(|e| (b, e))
+        });
+        let baseline: Vec<&str> = left
+            .as_ref()
+            .map(|(b, after)| {
+                b.check_created
+                    .iter()
+                    .filter(|p| {
+                        matches!((now.get(*p), after.get(*p)), (Some(n), Some(a)) if n.oid == a.oid)
+                    })
+                    .map(String::as_str)
+                    .collect()
+            })
+            .unwrap_or_default();
         let text = |p: &str| -> Option<String> {
             let e = now.get(p)?;
             let (_, bytes) = store?

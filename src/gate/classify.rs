@@ -76,37 +76,37 @@ const DESTRUCTIVE: &[Rule] = &[
     },
     Rule {
         id: "chmod-system-path",
-        pattern: r"\b(chmod|chown|chgrp)\b[^;&|]*\s/(etc|usr|bin|sbin|lib|lib64|boot|var|opt|root|sys|proc)\b",
+        pattern: r"\b(chmod|chown|chgrp)\b[^;&|]*\s/((etc|usr|bin|sbin|lib|lib64|boot|var|opt|root|sys|proc)\b|\*|\s|$)",
         finding: Some(("privilege_escalation", "high")),
     },
     Rule {
         id: "git-push-force",
-        pattern: r"\bgit\s+(-c\s+\S+\s+)*push\b[^;&|]*(\s--force(-with-lease)?\b|\s--mirror\b|\s-[a-zA-Z]*f\b|\s\+[^\s]+)",
+        pattern: r"\bgit\s+((-c|-C)\s+\S+\s+|--(git-dir|work-tree|namespace)=\S+\s+)*push\b[^;&|]*(\s--force(-with-lease)?\b|\s--mirror\b|\s-[a-zA-Z]*f\b|\s\+[^\s]+)",
         finding: None,
     },
     Rule {
         id: "git-reset-hard",
-        pattern: r"\bgit\s+reset\b[^;&|]*\s--hard\b",
+        pattern: r"\bgit\s+((-c|-C)\s+\S+\s+|--(git-dir|work-tree)=\S+\s+)*reset\b[^;&|]*\s--hard\b",
         finding: None,
     },
     Rule {
         id: "git-clean-force",
-        pattern: r"\bgit\s+clean\b[^;&|]*\s-[a-zA-Z]*f",
+        pattern: r"\bgit\s+((-c|-C)\s+\S+\s+|--(git-dir|work-tree)=\S+\s+)*clean\b[^;&|]*\s-[a-zA-Z]*f",
         finding: None,
     },
     Rule {
         id: "git-branch-delete",
-        pattern: r"\bgit\s+(branch\s+-D|push\s+[^;&|]*--delete|push\s+\S+\s+:)",
+        pattern: r"\bgit\s+((-c|-C)\s+\S+\s+|--(git-dir|work-tree)=\S+\s+)*(branch\s+-D|push\s+[^;&|]*--delete|push\s+\S+\s+:)",
         finding: None,
     },
     Rule {
         id: "delete-outside-tree",
-        pattern: r"\b(rm|rmdir|shred|unlink)\b[^;&|]*\s(/|~|\$HOME|\.\./)",
+        pattern: r"\b(rm|rmdir|shred|unlink)\b[^;&|]*\s['\x22]?(/|~|\$\{?HOME\b|\.\./)|\brm\b[^;&|]*\s-[a-zA-Z]*[rR][a-zA-Z]*\b[^;&|]*\s['\x22]?(\.|\./?\*|\*)['\x22]?(\s|$|[;&|])",
         finding: None,
     },
     Rule {
         id: "git-history-rewrite",
-        pattern: r"\bgit\s+(-c\s+\S+\s+)*(update-ref\s+-d|filter-branch|filter-repo)\b",
+        pattern: r"\bgit\s+((-c|-C)\s+\S+\s+|--(git-dir|work-tree)=\S+\s+)*(update-ref\s+-d|filter-branch|filter-repo|reflog\s+(expire|delete)|stash\s+(clear|drop)|gc\b[^;&|]*--prune=now)\b",
         finding: None,
     },
     Rule {
@@ -141,12 +141,24 @@ const DESTRUCTIVE: &[Rule] = &[
     },
     Rule {
         id: "cloud-delete",
-        pattern: r"\b(aws\s+\S+\s+(delete|terminate|remove|rm|rb)[a-z-]*|gcloud\s+[^;&|]*\bdelete\b|az\s+[^;&|]*\bdelete\b|doctl\s+[^;&|]*\bdelete\b)",
+        pattern: r"\b(aws\s+\S+\s+(delete|terminate|remove|rm|rb)[a-z-]*|gcloud\s+[^;&|]*\bdelete\b|az\s+[^;&|]*\bdelete\b|doctl\s+[^;&|]*\bdelete\b|gh\s+(repo|release|secret|variable|run|cache)\s+delete\b|docker\s+(system|volume|image|container)\s+prune\b|docker\s+volume\s+rm\b)",
         finding: None,
     },
     Rule {
         id: "cluster-change",
         pattern: r"\b(kubectl\b[^;&|]*\s(delete|drain|cordon|scale|apply|replace|patch)|helm\s+(uninstall|delete|upgrade|install)|terraform\s+(destroy|apply)|pulumi\s+(destroy|up))\b",
+        finding: None,
+    },
+    Rule {
+        id: "disk-format",
+        pattern: r"\b(mkfs(\.\w+)?|mkswap|wipefs|fdisk|parted|sgdisk)\b|\bdd\b[^;&|]*\bof=/dev/",
+        finding: None,
+    },
+    Rule {
+        // a command word the gate cannot read before the shell expands it
+        // (`x=rm; $x -rf /`): it may be anything
+        id: "indirect-command",
+        pattern: r"(^|[;&|(]\s*)['\x22]?\$\{?[A-Za-z_]\w*\}?['\x22]?(\s|$)",
         finding: None,
     },
     Rule {
@@ -161,7 +173,7 @@ const DESTRUCTIVE: &[Rule] = &[
     },
     Rule {
         id: "package-publish",
-        pattern: r"\b(npm\s+publish|cargo\s+publish|twine\s+upload|gem\s+push|docker\s+push)\b",
+        pattern: r"\b(npm\s+(publish|unpublish)|cargo\s+publish|twine\s+upload|gem\s+push|docker\s+push)\b",
         finding: None,
     },
 ];
@@ -455,6 +467,85 @@ mod tests {
                 "git push --force origin main",
                 ActionClass::Destructive,
                 "git-push-force",
+                None,
+            ),
+            // a review's calls the gate allowed
+            (
+                "git -C . push --force origin main",
+                ActionClass::Destructive,
+                "git-push-force",
+                None,
+            ),
+            (
+                "git -C /tmp/x push -f origin main",
+                ActionClass::Destructive,
+                "git-push-force",
+                None,
+            ),
+            (
+                "rm -rf \"$HOME\"",
+                ActionClass::Destructive,
+                "delete-outside-tree",
+                None,
+            ),
+            (
+                "rm -fr .",
+                ActionClass::Destructive,
+                "delete-outside-tree",
+                None,
+            ),
+            (
+                "rm -rf *",
+                ActionClass::Destructive,
+                "delete-outside-tree",
+                None,
+            ),
+            (
+                "x=rm; $x -rf /",
+                ActionClass::Destructive,
+                "indirect-command",
+                None,
+            ),
+            (
+                "mkfs.ext4 /dev/sda1",
+                ActionClass::Destructive,
+                "disk-format",
+                None,
+            ),
+            (
+                "gh repo delete owner/app --yes",
+                ActionClass::Destructive,
+                "cloud-delete",
+                None,
+            ),
+            (
+                "git reflog expire --expire=now --all",
+                ActionClass::Destructive,
+                "git-history-rewrite",
+                None,
+            ),
+            (
+                "git stash clear",
+                ActionClass::Destructive,
+                "git-history-rewrite",
+                None,
+            ),
+            (
+                "chmod -R 000 /",
+                ActionClass::Destructive,
+                "chmod-system-path",
+                Some("privilege_escalation"),
+            ),
+            (
+                "docker system prune -af",
+                ActionClass::Destructive,
+                "cloud-delete",
+                None,
+            ),
+            (
+                "npm unpublish --force",
+                ActionClass::Destructive,
+                "package-publish",
                 None,
             ),
             (

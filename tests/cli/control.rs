@@ -681,6 +681,32 @@ fn a_destructive_call_is_declined_in_an_unattended_run_and_listed_in_the_verdict
     assert_eq!(events(&lines, "actions").len(), 3);
 }
 
+/// A new user's review: the agent's Write of an AWS secret was declined and recorded as
+/// a critical `secrets_exposure`, and the green verdict said only "merge it". It now
+/// names the critical finding and asks for its acknowledgement first.
+#[test]
+fn a_green_run_with_a_critical_gate_finding_says_so_before_merge() {
+    let r = tap_repo(2);
+    let st = tempfile::tempdir().unwrap();
+    let agent = hook_agent(
+        st.path(),
+        &format!(
+            "hook w '\"tool_name\":\"Write\",\"tool_input\":{{\"file_path\":\"deploy.env\",\"content\":\"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\"}}'\n{PROGRESS_AGENT}"
+        ),
+    );
+    std::fs::write(st.path().join("agent.sh"), agent).unwrap();
+    let exec = format!("sh {}/agent.sh", st.path().display());
+    let v = r
+        .lx_tap(&exec, &["--run-id", "secret", "--max-iterations", "5"])
+        .expect(10, Some("success_condition_met"));
+    assert!(mentions(&v, "critical finding"), "{v}");
+    assert!(mentions(&v, "secrets_exposure"), "{v}");
+    let ex = r
+        .lx(&["explain-halt", "--run-id", "secret"])
+        .expect(0, None);
+    assert!(mentions(&ex, "critical finding"), "{ex}");
+}
+
 /// Before: there was no turn limit across a run.
 #[test]
 fn max_turns_counts_tool_call_rounds_across_the_run() {

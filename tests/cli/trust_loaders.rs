@@ -635,7 +635,8 @@ fn python_modules_kept_in_a_zip_archive_are_named() {
 /// before the frozen tests run. Before: a new root `test0.py`, or a new package's
 /// `__init__.py`, set `calc.add` to a right answer and the check went green (exit
 /// 10) on code whose own `add` still subtracts. Now `test0.py` is a new test file
-/// left out of the judged check, and the package's patch is named.
+/// left out of the judged check, and the new package's directory is one discovery
+/// passes over (`LOOPEXEC_SKIP_FILE`): its patch never runs, and the check stays red.
 #[test]
 fn modules_unittest_discovery_imports_cannot_patch_the_code_under_test() {
     let repo = || {
@@ -655,10 +656,9 @@ fn modules_unittest_discovery_imports_cannot_patch_the_code_under_test() {
     let v = repo().run2(&exec, check);
     assert_ne!(v.code, 10, "{}", String::from_utf8_lossy(&v.stdout));
     let (_k2, exec) = writer(&[("helpers/__init__.py", patch)]);
-    let v = repo()
+    repo()
         .run2(&exec, check)
-        .expect(13, Some("metric_integrity_violation"));
-    assert!(mentions(&v, "package init patches what it imports"), "{v}");
+        .expect(12, Some("max_iterations_reached"));
     repo()
         .run2("sed -i 's/a - b/a + b/' calc.py", check)
         .expect(10, Some("success_condition_met"));
