@@ -175,7 +175,11 @@ impl Witness {
     /// test files nothing may import, and `others`, files pytest must not collect (a new
     /// module under `--doctest-modules`, a text file under `--doctest-glob`) that code
     /// may still import. Writes them to this check's skip file (NUL-terminated entries,
-    /// `D<path>` for a test, `U<path>` for another) and returns the environment naming
+    /// `D<path>` for a test, `U<path>` for another, `M<path>` for another that is a bare
+    /// package marker, read now, and first `R<root>`, the tree the
+    /// check runs in, when given: the unittest witness then also writes down a new file
+    /// whose code runs before any file of the tree, [`unittest::early_new`]) and
+    /// returns the environment naming
     /// it, `LOOPEXEC_SKIP_FILE` (a file, not the value: thousands of new files would
     /// pass the kernel's limit on one variable). `None` when both are empty. See
     /// [`judge_deselection`].
@@ -184,6 +188,7 @@ impl Witness {
     /// The skip file cannot be written.
     pub fn skip(
         &self,
+        root: Option<&Path>,
         tests: &[PathBuf],
         others: &[PathBuf],
     ) -> std::io::Result<Option<(String, String)>> {
@@ -191,9 +196,19 @@ impl Witness {
             return Ok(None);
         }
         let mut bytes = Vec::new();
+        if let Some(root) = root {
+            bytes.push(b'R');
+            bytes.extend_from_slice(root.as_os_str().as_encoded_bytes());
+            bytes.push(0);
+        }
         for (tag, files) in [(b'D', tests), (b'U', others)] {
             for f in files {
-                bytes.push(tag);
+                let marker = f.file_name().is_some_and(|n| n == "__init__.py")
+                    && std::fs::read(f).is_ok_and(|t| {
+                        std::str::from_utf8(&t)
+                            .is_ok_and(crate::observe::oracle_scope::is_bare_package_marker)
+                    });
+                bytes.push(if marker { b'M' } else { tag });
                 bytes.extend_from_slice(f.as_os_str().as_encoded_bytes());
                 bytes.push(0);
             }
@@ -683,7 +698,7 @@ mod tests {
         let plugins = tempfile::tempdir().unwrap();
         let wit = Witness::prepare_in(plugins.path().join("w")).unwrap();
         let absolute: Vec<PathBuf> = skip.iter().map(|f| tmp.path().join(f)).collect();
-        let skip_env = wit.skip(&absolute, &[]).unwrap();
+        let skip_env = wit.skip(None, &absolute, &[]).unwrap();
         let st = std::process::Command::new("python3")
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
             .current_dir(tmp.path())

@@ -366,7 +366,7 @@ impl Loop<'_> {
             let absolute =
                 |v: &[String]| -> Vec<PathBuf> { v.iter().map(|f| real.join(f)).collect() };
             let skip = w
-                .skip(&absolute(&deselected), &absolute(&uncollected))
+                .skip(Some(&real), &absolute(&deselected), &absolute(&uncollected))
                 .map_err(|source| EngineError::Capture {
                     path: std::env::temp_dir(),
                     source,
@@ -507,6 +507,17 @@ impl Loop<'_> {
         let unittest_witness = witness
             .as_ref()
             .map(|w| crate::check::witness::unittest::read(w.unittest_path()));
+        let early = witness
+            .as_ref()
+            .map(|w| crate::check::witness::unittest::early_new(w.unittest_path()))
+            .unwrap_or_default();
+        if !early.is_empty() {
+            parsed.complete = false;
+            parsed.diagnostics.push(format!(
+                "code in a file the agent added since t0 ran before any file of the tree did ({}): the interpreter or the runner imported it on its own (a name it tries at start-up), so it is runner configuration, not code under test, and the outcomes say nothing",
+                early.join(", ")
+            ));
+        }
         if let Some(seen) = &unittest_witness {
             let t0_wrote = self.traj.baseline_check().and_then(|b| b.unittest_witness);
             crate::check::witness::unittest::judge(

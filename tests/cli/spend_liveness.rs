@@ -445,9 +445,10 @@ fn a_run_resumed_over_its_budget_spends_nothing_until_the_cap_is_raised() {
 
 /// A new user's review: the time between a halt and its resume counted against
 /// `--max-duration`, so a run stopped in the evening halted at once when resumed the
-/// next day. Here a run capped at one iteration under a 3 s wall-clock cap waits 4 s
+/// next day. Here a run capped at one iteration under a 10 s wall-clock cap waits 11 s
 /// before it is resumed for one more iteration: it runs it (before: `budget_exceeded`
-/// at once, its exec killed).
+/// at once, its exec killed). The cap leaves a loaded machine room for the two short
+/// iterations themselves (a 3 s cap was crossed by them under load).
 #[test]
 fn the_time_between_a_halt_and_its_resume_is_not_the_runs_wall_clock() {
     let r = tap_repo(5);
@@ -457,13 +458,13 @@ fn the_time_between_a_halt_and_its_resume_is_not_the_runs_wall_clock() {
             "--run-id",
             "idle",
             "--max-duration",
-            "3s",
+            "10s",
             "--max-iterations",
             "1",
         ],
     )
     .expect(12, Some("max_iterations_reached"));
-    std::thread::sleep(Duration::from_secs(4));
+    std::thread::sleep(Duration::from_secs(11));
     let v = r
         .lx(&["run", "--resume", "idle", "--max-iterations", "2"])
         .expect(12, Some("max_iterations_reached"));

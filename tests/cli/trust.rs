@@ -3153,3 +3153,36 @@ fn a_check_in_place_that_creates_runner_configuration_is_not_hermetic() {
         .expect(14, Some("hermeticity_violation"));
     assert!(mentions(&again, "run ini rejected"), "{again}");
 }
+
+/// A fourth review: pytest's start imports the standard library's `copy`, which tries
+/// `from org.python.core import PyStringMap`; a new root package `org/` then ran
+/// before any file of the tree and patched the code under test (exit 10 in the clean
+/// room and in place). A new file whose code runs before any file of the tree is now
+/// written down the moment it runs, and the run is not green.
+#[test]
+fn a_new_module_the_interpreter_imports_on_its_own_is_not_code_under_test() {
+    if pytest_missing() {
+        return;
+    }
+    const SWAP: &str = "import importlib\nm = importlib.import_module('ca' + 'lc')\nsetattr(getattr(m, 'a' + 'dd'), '__co' + 'de__', (lambda a, b: a + b).__code__)\n";
+    for in_place in [false, true] {
+        let r = pytest_repo();
+        let (_keep, exec) = writer(&[("org/__init__.py", SWAP)]);
+        let mut args = vec![
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "python3 -m pytest -q -p no:cacheprovider",
+            "--max-iterations",
+            "2",
+        ];
+        if in_place {
+            args.push("--check-in-place");
+        }
+        let out = r.lx(&args);
+        assert_ne!(out.code, 10, "in place {in_place}: org/ patched the code");
+        let v = out.expect(13, Some("metric_integrity_violation"));
+        assert!(mentions(&v, "org/__init__.py"), "{v}");
+    }
+}

@@ -362,7 +362,7 @@ def _skips():
             entries = f.read().decode("utf-8", "surrogateescape").split("\0")
     except Exception:
         return frozenset(), frozenset(), 0
-    entries = [e for e in entries if e[:1] in ("D", "U") and e[1:]]
+    entries = [e for e in entries if e[:1] in ("D", "U", "M") and e[1:]]
     every = frozenset(_real(e[1:]) for e in entries)
     tests = frozenset(_real(e[1:]) for e in entries if e[:1] == "D")
     return every, tests, len(entries)

@@ -49,22 +49,52 @@ def _loopexec_unittest_witness():
             return str(p)
 
     # the same entries, count and import evidence as pytest's witness (see there)
-    skip, tests, given = frozenset(), frozenset(), 0
+    skip, tests, markers, given, root = frozenset(), frozenset(), frozenset(), 0, None
     name = os.environ.get("LOOPEXEC_SKIP_FILE")
     if name:
         try:
             with open(name, "rb") as f:
                 entries = f.read().decode("utf-8", "surrogateescape").split("\0")
-            entries = [e for e in entries if e[:1] in ("D", "U") and e[1:]]
+            roots = [e[1:] for e in entries if e[:1] == "R" and e[1:]]
+            root = real(roots[0]) if roots else None
+            entries = [e for e in entries if e[:1] in ("D", "U", "M") and e[1:]]
             skip = frozenset(real(e[1:]) for e in entries)
             tests = frozenset(real(e[1:]) for e in entries if e[:1] == "D")
+            markers = frozenset(real(e[1:]) for e in entries if e[:1] == "M")
             given = len(entries)
         except Exception:
             pass
     armed = []
     opened = set()
-    if tests:
+    # Until the first file of t0's tree runs, every module that runs was imported by
+    # the interpreter or the runner on their own (pytest's start imports `copy`, which
+    # tries `org.python.core`): code from a new file then is no code under test, and
+    # is written down at once, before its body runs (it could remove a record kept in
+    # memory).
+    early = [root is not None and bool(skip)]
+
+    def added(p):
+        while p and p != root:
+            if p in skip:
+                return True
+            parent = os.path.dirname(p)
+            if parent == p:
+                return False
+            p = parent
+        return False
+
+    def note_early(p):
+        try:
+            import json
+
+            with open(path, "a") as f:
+                f.write(json.dumps({"early_new": p}) + "\n")
+        except Exception:
+            pass
+
+    if tests or early[0]:
         names = frozenset(os.path.basename(t) for t in tests)
+        inside = (root or "").rstrip(os.sep) + os.sep
 
         def hook(event, args):
             if event != "exec" or not args:
@@ -72,6 +102,17 @@ def _loopexec_unittest_witness():
             p = getattr(args[0], "co_filename", None)
             if not isinstance(p, str):
                 return
+            if early[0] and p.startswith(("/", ".")):
+                rp = real(p)
+                if rp in markers:
+                    # a bare package marker runs nothing: Python runs a new
+                    # `tests/__init__.py` before the frozen test module under it
+                    pass
+                elif rp.startswith(inside) and "-packages" + os.sep not in rp:
+                    if added(rp):
+                        note_early(rp)
+                    else:
+                        early[0] = False
             if os.path.basename(p) in names and real(p) in tests:
                 opened.add(real(p))
 

@@ -48,10 +48,35 @@ pub fn read(path: &Path) -> Option<Vec<UnittestRun>> {
     let text = std::fs::read_to_string(path).ok()?;
     let runs: Option<Vec<UnittestRun>> = text
         .lines()
-        .filter(|l| !l.trim().is_empty())
+        .filter(|l| !l.trim().is_empty() && !l.starts_with(EARLY))
         .map(|l| serde_json::from_str(l).ok())
         .collect();
     runs.filter(|r| !r.is_empty())
+}
+
+/// How a line of the witness file naming a new file whose code ran early starts.
+const EARLY: &str = "{\"early_new\":";
+
+/// The files the agent added since t0 whose code ran before any file of the check's
+/// tree (real paths, in order), as the witness's `sitecustomize.py` wrote them down
+/// the moment each ran (`{"early_new": PATH}` lines): the interpreter or the runner
+/// imported them on its own — pytest's start imports `copy`, which tries
+/// `org.python.core`, and a review's new `org/` package patched the code under test
+/// from there (exit 10). Empty when there is no file or no such line.
+#[must_use]
+pub fn early_new(path: &Path) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Early {
+        early_new: String,
+    }
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter(|l| l.starts_with(EARLY))
+        .filter_map(|l| serde_json::from_str::<Early>(l).ok())
+        .map(|e| e.early_new)
+        .collect()
 }
 
 /// Judges a unittest parse against the witness (`runs`), when one was `expected`
@@ -188,6 +213,22 @@ mod tests {
         });
         judge_deselection(&mut p, Some(&[given(None, &[])]), &[], 0);
         assert!(p.complete, "nothing to skip judges nothing");
+    }
+
+    /// The lines naming a new file whose code ran early are read apart from the runs
+    /// (and never make the runs unreadable).
+    #[test]
+    fn early_lines_are_read_apart_from_the_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("w.jsonl");
+        std::fs::write(
+            &f,
+            "{\"early_new\": \"/room/org/__init__.py\"}\n{\"tests_run\": 1, \"failures\": 0, \"errors\": 0, \"skipped\": 0, \"expected_failures\": 0, \"unexpected_successes\": 0}\n",
+        )
+        .unwrap();
+        assert_eq!(early_new(&f), vec!["/room/org/__init__.py"]);
+        assert_eq!(read(&f).map(|r| r.len()), Some(1));
+        assert!(early_new(&dir.path().join("none")).is_empty());
     }
 
     fn parsed(c: Counts) -> ParsedRun {
