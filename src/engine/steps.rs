@@ -718,13 +718,10 @@ impl Loop<'_> {
     ///   may still import such a module.
     ///
     /// Not skipped: what the baseline check created itself and still holds what that
-    /// check left (a generated test file the frozen check writes before running pytest;
-    /// a review's honest run stayed red when it was skipped). Every new directory (one no file of t0 or of the baseline
-    /// check's lies under) is skipped too: `unittest discover` imports a new package
-    /// by its directory, whose path names no file (a later review's exit 10). A new
-    /// `__init__.py` is a package's marker, which pytest imports to import a frozen
-    /// test: skipped at collection like any new file, never a test file nothing may
-    /// import.
+    /// check left (a generated test file the frozen check writes before running
+    /// pytest; a review's honest run stayed red when it was skipped). Every new
+    /// directory is skipped too, and a bare new `__init__.py` is no test file
+    /// ([`crate::observe::oracle_scope::new_files_to_skip`] says which and why).
     ///
     /// Empty under `run`, or without t0's tree.
     fn new_files_to_skip(&self) -> (Vec<String>, Vec<String>) {

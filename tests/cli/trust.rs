@@ -2614,6 +2614,11 @@ fn in_place_new_test_files_are_skipped_so_they_cannot_patch_the_code() {
     assert!(mentions(&v, "tests/test_more.py"), "{v}");
 }
 
+/// A new file's body that fixes `calc.add` at run time in a spelling no tamper rule
+/// reads (the function's code swapped in place, names joined at run time): what the
+/// reviews' new files ran beside the frozen tests.
+const SWAP: &str = "import importlib\nm = importlib.import_module('ca' + 'lc')\nsetattr(getattr(m, 'a' + 'dd'), '__co' + 'de__', (lambda a, b: a + b).__code__)\n";
+
 /// A later review, after new test files were skipped in place: pytest under t0's
 /// `--doctest-modules` imported a new root module `aa_util.py` (not a test file by any
 /// rule, so synced into the clean room), whose import swapped `calc.add`'s code (exit
@@ -2626,7 +2631,6 @@ fn new_files_a_runner_would_collect_are_skipped_in_either_place() {
     if pytest_missing() {
         return;
     }
-    const SWAP: &str = "import importlib\nm = importlib.import_module('ca' + 'lc')\nsetattr(getattr(m, 'a' + 'dd'), '__co' + 'de__', (lambda a, b: a + b).__code__)\n";
     let doctest_repo = || {
         let r = pytest_repo();
         r.write("pytest.ini", "[pytest]\naddopts = --doctest-modules\n")
@@ -3164,7 +3168,6 @@ fn a_new_module_the_interpreter_imports_on_its_own_is_not_code_under_test() {
     if pytest_missing() {
         return;
     }
-    const SWAP: &str = "import importlib\nm = importlib.import_module('ca' + 'lc')\nsetattr(getattr(m, 'a' + 'dd'), '__co' + 'de__', (lambda a, b: a + b).__code__)\n";
     for in_place in [false, true] {
         let r = pytest_repo();
         let (_keep, exec) = writer(&[("org/__init__.py", SWAP)]);
