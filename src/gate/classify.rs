@@ -162,6 +162,21 @@ const DESTRUCTIVE: &[Rule] = &[
         finding: None,
     },
     Rule {
+        // killing every process the user may signal (`kill -9 -1`), init, or
+        // processes picked by name (`pkill -f loopexec`, `killall node`): a name
+        // pattern reaches past what the agent started, loopexec itself included
+        id: "process-kill",
+        pattern: r"(^|[;&|(]\s*|\s)(pkill|killall|killall5)\b|(^|[;&|(]\s*)kill\b[^;&|]*\s(--\s+)?-?1\s*($|[;&|])",
+        finding: None,
+    },
+    Rule {
+        // the machine's own state: its crontab (`crontab -r`, or a file installed
+        // over it), services, power (a review's calls the gate allowed)
+        id: "system-change",
+        pattern: r"(^|[;&|(]\s*)(crontab\s+(-[a-km-z]*[ri]|[^-\s;&|]|-\s|-$)|systemctl\s+(--user\s+|--system\s+|--now\s+)*(stop|disable|mask|kill|restart|reload|isolate|poweroff|reboot|halt|edit|set-property|daemon-reload|reset-failed)\b|service\s+\S+\s+(stop|restart|reload)\b|(shutdown|reboot|poweroff|halt)(\s|$)|init\s+[06]\b|launchctl\s+(unload|remove|stop|bootout|kill)\b)",
+        finding: None,
+    },
+    Rule {
         id: "credential-read",
         pattern: r"(\.ssh/(id_[a-z0-9]+|[a-z_]*key)|\.aws/credentials|\.netrc|\.pgpass|\.docker/config\.json|\.kube/config|\.gnupg/|\.config/gcloud/|\.pem\b|\.p12\b|/etc/shadow)",
         finding: None,
@@ -179,7 +194,7 @@ const DESTRUCTIVE: &[Rule] = &[
 ];
 
 /// Commands that only read (every `;`/`&&`/`|` part must be one of these).
-const READERS: &str = r"^(cd|pushd|popd|ls|cat|head|tail|less|more|grep|egrep|fgrep|rg|ag|find|fd|pwd|echo|printf|wc|sort|uniq|cut|tr|diff|cmp|file|stat|du|df|which|type|whoami|id|date|uname|env|printenv|tree|jq|sed\s+-n|awk|git\s+(status|log|diff|show|branch|remote\s+-v|rev-parse|ls-files|blame|grep)|cargo\s+(check|tree|metadata)|true)\b";
+const READERS: &str = r"^(cd|pushd|popd|ls|cat|head|tail|less|more|grep|egrep|fgrep|rg|ag|find|fd|pwd|echo|printf|wc|sort|uniq|cut|tr|diff|cmp|file|stat|du|df|which|type|whoami|id|date|uname|env|printenv|tree|jq|sed\s+-n|awk|git\s+(status|log|diff|show|branch|remote\s+-v|rev-parse|ls-files|blame|grep)|cargo\s+(check|tree|metadata)|crontab\s+-l|true)\b";
 
 /// Credential files a file tool must not read.
 const CREDENTIAL_PATH: &str = r"(/\.ssh/|/\.aws/credentials$|/\.netrc$|/\.pgpass$|/\.docker/config\.json$|/\.kube/config$|/\.gnupg/|\.pem$|\.p12$|\.key$|^/etc/shadow$|(^|/)\.env(\.[a-z]+)?$)";
@@ -359,6 +374,216 @@ const AGENT_HOOK_CONFIG: &[&str] = &[
     ".codex/config.toml",
 ];
 
+/// Commands that change every file they name (`truncate -s 0 /etc/hosts`; `mv ~/.ssh
+/// /tmp/x` removes its source).
+const MUTATE_ALL: &[&str] = &[
+    "rm", "rmdir", "unlink", "shred", "truncate", "touch", "chmod", "chown", "chgrp", "tee", "mv",
+    "chattr", "setfacl",
+];
+/// Commands that change only their last operand, the destination (`rsync -a --delete
+/// /tmp/empty/ /root/`, `cp /dev/null ~/.bashrc`).
+const MUTATE_LAST: &[&str] = &["cp", "install", "ln", "rsync"];
+/// Interpreters whose inline code (`-c`, `-e`, `-r`) may write anywhere (besides
+/// `python3.12` and the like).
+const INLINE: &[&str] = &["python", "node", "nodejs", "ruby", "perl", "php"];
+/// Wrappers that run the command after them (their own options and numeric
+/// arguments are passed over).
+const WRAPPERS: &[&str] = &[
+    "env", "command", "exec", "nice", "nohup", "time", "busybox", "stdbuf", "timeout",
+];
+
+/// The parts of a shell command between `;`, `&`, `|`, `&&`, `||` and newlines that
+/// lie outside quotes (a `;` inside `python3 -c "a; b"` separates nothing).
+fn segments(cmd: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let (mut single, mut double, mut escaped) = (false, false, false);
+    for c in cmd.chars() {
+        if escaped {
+            escaped = false;
+            cur.push(c);
+            continue;
+        }
+        match c {
+            '\\' if !single => {
+                escaped = true;
+                cur.push(c);
+            }
+            '\'' if !double => {
+                single = !single;
+                cur.push(c);
+            }
+            '"' if !single => {
+                double = !double;
+                cur.push(c);
+            }
+            ';' | '&' | '|' | '\n' if !single && !double => {
+                if !cur.trim().is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                cur.clear();
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Paths outside the workdir that a write may name harmlessly: the null device, the
+/// standard streams, and scratch space.
+fn harmless_outside(p: &str) -> bool {
+    matches!(
+        p,
+        "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty" | "/dev/zero" | "/tmp"
+    ) || ["/tmp/", "/var/tmp/", "/dev/fd/", "/proc/self/fd/"]
+        .iter()
+        .any(|d| p.starts_with(d))
+}
+
+/// `word` read as a path that lies outside `workdir` (a relative path against `cwd`;
+/// `~` and `$HOME` are outside; `--opt=PATH` is read as `PATH`), unless
+/// [`harmless_outside`].
+fn names_outside(word: &str, cwd: &Path, workdir: &Path) -> bool {
+    let w = match word.split_once('=') {
+        Some((k, v)) if k.starts_with("--") => v,
+        _ => word,
+    };
+    if w.is_empty() || w.starts_with('-') {
+        return false;
+    }
+    if w == "~" || w.starts_with("~/") || w.starts_with("$HOME") || w.starts_with("${HOME}") {
+        return true;
+    }
+    let abs = normalize(w, Some(cwd));
+    !Path::new(&abs).starts_with(workdir) && !harmless_outside(&abs)
+}
+
+/// Inline code that writes, deletes, renames or runs commands (Python, node, Ruby,
+/// Perl, PHP). Reading a file is not a write: `open('/etc/hosts').read()` passes.
+static INLINE_WRITE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r#"\bopen\s*\([^)]*,\s*['"][^'"]*[wax+]"#,
+        r#"|\bopen\s*\(?\s*[\w$]*\s*,\s*['"]\s*(\+?[>|]|\+<)"#,
+        r"|\.\s*(write_text|write_bytes|unlink|rmdir|touch|chmod|rename|symlink_to|hardlink_to)\s*\(",
+        r"|\bos\s*\.\s*(remove|unlink|rmdir|removedirs|rename|renames|replace|truncate|chmod|chown|symlink|link|system|popen|exec\w*|spawn\w*|write)\b",
+        r"|\bshutil\s*\.\s*(rmtree|move|copy\w*|chown)\b|\bsubprocess\b|\bchild_process\b",
+        r"|\b(execSync|spawnSync|execFileSync|rmSync|rmdirSync|unlinkSync|writeFileSync|appendFileSync|truncateSync|renameSync|copyFileSync|cpSync|chmodSync|symlinkSync|createWriteStream)\b",
+        r"|\bfs\s*\.\s*(promises\s*\.\s*)?(rm|rmdir|unlink|writeFile|appendFile|rename|truncate|cp|copyFile|chmod)\s*\(",
+        r"|\bFile(Utils)?\s*\.\s*(write|delete|unlink|rename|truncate|rm_rf|rm|mv)\b",
+        r"|(^|[;{\s])(unlink|rename|truncate|rmdir|chmod|system)\b\s*[\(\s]",
+        r"|\b(file_put_contents|unlink|rename)\s*\(",
+    ))
+});
+/// A place outside the tree named in inline code: an absolute or home path literal,
+/// or the home directory looked up.
+static INLINE_OUTSIDE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r#"['"`](/|~)|expanduser|Path\s*\.\s*home\s*\(|homedir\s*\(|\bHOME\b|\$ENV\s*\{|getenv\s*\("#,
+    )
+});
+
+/// Why shell segment `seg` (run in `cwd`) changes something outside `workdir`: a file
+/// command with an operand outside it (any operand of [`MUTATE_ALL`], the destination
+/// of [`MUTATE_LAST`], the files of `sed -i` and `perl -i`), or inline interpreter
+/// code that writes and names a place outside the tree. Words are split as the shell
+/// splits them (`shlex`); `None` when the segment changes nothing outside, or cannot
+/// be split (the shell would refuse it too).
+fn changes_outside(seg: &str, cwd: &Path, workdir: &Path) -> Option<&'static str> {
+    let words = shlex::split(seg)?;
+    // `> FILE`, `>>FILE`, `2> FILE`, `&>FILE`
+    for (k, w) in words.iter().enumerate() {
+        let digits = w.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&');
+        if let Some(rest) = digits.strip_prefix('>') {
+            let rest = rest.trim_start_matches(['>', '|']);
+            let target = if rest.is_empty() {
+                words.get(k + 1)
+            } else {
+                None
+            };
+            let target = target.map_or(rest, String::as_str);
+            if !target.starts_with('&') && names_outside(target, cwd, workdir) {
+                return Some("write-outside-tree");
+            }
+        }
+    }
+    let mut i = 0;
+    // `A=1 cmd`, `env -i cmd`, `nice -n 5 cmd`, `timeout 10 cmd`, `\rm`, `/bin/rm`
+    let name = loop {
+        let w = words.get(i)?;
+        let base = w.trim_start_matches('\\');
+        let base = base.rsplit('/').next().unwrap_or(base);
+        let assignment = w.split_once('=').is_some_and(|(k, _)| {
+            !k.is_empty() && k.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+        });
+        let wrapper_arg = i > 0
+            && (w.starts_with('-')
+                || w.trim_end_matches(['s', 'm', 'h', 'd'])
+                    .parse::<f64>()
+                    .is_ok());
+        if assignment || wrapper_arg || WRAPPERS.contains(&base) {
+            i += 1;
+            continue;
+        }
+        break base.to_string();
+    };
+    let args = &words[i + 1..];
+    let outside = |a: &String| names_outside(a, cwd, workdir);
+    let operands: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    if MUTATE_ALL.contains(&name.as_str()) && operands.iter().any(|a| outside(a)) {
+        return Some("write-outside-tree");
+    }
+    if MUTATE_LAST.contains(&name.as_str()) && operands.last().is_some_and(|a| outside(a)) {
+        return Some("write-outside-tree");
+    }
+    let short = |a: &str| a.len() > 1 && a.starts_with('-') && !a.starts_with("--");
+    let in_place = args
+        .iter()
+        .any(|a| a.starts_with("--in-place") || (short(a) && a[1..].contains('i')));
+    if matches!(name.as_str(), "sed" | "perl") && in_place {
+        // the files after the script: `-e SCRIPT` (or `-pie SCRIPT`) names it, else
+        // sed's first operand is the script
+        let (mut files, mut script_given, mut k) = (Vec::new(), false, 0);
+        while k < args.len() {
+            let a = &args[k];
+            if short(a) && (a.ends_with('e') || a.ends_with('f')) {
+                script_given = true;
+                k += 2;
+                continue;
+            }
+            if !a.starts_with('-') {
+                files.push(a);
+            }
+            k += 1;
+        }
+        if name == "sed" && !script_given && !files.is_empty() {
+            files.remove(0);
+        }
+        if files.iter().any(|a| outside(a)) {
+            return Some("write-outside-tree");
+        }
+    }
+    let interpreter = INLINE.contains(&name.as_str())
+        || name
+            .strip_prefix("python")
+            .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'));
+    if interpreter {
+        let code_flag = |f: &str| {
+            matches!(f, "-c" | "-e" | "-r" | "-E" | "-p" | "--eval" | "--print")
+                || (short(f) && f.ends_with('e'))
+        };
+        let writes_outside = args.windows(2).any(|p| {
+            code_flag(&p[0]) && INLINE_WRITE_RE.is_match(&p[1]) && INLINE_OUTSIDE_RE.is_match(&p[1])
+        });
+        if writes_outside {
+            return Some("inline-code-outside-tree");
+        }
+    }
+    None
+}
+
 /// The directory a `cd DIR` / `pushd DIR` segment moves to, normalized against
 /// `cwd`; `None` when the segment is not one, or names no literal directory.
 fn cd_target(seg: &str, cwd: &Path) -> Option<PathBuf> {
@@ -435,6 +660,22 @@ fn shell(
             }
             if !cwd.starts_with(w) && (!reads(seg) || seg.contains('>')) {
                 return (ActionClass::Destructive, "write-after-leaving-tree".into());
+            }
+        }
+    }
+    // `truncate -s 0 /etc/hosts`, `python3 -c "open('/root/.bashrc','w')"`: a command
+    // that changes a file it names outside the workdir (quote-aware segments, each in
+    // the directory the `cd`s before it moved to)
+    if let Some(w) = workdir {
+        let mut cwd = w.to_path_buf();
+        for seg in segments(cmd) {
+            let seg = seg.trim();
+            if let Some(to) = cd_target(seg, &cwd) {
+                cwd = to;
+                continue;
+            }
+            if let Some(rule) = changes_outside(seg, &cwd, w) {
+                return (ActionClass::Destructive, rule.into());
             }
         }
     }
@@ -906,6 +1147,159 @@ mod tests {
                 "sed -i s/loopexec/true/ ~/.claude/settings.local.json",
                 ActionClass::Destructive,
                 "agent-hook-config",
+                None,
+            ),
+            // a sixth review's calls the gate allowed
+            (
+                "truncate -s 0 /etc/hosts",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "truncate -s0 ~/.bashrc",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "sed -i 's/x/y/' /etc/hosts",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "perl -pi -e 's/a/b/' /etc/hosts",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "python3 -c \"open('/root/.bashrc','w').write('')\"",
+                ActionClass::Destructive,
+                "inline-code-outside-tree",
+                None,
+            ),
+            (
+                "python3 -c \"import shutil; shutil.move('/home/u/.ssh', '.')\"",
+                ActionClass::Destructive,
+                "inline-code-outside-tree",
+                None,
+            ),
+            (
+                "node -e \"require('fs').rmSync('/root',{recursive:true})\"",
+                ActionClass::Destructive,
+                "inline-code-outside-tree",
+                None,
+            ),
+            (
+                "mv ~/.ssh /tmp/x",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "rsync -a --delete /tmp/empty/ /root/",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "cd src && echo x >../../etc/motd",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "nice -n 5 timeout 10 env A=1 /bin/chmod 600 /srv/app/key",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "crontab -r",
+                ActionClass::Destructive,
+                "system-change",
+                None,
+            ),
+            ("kill -9 -1", ActionClass::Destructive, "process-kill", None),
+            (
+                "pkill -f loopexec",
+                ActionClass::Destructive,
+                "process-kill",
+                None,
+            ),
+            (
+                "systemctl --user stop x",
+                ActionClass::Destructive,
+                "system-change",
+                None,
+            ),
+            // and what stays as it was
+            (
+                "crontab -l",
+                ActionClass::ReadOnly,
+                "read-only-command",
+                None,
+            ),
+            (
+                "kill -1 4242",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "kill %1",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "systemctl status nginx",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "python3 -c \"print(open('/etc/hosts').read())\"",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "python3 -c \"open('out.txt','w').write('x; y')\"",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "cp /usr/share/dict/words data/words.txt",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "sed -i 's|/usr/local|/opt|' config.ini",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "sed -n 1,5p /etc/hosts > head.txt",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "pytest -q --basetemp=/tmp/pt > /tmp/log.txt 2>&1",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "ln -s /usr/lib/libfoo.so vendor/libfoo.so",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
                 None,
             ),
         ];
