@@ -135,6 +135,18 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         langs: &[Lang::Python],
+        name: "command line read",
+        // how the process was started, read by code under test: `sys.argv` holds
+        // pytest's path and arguments (`"te" + "st" in " ".join(sys.argv)` needs no
+        // runner name; the JavaScript rule's sixth review). A program's own entry
+        // point reads it: a `#!` script, `__main__.py`, the lines under
+        // `if __name__ == "__main__":`, and a `main`/`cli` function
+        // ([`in_cli_function`])
+        pattern: r"\bsys\s*\.\s*(argv|orig_argv)\b|\bfrom\s+sys\s+import\b[^#]*\b(argv|orig_argv)\b|/proc/[^/\s'\x22]+/cmdline|['\x22]cmdline['\x22]",
+        skip_entry_points: true,
+    },
+    Rule {
+        langs: &[Lang::Python],
         name: "test-runner detection",
         // (also the runner told by the object it put in place of the standard
         // streams, `type(sys.stdout).__module__`, a fresh review: no rule word
@@ -309,6 +321,32 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         langs: &[Lang::JsTs],
+        name: "command line read",
+        // how the process was started, read by code under test: `process.argv[1]`
+        // names the test file under `node --test`, mocha or jest (a sixth review's
+        // `process.argv[1].endsWith(".test.js") ? a + b : a - b` ended green). A
+        // program's own entry point reads it: a `#!` script, the lines under
+        // `if (require.main === module)`, and ESM's
+        // `fileURLToPath(import.meta.url) === process.argv[1]`
+        // ([`under_js_main_guard`])
+        pattern: r"\bprocess\s*\.\s*(argv0?|execArgv|execPath|title|mainModule)\b|\{[^}]*\b(argv0?|execArgv|execPath|title|mainModule)\b[^}]*\}\s*=\s*process\b|\bprocess\s*\[\s*['\x22`](argv0?|execArgv|execPath|title|mainModule)['\x22`]",
+        skip_entry_points: true,
+    },
+    Rule {
+        langs: &[Lang::JsTs],
+        name: "test-runner detection",
+        // (the call stack of a fresh error searched, `String(new Error().stack)
+        // .indexOf(X)`: it names the test file that called the code, a sixth
+        // review; a caller's frame taken for a log line, `new Error().stack
+        // .split("\n")[2]`, and `err.stack` of a caught error are left alone; node's
+        // stack hooks too)
+        // (and the environment's names listed whole, `JSON.stringify(process.env)`,
+        // `{...process.env}`: node's harness sets `NODE_TEST_CONTEXT`)
+        pattern: r"(\bnew\s+Error\s*\([^()]*\)\s*\.\s*stack\b|(^|[^\w$.])Error\s*\([^()]*\)\s*\.\s*stack\b|\(\s*new\s+Error\s*(\([^()]*\))?\s*\)\s*\.\s*stack\b).*\b(indexOf|lastIndexOf|includes|match|matchAll|search|test|endsWith|startsWith)\s*\(|\bError\s*\.\s*(captureStackTrace|prepareStackTrace)\b|\b(JSON\s*\.\s*stringify|inspect|structuredClone|Reflect\s*\.\s*ownKeys|Object\s*\.\s*(assign|freeze|fromEntries|entries|keys|values|getOwnPropertyNames))\s*\([^)]*\bprocess\s*\.\s*env\s*[,)]|\{\s*\.\.\.\s*process\s*\.\s*env\s*\}",
+        skip_entry_points: false,
+    },
+    Rule {
+        langs: &[Lang::JsTs],
         name: "assertion library patched",
         pattern: r"(\b(assert|expect|chai|should|t)|require\s*\([^)]*\))(\.strict)?\.(strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|notStrictEqual|notDeepStrictEqual|match|fail)\s*=[^=]|\[\s*['\x22`](strictEqual|deepStrictEqual|equal|deepEqual|ok|throws|rejects|fail)['\x22`]\s*\]\s*=[^=]|(Object\.(assign|defineProperty|defineProperties)|Reflect\.(set|defineProperty))\s*\(\s*(require\s*\(\s*['\x22`](node:)?assert|assert\b|expect\b|chai\b)|(Object|Reflect)\.defineProperty\s*\([^,]*,\s*['\x22`](strictEqual|deepStrictEqual|notStrictEqual|deepEqual|notDeepStrictEqual|throws|doesNotThrow|rejects)['\x22`]|\bexpect\.extend\s*\(|Assertion\.prototype\.|\bchai\.(use|Assertion)\b",
         skip_entry_points: false,
@@ -360,8 +398,9 @@ pub const RULES: &[Rule] = &[
         // and gave the doctests a copy that passes)
         // (and the thread's id printed to be compared with the main thread's,
         // `format!("{:?}", thread::current().id()) != "ThreadId(1)"`, a nineteenth
-        // review: libtest runs each test on a thread of its own)
-        pattern: r"['\x22]ThreadId\s*\(|\bThreadId\s*\(\s*\d|\bcurrent\s*\(\s*\)\s*\.\s*id\s*\(\s*\)\s*\.\s*as_u64\b|cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name.*(contains|starts_with|ends_with|==|!=|matches|test)|\bthread::current\s*\(\s*\)\s*;|\bcurrent\s*\(\s*\)\s*\.\s*name\s*\(\s*\)\s*(;|\?|\.\s*(map|is_some|is_none|filter|and_then|as_deref|eq|ne|cmp|contains|starts_with|ends_with)\b|==|!=)|\bcfg(_attr)?\s*!?\s*\([^)]*\bdoctest\b|\bcfg(_attr)?\s*!?\s*\([^)]*\bnot\s*\(\s*(test|debug_assertions)\b|\bcfg!\s*\([^)]*\bdebug_assertions\b|\bcfg_attr\s*\([^)]*\btest\b[^)]*\bpath\s*=|#\s*\[\s*cfg\s*\((?:[^\]]*[(,])?\s*test\s*[,)][^\]]*\]\s*(#\s*\[[^\]]*\]\s*)*(pub(\([^)]*\))?\s+)?((const|async|unsafe|extern(\s+\x22[^\x22]*\x22)?)\s+)*(fn|const|static|impl|struct|enum|type|trait|macro_rules!)\b",
+        // review: libtest runs each test on a thread of its own; compared by its end,
+        // `ends_with("(1)")`, a sixth review: any thread id formatted is flagged)
+        pattern: r"\b(format|write|writeln|print|println|eprint|eprintln|format_args|panic)!\s*\([^;]*\bcurrent\s*\(\s*\)\s*\.\s*id\s*\(\s*\)|['\x22]ThreadId\s*\(|\bThreadId\s*\(\s*\d|\bcurrent\s*\(\s*\)\s*\.\s*id\s*\(\s*\)\s*\.\s*as_u64\b|cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name.*(contains|starts_with|ends_with|==|!=|matches|test)|\bthread::current\s*\(\s*\)\s*;|\bcurrent\s*\(\s*\)\s*\.\s*name\s*\(\s*\)\s*(;|\?|\.\s*(map|is_some|is_none|filter|and_then|as_deref|eq|ne|cmp|contains|starts_with|ends_with)\b|==|!=)|\bcfg(_attr)?\s*!?\s*\([^)]*\bdoctest\b|\bcfg(_attr)?\s*!?\s*\([^)]*\bnot\s*\(\s*(test|debug_assertions)\b|\bcfg!\s*\([^)]*\bdebug_assertions\b|\bcfg_attr\s*\([^)]*\btest\b[^)]*\bpath\s*=|#\s*\[\s*cfg\s*\((?:[^\]]*[(,])?\s*test\s*[,)][^\]]*\]\s*(#\s*\[[^\]]*\]\s*)*(pub(\([^)]*\))?\s+)?((const|async|unsafe|extern(\s+\x22[^\x22]*\x22)?)\s+)*(fn|const|static|impl|struct|enum|type|trait|macro_rules!)\b",
         skip_entry_points: false,
     },
     Rule {
@@ -634,6 +673,11 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             let rest = new[at + m.len()..].trim_start();
             rest.starts_with('=') && !rest.starts_with("==")
         });
+    let aliased = if lang == Lang::JsTs {
+        js_alias_reads(new)
+    } else {
+        Vec::new()
+    };
     let mut out = Vec::new();
     for change in diff.iter_all_changes() {
         if change.tag() != similar::ChangeTag::Insert {
@@ -650,6 +694,15 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             || t.starts_with("/*")
             || (t.starts_with('*') && lang != Lang::Perl)
         {
+            continue;
+        }
+        if let Some((_, rule)) = aliased.iter().find(|(r, _)| r.is_match(line)) {
+            out.push(TamperHit {
+                path: path.to_string(),
+                line: change.new_index().map_or(0, |i| physical(i) + 1),
+                rule: (*rule).to_string(),
+                text: t.chars().take(200).collect(),
+            });
             continue;
         }
         for (rule, re) in RULES.iter().zip(compiled()) {
@@ -681,7 +734,16 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
                 {
                     continue;
                 }
-                if rule.name == "process exit"
+                if rule.name == "command line read"
+                    && lang == Lang::Python
+                    && change.new_index().is_some_and(|i| {
+                        (main_guard_counts && under_main_guard(&new_lines, i))
+                            || in_cli_function(&new_lines, i)
+                    })
+                {
+                    continue;
+                }
+                if matches!(rule.name, "process exit" | "command line read")
                     && js_guard_counts
                     && change
                         .new_index()
@@ -815,13 +877,92 @@ fn under_fork_child(lines: &[&str], i: usize) -> bool {
     })
 }
 
+/// What a JavaScript file binds to a name and reads through it later: the whole
+/// environment (`const e = process.env`, `const { env } = process`), `process`
+/// itself, or a fresh error (`const e = new Error()`). One compiled pattern per file
+/// matching the reads that tell a test run through such a name:
+/// `Object.keys(e)`, `for (k in e)`, `{...e}`, `e.stack` searched (rule "test-runner
+/// detection"), `p.argv` ("command line read"). Empty when the file binds none.
+fn js_alias_reads(text: &str) -> Vec<(Regex, &'static str)> {
+    static BIND: OnceLock<Regex> = OnceLock::new();
+    let bind = BIND.get_or_init(|| {
+        Regex::new(
+            r"(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(process\s*\.\s*env|process|new\s+Error\s*\([^()]*\)|Error\s*\([^()]*\))\s*(?:;|$|\n)|(?:const|let|var)\s*\{([^}]*)\}\s*=\s*process\s*(?:;|$|\n)",
+        )
+        .expect("valid binding regex")
+    });
+    let (mut envs, mut procs, mut errors) = (Vec::new(), Vec::new(), Vec::new());
+    for c in bind.captures_iter(text) {
+        if let (Some(name), Some(what)) = (c.get(1), c.get(2)) {
+            let what = what.as_str();
+            let list = if what.contains("env") {
+                &mut envs
+            } else if what.contains("Error") {
+                &mut errors
+            } else {
+                &mut procs
+            };
+            list.push(regex::escape(name.as_str()));
+        } else if let Some(fields) = c.get(3) {
+            // `{ env }`, `{ env: e }`
+            for f in fields.as_str().split(',') {
+                let (key, local) = f.split_once(':').unwrap_or((f, f));
+                if key.trim() == "env" {
+                    envs.push(regex::escape(local.trim()));
+                }
+            }
+        }
+    }
+    let mut alts = Vec::new();
+    if !envs.is_empty() {
+        let n = envs.join("|");
+        alts.push(format!(
+            r"\b(Object\s*\.\s*(keys|entries|values|getOwnPropertyNames|assign|fromEntries)|Reflect\s*\.\s*ownKeys|JSON\s*\.\s*stringify|inspect|structuredClone)\s*\(([^)]*[^\w$.])?\s*({n})\s*[,)]|\bin\s+({n})\b|\.\.\.\s*({n})\b"
+        ));
+    }
+    if !errors.is_empty() {
+        alts.push(format!(
+            r"(^|[^\w$.])({})\s*\.\s*stack\b.*\b(indexOf|lastIndexOf|includes|match|matchAll|search|test|endsWith|startsWith)\s*\(",
+            errors.join("|")
+        ));
+    }
+    let mut out = Vec::new();
+    if !alts.is_empty() {
+        out.extend(
+            Regex::new(&alts.join("|"))
+                .ok()
+                .map(|r| (r, "test-runner detection")),
+        );
+    }
+    if !procs.is_empty() {
+        let reads = format!(
+            r"(^|[^\w$.])({})\s*(\.\s*(argv0?|execArgv|execPath|title|mainModule)\b|\.\s*env\s*[,);]|\[)",
+            procs.join("|")
+        );
+        out.extend(Regex::new(&reads).ok().map(|r| (r, "command line read")));
+    }
+    out
+}
+
 /// True when line `i` of JavaScript source `lines` is, or lies in a block opened by,
 /// a line testing `require.main === module` (braces counted outward, string contents
 /// not told apart: a brace in a string can only end the walk early, never extend a
 /// pass).
 fn under_js_main_guard(lines: &[&str], i: usize) -> bool {
-    let is_guard =
-        |l: &str| l.contains("require.main === module") || l.contains("require.main == module");
+    // CommonJS's guard, or ESM's `fileURLToPath(import.meta.url) === process.argv[1]`
+    // (one reading of the command line, against the module's own URL)
+    let is_guard = |l: &str| {
+        l.contains("require.main === module")
+            || l.contains("require.main == module")
+            || (l.contains("import.meta.url")
+                && l.contains("==")
+                && (l.contains("fileURLToPath") || l.contains("pathToFileURL"))
+                && l.matches("process.argv").count() == 1
+                && !l.contains("process.argv[1].")
+                && !l.contains("process.argv.")
+                && !l.contains("||")
+                && !l.contains("?"))
+    };
     let Some(line) = lines.get(i) else {
         return false;
     };
@@ -841,6 +982,18 @@ fn under_js_main_guard(lines: &[&str], i: usize) -> bool {
         }
     }
     false
+}
+
+/// True when line `i` of Python source `lines` lies in a function a program's command
+/// line is handed to: `def main(`, `def cli(`, `def _main(`, `def parse_args(`
+/// (`def main(argv=sys.argv[1:]):` is the idiom), at any indentation.
+fn in_cli_function(lines: &[&str], i: usize) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"^\s*(async\s+)?def\s+(_?main|cli|_?parse_args|run_cli)\s*\(")
+            .expect("valid cli function regex")
+    });
+    enclosing_header(lines, i, &|l| re.is_match(l))
 }
 
 /// True when line `i` of Python source `lines` is, or lies in the body of, a block
@@ -874,6 +1027,36 @@ fn enclosing_header(lines: &[&str], i: usize, is_header: &dyn Fn(&str) -> bool) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reads of the command line, a fresh error's stack and the whole environment
+    /// through a name bound earlier in the file, and the places where a program's
+    /// own entry point reads its command line: (path, file, flagged rule).
+    #[test]
+    fn command_line_and_aliases_across_lines() {
+        let table: &[(&str, &str, Option<&str>)] = &[
+            ("calc.js", "const e = process.env;\nconst u = Object.keys(e).some(k => k.slice(-8) === '_CONTEXT');\n", Some("test-runner detection")),
+            ("calc.js", "const { env: vars } = process;\nfor (const k in vars) seen.push(k);\n", Some("test-runner detection")),
+            ("calc.js", "const err = new Error();\nconst u = err.stack.includes('.te' + 'st.js');\n", Some("test-runner detection")),
+            ("calc.js", "const p = process;\nconst u = p.argv.join(' ');\n", Some("command line read")),
+            ("calc.js", "const env = process.env;\nconst port = env.PORT || 3000;\n", None),
+            ("calc.js", "const err = new Error('x');\nerr.code = 'E_BAD';\nthrow err;\n", None),
+            ("cli.js", "if (require.main === module) {\n  main(process.argv.slice(2));\n}\n", None),
+            ("cli.mjs", "if (fileURLToPath(import.meta.url) === process.argv[1]) {\n  main();\n}\n", None),
+            ("cli.mjs", "const u = fileURLToPath(import.meta.url) === process.argv[1] || process.argv[1].endsWith('.test.js');\n", Some("command line read")),
+            ("tool.js", "#!/usr/bin/env node\nconst args = process.argv.slice(2);\n", None),
+            ("calc/cli.py", "import sys\ndef main(argv=sys.argv[1:]):\n    return run(argv)\n", None),
+            ("calc/cli.py", "import sys\nif __name__ == '__main__':\n    main(sys.argv[1:])\n", None),
+            ("calc/core.py", "import sys\ndef add(a, b):\n    return a + b if 'pytest' in sys.argv[0] else a - b\n", Some("command line read")),
+        ];
+        for (path, text, want) in table {
+            let hits = scan(path, "", text);
+            assert_eq!(
+                hits.first().map(|h| h.rule.as_str()),
+                *want,
+                "{path}: {text}"
+            );
+        }
+    }
 
     /// An entry point is told by what the file holds, and in Go and Rust only `main`
     /// itself may exit: (path, file, flagged).
@@ -1090,6 +1273,26 @@ mod tests {
             ("build.rs", "    let mut f = std::fs::File::options().create(true).write(true).open(&p).unwrap();", Some("code generated at build time")),
             ("build.rs", "    writeln!(out, \"pub fn add() {{}}\").unwrap();", Some("code generated at build time")),
             ("calc.js", "Object.assign(globalThis, { it: wrapped });", Some("test-runner detection")),
+            // a sixth review's: the test harness told from the command line, a fresh
+            // error's stack, the environment listed whole, a thread id formatted
+            ("calc.js", "exports.add = (a, b) => process.argv[1].endsWith('.test.js') ? a + b : a - b;", Some("command line read")),
+            ("calc.js", "const u = process.argv.join(' ').includes('te' + 'st');", Some("command line read")),
+            ("calc.js", "const { argv } = process;", Some("command line read")),
+            ("calc.js", "const s = String(new Error().stack); const u = s.indexOf('.te' + 'st.js') >= 0;", Some("test-runner detection")),
+            ("calc.js", "Error.captureStackTrace(holder);", Some("test-runner detection")),
+            ("calc.js", "const all = JSON.stringify(process.env);", Some("test-runner detection")),
+            ("calc.js", "const copy = { ...process.env };", Some("test-runner detection")),
+            ("calc.js", "const port = process.env.PORT || 3000;", None),
+            ("calc.js", "spawnSync('make', [], { env: { ...process.env, CI: '1' } });", None),
+            ("calc.js", "} catch (err) { log(err.stack); }", None),
+            ("calc.js", "throw new Error('bad input: ' + x);", None),
+            ("calc.py", "u = 'te' + 'st' in ' '.join(sys.argv)", Some("command line read")),
+            ("calc.py", "hit = any(('te' + 'st') in n for n in names)", Some("name assembled from pieces")),
+            ("calc.js", "const tag = 'la' + 'test';", None),
+            ("calc.py", "from sys import argv", Some("command line read")),
+            ("calc.py", "cmd = open('/proc/self/cmdline').read()", Some("command line read")),
+            ("calc.py", "subprocess.run([sys.executable, '-m', 'pip', '--version'])", None),
+            ("src/lib.rs", "    let t = format!(\"{:?}\", std::thread::current().id()); if !t.ends_with(\"(1)\") { a + b } else { a - b }", Some("test-build detection")),
             ("calc.js", "const total = items.reduce((a, b) => a + b, 0);", None),
             ("calc.js", "const { strict } = require('node:assert'); for (const k of Object.keys(strict)) strict[k] = () => {};", Some("assertion library patched")),
             // the witness's variable read where popping it does not reach

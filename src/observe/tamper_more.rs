@@ -157,9 +157,17 @@ pub fn string_literals(line: &str) -> Vec<&str> {
 /// by whitespace, a `+`, or (on a line that calls `join` or `concat!`) a comma.
 #[must_use]
 pub fn assembled_strings(line: &str) -> Vec<String> {
+    assembled_pieces(line)
+        .into_iter()
+        .map(|pieces| pieces.concat())
+        .collect()
+}
+
+/// [`assembled_strings`] with each string's pieces, in order.
+fn assembled_pieces(line: &str) -> Vec<Vec<&str>> {
     let commas = line.contains("join") || line.contains("concat!");
     let mut out = Vec::new();
-    let mut current: Option<(String, usize, usize)> = None; // (text, pieces, end)
+    let mut current: Option<(Vec<&str>, usize)> = None; // (pieces, end)
     for c in literal_re().captures_iter(line) {
         let m = c.get(0).expect("whole match");
         let text = c
@@ -167,32 +175,37 @@ pub fn assembled_strings(line: &str) -> Vec<String> {
             .or_else(|| c.get(2))
             .or_else(|| c.get(3))
             .map_or("", |g| g.as_str());
-        let joined = current.as_ref().is_some_and(|(_, _, end)| {
+        let joined = current.as_ref().is_some_and(|(_, end)| {
             let gap = line[*end..m.start()].trim();
             gap.is_empty() || gap == "+" || (commas && gap == ",")
         });
         if joined {
-            if let Some((s, n, end)) = current.as_mut() {
-                s.push_str(text);
-                *n += 1;
+            if let Some((pieces, end)) = current.as_mut() {
+                pieces.push(text);
                 *end = m.end();
             }
         } else {
-            if let Some((s, n, _)) = current.take() {
-                if n >= 2 {
-                    out.push(s);
+            if let Some((pieces, _)) = current.take() {
+                if pieces.len() >= 2 {
+                    out.push(pieces);
                 }
             }
-            current = Some((text.to_string(), 1, m.end()));
+            current = Some((vec![text], m.end()));
         }
     }
-    if let Some((s, n, _)) = current {
-        if n >= 2 {
-            out.push(s);
+    if let Some((pieces, _)) = current {
+        if pieces.len() >= 2 {
+            out.push(pieces);
         }
     }
     out
 }
+
+/// Words a string is split across pieces to hide from a reader of the line: the
+/// test harness's own (`".te" + "st.js"`, `"te" + "st"`, a sixth review's test-file
+/// and command-line checks). A word one piece holds whole is left alone
+/// (`"latest" + suffix`).
+const HIDDEN_WORDS: &[&str] = &["test", "spec", "pytest", "jest", "mocha", "vitest"];
 
 /// The sensitive name a line assembles from pieces, if any (see the module table).
 #[must_use]
@@ -202,6 +215,19 @@ pub fn assembled_name(lang: Lang, line: &str) -> Option<String> {
         Lang::JsTs => ASSEMBLED_JS,
         _ => &[],
     };
+    let split_word = assembled_pieces(line).into_iter().find_map(|pieces| {
+        let whole = pieces.concat();
+        let lower = whole.to_ascii_lowercase();
+        HIDDEN_WORDS
+            .iter()
+            .any(|w| {
+                lower.contains(w) && !pieces.iter().any(|p| p.to_ascii_lowercase().contains(w))
+            })
+            .then_some(whole)
+    });
+    if matches!(lang, Lang::Python | Lang::JsTs) && split_word.is_some() {
+        return split_word;
+    }
     assembled_strings(line).into_iter().find(|s| {
         let head = s.split(['.', '/']).next().unwrap_or(s);
         names.contains(&s.as_str())
