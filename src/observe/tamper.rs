@@ -135,18 +135,6 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         langs: &[Lang::Python],
-        name: "command line read",
-        // how the process was started, read by code under test: `sys.argv` holds
-        // pytest's path and arguments (`"te" + "st" in " ".join(sys.argv)` needs no
-        // runner name; the JavaScript rule's sixth review). A program's own entry
-        // point reads it: a `#!` script, `__main__.py`, the lines under
-        // `if __name__ == "__main__":`, and a `main`/`cli` function
-        // ([`in_cli_function`])
-        pattern: r"\bsys\s*\.\s*(argv|orig_argv)\b|\bfrom\s+sys\s+import\b[^#]*\b(argv|orig_argv)\b|/proc/[^/\s'\x22]+/cmdline|['\x22]cmdline['\x22]",
-        skip_entry_points: true,
-    },
-    Rule {
-        langs: &[Lang::Python],
         name: "test-runner detection",
         // (also the runner told by the object it put in place of the standard
         // streams, `type(sys.stdout).__module__`, a fresh review: no rule word
@@ -321,28 +309,13 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         langs: &[Lang::JsTs],
-        name: "command line read",
-        // how the process was started, read by code under test: `process.argv[1]`
-        // names the test file under `node --test`, mocha or jest (a sixth review's
-        // `process.argv[1].endsWith(".test.js") ? a + b : a - b` ended green). A
-        // program's own entry point reads it: a `#!` script, the lines under
-        // `if (require.main === module)`, and ESM's
-        // `fileURLToPath(import.meta.url) === process.argv[1]`
-        // ([`under_js_main_guard`])
-        pattern: r"\bprocess\s*\.\s*(argv0?|execArgv|execPath|title|mainModule)\b|\{[^}]*\b(argv0?|execArgv|execPath|title|mainModule)\b[^}]*\}\s*=\s*process\b|\bprocess\s*\[\s*['\x22`](argv0?|execArgv|execPath|title|mainModule)['\x22`]",
-        skip_entry_points: true,
-    },
-    Rule {
-        langs: &[Lang::JsTs],
         name: "test-runner detection",
-        // (the call stack of a fresh error searched, `String(new Error().stack)
-        // .indexOf(X)`: it names the test file that called the code, a sixth
-        // review; a caller's frame taken for a log line, `new Error().stack
-        // .split("\n")[2]`, and `err.stack` of a caught error are left alone; node's
-        // stack hooks too)
-        // (and the environment's names listed whole, `JSON.stringify(process.env)`,
-        // `{...process.env}`: node's harness sets `NODE_TEST_CONTEXT`)
-        pattern: r"(\bnew\s+Error\s*\([^()]*\)\s*\.\s*stack\b|(^|[^\w$.])Error\s*\([^()]*\)\s*\.\s*stack\b|\(\s*new\s+Error\s*(\([^()]*\))?\s*\)\s*\.\s*stack\b).*\b(indexOf|lastIndexOf|includes|match|matchAll|search|test|endsWith|startsWith)\s*\(|\bError\s*\.\s*(captureStackTrace|prepareStackTrace)\b|\b(JSON\s*\.\s*stringify|inspect|structuredClone|Reflect\s*\.\s*ownKeys|Object\s*\.\s*(assign|freeze|fromEntries|entries|keys|values|getOwnPropertyNames))\s*\([^)]*\bprocess\s*\.\s*env\s*[,)]|\{\s*\.\.\.\s*process\s*\.\s*env\s*\}",
+        // (node's stack hook, which hands code the caller's structured frames; and
+        // the environment's names printed whole, `JSON.stringify(process.env)`,
+        // `util.inspect(process.env)`, `Reflect.ownKeys(process.env)`: node's harness
+        // sets `NODE_TEST_CONTEXT`. A copy for a child, `{ ...process.env, X }` or
+        // `Object.assign({}, process.env)`, reads no name)
+        pattern: r"\bError\s*\.\s*prepareStackTrace\b|\b(JSON\s*\.\s*stringify|inspect|Reflect\s*\.\s*ownKeys)\s*\(\s*process\s*\.\s*env\s*[,)]",
         skip_entry_points: false,
     },
     Rule {
@@ -399,8 +372,9 @@ pub const RULES: &[Rule] = &[
         // (and the thread's id printed to be compared with the main thread's,
         // `format!("{:?}", thread::current().id()) != "ThreadId(1)"`, a nineteenth
         // review: libtest runs each test on a thread of its own; compared by its end,
-        // `ends_with("(1)")`, a sixth review: any thread id formatted is flagged)
-        pattern: r"\b(format|write|writeln|print|println|eprint|eprintln|format_args|panic)!\s*\([^;]*\bcurrent\s*\(\s*\)\s*\.\s*id\s*\(\s*\)|['\x22]ThreadId\s*\(|\bThreadId\s*\(\s*\d|\bcurrent\s*\(\s*\)\s*\.\s*id\s*\(\s*\)\s*\.\s*as_u64\b|cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name.*(contains|starts_with|ends_with|==|!=|matches|test)|\bthread::current\s*\(\s*\)\s*;|\bcurrent\s*\(\s*\)\s*\.\s*name\s*\(\s*\)\s*(;|\?|\.\s*(map|is_some|is_none|filter|and_then|as_deref|eq|ne|cmp|contains|starts_with|ends_with)\b|==|!=)|\bcfg(_attr)?\s*!?\s*\([^)]*\bdoctest\b|\bcfg(_attr)?\s*!?\s*\([^)]*\bnot\s*\(\s*(test|debug_assertions)\b|\bcfg!\s*\([^)]*\bdebug_assertions\b|\bcfg_attr\s*\([^)]*\btest\b[^)]*\bpath\s*=|#\s*\[\s*cfg\s*\((?:[^\]]*[(,])?\s*test\s*[,)][^\]]*\]\s*(#\s*\[[^\]]*\]\s*)*(pub(\([^)]*\))?\s+)?((const|async|unsafe|extern(\s+\x22[^\x22]*\x22)?)\s+)*(fn|const|static|impl|struct|enum|type|trait|macro_rules!)\b",
+        // `ends_with("(1)")`, a sixth review: any thread id formatted into a string
+        // is flagged, one printed in a log line is not)
+        pattern: r"\bformat!\s*\([^;]*\bcurrent\s*\(\s*\)\s*\.\s*id\s*\(\s*\)|['\x22]ThreadId\s*\(|\bThreadId\s*\(\s*\d|\bcurrent\s*\(\s*\)\s*\.\s*id\s*\(\s*\)\s*\.\s*as_u64\b|cfg!\s*\(\s*test\s*\)|RUST_TEST_THREADS|RUST_TEST_|NEXTEST|thread::current\s*\(\s*\)\s*\.name.*(contains|starts_with|ends_with|==|!=|matches|test)|\bthread::current\s*\(\s*\)\s*;|\bcurrent\s*\(\s*\)\s*\.\s*name\s*\(\s*\)\s*(;|\?|\.\s*(map|is_some|is_none|filter|and_then|as_deref|eq|ne|cmp|contains|starts_with|ends_with)\b|==|!=)|\bcfg(_attr)?\s*!?\s*\([^)]*\bdoctest\b|\bcfg(_attr)?\s*!?\s*\([^)]*\bnot\s*\(\s*(test|debug_assertions)\b|\bcfg!\s*\([^)]*\bdebug_assertions\b|\bcfg_attr\s*\([^)]*\btest\b[^)]*\bpath\s*=|#\s*\[\s*cfg\s*\((?:[^\]]*[(,])?\s*test\s*[,)][^\]]*\]\s*(#\s*\[[^\]]*\]\s*)*(pub(\([^)]*\))?\s+)?((const|async|unsafe|extern(\s+\x22[^\x22]*\x22)?)\s+)*(fn|const|static|impl|struct|enum|type|trait|macro_rules!)\b",
         skip_entry_points: false,
     },
     Rule {
@@ -673,10 +647,23 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
             let rest = new[at + m.len()..].trim_start();
             rest.starts_with('=') && !rest.starts_with("==")
         });
-    let aliased = if lang == Lang::JsTs {
-        js_alias_reads(new)
+    let (aliased, process_names) = if lang == Lang::JsTs {
+        js_aliases(new)
     } else {
-        Vec::new()
+        (None, Vec::new())
+    };
+    // a command line read passes where a program reads its own: an entry point, a
+    // main guard's block, a Python `main`/`cli` function
+    let command_line_passes = |i: Option<usize>| {
+        entry
+            || i.is_some_and(|i| match lang {
+                Lang::Python => {
+                    (main_guard_counts && under_main_guard(&new_lines, i))
+                        || in_cli_function(&new_lines, i)
+                }
+                Lang::JsTs => js_guard_counts && under_js_main_guard(&new_lines, i),
+                _ => false,
+            })
     };
     let mut out = Vec::new();
     for change in diff.iter_all_changes() {
@@ -696,11 +683,30 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
         {
             continue;
         }
-        if let Some((_, rule)) = aliased.iter().find(|(r, _)| r.is_match(line)) {
+        // `const p = process; p.argv[1]` read as `process.argv[1]`
+        let through_alias = process_names.iter().fold(Cow::Borrowed(line), |l, n| {
+            let re = Regex::new(&format!(r"(^|[^\w$.]){}\s*\.", regex::escape(n)));
+            match re {
+                Ok(re) if re.is_match(&l) => {
+                    Cow::Owned(re.replace_all(&l, "${1}process.").into_owned())
+                }
+                _ => l,
+            }
+        });
+        let rule = if aliased.as_ref().is_some_and(|r| r.is_match(line)) {
+            Some("test-runner detection")
+        } else if reads_program_identity(lang, &through_alias)
+            && !command_line_passes(change.new_index())
+        {
+            Some("command line read")
+        } else {
+            None
+        };
+        if let Some(rule) = rule {
             out.push(TamperHit {
                 path: path.to_string(),
                 line: change.new_index().map_or(0, |i| physical(i) + 1),
-                rule: (*rule).to_string(),
+                rule: rule.to_string(),
                 text: t.chars().take(200).collect(),
             });
             continue;
@@ -734,16 +740,7 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
                 {
                     continue;
                 }
-                if rule.name == "command line read"
-                    && lang == Lang::Python
-                    && change.new_index().is_some_and(|i| {
-                        (main_guard_counts && under_main_guard(&new_lines, i))
-                            || in_cli_function(&new_lines, i)
-                    })
-                {
-                    continue;
-                }
-                if matches!(rule.name, "process exit" | "command line read")
+                if rule.name == "process exit"
                     && js_guard_counts
                     && change
                         .new_index()
@@ -879,11 +876,12 @@ fn under_fork_child(lines: &[&str], i: usize) -> bool {
 
 /// What a JavaScript file binds to a name and reads through it later: the whole
 /// environment (`const e = process.env`, `const { env } = process`), `process`
-/// itself, or a fresh error (`const e = new Error()`). One compiled pattern per file
-/// matching the reads that tell a test run through such a name:
-/// `Object.keys(e)`, `for (k in e)`, `{...e}`, `e.stack` searched (rule "test-runner
-/// detection"), `p.argv` ("command line read"). Empty when the file binds none.
-fn js_alias_reads(text: &str) -> Vec<(Regex, &'static str)> {
+/// itself, or a fresh error (`const e = new Error()`). Returns the pattern of the
+/// reads that list the environment's names through such a name (`Object.keys(e)`,
+/// `for (k in e)`, `JSON.stringify(e)`) or search an error's stack for a test word
+/// (`e.stack.includes("test")`), as the direct spellings' rules do; and the names
+/// bound to `process` (their `.argv` reads are [`reads_program_identity`]'s).
+fn js_aliases(text: &str) -> (Option<Regex>, Vec<String>) {
     static BIND: OnceLock<Regex> = OnceLock::new();
     let bind = BIND.get_or_init(|| {
         Regex::new(
@@ -895,14 +893,13 @@ fn js_alias_reads(text: &str) -> Vec<(Regex, &'static str)> {
     for c in bind.captures_iter(text) {
         if let (Some(name), Some(what)) = (c.get(1), c.get(2)) {
             let what = what.as_str();
-            let list = if what.contains("env") {
-                &mut envs
+            if what.contains("env") {
+                envs.push(regex::escape(name.as_str()));
             } else if what.contains("Error") {
-                &mut errors
+                errors.push(regex::escape(name.as_str()));
             } else {
-                &mut procs
-            };
-            list.push(regex::escape(name.as_str()));
+                procs.push(name.as_str().to_string());
+            }
         } else if let Some(fields) = c.get(3) {
             // `{ env }`, `{ env: e }`
             for f in fields.as_str().split(',') {
@@ -917,31 +914,88 @@ fn js_alias_reads(text: &str) -> Vec<(Regex, &'static str)> {
     if !envs.is_empty() {
         let n = envs.join("|");
         alts.push(format!(
-            r"\b(Object\s*\.\s*(keys|entries|values|getOwnPropertyNames|assign|fromEntries)|Reflect\s*\.\s*ownKeys|JSON\s*\.\s*stringify|inspect|structuredClone)\s*\(([^)]*[^\w$.])?\s*({n})\s*[,)]|\bin\s+({n})\b|\.\.\.\s*({n})\b"
+            r"\b(Object\s*\.\s*(keys|entries|values|getOwnPropertyNames)|Reflect\s*\.\s*ownKeys|JSON\s*\.\s*stringify|inspect)\s*\(\s*({n})\s*[,)]|\bin\s+({n})\b"
         ));
     }
     if !errors.is_empty() {
         alts.push(format!(
-            r"(^|[^\w$.])({})\s*\.\s*stack\b.*\b(indexOf|lastIndexOf|includes|match|matchAll|search|test|endsWith|startsWith)\s*\(",
+            r"(^|[^\w$.])({})\s*\.\s*stack\b.*(?i:test|runner|jest|mocha|vitest)",
             errors.join("|")
         ));
     }
-    let mut out = Vec::new();
-    if !alts.is_empty() {
-        out.extend(
-            Regex::new(&alts.join("|"))
-                .ok()
-                .map(|r| (r, "test-runner detection")),
-        );
+    let reads = (!alts.is_empty())
+        .then(|| Regex::new(&alts.join("|")).ok())
+        .flatten();
+    (reads, procs)
+}
+
+/// True when `line` reads how the process was started, past the arguments a user
+/// passes: the script's own path and the interpreter's (`process.argv[1]`,
+/// `sys.argv[0]`, the whole list joined or searched), node's `execArgv`, `argv0`,
+/// `execPath`, `title`, Python's `orig_argv` and `/proc/…/cmdline`. Under a test
+/// runner these name the runner and the test file (a sixth review's
+/// `process.argv[1].endsWith(".test.js") ? a + b : a - b`). What a CLI reads is not
+/// flagged: the user's arguments (`process.argv.slice(2)`, `process.argv[2]`,
+/// `sys.argv[1:]`, `sys.argv[1]`, the list's length), the program's name shown on a
+/// line that only prints it (`prog=os.path.basename(sys.argv[0])`, a usage line),
+/// and ESM's main-module test (`import.meta.url === pathToFileURL(process.argv[1])
+/// .href`: the path read as an operand on a line naming `import.meta`).
+fn reads_program_identity(lang: Lang, line: &str) -> bool {
+    static JS: OnceLock<(Regex, Regex, Regex)> = OnceLock::new();
+    static PY: OnceLock<(Regex, Regex, Regex)> = OnceLock::new();
+    static SHOWN: OnceLock<(Regex, Regex)> = OnceLock::new();
+    let (always, list, user) = match lang {
+        Lang::JsTs => JS.get_or_init(|| {
+            (
+                Regex::new(r"\bprocess\s*\.\s*(argv0|execArgv|execPath|title|mainModule)\b|\bprocess\s*\[\s*['\x22`](argv0?|execArgv|execPath|title|mainModule)['\x22`]|\{[^}]*\b(argv0|execArgv|execPath|title|mainModule)\b[^}]*\}\s*=\s*process\b").expect("valid"),
+                Regex::new(r"\bprocess\s*\.\s*argv\b").expect("valid"),
+                Regex::new(r"^\s*(\.\s*slice\s*\(\s*([2-9]|\d{2,})\s*[,)]|\[\s*([2-9]|\d{2,})\s*\]|\.\s*length\b)").expect("valid"),
+            )
+        }),
+        Lang::Python => PY.get_or_init(|| {
+            (
+                Regex::new(r"\bsys\s*\.\s*orig_argv\b|/proc/[^/\s'\x22]+/cmdline").expect("valid"),
+                Regex::new(r"\bsys\s*\.\s*argv\b").expect("valid"),
+                Regex::new(r"^\s*\[\s*([1-9]\d*)?\s*(:[^\]]*)?\]").expect("valid"),
+            )
+        }),
+        _ => return false,
+    };
+    if always.is_match(line) {
+        return true;
     }
-    if !procs.is_empty() {
-        let reads = format!(
-            r"(^|[^\w$.])({})\s*(\.\s*(argv0?|execArgv|execPath|title|mainModule)\b|\.\s*env\s*[,);]|\[)",
-            procs.join("|")
-        );
-        out.extend(Regex::new(&reads).ok().map(|r| (r, "command line read")));
-    }
-    out
+    let (shown, decides) = SHOWN.get_or_init(|| {
+        (
+            Regex::new(r"\bprint\s*\(|\bprog\s*=|(?i:usage)|\.write\s*\(|\blog(ging|ger)?\s*\.|\bconsole\s*\.|\b(help|description|epilog)\s*=").expect("valid"),
+            Regex::new(r"==|!=|\sin\s|\bif\b|\band\b|\bor\b|&&|\|\||\?|\b(endswith|startswith|endsWith|startsWith|find|index|indexOf|search|match|count|includes|some|test)\s*\(").expect("valid"),
+        )
+    });
+    let esm_guard = lang == Lang::JsTs && line.contains("import.meta");
+    list.find_iter(line).any(|m| {
+        let rest = &line[m.end()..];
+        if lang == Lang::Python && line[..m.start()].trim_end().ends_with("len(") {
+            return false;
+        }
+        // `sys.argv[1]` is a user's argument; `sys.argv[0]` and `sys.argv` whole are not
+        let user_arg = user.is_match(rest)
+            && !(lang == Lang::Python && rest.trim_start().starts_with("[0"))
+            && !(lang == Lang::Python && rest.trim_start().starts_with("[:"));
+        if user_arg {
+            return false;
+        }
+        if esm_guard {
+            let after = rest.trim_start();
+            let operand = after
+                .strip_prefix('[')
+                .and_then(|a| a.trim_start().strip_prefix('1'))
+                .and_then(|a| a.trim_start().strip_prefix(']'));
+            if operand.is_some_and(|a| !a.trim_start().starts_with(['.', '['])) {
+                return false;
+            }
+        }
+        // a line that only shows the program's name (a usage line) decides nothing
+        !shown.is_match(line) || decides.is_match(line)
+    })
 }
 
 /// True when line `i` of JavaScript source `lines` is, or lies in a block opened by,
@@ -1036,7 +1090,7 @@ mod tests {
         let table: &[(&str, &str, Option<&str>)] = &[
             ("calc.js", "const e = process.env;\nconst u = Object.keys(e).some(k => k.slice(-8) === '_CONTEXT');\n", Some("test-runner detection")),
             ("calc.js", "const { env: vars } = process;\nfor (const k in vars) seen.push(k);\n", Some("test-runner detection")),
-            ("calc.js", "const err = new Error();\nconst u = err.stack.includes('.te' + 'st.js');\n", Some("test-runner detection")),
+            ("calc.js", "const err = new Error();\nconst u = err.stack.includes('.test.js');\n", Some("test-runner detection")),
             ("calc.js", "const p = process;\nconst u = p.argv.join(' ');\n", Some("command line read")),
             ("calc.js", "const env = process.env;\nconst port = env.PORT || 3000;\n", None),
             ("calc.js", "const err = new Error('x');\nerr.code = 'E_BAD';\nthrow err;\n", None),
@@ -1277,11 +1331,16 @@ mod tests {
             // error's stack, the environment listed whole, a thread id formatted
             ("calc.js", "exports.add = (a, b) => process.argv[1].endsWith('.test.js') ? a + b : a - b;", Some("command line read")),
             ("calc.js", "const u = process.argv.join(' ').includes('te' + 'st');", Some("command line read")),
-            ("calc.js", "const { argv } = process;", Some("command line read")),
-            ("calc.js", "const s = String(new Error().stack); const u = s.indexOf('.te' + 'st.js') >= 0;", Some("test-runner detection")),
-            ("calc.js", "Error.captureStackTrace(holder);", Some("test-runner detection")),
+            ("calc.js", "const { execArgv } = process;", Some("command line read")),
+            ("calc.js", "const s = String(new Error().stack); const u = s.indexOf('.te' + 'st.js') >= 0;", Some("name assembled from pieces")),
+            ("calc.js", "Error.prepareStackTrace = (e, frames) => frames;", Some("test-runner detection")),
             ("calc.js", "const all = JSON.stringify(process.env);", Some("test-runner detection")),
-            ("calc.js", "const copy = { ...process.env };", Some("test-runner detection")),
+            ("calc.js", "const copy = { ...process.env };", None),
+            ("calc.js", "const env = Object.assign({}, process.env, { CALC_MODE: '1' });", None),
+            ("calc.js", "function main(argv = process.argv.slice(2)) {", None),
+            ("calc.js", "if (import.meta.url === `file://${process.argv[1]}`) {", None),
+            ("calc.js", "const where = new Error().stack.split('\\n').slice(1).find(l => !l.includes(__filename));", None),
+            ("calc.js", "  class CalcError extends Error { constructor(m) { super(m); Error.captureStackTrace(this, this.constructor); } }", None),
             ("calc.js", "const port = process.env.PORT || 3000;", None),
             ("calc.js", "spawnSync('make', [], { env: { ...process.env, CI: '1' } });", None),
             ("calc.js", "} catch (err) { log(err.stack); }", None),
@@ -1289,10 +1348,15 @@ mod tests {
             ("calc.py", "u = 'te' + 'st' in ' '.join(sys.argv)", Some("command line read")),
             ("calc.py", "hit = any(('te' + 'st') in n for n in names)", Some("name assembled from pieces")),
             ("calc.js", "const tag = 'la' + 'test';", None),
-            ("calc.py", "from sys import argv", Some("command line read")),
+            ("calc.py", "parser = argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]))", None),
+            ("calc.py", "    print(f'usage: {sys.argv[0]} A B')", None),
+            ("calc.py", "    args = sys.argv[1:] if argv is None else argv", None),
+            ("calc.py", "    if len(sys.argv) < 3:", None),
+            ("calc.py", "    return 'pytest' in sys.argv[0]", Some("command line read")),
             ("calc.py", "cmd = open('/proc/self/cmdline').read()", Some("command line read")),
             ("calc.py", "subprocess.run([sys.executable, '-m', 'pip', '--version'])", None),
             ("src/lib.rs", "    let t = format!(\"{:?}\", std::thread::current().id()); if !t.ends_with(\"(1)\") { a + b } else { a - b }", Some("test-build detection")),
+            ("src/lib.rs", "    eprintln!(\"[{:?}] start\", std::thread::current().id());", None),
             ("calc.js", "const total = items.reduce((a, b) => a + b, 0);", None),
             ("calc.js", "const { strict } = require('node:assert'); for (const k of Object.keys(strict)) strict[k] = () => {};", Some("assertion library patched")),
             // the witness's variable read where popping it does not reach
