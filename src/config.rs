@@ -57,7 +57,8 @@ impl ConfigError {
 }
 
 /// The `run` flag that sets a configuration field, for the fields that have one.
-fn flag_of(field: &str) -> Option<&'static str> {
+#[must_use]
+pub fn flag_of(field: &str) -> Option<&'static str> {
     Some(match field {
         "budget.usd" => "--budget-usd",
         "budget.tokens" => "--budget-tokens",
@@ -74,7 +75,17 @@ fn flag_of(field: &str) -> Option<&'static str> {
         "liveness.stall_timeout" => "--stall-timeout",
         "kill_grace" => "--kill-grace",
         "control.approval_timeout" => "--approval-timeout",
+        "control.max_turns" => "--max-turns",
         "success_exit_code" => "--success-exit-code",
+        "budget.cost_sigma" => "--cost-sigma",
+        "liveness.comprehension_every" => "--comprehension-every",
+        "exec_failures" => "--exec-failures",
+        "test_format" => "--test-format",
+        "on_regression" => "--on-regression",
+        "on_unmetered" => "--on-unmetered",
+        "judge.timeout" => "--judge-timeout",
+        "judge.budget_usd" => "--judge-budget-usd",
+        "task.files" => "--context-files",
         _ => return None,
     })
 }
@@ -990,6 +1001,21 @@ pub fn validate(c: &RunConfig) -> Result<(), ConfigError> {
         if v.as_deref().is_some_and(|s| s.trim().is_empty()) {
             return Err(ConfigError::invalid(field, "is empty"));
         }
+    }
+    // A zero wait would decline every attended call at once (a new user's
+    // `--approval-timeout 0s` halted escalation_pending on the first one), and a zero
+    // turn cap would halt after the first exec by configuration alone.
+    if c.control.approval_timeout.0.is_zero() {
+        return Err(ConfigError::invalid(
+            "control.approval_timeout",
+            "must be greater than zero",
+        ));
+    }
+    if c.control.max_turns == Some(0) {
+        return Err(ConfigError::invalid(
+            "control.max_turns",
+            "must be at least 1",
+        ));
     }
     // A zero limit would make a reason fire by configuration rather than by anything
     // observed, so every duration limit must be positive.

@@ -358,7 +358,7 @@ pub struct AckArgs {
     /// Run form: who reviewed the run's work.
     #[arg(long, value_name = "NAME")]
     pub reviewer: Option<String>,
-    /// Run form: the run (default: the latest).
+    /// Run form: the run whose work was reviewed (required in the run form).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
     /// Free-text notes stored with the acknowledgement.
@@ -405,7 +405,8 @@ pub struct InspectCostArgs {
     /// A cost ledger instead of a run: one USD figure per line, or JSON lines with cost_usd.
     #[arg(long, value_name = "FILE")]
     pub ledger: Option<PathBuf>,
-    /// A run-total cap to judge the ledger against (run mode uses the run's own caps).
+    /// A run-total cap in USD to judge against: the ledger's, or a run's in place of the cap
+    /// it was started with.
     #[arg(long, allow_negative_numbers = true, value_name = "USD")]
     pub budget_usd: Option<f64>,
     /// Anomaly threshold in standard deviations (default: the run's, or 3).
@@ -488,13 +489,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "ID", conflicts_with = "run_id")]
     pub resume: Option<String>,
     /// Time limit for each exec, e.g. 30m (default: none).
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub exec_timeout: Option<String>,
     /// Time limit for each check run, e.g. 90s (default: none).
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub check_timeout: Option<String>,
     /// The check's exit code that means success (default 0).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub success_exit_code: Option<i32>,
     /// loop.toml to read (default: ./loop.toml when present). Flags override it.
     #[arg(long, value_name = "FILE")]
@@ -510,11 +511,11 @@ pub struct RunArgs {
     /// is caught 31 times in 32). In the clean room they run cold (its caches, cargo
     /// target and HOME emptied first), and at least one runs even with 0: a cache an
     /// earlier check planted must not make the green.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub confirm_runs: Option<u32>,
     /// no_progress_detected after K attempts without a new best failing-set size
     /// (default 3).
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
     pub no_progress_k: Option<u32>,
     /// What a regression does: revert (restore the last accepted tree) or halt.
     #[arg(long, value_name = "MODE", value_parser = ["revert", "halt"])]
@@ -526,11 +527,11 @@ pub struct RunArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "USD")]
     pub budget_usd: Option<f64>,
     /// Run-total token cap (default: none); with --resume, the run's new cap.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub budget_tokens: Option<u64>,
     /// Wall-clock cap for the whole run, e.g. 2h (default: none; the time between a
     /// halt and its resume does not count); with --resume, the run's new cap.
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub max_duration: Option<String>,
     /// cost_anomaly threshold in standard deviations (default 3).
     #[arg(long, allow_negative_numbers = true, value_name = "SIGMA")]
@@ -539,13 +540,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "ID")]
     pub model: Option<String>,
     /// Stop an exec that prints nothing for this long (heartbeat_stale; default: never).
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub stall_timeout: Option<String>,
     /// Halt after N accepted iterations no person has acknowledged.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub comprehension_every: Option<u32>,
     /// Time between SIGTERM and SIGKILL when ending a step's process group (default 3s).
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub kill_grace: Option<String>,
     /// The check's network: host (default) or none (a private network namespace).
     #[arg(long, value_name = "MODE", value_parser = ["host", "none"])]
@@ -554,7 +555,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub attended: bool,
     /// How long an attended action waits for a person before the run halts escalation_pending (default 15m).
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub approval_timeout: Option<String>,
     /// Refuse to start while an unacknowledged high or critical halt event exists (default true).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
@@ -563,7 +564,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "CMD")]
     pub on_halt: Option<String>,
     /// Halt after N agent tool-call rounds across the run (seen by `loopexec gate`).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub max_turns: Option<u64>,
     /// A used-up `[limits]` rate: suspend (park until it refills, the default) or halt (budget_exceeded).
     #[arg(long, value_name = "MODE", value_parser = ["suspend", "halt"])]
@@ -594,7 +595,7 @@ pub struct RunArgs {
     pub sandbox: Option<String>,
     /// Halt execution_failure after N consecutive iterations whose agent exited non-zero
     /// (its own error: turn limit, rate limit) (default 3).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub exec_failures: Option<u32>,
     /// What a budget cap does when the agent's spend is not metered: warn (default) or halt.
     #[arg(long, value_name = "MODE", value_parser = ["warn", "halt"])]
@@ -607,10 +608,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "CMD")]
     pub judge: Option<String>,
     /// With --tasks, judge every Nth task-completing green (the final green is always judged).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub judge_every: Option<u32>,
     /// Time limit for one judge run (default 10m).
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub judge_timeout: Option<String>,
     /// Cap on the judge's own run-total spend in USD.
     #[arg(long, allow_negative_numbers = true, value_name = "USD")]

@@ -241,6 +241,22 @@ fn ack_event(ws: &Workspace, store: Option<Store>, a: &AckArgs, id: &str) -> Out
 }
 
 fn ack_run(workdir: &Path, ws: &Workspace, a: &AckArgs) -> Outcome {
+    // an acknowledgement names what it acknowledges: a bare `ack --by NAME` took the
+    // latest run's (a new user's review); a resolution belongs to a halt event
+    let Some(run_id) = a.run_id.as_deref() else {
+        return Outcome::error(
+            2,
+            "ack needs a HALT_ID (a halt event) or --run-id RUN (a run's work)".into(),
+            Some("loopexec ack HALT_ID --by NAME (`loopexec halts --unacked` lists them), or loopexec ack --run-id RUN_ID --reviewer NAME".into()),
+        );
+    };
+    if a.resolution.is_some() {
+        return Outcome::error(
+            2,
+            "--resolution applies to a halt event (ack HALT_ID --by NAME --resolution R), not to a run's work".into(),
+            Some("drop --resolution, or give the halt event's id from `loopexec halts --run RUN_ID`".into()),
+        );
+    }
     let Some(reviewer) = a
         .reviewer
         .as_deref()
@@ -254,7 +270,7 @@ fn ack_run(workdir: &Path, ws: &Workspace, a: &AckArgs) -> Outcome {
             Some("loopexec ack --run-id RUN_ID --reviewer NAME, or loopexec ack HALT_ID --by NAME --resolution resolved".into()),
         );
     };
-    let run = match super::load_run(workdir, a.run_id.as_deref()) {
+    let run = match super::load_run(workdir, Some(run_id)) {
         Ok(r) => r,
         Err(o) => return o,
     };

@@ -207,6 +207,12 @@ pub(crate) fn attest(workdir: &Path, a: &AttestArgs) -> Outcome {
     if let Some(o) = refuse_overwrite(&out) {
         return o;
     }
+    // an attestation replaced is said so, not done silently (a new user's review)
+    let replaced = if out.is_file() {
+        format!("replaced the attestation that was at {}\n", out.display())
+    } else {
+        String::new()
+    };
     let text = serde_json::to_string_pretty(&env).unwrap_or_default();
     if let Err(e) = std::fs::write(&out, format!("{text}\n")) {
         return Outcome::error(
@@ -219,7 +225,7 @@ pub(crate) fn attest(workdir: &Path, a: &AttestArgs) -> Outcome {
         run_id: run.run_id.clone(),
         attestation_path: out.display().to_string(),
         human: format!(
-            "attested run {}: {} (exit {}) — {}\nverify with: loopexec verify {} --pub PUBLIC_KEY\n",
+            "{replaced}attested run {}: {} (exit {}) — {}\nverify with: loopexec verify {} --pub PUBLIC_KEY\n",
             run.run_id,
             st.predicate.halt_reason.as_deref().unwrap_or("not halted"),
             st.predicate

@@ -66,15 +66,19 @@ pub struct VerdictRow {
     /// |F|: failing tests.
     pub failing: usize,
     pub check_exit: Option<i32>,
-    /// The ratchet kept this iteration's tree (false: rejected).
+    /// The ratchet kept this iteration's tree (false: rejected, or interrupted).
     pub accepted: bool,
+    /// A signal to loopexec stopped this check: it measured nothing (`green` false,
+    /// `failing` 0).
+    pub interrupted: bool,
 }
 
 /// `status`: phase, iteration, liveness and last verdicts of a run.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct StatusBody {
     pub run_id: String,
-    /// `starting`, `baseline`, `exec`, `check`, `deciding`, `halted`, or `dead (…)`.
+    /// `starting`, `baseline`, `exec`, `check`, `deciding`, `halted`, `waiting for a
+    /// person to answer action ID`, `suspended by a hold`, or `dead (…)`.
     pub phase: String,
     pub iteration: u32,
     /// The run's process is running.
@@ -92,6 +96,10 @@ pub struct StatusBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub halt_exit_code: Option<u8>,
     pub run: RunFacts,
+    /// What a person runs next, in order (answer a waiting action, release a hold,
+    /// acknowledge a latched halt, read why it halted, resume); empty for a live run
+    /// nothing holds back.
+    pub next_steps: Vec<String>,
     #[serde(skip)]
     #[schemars(skip)]
     pub human: String,

@@ -14,6 +14,18 @@ pub(crate) fn run(workdir: &Path) -> Outcome {
         Ok(w) => w,
         Err(e) => return super::ws_error(&e),
     };
+    // nothing recorded here: "verified" would vouch for nothing (a new user's `check`
+    // in a directory loopexec never ran in said ok)
+    if !ws.ledger_path().is_file() && !ws.runs_dir().is_dir() {
+        return Outcome::error(
+            super::EXIT_ERROR,
+            format!(
+                "nothing to check: {} holds no ledger and no receipts (no run was recorded here)",
+                ws.workdir.display()
+            ),
+            Some("run `loopexec check` in the project a run was recorded in (where its .loopexec/ is), or pass --workdir DIR".into()),
+        );
+    }
     let mut problems: Vec<String> = Vec::new();
     let ledger = ws
         .ledger_path()

@@ -280,6 +280,7 @@ fn attended(
         decision: None,
         decided_by: None,
         decided_at: None,
+        call_waiting: true,
     };
     store
         .add_pending(&pending)
@@ -356,6 +357,12 @@ pub(crate) fn pending(workdir: &Path) -> Outcome {
             "  {}  run {} since {}: {} `{}` ({})\n",
             p.id, p.run_id, p.requested_at, p.tool, p.target, p.classification
         ));
+        if !p.call_waiting {
+            human.push_str(&format!(
+                "      its call was declined at the approval timeout (the agent must ask again); an answer lets `loopexec run --resume {}` go on\n",
+                p.run_id
+            ));
+        }
     }
     if !rows.is_empty() {
         human.push_str("answer with: loopexec confirm ACTION_ID --by NAME  |  loopexec deny ACTION_ID --by NAME\n");
@@ -388,31 +395,65 @@ pub(crate) fn decide(workdir: &Path, a: &DecideArgs, decision: &str) -> Outcome 
             )
         }
     };
+    let command = if decision == "confirmed" {
+        "confirm"
+    } else {
+        "deny"
+    };
     if let Some(why) = crate::control::inside_step(Some(&store)) {
         return Outcome::error(
             crate::halt::HaltReason::HumanRequired.exit_code(),
-            format!("{decision} refused: it runs inside a loopexec step ({why}); a confirmation must come from a person"),
+            format!("{command} refused: it runs inside a loopexec step ({why}); an answer to the gate must come from a person"),
             Some("answer from your own terminal".into()),
         );
     }
+    let before = match store.pending(false) {
+        Ok(v) => v.into_iter().find(|p| p.id == a.action_id),
+        Err(e) => {
+            return Outcome::error(
+                crate::halt::HaltReason::InternalError.exit_code(),
+                e.to_string(),
+                None,
+            )
+        }
+    };
     match store.decide_pending(&a.action_id, decision, a.by.trim()) {
         Ok(true) => {
+            let mut human = format!("{decision} action {} by {}\n", a.action_id, a.by.trim());
+            if let Some(p) = before.as_ref().filter(|p| !p.call_waiting) {
+                human.push_str(&format!(
+                    "its call was already declined at the approval timeout, so the agent must ask again; the run can go on: loopexec run --resume {}\n",
+                    p.run_id
+                ));
+            }
             let body = DecideBody {
                 action_id: a.action_id.clone(),
                 decision: decision.into(),
                 by: a.by.trim().into(),
-                human: format!("{decision} action {} by {}\n", a.action_id, a.by.trim()),
+                human,
             };
             Outcome::from_body("ok", 0, &body)
         }
-        Ok(false) => Outcome::error(
-            super::EXIT_ERROR,
-            format!(
-                "no waiting action `{}` (already answered, timed out or unknown)",
-                a.action_id
+        Ok(false) => match before {
+            Some(p) if p.decision.is_some() => Outcome::error(
+                super::EXIT_ERROR,
+                format!(
+                    "action `{}` was already {} by {} at {}",
+                    a.action_id,
+                    p.decision.as_deref().unwrap_or("answered"),
+                    p.decided_by.as_deref().unwrap_or("?"),
+                    p.decided_at.as_deref().unwrap_or("?")
+                ),
+                Some(
+                    "an action is answered once; `loopexec pending` lists what still waits".into(),
+                ),
             ),
-            Some("`loopexec pending` lists what waits".into()),
-        ),
+            _ => Outcome::error(
+                super::EXIT_ERROR,
+                format!("no action `{}` in this workspace", a.action_id),
+                Some("`loopexec pending` lists what waits".into()),
+            ),
+        },
         Err(e) => Outcome::error(
             crate::halt::HaltReason::InternalError.exit_code(),
             e.to_string(),

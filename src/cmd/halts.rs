@@ -33,6 +33,13 @@ pub(crate) fn list(workdir: &Path, a: &HaltsArgs) -> Outcome {
     } else {
         Vec::new()
     };
+    // a run id that names no run is a typo, not an empty answer (a new user's
+    // `halts --run nosuch` exited 0)
+    if let (Some(r), true) = (a.run.as_deref(), events.is_empty()) {
+        if let Err(e) = ws.resolve_run(Some(r)) {
+            return super::ws_error(&e);
+        }
+    }
     let mut human = if events.is_empty() {
         "no halt events match\n".to_string()
     } else {

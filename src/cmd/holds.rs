@@ -141,7 +141,7 @@ pub(crate) fn hold(workdir: &Path, a: &HoldArgs) -> Outcome {
             Ok(Some(_)) => {}
             Ok(None) => {
                 return Outcome::error(
-                    2,
+                    super::EXIT_ERROR,
                     format!("--run {r}: no run with that id in this workspace's ledger"),
                     Some(
                         "list the runs with `loopexec runs` (or hold the whole workspace without --run)"
@@ -226,6 +226,28 @@ pub(crate) fn release(workdir: &Path, a: &ReleaseArgs) -> Outcome {
                     row.released_by.as_deref().unwrap_or("?")
                 ),
                 Some("`loopexec holds` lists the holds still in force".into()),
+            );
+        }
+        // the gate's own hold on a run whose agent call waits for an answer: releasing
+        // it would hide the waiting call from `holds` while the gate still waits
+        // (a new user's review); the answer releases it
+        let waiting = match s.pending(true) {
+            Ok(v) => v
+                .into_iter()
+                .find(|p| p.hold_id.as_deref() == Some(row.id.as_str())),
+            Err(e) => return store_error(&e),
+        };
+        if let Some(p) = waiting {
+            return Outcome::error(
+                super::EXIT_ERROR,
+                format!(
+                    "hold {} is the gate's: it holds run {} while action {} waits for a person ({} `{}`)",
+                    row.id, p.run_id, p.id, p.tool, p.target
+                ),
+                Some(format!(
+                    "answer the action instead: loopexec confirm {0} --by NAME, or loopexec deny {0} --by NAME",
+                    p.id
+                )),
             );
         }
         if let Err(e) = s.release_hold(&row.id, a.by.trim()) {

@@ -246,6 +246,16 @@ fn state_dir_inside(workdir: &Path) -> Option<String> {
     })
 }
 
+/// The `run` flag of configuration field `field`, when it is on this process's
+/// command line (`--flag V` or `--flag=V`).
+fn given_flag(field: &str) -> Option<&'static str> {
+    let flag = config::flag_of(field)?;
+    let eq = format!("{flag}=");
+    std::env::args_os()
+        .any(|a| a.to_str().is_some_and(|a| a == flag || a.starts_with(&eq)))
+        .then_some(flag)
+}
+
 fn preflight(ws: Option<&Workspace>, run_id: &str, reason: HaltReason, message: String) -> Outcome {
     let halt = Halt::new(reason, vec![message]);
     engine::record_preflight(ws, run_id, &halt);
@@ -370,6 +380,19 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
     } else {
         match config::resolve(&ws.workdir, a.config.as_deref(), &overrides(a)) {
             Ok(c) => c,
+            // a bad value given on the command line is a usage error (exit 2, no run),
+            // as a bad flag is; one from loop.toml is the configuration's (20)
+            Err(config::ConfigError::Invalid {
+                ref field,
+                ref message,
+            }) if given_flag(field).is_some() => {
+                let flag = given_flag(field).unwrap_or_default();
+                return Outcome::error(
+                    2,
+                    format!("invalid value for `{flag}`: {message}"),
+                    Some(format!("give `{flag}` a valid value")),
+                );
+            }
             Err(e) => {
                 return preflight(
                     refusals,
@@ -383,6 +406,15 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
     // loopexec's own output files inside the workdir (`2> log.txt`) receive progress
     // lines while steps run: they are not the agent's work nor the check's writes.
     let mut cfg = cfg;
+    // the wait is an attended run's: given alone it would change nothing (a new
+    // user's `--approval-timeout 0s` was taken without a word)
+    if a.approval_timeout.is_some() && !cfg.control.attended {
+        return Outcome::error(
+            2,
+            "--approval-timeout applies only to an attended run, where a destructive agent call waits for a person".into(),
+            Some("add --attended (or `[control] attended = true` in loop.toml), or drop --approval-timeout".into()),
+        );
+    }
     for own in crate::progress::own_output_files(&ws.workdir) {
         if !cfg.clean_room.exclude.contains(&own) {
             cfg.clean_room.exclude.push(own);

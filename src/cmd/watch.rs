@@ -4,7 +4,7 @@
 //! * `finished` (exit 0): the receipt ends in a `halted` event;
 //! * `alive` (exit 0): the heartbeat is fresh and the running step's output moved
 //!   within the stall timeout;
-//! * `heartbeat_stale` (exit 19): the heartbeat is older than the stall timeout, the
+//! * `stale`, `heartbeat_stale` (exit 19): the heartbeat is older than the stall timeout, the
 //!   running step printed nothing for that long, or loopexec's process is gone without
 //!   a `halted` event.
 //!
@@ -111,8 +111,20 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
     };
     body.pid = Some(pid);
     body.heartbeat = Some(hb.clone());
+    // a run parked by a suspending hold is alive, and a person is what it waits for
+    let parked = run.lines.iter().rev().find_map(|l| match &l.event {
+        Event::Held(h) => Some(Some(h.clone())),
+        Event::Unheld(_) | Event::Resumed(_) => Some(None),
+        _ => None,
+    });
     let Some(reason) = stale_reason else {
-        body.human = format!("run {} is alive\n", run.run_id);
+        body.human = match parked.flatten() {
+            Some(h) => format!(
+                "run {} is alive, {} by a hold: it goes on when the hold is released (`loopexec holds`)\n",
+                run.run_id, h.verdict
+            ),
+            None => format!("run {} is alive\n", run.run_id),
+        };
         return Outcome::from_body("alive", 0, &body);
     };
     let mut killed = Vec::new();
@@ -156,7 +168,10 @@ pub(crate) fn run(workdir: &Path, a: &WatchArgs) -> Outcome {
     }
     body.killed_process_groups = Some(killed);
     body.human = human;
-    let mut o = Outcome::from_body("halted", HaltReason::HeartbeatStale.exit_code(), &body);
+    // `stale`, not `halted`: the watch judged the run wedged; the run itself halts
+    // (heartbeat_stale) only once `--kill` ended its step (a new user's review read
+    // `halted` for a run still running)
+    let mut o = Outcome::from_body("stale", HaltReason::HeartbeatStale.exit_code(), &body);
     o.errors = vec![reason];
     o
 }

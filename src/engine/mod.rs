@@ -16,7 +16,7 @@
 //! owns the receipt and ledger writes.
 
 pub mod cleanroom;
-mod control;
+pub(crate) mod control;
 mod judgment;
 mod keep;
 mod pycache;

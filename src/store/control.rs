@@ -270,6 +270,12 @@ pub struct PendingAction {
     pub decision: Option<String>,
     pub decided_by: Option<String>,
     pub decided_at: Option<String>,
+    /// The gate still holds the agent's call waiting for this answer (its hold is in
+    /// force). False once answered, and for an action whose call was declined at
+    /// `--approval-timeout`: answering it then lets `run --resume` go on, and the
+    /// agent must ask again. Worked out when read, not stored.
+    #[serde(default)]
+    pub call_waiting: bool,
 }
 
 /// Nanoseconds since the epoch, the pid and a per-process counter: never the same
@@ -979,6 +985,7 @@ impl Store {
                     decision: r.get(8)?,
                     decided_by: r.get(9)?,
                     decided_at: r.get(10)?,
+                    call_waiting: false,
                 })
             })
             .map_err(self.sql())?;
@@ -1000,6 +1007,11 @@ impl Store {
         }
         if open_only {
             v.retain(|a| a.decision.is_none());
+        }
+        for a in v.iter_mut().filter(|a| a.decision.is_none()) {
+            if let Some(h) = &a.hold_id {
+                a.call_waiting = self.hold(h)?.is_some_and(|r| r.released_at.is_none());
+            }
         }
         Ok(v)
     }
@@ -1376,6 +1388,7 @@ mod tests {
             .unwrap();
         s.latch("r", "held", &ev).unwrap();
         s.add_pending(&PendingAction {
+            call_waiting: true,
             id: "act-1".into(),
             run_id: "r".into(),
             hold_id: None,

@@ -264,6 +264,7 @@ fn control_commands_validate_against_their_schemas_and_are_snapshotted() {
                 decision: None,
                 decided_by: None,
                 decided_at: None,
+                call_waiting: false,
             })
             .unwrap();
     }

@@ -161,6 +161,14 @@ fn a_latched_run_refuses_resume_until_a_person_acks_its_halt_event() {
         .lx(&["halts", "--unacked", "--run", "latch"])
         .expect(0, None);
     let id = halts["halts"][0]["id"].as_str().unwrap().to_string();
+    let status = r.lx(&["status", "latch"]).expect(0, None);
+    assert!(
+        mentions(
+            &status["next_steps"],
+            &format!("loopexec ack {id} --by NAME")
+        ) && mentions(&status["next_steps"], "loopexec run --resume latch"),
+        "{status}"
+    );
     r.lx_env(
         &["ack", &id, "--by", "bot", "--resolution", "resolved"],
         &[("LOOPEXEC_RUN_ID", "latch")],
@@ -777,9 +785,20 @@ fn an_attended_call_unanswered_past_the_timeout_halts_escalation_pending_and_res
         .as_str()
         .expect("a pending action")
         .to_string();
+    // its call was declined at the timeout: said so, and what an answer does (a new
+    // user's review saw it listed as waiting)
+    assert_eq!(pending["pending"][0]["call_waiting"], false, "{pending}");
+    let status = r.lx(&["status", "att"]).expect(0, None);
+    assert!(
+        mentions(&status["next_steps"], "declined at the approval timeout")
+            && mentions(&status["next_steps"], "loopexec run --resume att"),
+        "{status}"
+    );
     r.lx(&["run", "--resume", "att"])
         .expect(16, Some("escalation_pending"));
     r.lx(&["confirm", &id, "--by", "alice"]).expect(0, None);
+    let again = r.lx(&["deny", &id, "--by", "bob"]).expect(1, None);
+    assert!(mentions(&again, "already confirmed by alice"), "{again}");
     r.lx(&["run", "--resume", "att"])
         .expect(10, Some("success_condition_met"));
     // The waiting call's hold was released.
@@ -845,6 +864,32 @@ fn an_attended_call_confirmed_in_time_is_allowed_and_logged_with_who_confirmed()
     }
     let holds = r.lx(&["holds"]).expect(0, None);
     assert!(mentions(&holds, "waiting for a person"), "{holds}");
+    assert_eq!(
+        r.lx(&["pending"]).json()["pending"][0]["call_waiting"],
+        true
+    );
+    // the gate's own hold is released by the answer, not by a person (a new user's
+    // review released it and the waiting call vanished from `holds`)
+    let gate_hold = holds["holds"][0]["id"].as_str().unwrap().to_string();
+    let refused = r
+        .lx(&["release", &gate_hold, "--by", "alice"])
+        .expect(1, None);
+    assert!(
+        mentions(&refused, &format!("loopexec confirm {id}")),
+        "{refused}"
+    );
+    let status = r.lx(&["status", "ok"]).expect(0, None);
+    assert!(
+        mentions(
+            &status["phase"],
+            &format!("waiting for a person to answer action {id}")
+        ),
+        "{status}"
+    );
+    assert!(
+        mentions(&status["next_steps"], &format!("loopexec confirm {id}")),
+        "{status}"
+    );
     r.lx(&["confirm", &id, "--by", "alice"]).expect(0, None);
     finish(&mut run, Duration::from_secs(180)).expect(10, Some("success_condition_met"));
     assert_eq!(
@@ -1217,7 +1262,7 @@ fn a_hold_on_a_run_the_ledger_does_not_know_is_refused_naming_it() {
     let out = r.lx(&[
         "hold", "--run", "knwon", "--reason", "look", "--by", "alice",
     ]);
-    out.expect(2, None);
+    out.expect(1, None);
     assert!(out.errors_text().contains("knwon"), "{}", out.errors_text());
     let ok = r.lx(&[
         "hold", "--run", "known", "--reason", "look", "--by", "alice",
@@ -1261,6 +1306,7 @@ fn a_run_started_under_a_stop_hold_is_refused_and_leaves_nothing() {
 #[test]
 fn a_start_refused_before_it_began_needs_no_ack() {
     let r = tap_repo(1);
+    // a bad flag value is a usage error: nothing is recorded
     r.lx(&[
         "run",
         "--exec",
@@ -1270,7 +1316,12 @@ fn a_start_refused_before_it_began_needs_no_ack() {
         "--exec-timeout",
         "5x",
     ])
-    .expect(20, Some("invariant_failed"));
+    .expect(2, None);
+    // the same value in loop.toml is refused at preflight and recorded
+    r.write("loop.toml", "exec_timeout = \"5x\"\n");
+    r.lx(&["run", "--exec", "true", "--check", "sh check.sh"])
+        .expect(20, Some("invariant_failed"));
+    std::fs::remove_file(r.path().join("loop.toml")).unwrap();
     r.lx(&["run", "--resume", "nosuch"])
         .expect(20, Some("invariant_failed"));
     let all = r.lx(&["halts"]).expect(0, None);
@@ -1293,4 +1344,38 @@ fn a_start_refused_before_it_began_needs_no_ack() {
     let open = r.lx(&["halts", "--unacked"]).expect(0, None);
     assert_eq!(open["halts"][0]["run_id"], "ran", "{open}");
     assert_eq!(open["halts"][0]["preflight"], false, "{open}");
+}
+
+/// A new user's review: `halts --run nosuch` answered "no halt events match" with 0,
+/// `hold --run nosuch` exited 2, `ack --by bob` acknowledged the latest run, and
+/// `ack --run-id R --resolution dismissed` dropped the resolution; `check` where no run
+/// was ever recorded said "verified". Each now names what is wrong, with the code
+/// exit-codes.md gives.
+#[test]
+fn commands_given_nothing_real_to_act_on_say_so() {
+    let r = tap_repo(1);
+    r.lx_tap(PROGRESS_AGENT, &["--run-id", "real"])
+        .expect(10, Some("success_condition_met"));
+    let e = r.lx(&["halts", "--run", "nosuch"]).expect(1, None);
+    assert!(mentions(&e, "nosuch"), "{e}");
+    r.lx(&["halts", "--run", "real"]).expect(0, None);
+    r.lx(&["hold", "--run", "nosuch", "--reason", "x", "--by", "alice"])
+        .expect(1, None);
+    let e = r.lx(&["ack", "--by", "bob"]).expect(2, None);
+    assert!(mentions(&e, "HALT_ID"), "{e}");
+    r.lx(&[
+        "ack",
+        "--run-id",
+        "real",
+        "--reviewer",
+        "carol",
+        "--resolution",
+        "dismissed",
+    ])
+    .expect(2, None);
+    r.lx(&["ack", "--run-id", "real", "--reviewer", "carol"])
+        .expect(0, None);
+    let empty = tempfile::tempdir().unwrap();
+    let e = lx_in(empty.path(), &["check"], &[]).expect(1, None);
+    assert!(mentions(&e, "nothing to check"), "{e}");
 }

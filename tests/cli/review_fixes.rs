@@ -142,12 +142,30 @@ fn report_paths_outside_the_workdir_are_refused_and_left_alone() {
     );
 }
 
+/// A zero limit would make a reason fire by configuration alone. Given as a flag it is
+/// a usage error naming the flag (exit 2, no run: a new user's review read a "halted"
+/// run for a run that never started); in loop.toml, a configuration error naming the
+/// field (20).
 #[test]
 fn zero_limits_are_configuration_errors_not_halts() {
     let r = Repo::with_f();
-    for flag in ["--stall-timeout", "--max-duration"] {
+    for (flag, field) in [
+        ("--stall-timeout", "[liveness]\nstall_timeout"),
+        ("--max-duration", "[budget]\nmax_duration"),
+    ] {
         let out = r.lx(&["run", "--exec", "true", "--check", "false", flag, "0s"]);
+        out.expect(2, None);
+        assert!(out.errors_text().contains(flag), "{}", out.errors_text());
+        r.write("loop.toml", &format!("{field} = \"0s\"\n"));
+        let out = r.lx(&["run", "--exec", "true", "--check", "false"]);
         out.expect(20, Some("invariant_failed"));
+        std::fs::remove_file(r.path().join("loop.toml")).unwrap();
+    }
+    // a negative count or duration names its flag too, rather than reading as a flag
+    for (flag, value) in [("--budget-tokens", "-5"), ("--check-timeout", "-1s")] {
+        let out = r.lx(&["run", "--exec", "true", "--check", "false", flag, value]);
+        out.expect(2, None);
+        assert!(out.errors_text().contains(flag), "{}", out.errors_text());
     }
 }
 
@@ -384,7 +402,10 @@ fn a_pytest_rootdir_above_the_workdir_is_refused_up_front_and_the_way_out_is_gre
 fn a_run_refused_before_it_started_is_explained_by_its_id() {
     let r = Repo::new();
     r.write("a.txt", "a\n").commit("fixture");
-    let v = r.run_red(0).expect(20, Some("invariant_failed"));
+    r.write("loop.toml", "max_iterations = 0\n");
+    let v = r
+        .lx(&["run", "--exec", "true", "--check", "false"])
+        .expect(20, Some("invariant_failed"));
     let id = v["run_id"].as_str().expect("a run id").to_string();
     let out = r.lx(&["explain-halt", &id]);
     assert_ne!(out.code, 0);

@@ -139,9 +139,14 @@ fn no_check_at_all_is_workspace_invalid() {
 }
 
 #[test]
-fn max_iterations_zero_is_invariant_failed() {
+fn max_iterations_zero_is_a_usage_error_and_invariant_failed_in_loop_toml() {
     let r = Repo::with_f();
     let out = r.lx(&["run", "--check", "true", "--max-iterations", "0"]);
+    let v = out.expect(2, None);
+    assert!(out.errors_text().contains("--max-iterations"), "{v}");
+    assert!(v.get("run_id").is_none(), "no run was started: {v}");
+    r.write("loop.toml", "max_iterations = 0\n");
+    let out = r.lx(&["run", "--check", "true"]);
     let v = out.expect(20, Some("invariant_failed"));
     assert!(out.errors_text().contains("max_iterations"), "{v}");
 }
