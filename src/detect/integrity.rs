@@ -167,13 +167,36 @@ pub fn metric_integrity(
             t.outcome != crate::check::model::Outcome::Skipped;
     }
     // A test file reported as one result (plain `prove`: `t/add.t .. ok`) stands for
-    // the points a red run named by number (`t/add.t#2`).
+    // the points a red run named by number (`t/add.t#2`). A test named in another of
+    // its runner's schemes is the same test: pytest's console says
+    // `tests/test_calc.py::test_add`, its JUnit report `tests.test_calc::test_add`, and
+    // which one a run's parse leads with depends on how many tests the console named
+    // (a false-alarm review's honest `--report junit.xml` run "lost" its only test
+    // when it went green); matched by [`canonical_id`] when one test of this run has it.
+    let canonical: std::cell::OnceCell<
+        std::collections::HashMap<String, Option<bool>, foldhash::fast::RandomState>,
+    > = std::cell::OnceCell::new();
     let seen = |id: &str| -> Option<bool> {
-        after.get(id).copied().or_else(|| {
-            after
-                .get(crate::check::model::numbered_point_file(id)?)
-                .copied()
-        })
+        after
+            .get(id)
+            .copied()
+            .or_else(|| {
+                after
+                    .get(crate::check::model::numbered_point_file(id)?)
+                    .copied()
+            })
+            .or_else(|| {
+                let map = canonical.get_or_init(|| {
+                    let mut m = std::collections::HashMap::default();
+                    for (k, ran) in &after {
+                        m.entry(canonical_id(k))
+                            .and_modify(|v: &mut Option<bool>| *v = None)
+                            .or_insert(Some(*ran));
+                    }
+                    m
+                });
+                map.get(&canonical_id(id)).copied().flatten()
+            })
     };
     // A doctest is named by its line (`src/lib.rs - mul (line 10)`): an honest
     // edit above it renames it (a fresh review's false alarm). A t0 doctest not
@@ -803,6 +826,22 @@ pub(crate) fn without_doctest_line(id: &str) -> Option<&str> {
         .then_some(head)
 }
 
+/// A test id with its runner's naming scheme worn off: a Python file's `.py` before
+/// `::` dropped, then `/`, `\\` and `::` read as `.` (`tests/test_calc.py::T::test_a`
+/// and JUnit's `tests.test_calc.T::test_a` are both `tests.test_calc.T.test_a`). What a
+/// test's parameters hold (`[…]`) is kept as it is.
+#[must_use]
+pub fn canonical_id(id: &str) -> String {
+    let (name, params) = match id.find('[') {
+        Some(i) => id.split_at(i),
+        None => (id, ""),
+    };
+    let mut out = name.replace(".py::", "::");
+    out = out.replace("::", ".").replace(['/', '\\'], ".");
+    out.push_str(params);
+    out
+}
+
 #[cfg(test)]
 mod trust_tests {
     use super::*;
@@ -900,6 +939,33 @@ mod trust_tests {
                 &[("case (line 10)", Passed)],
                 &[("case (line 13)", Passed), ("x", Passed)],
                 &["case (line 10)"],
+            ),
+            // pytest's console id at t0, its JUnit report's once green (a
+            // false-alarm review's `--report junit.xml`): the same tests
+            (
+                &[
+                    ("tests/test_calc.py::test_add", Failed),
+                    ("tests/test_calc.py::TestSub::test_sub[1-2]", Failed),
+                ],
+                &[
+                    ("tests.test_calc::test_add", Passed),
+                    ("tests.test_calc.TestSub::test_sub[1-2]", Passed),
+                ],
+                &[],
+            ),
+            // ... but not a test of another file, nor one two tests could be
+            (
+                &[("tests/test_calc.py::test_add", Failed)],
+                &[("tests.test_other::test_add", Passed)],
+                &["tests/test_calc.py::test_add"],
+            ),
+            (
+                &[("tests/test_calc.py::test_add", Failed)],
+                &[
+                    ("tests.test_calc::test_add", Passed),
+                    ("tests/test_calc/test_add", Passed),
+                ],
+                &["tests/test_calc.py::test_add"],
             ),
         ];
         let finished = |e: Event| match e {

@@ -131,9 +131,23 @@ pub fn check_implicit(baseline: &ParsedRun, run: &ParsedRun) -> Vec<Unverified> 
                         .unwrap_or(first),
                 )
             };
+            // the same test in another of its runner's naming schemes (pytest's
+            // console id at t0, its JUnit report's now), when one test has it
+            let renamed_scheme = || {
+                let want = super::integrity::canonical_id(&id);
+                let mut same = run
+                    .tests
+                    .iter()
+                    .filter(|t| super::integrity::canonical_id(&t.id) == want);
+                match (same.next(), same.next()) {
+                    (Some(t), None) => Some(t),
+                    _ => None,
+                }
+            };
             let found = find(&id)
                 .or_else(|| crate::check::model::numbered_point_file(&id).and_then(find))
-                .or_else(moved_doctest);
+                .or_else(moved_doctest)
+                .or_else(renamed_scheme);
             match found {
                 Some(t) => (!t.outcome.is_passing())
                     .then(|| Unverified::NotPassed(id.clone(), vec![(id.clone(), t.outcome)])),
@@ -398,6 +412,23 @@ mod tests {
             })
             .collect();
         assert_eq!(got, ["not_passed t/sub.t#2"]);
+        // pytest's console id at t0 is its JUnit report's id once the run is green
+        let console = run(&[
+            ("tests/test_calc.py::test_add", Failed),
+            ("tests/test_calc.py::test_sub", Failed),
+        ]);
+        let report = run(&[
+            ("tests.test_calc::test_add", Passed),
+            ("tests.test_calc::test_sub", Skipped),
+        ]);
+        let got: Vec<String> = check_implicit(&console, &report)
+            .iter()
+            .map(|u| match u {
+                Unverified::Missing(x) => format!("missing {x}"),
+                Unverified::NotPassed(x, _) => format!("not_passed {x}"),
+            })
+            .collect();
+        assert_eq!(got, ["not_passed tests/test_calc.py::test_sub"]);
         // a doctest renamed by its line is found under its item's name; a doctest
         // of another item, or one t0 already named, is not it
         let doc = |line: u32| format!("calc::src/lib.rs - mul (line {line})");

@@ -469,3 +469,36 @@ fn a_file_name_no_snapshot_can_hold_is_named_not_judged_around() {
         "{text}"
     );
 }
+
+/// A false-alarm review: pytest writing `--junitxml` with `--report junit.xml`, every
+/// test failing at t0. The red baseline's console named every test, so its ids led
+/// (`tests/test_calc.py::test_add`); the green `-q` run named none, so the report's led
+/// (`tests.test_calc::test_add`), and the honest fix halted 13, "collected set lost a
+/// test present at t0". Both name the same test: the fix converges.
+#[test]
+fn a_test_named_by_the_console_at_t0_and_by_its_junit_report_once_green_is_one_test() {
+    if crate::support::pytest_missing() {
+        return;
+    }
+    let r = Repo::new();
+    r.write("calc.py", "def add(a, b):\n    return a - b\n")
+        .write(
+            "tests/test_calc.py",
+            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        )
+        .commit("fixture");
+    let v = r
+        .lx(&[
+            "run",
+            "--exec",
+            "sed -i 's/a - b/a + b/' calc.py",
+            "--check",
+            "python3 -m pytest -q -p no:cacheprovider --junitxml=junit.xml",
+            "--report",
+            "junit.xml",
+            "--max-iterations",
+            "2",
+        ])
+        .expect(10, Some("success_condition_met"));
+    assert_eq!(v["iteration"], 1, "{v}");
+}
