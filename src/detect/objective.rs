@@ -401,17 +401,20 @@ mod tests {
                 .collect();
             assert_eq!(got, *want, "{green:?}");
         }
+        // what `check_implicit` finds, said as `missing ID` / `not_passed ID`
+        let found = |base: &ParsedRun, green: &ParsedRun| -> Vec<String> {
+            check_implicit(base, green)
+                .iter()
+                .map(|u| match u {
+                    Unverified::Missing(x) => format!("missing {x}"),
+                    Unverified::NotPassed(x, _) => format!("not_passed {x}"),
+                })
+                .collect()
+        };
         // plain `prove`: red points named by number, a passing file as one result
         let prove = run(&[("t/add.t#1", Failed), ("t/sub.t#2", Failed)]);
         let green = run(&[("t/add.t", Passed), ("t/sub.t", Skipped)]);
-        let got: Vec<String> = check_implicit(&prove, &green)
-            .iter()
-            .map(|u| match u {
-                Unverified::Missing(x) => format!("missing {x}"),
-                Unverified::NotPassed(x, _) => format!("not_passed {x}"),
-            })
-            .collect();
-        assert_eq!(got, ["not_passed t/sub.t#2"]);
+        assert_eq!(found(&prove, &green), ["not_passed t/sub.t#2"]);
         // pytest's console id at t0 is its JUnit report's id once the run is green
         let console = run(&[
             ("tests/test_calc.py::test_add", Failed),
@@ -421,14 +424,10 @@ mod tests {
             ("tests.test_calc::test_add", Passed),
             ("tests.test_calc::test_sub", Skipped),
         ]);
-        let got: Vec<String> = check_implicit(&console, &report)
-            .iter()
-            .map(|u| match u {
-                Unverified::Missing(x) => format!("missing {x}"),
-                Unverified::NotPassed(x, _) => format!("not_passed {x}"),
-            })
-            .collect();
-        assert_eq!(got, ["not_passed tests/test_calc.py::test_sub"]);
+        assert_eq!(
+            found(&console, &report),
+            ["not_passed tests/test_calc.py::test_sub"]
+        );
         // a doctest renamed by its line is found under its item's name; a doctest
         // of another item, or one t0 already named, is not it
         let doc = |line: u32| format!("calc::src/lib.rs - mul (line {line})");
