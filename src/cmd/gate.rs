@@ -155,6 +155,7 @@ fn classify_here(site: &Site, call: &ToolCall) -> crate::gate::Classification {
         escapes_by_symlink: workdir
             .as_deref()
             .is_some_and(|w| classify::escapes_by_symlink(&target, w)),
+        resolve: Some(classify::escapes_by_symlink),
     };
     classify::classify(call, &site.cfg.gate, &ctx)
 }

@@ -35,6 +35,11 @@ pub struct Context<'a> {
     /// through a symlinked directory. Computed by the caller
     /// ([`escapes_by_symlink`]); the classifier itself touches no file system.
     pub escapes_by_symlink: bool,
+    /// How a shell command's path operand inside the workdir is resolved through the
+    /// symlinks that exist now (`Some(escapes_by_symlink)` from the gate; `None` in
+    /// the classifier's own tests): `rm -rf e/` where `e` is a link to `/etc` deletes
+    /// outside the tree (a review's allowed call).
+    pub resolve: Option<fn(&str, &Path) -> bool>,
 }
 
 /// Whether `target` (absolute, normalized) names a place inside `workdir` but its
@@ -158,7 +163,7 @@ const DESTRUCTIVE: &[Rule] = &[
         // a command word the gate cannot read before the shell expands it
         // (`x=rm; $x -rf /`): it may be anything
         id: "indirect-command",
-        pattern: r"(^|[;&|(]\s*)['\x22]?\$\{?[A-Za-z_]\w*\}?['\x22]?(\s|$)",
+        pattern: r"(^|[;&|(]\s*)['\x22]?\$\{?[A-Za-z_]\w*\}?['\x22]?(\s|$)|(^|[;&|(]\s*)eval\s",
         finding: None,
     },
     Rule {
@@ -292,7 +297,13 @@ pub fn classify(call: &ToolCall, policy: &GatePolicy, ctx: &Context<'_>) -> Clas
         // is not allowed (SPEC §12: fail closed)
         (ActionClass::Destructive, "unreadable-call".to_string())
     } else if SHELL_TOOLS.contains(&call.tool.as_str()) {
-        shell(&call.target, policy, ctx.workdir, &mut findings)
+        shell(
+            &call.target,
+            policy,
+            ctx,
+            call.cwd.as_deref(),
+            &mut findings,
+        )
     } else if WRITE_TOOLS.contains(&call.tool.as_str()) {
         let path = normalize(&call.target, ctx.workdir);
         if has_secret(&call.content) {
@@ -378,19 +389,34 @@ const AGENT_HOOK_CONFIG: &[&str] = &[
 /// /tmp/x` removes its source).
 const MUTATE_ALL: &[&str] = &[
     "rm", "rmdir", "unlink", "shred", "truncate", "touch", "chmod", "chown", "chgrp", "tee", "mv",
-    "chattr", "setfacl",
+    "chattr", "setfacl", "mkdir", "patch", "sponge", "rimraf", "ed", "ex", "vi", "vim", "nvim",
+    "nano", "emacs",
 ];
 /// Commands that change only their last operand, the destination (`rsync -a --delete
 /// /tmp/empty/ /root/`, `cp /dev/null ~/.bashrc`).
-const MUTATE_LAST: &[&str] = &["cp", "install", "ln", "rsync"];
+const MUTATE_LAST: &[&str] = &["cp", "install", "ln", "rsync", "uniq", "split"];
 /// Interpreters whose inline code (`-c`, `-e`, `-r`) may write anywhere (besides
 /// `python3.12` and the like).
-const INLINE: &[&str] = &["python", "node", "nodejs", "ruby", "perl", "php"];
+const INLINE: &[&str] = &[
+    "python", "node", "nodejs", "ruby", "perl", "php", "deno", "bun",
+];
 /// Wrappers that run the command after them (their own options and numeric
 /// arguments are passed over).
 const WRAPPERS: &[&str] = &[
-    "env", "command", "exec", "nice", "nohup", "time", "busybox", "stdbuf", "timeout",
+    "env", "command", "exec", "nice", "nohup", "time", "busybox", "stdbuf", "timeout", "npx",
+    "bunx", "pnpx",
 ];
+
+/// True when `cmd` hands an interpreter its code on stdin: a heredoc or here-string
+/// (`python3 <<'EOF'`, `node <<<`), `-` or `/dev/stdin` as the script.
+fn stdin_code(cmd: &str) -> bool {
+    static RE: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"(^|[;&|(]\s*|\s)(python[0-9.]*|node|nodejs|ruby|perl|php|deno|bun)\b[^;&|\n]*(<<|\s-(\s|$)|/dev/stdin)",
+        )
+    });
+    RE.is_match(cmd)
+}
 
 /// The parts of a shell command between `;`, `&`, `|`, `&&`, `||` and newlines that
 /// lie outside quotes (a `;` inside `python3 -c "a; b"` separates nothing).
@@ -417,6 +443,8 @@ fn segments(cmd: &str) -> Vec<String> {
                 double = !double;
                 cur.push(c);
             }
+            // `>|` is a redirection (clobber), not a pipe
+            '|' if !single && !double && cur.ends_with('>') => cur.push(c),
             ';' | '&' | '|' | '\n' if !single && !double => {
                 if !cur.trim().is_empty() {
                     out.push(std::mem::take(&mut cur));
@@ -443,10 +471,19 @@ fn harmless_outside(p: &str) -> bool {
         .any(|d| p.starts_with(d))
 }
 
-/// `word` read as a path that lies outside `workdir` (a relative path against `cwd`;
-/// `~` and `$HOME` are outside; `--opt=PATH` is read as `PATH`), unless
-/// [`harmless_outside`].
-fn names_outside(word: &str, cwd: &Path, workdir: &Path) -> bool {
+/// The workdir a shell command is judged against, and how its paths are resolved
+/// through existing symlinks ([`Context::resolve`]).
+struct Place<'a> {
+    workdir: &'a Path,
+    resolve: Option<fn(&str, &Path) -> bool>,
+}
+
+/// `word` read as a path that lies outside the workdir (a relative path against `cwd`;
+/// `~` and `$HOME` are outside; `--opt=PATH` is read as `PATH`; a path inside that an
+/// existing symlink leads outside is outside), unless [`harmless_outside`]. A word the
+/// shell expands before the command sees it (`$d`, `${D:-/etc}`, `` `…` ``, a brace
+/// list `{/etc,x}`) may be anything: outside, as far as the gate can tell.
+fn names_outside(word: &str, cwd: &Path, place: &Place<'_>) -> bool {
     let w = match word.split_once('=') {
         Some((k, v)) if k.starts_with("--") => v,
         _ => word,
@@ -454,11 +491,18 @@ fn names_outside(word: &str, cwd: &Path, workdir: &Path) -> bool {
     if w.is_empty() || w.starts_with('-') {
         return false;
     }
-    if w == "~" || w.starts_with("~/") || w.starts_with("$HOME") || w.starts_with("${HOME}") {
+    if w.starts_with('~')
+        || w.contains('$')
+        || w.contains('`')
+        || (w.contains('{') && w.contains(',') && w.contains('}'))
+    {
         return true;
     }
     let abs = normalize(w, Some(cwd));
-    !Path::new(&abs).starts_with(workdir) && !harmless_outside(&abs)
+    if Path::new(&abs).starts_with(place.workdir) {
+        return place.resolve.is_some_and(|r| r(&abs, place.workdir));
+    }
+    !harmless_outside(&abs)
 }
 
 /// Inline code that writes, deletes, renames or runs commands (Python, node, Ruby,
@@ -475,6 +519,7 @@ static INLINE_WRITE_RE: LazyLock<Regex> = LazyLock::new(|| {
         r"|\bFile(Utils)?\s*\.\s*(write|delete|unlink|rename|truncate|rm_rf|rm|mv)\b",
         r"|(^|[;{\s])(unlink|rename|truncate|rmdir|chmod|system)\b\s*[\(\s]",
         r"|\b(file_put_contents|unlink|rename)\s*\(",
+        r"|\bDeno\s*\.\s*(remove|removeSync|writeFile|writeFileSync|writeTextFile|writeTextFileSync|truncate|truncateSync|rename|renameSync|chmod|chmodSync|run|Command)\b",
     ))
 });
 /// A place outside the tree named in inline code: an absolute or home path literal,
@@ -491,7 +536,7 @@ static INLINE_OUTSIDE_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// code that writes and names a place outside the tree. Words are split as the shell
 /// splits them (`shlex`); `None` when the segment changes nothing outside, or cannot
 /// be split (the shell would refuse it too).
-fn changes_outside(seg: &str, cwd: &Path, workdir: &Path) -> Option<&'static str> {
+fn changes_outside(seg: &str, cwd: &Path, place: &Place<'_>) -> Option<&'static str> {
     let words = shlex::split(seg)?;
     // `> FILE`, `>>FILE`, `2> FILE`, `&>FILE`
     for (k, w) in words.iter().enumerate() {
@@ -504,7 +549,7 @@ fn changes_outside(seg: &str, cwd: &Path, workdir: &Path) -> Option<&'static str
                 None
             };
             let target = target.map_or(rest, String::as_str);
-            if !target.starts_with('&') && names_outside(target, cwd, workdir) {
+            if !target.starts_with('&') && names_outside(target, cwd, place) {
                 return Some("write-outside-tree");
             }
         }
@@ -530,8 +575,64 @@ fn changes_outside(seg: &str, cwd: &Path, workdir: &Path) -> Option<&'static str
         break base.to_string();
     };
     let args = &words[i + 1..];
-    let outside = |a: &String| names_outside(a, cwd, workdir);
+    let outside = |a: &String| names_outside(a, cwd, place);
     let operands: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    // git's working tree, or any command's directory, put outside the workdir
+    // (`git --work-tree=/ checkout -- .`, `GIT_WORK_TREE=/ git …`, `git -C /etc …`,
+    // `make -C / clean`, `tar -x -C /`), and an output named by an option (`cp -t
+    // DIR`, `curl -o FILE`, `wget -O FILE`/`-P DIR`, `sort -o FILE`, `unzip -d DIR`)
+    let assigns_outside = words[..i].iter().any(|w| {
+        w.split_once('=').is_some_and(|(k, v)| {
+            matches!(k, "GIT_WORK_TREE" | "GIT_DIR") && names_outside(v, cwd, place)
+        })
+    });
+    if assigns_outside {
+        return Some("write-outside-tree");
+    }
+    let output_flag = |f: &str| -> bool {
+        matches!(
+            f,
+            "-C" | "--directory"
+                | "-t"
+                | "--target-directory"
+                | "--work-tree"
+                | "--git-dir"
+                | "--output"
+                | "--output-document"
+                | "--directory-prefix"
+        ) || (f == "-o" && !matches!(name.as_str(), "python" | "node"))
+            || (f == "-O" && name == "wget")
+            || (f == "-P" && name == "wget")
+            || (f == "-d" && name == "unzip")
+    };
+    let mut k = 0;
+    while k < args.len() {
+        let a = args[k].as_str();
+        let (flag, value) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (a, args.get(k + 1).cloned()),
+        };
+        if output_flag(flag) && value.as_ref().is_some_and(|v| names_outside(v, cwd, place)) {
+            return Some("write-outside-tree");
+        }
+        // `-so FILE`: a short option cluster ending in the output flag
+        let cluster_o = flag.len() > 2
+            && flag.starts_with('-')
+            && !flag.starts_with("--")
+            && flag.ends_with('o')
+            && name == "curl";
+        if cluster_o && value.as_ref().is_some_and(|v| names_outside(v, cwd, place)) {
+            return Some("write-outside-tree");
+        }
+        k += 1;
+    }
+    if name == "git"
+        && operands.first().is_some_and(|c| c.as_str() == "clone")
+        && operands.len() >= 3
+        && operands.last().is_some_and(|a| outside(a))
+    {
+        return Some("write-outside-tree");
+    }
     if MUTATE_ALL.contains(&name.as_str()) && operands.iter().any(|a| outside(a)) {
         return Some("write-outside-tree");
     }
@@ -571,14 +672,19 @@ fn changes_outside(seg: &str, cwd: &Path, workdir: &Path) -> Option<&'static str
             .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'));
     if interpreter {
         let code_flag = |f: &str| {
-            matches!(f, "-c" | "-e" | "-r" | "-E" | "-p" | "--eval" | "--print")
-                || (short(f) && f.ends_with('e'))
+            matches!(
+                f,
+                "-c" | "-e" | "-r" | "-E" | "-p" | "--eval" | "--print" | "eval"
+            ) || (short(f) && f.ends_with('e'))
         };
-        let writes_outside = args.windows(2).any(|p| {
-            code_flag(&p[0]) && INLINE_WRITE_RE.is_match(&p[1]) && INLINE_OUTSIDE_RE.is_match(&p[1])
-        });
-        if writes_outside {
-            return Some("inline-code-outside-tree");
+        for p in args.windows(2).filter(|p| code_flag(&p[0])) {
+            // code the shell builds (`-c "$(cat x.py)"`) cannot be read
+            if p[1].contains("$(") || p[1].contains('`') {
+                return Some("unreadable-inline-code");
+            }
+            if INLINE_WRITE_RE.is_match(&p[1]) && INLINE_OUTSIDE_RE.is_match(&p[1]) {
+                return Some("inline-code-outside-tree");
+            }
         }
     }
     None
@@ -592,7 +698,10 @@ fn cd_target(seg: &str, cwd: &Path) -> Option<PathBuf> {
         return None;
     }
     let dir = words.next().unwrap_or("~").trim_matches(['\'', '"']);
-    if dir == "~" || dir.starts_with("~/") || dir.starts_with("$HOME") || dir == "-" {
+    // a home (`~`, `~user`), the previous directory (`-`), or a place the shell works
+    // out (`$OLDPWD`, `"$(dirname …)"`, `` `…` ``): not the tree, as far as the gate
+    // can tell
+    if dir.starts_with('~') || dir.contains('$') || dir.contains('`') || dir == "-" {
         return Some(PathBuf::from("/nonexistent-home"));
     }
     Some(PathBuf::from(normalize(dir, Some(cwd))))
@@ -601,9 +710,19 @@ fn cd_target(seg: &str, cwd: &Path) -> Option<PathBuf> {
 fn shell(
     cmd: &str,
     policy: &GatePolicy,
-    workdir: Option<&Path>,
+    ctx: &Context<'_>,
+    call_cwd: Option<&str>,
     findings: &mut Vec<Finding>,
 ) -> (ActionClass, String) {
+    let workdir = ctx.workdir;
+    // where the agent's shell stands: Claude Code's Bash keeps a `cd` between calls and
+    // says where it is in the payload's `cwd` (a review's `cd /etc`, then `rm -rf
+    // passwd`); a relative `cwd` is read against the workdir
+    let start = |w: &Path| -> PathBuf {
+        call_cwd
+            .filter(|c| !c.trim().is_empty())
+            .map_or_else(|| w.to_path_buf(), |c| PathBuf::from(normalize(c, Some(w))))
+    };
     let mut destructive: Option<String> = None;
     for (rule, r) in DESTRUCTIVE.iter().zip(DESTRUCTIVE_RE.iter()) {
         if r.is_match(cmd) {
@@ -646,13 +765,38 @@ fn shell(
         .filter_map(|p| Regex::new(p).ok())
         .collect();
     let reads = |s: &str| READERS_RE.is_match(s) || extra.iter().any(|r| r.is_match(s));
+    // `truncate -s 0 /etc/hosts`, `python3 -c "open('/root/.bashrc','w')"`, `sort -o
+    // /etc/passwd`: a command that changes a file it names outside the workdir
+    // (quote-aware segments, each in the directory the `cd`s before it moved to)
+    if let Some(w) = workdir {
+        let place = Place {
+            workdir: w,
+            resolve: ctx.resolve,
+        };
+        let mut cwd = start(w);
+        for seg in segments(cmd) {
+            let seg = seg.trim();
+            if let Some(to) = cd_target(seg, &cwd) {
+                cwd = to;
+                continue;
+            }
+            // once a segment left the workdir, relative paths name things outside it
+            // (`cd / && rm -rf etc`): anything but a reader there is destructive
+            if !cwd.starts_with(w) && (!reads(seg) || seg.contains('>')) {
+                return (ActionClass::Destructive, "write-after-leaving-tree".into());
+            }
+            if let Some(rule) = changes_outside(seg, &cwd, &place) {
+                return (ActionClass::Destructive, rule.into());
+            }
+        }
+    }
     if !parts.is_empty() && !cmd.contains('>') && parts.iter().all(|s| reads(s)) {
         return (ActionClass::ReadOnly, "read-only-command".into());
     }
     // `cd / && rm -rf etc`: once a segment leaves the workdir, relative paths after it
     // name things outside the tree; anything but a reader there is destructive.
     if let Some(w) = workdir {
-        let mut cwd = w.to_path_buf();
+        let mut cwd = start(w);
         for seg in &parts {
             if let Some(to) = cd_target(seg, &cwd) {
                 cwd = to;
@@ -663,20 +807,15 @@ fn shell(
             }
         }
     }
-    // `truncate -s 0 /etc/hosts`, `python3 -c "open('/root/.bashrc','w')"`: a command
-    // that changes a file it names outside the workdir (quote-aware segments, each in
-    // the directory the `cd`s before it moved to)
     if let Some(w) = workdir {
-        let mut cwd = w.to_path_buf();
-        for seg in segments(cmd) {
-            let seg = seg.trim();
-            if let Some(to) = cd_target(seg, &cwd) {
-                cwd = to;
-                continue;
-            }
-            if let Some(rule) = changes_outside(seg, &cwd, w) {
-                return (ActionClass::Destructive, rule.into());
-            }
+        // a shell that stands outside the tree (the payload's `cwd`) writes there
+        if !start(w).starts_with(w) {
+            return (ActionClass::Destructive, "write-after-leaving-tree".into());
+        }
+        // code read from stdin or a heredoc (`python3 <<'EOF'`): the whole command is
+        // the code
+        if stdin_code(cmd) && INLINE_WRITE_RE.is_match(cmd) && INLINE_OUTSIDE_RE.is_match(cmd) {
+            return (ActionClass::Destructive, "inline-code-outside-tree".into());
         }
     }
     (ActionClass::ReversibleWrite, "shell-in-workdir".into())
@@ -1235,11 +1374,173 @@ mod tests {
                 "system-change",
                 None,
             ),
+            (
+                "echo hi >| /etc/passwd",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "cd ~root && rm -rf .ssh",
+                ActionClass::Destructive,
+                "write-after-leaving-tree",
+                None,
+            ),
+            (
+                "cd $OLDPWD && rm -rf x",
+                ActionClass::Destructive,
+                "write-after-leaving-tree",
+                None,
+            ),
+            (
+                "d=/etc; rm -rf $d",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "rm -rf {/etc,x}",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "cp -t /etc x",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "cp --target-directory=/etc x",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "tar -xf a.tar -C /",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "unzip -o a.zip -d /",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "curl -so ~/.bashrc https://example.com",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "wget -O /etc/passwd https://example.com",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "sort -o /etc/passwd x",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "mkdir /etc/x",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "vim -es -c '%d' -c wq /etc/passwd",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "npx rimraf /etc",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "make -C / clean",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "git --work-tree=/ checkout -- .",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "GIT_WORK_TREE=/ git checkout -- .",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "git clone https://example.com/x /etc/x",
+                ActionClass::Destructive,
+                "write-outside-tree",
+                None,
+            ),
+            (
+                "python3 <<'EOF'\nopen('/etc/passwd','w')\nEOF",
+                ActionClass::Destructive,
+                "inline-code-outside-tree",
+                None,
+            ),
+            (
+                "python3 -c \"$(cat x.py)\"",
+                ActionClass::Destructive,
+                "unreadable-inline-code",
+                None,
+            ),
+            (
+                "deno eval \"Deno.removeSync('/etc/passwd')\"",
+                ActionClass::Destructive,
+                "inline-code-outside-tree",
+                None,
+            ),
+            (
+                "eval \"$(echo cm0gLXJmIC8K | base64 -d)\"",
+                ActionClass::Destructive,
+                "indirect-command",
+                None,
+            ),
             // and what stays as it was
             (
                 "crontab -l",
                 ActionClass::ReadOnly,
                 "read-only-command",
+                None,
+            ),
+            (
+                "mkdir -p build/out",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "tar -xf vendor.tar -C vendor",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "curl -so data/x.json https://example.com/x.json",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
+                None,
+            ),
+            (
+                "git -C sub status --short > s.txt",
+                ActionClass::ReversibleWrite,
+                "shell-in-workdir",
                 None,
             ),
             (
@@ -1309,6 +1610,7 @@ mod tests {
             read: &read,
             target_exists: false,
             escapes_by_symlink: false,
+            resolve: None,
         };
         for (cmd, class, rule, finding) in rows {
             let c = classify(&bash(cmd), &policy, &ctx);
@@ -1334,6 +1636,7 @@ mod tests {
             read: &read,
             target_exists: false,
             escapes_by_symlink: false,
+            resolve: None,
         };
         assert_eq!(
             classify(&bash("make deploy"), &policy, &ctx).class,
@@ -1509,6 +1812,7 @@ mod tests {
                 read: &read,
                 target_exists: exists,
                 escapes_by_symlink: false,
+                resolve: None,
             };
             let c = classify(&call, &GatePolicy::default(), &ctx);
             let got: Vec<&str> = c.findings.iter().map(|f| f.halt_type.as_str()).collect();
@@ -1518,6 +1822,43 @@ mod tests {
                 "{call:?}"
             );
         }
+    }
+
+    /// Claude Code's Bash keeps a `cd` between calls and says where it stands in the
+    /// payload's `cwd`: `cd /etc` in one call, `rm -rf passwd` in the next (a review's
+    /// allowed pair). A shell inside the tree is judged as before.
+    #[test]
+    fn a_shell_standing_outside_the_tree_writes_outside_it() {
+        let read = BTreeSet::new();
+        let ctx = Context {
+            workdir: Some(Path::new("/w")),
+            read: &read,
+            target_exists: false,
+            escapes_by_symlink: false,
+            resolve: None,
+        };
+        let at = |cwd: &str, cmd: &str| {
+            let mut call = bash(cmd);
+            call.cwd = Some(cwd.into());
+            let c = classify(&call, &GatePolicy::default(), &ctx);
+            (c.class, c.rule)
+        };
+        assert_eq!(
+            at("/etc", "rm -rf passwd"),
+            (ActionClass::Destructive, "write-after-leaving-tree".into())
+        );
+        assert_eq!(
+            at("/etc", "ls -la"),
+            (ActionClass::ReadOnly, "read-only-command".into())
+        );
+        assert_eq!(
+            at("/w/src", "rm old.rs"),
+            (ActionClass::ReversibleWrite, "shell-in-workdir".into())
+        );
+        assert_eq!(
+            at("/w/src", "rm ../../etc/passwd"),
+            (ActionClass::Destructive, "delete-outside-tree".into())
+        );
     }
 
     /// Before: `Write link/x` where `link` is a symlink to `/etc` in the workdir was a
@@ -1549,12 +1890,24 @@ mod tests {
             read: &read,
             target_exists: false,
             escapes_by_symlink: true,
+            resolve: Some(escapes_by_symlink),
         };
         let c = classify(&file("Write", "link/x", ""), &GatePolicy::default(), &ctx);
         assert_eq!(
             (c.class, c.rule.as_str()),
             (ActionClass::Destructive, "write-through-symlink")
         );
+        // a shell command through the same link (a review's `rm -rf e/`, `echo x >
+        // e/passwd` after `ln -s /etc e`)
+        for (cmd, class) in [
+            ("rm -rf link/", ActionClass::Destructive),
+            ("echo x > link/passwd", ActionClass::Destructive),
+            ("truncate -s0 link/x", ActionClass::Destructive),
+            ("rm -rf src/x", ActionClass::ReversibleWrite),
+        ] {
+            let c = classify(&bash(cmd), &GatePolicy::default(), &ctx);
+            assert_eq!(c.class, class, "{cmd}: {c:?}");
+        }
     }
 
     #[test]
@@ -1565,6 +1918,7 @@ mod tests {
             read: &read,
             target_exists: false,
             escapes_by_symlink: false,
+            resolve: None,
         };
         let c = classify(
             &file(
