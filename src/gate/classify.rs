@@ -825,6 +825,18 @@ fn shell(
 mod tests {
     use super::*;
 
+    /// What the classifier knows in workdir `/w` with nothing read and no symlink
+    /// resolution (the pure classifier's usual context in these tests).
+    fn in_w(read: &BTreeSet<String>) -> Context<'_> {
+        Context {
+            workdir: Some(Path::new("/w")),
+            read,
+            target_exists: false,
+            escapes_by_symlink: false,
+            resolve: None,
+        }
+    }
+
     fn bash(cmd: &str) -> ToolCall {
         ToolCall {
             agent: "claude".into(),
@@ -1605,13 +1617,7 @@ mod tests {
             ),
         ];
         let read = BTreeSet::new();
-        let ctx = Context {
-            workdir: Some(Path::new("/w")),
-            read: &read,
-            target_exists: false,
-            escapes_by_symlink: false,
-            resolve: None,
-        };
+        let ctx = in_w(&read);
         for (cmd, class, rule, finding) in rows {
             let c = classify(&bash(cmd), &policy, &ctx);
             assert_eq!((c.class, c.rule.as_str()), (*class, *rule), "{cmd}");
@@ -1631,13 +1637,7 @@ mod tests {
             ..GatePolicy::default()
         };
         let read = BTreeSet::new();
-        let ctx = Context {
-            workdir: Some(Path::new("/w")),
-            read: &read,
-            target_exists: false,
-            escapes_by_symlink: false,
-            resolve: None,
-        };
+        let ctx = in_w(&read);
         assert_eq!(
             classify(&bash("make deploy"), &policy, &ctx).class,
             ActionClass::Destructive
@@ -1830,13 +1830,7 @@ mod tests {
     #[test]
     fn a_shell_standing_outside_the_tree_writes_outside_it() {
         let read = BTreeSet::new();
-        let ctx = Context {
-            workdir: Some(Path::new("/w")),
-            read: &read,
-            target_exists: false,
-            escapes_by_symlink: false,
-            resolve: None,
-        };
+        let ctx = in_w(&read);
         let at = |cwd: &str, cmd: &str| {
             let mut call = bash(cmd);
             call.cwd = Some(cwd.into());
@@ -1913,13 +1907,7 @@ mod tests {
     #[test]
     fn a_secret_is_critical() {
         let read = BTreeSet::new();
-        let ctx = Context {
-            workdir: Some(Path::new("/w")),
-            read: &read,
-            target_exists: false,
-            escapes_by_symlink: false,
-            resolve: None,
-        };
+        let ctx = in_w(&read);
         let c = classify(
             &file(
                 "Write",
