@@ -793,20 +793,6 @@ fn shell(
     if !parts.is_empty() && !cmd.contains('>') && parts.iter().all(|s| reads(s)) {
         return (ActionClass::ReadOnly, "read-only-command".into());
     }
-    // `cd / && rm -rf etc`: once a segment leaves the workdir, relative paths after it
-    // name things outside the tree; anything but a reader there is destructive.
-    if let Some(w) = workdir {
-        let mut cwd = start(w);
-        for seg in &parts {
-            if let Some(to) = cd_target(seg, &cwd) {
-                cwd = to;
-                continue;
-            }
-            if !cwd.starts_with(w) && (!reads(seg) || seg.contains('>')) {
-                return (ActionClass::Destructive, "write-after-leaving-tree".into());
-            }
-        }
-    }
     if let Some(w) = workdir {
         // a shell that stands outside the tree (the payload's `cwd`) writes there
         if !start(w).starts_with(w) {
