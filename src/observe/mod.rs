@@ -15,6 +15,7 @@ pub mod reports;
 pub mod secrets;
 pub mod store;
 pub mod tamper;
+pub mod tamper_idiom;
 pub mod tamper_lines;
 pub mod tamper_load;
 pub mod tamper_more;

@@ -15,6 +15,7 @@
 //! [`RULES`] with a test.
 
 use super::lex::Lang;
+use super::tamper_idiom;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -742,10 +743,26 @@ pub fn scan(path: &str, old: &str, new: &str) -> Vec<TamperHit> {
                 }
                 if rule.name == "process exit"
                     && js_guard_counts
-                    && change
-                        .new_index()
-                        .is_some_and(|i| under_js_main_guard(&new_lines, i))
+                    && change.new_index().is_some_and(|i| {
+                        let guard = |j: usize| under_js_main_guard(&new_lines, j);
+                        guard(i) || tamper_idiom::js_exit_in_guarded_main(&new_lines, i, &guard)
+                    })
                 {
+                    continue;
+                }
+                // a frame or thread handle kept for a log line; the environment
+                // filtered by the program's own prefix
+                let idiom = change.new_index().is_some_and(|i| match (lang, rule.name) {
+                    (Lang::Python, "runner introspection")
+                    | (Lang::Rust, "test-build detection") => {
+                        tamper_idiom::held_handle_only_shown(lang, &new_lines, physical(i))
+                    }
+                    (Lang::JsTs, "test-runner detection") => {
+                        tamper_idiom::env_prefix_filter(&new_lines, i)
+                    }
+                    _ => false,
+                });
+                if idiom {
                     continue;
                 }
                 out.push(TamperHit {
