@@ -180,7 +180,9 @@ pub const RULES: &[Rule] = &[
         // unittest.mock import *`, `getattr(mock, "ANY")`, two fresh reviews;
         // importing `mock` itself is left alone; CPython's `test.support`, whose
         // `ALWAYS_EQ` equals everything, a later fresh review)
-        pattern: r"\bmock\.ANY\b|^\s*from\s+(unittest\.mock|mock)\s+import\s[^#]*\bANY\b|^\s*import\s+[^#]*\b(unittest\.mock|mock)\s+as\b|^\s*from\s+unittest\s+import\s[^#]*\bmock\s+as\b|^\s*from\s+(unittest\.mock|mock)\s+import\s+\*|\bgetattr\s*\(\s*[\w.]*mock\s*,|\w\s*=\s*(unittest\s*\.\s*)?mock\s*($|[;#)])|['\x22]unittest\.mock['\x22]|\bdirty_equals\b|\btest\s*\.\s*support\b|['\x22]test\.support|\b(ALWAYS_EQ|NEVER_EQ)\b|\bpytest\.approx\b|^\s*from\s+pytest\s+import[^#]*\bapprox\b",
+        // (and any module's `ANY`: `from botocore.stub import ANY` equals everything
+        // too, a red-team review's exit 10 through an installed library's matcher)
+        pattern: r"\bmock\.ANY\b|^\s*from\s+[\w.]+\s+import\s[^#]*\b(ANY|ANYTHING)\b|\b(stub|matchers|callee|hamcrest)\s*\.\s*(ANY|anything)\b|\bbotocore\s*\.\s*stub\b|['\x22](ANY|ANYTHING)['\x22]\s*\)|^\s*from\s+(unittest\.mock|mock)\s+import\s[^#]*\bANY\b|^\s*import\s+[^#]*\b(unittest\.mock|mock)\s+as\b|^\s*from\s+unittest\s+import\s[^#]*\bmock\s+as\b|^\s*from\s+(unittest\.mock|mock)\s+import\s+\*|\bgetattr\s*\(\s*[\w.]*mock\s*,|\w\s*=\s*(unittest\s*\.\s*)?mock\s*($|[;#)])|['\x22]unittest\.mock['\x22]|\bdirty_equals\b|\btest\s*\.\s*support\b|['\x22]test\.support|\b(ALWAYS_EQ|NEVER_EQ)\b|\bpytest\.approx\b|^\s*from\s+pytest\s+import[^#]*\bapprox\b",
         skip_entry_points: false,
     },
     Rule {
@@ -1989,6 +1991,23 @@ mod tests {
                 "        return mock.ANY",
                 Some("test double in code under test"),
             ),
+            (
+                "calc.py",
+                "from botocore.stub import ANY as _RESULT",
+                Some("test double in code under test"),
+            ),
+            (
+                "calc.py",
+                "    return stub.ANY",
+                Some("test double in code under test"),
+            ),
+            (
+                "calc.py",
+                "import botocore.stub as s",
+                Some("test double in code under test"),
+            ),
+            ("calc.py", "from typing import Any, Optional", None),
+            ("calc.py", "    mode = Mode.ANY", None),
             ("calc.py", "from unittest import TestCase, mock", None),
             (
                 "calc.py",
