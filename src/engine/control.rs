@@ -315,8 +315,10 @@ impl Loop<'_> {
     }
 }
 
-/// Refuses to resume a run a stop hold still covers, or a latched run until a person
-/// acknowledged the halt event that latched it; clears the latch otherwise.
+/// Refuses to resume a run a stop hold still covers, a run whose workspace has an
+/// unacknowledged `high` or `critical` halt event (with `[control] ack_required`, as a
+/// new run is refused), or a latched run until a person acknowledged the halt event
+/// that latched it; clears the latch otherwise.
 ///
 /// # Errors
 /// [`EngineError::HeldAtResume`] naming the holds, [`EngineError::Latched`] naming
@@ -371,6 +373,28 @@ pub(super) fn check_latch(
             since: e.triggered_at,
             reason: format!("{} needs a person's acknowledgement", e.halt_reason),
         });
+    }
+    // As a new run is refused, so is a resume: an unacknowledged `high` or
+    // `critical` event (an integrity halt, a gate finding) waits for a person before
+    // the agent runs again in that workspace (a new user resumed a run halted 13 and
+    // its agent ran at once).
+    if cfg.control.ack_required {
+        let open = store.halt_events(&crate::store::HaltEventFilter {
+            unacked: true,
+            run_id: None,
+            min_severity: Some("high"),
+        })?;
+        if let Some(e) = open.into_iter().next() {
+            return Err(EngineError::Latched {
+                run_id: run_id.to_string(),
+                halt_id: e.id,
+                since: e.triggered_at,
+                reason: format!(
+                    "an unacknowledged {} halt event, {} of run {}",
+                    e.severity, e.halt_reason, e.run_id
+                ),
+            });
+        }
     }
     let Some(l) = store.latch_of(run_id)? else {
         return Ok(());

@@ -189,6 +189,50 @@ fn a_latched_run_refuses_resume_until_a_person_acks_its_halt_event() {
     );
 }
 
+/// A new user's review: a run halted 13 (an integrity halt is a high event) was
+/// resumed and its agent ran again at once, while a new run in the same workspace was
+/// refused until a person acknowledged the event. Now the resume is refused too
+/// (exit 11, naming the event), runs no agent, and goes on once the event is acked.
+#[test]
+fn a_resume_after_an_integrity_halt_waits_for_the_ack_a_new_run_waits_for() {
+    let r = tap_repo(3);
+    r.write("docs/spec.md", "spec\n").commit("docs");
+    let state = tempfile::tempdir().unwrap();
+    let ran = state.path().join("ran");
+    let exec = format!(
+        "echo x >> '{}'; [ -e .edited ] || {{ echo edit >> docs/spec.md; touch .edited; }}; {PROGRESS_AGENT}",
+        ran.display()
+    );
+    r.lx_tap(&exec, &["--run-id", "cheat", "--blocked-path", "docs/**"])
+        .expect(13, Some("blocked_path_modified"));
+    let runs = || {
+        std::fs::read_to_string(&ran)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let before = runs();
+    let refused = r
+        .lx(&["run", "--resume", "cheat"])
+        .expect(11, Some("human_required"));
+    let halts = r
+        .lx(&["halts", "--unacked", "--run", "cheat"])
+        .expect(0, None);
+    let id = halts["halts"][0]["id"].as_str().unwrap().to_string();
+    assert!(mentions(&refused, &id), "{refused}");
+    assert_eq!(runs(), before, "the agent ran before the ack");
+    r.lx(&["ack", &id, "--by", "alice", "--resolution", "resolved"])
+        .expect(0, None);
+    let resumed = r.lx(&["run", "--resume", "cheat"]);
+    assert_ne!(
+        resumed.code,
+        11,
+        "{}",
+        String::from_utf8_lossy(&resumed.stdout)
+    );
+    assert!(runs() > before, "the resumed run ran no agent");
+}
+
 /// A new user's review: with the stop hold still in force, each `run --resume` after
 /// the ack stopped again before its exec, added an event and used an iteration, and
 /// two were enough to end the run `max_iterations_reached`. Now the resume is refused
