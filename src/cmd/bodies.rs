@@ -329,7 +329,8 @@ pub struct ReplayIteration {
     pub agreed: u32,
     /// Wilson interval (95%) of the agreement rate over `runs`.
     pub agreement_interval: (f64, f64),
-    /// `agrees`, `disagrees`, `flaky` (some runs agree), `not_replayable`.
+    /// `agrees`, `disagrees`, `flaky` (some runs agree), `not_replayable`, or
+    /// `interrupted` (a signal to loopexec stopped the check: nothing to replay).
     pub verdict: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,

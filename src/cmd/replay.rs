@@ -30,6 +30,9 @@ use std::path::Path;
 struct Recorded {
     check: CheckFinished,
     snapshot: Option<String>,
+    /// A signal to loopexec stopped the check (Ctrl-C, `kill`): it measured nothing
+    /// (SPEC §1), so there is no verdict to replay.
+    interrupted: bool,
 }
 
 fn recorded_iterations(lines: &[crate::receipt::Line]) -> BTreeMap<u32, Recorded> {
@@ -56,11 +59,18 @@ fn recorded_iterations(lines: &[crate::receipt::Line]) -> BTreeMap<u32, Recorded
                     .map(|r| r.tree.clone())
                     .or_else(|| snaps.get(&c.iteration).cloned())
                     .or_else(|| c.tree_before.clone());
+                let interrupted =
+                    matches!(c.step.stopped, Some(crate::proc::StopCause::Signal { .. }));
+                // a resumed run checks the iteration again: that record is the one
+                if interrupted && out.contains_key(&c.iteration) {
+                    continue;
+                }
                 out.insert(
                     c.iteration,
                     Recorded {
                         check: (**c).clone(),
                         snapshot,
+                        interrupted,
                     },
                 );
             }
@@ -186,6 +196,15 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
             reparse_fingerprint: None,
         };
         let consistent = recorded_fp == parse_fp;
+        if rec.interrupted {
+            item.verdict = "interrupted".into();
+            item.note = Some(
+                "a signal to loopexec stopped this check: it measured nothing, and no verdict read it"
+                    .into(),
+            );
+            iterations.push(item);
+            continue;
+        }
         if a.offline {
             item.verdict = if consistent { "agrees" } else { "disagrees" }.into();
             if !consistent {
@@ -297,7 +316,7 @@ pub(crate) fn run(workdir: &Path, a: &ReplayArgs, quiet: bool) -> Outcome {
     let flaky = iterations.iter().any(|i| i.verdict == "flaky");
     let replayed = iterations
         .iter()
-        .filter(|i| i.verdict != "not_replayable")
+        .filter(|i| i.verdict != "not_replayable" && i.verdict != "interrupted")
         .count();
     if let Some(i) = first_disagreement {
         let it = iterations.iter().find(|x| x.iteration == i);

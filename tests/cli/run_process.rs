@@ -375,6 +375,11 @@ fn resuming_an_interrupted_check_keeps_the_tree_its_exec_left() {
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
     let v = finish(&mut run, Duration::from_secs(20)).expect(11, Some("human_required"));
     assert_eq!(v["iteration"], 1, "{v}");
+    // The interrupted check is no verdict to replay (a new user's `replay` called it
+    // "1 failing" and disagreed, exit 20); the baseline still agrees.
+    let rep = r.lx(&["replay", "ic"]).expect(0, None);
+    assert_eq!(rep["iterations"][1]["verdict"], "interrupted", "{rep}");
+    assert_eq!(rep["iterations"][0]["verdict"], "agrees", "{rep}");
     std::fs::remove_file(&slow).unwrap();
     let v = r
         .lx(&["run", "--resume", "ic"])
