@@ -180,6 +180,21 @@ fn unsnapshottable(t: &Trajectory) -> Option<Halt> {
     })
 }
 
+/// `workspace_invalid` for a run with no exec whose check was not green: nothing runs
+/// between its checks, so the tree cannot change and another iteration would only
+/// re-check it (a new user's run without `--exec`, `init` leaves it commented out,
+/// looped to `same_failure_repeated`, "the agent did not change the tree"). A run
+/// without an exec whose baseline is green converges as any other.
+fn no_exec(iteration: u32) -> Halt {
+    Halt {
+        reason: HaltReason::WorkspaceInvalid,
+        contributors: vec![
+            "no exec command: the check is not green and nothing runs between checks to change the tree; give --exec CMD (or `exec = \"...\"` in loop.toml)".into(),
+        ],
+        detail: serde_json::json!({"cause": "no_exec", "iteration": iteration}),
+    }
+}
+
 fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     let Some(last) = t.last() else {
         return go(Next::Check);
@@ -210,6 +225,9 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     }
     if let Some(d) = crate::judgment::before_step(t, cfg) {
         return d;
+    }
+    if last.iteration > 0 && last.exec.is_none() && cfg.exec.is_none() {
+        return halt(no_exec(last.iteration));
     }
     if last.iteration > 0 && last.exec.is_none() {
         // Before more work: a comprehension debt still unpaid (a resumed run nobody

@@ -335,15 +335,16 @@ pub(crate) fn run(workdir: &Path, a: &RunArgs, _json: bool, quiet: bool) -> Outc
         .or_else(|| a.run_id.clone())
         .unwrap_or_else(workspace::new_run_id);
     if let Err(e) = workspace::validate_run_id(&run_id) {
-        // No valid id: nothing is recorded, and the output names no run.
-        let halt = Halt::new(HaltReason::InvariantFailed, vec![e.to_string()]);
-        let explanation = format!(
-            "{}: {}",
-            halt.reason,
-            crate::explain::advice_sentence(halt.reason.advice())
+        // Only a flag gives an id that can be wrong (a generated one never is): a
+        // usage error that names the flag; nothing is recorded and no run is named.
+        let flag = if resume { "--resume" } else { "--run-id" };
+        return Outcome::error(
+            2,
+            format!("{flag} {run_id:?}: {e}"),
+            Some(format!(
+                "give {flag} 1-128 letters, digits, `.`, `_` or `-`, not starting with `.` and not `latest`"
+            )),
         );
-        let facts = crate::receipt::facts::preflight_facts(None, &halt);
-        return halt_outcome(None, None, &halt, &explanation, None, facts);
     }
     let ws = match Workspace::at(workdir) {
         Ok(w) => w,

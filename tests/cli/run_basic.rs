@@ -287,8 +287,15 @@ fn the_reserved_run_id_latest_is_refused() {
             "the run named `latest` is unreachable: {v}"
         );
     } else {
-        out.expect(20, Some("invariant_failed"));
+        // a flag's bad value: a usage error naming the flag, never a halt
+        let v = out.expect(2, None);
+        assert_eq!(v["status"], "usage_error", "{v}");
+        assert!(mentions(&v, "--run-id"), "{v}");
         assert!(!r.receipt("latest").exists());
+        let v = r
+            .lx(&["run", "--run-id", "../x", "--check", "true"])
+            .expect(2, None);
+        assert!(v["run_id"].is_null(), "{v}");
     }
 }
 
@@ -405,4 +412,22 @@ fn a_custom_success_exit_code_counts_as_green() {
     ]);
     let v = out.expect(10, Some("success_condition_met"));
     assert_eq!(v["iteration"], 1, "{v}");
+}
+
+/// A new user's run without `--exec` (`init` leaves `exec` commented out) re-checked
+/// the same red tree until `same_failure_repeated`, "the agent did not change the
+/// tree". Now a red check with nothing to run between checks halts
+/// `workspace_invalid` (30) at once, naming `--exec`; a green baseline without an exec
+/// still converges.
+#[test]
+fn a_red_check_with_no_exec_to_change_the_tree_is_workspace_invalid() {
+    let r = Repo::with_f();
+    let out = r.lx(&["run", "--check", "false"]);
+    let v = out.expect(30, Some("workspace_invalid"));
+    assert!(mentions(&v, "--exec"), "{v}");
+    let lines = receipt_of(&v);
+    assert_eq!(events(&lines, "check_finished").len(), 1, "one check only");
+    assert!(events(&lines, "exec_finished").is_empty());
+    r.lx(&["run", "--check", "true"])
+        .expect(10, Some("success_condition_met"));
 }
