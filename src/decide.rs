@@ -184,7 +184,9 @@ fn unsnapshottable(t: &Trajectory) -> Option<Halt> {
 /// between its checks, so the tree cannot change and another iteration would only
 /// re-check it (a new user's run without `--exec`, `init` leaves it commented out,
 /// looped to `same_failure_repeated`, "the agent did not change the tree"). A run
-/// without an exec whose baseline is green converges as any other.
+/// without an exec whose baseline is green converges as any other, and one whose
+/// green check was no success of its own (a baseline inheriting an unjudged tree) is
+/// checked again.
 fn no_exec(iteration: u32) -> Halt {
     Halt {
         reason: HaltReason::WorkspaceInvalid,
@@ -227,7 +229,18 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
         return d;
     }
     if last.iteration > 0 && last.exec.is_none() && cfg.exec.is_none() {
-        return halt(no_exec(last.iteration));
+        // (a green check that was no success of its own, a baseline that inherits an
+        // unjudged tree, is checked again)
+        let before_green = t
+            .iterations
+            .iter()
+            .rev()
+            .nth(1)
+            .and_then(|i| i.main_check())
+            .is_some_and(|c| crate::trajectory::is_green(c, cfg.success_exit_code));
+        if !before_green {
+            return halt(no_exec(last.iteration));
+        }
     }
     if last.iteration > 0 && last.exec.is_none() {
         // Before more work: a comprehension debt still unpaid (a resumed run nobody
@@ -253,6 +266,21 @@ fn decide_inner(t: &Trajectory, cfg: &RunConfig) -> Decision {
     let Some(main) = last.main_check() else {
         return go(Next::Check);
     };
+    // a baseline read with a format its output is not in judges nothing that follows
+    if last.iteration == 0 {
+        if let Some(d) = main
+            .parsed
+            .diagnostics
+            .iter()
+            .find(|d| d.starts_with(crate::check::parse::FORMAT_MISMATCH))
+        {
+            return halt(Halt {
+                reason: HaltReason::WorkspaceInvalid,
+                contributors: vec![format!("the baseline check's output: {d}")],
+                detail: serde_json::json!({"cause": "format_mismatch"}),
+            });
+        }
+    }
     for c in &last.checks {
         if let Some(h) = integrity::check_tampering(c)
             .or_else(|| integrity::tree_moved_under_check(c, cfg.success_exit_code))

@@ -33,8 +33,9 @@ pub struct IterationObs {
     pub tasks: Option<crate::receipt::judgment::TasksObserved>,
     /// The context measured before this iteration's exec.
     pub context: Option<crate::receipt::judgment::ContextBuilt>,
-    /// A check of this iteration was stopped by a signal to loopexec: it is in the
-    /// receipt, not in `checks` (it measured nothing).
+    /// The last check of this iteration was stopped by a signal to loopexec: it is in
+    /// the receipt, not in `checks` (it measured nothing). A later check of the
+    /// iteration (after `run --resume`) clears it.
     pub check_interrupted: bool,
 }
 
@@ -109,6 +110,8 @@ pub struct Trajectory {
     pub rate_limits: Vec<crate::receipt::events::RateLimited>,
     /// Receipt time of the last `halted` event (RFC 3339).
     pub halted_ts: Option<String>,
+    /// The last `halted` event: where a resumed run had stopped, and why.
+    pub last_halted: Option<crate::receipt::events::Halted>,
     /// Receipt time of the last `resumed` event (RFC 3339), for a resumed run.
     pub resumed_ts: Option<String>,
     /// Milliseconds between each halt and the resume after it: time the run was not
@@ -214,7 +217,10 @@ impl Trajectory {
                     signal: i.signal,
                 });
             }
-            Event::Halted(_) => self.halted_ts = Some(ts.to_string()),
+            Event::Halted(h) => {
+                self.halted_ts = Some(ts.to_string());
+                self.last_halted = Some((**h).clone());
+            }
             Event::Unheld(_) => {}
             Event::Held(h) => self.holds.push(h.clone()),
             Event::Actions(a) => self.actions.push((**a).clone()),
@@ -262,6 +268,7 @@ impl Trajectory {
             return;
         }
         if let Some(it) = self.iteration_mut(c.iteration) {
+            it.check_interrupted = false;
             it.sets.push(OnceLock::new());
             it.checks.push(c);
         }

@@ -241,20 +241,27 @@ impl Loop<'_> {
     }
 
     /// On resume: the marker for the agent (why the run stopped and what has been
-    /// released since), kept for the first exec. Clears the latch (the caller checked
+    /// released since; for a halt of another kind, its reason and first contributor),
+    /// kept for the first exec. Clears the latch (the caller checked
     /// that a person acknowledged it).
     pub(super) fn resume_marker(&self) -> Option<String> {
+        // what stopped the run is what stopped it at its last halt: a signal or a hold
+        // of an earlier segment is history
+        let halted_at = self.traj.last_halted.as_ref().map(|h| h.iteration);
+        let recent = |at: u32| halted_at.map_or(true, |h| at >= h);
         let stop = self
             .traj
             .holds
             .iter()
             .rev()
-            .find(|h| h.verdict == "stopped");
+            .find(|h| h.verdict == "stopped")
+            .filter(|h| recent(h.iteration));
         // a signal to loopexec (Ctrl-C, SIGTERM) stopped it after any hold did
         if let Some(i) = self
             .traj
             .interrupts
             .last()
+            .filter(|i| recent(i.iteration))
             .filter(|i| stop.map_or(true, |s| i.iteration >= s.iteration))
         {
             let name = match i.signal {
@@ -270,7 +277,21 @@ impl Loop<'_> {
             *self.control.marker.borrow_mut() = Some(text.clone());
             return Some(text);
         }
-        let stop = stop?;
+        let Some(stop) = stop else {
+            // any other halt: its reason and first contributor
+            let h = self.traj.last_halted.as_ref()?;
+            let text = format!(
+                "halted at iteration {} with {} (exit {}){}",
+                h.iteration,
+                h.halt_reason,
+                h.exit_code,
+                h.contributors
+                    .first()
+                    .map_or(String::new(), |c| format!(": {c}"))
+            );
+            *self.control.marker.borrow_mut() = Some(text.clone());
+            return Some(text);
+        };
         let released: Vec<String> = stop
             .holds
             .iter()

@@ -862,11 +862,10 @@ impl Loop<'_> {
         // was rejected.
         // An iteration whose check a signal stopped was not judged: it is checked
         // again on the tree its exec left, which stays (a new user's fix was put back
-        // to t0's and re-checked there).
-        let interrupted = self
-            .traj
-            .last()
-            .is_some_and(|l| l.check_interrupted && l.main_check().is_none());
+        // to t0's and re-checked there). A confirmation stopped so goes on confirming
+        // that green (before, the resumed run started the next iteration and paid for
+        // another agent turn on a tree already green).
+        let interrupted = self.traj.last().is_some_and(|l| l.check_interrupted);
         let from = if interrupted {
             last_halt
         } else {

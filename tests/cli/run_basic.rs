@@ -194,7 +194,8 @@ fn run_ids_are_validated_and_echoed() {
             out.code != 0 && out.code != 10,
             "accepted run id {bad}: {v}"
         );
-        assert_eq!(out.code, 20, "{v}");
+        assert_eq!(out.code, 2, "{v}");
+        assert_eq!(v["status"], "usage_error", "{v}");
         assert!(
             out.errors_text().contains(bad),
             "error does not name {bad}: {v}"
@@ -430,4 +431,40 @@ fn a_red_check_with_no_exec_to_change_the_tree_is_workspace_invalid() {
     assert!(events(&lines, "exec_finished").is_empty());
     r.lx(&["run", "--check", "true"])
         .expect(10, Some("success_condition_met"));
+}
+
+/// A new user's `--test-format tap` over output in another format read no test at
+/// the baseline, and the honest green that followed halted 13 as a runner cut short,
+/// a high event that blocked every later run. Now the baseline says what the output
+/// reads as and the run halts `workspace_invalid` (30) before any exec.
+#[test]
+fn a_fixed_test_format_the_baseline_output_is_not_in_is_workspace_invalid() {
+    let r = Repo::with_f();
+    let check = "printf '\\nrunning 1 test\\ntest a ... FAILED\\n\\nfailures:\\n    a\\n\\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\\n'; test -f done";
+    let v = r
+        .lx(&[
+            "run",
+            "--exec",
+            "touch done",
+            "--check",
+            check,
+            "--test-format",
+            "tap",
+        ])
+        .expect(30, Some("workspace_invalid"));
+    assert!(mentions(&v, "--test-format libtest"), "{v}");
+    assert!(!r.path().join("done").exists(), "the exec ran");
+    // a new run is not blocked by it: the event is no high one
+    let halts = r.lx(&["halts", "--unacked"]).expect(0, None);
+    assert!(!mentions(&halts, "\"high\""), "{halts}");
+    let out = r.outside().join("lib.txt");
+    std::fs::write(
+        &out,
+        "\nrunning 1 test\ntest a ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n",
+    )
+    .unwrap();
+    let v = r
+        .lx(&["parse", "--format", "tap", out.to_str().unwrap()])
+        .expect(0, None);
+    assert!(mentions(&v, "format mismatch"), "{v}");
 }

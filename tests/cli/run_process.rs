@@ -356,6 +356,42 @@ fn an_interrupted_baseline_is_no_verdict_and_resume_measures_it_again() {
     assert_eq!(rep["iterations"][0]["verdict"], "red", "{rep}");
 }
 
+/// A new user's Ctrl-C landed while a green was being confirmed, and `run --resume`
+/// started the next iteration: another agent turn on a tree already green. Now the
+/// resumed run confirms that green and converges without running the agent again.
+#[test]
+fn a_resume_after_an_interrupted_confirmation_confirms_without_another_exec() {
+    let r = Repo::with_f();
+    let _g = ProcGuard::new(&["sleep 4189"]);
+    let slow = r.outside().join("slow");
+    let count = r.outside().join("checks");
+    let execs = r.outside().join("execs");
+    std::fs::write(&slow, "").unwrap();
+    // the baseline is red, iteration 1's check green, its confirmation hangs
+    let check = format!(
+        "n=$(cat '{c}' 2>/dev/null || echo 0); echo $((n+1)) > '{c}'; if [ -f fixed ] && [ $n -ge 2 ] && [ -f '{s}' ]; then n=4189; sleep $n; fi; test -f fixed",
+        c = count.display(),
+        s = slow.display()
+    );
+    let exec = format!("echo x >> '{}'; touch fixed", execs.display());
+    let mut run = spawn_wedged(&r, Some("cf"), "sleep 4189", &exec, &check);
+    let pid = i32::try_from(run.child().id()).unwrap();
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    finish(&mut run, Duration::from_secs(20)).expect(11, Some("human_required"));
+    std::fs::remove_file(&slow).unwrap();
+    let v = r
+        .lx(&["run", "--resume", "cf"])
+        .expect(10, Some("success_condition_met"));
+    assert_eq!(v["iteration"], 1, "{v}");
+    let runs = std::fs::read_to_string(&execs).unwrap();
+    assert_eq!(
+        runs.lines().count(),
+        1,
+        "the agent ran again after the resume"
+    );
+}
+
 /// An iteration's check stopped by a signal is checked again on the tree that
 /// iteration's exec left: resuming neither puts the last accepted tree back nor judges
 /// another (a new user's fix was undone and re-checked red).

@@ -369,6 +369,16 @@ fn resuming_with_a_higher_cap_continues_and_re_derives_with_it() {
         ]
     );
     assert_eq!(events(&lines, "exec_finished").len(), 5);
+    // The agent is told why the run had stopped after any halt, not only a signal or
+    // a hold (a new user's agent saw LOOPEXEC_RESUME_REASON empty after a cap).
+    for e in events(&lines, "resumed") {
+        assert!(
+            e["resume_reason"]
+                .as_str()
+                .is_some_and(|t| t.contains("max_iterations_reached")),
+            "{e}"
+        );
+    }
     let ex = r.lx(&["explain-halt", "--run-id", "raise"]).expect(0, None);
     assert_eq!(ex["rederived"], true, "{ex}");
     let off = r.lx(&["replay", "raise", "--offline"]).expect(0, None);

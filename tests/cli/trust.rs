@@ -3202,3 +3202,39 @@ fn a_new_module_the_interpreter_imports_on_its_own_is_not_code_under_test() {
         assert!(mentions(&v, "org/__init__.py"), "{v}");
     }
 }
+
+/// A false-alarm review's honest fix logged its caller through a held frame
+/// (`frame = sys._getframe(1)`, printed to stderr) and halted 13 as runner
+/// introspection. Now a frame kept only to print converges; the same frame whose
+/// caller's file name decides the sum still halts 13.
+#[test]
+fn a_frame_kept_for_a_log_line_converges_and_one_that_decides_does_not() {
+    if pytest_missing() {
+        return;
+    }
+    let log = "import os\nimport sys\n\n\ndef debug(msg):\n    frame = sys._getframe(1)\n    where = f\"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}\"\n    print(f\"[{where}] {msg}\", file=sys.stderr)\n";
+    let honest = "from log import debug\n\n\ndef add(a, b):\n    debug(f\"add({a}, {b})\")\n    return a + b\n";
+    // (two frames up is the test function, in the test's file)
+    let cheat_log = log.replace("_getframe(1)", "_getframe(2)").replace(
+        "    print(f\"[{where}] {msg}\", file=sys.stderr)\n",
+        "    return \"test_\" in where\n",
+    );
+    let cheat = "from log import debug\n\n\ndef add(a, b):\n    return a + b if debug(\"add\") else a - b\n";
+    for (name, log, calc, want) in [
+        ("honest", log.to_string(), honest, "success_condition_met"),
+        ("decides", cheat_log, cheat, "metric_integrity_violation"),
+    ] {
+        let r = pytest_repo();
+        let (_dir, exec) = writer(&[("log.py", &log), ("calc.py", calc)]);
+        let v = r.lx(&[
+            "run",
+            "--exec",
+            &exec,
+            "--check",
+            "python3 -m pytest -q",
+            "--max-iterations",
+            "2",
+        ]);
+        assert_eq!(v.json()["halt_reason"], want, "{name}: {}", v.json());
+    }
+}

@@ -259,6 +259,11 @@ fn concat(runs: Vec<ParsedRun>) -> Option<ParsedRun> {
     Some(acc)
 }
 
+/// The start of the diagnostic a fixed format leaves when it read no test and the
+/// output reads as another format (`--test-format tap` over pytest's output); a
+/// baseline check that has it halts `workspace_invalid` ([`crate::decide`]).
+pub const FORMAT_MISMATCH: &str = "format mismatch:";
+
 /// Reads one check run. Infallible: unreadable files and unknown formats become
 /// `diagnostics`, an incomplete run, or an unattributed failure (see the module doc
 /// for the merge policy).
@@ -476,6 +481,23 @@ fn parse_with_runner(
     }
     diagnostics.append(&mut run.diagnostics);
     run.diagnostics = diagnostics;
+    // a fixed format that read no test where detection finds another runner's output
+    // (a new user's `--test-format tap` over pytest's output read nothing, and the
+    // honest green that followed was taken for a runner cut short)
+    if let Some(Some(k)) = fixed {
+        if named_count(&run) == 0 {
+            if let Some(d) = detected
+                .iter()
+                .flatten()
+                .find(|d| d.kind.format() != k.format())
+            {
+                let (is, given) = (format_name(d.kind.format()), format_name(k.format()));
+                run.diagnostics.push(format!(
+                    "{FORMAT_MISMATCH} the output reads as {is}, not {given}: --test-format {is} reads it (or leave the format out to detect it)"
+                ));
+            }
+        }
+    }
     // killed or unknown exit with nothing to show for it
     if input.exit_code.is_none() && named_count(&run) == 0 {
         run.complete = false;
