@@ -107,9 +107,18 @@ fn critical_findings_note(t: &Trajectory) -> String {
     )
 }
 
-/// Reason-specific guidance (one or two sentences).
+/// Reason-specific guidance (one or two sentences), with the run's own id in the
+/// commands it names (`loopexec run --resume <id>`, not a placeholder).
 #[must_use]
 pub fn guidance(h: &Halt, t: &Trajectory) -> String {
+    let text = guidance_text(h, t);
+    match t.started.as_ref() {
+        Some(s) => text.replace("RUN_ID", &s.run_id),
+        None => text,
+    }
+}
+
+fn guidance_text(h: &Halt, t: &Trajectory) -> String {
     let views = t.attempt_views(t.config().map_or(0, |c| c.success_exit_code));
     let summary = summary_of(t, &views);
     if h.detail.get("cause").and_then(|c| c.as_str()) == Some("inherited_rejection") {

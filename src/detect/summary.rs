@@ -140,17 +140,20 @@ fn improving_at_end(counts: &[usize], accepted: &[bool], window: u32) -> bool {
     })
 }
 
-/// "its only attempt" / "its last N attempts", N never more than the attempts made.
-fn last_attempts(summary: &TrajectorySummary) -> String {
+/// The attempts made after the best failing count, in words: "any of its 50
+/// attempts" when the baseline was the best, "the 3 attempts since" otherwise.
+fn attempts_since_best(summary: &TrajectorySummary) -> String {
     let made = summary.failing_counts.len().saturating_sub(1);
-    let n = usize::try_from(summary.window)
-        .unwrap_or(usize::MAX)
-        .min(made);
-    match n {
-        0 => "any attempt".to_string(),
-        1 if made == 1 => "its only attempt".to_string(),
-        1 => "its last attempt".to_string(),
-        n => format!("its last {n} attempts"),
+    let best = summary
+        .best_iteration
+        .and_then(|i| usize::try_from(i).ok())
+        .unwrap_or(0);
+    match (best, made.saturating_sub(best)) {
+        (_, 0) => "its last attempt".to_string(),
+        (0, 1) => "its only attempt".to_string(),
+        (0, n) => format!("any of its {n} attempts"),
+        (_, 1) => "the attempt since".to_string(),
+        (_, n) => format!("the {n} attempts since"),
     }
 }
 
@@ -207,8 +210,8 @@ pub fn advice_text(reason: HaltReason, summary: &TrajectorySummary) -> String {
             summary.sparkline
         ),
         HaltReason::MaxIterationsReached => format!(
-            "The loop reached the iteration cap without a new best failing count in {} ({best}): do not retry with a higher limit; look at the failures that kept recurring{core} and change the task or the approach.",
-            last_attempts(summary)
+            "The loop reached the iteration cap without a new best failing count in {} ({best}): do not retry with a higher limit alone; look at the failures that kept recurring{core} and change the task or the approach.",
+            attempts_since_best(summary)
         ),
         HaltReason::SameFailureRepeated => format!(
             "The agent produced the same failure attempt after attempt ({best}): do not retry with more budget; give the agent new information (the failure message, the code involved) or change the approach{core}."
@@ -327,13 +330,16 @@ mod tests {
         }
     }
 
-    /// The cap's advice never speaks of more attempts than were made.
+    /// The cap's advice counts the attempts made since the best count, never more
+    /// than were made and never a detector's window (a new user's 50 attempts with no
+    /// new best read "in its last 3 attempts").
     #[test]
-    fn the_cap_advice_counts_only_the_attempts_made() {
-        let cases: [(&[usize], &str); 3] = [
+    fn the_cap_advice_counts_the_attempts_since_the_best() {
+        let cases: [(&[usize], &str); 4] = [
             (&[2, 2], "its only attempt"),
-            (&[2, 2, 2], "its last 2 attempts"),
-            (&[2, 2, 2, 2, 2, 2], "its last 3 attempts"),
+            (&[2, 2, 2], "any of its 2 attempts"),
+            (&[2, 2, 2, 2, 2, 2], "any of its 5 attempts"),
+            (&[4, 2, 3, 3, 3, 3], "the 4 attempts since"),
         ];
         for (counts, want) in cases {
             let text = advice_text(

@@ -43,7 +43,9 @@ pub fn js_exit_in_guarded_main(
     let mut name = None;
     let mut open = 0i64;
     'walk: for (at, l) in lines[..i].iter().enumerate().rev() {
-        for c in l.chars().rev() {
+        // braces in strings and comments are no blocks (a red-team review hid a `}`
+        // in a string to put another function's exit "inside" main)
+        for c in without_strings(l).chars().rev() {
             match c {
                 '}' => open += 1,
                 '{' if open > 0 => open -= 1,
@@ -90,6 +92,37 @@ pub fn js_exit_in_guarded_main(
     !exported || line.contains("exitCode")
 }
 
+/// `line` with the contents of its string and template literals and its `//`
+/// comment removed (quotes kept; escapes honoured; a literal left open runs to the
+/// end of the line).
+fn without_strings(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut quote: Option<char> = None;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(q) => {
+                if c == '\\' {
+                    chars.next();
+                } else if c == q {
+                    out.push(c);
+                    quote = None;
+                }
+            }
+            None => {
+                if c == '/' && chars.peek() == Some(&'/') {
+                    break;
+                }
+                if matches!(c, '\'' | '"' | '`') {
+                    quote = Some(c);
+                }
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
 /// True when line `i` of `lang` source `lines` only binds a handle that can tell a
 /// test is running (a Python frame, `frame = sys._getframe(1)` or `inspect
 /// .currentframe()`; a Rust thread, `let me = thread::current();`) and, in the rest of
@@ -108,7 +141,7 @@ pub fn held_handle_only_shown(lang: Lang, lines: &[&str], i: usize) -> bool {
     let [bind, derive, shown] = match lang {
         Lang::Python => PY.get_or_init(|| {
             [
-                Regex::new(r"^\s*(\w+)\s*=\s*(?:sys\s*\.\s*_getframe|inspect\s*\.\s*currentframe)\s*\(\s*\d*\s*\)\s*(?:#.*)?$").expect("valid"),
+                Regex::new(r"^\s*(\w+)\s*=\s*(?:sys\s*\.\s*_getframe|inspect\s*\.\s*currentframe)\s*\(\s*\d*\s*\)(?:\s*\.\s*(?:f_back|f_code|f_lineno|co_name|co_filename|co_qualname))*\s*(?:#.*)?$").expect("valid"),
                 Regex::new(r"^\s*(\w+)\s*=([^=].*)$").expect("valid"),
                 Regex::new(r"^\s*(print\s*\(.*\)\s*$|(?:logging|logger|log|LOG|_log|_logger)\s*\.\s*(?:debug|info|warning|warn|error|exception|critical|log)\s*\(.*\)\s*$|sys\s*\.\s*(?:stderr|stdout)\s*\.\s*write\s*\(.*\)\s*$)").expect("valid"),
             ]
@@ -131,12 +164,21 @@ pub fn held_handle_only_shown(lang: Lang, lines: &[&str], i: usize) -> bool {
     let Some(first) = lines.get(i).and_then(|l| bind.captures(l)) else {
         return false;
     };
+    if printers_rebound(lang, lines) || outlives_block(lang, lines, &first[1]) {
+        return false;
+    }
     let indent = |l: &str| l.len() - l.trim_start().len();
     let mut names: Vec<String> = vec![first[1].to_string()];
     let start_indent = indent(lines[i]);
     let mut depth = 0i64;
-    // a handle kept and never printed is kept for something else
+    // a handle kept and never printed is kept for something else; a value read off
+    // it (a name, a line number) and never used is nothing
     let mut printed = false;
+    let mut used = false;
+    let value = lines[i].trim_end().ends_with("co_name")
+        || lines[i].trim_end().ends_with("co_filename")
+        || lines[i].trim_end().ends_with("co_qualname")
+        || lines[i].trim_end().ends_with("f_lineno");
     for l in &lines[i + 1..] {
         let t = l.trim_start();
         if t.is_empty() || t.starts_with('#') && lang == Lang::Python || t.starts_with("//") {
@@ -163,6 +205,7 @@ pub fn held_handle_only_shown(lang: Lang, lines: &[&str], i: usize) -> bool {
         if !named {
             continue;
         }
+        used = true;
         if decides.is_match(l) {
             return false;
         }
@@ -172,11 +215,84 @@ pub fn held_handle_only_shown(lang: Lang, lines: &[&str], i: usize) -> bool {
             continue;
         }
         match derive.captures(l) {
-            Some(c) if names.len() < 8 => names.push(c[1].to_string()),
+            Some(c) if names.len() < 8 && !outlives_block(lang, lines, &c[1]) => {
+                names.push(c[1].to_string());
+            }
             _ => return false,
         }
     }
-    printed
+    printed || (value && !used)
+}
+
+/// True when `lines` give the printing names a meaning of their own, so that what is
+/// "printed" can be kept and read back: Python's `print` or `logging` defined, a
+/// logger's class defined, a logger assigned (other than `logging.getLogger(…)`) or
+/// one of its methods replaced, one imported under another name or from elsewhere, or
+/// a handler or filter in the file; in Rust any `macro_rules!`, a
+/// macro imported under a printing name, or a bare `info!`-style macro not imported
+/// from `log` or `tracing` (a red-team review kept the "printed" text in a list and a
+/// `thread_local` and decided from it).
+fn printers_rebound(lang: Lang, lines: &[&str]) -> bool {
+    static PY: OnceLock<Regex> = OnceLock::new();
+    static PY_LOGGER: OnceLock<Regex> = OnceLock::new();
+    static RS: OnceLock<Regex> = OnceLock::new();
+    match lang {
+        Lang::Python => {
+            let re = PY.get_or_init(|| {
+                Regex::new(r"^\s*(?:async\s+)?def\s+(?:print|logging)\b|^\s*class\s+(?:print|logging|logger|log|LOG|_log|_logger)\b|^\s*(?:logging|logger|log|LOG|_log|_logger)\s*\.\s*\w+\s*=[^=]|^\s*(?:print|logging)\s*(?::[^=]*)?=|\bbuiltins\b|\bas\s+(?:print|logging|logger|log|LOG|_log|_logger)\b|^\s*from\s+\S+\s+import\s[^#]*\b(?:print|logger|log|LOG|_log|_logger)\b|Handler\b|\baddFilter\b|\bFilter\b|\bsetLoggerClass\b|\bsetLogRecordFactory\b|\bsys\s*\.\s*(?:stderr|stdout)\s*=|\bredirect_std(?:out|err)\b")
+                    .expect("valid printers regex")
+            });
+            let logger = PY_LOGGER.get_or_init(|| {
+                Regex::new(r"^\s*(?:logger|log|LOG|_log|_logger)\s*(?::[^=]*)?=\s*(.*)$")
+                    .expect("valid logger regex")
+            });
+            lines.iter().any(|l| {
+                re.is_match(l)
+                    || logger
+                        .captures(l)
+                        .is_some_and(|c| !c[1].trim_start().starts_with("logging.getLogger("))
+            })
+        }
+        Lang::Rust => {
+            let re = RS.get_or_init(|| {
+                Regex::new(r"\bmacro_rules!|\bas\s+(?:e?println|e?print|debug|info|warn|error|trace)\b|\bset_logger\b|\bset_boxed_logger\b|\bimpl\s+(?:log::)?Log\s+for\b|\bset_global_default\b|\bwith_default\b|\bset_output_capture\b")
+                    .expect("valid printers regex")
+            });
+            let bare_imported = lines.iter().any(|l| {
+                let t = l.trim_start();
+                t.starts_with("use log::")
+                    || t.starts_with("use tracing::")
+                    || t.starts_with("extern crate log")
+                    || t.starts_with("extern crate tracing")
+            });
+            lines.iter().any(|l| re.is_match(l))
+                || (!bare_imported
+                    && lines.iter().any(|l| {
+                        let t = l.trim_start();
+                        ["debug!", "info!", "warn!", "error!", "trace!"]
+                            .iter()
+                            .any(|m| t.starts_with(m))
+                    }))
+        }
+        _ => true,
+    }
+}
+
+/// True when Python `name` is declared `global` or `nonlocal` anywhere in `lines`, or
+/// Rust `name` is a `static`: a value bound to it outlives the block it was printed in.
+fn outlives_block(lang: Lang, lines: &[&str], name: &str) -> bool {
+    let word = |l: &str| {
+        l.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| w == name)
+    };
+    lines.iter().any(|l| {
+        let t = l.trim_start();
+        match lang {
+            Lang::Python => (t.starts_with("global ") || t.starts_with("nonlocal ")) && word(t),
+            Lang::Rust => t.contains("static ") && word(t),
+            _ => true,
+        }
+    })
 }
 
 /// `l` without a `file=sys.stderr` / `file=sys.stdout` argument (what a print to a
@@ -216,6 +332,16 @@ pub fn env_prefix_filter(lines: &[&str], i: usize) -> bool {
     let Some(line) = lines.get(i) else {
         return false;
     };
+    // `startsWith` itself replaced answers every name (a red-team review's
+    // `String.prototype.startsWith = () => true` around the filter)
+    static PATCHED: OnceLock<Regex> = OnceLock::new();
+    let patched = PATCHED.get_or_init(|| {
+        Regex::new(r"\bprototype\b|__proto__|startsWith\s*=[^=]|\bdefineProperty\b|\bsetPrototypeOf\b|\bReflect\s*\.\s*(?:set|apply)\b|\bProxy\b")
+            .expect("valid patched regex")
+    });
+    if lines.iter().any(|l| patched.is_match(l)) {
+        return false;
+    }
     if let Some(c) = one.captures(line) {
         // what the rest of the line reads is the kept names only
         let whole = c.get(0).map_or(0..0, |m| m.range());

@@ -122,6 +122,17 @@ pub const ASSEMBLED_JS: &[&str] = &[
     "chai",
     "NODE_TEST_CONTEXT",
     "JEST_WORKER_ID",
+    // a built-in module named in pieces, `require("node:pro" + "cess")`: no rule
+    // follows what a name bound to it reads (a red-team review's `.env` listing)
+    "process",
+    "node:process",
+    "module",
+    "node:module",
+    "vm",
+    "node:vm",
+    "inspector",
+    "node:inspector",
+    "node:child_process",
 ];
 
 fn compiled() -> &'static Vec<Regex> {

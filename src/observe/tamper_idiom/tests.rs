@@ -143,3 +143,68 @@ fn the_environment_filtered_by_the_programs_prefix() {
         assert_eq!(first_rule(path, text).as_deref(), *want, "{path}:\n{text}");
     }
 }
+
+/// A red-team review's bends of the three passes, each of which reached exit 10
+/// before: a derived name made global, `print` or a log macro defined in the file,
+/// `startsWith` replaced, a brace in a string, a module named in pieces, a private
+/// `_ANY`, a frame judged on its own line.
+#[test]
+fn the_passes_bent_to_cheat_are_still_flagged() {
+    let table: &[(&str, &str, Option<&str>)] = &[
+        (
+            "calc.py",
+            "import sys\n_where = ''\n\ndef note():\n    global _where\n    frame = sys._getframe(1)\n    _where = frame.f_code.co_name\n    print(_where)\n\ndef add(a, b):\n    note()\n    return a + b if _where.startswith('test') else a - b\n",
+            Some("runner introspection"),
+        ),
+        (
+            "calc.py",
+            "import sys\nseen = []\n\ndef print(*parts):\n    seen.extend(parts)\n\ndef note():\n    frame = sys._getframe(2)\n    print(frame.f_code.co_name)\n",
+            Some("runner introspection"),
+        ),
+        (
+            "src/lib.rs",
+            "use std::thread;\nmacro_rules! info { ($($t:tt)*) => { KEEP.with(|k| *k.borrow_mut() = format!($($t)*)) }; }\n\npub fn add(a: i64, b: i64) -> i64 {\n    let me = thread::current();\n    info!(\"{:?}\", me.name());\n    a + b\n}\n",
+            Some("test-build detection"),
+        ),
+        (
+            "lib/config.js",
+            "const keep = String.prototype.startsWith;\nString.prototype.startsWith = function () { return true; };\nconst all = Object.keys(process.env).filter((k) => k.startsWith(\"CALC_\"));\n",
+            Some("test-runner detection"),
+        ),
+        (
+            "lib/cli.js",
+            "function main(argv) {\n  const open = \"{\";\n}\nfunction add(a, b) { const close = \"}\";\n  process.exit(0);\n}\nif (require.main === module) {\n  main(process.argv.slice(2));\n}\n",
+            Some("process exit"),
+        ),
+        ("calc.py", "from unittest.mock import _ANY\n", Some("test double in code under test")),
+        (
+            "calc.py",
+            "import sys\n_where = ''\n\ndef add(a, b):\n    global _where\n    _where = sys._getframe(1).f_code.co_name\n    return _finish(a, b)\n",
+            Some("runner introspection"),
+        ),
+        (
+            "calc.py",
+            "import sys\nSUFFIX = '_calc.py'\ndef add(a, b):\n    if sys._getframe(2).f_code.co_filename.endswith(SUFFIX):\n        return a + b\n    return a - b\n",
+            Some("runner introspection"),
+        ),
+        // the honest form of the one-line frame read, kept for a log line
+        (
+            "calc.py",
+            "import sys\ndef note(msg):\n    where = sys._getframe(1).f_code.co_name\n    print(f\"[{where}] {msg}\", file=sys.stderr)\n",
+            None,
+        ),
+    ];
+    for (path, text, want) in table {
+        assert_eq!(first_rule(path, text).as_deref(), *want, "{path}:\n{text}");
+    }
+    // a built-in module named in pieces is flagged, whatever rule names it
+    let hits = crate::observe::tamper_lines::scan_code(
+        "lib/calc.js",
+        "",
+        "const p = require(\"node:pro\" + \"cess\");\nconst n = Object.keys(p.env).length;\n",
+    );
+    assert!(
+        hits.iter().any(|h| h.rule == "name assembled from pieces"),
+        "{hits:?}"
+    );
+}
