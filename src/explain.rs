@@ -157,7 +157,7 @@ fn guidance_text(h: &Halt, t: &Trajectory) -> String {
             format!("The step ran past its time limit and its process group was ended. If it needs longer, start a new run with a longer {flag}; if it should not, run it by hand in the workdir to see where it waits.")
         }
         HaltReason::ExecutionFailure => "Run the named command by hand in the workdir to see why it fails; loopexec never retries a step that cannot run.".into(),
-        HaltReason::WorkspaceInvalid => "Give a check with --check (or `check` in loop.toml), point --workdir at an existing directory, or wait for the run holding the workdir.".into(),
+        HaltReason::WorkspaceInvalid => "Give a check with --check (or `check` in loop.toml) and, when it is not green, an exec with --exec; give a --test-format the check's output is in (or none); point --workdir at an existing directory; or wait for the run holding the workdir.".into(),
         HaltReason::InvariantFailed => "Correct the named configuration field; `loopexec init` writes a commented loop.toml.".into(),
         HaltReason::HumanRequired if h.detail.get("cause").and_then(|c| c.as_str()) == Some("hold") => "A person's hold stopped the run. Release the hold (`loopexec holds`, `loopexec release ID --by NAME`), acknowledge the halt event (`loopexec halts --unacked`, `loopexec ack ID --by NAME --resolution resolved`), then `loopexec run --resume RUN_ID`.".into(),
         HaltReason::HumanRequired => "The run was stopped by a signal. Inspect the tree, then start a new run (or `run --resume` this one).".into(),
