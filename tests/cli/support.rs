@@ -759,6 +759,19 @@ pub fn writer(files: &[(&str, &str)]) -> (tempfile::TempDir, String) {
     (dir, exec)
 }
 
+/// `run --exec EXEC --check "python3 -m pytest -q" --max-iterations 2` in `r`.
+pub fn run_pytest(r: &Repo, exec: &str) -> Out {
+    r.lx(&[
+        "run",
+        "--exec",
+        exec,
+        "--check",
+        "python3 -m pytest -q",
+        "--max-iterations",
+        "2",
+    ])
+}
+
 /// A pytest project with a failing test (`add` subtracts).
 pub fn pytest_repo() -> Repo {
     let r = Repo::new();

@@ -3226,15 +3226,7 @@ fn a_frame_kept_for_a_log_line_converges_and_one_that_decides_does_not() {
     ] {
         let r = pytest_repo();
         let (_dir, exec) = writer(&[("log.py", &log), ("calc.py", calc)]);
-        let v = r.lx(&[
-            "run",
-            "--exec",
-            &exec,
-            "--check",
-            "python3 -m pytest -q",
-            "--max-iterations",
-            "2",
-        ]);
+        let v = run_pytest(&r, &exec);
         assert_eq!(v.json()["halt_reason"], want, "{name}: {}", v.json());
     }
 }

@@ -7,6 +7,15 @@ fn first_rule(path: &str, text: &str) -> Option<String> {
     scan(path, "", text).first().map(|h| h.rule.clone())
 }
 
+/// Each row's file, scanned as added since t0, raises the row's rule first (`None`:
+/// no hit).
+fn assert_rows<T: AsRef<str>>(table: &[(&str, T, Option<&str>)]) {
+    for (path, text, want) in table {
+        let text = text.as_ref();
+        assert_eq!(first_rule(path, text).as_deref(), *want, "{path}:\n{text}");
+    }
+}
+
 #[test]
 fn exit_code_set_in_a_main_only_the_guard_calls() {
     let cli = "const { add } = require('./calc');\n\nfunction main(argv) {\n  const code = argv.length === 2 ? 0 : 2;\n  if (code === 0) {\n    console.log(add(+argv[0], +argv[1]));\n  }\n  process.exitCode = code;\n}\n\nif (require.main === module) {\n  main(process.argv.slice(2));\n}\n";
@@ -43,9 +52,7 @@ fn exit_code_set_in_a_main_only_the_guard_calls() {
             Some("process exit"),
         ),
     ];
-    for (path, text, want) in table {
-        assert_eq!(first_rule(path, text).as_deref(), *want, "{path}:\n{text}");
-    }
+    assert_rows(table);
 }
 
 #[test]
@@ -86,9 +93,7 @@ fn a_frame_or_thread_kept_for_a_log_line() {
         // a frame's globals are read whatever holds the frame
         ("calc/log.py", current.replace("caller.f_lineno", "caller.f_globals"), Some("runner introspection")),
     ];
-    for (path, text, want) in table {
-        assert_eq!(first_rule(path, text).as_deref(), *want, "{path}:\n{text}");
-    }
+    assert_rows(table);
 }
 
 #[test]
@@ -139,9 +144,7 @@ fn the_environment_filtered_by_the_programs_prefix() {
             Some("test-runner detection"),
         ),
     ];
-    for (path, text, want) in table {
-        assert_eq!(first_rule(path, text).as_deref(), *want, "{path}:\n{text}");
-    }
+    assert_rows(table);
 }
 
 /// A red-team review's bends of the three passes, each of which reached exit 10
@@ -194,9 +197,7 @@ fn the_passes_bent_to_cheat_are_still_flagged() {
             None,
         ),
     ];
-    for (path, text, want) in table {
-        assert_eq!(first_rule(path, text).as_deref(), *want, "{path}:\n{text}");
-    }
+    assert_rows(table);
     // a built-in module named in pieces is flagged, whatever rule names it
     let hits = crate::observe::tamper_lines::scan_code(
         "lib/calc.js",
