@@ -333,8 +333,10 @@ pub struct RunLock {
     _dir: File,
 }
 
-/// Checks a run id: 1-128 of `[A-Za-z0-9._-]`, not starting with `.`, and not
-/// `latest` (which every read command resolves to the newest run).
+/// Checks a run id: 1-128 of `[A-Za-z0-9._-]`, not starting or ending with `.`, with
+/// no `..` and not ending in `.lock` (a run id names a git ref of the snapshot store,
+/// and git refuses such names: a new user's `a..b` ended the run `internal_error`),
+/// and not `latest` (which every read command resolves to the newest run).
 ///
 /// # Errors
 /// [`WorkspaceError::BadRunId`].
@@ -343,6 +345,9 @@ pub fn validate_run_id(id: &str) -> Result<(), WorkspaceError> {
         && id != "latest"
         && id.len() <= 128
         && !id.starts_with('.')
+        && !id.ends_with('.')
+        && !id.contains("..")
+        && !id.ends_with(".lock")
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));

@@ -215,9 +215,25 @@ pub(crate) fn next_steps(v: &NextView<'_>) -> Vec<String> {
         (Some("success_condition_met"), _) => {
             out.push(format!("the run converged: loopexec report {run}"));
         }
-        (Some(_), _) => {
+        (Some(reason), _) => {
             out.push(format!("read why it halted: loopexec explain-halt {run}"));
-            out.push(format!("go on from there: loopexec run --resume {run}"));
+            let code = crate::halt::HaltReason::from_str_opt(reason).map(|r| r.exit_code());
+            match code {
+                // a resume keeps the recorded exec, check and format: the fix is a new run
+                Some(20 | 30) => out.push(
+                    "fix what the halt names, then start a new run (a resume keeps the recorded exec, check and test format)".to_string(),
+                ),
+                Some(12) => out.push(format!(
+                    "go on with a higher cap: loopexec run --resume {run} --max-iterations N"
+                )),
+                Some(13) => {
+                    out.push(format!(
+                        "read the diff, then acknowledge its halt event: loopexec halts --unacked --run {run}, loopexec ack ID --by NAME"
+                    ));
+                    out.push(format!("go on from there: loopexec run --resume {run}"));
+                }
+                _ => out.push(format!("go on from there: loopexec run --resume {run}")),
+            }
         }
         (None, false) => {
             out.push(format!(
@@ -352,6 +368,26 @@ mod tests {
                 Some("loopexec ack halt-9 --by NAME"),
                 Some("loopexec run --resume R"),
             ),
+            // a resume keeps the exec, check and format that a workspace halt names
+            (
+                NextView {
+                    run_id: "R",
+                    halted: Some("workspace_invalid"),
+                    ..NextView::default()
+                },
+                Some("loopexec explain-halt R"),
+                Some("start a new run"),
+            ),
+            // an integrity halt's event is acknowledged before the resume
+            (
+                NextView {
+                    run_id: "R",
+                    halted: Some("metric_integrity_violation"),
+                    ..NextView::default()
+                },
+                Some("loopexec explain-halt R"),
+                Some("loopexec run --resume R"),
+            ),
             (
                 NextView {
                     run_id: "R",
@@ -370,6 +406,17 @@ mod tests {
                 Some("loopexec run --resume R"),
             ),
         ];
+        let integrity = next_steps(&NextView {
+            run_id: "R",
+            halted: Some("metric_integrity_violation"),
+            ..NextView::default()
+        });
+        assert!(
+            integrity
+                .iter()
+                .any(|s| s.contains("loopexec ack ID --by NAME")),
+            "{integrity:?}"
+        );
         for (view, first, last) in rows {
             let steps = next_steps(&view);
             assert_eq!(steps.is_empty(), first.is_none(), "{view:?}: {steps:?}");

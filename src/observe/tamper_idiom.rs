@@ -128,8 +128,10 @@ fn without_strings(line: &str) -> String {
 /// .currentframe()`; a Rust thread, `let me = thread::current();`) and, in the rest of
 /// its block, the handle and every name derived from it (`caller = frame.f_back`,
 /// `where = f"…{frame.f_lineno}"`) are only printed: Python's `print` (to standard
-/// output or error), `logging`/`logger`/`log` calls and `sys.stderr.write`; Rust's
-/// `println!`/`eprintln!`/`print!`/`eprint!` and the `log`/`tracing` macros. A use
+/// output or error) and `sys.stderr.write`; Rust's `println!`/`eprintln!`/`print!`/
+/// `eprint!`. A logging call is no print: a handler or logger any module configures
+/// keeps what it is given (a new user's cheat decided from a root-logger handler set
+/// up in another file). A use
 /// that decides (`==`, `in`, `if`, `startswith`, `contains`, …), passes the handle
 /// on, or prints into a buffer leaves the hit standing, and so does a handle never
 /// printed.
@@ -143,14 +145,14 @@ pub fn held_handle_only_shown(lang: Lang, lines: &[&str], i: usize) -> bool {
             [
                 Regex::new(r"^\s*(\w+)\s*=\s*(?:sys\s*\.\s*_getframe|inspect\s*\.\s*currentframe)\s*\(\s*\d*\s*\)(?:\s*\.\s*(?:f_back|f_code|f_lineno|co_name|co_filename|co_qualname))*\s*(?:#.*)?$").expect("valid"),
                 Regex::new(r"^\s*(\w+)\s*=([^=].*)$").expect("valid"),
-                Regex::new(r"^\s*(print\s*\(.*\)\s*$|(?:logging|logger|log|LOG|_log|_logger)\s*\.\s*(?:debug|info|warning|warn|error|exception|critical|log)\s*\(.*\)\s*$|sys\s*\.\s*(?:stderr|stdout)\s*\.\s*write\s*\(.*\)\s*$)").expect("valid"),
+                Regex::new(r"^\s*(print\s*\(.*\)\s*$|sys\s*\.\s*(?:stderr|stdout)\s*\.\s*write\s*\(.*\)\s*$)").expect("valid"),
             ]
         }),
         Lang::Rust => RS.get_or_init(|| {
             [
                 Regex::new(r"^\s*let\s+(?:mut\s+)?(\w+)\s*=\s*(?:std\s*::\s*)?thread\s*::\s*current\s*\(\s*\)\s*;\s*(?://.*)?$").expect("valid"),
                 Regex::new(r"^\s*let\s+(?:mut\s+)?(\w+)\s*(?::[^=]*)?=([^=].*);\s*$").expect("valid"),
-                Regex::new(r"^\s*(?:e?println|e?print|(?:log|tracing)\s*::\s*(?:debug|info|warn|error|trace)|debug|info|warn|error|trace)\s*!\s*\(.*\)\s*;\s*$").expect("valid"),
+                Regex::new(r"^\s*(?:e?println|e?print)\s*!\s*\(.*\)\s*;\s*$").expect("valid"),
             ]
         }),
         _ => return false,

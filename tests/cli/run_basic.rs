@@ -187,7 +187,17 @@ fn an_unknown_flag_is_a_clap_usage_error() {
 #[test]
 fn run_ids_are_validated_and_echoed() {
     let r = Repo::with_f();
-    for bad in ["../x", "../../escaped", "a/b", ".hidden"] {
+    // (`a..b`, `x.lock`, `y.`: no git ref can carry them, and a new user's `a..b`
+    // ended its run `internal_error`)
+    for bad in [
+        "../x",
+        "../../escaped",
+        "a/b",
+        ".hidden",
+        "a..b",
+        "x.lock",
+        "y.",
+    ] {
         let out = r.lx(&["run", "--run-id", bad, "--exec", "true", "--check", "true"]);
         let v = out.json();
         assert!(
