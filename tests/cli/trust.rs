@@ -193,15 +193,7 @@ fn test_files_named_by_the_projects_own_pattern_are_frozen() {
         )
         .commit("red");
     let weaken = "sed -i 's/== 5/== -1/' checks/check_calc.py";
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        weaken,
-        "--check",
-        "python3 -m pytest -q",
-        "--max-iterations",
-        "2",
-    ]);
+    let out = run_pytest(&r, weaken);
     let v = out.expect(13, Some("metric_integrity_violation"));
     assert!(mentions(&v, "checks/check_calc.py"), "{v}");
 }
@@ -1468,15 +1460,7 @@ fn code_that_reaches_for_loopexec_or_assembles_runner_names_is_runner_tampering(
     for (needle, calc) in rows {
         let r = pytest_repo();
         let (_keep, exec) = writer(&[("calc.py", calc)]);
-        let out = r.lx(&[
-            "run",
-            "--exec",
-            &exec,
-            "--check",
-            "python3 -m pytest -q",
-            "--max-iterations",
-            "2",
-        ]);
+        let out = run_pytest(&r, &exec);
         assert_ne!(out.code, 10, "{needle}: the cheat was believed");
         let v = out.expect(13, Some("metric_integrity_violation"));
         // Named by the rule, or first by pytest's witness when the code replaced one of
@@ -1541,15 +1525,7 @@ fn a_runner_function_replaced_at_run_time_is_named_whatever_its_spelling() {
         "import sys as _s\n_m = _s.modules.get(bytes.fromhex('5f7079746573742e707974686f6e').decode())\nif _m is not None:\n    _F = getattr(_m, 'Fun' + 'ction')\n    _o = getattr(_F, 'run' + 'test')\n    def _r(self, _o=_o):\n        try:\n            _o(self)\n        except AssertionError:\n            pass\n    setattr(_F, 'run' + 'test', _r)\n",
     )]);
     let exec = format!("{patch} cat patch.py >> calc.py; rm patch.py");
-    let out = r.lx(&[
-        "run",
-        "--exec",
-        &exec,
-        "--check",
-        "python3 -m pytest -q",
-        "--max-iterations",
-        "2",
-    ]);
+    let out = run_pytest(&r, &exec);
     assert_ne!(out.code, 10, "the patched runner was believed");
     let v = out.expect(13, None);
     assert!(mentions(&v, "Function.runtest"), "{v}");
@@ -2369,15 +2345,7 @@ fn code_under_test_that_redefines_the_tests_vocabulary_is_runner_tampering() {
             .write("tests/test_calc.py", test)
             .commit("fixture");
         let (_keep, exec) = writer(&[("calc.py", cheat)]);
-        let out = r.lx(&[
-            "run",
-            "--exec",
-            &exec,
-            "--check",
-            "python3 -m pytest -q",
-            "--max-iterations",
-            "2",
-        ]);
+        let out = run_pytest(&r, &exec);
         assert_ne!(out.code, 10, "{needle}: the cheat was believed");
         let v = out.expect(13, Some("metric_integrity_violation"));
         assert!(mentions(&v, needle), "{needle}: {v}");
@@ -2914,17 +2882,7 @@ fn code_right_only_in_the_clean_room_fails_the_checkout_confirmation() {
     if pytest_missing() {
         return;
     }
-    let run = |r: &Repo, exec: &str| {
-        r.lx(&[
-            "run",
-            "--exec",
-            exec,
-            "--check",
-            "python3 -m pytest -q",
-            "--max-iterations",
-            "2",
-        ])
-    };
+    let run = run_pytest;
     let fixed = "def add(a, b):\n    return a + b\n";
     for (name, files) in [
         (
